@@ -1,0 +1,394 @@
+"""Records, requests, results, outcomes and errors, named in RFC 003's own words.
+
+Everything here is plain data: frozen dataclasses and enums that the runtime adapters return,
+the driver consumes, and the views draw. Nothing here knows about storage or scheduling.
+
+>>> request = StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42})
+>>> request.request_id
+RequestId(execution_id='order-42', step_key='ship')
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from yieldstar_sim.codec import DurableObject, DurableValue
+
+# --------------------------------------------------------------------------- identities
+
+
+@dataclass(frozen=True, slots=True)
+class RequestId:
+    """A start request's identity: the caller's execution ID and the step key.
+
+    A replay of the caller reaches the same step, so it sends the same request ID.
+    """
+
+    execution_id: str
+    step_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    """What ``WorkflowStartClient.start`` receives (RFC 003, "Runtime API").
+
+    ``params`` is validated by the runtime with the durable value codec; ``None`` means the
+    request has no parameters, which does not match an empty object.
+    """
+
+    request_id: RequestId
+    workflow_id: str
+    params: object = None
+    detached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParentLink:
+    """The link a started target keeps to the step that started it (RFC 008 and RFC 009)."""
+
+    execution_id: str
+    step_key: str
+    detached: bool = False
+
+
+# --------------------------------------------------------------------------- start results
+
+
+class WorkflowStartErrorCode(enum.StrEnum):
+    """Why a start request was rejected."""
+
+    INVALID_START_PARAMETERS = "INVALID_START_PARAMETERS"
+    START_REQUEST_MISMATCH = "START_REQUEST_MISMATCH"
+
+
+@dataclass(frozen=True, slots=True)
+class StartAccepted:
+    """The runtime admitted (or found) the target of a start request."""
+
+    execution_id: str
+    status: Literal["accepted"] = "accepted"
+
+
+@dataclass(frozen=True, slots=True)
+class StartRejected:
+    """The runtime refused a start request; nothing was admitted for it."""
+
+    code: WorkflowStartErrorCode
+    message: str
+    status: Literal["rejected"] = "rejected"
+
+
+StartResult: TypeAlias = StartAccepted | StartRejected
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class YieldstarError(Exception):
+    """Base class of the errors yieldstar_sim raises to users and to workflow code."""
+
+
+class WorkflowStartError(YieldstarError):
+    """A rejected start, thrown to workflow code by ``step.start``.
+
+    Replay restores the same class and code without calling the start client again.
+    """
+
+    def __init__(self, code: WorkflowStartErrorCode | str, message: str) -> None:
+        super().__init__(message)
+        self.code = WorkflowStartErrorCode(code)
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[WorkflowStartError], tuple[str, str]]:
+        return (type(self), (str(self.code), self.message))
+
+
+class AdmissionErrorCode(enum.StrEnum):
+    """Why the runtime refused to admit an execution (our reading of RFC 001)."""
+
+    EXECUTION_EXISTS = "EXECUTION_EXISTS"
+    INVALID_EXECUTION_ID = "INVALID_EXECUTION_ID"
+    INVALID_PARAMETERS = "INVALID_PARAMETERS"
+    CALLER_NOT_FOUND = "CALLER_NOT_FOUND"
+
+
+class ExecutionAdmissionError(YieldstarError):
+    """The runtime refused to admit an execution; nothing was admitted."""
+
+    def __init__(self, code: AdmissionErrorCode | str, message: str) -> None:
+        super().__init__(message)
+        self.code = AdmissionErrorCode(code)
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[ExecutionAdmissionError], tuple[str, str]]:
+        return (type(self), (str(self.code), self.message))
+
+
+class InvalidIDError(ExecutionAdmissionError):
+    """An execution ID that is empty, holds ASCII control characters, or is reserved."""
+
+    def __init__(
+        self, message: str, code: AdmissionErrorCode | str = "INVALID_EXECUTION_ID"
+    ) -> None:
+        super().__init__(code, message)
+
+    def __reduce__(self) -> tuple[type[ExecutionAdmissionError], tuple[str, str]]:
+        return (type(self), (self.message, str(self.code)))
+
+
+class ExecutionNotFoundError(YieldstarError, LookupError):
+    """No execution has that ID (never admitted, or pruned)."""
+
+
+class ExecutionStateError(YieldstarError):
+    """The execution is in a state that does not allow the operation (e.g. pruning a live one)."""
+
+
+class InfrastructureError(Exception):
+    """A failure of the runtime itself, not of workflow code.
+
+    It is never an outcome: the delivery rejects, the worker replies retry and the lease is
+    released (RFC 003, "Delivery acknowledgement").
+    """
+
+
+class LeaseLostError(InfrastructureError):
+    """A fenced write was refused because the caller no longer holds the execution's lease."""
+
+
+class InjectedFailure(InfrastructureError):
+    """Raised by an armed failure point of a runtime adapter (see ``FailPoints``)."""
+
+
+# --------------------------------------------------------------------------- records
+
+
+class ExecutionStatus(enum.StrEnum):
+    """Where an execution stands. The last three are terminal outcomes."""
+
+    PENDING = "pending"
+    SUSPENDED = "suspended"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the execution has a final outcome and will never run workflow code again."""
+        return self in _TERMINAL
+
+
+_TERMINAL = frozenset(
+    {ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED}
+)
+
+ExecutionOrigin: TypeAlias = Literal["trigger", "start"]
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The right to deliver one execution until ``expires_at`` (RFC 002).
+
+    ``token`` is the fencing token: it only grows, and every fenced write names it.
+    """
+
+    execution_id: str
+    owner: str
+    token: int
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """An error as a durable value: its class name, message and, for coded errors, the code."""
+
+    name: str
+    message: str
+    code: str | None = None
+
+    @classmethod
+    def from_exception(cls, error: BaseException) -> ErrorInfo:
+        """Describe an exception durably, keeping the code of coded errors."""
+        code = getattr(error, "code", None)
+        return cls(type(error).__name__, str(error), str(code) if code is not None else None)
+
+    def to_value(self) -> DurableObject:
+        """The durable value stored for this error."""
+        value: DurableObject = {"name": self.name, "message": self.message}
+        if self.code is not None:
+            value["code"] = self.code
+        return value
+
+    @classmethod
+    def from_value(cls, value: DurableValue) -> ErrorInfo:
+        """Inverse of ``to_value``."""
+        if not isinstance(value, dict):
+            raise TypeError(f"an error record must be an object, not {type(value).__name__}")
+        code = value.get("code")
+        return cls(str(value["name"]), str(value["message"]), None if code is None else str(code))
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRecord:
+    """One execution as the runtime stores it (RFC 007 as fixed in DESIGN.md).
+
+    ``due_at`` is the pending wake, if any; ``lease`` the current lease, if one is held (it may
+    have expired: compare ``lease.expires_at`` with the clock).
+    """
+
+    execution_id: str
+    workflow_id: str
+    params: DurableObject | None
+    origin: ExecutionOrigin
+    parent: ParentLink | None
+    status: ExecutionStatus
+    created_at: float
+    seq: int
+    result: DurableValue = None
+    error: ErrorInfo | None = None
+    finished_at: float | None = None
+    due_at: float | None = None
+    lease: Lease | None = None
+    lease_token: int = 0
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the execution reached a terminal outcome."""
+        return self.status.terminal
+
+
+StepStatus: TypeAlias = Literal["completed", "failed", "pending"]
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """A recorded step of one execution, keyed by (execution, step key).
+
+    ``position`` is the order in which the step was first recorded; rewriting a step (a pending
+    delay that completes, a retried attempt) keeps its position.
+    """
+
+    execution_id: str
+    step_key: str
+    position: int
+    status: StepStatus
+    value: DurableValue
+    attempt: int
+    recorded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class StartRequestRecord:
+    """A retained start request and the one target it admitted."""
+
+    request_id: RequestId
+    workflow_id: str
+    params: DurableObject | None
+    detached: bool
+    target_execution_id: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a claim hands a worker: the lease, the execution and its recorded steps."""
+
+    lease: Lease
+    execution: ExecutionRecord
+    steps: tuple[StepRecord, ...]
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """The workflow returned ``result``."""
+
+    result: DurableValue = None
+    status: Literal["completed"] = "completed"
+
+
+@dataclass(frozen=True, slots=True)
+class Suspended:
+    """The unfinished step and every wake needed to resume it are recorded."""
+
+    status: Literal["suspended"] = "suspended"
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """Workflow code threw an uncaught error.
+
+    ``exception`` keeps the live exception for in-process callers; it is not stored and does not
+    take part in equality.
+    """
+
+    error: ErrorInfo
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
+    status: Literal["failed"] = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """Workflow code ended by throwing WorkflowCancelledError after a recorded request."""
+
+    status: Literal["cancelled"] = "cancelled"
+
+
+WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled
+
+
+# --------------------------------------------------------------------------- validation
+
+_RESERVED_PREFIX = "@"
+
+
+def check_execution_id(execution_id: object, *, what: str = "execution ID") -> str:
+    """Return ``execution_id`` if a caller may choose it, else raise ``InvalidIDError``.
+
+    Empty IDs, IDs with ASCII control characters, and IDs starting with ``@`` (the namespace of
+    runtime-generated IDs) are refused.
+    """
+    if not isinstance(execution_id, str):
+        raise InvalidIDError(f"{what} must be a string, not {type(execution_id).__name__}")
+    if not execution_id:
+        raise InvalidIDError(f"{what} must not be empty")
+    bad = next((c for c in execution_id if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise InvalidIDError(
+            f"{what} {execution_id!r} contains the ASCII control character {bad!r}"
+        )
+    if execution_id.startswith(_RESERVED_PREFIX):
+        raise InvalidIDError(
+            f"{what} {execution_id!r} starts with {_RESERVED_PREFIX!r}, which is reserved for "
+            "IDs the runtime generates"
+        )
+    return execution_id
+
+
+def check_name(value: object, what: str) -> str:
+    """Return ``value`` if it is a non-empty string without control characters."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} must be a non-empty string, not {value!r}")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise ValueError(f"{what} {value!r} contains an ASCII control character")
+    return value
+
+
+def generated_execution_id(workflow_id: str, seq: int) -> str:
+    """The ID the runtime gives the ``seq``-th admission when the caller chose none."""
+    return f"{_RESERVED_PREFIX}{workflow_id}-{seq}"
+
+
+def check_time(value: float, what: str) -> float:
+    """Return ``value`` as a float if it is a finite, non-negative number of seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number of seconds, not {value!r}")
+    if value < 0:
+        raise ValueError(f"{what} must not be negative, not {value!r}")
+    return float(value)

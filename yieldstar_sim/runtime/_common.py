@@ -1,0 +1,323 @@
+"""What every runtime adapter does the same way: argument checks, encodings, messages.
+
+Keeping these in one place is what makes the adapters agree record for record; the lockstep
+differential test checks that they do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.codec import DurableObject, durable_value_codec
+from yieldstar_sim.model import (
+    AdmissionErrorCode,
+    ErrorInfo,
+    ExecutionAdmissionError,
+    ExecutionRecord,
+    ExecutionStatus,
+    Lease,
+    LeaseLostError,
+    ParentLink,
+    RequestId,
+    StartRejected,
+    StartRequest,
+    StartRequestRecord,
+    StepStatus,
+    WorkflowRunOutcome,
+    WorkflowStartErrorCode,
+    check_name,
+    check_time,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from yieldstar_sim.codec import DurableValue
+
+STEP_STATUSES: frozenset[str] = frozenset({"completed", "failed", "pending"})
+
+#: The columns of an execution row, in the order both adapters hand them to ``execution_record``.
+EXECUTION_COLUMNS = (
+    "execution_id",
+    "seq",
+    "workflow_id",
+    "params",
+    "origin",
+    "parent_execution_id",
+    "parent_step_key",
+    "parent_detached",
+    "status",
+    "result",
+    "error",
+    "created_at",
+    "finished_at",
+    "due_at",
+    "lease_owner",
+    "lease_token",
+    "lease_expires_at",
+)
+
+
+def _opt_float(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def decode_object(canonical: str | None) -> DurableObject | None:
+    """Decode stored parameters (``None`` stays ``None``: no parameters)."""
+    if canonical is None:
+        return None
+    value = durable_value_codec.decode(canonical)
+    assert isinstance(value, dict)
+    return value
+
+
+def execution_record(row: Sequence[object]) -> ExecutionRecord:
+    """Build the public record from a row in ``EXECUTION_COLUMNS`` order."""
+    (
+        execution_id,
+        seq,
+        workflow_id,
+        params,
+        origin,
+        parent_execution_id,
+        parent_step_key,
+        parent_detached,
+        status,
+        result,
+        error,
+        created_at,
+        finished_at,
+        due_at,
+        lease_owner,
+        lease_token,
+        lease_expires_at,
+    ) = row
+    parent = (
+        ParentLink(str(parent_execution_id), str(parent_step_key), bool(parent_detached))
+        if parent_execution_id is not None
+        else None
+    )
+    lease = (
+        Lease(str(execution_id), str(lease_owner), int(lease_token), float(lease_expires_at))  # type: ignore[call-overload, arg-type]
+        if lease_owner is not None
+        else None
+    )
+    return ExecutionRecord(
+        execution_id=str(execution_id),
+        workflow_id=str(workflow_id),
+        params=decode_object(params),  # type: ignore[arg-type]
+        origin="start" if origin == "start" else "trigger",
+        parent=parent,
+        status=ExecutionStatus(str(status)),
+        created_at=float(created_at),  # type: ignore[arg-type]
+        seq=int(seq),  # type: ignore[call-overload]
+        result=None if result is None else durable_value_codec.decode(str(result)),
+        error=None
+        if error is None
+        else ErrorInfo.from_value(durable_value_codec.decode(str(error))),
+        finished_at=_opt_float(finished_at),
+        due_at=_opt_float(due_at),
+        lease=lease,
+        lease_token=int(lease_token),  # type: ignore[call-overload]
+    )
+
+
+def start_request_record(record: ExecutionRecord) -> StartRequestRecord:
+    """The start-request record a started target stands for."""
+    assert record.parent is not None
+    return StartRequestRecord(
+        request_id=RequestId(record.parent.execution_id, record.parent.step_key),
+        workflow_id=record.workflow_id,
+        params=record.params,
+        detached=record.parent.detached,
+        target_execution_id=record.execution_id,
+        created_at=record.created_at,
+    )
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedStart:
+    """A start request whose fields are checked and whose parameters are encoded."""
+
+    caller: str
+    step_key: str
+    workflow_id: str
+    params: str | None
+    detached: bool
+
+
+def check_start(request: StartRequest) -> CheckedStart | StartRejected:
+    """Check a start request; invalid parameters come back as the RFC's rejection."""
+    if not isinstance(request, StartRequest):
+        raise TypeError(f"start takes a StartRequest, not {type(request).__name__}")
+    request_id = request.request_id
+    if not isinstance(request_id, RequestId):
+        raise TypeError(f"request_id must be a RequestId, not {type(request_id).__name__}")
+    caller = check_name(request_id.execution_id, "the caller's execution ID")
+    step_key = check_name(request_id.step_key, "the step key")
+    workflow_id = check_name(request.workflow_id, "the workflow ID")
+    if not isinstance(request.detached, bool):
+        raise TypeError(f"detached must be a bool, not {type(request.detached).__name__}")
+    params: str | None = None
+    if request.params is not None:
+        encoding = durable_value_codec.validate_object(request.params, path="params")
+        if encoding.status == "invalid":
+            return StartRejected(WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message)
+        params = encoding.canonical
+    return CheckedStart(caller, step_key, workflow_id, params, request.detached)
+
+
+def check_trigger(
+    workflow_id: object, params: object, execution_id: str | None
+) -> tuple[str, str | None]:
+    """Check a direct trigger; return the workflow ID and encoded parameters."""
+    from yieldstar_sim.model import check_execution_id
+
+    workflow_id = check_name(workflow_id, "the workflow ID")
+    if execution_id is not None:
+        check_execution_id(execution_id)
+    if params is None:
+        return workflow_id, None
+    encoding = durable_value_codec.validate_object(params, path="params")
+    if encoding.status == "invalid":
+        raise ExecutionAdmissionError(AdmissionErrorCode.INVALID_PARAMETERS, encoding.message)
+    return workflow_id, encoding.canonical
+
+
+def mismatch(
+    request: CheckedStart, target_id: str, workflow_id: str, params: str | None
+) -> StartRejected | None:
+    """The rejection for a repeated request that asks for something else, if it does."""
+    if workflow_id == request.workflow_id and params == request.params:
+        return None
+    return StartRejected(
+        WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+        f"start request ({request.caller}, {request.step_key}) first started {target_id} as "
+        f"{workflow_id} with params {params or 'none'}; this request asks for "
+        f"{request.workflow_id} with params {request.params or 'none'}",
+    )
+
+
+def caller_not_found(request: CheckedStart) -> ExecutionAdmissionError:
+    """The error for a start whose caller does not exist (never admitted, or pruned)."""
+    return ExecutionAdmissionError(
+        AdmissionErrorCode.CALLER_NOT_FOUND,
+        f"start request ({request.caller}, {request.step_key}): the caller {request.caller} "
+        "does not exist (never admitted, or pruned)",
+    )
+
+
+def check_lease(lease: object) -> Lease:
+    """Return ``lease`` if it is a ``Lease``."""
+    if not isinstance(lease, Lease):
+        raise TypeError(f"a fenced write takes the Lease from claim, not {type(lease).__name__}")
+    return lease
+
+
+def check_seconds(value: float, what: str, *, positive: bool = False) -> float:
+    """Return ``value`` as float if it is a finite number of seconds (> 0 if ``positive``)."""
+    seconds = check_time(value, what)
+    if positive and seconds <= 0:
+        raise ValueError(f"{what} must be positive, not {value!r}")
+    return seconds
+
+
+def check_step(step_key: object, status: object, value: object, attempt: object) -> str:
+    """Check a step write; return the canonical value."""
+    check_name(step_key, "the step key")
+    if status not in STEP_STATUSES:
+        raise ValueError(f"step status must be one of {sorted(STEP_STATUSES)}, not {status!r}")
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+        raise ValueError(f"attempt must be a whole number from 1, not {attempt!r}")
+    return durable_value_codec.encode_or_raise(value, path=f"step {step_key!r} value")
+
+
+def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:
+    """The status, encoded result and encoded error an outcome is stored as."""
+    from yieldstar_sim.model import Cancelled, Completed, Failed, Suspended
+
+    match outcome:
+        case Completed(result=result):
+            return (
+                ExecutionStatus.COMPLETED,
+                durable_value_codec.encode_or_raise(result, path="result"),
+                None,
+            )
+        case Failed(error=error):
+            if not isinstance(error, ErrorInfo):
+                raise TypeError("Failed.error must be an ErrorInfo")
+            return (
+                ExecutionStatus.FAILED,
+                None,
+                durable_value_codec.encode_or_raise(error.to_value()),
+            )
+        case Cancelled():
+            return ExecutionStatus.CANCELLED, None, None
+        case Suspended():
+            return ExecutionStatus.SUSPENDED, None, None
+    raise TypeError(f"not a WorkflowRunOutcome: {outcome!r}")
+
+
+# --------------------------------------------------------------------------- leases
+
+
+def ready_at(
+    status: str, due_at: float | None, lease_owner: str | None, lease_expires_at: float | None
+) -> float | None:
+    """When an execution becomes claimable: its wake if free, its lease's expiry if leased."""
+    if ExecutionStatus(status).terminal:
+        return None
+    if lease_owner is not None:
+        return lease_expires_at
+    return due_at
+
+
+def lease_lost(lease: Lease, record: ExecutionRecord | None, now: float) -> LeaseLostError:
+    """Explain why ``lease`` no longer fences writes to its execution."""
+    who = f"{lease.owner}'s lease on {lease.execution_id} (token {lease.token})"
+    if record is None:
+        why = f"{lease.execution_id} no longer exists"
+    elif record.terminal:
+        why = f"{lease.execution_id} is already {record.status}"
+    elif record.lease_token != lease.token:
+        holder = (
+            f"now leased to {record.lease.owner} with token {record.lease.token}"
+            if record.lease is not None
+            else f"was claimed again (token {record.lease_token}) and released"
+        )
+        why = f"{lease.execution_id} {holder}"
+    elif record.lease is None:
+        why = "it was released"
+    elif record.lease.expires_at <= now:
+        why = f"it expired at t={record.lease.expires_at:g} (now t={now:g})"
+    else:  # pragma: no cover - a write that passes every check is not refused
+        why = "of a concurrent write"
+    return LeaseLostError(f"fenced write refused: {who} is stale: {why}")
+
+
+def decode_value(canonical: str) -> DurableValue:
+    """Decode one stored durable value."""
+    return durable_value_codec.decode(canonical)
+
+
+def finite_or_none(value: float | None) -> float | None:
+    """``value`` as a float, or ``None``; refuses non-finite values."""
+    if value is None:
+        return None
+    if not math.isfinite(value):
+        raise ValueError(f"time must be finite, not {value!r}")
+    return float(value)
+
+
+def step_status(value: str) -> StepStatus:
+    """Narrow a stored status string."""
+    if value == "completed":
+        return "completed"
+    if value == "failed":
+        return "failed"
+    return "pending"

@@ -1,0 +1,403 @@
+"""The DuckDB runtime: the default adapter, embedded, in memory or in a file.
+
+Every runtime call is one SQL statement (a new start is one INSERT inside an explicit
+transaction, so a failure point can sit between it and its COMMIT). Threads each get their own
+cursor; DuckDB's optimistic concurrency turns races into conflicts, which are retried here as
+re-reads, never surfaced as errors (docs/decisions.md, "DuckDB concurrency").
+
+>>> from yieldstar_sim import DuckDBRuntime, RequestId, StartRequest
+>>> runtime = DuckDBRuntime()
+>>> runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
+'order-42'
+>>> runtime.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
+StartAccepted(execution_id='@ship-order-2', status='accepted')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from yieldstar_sim.clock import Clock, ManualClock
+from yieldstar_sim.codec import durable_value_codec
+from yieldstar_sim.model import (
+    AdmissionErrorCode,
+    Delivery,
+    ExecutionAdmissionError,
+    ExecutionNotFoundError,
+    ExecutionRecord,
+    ExecutionStateError,
+    ExecutionStatus,
+    InfrastructureError,
+    Lease,
+    StartAccepted,
+    StartRejected,
+    StartRequest,
+    StartRequestRecord,
+    StartResult,
+    StepRecord,
+    StepStatus,
+    WorkflowRunOutcome,
+    check_name,
+)
+from yieldstar_sim.runtime import _common as common
+from yieldstar_sim.runtime.failpoints import FailPoints
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+#: A race lost to another connection: roll back and try again on a fresh snapshot.
+_RACE_ERRORS = (duckdb.TransactionException, duckdb.ConstraintException)
+_MAX_RACE_RETRIES = 1000
+
+
+def load_queries(text: str) -> dict[str, str]:
+    """Split a named-query file (``-- name: X`` headers) into ``{name: sql}``."""
+    queries: dict[str, str] = {}
+    name: str | None = None
+    lines: list[str] = []
+    for line in [*text.splitlines(), "-- name: "]:
+        if line.startswith("-- name:"):
+            if name:
+                queries[name] = "\n".join(lines).strip()
+            name, lines = line.removeprefix("-- name:").strip(), []
+        elif not line.lstrip().startswith("--"):
+            lines.append(line)
+    return queries
+
+
+_PACKAGE = resources.files("yieldstar_sim.runtime")
+SCHEMA = (_PACKAGE / "schema.sql").read_text(encoding="utf-8")
+QUERIES = load_queries((_PACKAGE / "queries.sql").read_text(encoding="utf-8"))
+
+
+def _statement_count(sql: str) -> int:
+    return sum(1 for part in sql.split(";") if part.strip())
+
+
+_STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+
+
+class DuckDBRuntime:
+    """A runtime adapter over DuckDB tables that it creates itself.
+
+    ``path`` is ``":memory:"`` (a private in-memory database, the default) or a file path; an
+    existing file with the schema is reused, so a run can be inspected afterwards. ``clock``
+    supplies virtual time; without one, time stands at 0.
+    """
+
+    def __init__(self, path: str | Path = ":memory:", *, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock if clock is not None else ManualClock()
+        self._failpoints = FailPoints()
+        self.path = str(path)
+        self._connection = duckdb.connect(self.path)
+        self._connection.execute("SET threads TO 1")
+        self._connection.execute(SCHEMA)
+        self._local = threading.local()
+        self._count_lock = threading.Lock()
+        self.statements = 0
+        """SQL statements issued so far (a BEGIN or COMMIT counts as one)."""
+
+    def __repr__(self) -> str:
+        return f"DuckDBRuntime({self.path!r}, now={self._clock.now():g})"
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every call reads its time from."""
+        return self._clock
+
+    @property
+    def failpoints(self) -> FailPoints:
+        """The adapter's named failure points."""
+        return self._failpoints
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """A cursor of the runtime's database for this thread, for queries of your own."""
+        return self._cursor()
+
+    def sql(
+        self, query: str, params: Sequence[object] | Mapping[str, object] | None = None
+    ) -> list[tuple[Any, ...]]:
+        """Run a query of your own against the runtime's tables and return its rows."""
+        return self._cursor().execute(query, params).fetchall()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self._connection.close()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        cursor: duckdb.DuckDBPyConnection | None = getattr(self._local, "cursor", None)
+        if cursor is None:
+            cursor = self._connection.cursor()
+            self._local.cursor = cursor
+        return cursor
+
+    def _execute(
+        self, name: str, params: Mapping[str, object] | None = None
+    ) -> list[tuple[Any, ...]]:
+        with self._count_lock:
+            self.statements += _STATEMENTS[name]
+        return self._cursor().execute(QUERIES[name], params).fetchall()
+
+    def _write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """Run a one-statement write, retrying a lost race on a fresh snapshot."""
+        for _ in range(_MAX_RACE_RETRIES):
+            try:
+                return self._execute(name, params)
+            except _RACE_ERRORS:
+                self._rollback_quietly()
+        raise InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")
+
+    def _rollback_quietly(self) -> None:
+        # After a failed statement DuckDB aborts the transaction, and a later COMMIT would roll
+        # back silently; end it explicitly. Autocommit statements leave none to end.
+        with contextlib.suppress(duckdb.TransactionException):
+            self._execute("rollback")
+
+    # ------------------------------------------------------------------ admission
+
+    def trigger(
+        self, workflow_id: str, params: object = None, *, execution_id: str | None = None
+    ) -> str:
+        """Admit an execution with its first wake due now; return its ID."""
+        workflow_id, encoded = common.check_trigger(workflow_id, params, execution_id)
+        self._failpoints.hit("trigger.before_commit")
+        rows = self._write(
+            "trigger",
+            {
+                "execution_id": execution_id,
+                "workflow_id": workflow_id,
+                "params": encoded,
+                "now": self._clock.now(),
+            },
+        )
+        if not rows:
+            raise ExecutionAdmissionError(
+                AdmissionErrorCode.EXECUTION_EXISTS, f"execution {execution_id!r} already exists"
+            )
+        self._failpoints.hit("trigger.after_commit")
+        return str(rows[0][0])
+
+    def start(self, request: StartRequest) -> StartResult:
+        """Admit the target of ``request``, or return the one it already admitted."""
+        checked = common.check_start(request)
+        if isinstance(checked, StartRejected):
+            return checked
+        insert = {
+            "workflow_id": checked.workflow_id,
+            "params": checked.params,
+            "caller": checked.caller,
+            "step_key": checked.step_key,
+            "detached": checked.detached,
+            "now": self._clock.now(),
+        }
+        find = {"caller": checked.caller, "step_key": checked.step_key}
+        for _ in range(_MAX_RACE_RETRIES):
+            try:
+                inserted = self._execute("start_insert", insert)
+            except _RACE_ERRORS:
+                self._rollback_quietly()
+                continue
+            try:
+                self._failpoints.hit("start.before_commit")
+                if inserted:
+                    self._execute("commit")
+                    result: StartResult = StartAccepted(str(inserted[0][0]))
+                else:
+                    found = self._execute("start_find", find)
+                    if not found:
+                        raise common.caller_not_found(checked)
+                    target_id, workflow_id, params = found[0]
+                    if target_id is None:
+                        continue  # the request vanished with a pruned caller: look again
+                    result = common.mismatch(
+                        checked, target_id, workflow_id, params
+                    ) or StartAccepted(str(target_id))
+            except _RACE_ERRORS:
+                # Lost the race at COMMIT: another call admitted this request's target first.
+                self._rollback_quietly()
+                continue
+            except BaseException:
+                self._rollback_quietly()
+                raise
+            self._failpoints.hit("start.after_commit")
+            return result
+        raise InfrastructureError(f"start: gave up after {_MAX_RACE_RETRIES} lost races")
+
+    # ------------------------------------------------------------------ reads
+
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution, or ``None``."""
+        rows = self._execute("execution", {"execution_id": execution_id})
+        return common.execution_record(rows[0]) if rows else None
+
+    def executions(self) -> list[ExecutionRecord]:
+        """Every execution, in admission order."""
+        return [common.execution_record(row) for row in self._execute("executions")]
+
+    def steps(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of one execution, in the order they were first recorded."""
+        rows = self._execute("step_log", {"execution_id": execution_id})
+        return _parse_step_log(execution_id, rows[0][0]) if rows else []
+
+    def start_requests(self) -> list[StartRequestRecord]:
+        """Every retained start request with its target."""
+        return [
+            common.start_request_record(common.execution_record(row))
+            for row in self._execute("start_requests")
+        ]
+
+    def due(self) -> list[str]:
+        """The executions a claim could take now, in claim order."""
+        return [str(row[0]) for row in self._execute("due", {"now": self._clock.now()})]
+
+    def next_wake_at(self) -> float | None:
+        """The earliest time at which some execution becomes claimable."""
+        value = self._execute("next_wake_at")[0][0]
+        return None if value is None else float(value)
+
+    # ------------------------------------------------------------------ leases
+
+    def claim(
+        self, owner: str, *, lease_seconds: float, execution_id: str | None = None
+    ) -> Delivery | None:
+        """Lease the first claimable execution (or the named one) to ``owner``."""
+        check_name(owner, "the lease owner")
+        lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
+        now = self._clock.now()
+        self._failpoints.hit("claim.before_commit")
+        rows = self._write(
+            "claim",
+            {
+                "owner": owner,
+                "expires_at": now + lease_seconds,
+                "execution_id": execution_id,
+                "now": now,
+            },
+        )
+        delivery = None
+        if rows:
+            *columns, step_log = rows[0]
+            record = common.execution_record(columns)
+            assert record.lease is not None
+            delivery = Delivery(
+                record.lease, record, tuple(_parse_step_log(record.execution_id, step_log))
+            )
+        self._failpoints.hit("claim.after_commit")
+        return delivery
+
+    def _fenced(self, name: str, lease: Lease, params: dict[str, object]) -> list[tuple[Any, ...]]:
+        """Run the fenced write ``name`` under ``lease``; refuse it if the lease is stale."""
+        common.check_lease(lease)
+        now = self._clock.now()
+        self._failpoints.hit(f"{name}.before_commit")
+        params.update(
+            execution_id=lease.execution_id, owner=lease.owner, token=lease.token, now=now
+        )
+        rows = self._write(name, params)
+        if not rows:
+            raise common.lease_lost(lease, self.execution(lease.execution_id), now)
+        return rows
+
+    def renew(self, lease: Lease, *, lease_seconds: float) -> Lease:
+        """Extend a held lease to ``lease_seconds`` from now."""
+        lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
+        rows = self._fenced("renew", lease, {"expires_at": self._clock.now() + lease_seconds})
+        self._failpoints.hit("renew.after_commit")
+        return Lease(lease.execution_id, lease.owner, lease.token, float(rows[0][0]))
+
+    def put_step(
+        self,
+        lease: Lease,
+        step_key: str,
+        *,
+        status: StepStatus,
+        value: object = None,
+        attempt: int = 1,
+        wake_at: float | None = None,
+    ) -> None:
+        """Record (or rewrite) one step, and optionally its wake, atomically."""
+        canonical = common.check_step(step_key, status, value, attempt)
+        if wake_at is not None:
+            wake_at = common.check_seconds(wake_at, "wake_at")
+        entry = _step_entry(step_key, status, canonical, attempt, self._clock.now())
+        self._fenced("put_step", lease, {"entry": entry, "wake_at": wake_at})
+        self._failpoints.hit("put_step.after_commit")
+
+    def record_wake(self, lease: Lease, at: float) -> None:
+        """Make the execution due again at ``at`` (the earliest recorded wake wins)."""
+        at = common.check_seconds(at, "the wake time")
+        self._fenced("record_wake", lease, {"at": at})
+        self._failpoints.hit("record_wake.after_commit")
+
+    def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
+        """Record a delivery's outcome and give up the lease."""
+        status, result, error = common.outcome_columns(outcome)
+        rows = self._fenced(
+            "acknowledge",
+            lease,
+            {
+                "status": status,
+                "result": result,
+                "error": error,
+                "terminal": ExecutionStatus(status).terminal,
+            },
+        )
+        self._failpoints.hit("acknowledge.after_commit")
+        return common.execution_record(rows[0])
+
+    def release(self, lease: Lease, *, delay: float) -> None:
+        """Give up the lease without an outcome; the execution is due again after ``delay``."""
+        delay = common.check_seconds(delay, "the redelivery delay")
+        self._fenced("release", lease, {"due_at": self._clock.now() + delay})
+        self._failpoints.hit("release.after_commit")
+
+    # ------------------------------------------------------------------ retention
+
+    def prune(self, execution_id: str) -> None:
+        """Remove a terminal execution with its steps, wake and start-request records."""
+        self._failpoints.hit("prune.before_commit")
+        if not self._write("prune", {"execution_id": execution_id}):
+            record = self.execution(execution_id)
+            if record is None:
+                raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
+            raise ExecutionStateError(
+                f"execution {execution_id!r} is {record.status}; only a terminal execution "
+                "can be pruned"
+            )
+        self._failpoints.hit("prune.after_commit")
+
+
+def _step_entry(step_key: str, status: str, canonical: str, attempt: int, now: float) -> str:
+    """One line of a step log: the canonical JSON of the entry (keys in canonical order)."""
+    key = durable_value_codec.encode_or_raise(step_key)
+    time = durable_value_codec.encode_or_raise(now)
+    return f'{{"a":{attempt},"k":{key},"s":"{status}","t":{time},"v":{canonical}}}\n'
+
+
+def _parse_step_log(execution_id: str, log: str) -> list[StepRecord]:
+    """Fold a step log into step records: first entry fixes the position, last one the state."""
+    steps: dict[str, StepRecord] = {}
+    for line in log.splitlines():
+        entry = durable_value_codec.decode(line)
+        assert isinstance(entry, dict)
+        key = str(entry["k"])
+        old = steps.get(key)
+        steps[key] = StepRecord(
+            execution_id,
+            key,
+            len(steps) if old is None else old.position,
+            common.step_status(str(entry["s"])),
+            entry["v"],
+            int(entry["a"]),  # type: ignore[arg-type]
+            float(entry["t"]),  # type: ignore[arg-type]
+        )
+    return sorted(steps.values(), key=lambda step: step.position)

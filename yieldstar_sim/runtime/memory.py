@@ -1,0 +1,383 @@
+"""The memory runtime: plain Python, the reference adapter and the fast one.
+
+Every call is atomic under one lock; failure points sit where the DuckDB adapter's sit, so a
+failure armed in a test observably does the same thing on both.
+
+>>> from yieldstar_sim import MemoryRuntime, RequestId, StartRequest
+>>> runtime = MemoryRuntime()
+>>> runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
+'order-42'
+>>> runtime.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
+StartAccepted(execution_id='@ship-order-2', status='accepted')
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.clock import Clock, ManualClock
+from yieldstar_sim.model import (
+    AdmissionErrorCode,
+    Delivery,
+    ExecutionAdmissionError,
+    ExecutionNotFoundError,
+    ExecutionRecord,
+    ExecutionStateError,
+    ExecutionStatus,
+    Lease,
+    StartAccepted,
+    StartRejected,
+    StartRequest,
+    StartRequestRecord,
+    StartResult,
+    StepRecord,
+    StepStatus,
+    WorkflowRunOutcome,
+    check_name,
+    generated_execution_id,
+)
+from yieldstar_sim.runtime import _common as common
+from yieldstar_sim.runtime.failpoints import FailPoints
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@dataclass(slots=True)
+class _Row:
+    """One execution as stored: the same columns as the DuckDB table."""
+
+    execution_id: str
+    seq: int
+    workflow_id: str
+    params: str | None
+    origin: str
+    parent_execution_id: str | None
+    parent_seq: int | None
+    parent_step_key: str | None
+    parent_detached: bool | None
+    status: str
+    created_at: float
+    result: str | None = None
+    error: str | None = None
+    finished_at: float | None = None
+    due_at: float | None = None
+    lease_owner: str | None = None
+    lease_token: int = 0
+    lease_expires_at: float | None = None
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+
+    def columns(self) -> tuple[object, ...]:
+        return (
+            self.execution_id,
+            self.seq,
+            self.workflow_id,
+            self.params,
+            self.origin,
+            self.parent_execution_id,
+            self.parent_step_key,
+            self.parent_detached,
+            self.status,
+            self.result,
+            self.error,
+            self.created_at,
+            self.finished_at,
+            self.due_at,
+            self.lease_owner,
+            self.lease_token,
+            self.lease_expires_at,
+        )
+
+    def record(self) -> ExecutionRecord:
+        return common.execution_record(self.columns())
+
+    def ready_at(self) -> float | None:
+        return common.ready_at(self.status, self.due_at, self.lease_owner, self.lease_expires_at)
+
+    def holds(self, lease: Lease, now: float) -> bool:
+        return (
+            not ExecutionStatus(self.status).terminal
+            and self.lease_owner == lease.owner
+            and self.lease_token == lease.token
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
+
+
+class MemoryRuntime:
+    """A runtime adapter that keeps every record in Python objects.
+
+    ``clock`` supplies virtual time; without one, time stands at 0.
+    """
+
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        self._clock: Clock = clock if clock is not None else ManualClock()
+        self._failpoints = FailPoints()
+        self._lock = threading.RLock()
+        self._rows: dict[str, _Row] = {}
+        # (caller incarnation, step key) -> target ID: the retained start-request records.
+        self._requests: dict[tuple[int, str], str] = {}
+        self._last_seq = 0
+
+    def __repr__(self) -> str:
+        return f"MemoryRuntime({len(self._rows)} executions, now={self._clock.now():g})"
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every call reads its time from."""
+        return self._clock
+
+    @property
+    def failpoints(self) -> FailPoints:
+        """The adapter's named failure points."""
+        return self._failpoints
+
+    def close(self) -> None:
+        """Nothing to release; present for the Protocol."""
+
+    # ------------------------------------------------------------------ admission
+
+    def _next_seq(self) -> int:
+        self._last_seq += 1
+        return self._last_seq
+
+    def trigger(
+        self, workflow_id: str, params: object = None, *, execution_id: str | None = None
+    ) -> str:
+        """Admit an execution with its first wake due now; return its ID."""
+        workflow_id, encoded = common.check_trigger(workflow_id, params, execution_id)
+        with self._lock:
+            now = self._clock.now()
+            self._failpoints.hit("trigger.before_commit")
+            if execution_id is not None and execution_id in self._rows:
+                raise ExecutionAdmissionError(
+                    AdmissionErrorCode.EXECUTION_EXISTS,
+                    f"execution {execution_id!r} already exists",
+                )
+            seq = self._next_seq()
+            new_id = execution_id or generated_execution_id(workflow_id, seq)
+            self._rows[new_id] = _Row(
+                new_id, seq, workflow_id, encoded, "trigger", None, None, None, None,
+                ExecutionStatus.PENDING, now, due_at=now,
+            )  # fmt: skip
+        self._failpoints.hit("trigger.after_commit")
+        return new_id
+
+    def start(self, request: StartRequest) -> StartResult:
+        """Admit the target of ``request``, or return the one it already admitted."""
+        checked = common.check_start(request)
+        if isinstance(checked, StartRejected):
+            return checked
+        with self._lock:
+            now = self._clock.now()
+            caller = self._rows.get(checked.caller)
+            if caller is None:
+                raise common.caller_not_found(checked)
+            key = (caller.seq, checked.step_key)
+            target_id = self._requests.get(key)
+            if target_id is not None:
+                self._failpoints.hit("start.before_commit")
+                target = self._rows[target_id]
+                result: StartResult = common.mismatch(
+                    checked, target_id, target.workflow_id, target.params
+                ) or StartAccepted(target_id)
+            else:
+                # The DuckDB sequence is not transactional: a start that fails before its commit
+                # still uses up a number, and so does this one.
+                seq = self._next_seq()
+                self._failpoints.hit("start.before_commit")
+                target_id = generated_execution_id(checked.workflow_id, seq)
+                self._rows[target_id] = _Row(
+                    target_id, seq, checked.workflow_id, checked.params, "start",
+                    checked.caller, caller.seq, checked.step_key, checked.detached,
+                    ExecutionStatus.PENDING, now, due_at=now,
+                )  # fmt: skip
+                self._requests[key] = target_id
+                result = StartAccepted(target_id)
+        self._failpoints.hit("start.after_commit")
+        return result
+
+    # ------------------------------------------------------------------ reads
+
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution, or ``None``."""
+        with self._lock:
+            row = self._rows.get(execution_id)
+            return None if row is None else row.record()
+
+    def executions(self) -> list[ExecutionRecord]:
+        """Every execution, in admission order."""
+        with self._lock:
+            return [row.record() for row in self._ordered()]
+
+    def _ordered(self) -> Iterator[_Row]:
+        return iter(sorted(self._rows.values(), key=lambda row: row.seq))
+
+    def steps(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of one execution, in the order they were first recorded."""
+        with self._lock:
+            row = self._rows.get(execution_id)
+            return [] if row is None else sorted(row.steps.values(), key=lambda s: s.position)
+
+    def start_requests(self) -> list[StartRequestRecord]:
+        """Every retained start request with its target."""
+        with self._lock:
+            retained = set(self._requests.values())
+            return [
+                common.start_request_record(row.record())
+                for row in self._ordered()
+                if row.execution_id in retained
+            ]
+
+    def due(self) -> list[str]:
+        """The executions a claim could take now, in claim order."""
+        with self._lock:
+            return [row.execution_id for row in self._claimable(self._clock.now())]
+
+    def _claimable(self, now: float) -> list[_Row]:
+        ready = [
+            (at, row.seq, row) for row in self._rows.values() if (at := row.ready_at()) is not None
+        ]
+        return [row for at, _, row in sorted(ready, key=lambda item: item[:2]) if at <= now]
+
+    def next_wake_at(self) -> float | None:
+        """The earliest time at which some execution becomes claimable."""
+        with self._lock:
+            times = [at for row in self._rows.values() if (at := row.ready_at()) is not None]
+            return min(times, default=None)
+
+    # ------------------------------------------------------------------ leases
+
+    def claim(
+        self, owner: str, *, lease_seconds: float, execution_id: str | None = None
+    ) -> Delivery | None:
+        """Lease the first claimable execution (or the named one) to ``owner``."""
+        check_name(owner, "the lease owner")
+        lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
+        with self._lock:
+            now = self._clock.now()
+            self._failpoints.hit("claim.before_commit")
+            candidates = [
+                row
+                for row in self._claimable(now)
+                if execution_id is None or row.execution_id == execution_id
+            ]
+            delivery = None
+            if candidates:
+                row = candidates[0]
+                row.lease_owner = owner
+                row.lease_token += 1
+                row.lease_expires_at = now + lease_seconds
+                row.due_at = None
+                lease = Lease(row.execution_id, owner, row.lease_token, row.lease_expires_at)
+                steps = tuple(sorted(row.steps.values(), key=lambda s: s.position))
+                delivery = Delivery(lease, row.record(), steps)
+        self._failpoints.hit("claim.after_commit")
+        return delivery
+
+    def _fenced(self, operation: str, lease: Lease) -> tuple[_Row, float]:
+        """The row ``lease`` still fences, after passing ``operation``'s before point."""
+        common.check_lease(lease)
+        now = self._clock.now()
+        self._failpoints.hit(f"{operation}.before_commit")
+        row = self._rows.get(lease.execution_id)
+        if row is None or not row.holds(lease, now):
+            raise common.lease_lost(lease, None if row is None else row.record(), now)
+        return row, now
+
+    def renew(self, lease: Lease, *, lease_seconds: float) -> Lease:
+        """Extend a held lease to ``lease_seconds`` from now."""
+        lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
+        with self._lock:
+            row, now = self._fenced("renew", lease)
+            row.lease_expires_at = now + lease_seconds
+            renewed = replace(lease, expires_at=row.lease_expires_at)
+        self._failpoints.hit("renew.after_commit")
+        return renewed
+
+    def put_step(
+        self,
+        lease: Lease,
+        step_key: str,
+        *,
+        status: StepStatus,
+        value: object = None,
+        attempt: int = 1,
+        wake_at: float | None = None,
+    ) -> None:
+        """Record (or rewrite) one step, and optionally its wake, atomically."""
+        canonical = common.check_step(step_key, status, value, attempt)
+        if wake_at is not None:
+            wake_at = common.check_seconds(wake_at, "wake_at")
+        with self._lock:
+            row, now = self._fenced("put_step", lease)
+            old = row.steps.get(step_key)
+            row.steps[step_key] = StepRecord(
+                row.execution_id,
+                step_key,
+                len(row.steps) if old is None else old.position,
+                status,
+                common.decode_value(canonical),
+                attempt,
+                now,
+            )
+            if wake_at is not None:
+                row.due_at = wake_at if row.due_at is None else min(row.due_at, wake_at)
+        self._failpoints.hit("put_step.after_commit")
+
+    def record_wake(self, lease: Lease, at: float) -> None:
+        """Make the execution due again at ``at`` (the earliest recorded wake wins)."""
+        at = common.check_seconds(at, "the wake time")
+        with self._lock:
+            row, _ = self._fenced("record_wake", lease)
+            row.due_at = at if row.due_at is None else min(row.due_at, at)
+        self._failpoints.hit("record_wake.after_commit")
+
+    def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
+        """Record a delivery's outcome and give up the lease."""
+        status, result, error = common.outcome_columns(outcome)
+        with self._lock:
+            row, now = self._fenced("acknowledge", lease)
+            terminal = ExecutionStatus(status).terminal
+            row.status = status
+            row.result = result
+            row.error = error
+            row.lease_owner = None
+            row.lease_expires_at = None
+            if terminal:
+                row.finished_at = now
+                row.due_at = None
+            record = row.record()
+        self._failpoints.hit("acknowledge.after_commit")
+        return record
+
+    def release(self, lease: Lease, *, delay: float) -> None:
+        """Give up the lease without an outcome; the execution is due again after ``delay``."""
+        delay = common.check_seconds(delay, "the redelivery delay")
+        with self._lock:
+            row, now = self._fenced("release", lease)
+            row.lease_owner = None
+            row.lease_expires_at = None
+            row.due_at = now + delay
+        self._failpoints.hit("release.after_commit")
+
+    # ------------------------------------------------------------------ retention
+
+    def prune(self, execution_id: str) -> None:
+        """Remove a terminal execution with its steps, wake and start-request records."""
+        with self._lock:
+            self._failpoints.hit("prune.before_commit")
+            row = self._rows.get(execution_id)
+            if row is None:
+                raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
+            if not ExecutionStatus(row.status).terminal:
+                raise ExecutionStateError(
+                    f"execution {execution_id!r} is {row.status}; only a terminal execution "
+                    "can be pruned"
+                )
+            del self._rows[execution_id]
+            for key in [key for key in self._requests if key[0] == row.seq]:
+                del self._requests[key]
+        self._failpoints.hit("prune.after_commit")

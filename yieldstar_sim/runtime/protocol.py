@@ -1,0 +1,134 @@
+"""The runtime-adapter Protocols: ``ExecutionClient`` and ``WorkflowStartClient``.
+
+One Protocol, several adapters (memory, DuckDB). The conformance suite in
+``yieldstar_sim.testing`` holds every adapter to the same observable behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from yieldstar_sim.clock import Clock
+    from yieldstar_sim.model import (
+        Delivery,
+        ExecutionRecord,
+        Lease,
+        StartRequest,
+        StartRequestRecord,
+        StartResult,
+        StepRecord,
+        StepStatus,
+        WorkflowRunOutcome,
+    )
+    from yieldstar_sim.runtime.failpoints import FailPoints
+
+
+@runtime_checkable
+class WorkflowStartClient(Protocol):
+    """Starts another workflow as a durable step (RFC 003, "Runtime API").
+
+    ``start`` is idempotent by its request ID and is not fenced: a repeat with the same workflow
+    ID and parameters returns the first target; a different one returns START_REQUEST_MISMATCH.
+    """
+
+    def start(self, request: StartRequest) -> StartResult:
+        """Admit the target of ``request`` with its parent link and first wake, or find it."""
+        ...
+
+
+@runtime_checkable
+class ExecutionClient(Protocol):
+    """Admission, leases, steps, wakes, acknowledgement and pruning (RFC 001/002/007/013)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The clock every call reads its time from."""
+        ...
+
+    # -- admission
+    def trigger(
+        self, workflow_id: str, params: object = None, *, execution_id: str | None = None
+    ) -> str:
+        """Admit an execution with its first wake due now; return its ID. Runs no code."""
+        ...
+
+    # -- reads
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution, or ``None`` if there is none."""
+        ...
+
+    def executions(self) -> list[ExecutionRecord]:
+        """Every execution, in admission order."""
+        ...
+
+    def steps(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of one execution, in the order they were first recorded."""
+        ...
+
+    def start_requests(self) -> list[StartRequestRecord]:
+        """Every retained start request with its target, in admission order of the targets."""
+        ...
+
+    def due(self) -> list[str]:
+        """The executions a claim could take now, in the order claims take them."""
+        ...
+
+    def next_wake_at(self) -> float | None:
+        """The earliest time at which some execution becomes claimable, if any will."""
+        ...
+
+    # -- leases and fenced writes
+    def claim(
+        self, owner: str, *, lease_seconds: float, execution_id: str | None = None
+    ) -> Delivery | None:
+        """Lease the first claimable execution (or the named one) to ``owner``."""
+        ...
+
+    def renew(self, lease: Lease, *, lease_seconds: float) -> Lease:
+        """Extend a held lease to ``lease_seconds`` from now. Fenced."""
+        ...
+
+    def put_step(
+        self,
+        lease: Lease,
+        step_key: str,
+        *,
+        status: StepStatus,
+        value: object = None,
+        attempt: int = 1,
+        wake_at: float | None = None,
+    ) -> None:
+        """Record (or rewrite) one step, and optionally its wake, atomically. Fenced."""
+        ...
+
+    def record_wake(self, lease: Lease, at: float) -> None:
+        """Make the execution due again at ``at``. Fenced."""
+        ...
+
+    def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
+        """Record a delivery's outcome and give up the lease. Fenced."""
+        ...
+
+    def release(self, lease: Lease, *, delay: float) -> None:
+        """Give up the lease without an outcome; redeliver after ``delay``. Fenced."""
+        ...
+
+    # -- retention
+    def prune(self, execution_id: str) -> None:
+        """Remove a terminal execution with its steps, wakes and start-request records."""
+        ...
+
+    def close(self) -> None:
+        """Release the adapter's resources."""
+        ...
+
+
+@runtime_checkable
+class Runtime(ExecutionClient, WorkflowStartClient, Protocol):
+    """A complete runtime adapter: both clients plus its failure points."""
+
+    @property
+    def failpoints(self) -> FailPoints:
+        """The adapter's named failure points (see ``FailPoints``)."""
+        ...

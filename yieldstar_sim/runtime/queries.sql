@@ -1,0 +1,145 @@
+-- Every statement the DuckDB runtime runs, by name. Parameters are always bound ($name), never
+-- formatted into the text. A block may hold several statements; only its last takes parameters.
+-- The execution columns come in the order of _common.EXECUTION_COLUMNS.
+
+-- name: trigger
+INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at, due_at)
+SELECT coalesce($execution_id, '@' || $workflow_id || '-' || n), n, $workflow_id, $params,
+       'trigger', 'pending', $now, $now
+FROM (SELECT nextval('execution_seq') AS n
+      WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $execution_id))
+RETURNING execution_id;
+
+-- name: start_insert
+-- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
+-- parent link and its first wake (due_at) are one row, so they commit together or not at all.
+BEGIN TRANSACTION;
+INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
+                        request_seq, parent_step_key, parent_detached, status, created_at, due_at)
+SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $caller,
+       caller_seq, $step_key, $detached, 'pending', $now, $now
+FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq
+      FROM executions AS c
+      WHERE c.execution_id = $caller
+        AND NOT EXISTS (SELECT 1 FROM executions AS t
+                        WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
+RETURNING execution_id;
+
+-- name: commit
+COMMIT;
+
+-- name: rollback
+ROLLBACK;
+
+-- name: start_find
+-- After start_insert found the request (or no caller): end that transaction, read the target.
+ROLLBACK;
+SELECT t.execution_id, t.workflow_id, t.params
+FROM executions AS c
+LEFT JOIN executions AS t ON t.request_seq = c.seq AND t.parent_step_key = $step_key
+WHERE c.execution_id = $caller;
+
+-- name: execution
+SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+       lease_token, lease_expires_at
+FROM executions
+WHERE execution_id = $execution_id;
+
+-- name: executions
+SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+       lease_token, lease_expires_at
+FROM executions
+ORDER BY seq;
+
+-- name: start_requests
+SELECT t.execution_id, t.seq, t.workflow_id, t.params, t.origin, t.parent_execution_id,
+       t.parent_step_key, t.parent_detached, t.status, t.result, t.error, t.created_at,
+       t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at
+FROM executions AS t
+JOIN executions AS c ON c.seq = t.request_seq
+ORDER BY t.seq;
+
+-- name: step_log
+SELECT step_log FROM executions WHERE execution_id = $execution_id;
+
+-- name: due
+SELECT execution_id
+FROM executions
+WHERE status IN ('pending', 'suspended')
+  AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
+ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
+
+-- name: next_wake_at
+SELECT min(ready_at(lease_owner, due_at, lease_expires_at))
+FROM executions
+WHERE status IN ('pending', 'suspended');
+
+-- name: claim
+UPDATE executions
+SET lease_owner = $owner, lease_token = lease_token + 1, lease_expires_at = $expires_at,
+    due_at = NULL, revision = revision + 1
+WHERE execution_id = (
+    SELECT execution_id
+    FROM executions
+    WHERE status IN ('pending', 'suspended')
+      AND ($execution_id IS NULL OR execution_id = $execution_id)
+      AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
+    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
+    LIMIT 1)
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at, step_log;
+
+-- Fenced writes: each names the lease it holds and bumps `revision`, so that it conflicts with
+-- any concurrent claim of the same row whichever commits first.
+
+-- name: renew
+UPDATE executions
+SET lease_expires_at = $expires_at, revision = revision + 1
+WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING lease_expires_at;
+
+-- name: put_step
+UPDATE executions
+SET step_log = step_log || $entry,
+    due_at = CASE WHEN $wake_at IS NULL THEN due_at ELSE least(coalesce(due_at, $wake_at), $wake_at) END,
+    revision = revision + 1
+WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING revision;
+
+-- name: record_wake
+UPDATE executions
+SET due_at = least(coalesce(due_at, $at), $at), revision = revision + 1
+WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING revision;
+
+-- name: acknowledge
+UPDATE executions
+SET status = $status, result = $result, error = $error,
+    finished_at = CASE WHEN $terminal THEN $now ELSE finished_at END,
+    due_at = CASE WHEN $terminal THEN NULL ELSE due_at END,
+    lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
+WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at;
+
+-- name: release
+UPDATE executions
+SET lease_owner = NULL, lease_expires_at = NULL, due_at = $due_at, revision = revision + 1
+WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING revision;
+
+-- name: prune
+-- The start-request records a caller made name its incarnation (seq): deleting the caller
+-- deletes them from view, while its targets keep their parent links.
+DELETE FROM executions
+WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+RETURNING seq;
