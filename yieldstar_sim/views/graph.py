@@ -1,0 +1,174 @@
+"""The parent-child execution graph: who started whom, through which step.
+
+>>> import yieldstar_sim as ys
+>>> runtime = ys.MemoryRuntime()
+>>> caller = runtime.trigger("charge-order", execution_id="order-42")
+>>> _ = runtime.start(ys.StartRequest(ys.RequestId(caller, "ship"), "ship-order"))
+>>> graph = execution_graph(runtime)
+>>> sorted(graph.edges(keys=True))
+[('order-42', '@ship-order-2', 'ship')]
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.runtime.protocol import ExecutionClient
+
+#: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
+STATUS_COLOURS = {
+    "pending": "#E69F00",
+    "suspended": "#56B4E9",
+    "completed": "#009E73",
+    "failed": "#D55E00",
+    "cancelled": "#999999",
+}
+
+
+def execution_graph(runtime: ExecutionClient) -> nx.MultiDiGraph:
+    """Build the graph of executions (nodes) and parent links (edges keyed by step key).
+
+    Node attributes: ``workflow_id``, ``status``, ``origin``; edge attributes: ``step_key``,
+    ``detached``, and ``retained`` (whether the start-request record still exists).
+    """
+    graph = nx.MultiDiGraph()
+    retained = {
+        (r.request_id.execution_id, r.request_id.step_key, r.target_execution_id)
+        for r in runtime.start_requests()
+    }
+    records = runtime.executions()
+    for record in records:
+        graph.add_node(
+            record.execution_id,
+            workflow_id=record.workflow_id,
+            status=str(record.status),
+            origin=record.origin,
+        )
+    for record in records:
+        link = record.parent
+        if link is None:
+            continue
+        if link.execution_id not in graph:
+            # A pruned caller: keep the link visible, the node marked as gone.
+            graph.add_node(link.execution_id, workflow_id="?", status="pruned", origin="?")
+        graph.add_edge(
+            link.execution_id,
+            record.execution_id,
+            key=link.step_key,
+            step_key=link.step_key,
+            detached=link.detached,
+            retained=(link.execution_id, link.step_key, record.execution_id) in retained,
+        )
+    return graph
+
+
+def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
+    """Parents above children; siblings ordered by the step key that started them."""
+    depth: dict[Any, int] = {}
+    for layer, nodes in enumerate(nx.topological_generations(graph)):
+        for node in nodes:
+            depth[node] = layer
+    layers: dict[int, list[Any]] = {}
+    for node in graph.nodes:
+        layers.setdefault(depth[node], []).append(node)
+
+    def sort_key(node: Any) -> tuple[str, str]:
+        keys = sorted(str(k) for _, _, k in graph.in_edges(node, keys=True))
+        return (keys[0] if keys else "", str(node))
+
+    positions: dict[Any, tuple[float, float]] = {}
+    for layer, nodes in layers.items():
+        nodes.sort(key=sort_key)
+        width = len(nodes)
+        for index, node in enumerate(nodes):
+            positions[node] = (index - (width - 1) / 2, -float(layer))
+    return positions
+
+
+def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
+    """Render the execution graph with matplotlib; returns the Figure (never shows it)."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    positions = _layered_positions(graph)
+    widest = max(
+        (
+            sum(1 for p in positions.values() if p[1] == y)
+            for y in {p[1] for p in positions.values()}
+        ),
+        default=1,
+    )
+    layers = len({p[1] for p in positions.values()}) or 1
+    figure = Figure(
+        figsize=(max(6.0, 2.6 * widest), max(3.5, 2.0 * layers + 1)), layout="constrained"
+    )
+    axes = figure.add_subplot()
+    axes.set_axis_off()
+    for source, target, data in graph.edges(data=True):
+        (x1, y1), (x2, y2) = positions[source], positions[target]
+        axes.annotate(
+            "",
+            xy=(x2, y2 + 0.18),
+            xytext=(x1, y1 - 0.18),
+            arrowprops={
+                "arrowstyle": "-|>",
+                "color": "#333333",
+                "linestyle": "--" if data["detached"] else "-",
+                "linewidth": 1.4,
+            },
+        )
+        axes.text(
+            (x1 + x2) / 2,
+            (y1 + y2) / 2,
+            data["step_key"],
+            ha="center",
+            va="center",
+            fontsize=9,
+            bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "#BBBBBB"},
+        )
+    for node, data in graph.nodes(data=True):
+        x, y = positions[node]
+        axes.text(
+            x,
+            y,
+            f"{node}\n{data['workflow_id']} · {data['status']}",
+            ha="center",
+            va="center",
+            fontsize=10,
+            bbox={
+                "boxstyle": "round,pad=0.5" if data["origin"] == "start" else "square,pad=0.5",
+                "facecolor": STATUS_COLOURS.get(str(data["status"]), "#FFFFFF"),
+                "edgecolor": "#222222",
+                "alpha": 0.9,
+            },
+        )
+    xs = [p[0] for p in positions.values()] or [0.0]
+    ys = [p[1] for p in positions.values()] or [0.0]
+    axes.set_xlim(min(xs) - 1.0, max(xs) + 1.0)
+    axes.set_ylim(min(ys) - 0.7, max(ys) + 0.7)
+    handles: list[Any] = [
+        Patch(facecolor=colour, edgecolor="#222222", label=status)
+        for status, colour in STATUS_COLOURS.items()
+        if any(d["status"] == status for _, d in graph.nodes(data=True))
+    ]
+    handles += [
+        Line2D([], [], color="#333333", label="parent link (owned)"),
+        Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)"),
+    ]
+    axes.legend(
+        handles=handles,
+        loc="lower left",
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0, -0.05),
+        ncols=3,
+    )
+    if title:
+        axes.set_title(title, fontsize=12)
+    return figure
