@@ -392,3 +392,76 @@ def check_time(value: float, what: str) -> float:
     if value < 0:
         raise ValueError(f"{what} must not be negative, not {value!r}")
     return float(value)
+
+
+# --------------------------------------------------------------------------- workflow errors
+
+
+class StepError(YieldstarError):
+    """A step that failed after its last attempt, thrown to workflow code.
+
+    ``error`` describes the body's error (its class name and message); replay restores the same
+    ``StepError`` from the record without running the body again.
+    """
+
+    def __init__(self, step_key: str, error: ErrorInfo, *, attempts: int = 1) -> None:
+        super().__init__(
+            f"step {step_key!r} failed after {attempts} attempt{'s' if attempts != 1 else ''}: "
+            f"{error.name}: {error.message}"
+        )
+        self.step_key = step_key
+        self.error = error
+        self.attempts = attempts
+
+    def __reduce__(self) -> tuple[type[StepError], tuple[str, ErrorInfo], dict[str, int]]:
+        return (type(self), (self.step_key, self.error), {"attempts": self.attempts})
+
+
+class StepKeyError(YieldstarError, ValueError):
+    """A step key that is not a non-empty string, or one used twice in one execution."""
+
+
+class WorkflowDefinitionError(YieldstarError, TypeError):
+    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``)."""
+
+
+class StepDeclarationError(YieldstarError, ValueError):
+    """A step declaration with an invalid policy (negative delay, cap or timeout)."""
+
+
+class NondeterminismError(YieldstarError):
+    """A replay asked for another step than the one recorded at that point.
+
+    Carries what was recorded and what was asked, so the code change can be found.
+    """
+
+    def __init__(
+        self, execution_id: str, position: int, recorded: str | None, requested: str
+    ) -> None:
+        recorded_text = "no step" if recorded is None else f"step {recorded!r}"
+        super().__init__(
+            f"execution {execution_id!r} replayed differently at step #{position}: the record "
+            f"has {recorded_text}, the code asked for step {requested!r}"
+        )
+        self.execution_id = execution_id
+        self.position = position
+        self.recorded = recorded
+        self.requested = requested
+
+    def __reduce__(self) -> tuple[type[NondeterminismError], tuple[str, int, str | None, str]]:
+        return (type(self), (self.execution_id, self.position, self.recorded, self.requested))
+
+
+class WorkflowCancelledError(YieldstarError):
+    """Thrown into workflow code after a recorded cancellation request (RFC 009)."""
+
+
+class StepTimeoutError(BaseException):
+    """Raised inside a step body whose attempt ran past its per-attempt timeout.
+
+    A ``BaseException`` so that a body's ``except Exception`` does not swallow it.
+    """
+
+
+class DeliveryRejectedError(InfrastructureError):
+    """A delivery ended without an outcome: the worker replied retry, or its process exited."""

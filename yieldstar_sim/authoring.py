@@ -1,0 +1,339 @@
+"""Writing workflows: ``@workflow``, the step runner's verbs, step declarations and retries.
+
+A workflow is a generator function ``(step, params)``; each step verb is a generator to
+``yield from``::
+
+    @workflow("charge-order")
+    def charge_order(step, params):
+        order = params["order"]
+        yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
+        target = yield from step.start("ship", "ship-order", {"order": order})
+        return {"shipment": target.execution_id}
+
+Nothing here touches storage or time: the verbs only describe steps; the driver decides.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, TypeAlias
+
+from yieldstar_sim.model import StepDeclarationError
+
+# --------------------------------------------------------------------------- workflows
+
+WorkflowFunction: TypeAlias = Callable[["StepRunner", Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Workflow:
+    """A workflow definition: its name (the workflow ID) and its generator function."""
+
+    name: str
+    fn: WorkflowFunction = field(repr=False)
+
+    def __call__(self, step: StepRunner, params: Any) -> Any:
+        """Call the workflow function (the driver does this; users rarely need to)."""
+        return self.fn(step, params)
+
+
+def workflow(name: str) -> Callable[[WorkflowFunction], Workflow]:
+    """Declare a workflow named ``name``.
+
+    >>> @workflow("ship-order")
+    ... def ship_order(step, params):
+    ...     booking = yield from step.run("book-courier", lambda: "courier-1")
+    ...     return booking
+    >>> ship_order
+    Workflow(name='ship-order')
+    """
+    if not isinstance(name, str) or not name or any(ord(c) < 0x20 for c in name):
+        raise ValueError(f"a workflow name must be a non-empty string, not {name!r}")
+
+    def declare(fn: WorkflowFunction) -> Workflow:
+        if not callable(fn):
+            raise TypeError(f"@workflow({name!r}) decorates a function, not {fn!r}")
+        return Workflow(name, fn)
+
+    return declare
+
+
+# --------------------------------------------------------------------------- retry policy
+
+DEFAULT_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How many attempts a step gets, how long it waits between them, and each one's limit.
+
+    The defaults are the workflow steps guide's: one attempt, a one-minute timeout per attempt,
+    and (once retries are enabled) delays from one second, doubling, capped at 30 seconds.
+    ``cap`` and ``timeout`` of ``None`` mean no limit.
+
+    >>> policy = RetryPolicy(attempts=5, initial=1, factor=2, cap=60)
+    >>> [policy.delay_after(attempt) for attempt in range(1, 5)]
+    [1.0, 2.0, 4.0, 8.0]
+    """
+
+    attempts: int = 1
+    initial: float = 1.0
+    factor: float = 2.0
+    cap: float | None = 30.0
+    timeout: float | None = DEFAULT_TIMEOUT
+
+    def delay_after(self, attempt: int) -> float:
+        """The delay before the attempt that follows failed attempt number ``attempt``."""
+        delay = self.initial * self.factor ** (attempt - 1)
+        return float(delay if self.cap is None else min(delay, self.cap))
+
+
+class StepBuilder:
+    """Edits a step's policy inside ``define_step`` or ``derive``, with the guide's rules.
+
+    Invalid values do not raise here: the first one becomes the declaration's error, which
+    registration reports and which fails the step without running it.
+    """
+
+    def __init__(self, policy: RetryPolicy, error: StepDeclarationError | None) -> None:
+        self.policy = policy
+        self.error = error
+
+    def _fail(self, message: str) -> StepBuilder:
+        if self.error is None:
+            self.error = StepDeclarationError(message)
+        return self
+
+    def retry(self, attempts: int) -> StepBuilder:
+        """Allow ``attempts`` executions in total; values below one become one."""
+        if isinstance(attempts, bool) or not isinstance(attempts, int):
+            return self._fail(f"retry takes a whole number of attempts, not {attempts!r}")
+        self.policy = replace(self.policy, attempts=max(1, attempts))
+        return self
+
+    def backoff(self, initial: float, factor: float, cap: float) -> StepBuilder:
+        """Delays of ``initial * factor**n`` seconds, capped at ``cap`` (0: no cap).
+
+        A zero initial delay asks for no deliberate delay; a factor below one or not finite
+        becomes one; a negative initial delay or cap is a declaration error.
+        """
+        if not _is_number(initial) or not math.isfinite(initial) or initial < 0:
+            return self._fail(
+                f"backoff initial delay must be a non-negative number, not {initial!r}"
+            )
+        if not _is_number(cap) or math.isnan(cap) or cap < 0:
+            return self._fail(f"backoff cap must be a non-negative number, not {cap!r}")
+        if not _is_number(factor) or not math.isfinite(factor) or factor < 1:
+            factor = 1.0
+        self.policy = replace(
+            self.policy,
+            initial=float(initial),
+            factor=float(factor),
+            cap=None if cap == 0 or math.isinf(cap) else float(cap),
+        )
+        return self
+
+    def timeout(self, seconds: float) -> StepBuilder:
+        """Bound each attempt to ``seconds`` of virtual time (0: no per-attempt limit)."""
+        if not _is_number(seconds) or math.isnan(seconds) or seconds < 0:
+            return self._fail(f"timeout must be a non-negative number of seconds, not {seconds!r}")
+        self.policy = replace(
+            self.policy, timeout=None if seconds == 0 or math.isinf(seconds) else float(seconds)
+        )
+        return self
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+StepConfigure: TypeAlias = Callable[[StepBuilder], object]
+
+
+@dataclass(frozen=True, slots=True)
+class StepDefinition:
+    """A reusable step: a name, a body and a retry policy (``define_step``).
+
+    ``error`` is the first declaration error, if any: registration refuses such a definition,
+    and calling it fails the step without running the body.
+    """
+
+    name: str
+    body: Callable[..., Any] = field(repr=False)
+    policy: RetryPolicy = RetryPolicy()
+    error: StepDeclarationError | None = None
+
+    def derive(self, configure: StepConfigure) -> StepDefinition:
+        """A variant for one call: same name, body, inherited policy and first error.
+
+        Defaults are not applied again and this definition does not change.
+
+        >>> send = define_step("send", lambda: None, lambda s: s.retry(5))
+        >>> once = send.derive(lambda s: s.retry(1))
+        >>> send.policy.attempts, once.policy.attempts
+        (5, 1)
+        """
+        builder = StepBuilder(self.policy, self.error)
+        configure(builder)
+        return replace(self, policy=builder.policy, error=builder.error)
+
+
+def define_step(
+    name: str, body: Callable[..., Any], configure: StepConfigure | None = None
+) -> StepDefinition:
+    """Declare a reusable step with a policy built by ``configure``.
+
+    >>> send_welcome = define_step(
+    ...     "send-welcome", lambda user: f"msg-{user}",
+    ...     lambda s: s.retry(5).backoff(1, 2, 60).timeout(30))
+    >>> send_welcome.policy
+    RetryPolicy(attempts=5, initial=1.0, factor=2.0, cap=60.0, timeout=30.0)
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a step name must be a non-empty string, not {name!r}")
+    if not callable(body):
+        raise TypeError(f"step {name!r}: the body must be callable, not {body!r}")
+    definition = StepDefinition(name, body)
+    return definition.derive(configure) if configure is not None else definition
+
+
+class Permanent(Exception):
+    """Raise ``Permanent(error)`` from a step body when another attempt cannot succeed.
+
+    >>> def charge():
+    ...     raise Permanent(ValueError("card declined"))
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# --------------------------------------------------------------------------- what steps return
+
+
+@dataclass(frozen=True, slots=True)
+class StartedExecution:
+    """What ``step.start`` returns: the target's execution ID (RFC 003's ``{ executionId }``)."""
+
+    execution_id: str
+
+
+# --------------------------------------------------------------------------- step requests
+
+
+@dataclass(frozen=True, slots=True)
+class RunStep:
+    """``step.run``: run ``body(*args, **kwargs)`` under ``policy`` unless recorded."""
+
+    key: str
+    body: Callable[..., Any] = field(repr=False)
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    policy: RetryPolicy = RetryPolicy()
+    error: StepDeclarationError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DelayStep:
+    """``step.delay``: suspend until ``seconds`` after the step was first reached."""
+
+    key: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class StartStep:
+    """``step.start``: start another workflow as a durable step (RFC 003)."""
+
+    key: str
+    workflow_id: str
+    params: object = None
+    detached: bool = False
+
+
+StepRequest: TypeAlias = RunStep | DelayStep | StartStep
+STEP_REQUESTS = (RunStep, DelayStep, StartStep)
+
+
+class World(Protocol):
+    """The simulated outside world that step bodies act on (``step.world``)."""
+
+    def effect(self, name: str, /, **data: object) -> None:
+        """Record an external effect in the ledger, which crashes never roll back."""
+        ...
+
+    def trigger(self, workflow_id: str, params: object = None) -> str:
+        """Admit a new execution with a fresh ID: the non-durable trigger of RFC 003's Problem."""
+        ...
+
+    def elapse(self, seconds: float) -> None:
+        """Let the current step body take ``seconds`` of virtual time."""
+        ...
+
+
+class StepRunner:
+    """The ``step`` object a workflow function receives."""
+
+    def __init__(self, execution_id: str, world: World) -> None:
+        self._execution_id = execution_id
+        self._world = world
+        self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
+
+    @property
+    def execution_id(self) -> str:
+        """The ID of the execution this workflow code runs as."""
+        return self._execution_id
+
+    @property
+    def world(self) -> World:
+        """The outside world, for step bodies: ``step.world.effect("courier.booked")``."""
+        return self._world
+
+    def _track(self, key: str, request: StepRequest) -> Generator[StepRequest, Any, Any]:
+        generator = _perform(request)
+        self._created.append((key, generator))
+        return generator
+
+    def never_run(self) -> list[str]:
+        """Keys of step verbs called without ``yield from`` (their generator never started)."""
+        return [
+            key
+            for key, generator in self._created
+            if inspect.getgeneratorstate(generator) == inspect.GEN_CREATED
+        ]
+
+    def run(
+        self, key: str, body: Callable[..., Any] | StepDefinition, /, *args: Any, **kwargs: Any
+    ) -> Generator[StepRequest, Any, Any]:
+        """A durable step: run ``body(*args, **kwargs)`` once, record its result, replay it.
+
+        ``body`` is a callable or a ``StepDefinition`` (whose retry policy then applies). The
+        result must be a durable value. Use ``value = yield from step.run(...)``.
+        """
+        if isinstance(body, StepDefinition):
+            request = RunStep(key, body.body, args, kwargs, body.policy, body.error)
+        else:
+            request = RunStep(key, body, args, kwargs)
+        return self._track(key, request)
+
+    def delay(self, key: str, seconds: float) -> Generator[StepRequest, Any, None]:
+        """A durable timer: suspend the workflow until ``seconds`` of virtual time passed."""
+        return self._track(key, DelayStep(key, seconds))
+
+    def start(
+        self, key: str, workflow_id: str, params: object = None, *, detached: bool = False
+    ) -> Generator[StepRequest, Any, StartedExecution]:
+        """Start another workflow as a durable step; returns ``StartedExecution``.
+
+        Replaying it returns the same target; a changed request raises ``WorkflowStartError``
+        with START_REQUEST_MISMATCH; invalid parameters raise it with INVALID_START_PARAMETERS.
+        """
+        return self._track(key, StartStep(key, workflow_id, params, detached))
+
+
+def _perform(request: StepRequest) -> Generator[StepRequest, Any, Any]:
+    return (yield request)

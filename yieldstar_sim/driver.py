@@ -1,0 +1,401 @@
+"""The sans-IO workflow driver: replays a workflow against its recorded steps.
+
+``drive`` is a generator. It yields *commands* — runtime calls (``PutStep``, ``RecordWake``,
+``CallStart``), a clock read (``ReadClock``) and step bodies to run (``RunBody``) — and receives
+their results; it returns the delivery's ``WorkflowRunOutcome``. It never touches a database,
+a clock or a process itself, so the same driver runs in the engine, in a worker process whose
+runtime calls cross a pipe, and in the simulator, where every runtime call is a choice point.
+
+An error raised by a runtime call (thrown into ``drive`` at the yield) is never shown to workflow
+code: the workflow generator is closed and the error leaves ``drive``, so the delivery rejects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+from yieldstar_sim.authoring import (
+    STEP_REQUESTS,
+    DelayStep,
+    Permanent,
+    RunStep,
+    StartedExecution,
+    StartStep,
+    StepRunner,
+    Workflow,
+    World,
+)
+from yieldstar_sim.codec import DurableValue, durable_value_codec
+from yieldstar_sim.model import (
+    Cancelled,
+    Completed,
+    Delivery,
+    ErrorInfo,
+    ExecutionStatus,
+    Failed,
+    Lease,
+    NondeterminismError,
+    RequestId,
+    StartAccepted,
+    StartRequest,
+    StartResult,
+    StepError,
+    StepKeyError,
+    StepRecord,
+    StepStatus,
+    Suspended,
+    WorkflowCancelledError,
+    WorkflowDefinitionError,
+    WorkflowRunOutcome,
+    WorkflowStartError,
+    WorkflowStartErrorCode,
+)
+
+# --------------------------------------------------------------------------- commands
+
+
+@dataclass(frozen=True, slots=True)
+class PutStep:
+    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+
+    lease: Lease
+    step_key: str
+    status: StepStatus
+    value: DurableValue = None
+    attempt: int = 1
+    wake_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWake:
+    """Runtime call: make the execution due again at ``at``. Fenced."""
+
+    lease: Lease
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallStart:
+    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
+
+    request: StartRequest
+
+
+@dataclass(frozen=True, slots=True)
+class ReadClock:
+    """Ask for the current virtual time."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunBody:
+    """Run one attempt of a step body, within ``timeout`` seconds of virtual time."""
+
+    execution_id: str
+    step_key: str
+    attempt: int
+    body: Callable[..., Any] = field(repr=False)
+    args: tuple[Any, ...] = field(default=(), repr=False)
+    kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BodyResult:
+    """What one attempt of a step body did: its value, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart
+Command: TypeAlias = RuntimeCall | ReadClock | RunBody
+RUNTIME_CALLS = (PutStep, RecordWake, CallStart)
+
+DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
+
+
+# --------------------------------------------------------------------------- control flow
+
+
+class _Suspend(Exception):
+    """The unfinished step and its wake are recorded: end the delivery as suspended."""
+
+
+class _Throw(Exception):
+    """Throw ``error`` into workflow code at the step it is waiting on."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Replay:
+    """The recorded steps of one execution and the order the code reaches steps in."""
+
+    def __init__(self, execution_id: str, steps: tuple[StepRecord, ...]) -> None:
+        self.execution_id = execution_id
+        self.recorded = sorted(steps, key=lambda step: step.position)
+        self.by_key = {step.step_key: step for step in steps}
+        self.reached: set[str] = set()
+
+    def reach(self, key: object) -> StepRecord | None:
+        """Check the step key the code asks for next; return its record, if any."""
+        if not isinstance(key, str) or not key:
+            raise _Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
+        if key in self.reached:
+            raise _Throw(
+                StepKeyError(
+                    f"step key {key!r} is used twice in execution {self.execution_id!r}; "
+                    "each step needs its own key (e.g. add the item or the loop index)"
+                )
+            )
+        position = len(self.reached)
+        self.reached.add(key)
+        recorded = self.recorded[position].step_key if position < len(self.recorded) else None
+        if recorded is not None and recorded != key:
+            raise _Throw(NondeterminismError(self.execution_id, position, recorded, key))
+        return self.by_key.get(key) if recorded is not None else None
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def drive(workflow: Workflow | None, delivery: Delivery, world: World) -> DriverGenerator:
+    """Replay ``workflow`` for ``delivery`` and run its first unrecorded step.
+
+    Yields commands; returns the ``WorkflowRunOutcome`` for the dispatcher to acknowledge.
+    """
+    record = delivery.execution
+    if record.terminal:
+        return _recorded_outcome(record.status, record.result, record.error)
+    if workflow is None:
+        return Failed(
+            ErrorInfo(
+                "UnknownWorkflowError",
+                f"no workflow named {record.workflow_id!r} is registered with this engine",
+            )
+        )
+    runner = StepRunner(record.execution_id, world)
+    replay = _Replay(record.execution_id, delivery.steps)
+    try:
+        user = workflow.fn(runner, record.params)
+    except Exception as error:
+        return _failed(error)
+    if not inspect.isgenerator(user):
+        return _completed(record.execution_id, user, runner)
+    return (yield from _drive_generator(user, runner, replay, delivery.lease))
+
+
+def _drive_generator(
+    user: Generator[Any, Any, Any], runner: StepRunner, replay: _Replay, lease: Lease
+) -> DriverGenerator:
+    send: Any = None
+    throw: BaseException | None = None
+    try:
+        while True:
+            try:
+                request = user.throw(throw) if throw is not None else user.send(send)
+            except StopIteration as stop:
+                return _completed(replay.execution_id, stop.value, runner)
+            except WorkflowCancelledError:
+                return Cancelled()
+            except Exception as error:
+                return _failed(error)
+            send, throw = None, None
+            try:
+                send = yield from _perform(request, replay, lease)
+            except _Suspend:
+                return Suspended()
+            except _Throw as thrown:
+                throw = thrown.error
+    finally:
+        _abandon(user)
+
+
+def _abandon(user: Generator[Any, Any, Any]) -> None:
+    """Stop workflow code where it waits; code that refuses to stop is not run further."""
+    with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit: abandoned all the same
+        user.close()
+
+
+def _perform(request: object, replay: _Replay, lease: Lease) -> Generator[Command, Any, Any]:
+    if inspect.isgenerator(request):
+        raise _Throw(
+            WorkflowDefinitionError(
+                f"workflow {replay.execution_id!r} yielded a step generator: write "
+                "`value = yield from step.run(...)`, not `yield step.run(...)`"
+            )
+        )
+    if not isinstance(request, STEP_REQUESTS):
+        raise _Throw(
+            WorkflowDefinitionError(
+                f"workflow {replay.execution_id!r} yielded {request!r} "
+                f"({type(request).__name__}); workflow code may only `yield from` step verbs "
+                "such as step.run, step.delay and step.start"
+            )
+        )
+    recorded = replay.reach(request.key)
+    match request:
+        case RunStep():
+            return (yield from _run(request, recorded, replay.execution_id, lease))
+        case DelayStep():
+            return (yield from _delay(request, recorded, lease))
+        case StartStep():
+            return (yield from _start(request, recorded, replay.execution_id, lease))
+    raise AssertionError(request)  # pragma: no cover
+
+
+def _run(
+    request: RunStep, recorded: StepRecord | None, execution_id: str, lease: Lease
+) -> Generator[Command, Any, Any]:
+    key = request.key
+    if request.error is not None:
+        raise _Throw(request.error)
+    attempt = 1
+    if recorded is not None:
+        if recorded.status == "completed":
+            return recorded.value
+        state = _object(recorded.value)
+        if recorded.status == "failed":
+            raise _Throw(_step_error(key, state, recorded.attempt))
+        attempt = recorded.attempt + 1
+        yield from _wait_until(float(state["wake_at"]), lease)  # type: ignore[arg-type]
+    result: BodyResult = yield RunBody(
+        execution_id, key, attempt, request.body, request.args, request.kwargs,
+        request.policy.timeout,
+    )  # fmt: skip
+    if result.error is None:
+        encoding = durable_value_codec.encode(result.value, path=f"step {key!r} result")
+        if encoding.status == "invalid":
+            raise _Throw(
+                WorkflowDefinitionError(
+                    f"{encoding.message}; a step body must return plain data (None, bool, "
+                    "number, str, list, dict with str keys)"
+                )
+            )
+        value = durable_value_codec.decode(encoding.canonical)
+        yield PutStep(lease, key, "completed", value, attempt)
+        return value
+    error = result.error
+    permanent = isinstance(error, Permanent)
+    cause = error.error if isinstance(error, Permanent) else error
+    info = ErrorInfo.from_exception(cause)
+    if permanent or attempt >= request.policy.attempts:
+        failure: DurableValue = {"error": info.to_value(), "permanent": permanent}
+        yield PutStep(lease, key, "failed", failure, attempt)
+        step_error = StepError(key, info, attempts=attempt)
+        step_error.__cause__ = cause
+        raise _Throw(step_error)
+    now = yield ReadClock()
+    wake_at = now + request.policy.delay_after(attempt)
+    retry: DurableValue = {"error": info.to_value(), "wake_at": wake_at}
+    yield PutStep(lease, key, "pending", retry, attempt, wake_at)
+    raise _Suspend
+
+
+def _delay(
+    request: DelayStep, recorded: StepRecord | None, lease: Lease
+) -> Generator[Command, Any, None]:
+    if recorded is not None:
+        if recorded.status == "completed":
+            return None
+        until = float(_object(recorded.value)["until"])  # type: ignore[arg-type]
+        yield from _wait_until(until, lease)
+        yield PutStep(lease, request.key, "completed", {"until": until})
+        return None
+    seconds = request.seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise _Throw(TypeError(f"step.delay({request.key!r}): seconds must be a number"))
+    if not math.isfinite(seconds) or seconds < 0:
+        raise _Throw(ValueError(f"step.delay({request.key!r}): {seconds!r} is not a delay"))
+    now = yield ReadClock()
+    until = now + seconds
+    if seconds == 0:
+        yield PutStep(lease, request.key, "completed", {"until": until})
+        return None
+    yield PutStep(lease, request.key, "pending", {"until": until}, 1, until)
+    raise _Suspend
+
+
+def _wait_until(at: float, lease: Lease) -> Generator[Command, Any, None]:
+    """Suspend unless ``at`` has come; the claim that woke us consumed the wake, so re-arm it."""
+    now = yield ReadClock()
+    if now < at:
+        yield RecordWake(lease, at)
+        raise _Suspend
+
+
+def _start(
+    request: StartStep, recorded: StepRecord | None, execution_id: str, lease: Lease
+) -> Generator[Command, Any, StartedExecution]:
+    key = request.key
+    if recorded is not None:
+        value = _object(recorded.value)
+        if recorded.status == "completed":
+            return StartedExecution(str(value["executionId"]))
+        raise _Throw(_start_error(ErrorInfo.from_value(value["error"])))
+    start = StartRequest(RequestId(execution_id, key), request.workflow_id, request.params,
+                         request.detached)  # fmt: skip
+    result: StartResult = yield CallStart(start)
+    if isinstance(result, StartAccepted):
+        yield PutStep(lease, key, "completed", {"executionId": result.execution_id})
+        return StartedExecution(result.execution_id)
+    info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
+    yield PutStep(lease, key, "failed", {"error": info.to_value()})
+    raise _Throw(_start_error(info))
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def _object(value: DurableValue) -> dict[str, DurableValue]:
+    if not isinstance(value, dict):
+        raise TypeError(f"a step record holds {value!r}, not an object")
+    return value
+
+
+def _step_error(key: str, value: dict[str, DurableValue], attempts: int) -> StepError:
+    return StepError(key, ErrorInfo.from_value(value["error"]), attempts=attempts)
+
+
+def _start_error(info: ErrorInfo) -> WorkflowStartError:
+    return WorkflowStartError(WorkflowStartErrorCode(info.code or ""), info.message)
+
+
+def _failed(error: BaseException) -> Failed:
+    return Failed(ErrorInfo.from_exception(error), exception=error)
+
+
+def _completed(execution_id: str, result: object, runner: StepRunner) -> WorkflowRunOutcome:
+    forgotten = runner.never_run()
+    if forgotten:
+        return _failed(
+            WorkflowDefinitionError(
+                f"workflow {execution_id!r} called step {forgotten[0]!r} without running it: "
+                "write `value = yield from step.run(...)` (the verbs are generators)"
+            )
+        )
+    encoding = durable_value_codec.encode(result, path="result")
+    if encoding.status == "invalid":
+        return _failed(
+            WorkflowDefinitionError(
+                f"workflow {execution_id!r} returned a value that is not durable: "
+                f"{encoding.message}"
+            )
+        )
+    return Completed(durable_value_codec.decode(encoding.canonical))
+
+
+def _recorded_outcome(
+    status: ExecutionStatus, result: DurableValue, error: ErrorInfo | None
+) -> WorkflowRunOutcome:
+    if status == ExecutionStatus.COMPLETED:
+        return Completed(result)
+    if status == ExecutionStatus.CANCELLED:
+        return Cancelled()
+    return Failed(error or ErrorInfo("Error", "failed"))

@@ -1,0 +1,32 @@
+"""The engine: dispatcher, invokers (in-process and worker process), world and ledger."""
+
+from __future__ import annotations
+
+from yieldstar_sim.engine.dispatcher import Dispatcher, DispatchResult
+from yieldstar_sim.engine.engine import Engine
+from yieldstar_sim.engine.invoker import (
+    ExecutionEvent,
+    Invoker,
+    Registry,
+    TestInvoker,
+    run_delivery,
+)
+from yieldstar_sim.engine.worker import WorkerProcessInvoker
+from yieldstar_sim.engine.world import BodyContext, BodyWorld, Effect, EngineWorld, Ledger
+
+__all__ = [
+    "BodyContext",
+    "BodyWorld",
+    "DispatchResult",
+    "Dispatcher",
+    "Effect",
+    "Engine",
+    "EngineWorld",
+    "ExecutionEvent",
+    "Invoker",
+    "Ledger",
+    "Registry",
+    "TestInvoker",
+    "WorkerProcessInvoker",
+    "run_delivery",
+]

@@ -1,0 +1,149 @@
+"""Invokers deliver one execution event and return its outcome (RFC 003, "Delivery
+acknowledgement"). ``TestInvoker`` runs workflow code in this process; the worker-process
+invoker (``yieldstar_sim.engine.worker``) runs it in a child process. Both run the same driver
+through ``run_delivery`` and honour the same contract: ``deliver`` returns an outcome, or raises
+an ``InfrastructureError`` (the worker replies retry) and records no outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from yieldstar_sim.authoring import StepDefinition, Workflow
+from yieldstar_sim.driver import (
+    CallStart,
+    Command,
+    DriverGenerator,
+    PutStep,
+    ReadClock,
+    RecordWake,
+    RunBody,
+    drive,
+)
+from yieldstar_sim.engine.world import BodyWorld, EngineWorld
+from yieldstar_sim.model import Delivery, StepDeclarationError, WorkflowRunOutcome
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from yieldstar_sim.runtime.protocol import Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionEvent:
+    """One delivery of one execution to one worker."""
+
+    delivery: Delivery
+    worker: str
+
+
+class Invoker(Protocol):
+    """Runs workflow code for an execution event."""
+
+    def deliver(self, event: ExecutionEvent) -> WorkflowRunOutcome:
+        """Run the delivery to its outcome, or raise an ``InfrastructureError``."""
+        ...
+
+    def close(self) -> None:
+        """Release the invoker's resources (processes, pipes)."""
+        ...
+
+
+class Registry:
+    """The workflows (and reusable step declarations) an engine can run.
+
+    Registration refuses duplicate names and step declarations with errors, before any worker
+    starts.
+    """
+
+    def __init__(self, workflows: Iterable[Workflow], steps: Iterable[StepDefinition] = ()) -> None:
+        self._workflows: dict[str, Workflow] = {}
+        for definition in workflows:
+            if not isinstance(definition, Workflow):
+                raise TypeError(
+                    f"register workflows declared with @ys.workflow(name), not {definition!r}"
+                )
+            if definition.name in self._workflows:
+                raise ValueError(f"two workflows are named {definition.name!r}")
+            self._workflows[definition.name] = definition
+        for step in steps:
+            if step.error is not None:
+                raise StepDeclarationError(f"step {step.name!r}: {step.error}")
+
+    def get(self, name: str) -> Workflow | None:
+        """The workflow named ``name``, if registered."""
+        return self._workflows.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        """The registered workflow names, sorted."""
+        return sorted(self._workflows)
+
+
+def run_delivery(driver: DriverGenerator, perform: Callable[[Command], Any]) -> WorkflowRunOutcome:
+    """Carry out the driver's commands with ``perform`` until it returns an outcome.
+
+    An error from ``perform`` is thrown into the driver at the command that caused it; the
+    driver never shows infrastructure errors to workflow code, so they leave here.
+    """
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            command = driver.throw(error) if error is not None else driver.send(value)
+        except StopIteration as stop:
+            outcome: WorkflowRunOutcome = stop.value
+            return outcome
+        value, error = None, None
+        try:
+            value = perform(command)
+        except Exception as raised:
+            error = raised
+
+
+def perform_runtime_call(runtime: Runtime, command: Command) -> Any:
+    """Carry out a runtime call or a clock read against ``runtime``."""
+    match command:
+        case PutStep():
+            return runtime.put_step(
+                command.lease,
+                command.step_key,
+                status=command.status,
+                value=command.value,
+                attempt=command.attempt,
+                wake_at=command.wake_at,
+            )
+        case RecordWake():
+            return runtime.record_wake(command.lease, command.at)
+        case CallStart():
+            return runtime.start(command.request)
+        case ReadClock():
+            return runtime.clock.now()
+    raise TypeError(f"not a runtime call: {command!r}")
+
+
+class TestInvoker:
+    """Runs workflow code in this process, against the runtime directly."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(self, runtime: Runtime, registry: Registry, world: EngineWorld) -> None:
+        self._runtime = runtime
+        self._registry = registry
+        self._world = world
+
+    def deliver(self, event: ExecutionEvent) -> WorkflowRunOutcome:
+        """Run the delivery in this process."""
+        body_world = BodyWorld(self._world, event.worker)
+        workflow = self._registry.get(event.delivery.execution.workflow_id)
+
+        def perform(command: Command) -> Any:
+            if isinstance(command, RunBody):
+                return body_world.run(command)
+            return perform_runtime_call(self._runtime, command)
+
+        return run_delivery(drive(workflow, event.delivery, body_world), perform)
+
+    def close(self) -> None:
+        """Nothing to release."""

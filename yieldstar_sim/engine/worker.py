@@ -1,0 +1,199 @@
+"""The worker-process invoker: workflow code runs in a child process.
+
+The parent owns the database (DuckDB lets one process open a file), so the child sends every
+runtime call, clock read and world operation to the parent over a pipe and waits for the answer.
+Step bodies run in the child. A child that replies retry, or exits before an outcome (killed,
+crashed), makes ``deliver`` raise ``DeliveryRejectedError``; the next delivery gets a new child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.codec import durable_value_codec
+from yieldstar_sim.driver import CallStart, Command, RunBody, drive
+from yieldstar_sim.engine.invoker import (
+    ExecutionEvent,
+    Registry,
+    perform_runtime_call,
+    run_delivery,
+)
+from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
+from yieldstar_sim.model import (
+    DeliveryRejectedError,
+    Failed,
+    StartRejected,
+    WorkflowRunOutcome,
+    WorkflowStartErrorCode,
+)
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.runtime.protocol import Runtime
+
+
+def _context() -> Any:
+    # fork: the child inherits the registered workflows (closures and lambdas included) without
+    # pickling them. Where fork does not exist, spawn needs importable workflow functions.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+class WorkerProcessInvoker:
+    """Delivers executions to a child process; the parent carries out its runtime calls."""
+
+    def __init__(self, runtime: Runtime, registry: Registry, world: EngineWorld) -> None:
+        self._runtime = runtime
+        self._registry = registry
+        self._world = world
+        self._process: BaseProcess | None = None
+        self._connection: Connection | None = None
+        self.children_started = 0
+        """How many child processes this invoker has started (one more after each exit)."""
+
+    @property
+    def child_pid(self) -> int | None:
+        """The process ID of the current child, if one runs."""
+        return self._process.pid if self._process is not None else None
+
+    def _child(self) -> Connection:
+        if self._process is not None and self._process.is_alive() and self._connection:
+            return self._connection
+        self._reap()
+        parent_end, child_end = _context().Pipe()
+        process = _context().Process(
+            target=_child_main, args=(child_end, self._registry), daemon=True
+        )
+        process.start()
+        child_end.close()
+        self._process, self._connection = process, parent_end
+        self.children_started += 1
+        connection: Connection = parent_end
+        return connection
+
+    def _reap(self) -> int | None:
+        code = None
+        if self._connection is not None:
+            self._connection.close()
+        if self._process is not None:
+            self._process.join(timeout=10)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join()
+            code = self._process.exitcode
+        self._process = self._connection = None
+        return code
+
+    def deliver(self, event: ExecutionEvent) -> WorkflowRunOutcome:
+        """Run the delivery in the child process; carry out its calls here."""
+        connection = self._child()
+        try:
+            connection.send(("deliver", event))
+            while True:
+                message = connection.recv()
+                kind = message[0]
+                if kind == "outcome":
+                    outcome: WorkflowRunOutcome = message[1]
+                    return outcome
+                if kind == "retry":
+                    raise DeliveryRejectedError(f"the worker replied retry: {message[1]}")
+                connection.send(self._answer(message))
+        except (EOFError, OSError, BrokenPipeError) as error:
+            code = self._reap()
+            raise DeliveryRejectedError(
+                f"the worker process exited (code {code}) before an outcome"
+            ) from error
+
+    def _answer(self, message: tuple[Any, ...]) -> tuple[str, Any]:
+        try:
+            kind = message[0]
+            if kind == "call":
+                return ("ok", perform_runtime_call(self._runtime, message[1]))
+            context: BodyContext = message[1]
+            if kind == "effect":
+                self._world.effect(context, message[2], message[3])
+                return ("ok", None)
+            if kind == "trigger":
+                return ("ok", self._world.trigger(context, message[2], message[3]))
+            if kind == "elapse":
+                self._world.elapse(context, message[2])
+                return ("ok", None)
+            raise ValueError(f"unknown message from the worker: {kind!r}")
+        except Exception as error:
+            return ("error", error)
+
+    def close(self) -> None:
+        """Stop the child process."""
+        if self._connection is not None and self._process is not None:
+            with contextlib.suppress(OSError):
+                self._connection.send(("stop",))
+        self._reap()
+
+
+# --------------------------------------------------------------------------- the child
+
+
+class _ParentPort:
+    """The child's side of the pipe: every call waits for the parent's answer."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def ask(self, *message: Any) -> Any:
+        self._connection.send(message)
+        kind, value = self._connection.recv()
+        if kind == "error":
+            raise value
+        return value
+
+    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+        self.ask("effect", context, name, data)
+
+    def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
+        return str(self.ask("trigger", context, workflow_id, params))
+
+    def elapse(self, context: BodyContext, seconds: float) -> None:
+        self.ask("elapse", context, seconds)
+
+
+def _child_main(connection: Connection, registry: Registry) -> None:
+    port = _ParentPort(connection)
+    while True:
+        try:
+            message = connection.recv()
+        except EOFError:
+            return
+        if message[0] != "deliver":
+            return
+        event: ExecutionEvent = message[1]
+        world = BodyWorld(port, event.worker)
+
+        def perform(command: Command, world: BodyWorld = world) -> Any:
+            if isinstance(command, RunBody):
+                return world.run(command)
+            if isinstance(command, CallStart) and command.request.params is not None:
+                # Invalid parameters may not even cross the pipe (a lambda does not pickle);
+                # the codec gives the answer the runtime would give, without a call.
+                encoding = durable_value_codec.validate_object(
+                    command.request.params, path="params"
+                )
+                if encoding.status == "invalid":
+                    return StartRejected(
+                        WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message
+                    )
+            return port.ask("call", command)
+
+        workflow = registry.get(event.delivery.execution.workflow_id)
+        try:
+            outcome = run_delivery(drive(workflow, event.delivery, world), perform)
+        except Exception as error:
+            connection.send(("retry", f"{type(error).__name__}: {error}"))
+            continue
+        if isinstance(outcome, Failed):
+            outcome = Failed(outcome.error)  # the live exception stays here: it may not pickle
+        connection.send(("outcome", outcome))

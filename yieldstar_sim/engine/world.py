@@ -1,0 +1,176 @@
+"""The outside world that step bodies act on, and the ledger of what they did.
+
+Effects go to a ledger that crashes never roll back, so a duplicate effect stays visible. Each
+effect carries its provenance: the execution, step key and attempt whose body made it, the
+worker that ran it and the virtual time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from yieldstar_sim.codec import DurableObject, durable_value_codec
+from yieldstar_sim.driver import BodyResult, RunBody
+from yieldstar_sim.model import StepTimeoutError, WorkflowDefinitionError
+
+if TYPE_CHECKING:
+    from yieldstar_sim.clock import ManualClock
+    from yieldstar_sim.runtime.protocol import ExecutionClient
+
+#: The ledger name of a non-durable trigger made from a step body.
+TRIGGERED = "workflow.triggered"
+
+
+@dataclass(frozen=True, slots=True)
+class BodyContext:
+    """Which step body is running: the provenance of everything it does."""
+
+    execution_id: str
+    step_key: str
+    attempt: int
+    worker: str
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """One external effect, with where it came from."""
+
+    name: str
+    data: DurableObject
+    execution_id: str
+    step_key: str
+    attempt: int
+    worker: str
+    at: float
+
+
+@dataclass
+class Ledger:
+    """Every effect step bodies made, in order. Crashes and replays never remove one."""
+
+    effects: list[Effect] = field(default_factory=list)
+
+    def count(self, name: str, **where: object) -> int:
+        """How many effects named ``name`` whose data matches ``where``."""
+        return sum(
+            1
+            for effect in self.effects
+            if effect.name == name and all(effect.data.get(k) == v for k, v in where.items())
+        )
+
+    def named(self, name: str) -> list[Effect]:
+        """The effects named ``name``, in order."""
+        return [effect for effect in self.effects if effect.name == name]
+
+
+class WorldPort(Protocol):
+    """Where a body's world operations are carried out (in-process, or across a pipe)."""
+
+    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+        """Append an effect to the ledger."""
+        ...
+
+    def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
+        """Admit an execution with a fresh ID and record the trigger as an effect."""
+        ...
+
+    def elapse(self, context: BodyContext, seconds: float) -> None:
+        """Let virtual time pass while the body works."""
+        ...
+
+
+class EngineWorld:
+    """The world as the engine carries it out: a ledger, the runtime and its virtual clock."""
+
+    def __init__(self, runtime: ExecutionClient, clock: ManualClock, ledger: Ledger) -> None:
+        self.runtime = runtime
+        self.clock = clock
+        self.ledger = ledger
+
+    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+        """Append an effect to the ledger."""
+        self.ledger.effects.append(
+            Effect(name, data, context.execution_id, context.step_key, context.attempt,
+                   context.worker, self.clock.now())
+        )  # fmt: skip
+
+    def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
+        """Admit an execution with a fresh ID (no request identity: a replay admits another)."""
+        execution_id = self.runtime.trigger(workflow_id, params)
+        self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
+        return execution_id
+
+    def elapse(self, context: BodyContext, seconds: float) -> None:
+        """Advance the virtual clock."""
+        self.clock.advance(seconds)
+
+
+class BodyWorld:
+    """``step.world``: what a step body sees. Outside a body it refuses, with the reason."""
+
+    def __init__(self, port: WorldPort, worker: str) -> None:
+        self._port = port
+        self._worker = worker
+        self._context: BodyContext | None = None
+        self._timeout: float | None = None
+        self._elapsed = 0.0
+
+    def _current(self, what: str) -> BodyContext:
+        if self._context is None:
+            raise WorkflowDefinitionError(
+                f"step.world.{what} was called outside a step body; workflow code is replayed, "
+                f"so wrap the effect in a step: `yield from step.run(key, lambda: "
+                f"step.world.{what}(...))`"
+            )
+        return self._context
+
+    def effect(self, name: str, /, **data: object) -> None:
+        """Record an external effect, e.g. ``step.world.effect("courier.booked", order=42)``."""
+        context = self._current("effect")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"an effect needs a name, not {name!r}")
+        encoded = durable_value_codec.validate_object(data, path=f"effect {name!r} data")
+        if encoded.status == "invalid":
+            raise ValueError(encoded.message)
+        value = durable_value_codec.decode(encoded.canonical)
+        assert isinstance(value, dict)
+        self._port.effect(context, name, value)
+
+    def trigger(self, workflow_id: str, params: object = None) -> str:
+        """Admit a new execution with a fresh ID: RFC 003's non-durable trigger.
+
+        A replay of the step calls it again and admits another execution: this is the bug
+        ``step.start`` fixes, available on purpose to reproduce it.
+        """
+        return self._port.trigger(self._current("trigger"), workflow_id, params)
+
+    def elapse(self, seconds: float) -> None:
+        """Let this step body take ``seconds`` of virtual time (bounded by its timeout)."""
+        context = self._current("elapse")
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+            raise ValueError(f"elapse takes a non-negative number of seconds, not {seconds!r}")
+        if self._timeout is not None and self._elapsed + seconds > self._timeout:
+            self._port.elapse(context, self._timeout - self._elapsed)
+            self._elapsed = self._timeout
+            raise StepTimeoutError(
+                f"step {context.step_key!r} attempt {context.attempt} ran past its "
+                f"{self._timeout:g}s timeout"
+            )
+        self._port.elapse(context, float(seconds))
+        self._elapsed += seconds
+
+    def run(self, command: RunBody) -> BodyResult:
+        """Run one attempt of a step body; its errors and timeouts become the result."""
+        self._context = BodyContext(
+            command.execution_id, command.step_key, command.attempt, self._worker
+        )
+        self._timeout = command.timeout
+        self._elapsed = 0.0
+        try:
+            value: Any = command.body(*command.args, **command.kwargs)
+        except (Exception, StepTimeoutError) as error:
+            return BodyResult(error=error)
+        finally:
+            self._context = None
+        return BodyResult(value=value)
