@@ -67,10 +67,9 @@ def _demo(args: argparse.Namespace) -> int:
             raise UsageError("--db needs --runtime duckdb")
         runtime = MemoryRuntime(clock=clock)
     else:
-        db = _database_path(args.db)
-        runtime = DuckDBRuntime(db, clock=clock)
+        runtime = DuckDBRuntime(_database_path(args.db), clock=clock)
     try:
-        result = lost_response_demo(runtime, clock)
+        result = lost_response_demo(runtime)
         graph = execution_graph(runtime)
     except ExecutionAdmissionError as error:
         if error.code != AdmissionErrorCode.EXECUTION_EXISTS:
@@ -81,7 +80,11 @@ def _demo(args: argparse.Namespace) -> int:
         ) from error
     finally:
         runtime.close()
-    verdict = "one ship-order: the promise held" if result.ok else "DUPLICATE ship-orders"
+    verdict = (
+        "one ship-order, one courier: the promise held"
+        if result.ok
+        else f"{len(result.ship_orders)} ship-orders, {result.couriers} couriers"
+    )
     figure = draw_execution_graph(
         graph, title=f"order-42 after a lost start response ({args.runtime})\n{verdict}"
     )
@@ -95,6 +98,7 @@ def _demo(args: argparse.Namespace) -> int:
                     "runtime": args.runtime,
                     "ok": result.ok,
                     "ship_orders": result.ship_orders,
+                    "couriers": result.couriers,
                     "events": result.lines,
                     "graph": str(image),
                 }

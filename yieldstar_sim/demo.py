@@ -1,30 +1,44 @@
-"""The RFC 003 conformance demo: a start whose response is lost, replayed after redelivery.
+"""RFC 003's shop story on the engine: a start whose response is lost, replayed after
+redelivery.
 
-Until the simulator drives workflows, this plays the shop story of RFC 003 by hand against a
-real runtime: worker w1 charges order 42 and starts ship-order, the start commits but its
-response is lost, w1's delivery is released, and worker w2 replays the order. The replayed start
-returns the first ship-order instead of admitting a second one.
+charge-order charges the card and starts ship-order with ``step.start``. The start commits, but
+its response is lost (an armed failure point after the commit), so the delivery rejects and its
+lease is released. After the redelivery delay the next worker replays charge-order: the charge
+step is recorded and is not run again, and the replayed start returns the ship-order that
+already exists. One courier.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.model import (
-    Completed,
-    InjectedFailure,
-    RequestId,
-    StartAccepted,
-    StartRequest,
-)
+from yieldstar_sim.authoring import StepRunner, workflow
+from yieldstar_sim.engine.engine import Engine
 
 if TYPE_CHECKING:
-    from yieldstar_sim.clock import ManualClock
+    from yieldstar_sim.engine.dispatcher import DispatchResult
     from yieldstar_sim.runtime.protocol import Runtime
 
-LEASE_SECONDS = 30.0
 REDELIVERY_DELAY = 5.0
+
+
+@workflow("ship-order")
+def ship_order(step: StepRunner, params: Any) -> Any:
+    """Books a courier for the order."""
+    booking = yield from step.run(
+        "book-courier", lambda: step.world.effect("courier.booked", order=params["order"])
+    )
+    return booking
+
+
+@workflow("charge-order")
+def charge_order(step: StepRunner, params: Any) -> Any:
+    """Charges the card, then hands the delivery to ship-order with a durable start."""
+    order = params["order"]
+    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
+    target = yield from step.start("ship", "ship-order", {"order": order})
+    return {"shipment": target.execution_id}
 
 
 @dataclass
@@ -33,58 +47,57 @@ class DemoResult:
 
     lines: list[str] = field(default_factory=list)
     ship_orders: list[str] = field(default_factory=list)
+    couriers: int = 0
 
     @property
     def ok(self) -> bool:
-        """Exactly one ship-order was admitted for request (order-42, ship)."""
-        return len(self.ship_orders) == 1
-
-    def say(self, clock: ManualClock, text: str) -> None:
-        self.lines.append(f"t={clock.now():>5.1f}  {text}")
+        """Exactly one ship-order was admitted for request (order-42, ship), one courier came."""
+        return len(self.ship_orders) == 1 and self.couriers == 1
 
 
-def lost_response_demo(runtime: Runtime, clock: ManualClock) -> DemoResult:
-    """Play the lost-response story on ``runtime`` (whose clock is ``clock``)."""
-    result = DemoResult()
-    order = runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
-    result.say(clock, f"trigger admits {order} (charge-order); it is due now")
-    request = StartRequest(RequestId(order, "ship"), "ship-order", {"order": 42})
+def _describe(result: DispatchResult) -> str:
+    who = f"{result.worker} delivers {result.execution_id} (token {result.lease.token})"
+    if result.rejection is not None:
+        return (
+            f"{who}: rejected ({type(result.rejection).__name__}: {result.rejection}); "
+            f"lease released, redelivery in {REDELIVERY_DELAY:g}s"
+        )
+    return f"{who}: {result.outcome}"
 
-    first = runtime.claim("w1", lease_seconds=LEASE_SECONDS, execution_id=order)
-    assert first is not None
-    result.say(clock, f"w1 claims {order} with fencing token {first.lease.token}")
-    runtime.put_step(first.lease, "charge", status="completed", value={"charged": 42})
-    result.say(clock, "w1 records step 'charge'")
-    clock.advance(1)
-    runtime.failpoints.arm("start.after_commit")
-    try:
-        runtime.start(request)
-    except InjectedFailure:
-        result.say(clock, "w1 calls start(order-42, ship): it commits, but the response is lost")
-    runtime.release(first.lease, delay=REDELIVERY_DELAY)
-    result.say(clock, f"w1's delivery rejects; lease released, redelivery in {REDELIVERY_DELAY:g}s")
 
-    clock.advance(REDELIVERY_DELAY)
-    second = runtime.claim("w2", lease_seconds=LEASE_SECONDS, execution_id=order)
-    assert second is not None
-    recorded = [step.step_key for step in second.steps]
-    result.say(clock, f"w2 claims {order} (token {second.lease.token}); recorded steps: {recorded}")
-    answer = runtime.start(request)
-    assert isinstance(answer, StartAccepted)
-    result.say(clock, f"w2 replays start(order-42, ship) and gets {answer.execution_id} again")
-    runtime.put_step(
-        second.lease, "ship", status="completed", value={"executionId": answer.execution_id}
+def lost_response_demo(runtime: Runtime | None = None) -> DemoResult:
+    """Play the story on ``runtime`` (default: DuckDB in memory) and report what happened.
+
+    ``runtime`` must read a ``ManualClock``: the engine moves virtual time.
+
+    >>> lost_response_demo().ok
+    True
+    """
+    engine = Engine(
+        [charge_order, ship_order],
+        runtime=runtime if runtime is not None else "duckdb",
+        redelivery_delay=REDELIVERY_DELAY,
     )
-    runtime.acknowledge(second.lease, Completed({"shipment": answer.execution_id}))
-    result.say(clock, f"w2 records step 'ship' and acknowledges {order}: completed")
-
-    result.ship_orders = [
-        record.execution_id for record in runtime.executions() if record.workflow_id == "ship-order"
-    ]
-    for target in result.ship_orders:
-        record = runtime.execution(target)
-        assert record is not None
+    result = DemoResult()
+    order = engine.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    result.lines.append(f"t=  0.0  trigger admits {order} (charge-order); it is due now")
+    engine.runtime.failpoints.arm("start.after_commit")
+    result.lines.append("         the next start will commit and then lose its response")
+    for dispatched in engine.run_until_idle(workers=("w1", "w2")):
+        result.lines.append(f"t={dispatched.at:>5.1f}  {_describe(dispatched)}")
+    for effect in engine.ledger.effects:
+        result.lines.append(
+            f"         effect {effect.name} {effect.data} by {effect.worker} "
+            f"({effect.execution_id} / {effect.step_key}, attempt {effect.attempt})"
+        )
+    result.couriers = engine.ledger.count("courier.booked", order=42)
+    records = engine.runtime.executions()
+    result.ship_orders = [r.execution_id for r in records if r.workflow_id == "ship-order"]
+    for record in records:
         link = record.parent
         parent = "none" if link is None else f"{link.execution_id} / step {link.step_key!r}"
-        result.say(clock, f"{target} ({record.workflow_id}) has the parent link {parent}")
+        result.lines.append(
+            f"         {record.execution_id} ({record.workflow_id}): {record.status}, "
+            f"parent link {parent}"
+        )
     return result

@@ -25,8 +25,13 @@ def test_demo_replays_the_lost_start_and_draws_one_ship_order(tmp_path: Path, ru
     report = json.loads(result.stdout)
     assert report["ok"] is True
     assert report["ship_orders"] == ["@ship-order-2"]
-    assert any("response is lost" in line for line in report["events"])
-    assert any("gets @ship-order-2 again" in line for line in report["events"])
+    assert report["couriers"] == 1
+    events = report["events"]
+    assert any(
+        "rejected (InjectedFailure: injected failure at start.after_commit)" in e for e in events
+    )
+    assert any("{'shipment': '@ship-order-2'}" in e for e in events)
+    assert sum("effect courier.booked" in e for e in events) == 1
     image = tmp_path / "graphs" / "order-42-graph.png"
     assert image.read_bytes().startswith(b"\x89PNG")
 
@@ -34,7 +39,7 @@ def test_demo_replays_the_lost_start_and_draws_one_ship_order(tmp_path: Path, ru
 def test_demo_keeps_its_records_in_a_duckdb_file(tmp_path: Path) -> None:
     result = run("demo", "--db", "run.duckdb", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert "one ship-order" in result.stdout
+    assert "one ship-order, one courier" in result.stdout
     import duckdb
 
     with duckdb.connect(str(tmp_path / "run.duckdb"), read_only=True) as db:

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class DispatchResult:
-    """What one dispatch did.
+    """What one dispatch did, claimed at virtual time ``at``.
 
     ``outcome`` is the delivery's outcome, or ``None`` when it rejected (``rejection`` says
     why). ``acknowledged`` tells whether the outcome was recorded; ``record`` is the
@@ -33,6 +33,7 @@ class DispatchResult:
     execution_id: str
     worker: str
     lease: Lease
+    at: float
     outcome: WorkflowRunOutcome | None
     rejection: BaseException | None = None
     acknowledged: bool = False
@@ -64,17 +65,18 @@ class Dispatcher:
         if delivery is None:
             return None
         lease = delivery.lease
+        at = self.runtime.clock.now()
         try:
             outcome = self.invoker.deliver(ExecutionEvent(delivery, worker))
         except InfrastructureError as error:
             # A lost lease needs no release: it ran out, or someone else holds it now.
             with contextlib.suppress(LeaseLostError):
                 self.runtime.release(lease, delay=self.redelivery_delay)
-            return DispatchResult(lease.execution_id, worker, lease, None, rejection=error)
+            return DispatchResult(lease.execution_id, worker, lease, at, None, rejection=error)
         try:
             record = self.runtime.acknowledge(lease, outcome)
         except LeaseLostError as error:
-            return DispatchResult(lease.execution_id, worker, lease, outcome, ack_error=error)
+            return DispatchResult(lease.execution_id, worker, lease, at, outcome, ack_error=error)
         return DispatchResult(
-            lease.execution_id, worker, lease, outcome, acknowledged=True, record=record
+            lease.execution_id, worker, lease, at, outcome, acknowledged=True, record=record
         )

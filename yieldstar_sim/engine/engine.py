@@ -23,7 +23,7 @@ from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.authoring import StepDefinition, Workflow
     from yieldstar_sim.runtime.protocol import Runtime
@@ -98,15 +98,19 @@ class Engine:
         return self.dispatcher.dispatch(worker, execution_id)
 
     def run_until_idle(
-        self, *, worker: str = "w1", max_deliveries: int = 10_000
+        self, *, workers: str | Sequence[str] = "w1", max_deliveries: int = 10_000
     ) -> list[DispatchResult]:
         """Deliver due executions, moving the clock to the next wake, until nothing is left.
 
-        Stops after ``max_deliveries`` (a workflow that never finishes cannot hang a test).
+        Deliveries go to ``workers`` in turn. Stops after ``max_deliveries`` (a workflow that
+        never finishes cannot hang a test).
         """
+        names = [workers] if isinstance(workers, str) else list(workers)
+        if not names:
+            raise ValueError("run_until_idle needs at least one worker name")
         results: list[DispatchResult] = []
         while len(results) < max_deliveries:
-            result = self.dispatch(worker)
+            result = self.dispatch(names[len(results) % len(names)])
             if result is not None:
                 results.append(result)
                 continue
