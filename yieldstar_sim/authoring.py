@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
@@ -86,9 +87,17 @@ class RetryPolicy:
     timeout: float | None = DEFAULT_TIMEOUT
 
     def delay_after(self, attempt: int) -> float:
-        """The delay before the attempt that follows failed attempt number ``attempt``."""
-        delay = self.initial * self.factor ** (attempt - 1)
-        return float(delay if self.cap is None else min(delay, self.cap))
+        """The delay before the attempt that follows failed attempt number ``attempt``.
+
+        A delay too large for a float stays at the cap, or at the largest float without one.
+        """
+        try:
+            delay = self.initial * self.factor ** (attempt - 1)
+        except OverflowError:
+            delay = math.inf
+        if self.cap is not None:
+            delay = min(delay, self.cap)
+        return float(min(delay, sys.float_info.max))
 
 
 class StepBuilder:
@@ -297,6 +306,10 @@ class StepRunner:
         generator = _perform(request)
         self._created.append((key, generator))
         return generator
+
+    def key_of(self, generator: object) -> str | None:
+        """The step key a step verb's generator was made for, if it was made here."""
+        return next((key for key, made in self._created if made is generator), None)
 
     def never_run(self) -> list[str]:
         """Keys of step verbs called without ``yield from`` (their generator never started)."""

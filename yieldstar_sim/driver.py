@@ -44,6 +44,7 @@ from yieldstar_sim.model import (
     StartAccepted,
     StartRequest,
     StartResult,
+    StepDeclarationError,
     StepError,
     StepKeyError,
     StepRecord,
@@ -134,6 +135,18 @@ class _Throw(Exception):
         self.error = error
 
 
+class _Diverged(Exception):
+    """The code took another path than the record: end the delivery failed at once.
+
+    Not thrown into workflow code: code that caught it would go on writing steps against a
+    history that no longer matches it.
+    """
+
+    def __init__(self, error: NondeterminismError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Replay:
     """The recorded steps of one execution and the order the code reaches steps in."""
 
@@ -158,7 +171,7 @@ class _Replay:
         self.reached.add(key)
         recorded = self.recorded[position].step_key if position < len(self.recorded) else None
         if recorded is not None and recorded != key:
-            raise _Throw(NondeterminismError(self.execution_id, position, recorded, key))
+            raise _Diverged(NondeterminismError(self.execution_id, position, recorded, key))
         return self.by_key.get(key) if recorded is not None else None
 
 
@@ -208,11 +221,13 @@ def _drive_generator(
                 return _failed(error)
             send, throw = None, None
             try:
-                send = yield from _perform(request, replay, lease)
+                send = yield from _perform(request, replay, lease, runner)
             except _Suspend:
                 return Suspended()
             except _Throw as thrown:
                 throw = thrown.error
+            except _Diverged as diverged:
+                return _failed(diverged.error)
     finally:
         _abandon(user)
 
@@ -223,11 +238,15 @@ def _abandon(user: Generator[Any, Any, Any]) -> None:
         user.close()
 
 
-def _perform(request: object, replay: _Replay, lease: Lease) -> Generator[Command, Any, Any]:
+def _perform(
+    request: object, replay: _Replay, lease: Lease, runner: StepRunner
+) -> Generator[Command, Any, Any]:
     if inspect.isgenerator(request):
+        key = runner.key_of(request)
+        step = f"step {key!r}" if key is not None else "a step generator"
         raise _Throw(
             WorkflowDefinitionError(
-                f"workflow {replay.execution_id!r} yielded a step generator: write "
+                f"workflow {replay.execution_id!r} yielded {step} instead of running it: write "
                 "`value = yield from step.run(...)`, not `yield step.run(...)`"
             )
         )
@@ -255,7 +274,9 @@ def _run(
 ) -> Generator[Command, Any, Any]:
     key = request.key
     if request.error is not None:
-        raise _Throw(request.error)
+        raise _Throw(
+            StepDeclarationError(f"step {key!r} was declared with an error: {request.error}")
+        )
     attempt = 1
     if recorded is not None:
         if recorded.status == "completed":

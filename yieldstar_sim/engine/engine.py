@@ -68,7 +68,7 @@ class Engine:
                 )
             self.clock, self.runtime = runtime_clock, runtime
         self.ledger = Ledger()
-        self.world = EngineWorld(self.runtime, self.clock, self.ledger)
+        self.world = EngineWorld(self.runtime, self.clock, self.ledger, lease_seconds=lease_seconds)
         self.invoker: Invoker
         if invoker == "test":
             self.invoker = TestInvoker(self.runtime, self.registry, self.world)

@@ -135,7 +135,7 @@ class TestInvoker:
 
     def deliver(self, event: ExecutionEvent) -> WorkflowRunOutcome:
         """Run the delivery in this process."""
-        body_world = BodyWorld(self._world, event.worker)
+        body_world = BodyWorld(self._world, event.worker, event.delivery.lease)
         workflow = self._registry.get(event.delivery.execution.workflow_id)
 
         def perform(command: Command) -> Any:

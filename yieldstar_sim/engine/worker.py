@@ -171,7 +171,7 @@ def _child_main(connection: Connection, registry: Registry) -> None:
         if message[0] != "deliver":
             return
         event: ExecutionEvent = message[1]
-        world = BodyWorld(port, event.worker)
+        world = BodyWorld(port, event.worker, event.delivery.lease)
 
         def perform(command: Command, world: BodyWorld = world) -> Any:
             if isinstance(command, RunBody):

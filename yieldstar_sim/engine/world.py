@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.codec import DurableObject, durable_value_codec
 from yieldstar_sim.driver import BodyResult, RunBody
-from yieldstar_sim.model import StepTimeoutError, WorkflowDefinitionError
+from yieldstar_sim.model import InfrastructureError, StepTimeoutError, WorkflowDefinitionError
 
 if TYPE_CHECKING:
     from yieldstar_sim.clock import ManualClock
+    from yieldstar_sim.model import Lease
     from yieldstar_sim.runtime.protocol import ExecutionClient
 
 #: The ledger name of a non-durable trigger made from a step body.
@@ -30,6 +31,7 @@ class BodyContext:
     step_key: str
     attempt: int
     worker: str
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +85,18 @@ class WorldPort(Protocol):
 class EngineWorld:
     """The world as the engine carries it out: a ledger, the runtime and its virtual clock."""
 
-    def __init__(self, runtime: ExecutionClient, clock: ManualClock, ledger: Ledger) -> None:
+    def __init__(
+        self,
+        runtime: ExecutionClient,
+        clock: ManualClock,
+        ledger: Ledger,
+        *,
+        lease_seconds: float = 30.0,
+    ) -> None:
         self.runtime = runtime
         self.clock = clock
         self.ledger = ledger
+        self.lease_seconds = lease_seconds
 
     def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
         """Append an effect to the ledger."""
@@ -102,16 +112,28 @@ class EngineWorld:
         return execution_id
 
     def elapse(self, context: BodyContext, seconds: float) -> None:
-        """Advance the virtual clock."""
-        self.clock.advance(seconds)
+        """Advance the virtual clock, renewing the delivery's lease as a live worker does.
+
+        The renewals are heartbeats: a body that works for longer than a lease keeps its lease
+        (a worker that freezes does not, which is RFC 002's story). A lost lease stops the body
+        with ``LeaseLostError``, and the delivery rejects.
+        """
+        remaining = seconds
+        while remaining > 0:
+            chunk = min(remaining, self.lease_seconds / 2)
+            if context.lease is not None:
+                self.runtime.renew(context.lease, lease_seconds=self.lease_seconds)
+            self.clock.advance(chunk)
+            remaining -= chunk
 
 
 class BodyWorld:
     """``step.world``: what a step body sees. Outside a body it refuses, with the reason."""
 
-    def __init__(self, port: WorldPort, worker: str) -> None:
+    def __init__(self, port: WorldPort, worker: str, lease: Lease | None = None) -> None:
         self._port = port
         self._worker = worker
+        self._lease = lease
         self._context: BodyContext | None = None
         self._timeout: float | None = None
         self._elapsed = 0.0
@@ -163,12 +185,14 @@ class BodyWorld:
     def run(self, command: RunBody) -> BodyResult:
         """Run one attempt of a step body; its errors and timeouts become the result."""
         self._context = BodyContext(
-            command.execution_id, command.step_key, command.attempt, self._worker
+            command.execution_id, command.step_key, command.attempt, self._worker, self._lease
         )
         self._timeout = command.timeout
         self._elapsed = 0.0
         try:
             value: Any = command.body(*command.args, **command.kwargs)
+        except InfrastructureError:
+            raise  # the world failed, not the body: the delivery rejects
         except (Exception, StepTimeoutError) as error:
             return BodyResult(error=error)
         finally:

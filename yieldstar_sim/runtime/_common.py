@@ -6,7 +6,6 @@ differential test checks that they do.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,7 +67,7 @@ def decode_object(canonical: str | None) -> DurableObject | None:
     """Decode stored parameters (``None`` stays ``None``: no parameters)."""
     if canonical is None:
         return None
-    value = durable_value_codec.decode(canonical)
+    value = durable_value_codec.decode_trusted(canonical)
     assert isinstance(value, dict)
     return value
 
@@ -113,10 +112,10 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         status=ExecutionStatus(str(status)),
         created_at=float(created_at),  # type: ignore[arg-type]
         seq=int(seq),  # type: ignore[call-overload]
-        result=None if result is None else durable_value_codec.decode(str(result)),
+        result=None if result is None else durable_value_codec.decode_trusted(str(result)),
         error=None
         if error is None
-        else ErrorInfo.from_value(durable_value_codec.decode(str(error))),
+        else ErrorInfo.from_value(durable_value_codec.decode_trusted(str(error))),
         finished_at=_opt_float(finished_at),
         due_at=_opt_float(due_at),
         lease=lease,
@@ -266,17 +265,6 @@ def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str |
 # --------------------------------------------------------------------------- leases
 
 
-def ready_at(
-    status: str, due_at: float | None, lease_owner: str | None, lease_expires_at: float | None
-) -> float | None:
-    """When an execution becomes claimable: its wake if free, its lease's expiry if leased."""
-    if ExecutionStatus(status).terminal:
-        return None
-    if lease_owner is not None:
-        return lease_expires_at
-    return due_at
-
-
 def lease_lost(lease: Lease, record: ExecutionRecord | None, now: float) -> LeaseLostError:
     """Explain why ``lease`` no longer fences writes to its execution."""
     who = f"{lease.owner}'s lease on {lease.execution_id} (token {lease.token})"
@@ -298,20 +286,6 @@ def lease_lost(lease: Lease, record: ExecutionRecord | None, now: float) -> Leas
     else:  # pragma: no cover - a write that passes every check is not refused
         why = "of a concurrent write"
     return LeaseLostError(f"fenced write refused: {who} is stale: {why}")
-
-
-def decode_value(canonical: str) -> DurableValue:
-    """Decode one stored durable value."""
-    return durable_value_codec.decode(canonical)
-
-
-def finite_or_none(value: float | None) -> float | None:
-    """``value`` as a float, or ``None``; refuses non-finite values."""
-    if value is None:
-        return None
-    if not math.isfinite(value):
-        raise ValueError(f"time must be finite, not {value!r}")
-    return float(value)
 
 
 def step_status(value: str) -> StepStatus:

@@ -385,9 +385,12 @@ def _step_entry(step_key: str, status: str, canonical: str, attempt: int, now: f
 
 def _parse_step_log(execution_id: str, log: str) -> list[StepRecord]:
     """Fold a step log into step records: first entry fixes the position, last one the state."""
+    if not log:
+        return []
+    entries = durable_value_codec.decode_trusted("[" + log.rstrip("\n").replace("\n", ",") + "]")
+    assert isinstance(entries, list)
     steps: dict[str, StepRecord] = {}
-    for line in log.splitlines():
-        entry = durable_value_codec.decode(line)
+    for entry in entries:
         assert isinstance(entry, dict)
         key = str(entry["k"])
         old = steps.get(key)
@@ -400,4 +403,4 @@ def _parse_step_log(execution_id: str, log: str) -> list[StepRecord]:
             int(entry["a"]),  # type: ignore[arg-type]
             float(entry["t"]),  # type: ignore[arg-type]
         )
-    return sorted(steps.values(), key=lambda step: step.position)
+    return list(steps.values())  # dicts keep first-insertion order: the positions' order

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.clock import Clock, ManualClock
+from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
     Delivery,
@@ -94,7 +95,8 @@ class _Row:
         return common.execution_record(self.columns())
 
     def ready_at(self) -> float | None:
-        return common.ready_at(self.status, self.due_at, self.lease_owner, self.lease_expires_at)
+        """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
+        return self.due_at if self.lease_owner is None else self.lease_expires_at
 
     def holds(self, lease: Lease, now: float) -> bool:
         return (
@@ -117,6 +119,8 @@ class MemoryRuntime:
         self._failpoints = FailPoints()
         self._lock = threading.RLock()
         self._rows: dict[str, _Row] = {}
+        # Executions that are not terminal: the only ones claims and wakes need to look at.
+        self._live: dict[str, _Row] = {}
         # (caller incarnation, step key) -> target ID: the retained start-request records.
         self._requests: dict[tuple[int, str], str] = {}
         self._last_seq = 0
@@ -158,7 +162,7 @@ class MemoryRuntime:
                 )
             seq = self._next_seq()
             new_id = execution_id or generated_execution_id(workflow_id, seq)
-            self._rows[new_id] = _Row(
+            self._rows[new_id] = self._live[new_id] = _Row(
                 new_id, seq, workflow_id, encoded, "trigger", None, None, None, None,
                 ExecutionStatus.PENDING, now, due_at=now,
             )  # fmt: skip
@@ -189,7 +193,7 @@ class MemoryRuntime:
                 seq = self._next_seq()
                 self._failpoints.hit("start.before_commit")
                 target_id = generated_execution_id(checked.workflow_id, seq)
-                self._rows[target_id] = _Row(
+                self._rows[target_id] = self._live[target_id] = _Row(
                     target_id, seq, checked.workflow_id, checked.params, "start",
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
@@ -238,14 +242,16 @@ class MemoryRuntime:
 
     def _claimable(self, now: float) -> list[_Row]:
         ready = [
-            (at, row.seq, row) for row in self._rows.values() if (at := row.ready_at()) is not None
+            (at, row.seq, row)
+            for row in self._live.values()
+            if (at := row.ready_at()) is not None and at <= now
         ]
-        return [row for at, _, row in sorted(ready, key=lambda item: item[:2]) if at <= now]
+        return [row for _, _, row in sorted(ready, key=lambda item: item[:2])]
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""
         with self._lock:
-            times = [at for row in self._rows.values() if (at := row.ready_at()) is not None]
+            times = [at for row in self._live.values() if (at := row.ready_at()) is not None]
             return min(times, default=None)
 
     # ------------------------------------------------------------------ leases
@@ -319,7 +325,7 @@ class MemoryRuntime:
                 step_key,
                 len(row.steps) if old is None else old.position,
                 status,
-                common.decode_value(canonical),
+                durable_value_codec.decode_trusted(canonical),
                 attempt,
                 now,
             )
@@ -349,6 +355,7 @@ class MemoryRuntime:
             if terminal:
                 row.finished_at = now
                 row.due_at = None
+                del self._live[row.execution_id]
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
         return record
