@@ -1,5 +1,5 @@
 # Two commands set everything up on a fresh machine (Python 3.11+, make):
-#   make demo   the main job: RFC 003's lost-response demo on DuckDB, graph in out/
+#   make demo   the main job: the durable-start scenario on DuckDB, its graph in out/
 #   make test   the test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -17,14 +17,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/yieldstar-sim demo --out out
+	$(BIN)/yieldstar-sim run durable-start --out out
 
 test: setup
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check yieldstar_sim tests benchmarks
-	$(BIN)/ruff format --check yieldstar_sim tests benchmarks
+	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios
+	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios
 	$(BIN)/mypy
 
 bench: setup

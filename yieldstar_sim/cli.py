@@ -48,7 +48,46 @@ def _parser() -> argparse.ArgumentParser:
         "--out", metavar="DIR", default="out", help="folder for the graph (default: out)"
     )
     demo.add_argument("--json", action="store_true", help="print one JSON object")
+
+    listing = commands.add_parser("list", help="list the bundled scenarios and their stories")
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+
+    run = commands.add_parser(
+        "run",
+        help="run a scenario once, check its invariants, draw its graph",
+        description="Run SCENARIO (a bundled scenario's name, or a .py file that defines "
+        "`scenario`) with its fault plan; exit 0 when every invariant held, 1 when one was "
+        "violated.",
+    )
+    run.add_argument("scenario", metavar="SCENARIO")
+    run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    _runtime_options(run)
+    run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
+
+    replay = commands.add_parser(
+        "replay",
+        help="replay a saved artifact and check it reproduces its run",
+        description="Replay ARTIFACT (a JSON file written by run or explore); exit 0 when "
+        "every invariant held, 1 when one was violated.",
+    )
+    replay.add_argument("artifact", metavar="ARTIFACT")
+    _runtime_options(replay, default=None)
+    replay.add_argument("--quiet", action="store_true", help="print the verdict only")
     return parser
+
+
+def _runtime_options(command: argparse.ArgumentParser, default: str | None = "duckdb") -> None:
+    command.add_argument(
+        "--runtime", choices=("duckdb", "memory"), default=default,
+        help=f"runtime adapter (default: {default or 'the one the artifact used'})",
+    )  # fmt: skip
+    command.add_argument(
+        "--db", metavar="PATH", help="DuckDB file to keep the run in (default: in memory)"
+    )
+    command.add_argument(
+        "--out", metavar="DIR", default="out", help="folder for graph, trace and artifact"
+    )
+    command.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -110,6 +149,95 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _list(args: argparse.Namespace) -> int:
+    from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
+
+    stories = {}
+    for name in bundled_scenarios():
+        try:
+            stories[name] = load_scenario(name).story
+        except Exception as error:  # one broken file should not hide the others
+            stories[name] = f"(cannot load: {error})"
+    if args.json:
+        print(json.dumps({"scenarios": stories}))
+    else:
+        width = max(map(len, stories), default=0)
+        for name, story in stories.items():
+            print(f"{name:<{width}}  {story}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    import time
+
+    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
+    from yieldstar_sim.simulation.run import SimulationRun, simulate
+    from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
+
+    out = _output_folder(args.out)
+    db = _database_path(args.db) if args.db else None
+    if db is not None and args.runtime == "memory":
+        raise UsageError("--db needs --runtime duckdb")
+    started = time.perf_counter()
+    run: SimulationRun
+    try:
+        if args.command == "run":
+            scenario = load_scenario(args.scenario)
+            run = simulate(scenario, args.seed, runtime=args.runtime, db=db)
+        else:
+            artifact = ReplayArtifact.load(args.artifact)
+            run = replay(artifact, runtime=args.runtime)
+    except (ScenarioError, ArtifactError) as error:
+        raise UsageError(str(error)) from error
+    elapsed = time.perf_counter() - started
+    name = run.scenario.name
+    stem = out / f"{name}-seed{run.seed}"
+    image = stem.with_name(stem.name + "-graph.png")
+    figure = draw_execution_graph(
+        execution_graph(run.runtime, run.effects),
+        title=f"{name}, seed {run.seed}, {run.runtime_kind}: {run.verdict}",
+    )
+    figure.savefig(image, dpi=120)
+    trace_file = stem.with_name(stem.name + "-trace.jsonl")
+    trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
+    artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "scenario": name,
+                    "seed": run.seed,
+                    "runtime": run.runtime_kind,
+                    "ok": run.ok,
+                    "violations": [
+                        {
+                            "invariant": v.invariant,
+                            "explanation": v.message,
+                            "artifact": str(artifact_file),
+                        }
+                        for v in run.violations
+                    ],
+                    "choice_points": run.points,
+                    "faults": [f.describe() for f in run.faults],
+                    "graph": str(image),
+                    "trace": str(trace_file),
+                    "artifact": str(artifact_file),
+                    "elapsed_seconds": round(elapsed, 3),
+                }
+            )
+        )
+    else:
+        if not args.quiet:
+            print(f"{name}: {run.scenario.story}")
+            print("\n".join(run.trace.lines()))
+            print()
+        print(run.explain())
+        print(f"graph: {image}\ntrace: {trace_file}\nreplay artifact: {artifact_file}")
+    run.runtime.close()
+    return 0 if run.ok else 1
+
+
 def _output_folder(path: str) -> Path:
     folder = Path(path)
     try:
@@ -139,6 +267,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args)
+        if args.command == "list":
+            return _list(args)
+        if args.command in ("run", "replay"):
+            return _run(args)
         parser.error(f"unknown command {args.command!r}")  # argparse exits
     except UsageError as error:
         if args.debug:

@@ -79,3 +79,92 @@ def test_unknown_command_is_a_usage_error(tmp_path: Path) -> None:
     result = run("frobnicate", cwd=tmp_path)
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_list_names_every_bundled_scenario_with_its_story(tmp_path: Path) -> None:
+    result = run("list", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    stories = json.loads(result.stdout)["scenarios"]
+    assert stories["trigger-in-step"].startswith("RFC 003's Problem")
+    assert stories["durable-start"].startswith("RFC 003's fix")
+    assert len(stories) == 7
+
+
+def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
+    result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "durable-start (seed 0, duckdb): ok: every invariant held" in result.stdout
+    assert "fault    crash before" in result.stdout
+    out = tmp_path / "out"
+    assert (out / "durable-start-seed0-graph.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "durable-start-seed0-trace.jsonl").read_text().count("\n") > 10
+    assert json.loads((out / "durable-start-seed0.replay.json").read_text())["seed"] == 0
+
+
+def test_run_the_problem_exits_1_and_its_artifact_replays(tmp_path: Path) -> None:
+    result = run("run", "trigger-in-step", "--runtime", "memory", "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    assert {v["invariant"] for v in report["violations"]} == {
+        "at most one admitted execution per step",
+        "at_most_once(courier.booked, by=order)",
+    }
+    replayed = run("replay", report["artifact"], "--runtime", "duckdb", "--json", cwd=tmp_path)
+    assert replayed.returncode == 1, replayed.stderr
+    assert [v["explanation"] for v in json.loads(replayed.stdout)["violations"]] == [
+        v["explanation"] for v in report["violations"]
+    ]
+
+
+def test_run_a_scenario_file(tmp_path: Path) -> None:
+    (tmp_path / "mine.py").write_text(
+        "import yieldstar_sim as ys\n"
+        "@ys.workflow('hello')\n"
+        "def hello(step, params):\n"
+        "    yield from step.run('greet', lambda: step.world.effect('greeted'))\n"
+        "scenario = ys.Scenario(name='mine', workflows=[hello], triggers=[ys.Trigger('hello')],\n"
+        "    invariants=[ys.at_most_once('greeted')])\n"
+    )
+    result = run("run", "mine.py", "--runtime", "memory", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "mine (seed 0, memory): ok" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "files", "message"),
+    [
+        (
+            ["run", "no-such-scenario"],
+            {},
+            "unknown scenario 'no-such-scenario'; bundled scenarios:",
+        ),
+        (
+            ["run", "empty.py"],
+            {"empty.py": "x = 1\n"},
+            "does not define `scenario = ys.Scenario(...)`",
+        ),
+        (
+            ["run", "boom.py"],
+            {"boom.py": "raise ValueError('boom')\n"},
+            "raised ValueError on import: boom",
+        ),
+        (["replay", "missing.json"], {}, "no artifact file 'missing.json'"),
+        (["replay", "bad.json"], {"bad.json": "{"}, "corrupt JSON"),
+        (
+            ["replay", "other.json"],
+            {"other.json": '{"format": "x"}'},
+            "is not a yieldstar-sim replay artifact",
+        ),
+        (["run", "durable-start", "--seed", "x"], {}, "invalid int value"),
+    ],
+)
+def test_bad_scenarios_and_artifacts_get_one_line(
+    tmp_path: Path, args: list[str], files: dict[str, str], message: str
+) -> None:
+    for name, content in files.items():
+        (tmp_path / name).write_text(content)
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

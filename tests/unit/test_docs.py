@@ -27,9 +27,13 @@ def test_docstring_examples(name: str) -> None:
     assert result.failed == 0
 
 
-def test_the_readme_runtime_example_runs() -> None:
+def test_the_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python blocks run in order, in one namespace, like a reader's session."""
+    monkeypatch.chdir(tmp_path)
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
     runnable = [block for block in blocks if "MyRuntime" not in block]
-    assert runnable, "the README lost its runtime example"
+    assert len(runnable) >= 3, "the README lost its examples"
+    namespace: dict[str, object] = {}
     for block in runnable:
-        exec(compile(block, str(README), "exec"), {})
+        exec(compile(block, str(README), "exec"), namespace)
+    assert (tmp_path / "order-42.replay.json").exists()

@@ -33,7 +33,6 @@ from yieldstar_sim.model import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from yieldstar_sim.codec import DurableValue
 
 STEP_STATUSES: frozenset[str] = frozenset({"completed", "failed", "pending"})
 

@@ -65,3 +65,16 @@ FROM (
     FROM executions
     WHERE step_log <> ''
 );
+
+-- Each step's current state: the last entry of its key, at the position of its first entry.
+CREATE OR REPLACE VIEW steps AS
+WITH positions AS (
+    SELECT execution_id, step_key,
+           row_number() OVER (PARTITION BY execution_id ORDER BY min(entry_no)) - 1 AS position
+    FROM step_log
+    GROUP BY execution_id, step_key
+)
+SELECT l.execution_id, l.step_key, p.position, l.status, l.value, l.attempt, l.recorded_at
+FROM step_log AS l
+JOIN positions AS p USING (execution_id, step_key)
+QUALIFY row_number() OVER (PARTITION BY l.execution_id, l.step_key ORDER BY l.entry_no DESC) = 1;

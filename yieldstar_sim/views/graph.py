@@ -15,12 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import networkx as nx
 
+from yieldstar_sim.engine.world import TRIGGERED
+
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from matplotlib.figure import Figure
 
+    from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.protocol import ExecutionClient
 
 #: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
+DUPLICATE_COLOUR = "#CC0000"
+
 STATUS_COLOURS = {
     "pending": "#E69F00",
     "suspended": "#56B4E9",
@@ -30,11 +37,14 @@ STATUS_COLOURS = {
 }
 
 
-def execution_graph(runtime: ExecutionClient) -> nx.MultiDiGraph:
+def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) -> nx.MultiDiGraph:
     """Build the graph of executions (nodes) and parent links (edges keyed by step key).
 
-    Node attributes: ``workflow_id``, ``status``, ``origin``; edge attributes: ``step_key``,
-    ``detached``, and ``retained`` (whether the start-request record still exists).
+    Node attributes: ``workflow_id``, ``status``, ``origin``; edge attributes: ``kind``
+    (``"start"``, or ``"trigger"`` for a non-durable trigger made from a step body, found in
+    ``effects`` by its provenance), ``step_key``, ``detached``, ``retained`` (whether the
+    start-request record still exists) and ``duplicate`` (the step admitted more than one
+    execution).
     """
     graph = nx.MultiDiGraph()
     retained = {
@@ -60,10 +70,34 @@ def execution_graph(runtime: ExecutionClient) -> nx.MultiDiGraph:
             link.execution_id,
             record.execution_id,
             key=link.step_key,
+            kind="start",
             step_key=link.step_key,
             detached=link.detached,
             retained=(link.execution_id, link.step_key, record.execution_id) in retained,
+            duplicate=False,
         )
+    for effect in effects:
+        if effect.name != TRIGGERED:
+            continue
+        target = str(effect.data.get("execution_id"))
+        if effect.execution_id in graph and target in graph:
+            graph.add_edge(
+                effect.execution_id,
+                target,
+                key=f"{effect.step_key}#{target}",
+                kind="trigger",
+                step_key=effect.step_key,
+                detached=True,
+                retained=False,
+                duplicate=False,
+            )
+    per_step: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+    for source, target, key, data in graph.edges(keys=True, data=True):
+        per_step.setdefault((source, data["step_key"]), []).append((source, target, key))
+    for edges in per_step.values():
+        if len(edges) > 1:
+            for source, target, key in edges:
+                graph.edges[source, target, key]["duplicate"] = True
     return graph
 
 
@@ -112,15 +146,17 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
     axes.set_axis_off()
     for source, target, data in graph.edges(data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
+        colour = DUPLICATE_COLOUR if data["duplicate"] else "#333333"
+        style = ":" if data["kind"] == "trigger" else "--" if data["detached"] else "-"
         axes.annotate(
             "",
             xy=(x2, y2 + 0.18),
             xytext=(x1, y1 - 0.18),
             arrowprops={
                 "arrowstyle": "-|>",
-                "color": "#333333",
-                "linestyle": "--" if data["detached"] else "-",
-                "linewidth": 1.4,
+                "color": colour,
+                "linestyle": style,
+                "linewidth": 2.2 if data["duplicate"] else 1.4,
             },
         )
         axes.text(
@@ -157,10 +193,19 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
         for status, colour in STATUS_COLOURS.items()
         if any(d["status"] == status for _, d in graph.nodes(data=True))
     ]
+    kinds = {(d["kind"], d["detached"], d["duplicate"]) for _, _, d in graph.edges(data=True)}
     handles += [
         Line2D([], [], color="#333333", label="parent link (owned)"),
         Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)"),
     ]
+    if any(kind == "trigger" for kind, _, _ in kinds):
+        handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
+    if any(duplicate for _, _, duplicate in kinds):
+        handles.append(
+            Line2D(
+                [], [], color=DUPLICATE_COLOUR, linewidth=2.2, label="one step, several admissions"
+            )
+        )
     axes.legend(
         handles=handles,
         loc="lower left",

@@ -1,0 +1,41 @@
+"""The deterministic simulator: kernel, faults, scenarios, trace, invariants, replay."""
+
+from __future__ import annotations
+
+from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
+from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, FaultPlan, PointInfo
+from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
+from yieldstar_sim.simulation.run import SimulationRun, simulate
+from yieldstar_sim.simulation.scenario import (
+    Deploy,
+    Scenario,
+    ScenarioError,
+    Trigger,
+    bundled_scenarios,
+    load_scenario,
+)
+from yieldstar_sim.simulation.trace import Trace, TraceEvent
+
+__all__ = [
+    "FAULT_KINDS",
+    "ArtifactError",
+    "Deploy",
+    "Fault",
+    "FaultKind",
+    "FaultPlan",
+    "Invariant",
+    "PointInfo",
+    "ReplayArtifact",
+    "Scenario",
+    "ScenarioError",
+    "SimulationRun",
+    "Trace",
+    "TraceEvent",
+    "Trigger",
+    "Violation",
+    "at_most_once",
+    "bundled_scenarios",
+    "load_scenario",
+    "replay",
+    "simulate",
+]

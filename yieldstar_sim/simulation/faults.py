@@ -1,0 +1,215 @@
+"""Faults the simulator injects at choice points, and the plans that place them.
+
+A fault is placed either by choice-point index (``at=17``: what the explorer generates) or by
+description (``worker``, ``op``, ``execution_id``, ``step_key`` and which ``occurrence``: what a
+person writes in a scenario). Each fault fires at most once.
+
+>>> plan = FaultPlan([Fault("crash", op="put_step", step_key="ship")])
+>>> plan.faults[0].describe()
+'crash before put_step of step ship'
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from yieldstar_sim.codec import DurableObject
+
+
+class FaultKind(enum.StrEnum):
+    """What happens to the worker at a choice point."""
+
+    CRASH = "crash"
+    """The worker dies before the call; it restarts later with no memory. Its lease expires."""
+    CRASH_AFTER = "crash_after"
+    """The call commits, then the worker dies before seeing the response."""
+    LOSE_RESPONSE = "lose_response"
+    """The call commits but its response is lost; the worker lives and the client raises."""
+    FREEZE = "freeze"
+    """The worker stops for ``seconds`` before the call (its lease may expire), then makes it."""
+    INFRA_ERROR = "infra_error"
+    """The call fails without effect; the client raises an infrastructure error."""
+    CHILD_EXIT = "child_exit"
+    """The worker's child process exits before the call; the parent releases the lease."""
+
+
+FAULT_KINDS = tuple(FaultKind)
+DEFAULT_FREEZE = 40.0
+
+
+@dataclass(frozen=True, slots=True)
+class PointInfo:
+    """What a choice point is: who makes which runtime call, for which execution and step."""
+
+    worker: str
+    op: str
+    execution_id: str | None = None
+    step_key: str | None = None
+
+    @property
+    def label(self) -> str:
+        """A readable label: ``w1 put_step order-42/ship``."""
+        target = self.execution_id or ""
+        if self.step_key:
+            target += f"/{self.step_key}"
+        return f"{self.worker} {self.op} {target}".strip()
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One fault: its kind and where it fires.
+
+    ``at`` places it at a choice-point index; otherwise the first point (or the
+    ``occurrence``-th) matching every given field gets it. ``seconds`` is a freeze's length.
+    """
+
+    kind: FaultKind | str
+    at: int | None = None
+    worker: str | None = None
+    op: str | None = None
+    execution_id: str | None = None
+    step_key: str | None = None
+    occurrence: int = 1
+    seconds: float | None = None
+    label: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", FaultKind(self.kind))
+        except ValueError:
+            raise ValueError(
+                f"unknown fault kind {self.kind!r}; the kinds are {', '.join(FAULT_KINDS)}"
+            ) from None
+        if self.at is not None and (
+            isinstance(self.at, bool) or not isinstance(self.at, int) or self.at < 0
+        ):
+            raise ValueError(f"a fault's choice point must be a whole number >= 0, not {self.at!r}")
+        if self.occurrence < 1:
+            raise ValueError(f"occurrence counts from 1, not {self.occurrence!r}")
+        if self.kind == FaultKind.FREEZE:
+            seconds = DEFAULT_FREEZE if self.seconds is None else self.seconds
+            if (
+                isinstance(seconds, bool)
+                or not isinstance(seconds, int | float)
+                or not math.isfinite(seconds)
+                or seconds <= 0
+            ):
+                raise ValueError(f"a freeze lasts a positive number of seconds, not {seconds!r}")
+            object.__setattr__(self, "seconds", float(seconds))
+        elif self.seconds is not None:
+            raise ValueError(f"only a freeze takes seconds, not a {self.kind}")
+
+    def matches(self, index: int, point: PointInfo) -> bool:
+        """Whether this fault's placement names this point (ignoring ``occurrence``)."""
+        if self.at is not None:
+            return self.at == index
+        return all(
+            want is None or want == have
+            for want, have in (
+                (self.worker, point.worker),
+                (self.op, point.op),
+                (self.execution_id, point.execution_id),
+                (self.step_key, point.step_key),
+            )
+        )
+
+    def describe(self) -> str:
+        """A short sentence: ``freeze 40s before w1's put_step of step ship``."""
+        what = self.action()
+        if self.at is not None:
+            return f"{what} choice point #{self.at}" + (f" ({self.label})" if self.label else "")
+        where = f"{self.worker}'s " if self.worker else ""
+        where += self.op or "any call"
+        if self.step_key:
+            where += f" of step {self.step_key}"
+        if self.execution_id:
+            where += f" in {self.execution_id}"
+        if self.occurrence > 1:
+            where += f" (occurrence {self.occurrence})"
+        return f"{what} {where}"
+
+    def action(self) -> str:
+        """What the fault does, as the start of a sentence: ``freeze 40s before``."""
+        kind = FaultKind(self.kind)
+        if kind == FaultKind.FREEZE:
+            return f"freeze {self.seconds:g}s before"
+        return {
+            FaultKind.CRASH: "crash before",
+            FaultKind.CRASH_AFTER: "crash after",
+            FaultKind.LOSE_RESPONSE: "lose the response of",
+            FaultKind.INFRA_ERROR: "infrastructure error at",
+            FaultKind.CHILD_EXIT: "worker process exit before",
+        }[kind]
+
+    def to_json(self) -> DurableObject:
+        """The fault as plain data, for replay artifacts."""
+        data: DurableObject = {"kind": str(self.kind)}
+        for name in ("at", "worker", "op", "execution_id", "step_key", "seconds", "label"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = value
+        if self.occurrence != 1:
+            data["occurrence"] = self.occurrence
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Fault:
+        """Inverse of ``to_json``; refuses anything else with a clear message."""
+        if not isinstance(data, dict) or "kind" not in data:
+            raise ValueError(f"a fault is an object with a kind, not {data!r}")
+        allowed = {
+            "kind",
+            "at",
+            "worker",
+            "op",
+            "execution_id",
+            "step_key",
+            "seconds",
+            "label",
+            "occurrence",
+        }
+        unknown = set(data) - allowed
+        if unknown:
+            raise ValueError(f"a fault has no field {sorted(unknown)[0]!r}")
+        return cls(**data)
+
+
+class FaultPlan:
+    """Faults to inject, each at most once; the kernel asks it at every choice point."""
+
+    def __init__(self, faults: list[Fault] | tuple[Fault, ...] = ()) -> None:
+        self.faults = tuple(faults)
+        for fault in self.faults:
+            if not isinstance(fault, Fault):
+                raise TypeError(f"a fault plan holds ys.Fault objects, not {fault!r}")
+        self._seen = [0] * len(self.faults)
+        self._fired = [False] * len(self.faults)
+        self.applied: list[tuple[int, Fault]] = []
+        """(choice point, fault) for every fault that fired, placed by index and labelled."""
+
+    def fault_at(self, index: int, actor: str, point: Any) -> Fault | None:
+        """The first unfired fault whose placement matches this point."""
+        info: PointInfo = point.info
+        for number, fault in enumerate(self.faults):
+            if self._fired[number] or not fault.matches(index, info):
+                continue
+            self._seen[number] += 1
+            if fault.at is None and self._seen[number] < fault.occurrence:
+                continue
+            self._fired[number] = True
+            placed = replace(
+                fault, at=index, worker=None, op=None, execution_id=None, step_key=None,
+                occurrence=1, label=info.label,
+            )  # fmt: skip
+            self.applied.append((index, placed))
+            return fault
+        return None
+
+    @property
+    def unfired(self) -> list[Fault]:
+        """Faults whose point never came."""
+        return [fault for fault, fired in zip(self.faults, self._fired, strict=True) if not fired]

@@ -1,0 +1,391 @@
+"""Invariants checked after every run, each violation explained in a sentence.
+
+Built in: exactly one target per start request; every target has its request record and parent
+link; at most one admitted execution per (caller, step key), counting non-durable triggers by
+their provenance; every accepted start recorded once and consistently; outcomes acknowledged
+only under the current lease; no execution lost. Users add ``at_most_once(effect, by=field)``
+and plain callables over the run.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from yieldstar_sim.engine.world import TRIGGERED
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """An invariant that did not hold: its name and a sentence saying what happened."""
+
+    invariant: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.invariant}: {self.message}"
+
+
+class Invariant(Protocol):
+    """Something that must hold after a run."""
+
+    @property
+    def name(self) -> str:
+        """The invariant's name, as violations report it."""
+        ...
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """The violations in ``run`` (empty when it holds)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionInvariant:
+    """A plain callable over the run: returns None/True when it holds, else a message (or
+    False, or a list of messages)."""
+
+    function: Callable[[SimulationRun], Any]
+    name: str
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Call the function and turn what it says into violations."""
+        said = self.function(run)
+        if said is None or said is True:
+            return []
+        if said is False:
+            return [Violation(self.name, f"{self.name} does not hold")]
+        if isinstance(said, Violation):
+            return [said]
+        if isinstance(said, str):
+            return [Violation(self.name, said)]
+        return [v if isinstance(v, Violation) else Violation(self.name, str(v)) for v in said]
+
+
+def as_invariant(item: Invariant | Callable[[SimulationRun], Any]) -> Invariant:
+    """Accept an invariant object or a plain callable."""
+    if hasattr(item, "check") and hasattr(item, "name"):
+        return item
+    if callable(item):
+        return FunctionInvariant(item, getattr(item, "__name__", "user invariant"))
+    raise TypeError(
+        f"an invariant is an object with name and check(run), or a callable, not {item!r}"
+    )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _admission_events(run: SimulationRun) -> dict[str, TraceEvent]:
+    """For each execution admitted during the run, the trace event that admitted it."""
+    admitted: dict[str, TraceEvent] = {}
+    for event in run.trace:
+        if event.kind == "call" and "accepted" in event.data:
+            admitted.setdefault(str(event.data["accepted"]), event)
+        elif event.kind == "effect" and event.data.get("name") == TRIGGERED:
+            admitted.setdefault(str(event.data["data"]["execution_id"]), event)
+    return admitted
+
+
+def _why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str:
+    """What happened between two admissions for one step that made the step run again."""
+    between = [e for e in run.trace if first.seq < e.seq < second.seq]
+    redelivered = next(
+        (
+            e
+            for e in between
+            if e.kind == "call" and e.op == "claim" and e.execution_id == first.execution_id
+        ),
+        None,
+    )
+    again = (
+        f", and {redelivered.worker} ran the step again at t={redelivered.t:g} "
+        f"(token {redelivered.token})"
+        if redelivered is not None
+        else ""
+    )
+    for event in between:
+        if event.kind == "fault" and event.worker == first.worker:
+            what = event.data.get("kind")
+            call = f"{event.op} of step {event.step_key}" if event.step_key else str(event.op)
+            if what == "freeze":
+                return f"after {first.worker} froze before {call} and its lease expired{again}"
+            if what == "crash":
+                return f"after {first.worker} crashed before {call}{again}"
+            if what == "crash_after":
+                return f"after {first.worker} crashed right after {call}{again}"
+            return f"after a fault ({event.text}){again}"
+    for event in between:
+        if event.kind in ("reject", "refused", "crash"):
+            return f"after {event.text}"
+    return "on a replay"
+
+
+def _where(event: TraceEvent) -> str:
+    return f"at t={event.t:g} by {event.worker}"
+
+
+# --------------------------------------------------------------------------- built-in invariants
+
+
+class OneTargetPerStartRequest:
+    """Exactly one target per start request, and every start-request target recorded as such."""
+
+    name = "one target per start request"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Group started executions by their parent link's request identity."""
+        by_request: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for record in run.executions:
+            if record.origin == "start" and record.parent is not None:
+                by_request[(record.parent.execution_id, record.parent.step_key)].append(
+                    record.execution_id
+                )
+        admitted = _admission_events(run)
+        violations = []
+        for (caller, key), targets in sorted(by_request.items()):
+            if len(targets) > 1:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"request ({caller}, {key}) admitted {len(targets)} targets: "
+                        + ", ".join(
+                            f"{t} {_where(admitted[t])}" if t in admitted else t for t in targets
+                        ),
+                        {"request": [caller, key], "targets": targets},
+                    )
+                )
+        return violations
+
+
+class TargetsHaveRequestAndParent:
+    """Every started target has its start-request record (while the caller is retained) and a
+    parent link naming its caller."""
+
+    name = "every target has its request record and parent link"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare started executions with the retained start-request records."""
+        records = {r.execution_id: r for r in run.executions}
+        requests = {r.target_execution_id: r for r in run.start_requests}
+        violations = []
+        for record in run.executions:
+            if record.origin != "start":
+                continue
+            if record.parent is None:
+                violations.append(
+                    Violation(
+                        self.name, f"{record.execution_id} was started but has no parent link"
+                    )
+                )
+                continue
+            caller_retained = record.parent.execution_id in records
+            request = requests.get(record.execution_id)
+            if caller_retained and request is None:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{record.execution_id} was started by ({record.parent.execution_id}, "
+                        f"{record.parent.step_key}) but no start-request record names it",
+                    )
+                )
+            elif request is not None and (
+                request.request_id.execution_id,
+                request.request_id.step_key,
+            ) != (record.parent.execution_id, record.parent.step_key):
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{record.execution_id}'s parent link ({record.parent.execution_id}, "
+                        f"{record.parent.step_key}) differs from its request "
+                        f"({request.request_id.execution_id}, {request.request_id.step_key})",
+                    )
+                )
+        return violations
+
+
+class OneAdmissionPerStep:
+    """At most one admitted execution per (caller, step key), counting non-durable triggers made
+    from step bodies by their provenance: the invariant RFC 003's Problem section breaks."""
+
+    name = "at most one admitted execution per step"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Group admissions (starts and triggers from bodies) by the step that made them."""
+        by_step: dict[tuple[str, str], list[tuple[str, TraceEvent]]] = defaultdict(list)
+        for target, event in _admission_events(run).items():
+            if event.execution_id is not None and event.step_key is not None:
+                entry = (target, event)
+                if entry not in by_step[(event.execution_id, event.step_key)]:
+                    by_step[(event.execution_id, event.step_key)].append(entry)
+        violations = []
+        for (caller, key), admitted in sorted(by_step.items()):
+            if len(admitted) < 2:
+                continue
+            admitted.sort(key=lambda item: item[1].seq)
+            (first, first_event), (second, second_event) = admitted[0], admitted[1]
+            count = "two" if len(admitted) == 2 else str(len(admitted))
+            violations.append(
+                Violation(
+                    self.name,
+                    f"step ({caller}, {key}) admitted {count} executions, {first} "
+                    f"{_where(first_event)} and {second} {_where(second_event)} "
+                    f"{_why_again(run, first_event, second_event)}",
+                    {"step": [caller, key], "executions": [t for t, _ in admitted]},
+                )
+            )
+        return violations
+
+
+class AcceptedStartsRecordedOnce:
+    """Every completed start step records the target its request admitted, and no two steps
+    claim one target."""
+
+    name = "every accepted start recorded once"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare start steps' recorded execution IDs with the start-request records."""
+        requests = {
+            (r.request_id.execution_id, r.request_id.step_key): r.target_execution_id
+            for r in run.start_requests
+        }
+        claimed: dict[str, tuple[str, str]] = {}
+        violations = []
+        for (caller, key), target in requests.items():
+            steps = {s.step_key: s for s in run.steps.get(caller, [])}
+            step = steps.get(key)
+            if step is None or step.status != "completed" or not isinstance(step.value, dict):
+                continue
+            recorded = step.value.get("executionId")
+            if recorded != target:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"step ({caller}, {key}) recorded {recorded}, "
+                        f"but its request admitted {target}",
+                    )
+                )
+            if recorded in claimed:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{recorded} is recorded by both {claimed[str(recorded)]} "
+                        f"and ({caller}, {key})",
+                    )
+                )
+            claimed[str(recorded)] = (caller, key)
+        return violations
+
+
+class AcknowledgedUnderCurrentLease:
+    """Every acknowledgement that took effect was made under the execution's latest lease."""
+
+    name = "outcomes acknowledged only under the current lease"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Follow claims and acknowledgements through the trace."""
+        latest: dict[str, int] = {}
+        violations = []
+        for event in run.trace:
+            if event.kind != "call" or event.execution_id is None or event.token is None:
+                continue
+            if event.op == "claim":
+                latest[event.execution_id] = event.token
+            elif event.op == "acknowledge":
+                current = latest.get(event.execution_id)
+                if current != event.token:
+                    violations.append(
+                        Violation(
+                            self.name,
+                            f"{event.worker} acknowledged {event.execution_id} "
+                            f"at t={event.t:g} with "
+                            f"token {event.token}, but the current lease has token {current}",
+                        )
+                    )
+        return violations
+
+
+class NothingLost:
+    """Every admitted execution reached an outcome or can still be delivered (a wake, a lease
+    that will expire): none is stranded."""
+
+    name = "no execution lost"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Look for live executions with neither a wake nor a lease."""
+        return [
+            Violation(
+                self.name,
+                f"{record.execution_id} ({record.workflow_id}) is {record.status} with no wake "
+                "and no lease: nothing will ever deliver it again",
+            )
+            for record in run.executions
+            if not record.terminal and record.due_at is None and record.lease is None
+        ]
+
+
+BUILT_IN: tuple[Invariant, ...] = (
+    OneTargetPerStartRequest(),
+    TargetsHaveRequestAndParent(),
+    OneAdmissionPerStep(),
+    AcceptedStartsRecordedOnce(),
+    AcknowledgedUnderCurrentLease(),
+    NothingLost(),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AtMostOnce:
+    """The effect ``effect`` happened at most once per value of its data field ``by``."""
+
+    effect: str
+    by: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``at_most_once(courier.booked, by=order)``."""
+        return f"at_most_once({self.effect}" + (f", by={self.by})" if self.by else ")")
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Count the effects per value of ``by``."""
+        groups: dict[str, list[Any]] = defaultdict(list)
+        for effect in run.effects:
+            if effect.name == self.effect:
+                key = repr(effect.data.get(self.by)) if self.by else ""
+                groups[key].append(effect)
+        violations = []
+        for key, effects in groups.items():
+            if len(effects) < 2:
+                continue
+            which = f" for {self.by}={key}" if self.by else ""
+            times = " and ".join(
+                f"at t={e.at:g} by {e.worker} "
+                f"({e.execution_id} / {e.step_key}, attempt {e.attempt})"
+                for e in effects
+            )
+            violations.append(
+                Violation(
+                    self.name,
+                    f"{self.effect} happened {len(effects)} times{which}: {times}",
+                    {"count": len(effects)},
+                )
+            )
+        return violations
+
+
+def at_most_once(effect: str, *, by: str | None = None) -> AtMostOnce:
+    """The effect named ``effect`` happens at most once (per value of data field ``by``).
+
+    >>> at_most_once("courier.booked", by="order").name
+    'at_most_once(courier.booked, by=order)'
+    """
+    if not isinstance(effect, str) or not effect:
+        raise ValueError(f"at_most_once needs an effect name, not {effect!r}")
+    return AtMostOnce(effect, by)

@@ -1,0 +1,214 @@
+"""The simulation kernel: virtual time, actors, choice points. No dependencies.
+
+Actors are generators. An actor yields ``Wait(until)`` to sleep, ``Park()`` to wait until the
+kernel is nudged (or time moves to the next wake), and ``Point(label)`` to ask for a *choice
+point*: the kernel decides which ready actor goes next and sends back the fault (or ``None``) to
+apply at that point. The kernel decides nothing else; what a point means is the actor's business.
+
+One ``random.Random`` and an optional schedule of choices are the only sources of
+nondeterminism: when several actors wait at a point at the same instant, the next entry of the
+schedule names the one that goes, and the random generator chooses once the schedule is used up.
+Every choice made is recorded, so the run can be replayed exactly.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable, Generator, Sequence
+
+    from yieldstar_sim.clock import ManualClock
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Sleep until virtual time ``until``."""
+
+    until: float
+
+
+@dataclass(frozen=True, slots=True)
+class Park:
+    """Sleep until ``Kernel.nudge`` or until time moves to the next wake."""
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    """Ask for a choice point; the kernel answers with the fault to apply there, or None."""
+
+    label: str
+    info: Any = field(default=None, compare=False)
+
+
+class FaultSource(Protocol):
+    """Decides the fault for each choice point (the fault plan)."""
+
+    def fault_at(self, index: int, actor: str, point: Point) -> Any:
+        """The fault to apply at choice point number ``index``, or None."""
+        ...
+
+
+class NoFaults:
+    """A fault source that never injects anything."""
+
+    def fault_at(self, index: int, actor: str, point: Point) -> Any:
+        """No fault, ever."""
+        return None
+
+
+class ScheduleMismatch(Exception):
+    """A schedule entry names an actor that is not waiting at a choice point."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One decision: at choice point ``index``, ``actor`` went, among ``among``."""
+
+    index: int
+    actor: str
+    among: tuple[str, ...]
+
+
+class Kernel:
+    """Runs actors on a virtual clock, one choice point at a time."""
+
+    def __init__(
+        self,
+        clock: ManualClock,
+        rng: random.Random,
+        *,
+        schedule: Sequence[str] = (),
+        faults: FaultSource | None = None,
+        next_wake: Callable[[], float | None] = lambda: None,
+    ) -> None:
+        self.clock = clock
+        self.rng = rng
+        self.faults: FaultSource = faults or NoFaults()
+        self.next_wake = next_wake
+        self._schedule = list(schedule)
+        self._sleeping: list[tuple[float, int, str]] = []
+        self._tie = itertools.count()
+        self._actors: dict[str, Any] = {}
+        self._at_point: dict[str, Point] = {}
+        self._parked: set[str] = set()
+        self.points = 0
+        """How many choice points have been passed."""
+        self.choices: list[Choice] = []
+        """Every choice point passed, with the actor that went and the actors that could have."""
+        self.observers: list[Callable[[int, str, Point, Any], None]] = []
+
+    @property
+    def schedule(self) -> list[str]:
+        """The actor that went at each choice point: replaying it reproduces the run."""
+        return [choice.actor for choice in self.choices]
+
+    def spawn(
+        self, name: str, actor: Generator[Any, Any, None], *, at: float | None = None
+    ) -> None:
+        """Add an actor that starts at ``at`` (default: now)."""
+        if name in self._actors:
+            raise ValueError(f"an actor named {name!r} exists already")
+        self._actors[name] = actor
+        heapq.heappush(
+            self._sleeping, (self.clock.now() if at is None else at, next(self._tie), name)
+        )
+
+    def nudge(self) -> None:
+        """Wake every parked actor (something they may be waiting for has changed)."""
+        now = self.clock.now()
+        for name in sorted(self._parked):
+            heapq.heappush(self._sleeping, (now, next(self._tie), name))
+        self._parked.clear()
+
+    def _advance(self, name: str, value: Any) -> None:
+        """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
+        actor = self._actors[name]
+        try:
+            request = actor.send(value)
+        except StopIteration:
+            del self._actors[name]
+            return
+        if isinstance(request, Point):
+            self._at_point[name] = request
+        elif isinstance(request, Wait):
+            heapq.heappush(
+                self._sleeping, (max(request.until, self.clock.now()), next(self._tie), name)
+            )
+        elif isinstance(request, Park):
+            self._parked.add(name)
+        else:
+            raise TypeError(f"actor {name!r} yielded {request!r}; actors yield Wait, Park or Point")
+
+    def _wake_due(self) -> bool:
+        """Move time to the next sleeper, or to the next wake if anyone is parked, and resume
+        whoever is due then. False when nothing will ever happen again."""
+        wake = self.next_wake() if self._parked else None
+        times = [self._sleeping[0][0]] if self._sleeping else []
+        if wake is not None:
+            times.append(wake)
+        if not times:
+            return False
+        self.clock.set(max(min(times), self.clock.now()))
+        if wake is not None and wake <= self.clock.now():
+            self.nudge()
+        while self._sleeping and self._sleeping[0][0] <= self.clock.now():
+            _, _, name = heapq.heappop(self._sleeping)
+            if name in self._actors:
+                self._advance(name, None)
+        return True
+
+    def _choose(self, ready: list[str]) -> str:
+        if self._schedule:
+            wanted = self._schedule.pop(0)
+            if wanted not in ready:
+                raise ScheduleMismatch(
+                    f"choice point {self.points}: the schedule says {wanted!r}, but the actors "
+                    f"waiting are {ready}"
+                )
+            return wanted
+        return ready[0] if len(ready) == 1 else self.rng.choice(ready)
+
+    def step(self) -> bool:
+        """Pass one choice point (moving time as needed); False when nothing is left to do."""
+        while not self._at_point:
+            if not self._wake_due():
+                return False
+        ready = sorted(self._at_point)
+        name = self._choose(ready)
+        point = self._at_point.pop(name)
+        index = self.points
+        self.points += 1
+        fault = self.faults.fault_at(index, name, point)
+        self.choices.append(Choice(index, name, tuple(ready)))
+        for observe in self.observers:
+            observe(index, name, point, fault)
+        self._advance(name, fault)
+        return True
+
+    def run(self, *, until: float | None = None, max_points: int | None = None) -> None:
+        """Pass choice points until nothing is left, time passes ``until``, or the budget ends."""
+        while max_points is None or self.points < max_points:
+            if until is not None and self._next_time() > until:
+                return
+            if not self.step():
+                return
+
+    def _next_time(self) -> float:
+        if self._at_point:
+            return self.clock.now()
+        times = [self._sleeping[0][0]] if self._sleeping else []
+        wake = self.next_wake() if self._parked else None
+        if wake is not None:
+            times.append(wake)
+        return max(min(times, default=self.clock.now()), self.clock.now())
+
+    def close(self) -> None:
+        """Close every actor that has not ended."""
+        for actor in self._actors.values():
+            actor.close()
+        self._actors.clear()

@@ -1,0 +1,447 @@
+"""The simulator: workers and the dispatcher as kernel actors, every runtime call a choice point.
+
+Each worker claims due work, drives the same sans-IO driver the engine uses, and performs each
+runtime call only after passing a choice point, where the fault plan may crash it, freeze it,
+lose the call's response, fail the call or end its child process. Step bodies run between
+choice points and act on the simulated world, whose ledger crashes never roll back.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.driver import (
+    BodyResult,
+    CallStart,
+    Command,
+    PutStep,
+    ReadClock,
+    RecordWake,
+    RunBody,
+    drive,
+)
+from yieldstar_sim.engine.invoker import Registry
+from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Effect, Ledger
+from yieldstar_sim.model import (
+    Delivery,
+    DeliveryRejectedError,
+    Failed,
+    InfrastructureError,
+    InjectedFailure,
+    Lease,
+    LeaseLostError,
+    StartAccepted,
+    StartRejected,
+    WorkflowRunOutcome,
+)
+from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
+from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
+from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
+from yieldstar_sim.simulation.trace import Trace
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.scenario import Scenario
+
+Actor = Generator[Wait | Park | Point, Any, None]
+
+
+class WorkerCrashed(BaseException):
+    """The simulated crash of a worker: a BaseException, so workflow code cannot catch it (and
+    it is never thrown into workflow code: the worker simply stops driving it)."""
+
+
+class ResponseLost(InfrastructureError):
+    """The runtime call committed but its response never reached the worker."""
+
+
+def make_runtime(kind: str | Runtime, clock: ManualClock, db: str | Path | None = None) -> Runtime:
+    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``) on ``clock``."""
+    if kind == "memory":
+        if db is not None:
+            raise ValueError("a database file needs runtime='duckdb'")
+        return MemoryRuntime(clock=clock)
+    if kind == "duckdb":
+        return DuckDBRuntime(":memory:" if db is None else db, clock=clock)
+    raise ValueError(f"runtime must be 'memory' or 'duckdb', not {kind!r}")
+
+
+def _summary(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class _SimPort:
+    """Carries out a step body's world operations inside the simulation."""
+
+    def __init__(self, simulator: Simulator) -> None:
+        self.simulator = simulator
+        self.elapsed = 0.0
+        self.admitted = False
+
+    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+        sim = self.simulator
+        at = sim.clock.now() + self.elapsed
+        sim.ledger.effects.append(
+            Effect(name, data, context.execution_id, context.step_key, context.attempt,
+                   context.worker, at)
+        )  # fmt: skip
+        sim.trace.add(
+            at, "effect", f"effect {name} {_summary(data)}", worker=context.worker,
+            execution_id=context.execution_id, step_key=context.step_key,
+            data={"name": name, "data": data, "attempt": context.attempt},
+        )  # fmt: skip
+
+    def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
+        execution_id = self.simulator.runtime.trigger(workflow_id, params)
+        self.admitted = True
+        self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
+        return execution_id
+
+    def elapse(self, context: BodyContext, seconds: float) -> None:
+        self.elapsed += seconds
+
+
+class Simulator:
+    """One simulation run of a scenario: build it, ``run()`` it, read its parts."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int = 0,
+        runtime: str = "duckdb",
+        db: str | Path | None = None,
+        schedule: Sequence[str] = (),
+        faults: Sequence[Fault] = (),
+        scenario_faults: bool = True,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.runtime_kind = runtime
+        self.clock = ManualClock()
+        self.runtime = make_runtime(runtime, self.clock, db)
+        self.plan = FaultPlan([*(scenario.faults if scenario_faults else ()), *faults])
+        self.kernel = Kernel(
+            self.clock,
+            random.Random(seed),
+            schedule=schedule,
+            faults=self.plan,
+            next_wake=self.runtime.next_wake_at,
+        )
+        self.trace = Trace()
+        self.ledger = Ledger()
+        self._registries = [(0.0, Registry(scenario.workflows, scenario.steps))] + [
+            (deploy.at, Registry(deploy.workflows, scenario.steps)) for deploy in scenario.deploys
+        ]
+        self.finished = False
+
+    # ------------------------------------------------------------------ running
+
+    def registry(self) -> Registry:
+        """The workflow versions deployed now."""
+        now = self.clock.now()
+        return [registry for at, registry in self._registries if at <= now][-1]
+
+    def run(self) -> None:
+        """Run the scenario until nothing is left to do, or its time or point budget ends."""
+        scenario = self.scenario
+        self.kernel.spawn("~client", self._client())
+        for name in scenario.worker_names:
+            self.kernel.spawn(name, self._worker(name))
+        try:
+            self.kernel.run(until=scenario.max_time, max_points=scenario.max_points)
+        finally:
+            self.kernel.close()
+            self.finished = True
+
+    def _client(self) -> Actor:
+        """Makes the scenario's direct triggers and announces deploys, at their times."""
+        timeline: list[tuple[float, int, Any]] = [(t.at, 0, t) for t in self.scenario.triggers]
+        timeline += [(d.at, 1, d) for d in self.scenario.deploys if d.at > 0]
+        for at, _, item in sorted(timeline, key=lambda entry: entry[:2]):
+            if at > self.clock.now():
+                yield Wait(at)
+            if hasattr(item, "workflow_id"):
+                execution_id = self.runtime.trigger(
+                    item.workflow_id, item.params, execution_id=item.execution_id
+                )
+                self.trace.add(
+                    self.clock.now(), "trigger",
+                    f"trigger admits {execution_id} ({item.workflow_id})",
+                    execution_id=execution_id, data={"workflow_id": item.workflow_id},
+                )  # fmt: skip
+            else:
+                names = ", ".join(w.name for w in item.workflows)
+                self.trace.add(self.clock.now(), "deploy", f"deploy new code for {names}")
+            self.kernel.nudge()
+
+    def _worker(self, name: str) -> Actor:
+        while True:
+            try:
+                yield from self._work(name)
+                return
+            except WorkerCrashed:
+                self.trace.add(self.clock.now(), "crash", f"{name} crashed", worker=name)
+                yield Wait(self.clock.now() + self.scenario.restart_delay)
+                self.trace.add(
+                    self.clock.now(), "restart", f"{name} restarted with no memory", worker=name
+                )
+
+    def _work(self, name: str) -> Actor:
+        lease_seconds = self.scenario.lease_seconds
+        while True:
+            try:
+                delivery = yield from self._call(
+                    PointInfo(name, "claim"),
+                    lambda: self.runtime.claim(name, lease_seconds=lease_seconds),
+                )
+            except InfrastructureError:
+                delivery = None  # the worker saw no delivery; a committed claim just expires
+            if delivery is None:
+                yield Park()
+                continue
+            yield from self._deliver(name, delivery)
+
+    def _deliver(self, name: str, delivery: Delivery) -> Actor:
+        lease = delivery.lease
+        record = delivery.execution
+        workflow = self.registry().get(record.workflow_id)
+        port = _SimPort(self)
+        world = BodyWorld(port, name, lease)
+        driver = drive(workflow, delivery, world)
+        value: Any = None
+        error: BaseException | None = None
+        outcome: WorkflowRunOutcome
+        try:
+            while True:
+                try:
+                    command = driver.throw(error) if error is not None else driver.send(value)
+                except StopIteration as stop:
+                    outcome = stop.value
+                    break
+                except InfrastructureError as rejection:
+                    self.trace.add(
+                        self.clock.now(), "reject",
+                        f"delivery of {record.execution_id} rejected: {rejection}",
+                        worker=name, execution_id=record.execution_id, token=lease.token,
+                    )  # fmt: skip
+                    yield from self._release(name, lease)
+                    return
+                value, error = None, None
+                try:
+                    value = yield from self._perform(name, lease, command, world, port)
+                except InfrastructureError as raised:
+                    error = raised
+        finally:
+            driver.close()
+        self.trace.add(
+            self.clock.now(), "outcome", f"{record.execution_id}: {_outcome_text(outcome)}",
+            worker=name, execution_id=record.execution_id, token=lease.token,
+            data={"status": outcome.status},
+        )  # fmt: skip
+        try:
+            yield from self._call(
+                PointInfo(name, "acknowledge", record.execution_id),
+                lambda: self.runtime.acknowledge(lease, outcome),
+                token=lease.token,
+            )
+        except InfrastructureError:
+            return  # the outcome is lost with the lease; the execution is delivered again
+        self.kernel.nudge()
+
+    def _release(self, name: str, lease: Lease) -> Actor:
+        delay = self.scenario.redelivery_delay
+        try:
+            yield from self._call(
+                PointInfo(name, "release", lease.execution_id),
+                lambda: self.runtime.release(lease, delay=delay),
+                token=lease.token,
+            )
+        except InfrastructureError:
+            return
+        self.kernel.nudge()
+
+    def _perform(
+        self, name: str, lease: Lease, command: Command, world: BodyWorld, port: _SimPort
+    ) -> Generator[Any, Any, Any]:
+        runtime = self.runtime
+        if isinstance(command, RunBody):
+            port.elapsed, port.admitted = 0.0, False
+            result = world.run(command)
+            self.trace.add(
+                self.clock.now(), "body",
+                f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",
+                worker=name, execution_id=command.execution_id, step_key=command.step_key,
+                token=lease.token, data={"attempt": command.attempt, "elapsed": port.elapsed},
+            )  # fmt: skip
+            if port.admitted:
+                self.kernel.nudge()
+            if port.elapsed > 0:
+                # A working worker heartbeats: its lease outlasts the body's work. (A frozen one
+                # does not: that is the freeze fault.)
+                seconds = port.elapsed + self.scenario.lease_seconds
+                try:
+                    runtime.renew(lease, lease_seconds=seconds)
+                except LeaseLostError as refused:
+                    self.trace.add(
+                        self.clock.now(), "refused", f"renew refused: {refused}", worker=name,
+                        op="renew", execution_id=lease.execution_id, token=lease.token,
+                    )  # fmt: skip
+                    raise
+                yield Wait(self.clock.now() + port.elapsed)
+            return result
+        if isinstance(command, ReadClock):
+            return self.clock.now()
+        if isinstance(command, PutStep):
+            put = command
+            return (
+                yield from self._call(
+                    PointInfo(name, "put_step", lease.execution_id, put.step_key),
+                    lambda: runtime.put_step(
+                        put.lease, put.step_key, status=put.status, value=put.value,
+                        attempt=put.attempt, wake_at=put.wake_at,
+                    ),
+                    token=lease.token,
+                    done=f"recorded step {put.step_key}: {put.status} {_summary(put.value)}",
+                )
+            )  # fmt: skip
+        if isinstance(command, RecordWake):
+            wake = command
+            return (
+                yield from self._call(
+                    PointInfo(name, "record_wake", lease.execution_id),
+                    lambda: runtime.record_wake(wake.lease, wake.at),
+                    token=lease.token,
+                    done=f"wake at t={wake.at:g}",
+                )
+            )
+        if isinstance(command, CallStart):
+            request = command.request
+            result = yield from self._call(
+                PointInfo(name, "start", lease.execution_id, request.request_id.step_key),
+                lambda: runtime.start(request),
+                token=lease.token,
+            )
+            if isinstance(result, StartAccepted):
+                self.kernel.nudge()
+            return result
+        raise TypeError(f"unknown command {command!r}")  # pragma: no cover
+
+    def _call(
+        self,
+        info: PointInfo,
+        perform: Callable[[], Any],
+        *,
+        token: int | None = None,
+        done: str | None = None,
+    ) -> Generator[Any, Any, Any]:
+        """Pass a choice point, apply its fault, and make the runtime call."""
+        fault: Fault | None = yield Point(info.label, info)
+        index = self.kernel.points - 1
+        where = {
+            "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
+            "step_key": info.step_key, "token": token, "point": index,
+        }  # fmt: skip
+        kind = FaultKind(fault.kind) if fault is not None else None
+        if fault is not None:
+            self.trace.add(
+                self.clock.now(), "fault", f"{fault.action()} {info.label}",
+                data={"kind": str(kind)}, **where,
+            )  # fmt: skip
+        if kind == FaultKind.FREEZE:
+            assert fault is not None
+            assert fault.seconds is not None
+            self.trace.add(
+                self.clock.now(), "freeze", f"{info.worker} freezes for {fault.seconds:g}s", **where
+            )
+            yield Wait(self.clock.now() + fault.seconds)
+            self.trace.add(
+                self.clock.now(), "resume", f"{info.worker} wakes up and goes on", **where
+            )
+        elif kind == FaultKind.CRASH:
+            raise WorkerCrashed
+        elif kind == FaultKind.INFRA_ERROR:
+            error = InjectedFailure(f"infrastructure error at {info.label}")
+            self.trace.add(self.clock.now(), "error", f"{info.op} failed: {error}", **where)
+            raise error
+        elif kind == FaultKind.CHILD_EXIT:
+            rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
+            self.trace.add(self.clock.now(), "error", f"{info.op} not made: {rejected}", **where)
+            raise rejected
+        try:
+            result = perform()
+        except LeaseLostError as refused:
+            self.trace.add(self.clock.now(), "refused", f"{info.op} refused: {refused}", **where)
+            if kind == FaultKind.CRASH_AFTER:
+                raise WorkerCrashed from refused
+            raise
+        except InfrastructureError as failed:
+            self.trace.add(self.clock.now(), "error", f"{info.op} failed: {failed}", **where)
+            if kind == FaultKind.CRASH_AFTER:
+                raise WorkerCrashed from failed
+            raise
+        if info.op == "claim" and result is not None:
+            where.update(execution_id=result.lease.execution_id, token=result.lease.token)
+        self.trace.add(
+            self.clock.now(), "call", _call_text(info, result, done), data=_call_data(result),
+            **where,
+        )  # fmt: skip
+        if kind == FaultKind.CRASH_AFTER:
+            raise WorkerCrashed
+        if kind == FaultKind.LOSE_RESPONSE:
+            self.trace.add(self.clock.now(), "error", f"the response of {info.op} is lost", **where)
+            raise ResponseLost(f"the response of {info.label} was lost")
+        return result
+
+
+def _call_text(info: PointInfo, result: Any, done: str | None) -> str:
+    if done is not None:
+        return f"{info.op}: {done}"
+    if info.op == "claim":
+        if result is None:
+            return "claim: nothing due"
+        lease = result.lease
+        expires = f"until t={lease.expires_at:g}"
+        return f"claim: {lease.execution_id} leased with token {lease.token} {expires}"
+    if info.op == "start":
+        if isinstance(result, StartAccepted):
+            return f"start ({info.execution_id}, {info.step_key}): accepted {result.execution_id}"
+        return f"start ({info.execution_id}, {info.step_key}): rejected {result.code}"
+    if info.op == "acknowledge":
+        return f"acknowledge: {result.execution_id} is {result.status}"
+    if info.op == "release":
+        return "release: lease given up; redelivery after the delay"
+    return f"{info.op}: ok"
+
+
+def _call_data(result: Any) -> dict[str, Any]:
+    """The structured part of a call's result, for invariants and views."""
+    if isinstance(result, StartAccepted):
+        return {"accepted": result.execution_id}
+    if isinstance(result, StartRejected):
+        return {"rejected": str(result.code)}
+    if isinstance(result, Delivery):
+        return {"claimed": result.lease.execution_id, "expires_at": result.lease.expires_at}
+    return {}
+
+
+def _body_text(result: BodyResult) -> str:
+    if result.error is None:
+        return f"returned {_summary(result.value)}"
+    return f"raised {type(result.error).__name__}: {result.error}"
+
+
+def _outcome_text(outcome: WorkflowRunOutcome) -> str:
+    if isinstance(outcome, Failed):
+        return f"failed ({outcome.error.name}: {outcome.error.message})"
+    if outcome.status == "completed":
+        return f"completed with {_summary(getattr(outcome, 'result', None))}"
+    return outcome.status
