@@ -35,7 +35,7 @@ What it measures:
   and bodies) and the dispatcher's own code. The wrappers cost a little; their total is shown
   next to the unwrapped median.
 * **pipe floor**: a bare child process that echoes ``("ok", None)`` over a
-  ``multiprocessing`` pipe, timed for a minimal message and for a ``("call", PutStep(...))``
+  ``multiprocessing`` pipe, timed for a minimal message and for a put_step call tuple
   message like the worker's; and the in-process cost of pickling and unpickling one such
   round trip. This is what a runtime call across the pipe costs with no engine around it.
 * **queue length**: ``MemoryRuntime.claim`` scans and sorts every live execution, so on the
@@ -80,9 +80,8 @@ import duckdb
 
 import yieldstar_sim as ys
 from yieldstar_sim.clock import ManualClock
-from yieldstar_sim.driver import PutStep
 from yieldstar_sim.engine.worker import WorkerProcessInvoker
-from yieldstar_sim.model import Completed, Lease
+from yieldstar_sim.model import Completed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
@@ -342,12 +341,12 @@ class Probe:
         answer = getattr(invoker, "_answer", None)
         if isinstance(invoker, WorkerProcessInvoker) and answer is not None:
 
-            def probed_answer(message: tuple[Any, ...]) -> tuple[str, Any]:
+            def probed_answer(message: tuple[Any, ...], *rest: Any) -> tuple[str, Any]:
                 kind = str(message[0])
-                if kind == "call":
-                    kind = f"call {type(message[1]).__name__}"
+                if kind in ("put", "wake", "start", "clock"):  # runtime calls on the wire
+                    kind = f"call {kind}"
                 self.pipe[kind] += 1
-                reply: tuple[str, Any] = answer(message)
+                reply: tuple[str, Any] = answer(message, *rest)
                 if kind not in self.samples:
                     self.samples[kind] = (message, reply)
                 return reply
@@ -477,10 +476,9 @@ def echo_child(connection: Connection) -> None:
         connection.send(("ok", None))
 
 
-def sample_call() -> tuple[str, PutStep]:
-    """A runtime call as the worker's child sends it."""
-    lease = Lease("5c1d0e1e-7f3a-4a8e-9c55-0d6a8f3f2b11", "w1", 3, 30.0)
-    return ("call", PutStep(lease, "step-3", "completed", 3, 1, None))
+def sample_call() -> tuple[Any, ...]:
+    """A runtime call as the worker's child sends it: a plain tuple, without the lease."""
+    return ("put", "step-3", "completed", 3, 1, None)
 
 
 @dataclass
@@ -766,7 +764,7 @@ def print_floor(floor: Floor, count: int) -> None:
         ["round trip", "us", "bytes sent"],
         ["minimal ('ping',) -> ('ok', None)", us(statistics.median(floor.minimal)), "-"],
         [
-            "('call', PutStep(...)) -> ('ok', None)",
+            "('put', key, ...) -> ('ok', None)",
             us(statistics.median(floor.call)),
             str(pickled(call)),
         ],
