@@ -271,8 +271,11 @@ STEP_REQUESTS = (RunStep, DelayStep, StartStep)
 class World(Protocol):
     """The simulated outside world that step bodies act on (``step.world``)."""
 
-    def effect(self, name: str, /, **data: object) -> None:
-        """Record an external effect in the ledger, which crashes never roll back."""
+    def effect(self, name: str, /, *, idempotency_key: str | None = None, **data: object) -> None:
+        """Record an external effect in the ledger, which crashes never roll back.
+
+        Effects with one ``idempotency_key`` count once (the service deduplicates them).
+        """
         ...
 
     def trigger(self, workflow_id: str, params: object = None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,6 +64,39 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _runtime_options(run)
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
+
+    explore = commands.add_parser(
+        "explore",
+        help="search faults and interleavings for invariant violations",
+        description="Explore SCENARIO's faults (its own fault plan is left out) and "
+        "interleavings; shrink each violation to a replay artifact saved in --out. Exit 0 when "
+        "no invariant was violated, 1 when one was.",
+    )
+    explore.add_argument("scenario", metavar="SCENARIO")
+    explore.add_argument(
+        "--max-faults", type=int, default=1, metavar="K", help="faults per schedule (default 1)"
+    )
+    explore.add_argument(
+        "--strategy", choices=("systematic", "random", "pct"), default="systematic"
+    )
+    explore.add_argument("--budget", type=int, metavar="N", help="at most N schedules")
+    explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    explore.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
+    explore.add_argument(
+        "--all",
+        action="store_true",
+        help="run to the end instead of stopping at the first violation",
+    )
+    explore.add_argument(
+        "--runtime", choices=("memory", "duckdb"), default="memory",
+        help="runtime to explore on (default memory, the fast path)",
+    )  # fmt: skip
+    explore.add_argument(
+        "--no-confirm", action="store_true", help="do not replay findings on DuckDB"
+    )
+    explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
+    explore.add_argument("--json", action="store_true", help="print one JSON object")
+    explore.add_argument("--progress", action="store_true", help="show a progress bar")
 
     replay = commands.add_parser(
         "replay",
@@ -238,6 +272,41 @@ def _run(args: argparse.Namespace) -> int:
     return 0 if run.ok else 1
 
 
+def _explore(args: argparse.Namespace) -> int:
+    from yieldstar_sim.simulation.explorer import explore
+    from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+
+    if args.max_faults < 0:
+        raise UsageError(f"--max-faults must be 0 or more, not {args.max_faults}")
+    if args.budget is not None and args.budget < 1:
+        raise UsageError(f"--budget must be at least 1, not {args.budget}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    out = _output_folder(args.out)
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as error:
+        raise UsageError(str(error)) from error
+    report = explore(
+        scenario,
+        max_faults=args.max_faults,
+        strategy=args.strategy,
+        budget=args.budget,
+        seed=args.seed,
+        stop_at_first=not args.all,
+        runtime=args.runtime,
+        confirm=None if args.no_confirm else "duckdb",
+        jobs=args.jobs,
+        out=out,
+        progress=args.progress,
+    )
+    if args.json:
+        print(json.dumps(report.to_json()))
+    else:
+        print(report.summary())
+    return 0 if report.ok else 1
+
+
 def _output_folder(path: str) -> Path:
     folder = Path(path)
     try:
@@ -265,12 +334,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        return _dispatch(parser, args)
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): stop quietly, as command-line tools do.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
+        return 0
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
         if args.command == "demo":
             return _demo(args)
         if args.command == "list":
             return _list(args)
         if args.command in ("run", "replay"):
             return _run(args)
+        if args.command == "explore":
+            return _explore(args)
         parser.error(f"unknown command {args.command!r}")  # argparse exits
     except UsageError as error:
         if args.debug:

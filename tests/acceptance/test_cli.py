@@ -168,3 +168,68 @@ def test_bad_scenarios_and_artifacts_get_one_line(
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_explore_finds_the_double_courier_and_its_artifact_replays_on_duckdb(
+    tmp_path: Path,
+) -> None:
+    result = run("explore", "trigger-in-step", "--max-faults", "1", "--json", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    courier = next(
+        v
+        for v in report["violations"]
+        if v["invariant"] == "at_most_once(courier.booked, by=order)"
+    )
+    assert courier["faults"] == ["crash before w2's put_step of step ship in order-42"]
+    assert courier["explanation"].startswith("courier.booked happened 2 times for order=42")
+    assert report["runtime_mismatches"] == []
+    replayed = run("replay", courier["artifact"], "--runtime", "duckdb", "--quiet", cwd=tmp_path)
+    assert replayed.returncode == 1
+    assert "courier.booked happened 2 times" in replayed.stdout
+
+
+def test_explore_the_fix_with_two_faults_finds_nothing_and_says_what_it_covered(
+    tmp_path: Path,
+) -> None:
+    result = run("explore", "durable-start", "--max-faults", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "no invariant was violated" in result.stdout
+    assert "schedules run" in result.stdout
+    assert "skipped as equivalent" in result.stdout
+    assert "under the bound" in result.stdout
+
+
+def test_explore_gives_the_same_answer_for_one_or_two_jobs_and_the_same_seed(
+    tmp_path: Path,
+) -> None:
+    answers = []
+    for jobs in ("1", "2", "2"):
+        result = run(
+            "explore", "trigger-in-step", "--max-faults", "2", "--all", "--seed", "3",
+            "--jobs", jobs, "--no-confirm", "--json", "--out", f"out{len(answers)}", cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        report = json.loads(result.stdout)
+        for violation in report["violations"]:
+            violation.pop("artifact")
+        report.pop("elapsed_seconds")
+        answers.append(report)
+    assert answers[0] == answers[1] == answers[2]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["explore", "durable-start", "--max-faults", "-1"], "--max-faults must be 0 or more"),
+        (["explore", "durable-start", "--budget", "0"], "--budget must be at least 1"),
+        (["explore", "durable-start", "--jobs", "0"], "--jobs must be at least 1"),
+        (["explore", "nope"], "unknown scenario 'nope'"),
+        (["explore", "durable-start", "--strategy", "magic"], "invalid choice: 'magic'"),
+    ],
+)
+def test_explore_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

@@ -134,7 +134,7 @@ class WorkerProcessInvoker:
                 )
             context: BodyContext = message[1]
             if kind == "effect":
-                self._world.effect(context, message[2], message[3])
+                self._world.effect(context, message[2], message[3], message[4])
                 return ("ok", None)
             if kind == "trigger":
                 return ("ok", self._world.trigger(context, message[2], message[3]))
@@ -219,8 +219,10 @@ class _ParentPort:
             raise value
         return value
 
-    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
-        self.ask("effect", context, name, data)
+    def effect(
+        self, context: BodyContext, name: str, data: DurableObject, idempotency_key: str | None
+    ) -> None:
+        self.ask("effect", context, name, data, idempotency_key)
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
         return str(self.ask("trigger", context, workflow_id, params))

@@ -45,6 +45,9 @@ class Effect:
     attempt: int
     worker: str
     at: float
+    idempotency_key: str | None = None
+    """Effects with one idempotency key are one effect done several times (the outside service
+    deduplicates them), as the steps guide advises for effects a retry may repeat."""
 
 
 @dataclass
@@ -69,7 +72,9 @@ class Ledger:
 class WorldPort(Protocol):
     """Where a body's world operations are carried out (in-process, or across a pipe)."""
 
-    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+    def effect(
+        self, context: BodyContext, name: str, data: DurableObject, idempotency_key: str | None
+    ) -> None:
         """Append an effect to the ledger."""
         ...
 
@@ -98,11 +103,17 @@ class EngineWorld:
         self.ledger = ledger
         self.lease_seconds = lease_seconds
 
-    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+    def effect(
+        self,
+        context: BodyContext,
+        name: str,
+        data: DurableObject,
+        idempotency_key: str | None = None,
+    ) -> None:
         """Append an effect to the ledger."""
         self.ledger.effects.append(
             Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, self.clock.now())
+                   context.worker, self.clock.now(), idempotency_key)
         )  # fmt: skip
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
@@ -147,17 +158,24 @@ class BodyWorld:
             )
         return self._context
 
-    def effect(self, name: str, /, **data: object) -> None:
-        """Record an external effect, e.g. ``step.world.effect("courier.booked", order=42)``."""
+    def effect(self, name: str, /, *, idempotency_key: str | None = None, **data: object) -> None:
+        """Record an external effect, e.g. ``step.world.effect("courier.booked", order=42)``.
+
+        ``idempotency_key`` is the stable business key the outside service deduplicates by:
+        effects with one key count as one (``at_most_once``), however often a retry or a
+        replay repeats the call.
+        """
         context = self._current("effect")
         if not isinstance(name, str) or not name:
             raise ValueError(f"an effect needs a name, not {name!r}")
+        if idempotency_key is not None and not isinstance(idempotency_key, str):
+            raise TypeError(f"an idempotency key is a string, not {idempotency_key!r}")
         encoded = durable_value_codec.validate_object(data, path=f"effect {name!r} data")
         if encoded.status == "invalid":
             raise ValueError(encoded.message)
         value = durable_value_codec.decode(encoded.canonical)
         assert isinstance(value, dict)
-        self._port.effect(context, name, value)
+        self._port.effect(context, name, value, idempotency_key)
 
     def trigger(self, workflow_id: str, params: object = None) -> str:
         """Admit a new execution with a fresh ID: RFC 003's non-durable trigger.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
+from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation, explore
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
 from yieldstar_sim.simulation.run import SimulationRun, simulate
@@ -20,9 +21,11 @@ __all__ = [
     "FAULT_KINDS",
     "ArtifactError",
     "Deploy",
+    "ExplorationReport",
     "Fault",
     "FaultKind",
     "FaultPlan",
+    "FoundViolation",
     "Invariant",
     "PointInfo",
     "ReplayArtifact",
@@ -35,6 +38,7 @@ __all__ = [
     "Violation",
     "at_most_once",
     "bundled_scenarios",
+    "explore",
     "load_scenario",
     "replay",
     "simulate",

@@ -121,6 +121,12 @@ def _why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str
                 return f"after {first.worker} crashed before {call}{again}"
             if what == "crash_after":
                 return f"after {first.worker} crashed right after {call}{again}"
+            if what == "child_exit":
+                return f"after {first.worker}'s worker process exited before {call}{again}"
+            if what == "lose_response":
+                return f"after the response of {first.worker}'s {call} was lost{again}"
+            if what == "infra_error":
+                return f"after {first.worker}'s {call} failed{again}"
             return f"after a fault ({event.text}){again}"
     for event in between:
         if event.kind in ("reject", "refused", "crash"):
@@ -343,7 +349,10 @@ BUILT_IN: tuple[Invariant, ...] = (
 
 @dataclass(frozen=True, slots=True)
 class AtMostOnce:
-    """The effect ``effect`` happened at most once per value of its data field ``by``."""
+    """The effect ``effect`` happened at most once per value of its data field ``by``.
+
+    Effects that share an idempotency key count once: the outside service deduplicated them.
+    """
 
     effect: str
     by: str | None = None
@@ -356,9 +365,14 @@ class AtMostOnce:
     def check(self, run: SimulationRun) -> list[Violation]:
         """Count the effects per value of ``by``."""
         groups: dict[str, list[Any]] = defaultdict(list)
+        keys: set[tuple[str, str]] = set()
         for effect in run.effects:
             if effect.name == self.effect:
                 key = repr(effect.data.get(self.by)) if self.by else ""
+                if effect.idempotency_key is not None:
+                    if (key, effect.idempotency_key) in keys:
+                        continue  # the same effect again, deduplicated by the service
+                    keys.add((key, effect.idempotency_key))
                 groups[key].append(effect)
         violations = []
         for key, effects in groups.items():

@@ -85,11 +85,14 @@ class Kernel:
         schedule: Sequence[str] = (),
         faults: FaultSource | None = None,
         next_wake: Callable[[], float | None] = lambda: None,
+        chooser: Callable[[int, list[str]], str] | None = None,
     ) -> None:
         self.clock = clock
         self.rng = rng
         self.faults: FaultSource = faults or NoFaults()
         self.next_wake = next_wake
+        self.chooser = chooser
+        """Chooses among ready actors once the schedule is used up (default: the seeded rng)."""
         self._schedule = list(schedule)
         self._sleeping: list[tuple[float, int, str]] = []
         self._tie = itertools.count()
@@ -171,7 +174,11 @@ class Kernel:
                     f"waiting are {ready}"
                 )
             return wanted
-        return ready[0] if len(ready) == 1 else self.rng.choice(ready)
+        if len(ready) == 1:
+            return ready[0]
+        if self.chooser is not None:
+            return self.chooser(self.points, ready)
+        return self.rng.choice(ready)
 
     def step(self) -> bool:
         """Pass one choice point (moving time as needed); False when nothing is left to do."""
@@ -206,6 +213,13 @@ class Kernel:
         if wake is not None:
             times.append(wake)
         return max(min(times, default=self.clock.now()), self.clock.now())
+
+    def waiting(self) -> list[tuple[str, str]]:
+        """What every other actor is doing now: at a point (its label), asleep or parked."""
+        states = [(name, f"point {point.label}") for name, point in self._at_point.items()]
+        states += [(name, f"sleep until {t:g}") for t, _, name in self._sleeping]
+        states += [(name, "parked") for name in self._parked]
+        return sorted(states)
 
     def close(self) -> None:
         """Close every actor that has not ended."""

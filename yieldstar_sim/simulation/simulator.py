@@ -86,17 +86,24 @@ class _SimPort:
         self.elapsed = 0.0
         self.admitted = False
 
-    def effect(self, context: BodyContext, name: str, data: DurableObject) -> None:
+    def effect(
+        self,
+        context: BodyContext,
+        name: str,
+        data: DurableObject,
+        idempotency_key: str | None = None,
+    ) -> None:
         sim = self.simulator
         at = sim.clock.now() + self.elapsed
         sim.ledger.effects.append(
             Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, at)
+                   context.worker, at, idempotency_key)
         )  # fmt: skip
         sim.trace.add(
             at, "effect", f"effect {name} {_summary(data)}", worker=context.worker,
             execution_id=context.execution_id, step_key=context.step_key,
-            data={"name": name, "data": data, "attempt": context.attempt},
+            data={"name": name, "data": data, "attempt": context.attempt,
+                  "idempotency_key": idempotency_key},
         )  # fmt: skip
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
@@ -122,6 +129,7 @@ class Simulator:
         schedule: Sequence[str] = (),
         faults: Sequence[Fault] = (),
         scenario_faults: bool = True,
+        chooser: Callable[[int, list[str]], str] | None = None,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -135,6 +143,7 @@ class Simulator:
             schedule=schedule,
             faults=self.plan,
             next_wake=self.runtime.next_wake_at,
+            chooser=chooser,
         )
         self.trace = Trace()
         self.ledger = Ledger()

@@ -5,7 +5,7 @@ outcome and effect, in order. The same inputs give the same trace, byte for byte
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -33,8 +33,12 @@ class TraceEvent:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The event as plain data (keys in a fixed order)."""
-        return asdict(self)
+        """The event as plain data (``data`` is shared, not copied)."""
+        return {
+            "seq": self.seq, "t": self.t, "kind": self.kind, "worker": self.worker,
+            "op": self.op, "execution_id": self.execution_id, "step_key": self.step_key,
+            "token": self.token, "point": self.point, "text": self.text, "data": self.data,
+        }  # fmt: skip
 
 
 class Trace:
