@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import html
 import multiprocessing
 import random
 import time
@@ -329,6 +330,43 @@ class ExplorationReport:
         lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
         lines += [f"  {c}" for c in self.confirmations]
         return "\n".join(lines)
+
+    def by_point(self) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
+        """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
+        kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
+        labels = list(dict.fromkeys(label for label, _ in self.verdicts))
+        kinds = [kind for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
+        return labels, kinds, dict(self.verdicts)
+
+    def per_kind(self) -> dict[str, dict[str, int]]:
+        """For each fault kind, how many single-fault schedules ended ok, violated, equivalent."""
+        counts: dict[str, dict[str, int]] = {}
+        for (_, kind), verdict in self.verdicts.items():
+            counts.setdefault(kind, {"ok": 0, "violated": 0, "equivalent": 0})[verdict] += 1
+        return counts
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, each violation, and the choice point x fault kind table."""
+        colour = {"ok": "#d9f2e3", "violated": "#f8d0d0", "equivalent": "#eeeeee"}
+        mark = {"ok": "ok", "violated": "✗", "equivalent": "≡"}
+        labels, kinds, verdicts = self.by_point()
+        head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
+        rows = []
+        for label in labels:
+            cells = []
+            for kind in kinds:
+                verdict = verdicts.get((label, kind))
+                cells.append(
+                    "<td></td>"
+                    if verdict is None
+                    else f'<td style="background:{colour[verdict]}">{mark[verdict]}</td>'
+                )
+            rows.append(f"<tr><td><code>{html.escape(label)}</code></td>{''.join(cells)}</tr>")
+        summary = html.escape(self.summary()).replace("\n", "<br>")
+        table = (
+            f"<table><tr><th>choice point</th>{head}</tr>{''.join(rows)}</table>" if rows else ""
+        )
+        return f"<div><p style='font-family:monospace'>{summary}</p>{table}</div>"
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (the CLI's --json)."""

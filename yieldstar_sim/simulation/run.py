@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,21 @@ class SimulationRun:
         lines = [f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict}"]
         lines += [f"  - {violation}" for violation in self.violations]
         return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, the violations and the trace as a table."""
+        rows = "".join(
+            f"<tr><td>{e.t:g}</td><td>{html.escape(e.worker or '')}</td>"
+            f"<td>{html.escape(e.kind)}</td><td>{html.escape(e.text)}</td></tr>"
+            for e in self.trace
+        )
+        return (
+            f"<div><p style='font-family:monospace'>"
+            f"{html.escape(self.explain()).replace(chr(10), '<br>')}</p>"
+            f"<details><summary>trace ({len(self.trace)} events, {self.points} choice points)"
+            f"</summary><table><tr><th>t</th><th>worker</th><th>kind</th><th>what</th></tr>"
+            f"{rows}</table></details></div>"
+        )
 
     # ------------------------------------------------------------------ SQL
 
