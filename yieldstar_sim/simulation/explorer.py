@@ -335,7 +335,7 @@ class ExplorationReport:
         """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
         kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
         labels = list(dict.fromkeys(label for label, _ in self.verdicts))
-        kinds = [kind for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
+        kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
         return labels, kinds, dict(self.verdicts)
 
     def per_kind(self) -> dict[str, dict[str, int]]:

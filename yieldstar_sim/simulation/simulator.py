@@ -28,6 +28,7 @@ from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Effect
 from yieldstar_sim.model import (
     Delivery,
     DeliveryRejectedError,
+    ExecutionRecord,
     Failed,
     InfrastructureError,
     InjectedFailure,
@@ -338,6 +339,7 @@ class Simulator:
                 PointInfo(name, "start", lease.execution_id, request.request_id.step_key),
                 lambda: runtime.start(request),
                 token=lease.token,
+                data={"workflow_id": request.workflow_id, "detached": request.detached},
             )
             if isinstance(result, StartAccepted):
                 self.kernel.nudge()
@@ -351,6 +353,7 @@ class Simulator:
         *,
         token: int | None = None,
         done: str | None = None,
+        data: dict[str, Any] | None = None,
     ) -> Generator[Any, Any, Any]:
         """Pass a choice point, apply its fault, and make the runtime call."""
         fault: Fault | None = yield Point(info.label, info)
@@ -400,7 +403,8 @@ class Simulator:
         if info.op == "claim" and result is not None:
             where.update(execution_id=result.lease.execution_id, token=result.lease.token)
         self.trace.add(
-            self.clock.now(), "call", _call_text(info, result, done), data=_call_data(result),
+            self.clock.now(), "call", _call_text(info, result, done),
+            data={**(data or {}), **_call_data(result)},
             **where,
         )  # fmt: skip
         if kind == FaultKind.CRASH_AFTER:
@@ -438,7 +442,14 @@ def _call_data(result: Any) -> dict[str, Any]:
     if isinstance(result, StartRejected):
         return {"rejected": str(result.code)}
     if isinstance(result, Delivery):
-        return {"claimed": result.lease.execution_id, "expires_at": result.lease.expires_at}
+        record = result.execution
+        return {
+            "claimed": result.lease.execution_id,
+            "expires_at": result.lease.expires_at,
+            "workflow_id": record.workflow_id,
+        }
+    if isinstance(result, ExecutionRecord):
+        return {"status": str(result.status)}
     return {}
 
 

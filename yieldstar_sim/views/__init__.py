@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
-from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
+from yieldstar_sim.views.figures import draw_run
+from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
+from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 
-__all__ = ["draw_execution_graph", "execution_graph"]
+__all__ = [
+    "Timeline",
+    "build_timeline",
+    "draw_execution_graph",
+    "draw_run",
+    "draw_timeline",
+    "execution_graph",
+    "graph_from_trace",
+]

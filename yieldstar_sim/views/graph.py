@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 import networkx as nx
@@ -20,20 +21,26 @@ from yieldstar_sim.engine.world import TRIGGERED
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.protocol import ExecutionClient
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 #: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
 DUPLICATE_COLOUR = "#CC0000"
+#: Horizontal distance between sibling executions, in node widths' terms (boxes are ~1.7 wide).
+NODE_SPACING = 2.2
 
 STATUS_COLOURS = {
+    "running": "#F0E442",
     "pending": "#E69F00",
     "suspended": "#56B4E9",
     "completed": "#009E73",
     "failed": "#D55E00",
     "cancelled": "#999999",
+    "pruned": "#DDDDDD",
 }
 
 
@@ -91,6 +98,65 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
                 retained=False,
                 duplicate=False,
             )
+    _mark_duplicates(graph)
+    return graph
+
+
+def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx.MultiDiGraph:
+    """The execution graph as of trace event ``upto`` (inclusive; default: the end).
+
+    Built from the trace alone (admissions, accepted starts, body triggers, claims and
+    acknowledgements), so a stepper can show the graph at any event. Edges of started targets
+    carry ``calls``: how many start calls their request took (replays included).
+    """
+    graph = nx.MultiDiGraph()
+    calls: dict[tuple[str, str], int] = {}
+    for event in trace:
+        if upto is not None and event.seq > upto:
+            break
+        data = event.data
+        if event.kind == "trigger" and event.execution_id:
+            graph.add_node(event.execution_id, workflow_id=str(data.get("workflow_id", "?")),
+                           status="pending", origin="trigger")  # fmt: skip
+        elif event.kind == "call" and event.op == "start" and event.execution_id and event.step_key:
+            request = (event.execution_id, event.step_key)
+            calls[request] = calls.get(request, 0) + 1
+            target = data.get("accepted")
+            if target is None:
+                continue
+            if target not in graph:
+                graph.add_node(target, workflow_id=str(data.get("workflow_id", "?")),
+                               status="pending", origin="start")  # fmt: skip
+            if not graph.has_edge(event.execution_id, target, key=event.step_key):
+                graph.add_edge(event.execution_id, target, key=event.step_key, kind="start",
+                               step_key=event.step_key, detached=bool(data.get("detached")),
+                               retained=True, duplicate=False, calls=0)  # fmt: skip
+            graph.edges[event.execution_id, target, event.step_key]["calls"] = calls[request]
+        elif event.kind == "effect" and data.get("name") == TRIGGERED:
+            admitted = data["data"]
+            target = str(admitted["execution_id"])
+            graph.add_node(target, workflow_id=str(admitted["workflow_id"]), status="pending",
+                           origin="trigger")  # fmt: skip
+            if event.execution_id in graph:
+                graph.add_edge(event.execution_id, target, key=f"{event.step_key}#{target}",
+                               kind="trigger", step_key=event.step_key, detached=True,
+                               retained=False, duplicate=False, calls=1)  # fmt: skip
+        elif event.kind == "call" and event.op == "claim" and event.execution_id in graph:
+            if graph.nodes[event.execution_id]["status"] in ("pending", "suspended"):
+                graph.nodes[event.execution_id]["status"] = "running"
+        elif event.kind == "call" and event.op == "acknowledge" and event.execution_id in graph:
+            graph.nodes[event.execution_id]["status"] = str(data.get("status", "?"))
+        elif (
+            event.kind in ("crash", "reject")
+            and event.execution_id in graph
+            and graph.nodes[event.execution_id]["status"] == "running"
+        ):
+            graph.nodes[event.execution_id]["status"] = "pending"
+    _mark_duplicates(graph)
+    return graph
+
+
+def _mark_duplicates(graph: nx.MultiDiGraph) -> None:
     per_step: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
     for source, target, key, data in graph.edges(keys=True, data=True):
         per_step.setdefault((source, data["step_key"]), []).append((source, target, key))
@@ -98,7 +164,6 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
         if len(edges) > 1:
             for source, target, key in edges:
                 graph.edges[source, target, key]["duplicate"] = True
-    return graph
 
 
 def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
@@ -120,12 +185,18 @@ def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]
         nodes.sort(key=sort_key)
         width = len(nodes)
         for index, node in enumerate(nodes):
-            positions[node] = (index - (width - 1) / 2, -float(layer))
+            positions[node] = (NODE_SPACING * (index - (width - 1) / 2), -float(layer))
     return positions
 
 
-def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
-    """Render the execution graph with matplotlib; returns the Figure (never shows it)."""
+def draw_execution_graph(
+    graph: nx.MultiDiGraph, *, title: str = "", caption: str = "", ax: Axes | None = None
+) -> Figure:
+    """Render the execution graph with matplotlib; returns the Figure (never shows it).
+
+    ``caption`` goes under the graph (the invariant's sentence for a violation, in the
+    duplicate colour); with ``ax``, the graph is drawn into that axes of an existing figure.
+    """
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
@@ -139,10 +210,13 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
         default=1,
     )
     layers = len({p[1] for p in positions.values()}) or 1
-    figure = Figure(
-        figsize=(max(6.0, 2.6 * widest), max(3.5, 2.0 * layers + 1)), layout="constrained"
-    )
-    axes = figure.add_subplot()
+    if ax is None:
+        figure = Figure(
+            figsize=(max(6.0, 2.9 * widest), max(3.5, 2.0 * layers + 1.5)), layout="constrained"
+        )
+        axes = figure.add_subplot()
+    else:
+        figure, axes = ax.figure, ax  # type: ignore[assignment]
     axes.set_axis_off()
     for source, target, data in graph.edges(data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
@@ -159,10 +233,13 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
                 "linewidth": 2.2 if data["duplicate"] else 1.4,
             },
         )
+        label = str(data["step_key"])
+        if data.get("calls", 0) > 1:
+            label += f"\n{data['calls']} start calls, one target"
         axes.text(
             (x1 + x2) / 2,
             (y1 + y2) / 2,
-            data["step_key"],
+            label,
             ha="center",
             va="center",
             fontsize=9,
@@ -186,8 +263,8 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
         )
     xs = [p[0] for p in positions.values()] or [0.0]
     ys = [p[1] for p in positions.values()] or [0.0]
-    axes.set_xlim(min(xs) - 1.0, max(xs) + 1.0)
-    axes.set_ylim(min(ys) - 0.7, max(ys) + 0.7)
+    axes.set_xlim(min(xs) - NODE_SPACING / 2 - 0.2, max(xs) + NODE_SPACING / 2 + 0.2)
+    axes.set_ylim(min(ys) - 0.9, max(ys) + 0.5)
     handles: list[Any] = [
         Patch(facecolor=colour, edgecolor="#222222", label=status)
         for status, colour in STATUS_COLOURS.items()
@@ -206,14 +283,12 @@ def draw_execution_graph(graph: nx.MultiDiGraph, *, title: str = "") -> Figure:
                 [], [], color=DUPLICATE_COLOUR, linewidth=2.2, label="one step, several admissions"
             )
         )
-    axes.legend(
-        handles=handles,
-        loc="lower left",
-        fontsize=8,
-        frameon=False,
-        bbox_to_anchor=(0, -0.05),
-        ncols=3,
-    )
+    axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
         axes.set_title(title, fontsize=12)
+    if caption:
+        axes.text(
+            0.5, -0.01, textwrap.fill(caption, 90), transform=axes.transAxes, ha="center",
+            va="top", fontsize=8.5, color=DUPLICATE_COLOUR,
+        )  # fmt: skip
     return figure

@@ -1,0 +1,71 @@
+"""The worker timeline and the graph as of any event, from a run's trace."""
+
+from __future__ import annotations
+
+import io
+
+import yieldstar_sim as ys
+from yieldstar_sim.views import build_timeline, draw_run, draw_timeline, graph_from_trace
+
+
+def run_of(name: str) -> ys.SimulationRun:
+    return ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")
+
+
+def test_a_frozen_worker_keeps_going_past_its_lease_on_its_lane() -> None:
+    run = run_of("frozen-worker")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    assert timeline.lanes == ["w1", "w2", "scenario"]
+    stale = [span for span in timeline.spans if span.expires is not None]
+    assert len(stale) == 1
+    (span,) = stale
+    assert (span.execution_id, span.token, span.how) == ("order-42", 1, "refused")
+    assert span.start < span.expires < span.end
+    (frozen,) = timeline.frozen
+    assert frozen[0] == span.worker
+    assert [m.kind for m in timeline.marks if m.lane == span.worker].count("refused") == 2
+    assert [label for _, label in timeline.ticks] == ["0", "30", "40"]
+
+
+def test_a_crash_ends_the_delivery_span() -> None:
+    run = run_of("trigger-in-step")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    crashed = [span for span in timeline.spans if span.how == "crash"]
+    assert [(s.execution_id, s.token) for s in crashed] == [("order-42", 1)]
+    assert any(mark.kind == "crash" for mark in timeline.marks)
+    assert sum(mark.kind == "effect" for mark in timeline.marks) == len(run.effects) == 5
+
+
+def test_the_graph_as_of_an_event_grows_with_the_trace() -> None:
+    run = run_of("trigger-in-step")
+    admissions = [e.seq for e in run.trace if e.data.get("name") == "workflow.triggered"]
+    first, second = admissions
+    assert set(graph_from_trace(run.trace, upto=first - 1).nodes) == {"order-42"}
+    graph = graph_from_trace(run.trace, upto=first)
+    assert set(graph.nodes) == {"order-42", "@ship-order-2"}
+    assert not any(d["duplicate"] for _, _, d in graph.edges(data=True))
+    final = graph_from_trace(run.trace)
+    assert set(final.nodes) == {"order-42", "@ship-order-2", "@ship-order-3"}
+    assert all(d["duplicate"] for _, _, d in final.edges(data=True))
+    assert {final.nodes[n]["status"] for n in final.nodes} == {"completed"}
+    assert second > first
+
+
+def test_start_calls_are_counted_on_their_one_edge() -> None:
+    run = run_of("concurrent-starts")
+    graph = graph_from_trace(run.trace)
+    ((_, _, data),) = graph.edges(data=True)
+    assert data["calls"] == 2
+    assert data["duplicate"] is False
+
+
+def test_the_run_figure_renders_with_a_cursor() -> None:
+    run = run_of("concurrent-starts")
+    for upto in (None, 5, len(run.trace) - 1):
+        figure = draw_run(run, upto=upto)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        assert buffer.getvalue().startswith(b"\x89PNG")
+    timeline = build_timeline(run.trace)
+    figure = draw_timeline(timeline, title="t", cursor=timeline.x_of[3])
+    assert figure.axes[0].get_title() == "t"

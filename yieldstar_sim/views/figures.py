@@ -1,0 +1,49 @@
+"""Figures that combine views: a run's graph beside its timeline."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import networkx as nx
+
+from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
+from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.run import SimulationRun
+
+
+def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
+    """The execution graph (as of trace event ``upto``) beside the worker timeline, in one
+    figure for reports; the title names scenario, seed and verdict, the caption the first
+    violation.
+
+    >>> import yieldstar_sim as ys
+    >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
+    """
+    from matplotlib.figure import Figure
+
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    graph = graph_from_trace(run.trace, upto)
+    widest = max((len(layer) for layer in _layers(graph)), default=1)
+    graph_width = max(5.0, 2.9 * widest)
+    timeline_width = max(8.0, min(20.0, timeline.width / 3))
+    figure = Figure(
+        figsize=(graph_width + timeline_width, 5.2 + 0.4 * len(timeline.lanes)),
+        layout="constrained",
+    )
+    left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
+    caption = "" if run.ok or upto is not None else str(run.violations[0])
+    draw_execution_graph(graph, ax=left, caption=caption)
+    cursor = None if upto is None else timeline.x_of.get(upto)
+    draw_timeline(timeline, ax=right, cursor=cursor)
+    figure.suptitle(
+        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict}", fontsize=13
+    )
+    return figure
+
+
+def _layers(graph: nx.MultiDiGraph) -> list[list[object]]:
+    return [list(layer) for layer in nx.topological_generations(graph)]

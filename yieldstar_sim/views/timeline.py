@@ -1,0 +1,234 @@
+"""The worker timeline: one lane per worker on the virtual time axis.
+
+Deliveries are lease spans (from the claim to the acknowledgement, release, crash or expiry),
+labelled with the execution and fencing token; runtime calls are ticks; refused fenced writes,
+faults, crashes, freezes, lost responses, wakes and effects are marks. Most of a simulation
+happens at a few instants, so the axis is *stretched*: each instant gets room for its events in
+order, and the gaps between instants are compressed; the ticks name the real virtual times.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.trace import Trace, TraceEvent
+
+SCENARIO_LANE = "scenario"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A delivery on a worker's lane: claimed at ``start``, over at ``end`` (``how``)."""
+
+    worker: str
+    execution_id: str
+    token: int
+    start: float
+    end: float
+    how: str
+    expires: float | None = None
+    """Where the lease ran out, when the worker went on past it (a stale holder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One event drawn on a lane."""
+
+    lane: str
+    x: float
+    kind: str
+    text: str
+
+
+@dataclass
+class Timeline:
+    """Lanes, spans and marks with stretched x positions, and the ticks that name times."""
+
+    lanes: list[str]
+    spans: list[Span] = field(default_factory=list)
+    frozen: list[tuple[str, float, float]] = field(default_factory=list)
+    marks: list[Mark] = field(default_factory=list)
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+    x_of: dict[int, float] = field(default_factory=dict)
+    """Each trace event's x position, by its sequence number (for a cursor)."""
+    width: float = 1.0
+
+
+#: How a mark of each kind is drawn: (marker, colour, size, legend label).
+MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
+    "call": ("|", "#555555", 60, "runtime call"),
+    "start": ("^", "#0072B2", 70, "start call"),
+    "refused": ("X", "#D55E00", 90, "fenced write refused"),
+    "fault": ("*", "#CC79A7", 140, "fault injected"),
+    "crash": ("X", "#000000", 120, "crash"),
+    "error": ("x", "#E69F00", 80, "lost response / infra error"),
+    "effect": ("P", "#009E73", 90, "effect in the world"),
+    "wake": ("v", "#56B4E9", 70, "wake recorded"),
+    "trigger": ("D", "#0072B2", 60, "trigger / deploy"),
+}
+
+
+def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[float, str]], float]:
+    """Stretched x for every event: instants get room for their events, gaps are compressed."""
+    x_of: dict[int, float] = {}
+    ticks: list[tuple[float, str]] = []
+    x = 0.0
+    previous: float | None = None
+    for event in events:
+        if previous is None or event.t != previous:
+            if previous is not None:
+                x += 1.5 + math.log1p(event.t - previous)
+            ticks.append((x, f"{event.t:g}"))
+            previous = event.t
+        x_of[event.seq] = x
+        x += 1.0
+    return x_of, ticks, max(x, 1.0)
+
+
+def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
+    """Lay out a run's trace as lanes, spans and marks."""
+    events = list(trace)
+    names = workers or sorted({e.worker for e in events if e.worker})
+    x_of, ticks, width = _positions(events)
+    timeline = Timeline([*names, SCENARIO_LANE], ticks=ticks, x_of=x_of, width=width)
+    open_spans: dict[str, tuple[str, int, float, float]] = {}
+    freezes: dict[str, float] = {}
+
+    def x_at(t: float) -> float:
+        """The x of virtual time ``t``: just before the first event at or after it."""
+        for event in events:
+            if event.t >= t:
+                return x_of[event.seq] - (0.5 if event.t > t else 0.0)
+        return width
+
+    def close(worker: str, x: float, how: str) -> None:
+        if worker in open_spans:
+            execution_id, token, start, expires_at = open_spans.pop(worker)
+            expiry = x_at(expires_at)
+            timeline.spans.append(
+                Span(worker, execution_id, token, start, x, how, expiry if expiry < x else None)
+            )
+
+    for event in events:
+        x = x_of[event.seq]
+        lane = event.worker or SCENARIO_LANE
+        kind = event.kind
+        if kind == "call" and event.op == "claim" and "claimed" in event.data:
+            close(lane, x, "reclaimed")
+            expires_at = float(event.data.get("expires_at", math.inf))
+            open_spans[lane] = (str(event.execution_id), int(event.token or 0), x, expires_at)
+        elif kind == "call" and event.op in ("acknowledge", "release"):
+            timeline.marks.append(Mark(lane, x, "call", event.text))
+            close(lane, x, event.op)
+        elif kind == "call" and event.op == "start":
+            timeline.marks.append(Mark(lane, x, "start", event.text))
+        elif kind == "call" and event.op in ("put_step", "record_wake"):
+            wake = "wake" in event.text or "pending" in event.text
+            timeline.marks.append(Mark(lane, x, "wake" if wake else "call", event.text))
+        elif kind == "refused":
+            timeline.marks.append(Mark(lane, x, "refused", event.text))
+            if event.op == "release":
+                close(lane, x, "refused")
+        elif kind in ("fault", "crash", "error", "effect"):
+            timeline.marks.append(Mark(lane, x, kind, event.text))
+            if kind == "crash":
+                close(lane, x, "crash")
+        elif kind in ("trigger", "deploy"):
+            timeline.marks.append(Mark(SCENARIO_LANE, x, "trigger", event.text))
+        elif kind == "freeze":
+            freezes[lane] = x
+        elif kind == "resume" and lane in freezes:
+            timeline.frozen.append((lane, freezes.pop(lane), x))
+    for worker in list(open_spans):
+        close(worker, width, "open")
+    for lane, start in freezes.items():
+        timeline.frozen.append((lane, start, width))
+    return timeline
+
+
+def draw_timeline(
+    timeline: Timeline, *, title: str = "", ax: Axes | None = None, cursor: float | None = None
+) -> Figure:
+    """Draw the timeline (into ``ax`` if given); returns the Figure, never shows it."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    if ax is None:
+        figure = Figure(
+            figsize=(max(8.0, min(24.0, timeline.width / 3)), 1.1 * len(timeline.lanes) + 1.6),
+            layout="constrained",
+        )
+        ax = figure.add_subplot()
+    else:
+        figure = ax.figure  # type: ignore[assignment]
+    lane_y = {lane: -i for i, lane in enumerate(timeline.lanes)}
+    for span in timeline.spans:
+        y = lane_y[span.worker]
+        colour = "#D55E00" if span.how in ("crash", "refused") else "#56B4E9"
+        held = span.end if span.expires is None else span.expires
+        ax.broken_barh([(span.start, max(held - span.start, 0.6))], (y - 0.3, 0.6),
+                       facecolors=colour, alpha=0.25, edgecolor=colour)  # fmt: skip
+        if span.expires is not None:
+            # The worker goes on past its lease: a stale holder, fenced on its next write.
+            ax.broken_barh([(span.expires, span.end - span.expires)], (y - 0.3, 0.6),
+                           facecolors="none", edgecolor="#D55E00", linestyle="--")  # fmt: skip
+        ax.text(span.start + 0.2, y + 0.18, f"{span.execution_id} · token {span.token}",
+                fontsize=7, va="bottom", ha="left", clip_on=True)  # fmt: skip
+    for lane, start, end in timeline.frozen:
+        y = lane_y[lane]
+        ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
+                       edgecolor="#555555", hatch="///", linewidth=0.8)  # fmt: skip
+    seen: set[str] = set()
+    for mark in timeline.marks:
+        marker, colour, size, _ = MARK_STYLE[mark.kind]
+        ax.scatter([mark.x], [lane_y[mark.lane]], marker=marker, c=colour, s=size, zorder=3,
+                   linewidths=1.5)  # fmt: skip
+        seen.add(mark.kind)
+    if cursor is not None:
+        ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
+    ax.set_yticks(list(lane_y.values()), list(lane_y))
+    ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
+    ax.set_xlim(-1, timeline.width + 1)
+    ax.set_xticks([x for x, _ in timeline.ticks], [label for _, label in timeline.ticks],
+                  fontsize=8)  # fmt: skip
+    ax.set_xlabel("virtual time (s); each instant is stretched to show its events in order")
+    ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    handles: list[Any] = [
+        Patch(facecolor="#56B4E9", alpha=0.25, edgecolor="#56B4E9", label="lease held (delivery)"),
+        Patch(facecolor="#D55E00", alpha=0.25, edgecolor="#D55E00", label="delivery ended badly"),
+        Patch(
+            facecolor="none",
+            edgecolor="#D55E00",
+            linestyle="--",
+            label="lease expired, worker unaware",
+        ),
+        Patch(facecolor="none", edgecolor="#555555", hatch="///", label="worker frozen"),
+    ]
+    handles += [
+        Line2D(
+            [],
+            [],
+            marker=MARK_STYLE[k][0],
+            color=MARK_STYLE[k][1],
+            linestyle="none",
+            markersize=7,
+            label=MARK_STYLE[k][3],
+        )
+        for k in MARK_STYLE
+        if k in seen
+    ]
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False
+    )
+    if title:
+        ax.set_title(title, fontsize=11)
+    return figure
