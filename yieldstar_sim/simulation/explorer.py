@@ -171,21 +171,22 @@ def simulate_plan(scenario: Scenario, plan: Plan, runtime: str = "memory") -> Si
 
 # --------------------------------------------------------------------------- parallel shards
 
-_SHARD_SCENARIO: Scenario | None = None
+#: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
+#: loaded by reference for other executors' tasks (a worker may serve several explorations).
+_SHARD_SCENARIOS: dict[str | None, Scenario] = {}
 
 
 def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
-    global _SHARD_SCENARIO  # noqa: PLW0603 - one scenario per worker process
-    _SHARD_SCENARIO = scenario if scenario is not None else load_scenario(str(reference))
+    _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
 
 
 def _shard_run(
     plans: list[Plan], runtime: str, expand: bool, reference: str | None
 ) -> list[Outcome]:
-    global _SHARD_SCENARIO  # noqa: PLW0603
-    if _SHARD_SCENARIO is None:
-        _SHARD_SCENARIO = load_scenario(str(reference))
-    return [run_plan(_SHARD_SCENARIO, plan, runtime, expand=expand) for plan in plans]
+    scenario = _SHARD_SCENARIOS.get(reference)
+    if scenario is None:
+        scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
+    return [run_plan(scenario, plan, runtime, expand=expand) for plan in plans]
 
 
 class _Runner:

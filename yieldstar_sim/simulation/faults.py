@@ -88,7 +88,11 @@ class Fault:
             isinstance(self.at, bool) or not isinstance(self.at, int) or self.at < 0
         ):
             raise ValueError(f"a fault's choice point must be a whole number >= 0, not {self.at!r}")
-        if self.occurrence < 1:
+        if (
+            isinstance(self.occurrence, bool)
+            or not isinstance(self.occurrence, int)
+            or self.occurrence < 1
+        ):
             raise ValueError(f"occurrence counts from 1, not {self.occurrence!r}")
         if self.kind == FaultKind.FREEZE:
             seconds = DEFAULT_FREEZE if self.seconds is None else self.seconds

@@ -104,6 +104,7 @@ class Kernel:
         self.choices: list[Choice] = []
         """Every choice point passed, with the actor that went and the actors that could have."""
         self.observers: list[Callable[[int, str, Point, Any], None]] = []
+        self._idle_wake: tuple[float, int] | None = None
 
     @property
     def schedule(self) -> list[str]:
@@ -147,22 +148,36 @@ class Kernel:
         else:
             raise TypeError(f"actor {name!r} yielded {request!r}; actors yield Wait, Park or Point")
 
-    def _wake_due(self) -> bool:
-        """Move time to the next sleeper, or to the next wake if anyone is parked, and resume
-        whoever is due then. False when nothing will ever happen again."""
-        wake = self.next_wake() if self._parked else None
-        times = [self._sleeping[0][0]] if self._sleeping else []
-        if wake is not None:
-            times.append(wake)
-        if not times:
-            return False
-        self.clock.set(max(min(times), self.clock.now()))
-        if wake is not None and wake <= self.clock.now():
-            self.nudge()
+    def _resume_due(self) -> None:
+        """Resume every sleeper whose time has come, without moving time: actors woken at this
+        instant compete at its next choice point."""
         while self._sleeping and self._sleeping[0][0] <= self.clock.now():
             _, _, name = heapq.heappop(self._sleeping)
             if name in self._actors:
                 self._advance(name, None)
+
+    def _wake_due(self, until: float | None) -> bool:
+        """Move time to the next sleeper, or to the next wake if anyone is parked, and resume
+        whoever is due then. False when nothing will ever happen again, or not by ``until``."""
+        wake = self.next_wake() if self._parked else None
+        times = [self._sleeping[0][0]] if self._sleeping else []
+        if wake is not None:
+            if wake <= self.clock.now() and self._idle_wake == (self.clock.now(), self.points):
+                # Parked actors were woken for this wake at this instant and parked again
+                # without a choice point: nothing they do will change; do not spin.
+                wake = None
+            else:
+                times.append(wake)
+        if not times:
+            return False
+        when = max(min(times), self.clock.now())
+        if until is not None and when > until:
+            return False
+        self.clock.set(when)
+        if wake is not None and wake <= self.clock.now():
+            self._idle_wake = (self.clock.now(), self.points)
+            self.nudge()
+        self._resume_due()
         return True
 
     def _choose(self, ready: list[str]) -> str:
@@ -180,10 +195,12 @@ class Kernel:
             return self.chooser(self.points, ready)
         return self.rng.choice(ready)
 
-    def step(self) -> bool:
-        """Pass one choice point (moving time as needed); False when nothing is left to do."""
+    def step(self, *, until: float | None = None) -> bool:
+        """Pass one choice point (moving time as needed, but not past ``until``); False when
+        nothing is left to do."""
+        self._resume_due()
         while not self._at_point:
-            if not self._wake_due():
+            if not self._wake_due(until):
                 return False
         ready = sorted(self._at_point)
         name = self._choose(ready)
@@ -200,19 +217,8 @@ class Kernel:
     def run(self, *, until: float | None = None, max_points: int | None = None) -> None:
         """Pass choice points until nothing is left, time passes ``until``, or the budget ends."""
         while max_points is None or self.points < max_points:
-            if until is not None and self._next_time() > until:
+            if not self.step(until=until):
                 return
-            if not self.step():
-                return
-
-    def _next_time(self) -> float:
-        if self._at_point:
-            return self.clock.now()
-        times = [self._sleeping[0][0]] if self._sleeping else []
-        wake = self.next_wake() if self._parked else None
-        if wake is not None:
-            times.append(wake)
-        return max(min(times, default=self.clock.now()), self.clock.now())
 
     def waiting(self) -> list[tuple[str, str]]:
         """What every other actor is doing now: at a point (its label), asleep or parked."""
@@ -226,3 +232,6 @@ class Kernel:
         for actor in self._actors.values():
             actor.close()
         self._actors.clear()
+        self._at_point.clear()
+        self._sleeping.clear()
+        self._parked.clear()

@@ -1,0 +1,611 @@
+"""The simulation kernel on its own: tiny hand-written actors on a ManualClock, no runtime.
+
+What is pinned here: virtual time only moves forward and jumps straight to the next sleeper;
+ties between actors waiting at a choice point at the same instant are broken by the schedule,
+then by the seeded random generator; every decision is recorded (``choices``, ``schedule``) so
+that replaying the schedule reproduces the run; a schedule naming an actor that is not waiting
+raises ``ScheduleMismatch``; parked actors wake on ``nudge()`` and when time reaches
+``next_wake()``; ``run(until=...)``, ``run(max_points=...)`` and ``close()`` stop; a yielded
+non-request raises ``TypeError`` naming the actor.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.simulation.kernel import (
+    Choice,
+    Kernel,
+    NoFaults,
+    Park,
+    Point,
+    ScheduleMismatch,
+    Wait,
+)
+
+Actor = Generator[Wait | Park | Point, Any, None]
+
+
+@dataclass
+class World:
+    """A kernel, its clock and a log of what the actors did, as (time, actor, what)."""
+
+    clock: ManualClock
+    kernel: Kernel
+    log: list[tuple[float, str, str]] = field(default_factory=list)
+
+    def note(self, actor: str, what: str) -> None:
+        self.log.append((self.clock.now(), actor, what))
+
+
+def world(
+    seed: int = 0,
+    *,
+    schedule: tuple[str, ...] | list[str] = (),
+    next_wake: Callable[[], float | None] | None = None,
+    faults: Any = None,
+) -> World:
+    clock = ManualClock()
+    kernel = Kernel(
+        clock,
+        random.Random(seed),
+        schedule=schedule,
+        faults=faults,
+        next_wake=next_wake if next_wake is not None else (lambda: None),
+    )
+    return World(clock, kernel)
+
+
+def pointer(w: World, name: str, points: int, *, every: float = 0.0) -> Actor:
+    """Pass ``points`` choice points, sleeping ``every`` seconds before each one after the first."""
+    for number in range(points):
+        if number and every:
+            yield Wait(w.clock.now() + every)
+        yield Point(f"{name}#{number}")
+        w.note(name, f"went #{number}")
+
+
+def order_of(w: World) -> list[str]:
+    return [f"{actor} {what}" for _, actor, what in w.log]
+
+
+# --------------------------------------------------------------------------- virtual time
+
+
+def test_time_jumps_straight_to_the_next_sleeper() -> None:
+    w = world()
+
+    def sleeper(name: str, until: float) -> Actor:
+        yield Wait(until)
+        w.note(name, "woke")
+        yield Point(name)
+        w.note(name, "went")
+
+    w.kernel.spawn("late", sleeper("late", 10.0))
+    w.kernel.spawn("early", sleeper("early", 3.0))
+    w.kernel.run()
+
+    assert w.log == [
+        (3.0, "early", "woke"),
+        (3.0, "early", "went"),
+        (10.0, "late", "woke"),
+        (10.0, "late", "went"),
+    ]
+    assert w.clock.now() == 10.0
+    assert w.kernel.points == 2
+
+
+def test_time_only_moves_forward_and_a_wait_in_the_past_resumes_now() -> None:
+    w = world()
+
+    def actor(name: str, waits: list[float]) -> Actor:
+        for until in waits:
+            yield Wait(until)
+            w.note(name, f"asked {until:g}")
+            yield Point(name)
+
+    # ``b`` asks for times already passed: it is resumed at once, never back in time.
+    w.kernel.spawn("a", actor("a", [5.0, 7.0, 20.0]))
+    w.kernel.spawn("b", actor("b", [6.0, 1.0, 0.0, 6.5]))
+    w.kernel.spawn("c", actor("c", [2.0, 2.0, 30.0]), at=1.5)
+    seen: list[float] = []
+    w.kernel.observers.append(lambda index, actor, point, fault: seen.append(w.clock.now()))
+    w.kernel.run()
+
+    times = [t for t, _, _ in w.log]
+    assert times == sorted(times)
+    assert seen == sorted(seen)
+    assert [t for t, actor, _ in w.log if actor == "b"] == [6.0, 6.0, 6.0, 6.5]
+    assert w.clock.now() == 30.0
+
+
+def test_spawn_at_a_later_time_starts_the_actor_then() -> None:
+    w = world()
+
+    def actor(name: str) -> Actor:
+        w.note(name, "started")
+        yield Point(name)
+
+    w.kernel.spawn("now", actor("now"))
+    w.kernel.spawn("later", actor("later"), at=42.0)
+    w.kernel.run()
+    assert [(t, a) for t, a, _ in w.log] == [(0.0, "now"), (42.0, "later")]
+
+
+def test_a_spawned_name_must_be_new() -> None:
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 1))
+    with pytest.raises(ValueError, match="an actor named 'a' exists already"):
+        w.kernel.spawn("a", pointer(w, "a", 1))
+
+
+def test_step_returns_false_once_every_actor_has_ended() -> None:
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 2))
+    assert w.kernel.step()
+    assert w.kernel.step()
+    assert not w.kernel.step()
+    assert not w.kernel.step()
+    assert w.kernel.points == 2
+
+
+# --------------------------------------------------------------------------- ties and choices
+
+
+def test_ties_at_one_instant_are_recorded_with_every_candidate() -> None:
+    w = world(seed=3)
+    for name in ("c", "a", "b"):
+        w.kernel.spawn(name, pointer(w, name, 2))
+    w.kernel.run()
+
+    assert w.kernel.points == 6
+    assert [choice.index for choice in w.kernel.choices] == list(range(6))
+    first = w.kernel.choices[0]
+    assert first.among == ("a", "b", "c")  # sorted, whatever the spawn order
+    for choice in w.kernel.choices:
+        assert choice.actor in choice.among
+        assert list(choice.among) == sorted(choice.among)
+    assert w.kernel.schedule == [choice.actor for choice in w.kernel.choices]
+    assert [f"{a} {what}" for _, a, what in w.log] == [
+        f"{choice.actor} went #{w.kernel.schedule[: choice.index].count(choice.actor)}"
+        for choice in w.kernel.choices
+    ]
+
+
+def test_a_lone_actor_at_a_point_goes_without_consulting_the_rng() -> None:
+    class NoRandom(random.Random):
+        def choice(self, seq: Any) -> Any:
+            raise AssertionError("the rng was asked with a single candidate")
+
+    kernel = Kernel(ManualClock(), NoRandom(0))
+    w = World(kernel.clock, kernel)
+    kernel.spawn("solo", pointer(w, "solo", 3, every=1.0))
+    kernel.run()
+    assert kernel.choices == [
+        Choice(0, "solo", ("solo",)),
+        Choice(1, "solo", ("solo",)),
+        Choice(2, "solo", ("solo",)),
+    ]
+
+
+def test_the_schedule_breaks_ties_before_the_rng() -> None:
+    schedule = ["b", "b", "a", "c", "a", "c"]
+    for seed in range(20):
+        w = world(seed, schedule=schedule)
+        for name in ("a", "b", "c"):
+            w.kernel.spawn(name, pointer(w, name, 2))
+        w.kernel.run()
+        assert w.kernel.schedule == schedule, f"seed {seed}"
+        assert order_of(w) == [
+            "b went #0",
+            "b went #1",
+            "a went #0",
+            "c went #0",
+            "a went #1",
+            "c went #1",
+        ]
+
+
+def test_the_rng_breaks_ties_once_the_schedule_is_used_up() -> None:
+    prefix = ["c", "c"]
+    for seed in range(20):
+        w = world(seed, schedule=prefix)
+        for name in ("a", "b", "c"):
+            w.kernel.spawn(name, pointer(w, name, 2))
+        w.kernel.run()
+        assert w.kernel.schedule[:2] == prefix
+        # With c done, a and b tie at every point: the seeded rng decides, as random.choice.
+        rng = random.Random(seed)
+        expected = []
+        left = {"a": 2, "b": 2}
+        while left:
+            ready = sorted(left)
+            name = ready[0] if len(ready) == 1 else rng.choice(ready)
+            expected.append(name)
+            left[name] -= 1
+            if not left[name]:
+                del left[name]
+        assert w.kernel.schedule[2:] == expected, f"seed {seed}"
+
+
+def run_busy(seed: int, schedule: list[str] | tuple[str, ...] = ()) -> World:
+    """Three actors with points at shared instants and sleeps in between: many ties."""
+    w = world(seed, schedule=schedule)
+    w.kernel.spawn("a", pointer(w, "a", 6, every=1.0))
+    w.kernel.spawn("b", pointer(w, "b", 4, every=2.0))
+    w.kernel.spawn("c", pointer(w, "c", 8))
+    w.kernel.run()
+    return w
+
+
+def test_replaying_the_recorded_schedule_reproduces_the_run_under_any_seed() -> None:
+    for seed in range(30):
+        original = run_busy(seed)
+        for replay_seed in (seed, seed + 1000):
+            replay = run_busy(replay_seed, original.kernel.schedule)
+            assert replay.kernel.choices == original.kernel.choices
+            assert replay.log == original.log
+            assert replay.clock.now() == original.clock.now()
+
+
+def test_same_seed_same_choices_over_100_seeds_and_seeds_differ() -> None:
+    schedules = set()
+    for seed in range(100):
+        first = run_busy(seed)
+        second = run_busy(seed)
+        assert first.kernel.choices == second.kernel.choices, f"seed {seed}"
+        assert first.log == second.log, f"seed {seed}"
+        schedules.add(tuple(first.kernel.schedule))
+    assert len(schedules) > 10, "different seeds should break ties differently"
+
+
+# --------------------------------------------------------------------------- schedule mismatch
+
+
+def test_a_schedule_naming_an_unknown_actor_raises_schedule_mismatch() -> None:
+    w = world(schedule=["a", "ghost"])
+    for name in ("a", "b"):
+        w.kernel.spawn(name, pointer(w, name, 2))
+    w.kernel.step()
+    with pytest.raises(ScheduleMismatch) as raised:
+        w.kernel.step()
+    assert str(raised.value) == (
+        "choice point 1: the schedule says 'ghost', but the actors waiting are ['a', 'b']"
+    )
+    assert w.kernel.points == 1
+
+
+def test_a_schedule_naming_a_sleeping_actor_raises_schedule_mismatch() -> None:
+    w = world(schedule=["late"])
+    w.kernel.spawn("now", pointer(w, "now", 1))
+    w.kernel.spawn("late", pointer(w, "late", 1), at=5.0)
+    with pytest.raises(
+        ScheduleMismatch, match=r"choice point 0: the schedule says 'late'.*\['now'\]"
+    ):
+        w.kernel.run()
+
+
+def test_a_schedule_naming_a_finished_actor_raises_schedule_mismatch() -> None:
+    w = world(schedule=["a", "a", "a"])
+    w.kernel.spawn("a", pointer(w, "a", 2))
+    w.kernel.spawn("b", pointer(w, "b", 2))
+    with pytest.raises(ScheduleMismatch, match=r"choice point 2: the schedule says 'a'.*\['b'\]"):
+        w.kernel.run()
+
+
+# --------------------------------------------------------------------------- park, nudge, next_wake
+
+
+def test_a_parked_actor_wakes_on_nudge() -> None:
+    w = world()
+
+    def waiter() -> Actor:
+        yield Park()
+        w.note("waiter", "woke")
+        yield Point("waiter")
+
+    def nudger() -> Actor:
+        yield Wait(5.0)
+        yield Point("nudger")
+        w.note("nudger", "nudges")
+        w.kernel.nudge()
+
+    w.kernel.spawn("waiter", waiter())
+    w.kernel.spawn("nudger", nudger())
+    w.kernel.run()
+    assert w.log == [(5.0, "nudger", "nudges"), (5.0, "waiter", "woke")]
+
+
+def test_a_parked_actor_stays_parked_without_nudge_or_wake() -> None:
+    w = world()
+    closed: list[str] = []
+
+    def waiter() -> Actor:
+        try:
+            yield Park()
+            w.note("waiter", "woke")
+        finally:
+            closed.append("waiter")
+
+    w.kernel.spawn("waiter", waiter())
+    w.kernel.spawn("other", pointer(w, "other", 2, every=10.0))
+    w.kernel.run()
+    assert order_of(w) == ["other went #0", "other went #1"]
+    assert not w.kernel.step()
+    assert closed == []
+    w.kernel.close()
+    assert closed == ["waiter"]
+
+
+def test_a_parked_actor_wakes_when_time_reaches_next_wake() -> None:
+    asked: list[float] = []
+    wakes = [7.0]
+
+    def next_wake() -> float | None:
+        asked.append(w.clock.now())
+        return wakes[0] if wakes else None
+
+    w = world(next_wake=next_wake)
+
+    def waiter() -> Actor:
+        yield Park()
+        w.note("waiter", "woke")
+        wakes.clear()  # the thing it waited for is done
+        yield Point("waiter")
+        yield Park()
+        w.note("waiter", "woke again")  # never: nothing wakes it now
+
+    w.kernel.spawn("waiter", waiter())
+    w.kernel.run()
+    assert w.log == [(7.0, "waiter", "woke")]
+    assert w.clock.now() == 7.0
+    assert asked, "next_wake is consulted while an actor is parked"
+
+
+def test_next_wake_is_not_consulted_while_nobody_is_parked() -> None:
+    def next_wake() -> float | None:
+        raise AssertionError("next_wake consulted with nobody parked")
+
+    w = world(next_wake=next_wake)
+    w.kernel.spawn("a", pointer(w, "a", 3, every=4.0))
+    w.kernel.run()
+    assert w.clock.now() == 8.0
+
+
+def test_a_sleeper_due_before_the_next_wake_goes_first() -> None:
+    w = world(next_wake=lambda: 10.0)
+
+    def waiter() -> Actor:
+        yield Park()
+        w.note("waiter", "woke")
+        yield Point("waiter")
+
+    w.kernel.spawn("waiter", waiter())
+    w.kernel.spawn("sleeper", pointer(w, "sleeper", 2, every=4.0))
+    w.kernel.run()
+    assert w.log == [
+        (0.0, "sleeper", "went #0"),
+        (4.0, "sleeper", "went #1"),
+        (10.0, "waiter", "woke"),
+    ]
+
+
+def test_a_next_wake_in_the_past_wakes_parked_actors_now() -> None:
+    w = world(next_wake=lambda: 1.0)
+    w.clock.set(5.0)
+
+    def waiter() -> Actor:
+        yield Park()
+        w.note("waiter", "woke")
+        yield Point("waiter")
+
+    w.kernel.spawn("waiter", waiter())
+    w.kernel.run()
+    assert w.log == [(5.0, "waiter", "woke")]
+
+
+def test_nudge_wakes_every_parked_actor_and_ties_are_chosen() -> None:
+    w = world(seed=1)
+
+    def waiter(name: str) -> Actor:
+        yield Park()
+        yield Point(name)
+        w.note(name, "went")
+
+    def nudger() -> Actor:
+        yield Wait(3.0)
+        w.kernel.nudge()
+        return
+        yield  # a generator
+
+    for name in ("x", "y", "z"):
+        w.kernel.spawn(name, waiter(name))
+    w.kernel.spawn("nudger", nudger())
+    w.kernel.run()
+    assert sorted(order_of(w)) == ["x went", "y went", "z went"]
+    assert w.kernel.choices[0].among == ("x", "y", "z")
+    assert {t for t, _, _ in w.log} == {3.0}
+
+
+# --------------------------------------------------------------------------- run limits, close
+
+
+def test_run_until_stops_before_time_passes_until_and_can_go_on() -> None:
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 6, every=10.0))
+    w.kernel.run(until=35.0)
+    assert [t for t, _, _ in w.log] == [0.0, 10.0, 20.0, 30.0]
+    assert w.clock.now() <= 35.0
+    w.kernel.run(until=40.0)  # a point exactly at ``until`` is passed
+    assert [t for t, _, _ in w.log][-1] == 40.0
+    w.kernel.run()
+    assert [t for t, _, _ in w.log] == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_run_max_points_stops_after_that_many_points_in_all() -> None:
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 10))
+    w.kernel.spawn("b", pointer(w, "b", 10))
+    w.kernel.run(max_points=4)
+    assert w.kernel.points == 4
+    assert len(w.log) == 4
+    # The budget counts the kernel's points from the start, not per call of run.
+    w.kernel.run(max_points=4)
+    assert w.kernel.points == 4
+    w.kernel.run(max_points=7)
+    assert w.kernel.points == 7
+    w.kernel.run()
+    assert w.kernel.points == 20
+
+
+def test_close_closes_every_live_actor() -> None:
+    w = world()
+    closed: list[str] = []
+
+    def actor(name: str, points: int) -> Actor:
+        try:
+            for _ in range(points):
+                yield Point(name)
+        except GeneratorExit:
+            closed.append(name)
+            raise
+
+    w.kernel.spawn("short", actor("short", 1))
+    w.kernel.spawn("long", actor("long", 100))
+    w.kernel.spawn("sleepy", actor("sleepy", 5), at=1000.0)  # never started
+    w.kernel.run(max_points=5)
+    w.kernel.close()
+    assert closed == ["long"]  # short ended by itself; sleepy never ran, so nothing to close
+    w.kernel.close()  # closing twice is harmless
+    assert closed == ["long"]
+
+
+# --------------------------------------------------------------------------- faults and observers
+
+
+def test_the_fault_source_is_asked_at_every_point_and_its_answer_sent_back() -> None:
+    asked: list[tuple[int, str, str]] = []
+
+    class EveryThird:
+        def fault_at(self, index: int, actor: str, point: Point) -> Any:
+            asked.append((index, actor, point.label))
+            return f"boom@{index}" if index % 3 == 2 else None
+
+    w = world(faults=EveryThird())
+    got: list[tuple[str, Any]] = []
+
+    def actor(name: str) -> Actor:
+        for number in range(3):
+            fault = yield Point(f"{name}.{number}", info={"n": number})
+            got.append((name, fault))
+
+    w.kernel.spawn("a", actor("a"))
+    w.kernel.spawn("b", actor("b"))
+    observed: list[tuple[int, str, str, Any]] = []
+    w.kernel.observers.append(
+        lambda index, name, point, fault: observed.append((index, name, point.label, fault))
+    )
+    w.kernel.run()
+    assert [index for index, _, _ in asked] == list(range(6))
+    assert [name for _, name, _ in asked] == w.kernel.schedule
+    assert [fault for _, fault in got] == [None, None, "boom@2", None, None, "boom@5"]
+    assert observed == [
+        (index, name, label, f"boom@{index}" if index % 3 == 2 else None)
+        for index, name, label in asked
+    ]
+
+
+def test_no_faults_never_injects() -> None:
+    assert NoFaults().fault_at(0, "a", Point("x")) is None
+
+
+def test_point_info_is_not_part_of_its_equality() -> None:
+    assert Point("x", info=1) == Point("x", info=2)
+    assert Point("x") != Point("y")
+
+
+# --------------------------------------------------------------------------- bad actors
+
+
+def test_a_yielded_non_request_raises_type_error_naming_the_actor() -> None:
+    w = world()
+
+    def confused() -> Generator[Any, Any, None]:
+        yield Point("fine")
+        yield 42
+
+    w.kernel.spawn("confused", confused())
+    with pytest.raises(TypeError, match=r"actor 'confused' yielded 42; actors yield Wait, Park"):
+        w.kernel.run()
+
+
+def test_a_non_request_yielded_first_is_refused_too() -> None:
+    w = world()
+
+    def confused() -> Generator[Any, Any, None]:
+        yield "Wait(3)"
+
+    w.kernel.spawn("w9", confused())
+    with pytest.raises(TypeError, match=r"actor 'w9' yielded 'Wait\(3\)'"):
+        w.kernel.step()
+
+
+# --------------------------------------------------------------------------- regressions
+
+
+def test_an_actor_nudged_at_an_instant_competes_at_that_instants_next_point() -> None:
+    """An actor woken at the current instant competes at that instant's next choice point.
+
+    ``waker`` passes a point, nudges the parked ``sleeper`` and asks for more points at t=0;
+    the sleeper is among the candidates of the waker's next point. (It once was not: the other
+    worker could never claim a new ship-order before the starting worker recorded its step.)
+    """
+    w = world(seed=0)
+
+    def waker() -> Actor:
+        yield Point("waker.0")
+        w.kernel.nudge()
+        yield Point("waker.1")
+        yield Point("waker.2")
+
+    def sleeper() -> Actor:
+        yield Park()
+        yield Point("sleeper")
+
+    w.kernel.spawn("sleeper", sleeper())
+    w.kernel.spawn("waker", waker())
+    w.kernel.run()
+    assert w.kernel.choices[1].among == ("sleeper", "waker")
+
+
+def test_run_until_never_passes_a_point_after_until() -> None:
+    """``run(until=...)`` never passes a point after ``until``, even when an actor resumed
+    before ``until`` sleeps again past it without a point in between."""
+    w = world()
+
+    def actor() -> Actor:
+        yield Wait(5.0)
+        yield Wait(100.0)
+        yield Point("late")
+        w.note("actor", "went")
+
+    w.kernel.spawn("actor", actor())
+    w.kernel.run(until=50.0)
+    assert w.kernel.points == 0
+    assert w.clock.now() <= 50.0
+
+
+def test_a_closed_kernel_has_nothing_left_to_do() -> None:
+    """After ``close()``, ``step()`` says there is nothing left to do."""
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 3))
+    w.kernel.spawn("b", pointer(w, "b", 3))
+    w.kernel.run(max_points=1)
+    w.kernel.close()
+    assert not w.kernel.step()
