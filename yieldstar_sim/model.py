@@ -175,6 +175,8 @@ class ExecutionStatus(enum.StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PRUNED = "pruned"
+    """Only on the start-request record of a pruned target: the execution itself is gone."""
 
     @property
     def terminal(self) -> bool:
@@ -183,7 +185,12 @@ class ExecutionStatus(enum.StrEnum):
 
 
 _TERMINAL = frozenset(
-    {ExecutionStatus.COMPLETED, ExecutionStatus.FAILED, ExecutionStatus.CANCELLED}
+    {
+        ExecutionStatus.COMPLETED,
+        ExecutionStatus.FAILED,
+        ExecutionStatus.CANCELLED,
+        ExecutionStatus.PRUNED,
+    }
 )
 
 ExecutionOrigin: TypeAlias = Literal["trigger", "start"]
@@ -194,12 +201,15 @@ class Lease:
     """The right to deliver one execution until ``expires_at`` (RFC 002).
 
     ``token`` is the fencing token: it only grows, and every fenced write names it.
+    ``incarnation`` is the admission the lease belongs to (the record's ``seq``): an ID pruned
+    and admitted again starts its tokens anew, and must not accept an old incarnation's lease.
     """
 
     execution_id: str
     owner: str
     token: int
     expires_at: float
+    incarnation: int = 0
 
 
 @dataclass(frozen=True, slots=True)

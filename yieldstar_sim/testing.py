@@ -615,6 +615,55 @@ def pruning_removes_a_callers_start_requests(make: RuntimeFactory) -> None:
     _expect(new_target != target, "a new caller with a pruned caller's ID got its old target")
 
 
+def a_request_outlives_its_pruned_target(make: RuntimeFactory) -> None:
+    """Requests are pruned with their caller: a repeat after the target was pruned still gets
+    the original target ID (and a changed repeat still the mismatch), never a new target."""
+    runtime, _ = _fresh(make)
+    caller = _caller(runtime)
+    target = _accepted(runtime.start(_ship()), "the start")
+    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=target)
+    assert delivery is not None
+    runtime.acknowledge(delivery.lease, Completed(None))
+    runtime.prune(target)
+    _expect(runtime.execution(target) is None, "the pruned target's record remains")
+    again = _accepted(runtime.start(_ship()), "the repeat after the target was pruned")
+    _expect(again == target, f"the repeat got {again}, not the pruned target {target}")
+    mismatch = runtime.start(_ship(workflow_id="ship-express"))
+    _expect(
+        isinstance(mismatch, StartRejected)
+        and mismatch.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+        f"a changed repeat after the target was pruned gave {mismatch!r}",
+    )
+    _expect(
+        [(r.request_id, r.target_execution_id) for r in runtime.start_requests()]
+        == [(RequestId(caller, "ship"), target)],
+        "the caller's request record did not survive its target's pruning",
+    )
+    _expect([r.execution_id for r in runtime.executions()] == [caller], "a target was admitted")
+
+
+def a_lease_of_a_pruned_incarnation_fences_nothing(make: RuntimeFactory) -> None:
+    """An ID pruned and admitted again starts its tokens anew; the old incarnation's lease,
+    with the same owner and token, is still refused."""
+    runtime, _ = _fresh(make)
+    _caller(runtime)
+    old = runtime.claim("w1", lease_seconds=LEASE)
+    assert old is not None
+    runtime.acknowledge(old.lease, Completed(None))
+    runtime.prune("order-42")
+    _caller(runtime)
+    new = runtime.claim("w1", lease_seconds=LEASE)
+    assert new is not None
+    _expect(new.lease.token == old.lease.token, "the new incarnation's token should restart")
+    try:
+        runtime.put_step(old.lease, "late", status="completed")
+    except LeaseLostError as error:
+        _expect("pruned and admitted again" in str(error), f"unclear refusal: {error}")
+    else:
+        raise AssertionError("the old incarnation's lease wrote into the new one")
+    runtime.put_step(new.lease, "fresh", status="completed")
+
+
 def failure_points_before_and_after_commit(make: RuntimeFactory) -> None:
     """Before-commit failures leave nothing behind; after-commit failures keep the write."""
     runtime, _ = _fresh(make)
@@ -716,6 +765,10 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     "Steps and wakes are recorded under the lease": steps_and_wakes_are_recorded_under_the_lease,
     "A terminal outcome is stored": a_terminal_outcome_is_stored,
     "Pruning removes a caller's start requests": pruning_removes_a_callers_start_requests,
+    "A request outlives its pruned target": a_request_outlives_its_pruned_target,
+    "A lease of a pruned incarnation fences nothing": (
+        a_lease_of_a_pruned_incarnation_fences_nothing
+    ),
     "Failure points fail before and after commit": failure_points_before_and_after_commit,
 }
 

@@ -172,6 +172,7 @@ def test_a_stale_fenced_write_conflicts_with_a_concurrent_claim(
     stale_params = {
         **FENCED[write],
         "execution_id": "order-42",
+        "incarnation": 1,
         "owner": "w1",
         "token": 1,
         "now": 29.0,

@@ -98,7 +98,13 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         else None
     )
     lease = (
-        Lease(str(execution_id), str(lease_owner), int(lease_token), float(lease_expires_at))  # type: ignore[call-overload, arg-type]
+        Lease(
+            str(execution_id),
+            str(lease_owner),
+            int(lease_token),  # type: ignore[call-overload]
+            float(lease_expires_at),  # type: ignore[arg-type]
+            int(seq),  # type: ignore[call-overload]
+        )
         if lease_owner is not None
         else None
     )
@@ -269,6 +275,8 @@ def lease_lost(lease: Lease, record: ExecutionRecord | None, now: float) -> Leas
     who = f"{lease.owner}'s lease on {lease.execution_id} (token {lease.token})"
     if record is None:
         why = f"{lease.execution_id} no longer exists"
+    elif record.seq != lease.incarnation:
+        why = f"{lease.execution_id} was pruned and admitted again since"
     elif record.terminal:
         why = f"{lease.execution_id} is already {record.status}"
     elif record.lease_token != lease.token:

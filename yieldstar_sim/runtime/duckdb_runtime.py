@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from dataclasses import replace
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -300,7 +301,11 @@ class DuckDBRuntime:
         now = self._clock.now()
         self._failpoints.hit(f"{name}.before_commit")
         params.update(
-            execution_id=lease.execution_id, owner=lease.owner, token=lease.token, now=now
+            execution_id=lease.execution_id,
+            incarnation=lease.incarnation,
+            owner=lease.owner,
+            token=lease.token,
+            now=now,
         )
         rows = self._write(name, params)
         if not rows:
@@ -312,7 +317,7 @@ class DuckDBRuntime:
         lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
         rows = self._fenced("renew", lease, {"expires_at": self._clock.now() + lease_seconds})
         self._failpoints.hit("renew.after_commit")
-        return Lease(lease.execution_id, lease.owner, lease.token, float(rows[0][0]))
+        return replace(lease, expires_at=float(rows[0][0]))
 
     def put_step(
         self,
@@ -365,7 +370,11 @@ class DuckDBRuntime:
     def prune(self, execution_id: str) -> None:
         """Remove a terminal execution with its steps, wake and start-request records."""
         self._failpoints.hit("prune.before_commit")
-        if not self._write("prune", {"execution_id": execution_id}):
+        target = {"execution_id": execution_id}
+        pruned = self._write("prune_to_tombstone", target) or self._write("prune", target)
+        if pruned:
+            self._write("prune_requests", {"seq": pruned[0][0]})
+        else:
             record = self.execution(execution_id)
             if record is None:
                 raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")

@@ -101,6 +101,7 @@ class _Row:
     def holds(self, lease: Lease, now: float) -> bool:
         return (
             not ExecutionStatus(self.status).terminal
+            and self.seq == lease.incarnation
             and self.lease_owner == lease.owner
             and self.lease_token == lease.token
             and self.lease_expires_at is not None
@@ -123,6 +124,8 @@ class MemoryRuntime:
         self._live: dict[str, _Row] = {}
         # (caller incarnation, step key) -> target ID: the retained start-request records.
         self._requests: dict[tuple[int, str], str] = {}
+        # Pruned targets whose caller is retained: their request records still name them.
+        self._tombstones: dict[str, _Row] = {}
         self._last_seq = 0
 
     def __repr__(self) -> str:
@@ -178,12 +181,13 @@ class MemoryRuntime:
             now = self._clock.now()
             caller = self._rows.get(checked.caller)
             if caller is None:
+                self._failpoints.hit("start.before_commit")  # where DuckDB finds no caller
                 raise common.caller_not_found(checked)
             key = (caller.seq, checked.step_key)
             target_id = self._requests.get(key)
             if target_id is not None:
                 self._failpoints.hit("start.before_commit")
-                target = self._rows[target_id]
+                target = self._rows.get(target_id) or self._tombstones[target_id]
                 result: StartResult = common.mismatch(
                     checked, target_id, target.workflow_id, target.params
                 ) or StartAccepted(target_id)
@@ -228,11 +232,13 @@ class MemoryRuntime:
     def start_requests(self) -> list[StartRequestRecord]:
         """Every retained start request with its target."""
         with self._lock:
-            retained = set(self._requests.values())
+            targets = [
+                self._rows.get(target_id) or self._tombstones[target_id]
+                for target_id in self._requests.values()
+            ]
             return [
                 common.start_request_record(row.record())
-                for row in self._ordered()
-                if row.execution_id in retained
+                for row in sorted(targets, key=lambda row: row.seq)
             ]
 
     def due(self) -> list[str]:
@@ -277,7 +283,9 @@ class MemoryRuntime:
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
                 row.due_at = None
-                lease = Lease(row.execution_id, owner, row.lease_token, row.lease_expires_at)
+                lease = Lease(
+                    row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
+                )
                 steps = tuple(sorted(row.steps.values(), key=lambda s: s.position))
                 delivery = Delivery(lease, row.record(), steps)
         self._failpoints.hit("claim.after_commit")
@@ -385,6 +393,12 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
+            if (row.parent_seq, row.parent_step_key) in self._requests:
+                # Its caller's request record outlives it, and still names it (RFC 013 prunes a
+                # caller's requests with the caller, not with the target).
+                row.status = ExecutionStatus.PRUNED
+                row.steps, row.result, row.error = {}, None, None
+                self._tombstones[execution_id] = row
             for key in [key for key in self._requests if key[0] == row.seq]:
-                del self._requests[key]
+                self._tombstones.pop(self._requests.pop(key), None)
         self._failpoints.hit("prune.after_commit")

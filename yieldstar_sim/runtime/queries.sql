@@ -20,7 +20,7 @@ SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $call
        caller_seq, $step_key, $detached, 'pending', $now, $now
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq
       FROM executions AS c
-      WHERE c.execution_id = $caller
+      WHERE c.execution_id = $caller AND c.status <> 'pruned'
         AND NOT EXISTS (SELECT 1 FROM executions AS t
                         WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
 RETURNING execution_id;
@@ -37,20 +37,21 @@ ROLLBACK;
 SELECT t.execution_id, t.workflow_id, t.params
 FROM executions AS c
 LEFT JOIN executions AS t ON t.request_seq = c.seq AND t.parent_step_key = $step_key
-WHERE c.execution_id = $caller;
+WHERE c.execution_id = $caller AND c.status <> 'pruned';
 
 -- name: execution
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
        lease_token, lease_expires_at
 FROM executions
-WHERE execution_id = $execution_id;
+WHERE execution_id = $execution_id AND status <> 'pruned';
 
 -- name: executions
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
        lease_token, lease_expires_at
 FROM executions
+WHERE status <> 'pruned'
 ORDER BY seq;
 
 -- name: start_requests
@@ -58,7 +59,7 @@ SELECT t.execution_id, t.seq, t.workflow_id, t.params, t.origin, t.parent_execut
        t.parent_step_key, t.parent_detached, t.status, t.result, t.error, t.created_at,
        t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at
 FROM executions AS t
-JOIN executions AS c ON c.seq = t.request_seq
+JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned'
 ORDER BY t.seq;
 
 -- name: step_log
@@ -98,7 +99,8 @@ RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, p
 -- name: renew
 UPDATE executions
 SET lease_expires_at = $expires_at, revision = revision + 1
-WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING lease_expires_at;
 
@@ -107,14 +109,16 @@ UPDATE executions
 SET step_log = step_log || $entry,
     due_at = CASE WHEN $wake_at IS NULL THEN due_at ELSE least(coalesce(due_at, $wake_at), $wake_at) END,
     revision = revision + 1
-WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING revision;
 
 -- name: record_wake
 UPDATE executions
 SET due_at = least(coalesce(due_at, $at), $at), revision = revision + 1
-WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING revision;
 
@@ -124,7 +128,8 @@ SET status = $status, result = $result, error = $error,
     finished_at = CASE WHEN $terminal THEN $now ELSE finished_at END,
     due_at = CASE WHEN $terminal THEN NULL ELSE due_at END,
     lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
-WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
@@ -133,13 +138,26 @@ RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, p
 -- name: release
 UPDATE executions
 SET lease_owner = NULL, lease_expires_at = NULL, due_at = $due_at, revision = revision + 1
-WHERE execution_id = $execution_id AND lease_owner = $owner AND lease_token = $token
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING revision;
 
+-- name: prune_to_tombstone
+-- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
+-- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
+UPDATE executions
+SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = revision + 1
+WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
+RETURNING seq;
+
 -- name: prune
--- The start-request records a caller made name its incarnation (seq): deleting the caller
--- deletes them from view, while its targets keep their parent links.
 DELETE FROM executions
 WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
 RETURNING seq;
+
+-- name: prune_requests
+-- The start-request records a caller made name its incarnation (seq): once the caller is gone
+-- they are unreachable, and the tombstones of their pruned targets can go too.
+DELETE FROM executions WHERE status = 'pruned' AND request_seq = $seq;

@@ -46,7 +46,7 @@ SELECT t.parent_execution_id AS caller_execution_id,
        t.execution_id        AS target_execution_id,
        t.created_at
 FROM executions AS t
-JOIN executions AS c ON c.seq = t.request_seq;
+JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned';
 
 -- Every entry of every execution's step log, for querying with SQL. The last entry of a step
 -- key is that step's current state.
