@@ -121,6 +121,11 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
     command.add_argument(
         "--out", metavar="DIR", default="out", help="folder for graph, trace and artifact"
     )
+    command.add_argument(
+        "--format", default="png", metavar="LIST", type=_format_list,
+        help="what to draw, comma-separated among svg,png,pdf,graphml,json,dot,mermaid,html "
+        "(default png: the graph beside the timeline)",
+    )  # fmt: skip
     command.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -183,6 +188,18 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _format_list(text: str) -> list[str]:
+    from yieldstar_sim.views.export import FORMATS
+
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in FORMATS]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown format {unknown[0] if unknown else text!r}; choose among {','.join(FORMATS)}"
+        )
+    return chosen
+
+
 def _list(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
 
@@ -207,7 +224,7 @@ def _run(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
     from yieldstar_sim.simulation.run import SimulationRun, simulate
     from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
-    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
+    from yieldstar_sim.views.export import export
 
     out = _output_folder(args.out)
     db = _database_path(args.db) if args.db else None
@@ -227,12 +244,8 @@ def _run(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - started
     name = run.scenario.name
     stem = out / f"{name}-seed{run.seed}"
-    image = stem.with_name(stem.name + "-graph.png")
-    figure = draw_execution_graph(
-        execution_graph(run.runtime, run.effects),
-        title=f"{name}, seed {run.seed}, {run.runtime_kind}: {run.verdict}",
-    )
-    figure.savefig(image, dpi=120)
+    drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
+    image = next(iter(drawn.values()))
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
     trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
     artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
@@ -255,6 +268,7 @@ def _run(args: argparse.Namespace) -> int:
                     "choice_points": run.points,
                     "faults": [f.describe() for f in run.faults],
                     "graph": str(image),
+                    "exports": {format: str(path) for format, path in drawn.items()},
                     "trace": str(trace_file),
                     "artifact": str(artifact_file),
                     "elapsed_seconds": round(elapsed, 3),
@@ -267,7 +281,9 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(run.trace.lines()))
             print()
         print(run.explain())
-        print(f"graph: {image}\ntrace: {trace_file}\nreplay artifact: {artifact_file}")
+        for format, path in drawn.items():
+            print(f"{format}: {path}")
+        print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
     run.runtime.close()
     return 0 if run.ok else 1
 

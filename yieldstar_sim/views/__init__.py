@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+from yieldstar_sim.views.export import (
+    FORMATS,
+    export,
+    figure_bytes,
+    html_report,
+    to_dot,
+    to_graphml,
+    to_mermaid,
+    to_node_link_json,
+)
 from yieldstar_sim.views.figures import draw_run
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
 from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 
 __all__ = [
+    "FORMATS",
     "Timeline",
     "build_timeline",
     "draw_execution_graph",
     "draw_run",
     "draw_timeline",
     "execution_graph",
+    "export",
+    "figure_bytes",
     "graph_from_trace",
+    "html_report",
+    "to_dot",
+    "to_graphml",
+    "to_mermaid",
+    "to_node_link_json",
 ]

@@ -244,6 +244,7 @@ def draw_execution_graph(
             va="center",
             fontsize=9,
             bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": "#BBBBBB"},
+            parse_math=False,  # a step key is user input: "$" is a dollar, not math
         )
     for node, data in graph.nodes(data=True):
         x, y = positions[node]
@@ -260,6 +261,7 @@ def draw_execution_graph(
                 "edgecolor": "#222222",
                 "alpha": 0.9,
             },
+            parse_math=False,
         )
     xs = [p[0] for p in positions.values()] or [0.0]
     ys = [p[1] for p in positions.values()] or [0.0]
@@ -285,10 +287,10 @@ def draw_execution_graph(
         )
     axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
-        axes.set_title(title, fontsize=12)
+        axes.set_title(title, fontsize=12, parse_math=False)
     if caption:
         axes.text(
             0.5, -0.01, textwrap.fill(caption, 90), transform=axes.transAxes, ha="center",
-            va="top", fontsize=8.5, color=DUPLICATE_COLOUR,
+            va="top", fontsize=8.5, color=DUPLICATE_COLOUR, parse_math=False,
         )  # fmt: skip
     return figure

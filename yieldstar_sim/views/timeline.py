@@ -180,7 +180,7 @@ def draw_timeline(
             ax.broken_barh([(span.expires, span.end - span.expires)], (y - 0.3, 0.6),
                            facecolors="none", edgecolor="#D55E00", linestyle="--")  # fmt: skip
         ax.text(span.start + 0.2, y + 0.18, f"{span.execution_id} · token {span.token}",
-                fontsize=7, va="bottom", ha="left", clip_on=True)  # fmt: skip
+                fontsize=7, va="bottom", ha="left", clip_on=True, parse_math=False)  # fmt: skip
     for lane, start, end in timeline.frozen:
         y = lane_y[lane]
         ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
@@ -230,5 +230,5 @@ def draw_timeline(
         handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False
     )
     if title:
-        ax.set_title(title, fontsize=11)
+        ax.set_title(title, fontsize=11, parse_math=False)
     return figure

@@ -1,0 +1,692 @@
+"""Export an execution graph, or a whole run, to files other tools read.
+
+One graph, eight formats: pictures (``svg``, ``png``, ``pdf``), data (``graphml``, node-link
+``json``), diagrams as text (Graphviz ``dot``, ``mermaid`` for Markdown design docs) and, for a
+run, one self-contained ``html`` report. Execution IDs, workflow IDs and step keys are user
+input: every format escapes them by its own rules (quotes, backslashes, angle brackets, braces,
+pipes, newlines, non-ASCII), so a hostile step key stays a label and never becomes syntax.
+
+>>> import yieldstar_sim as ys
+>>> from yieldstar_sim.views import execution_graph
+>>> runtime = ys.MemoryRuntime()
+>>> caller = runtime.trigger("charge-order", execution_id="order-42")
+>>> _ = runtime.start(ys.StartRequest(ys.RequestId(caller, 'say "hi"'), "ship-order"))
+>>> print(to_mermaid(execution_graph(runtime)), end="")  # doctest: +ELLIPSIS
+flowchart TD
+    n0["order-42<br>charge-order · pending"]
+    n1("@ship-order-2<br>ship-order · pending")
+    n0 -->|"say #quot;hi#quot;"| n1
+...
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+from yieldstar_sim.views.graph import (
+    DUPLICATE_COLOUR,
+    STATUS_COLOURS,
+    draw_execution_graph,
+    execution_graph,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.run import SimulationRun
+
+__all__ = [
+    "EXTENSIONS",
+    "FIGURE_FORMATS",
+    "FORMATS",
+    "export",
+    "figure_bytes",
+    "html_report",
+    "to_dot",
+    "to_graphml",
+    "to_mermaid",
+    "to_node_link_json",
+]
+
+#: Every format ``export`` writes, in the order it writes them.
+FORMATS: tuple[str, ...] = ("svg", "png", "pdf", "graphml", "json", "dot", "mermaid", "html")
+
+#: The formats ``figure_bytes`` renders with matplotlib.
+FIGURE_FORMATS: tuple[str, ...] = ("svg", "png", "pdf")
+
+#: The file extension of each format.
+EXTENSIONS: dict[str, str] = {
+    "svg": ".svg",
+    "png": ".png",
+    "pdf": ".pdf",
+    "graphml": ".graphml",
+    "json": ".json",
+    "dot": ".dot",
+    "mermaid": ".mmd",
+    "html": ".html",
+}
+
+_EDGE_COLOUR = "#333333"
+_PRUNED_COLOUR = "#FFFFFF"
+
+# --------------------------------------------------------------------------- shared helpers
+
+# Characters no XML 1.0 document can hold, not even as character references: the C0 controls
+# other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF. They are
+# shown as their Unicode "control pictures" (U+2400 + code) or as U+FFFD.
+_UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _writable(text: str) -> str:
+    """``text`` with the characters no XML or UTF-8 file can hold made visible instead."""
+
+    def picture(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return chr(0x2400 + code) if code < 0x20 else "\ufffd"
+
+    return _UNWRITABLE.sub(picture, text)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its line breaks (``\\r\\n``, ``\\r``, ``\\n``) as ``\\n``."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _node_label(node: object, data: dict[str, Any]) -> str:
+    """The text a drawn node shows: its ID, then workflow and status."""
+    return f"{node}\n{data.get('workflow_id', '?')} · {data.get('status', '?')}"
+
+
+def _edge_label(key: object, data: dict[str, Any]) -> str:
+    """The text a drawn edge shows: the step key that made the link."""
+    return str(data.get("step_key", key))
+
+
+def _edges(graph: nx.MultiDiGraph) -> Iterator[tuple[Any, Any, Any, dict[str, Any]]]:
+    """Every edge with its key and data, in the graph's order."""
+    yield from graph.edges(keys=True, data=True)
+
+
+def _unique(names: dict[object, str], what: str) -> None:
+    """Refuse an export in which two distinct nodes would get one name."""
+    seen: dict[str, object] = {}
+    for node, name in names.items():
+        if name in seen:
+            raise ValueError(
+                f"{what}: nodes {seen[name]!r} and {node!r} would both be written as {name!r}"
+            )
+        seen[name] = node
+
+
+# --------------------------------------------------------------------------- GraphML
+
+
+def _graphml_value(value: object) -> bool | int | float | str:
+    """A GraphML-writable attribute value: scalars kept, None as ``""``, the rest as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return _writable(str(value))
+    return _writable(json.dumps(value, sort_keys=True, default=str, ensure_ascii=False))
+
+
+def to_graphml(graph: nx.MultiDiGraph) -> str:
+    """The graph as a GraphML document (keys kept as edge IDs, flags as booleans).
+
+    GraphML holds scalars only: ``None`` becomes ``""`` (which a reader sees as a missing
+    value), other non-scalars their JSON text, and the few characters XML cannot hold at all
+    (ASCII control characters other than tab and line breaks) their Unicode control pictures.
+
+    >>> graph = nx.MultiDiGraph()
+    >>> graph.add_edge("a", "b", key="ship", step_key="ship", detached=False)
+    'ship'
+    >>> text = to_graphml(graph)
+    >>> back = nx.read_graphml(io.BytesIO(text.encode()), force_multigraph=True)
+    >>> sorted(back.edges(keys=True, data=True))
+    [('a', 'b', 'ship', {'step_key': 'ship', 'detached': False})]
+    """
+    names = {node: _writable(str(node)) for node in graph.nodes}
+    _unique(names, "GraphML")
+    ready = nx.MultiDiGraph()
+    ready.graph.update(
+        {
+            _writable(str(name)): _graphml_value(value)
+            for name, value in graph.graph.items()
+            if name not in {"node_default", "edge_default", "id"}
+        }
+    )
+    for node, data in graph.nodes(data=True):
+        ready.add_node(
+            names[node], **{_writable(str(k)): _graphml_value(v) for k, v in data.items()}
+        )
+    for source, target, key, data in _edges(graph):
+        ready.add_edge(
+            names[source],
+            names[target],
+            key=_writable(str(key)),
+            **{_writable(str(k)): _graphml_value(v) for k, v in data.items() if k != "key"},
+        )
+    buffer = io.BytesIO()
+    nx.write_graphml(ready, buffer, encoding="utf-8")
+    # XML parsers turn a raw carriage return in text into a newline: write it as a reference.
+    # (Attribute values already have theirs escaped; a raw CR can only be in element text.)
+    return buffer.getvalue().decode("utf-8").replace("\r", "&#13;")
+
+
+# --------------------------------------------------------------------------- node-link JSON
+
+
+def to_node_link_json(graph: nx.MultiDiGraph) -> str:
+    """The graph as networkx node-link JSON (``edges`` list, keys kept, keys sorted).
+
+    >>> graph = nx.MultiDiGraph()
+    >>> graph.add_edge("a", "b", key="ship")
+    'ship'
+    >>> data = json.loads(to_node_link_json(graph))
+    >>> data["edges"], data["multigraph"]
+    ([{'key': 'ship', 'source': 'a', 'target': 'b'}], True)
+    """
+    data = nx.node_link_data(graph, edges="edges")
+    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, default=str)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: JSON can still say them, as \\u escapes
+        text = json.dumps(data, sort_keys=True, indent=2, default=str)
+    return text + "\n"
+
+
+# --------------------------------------------------------------------------- DOT
+
+_DOT_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", ord("\r"): "\\r"}
+_DOT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOT_DISPLAY = frozenset(
+    {"label", "shape", "style", "color", "fillcolor", "fontcolor", "penwidth", "key"}
+)
+
+
+def _dot_quote(value: object) -> str:
+    """``value`` as a double-quoted DOT string: backslash, quote and line breaks escaped.
+
+    pydot leaves a string that is already quoted as it is, so nothing it does to unquoted
+    strings (split at colons into node ports, read ``<...>`` as an HTML label, leave
+    backslashes unescaped) can reach user text.
+
+    >>> print(_dot_quote('a "b" \\\\ c:d\\n<e>'))
+    "a \\"b\\" \\\\ c:d\\n<e>"
+    """
+    if isinstance(value, bool):
+        value = "true" if value else "false"
+    return '"' + _writable(str(value)).translate(_DOT_ESCAPES) + '"'
+
+
+def _dot_data(data: dict[str, Any]) -> dict[str, str]:
+    """The data attributes DOT can carry: those named like DOT identifiers, values quoted."""
+    return {
+        name: _dot_quote("" if value is None else value)
+        for name, value in data.items()
+        if isinstance(name, str) and _DOT_NAME.fullmatch(name) and name not in _DOT_DISPLAY
+    }
+
+
+def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
+    """The graph as Graphviz DOT text, drawn like ``draw_execution_graph`` draws it.
+
+    Nodes are boxes (rounded when started) labelled ``id\\nworkflow · status`` and filled by
+    status; edges are labelled with their step key, dashed when detached, dotted when a
+    non-durable trigger, red when their step admitted several executions. The data attributes
+    (``workflow_id``, ``step_key``, ``detached``...) are kept; every ID and value is quoted.
+    Labels show exactly; Graphviz itself unescapes ``\\\\`` in labels only, so an ID or data
+    value holding a backslash keeps it doubled in Graphviz's own view (pydot reads it exactly).
+
+    >>> graph = nx.MultiDiGraph()
+    >>> graph.add_node("a:1", workflow_id="w", status="completed", origin="trigger")
+    >>> graph.add_node("b", workflow_id="w", status="pending", origin="start")
+    >>> graph.add_edge("a:1", "b", key='k"1', step_key='k"1', kind="start", detached=True)
+    'k"1'
+    >>> print(to_dot(graph), end="")  # doctest: +ELLIPSIS
+    digraph {
+    ...
+    "a:1" [workflow_id="w", status="completed", origin="trigger", label="a:1\\nw · completed", ...];
+    ...
+    "a:1" -> "b" [key="k\\"1", step_key="k\\"1", kind="start", detached="true", label="k\\"1", ...];
+    }
+    """
+    from networkx.drawing.nx_pydot import to_pydot
+
+    names = {node: _dot_quote(node) for node in graph.nodes}
+    _unique(names, "DOT")
+    ready = nx.MultiDiGraph()
+    graph_attributes = {"rankdir": '"TB"'}
+    if title:
+        graph_attributes |= {"label": _dot_quote(_one_line(title)), "labelloc": '"t"'}
+    ready.graph["graph"] = graph_attributes
+    ready.graph["node"] = {"shape": '"box"', "fontname": '"Helvetica"', "fontsize": '"10"'}
+    ready.graph["edge"] = {"fontname": '"Helvetica"', "fontsize": '"9"'}
+    for node, data in graph.nodes(data=True):
+        status = str(data.get("status", ""))
+        started = data.get("origin") == "start"
+        ready.add_node(
+            names[node],
+            **_dot_data(data),
+            label=_dot_quote(_one_line(_node_label(node, data))),
+            style=_dot_quote("filled,rounded" if started else "filled"),
+            fillcolor=_dot_quote(STATUS_COLOURS.get(status, _PRUNED_COLOUR)),
+        )
+    for source, target, key, data in _edges(graph):
+        duplicate = bool(data.get("duplicate"))
+        colour = DUPLICATE_COLOUR if duplicate else _EDGE_COLOUR
+        style = (
+            "dotted"
+            if data.get("kind") == "trigger"
+            else "dashed"
+            if data.get("detached")
+            else "solid"
+        )
+        ready.add_edge(
+            names[source],
+            names[target],
+            key=_dot_quote(key),
+            **_dot_data(data),
+            label=_dot_quote(_one_line(_edge_label(key, data))),
+            style=_dot_quote(style),
+            color=_dot_quote(colour),
+            fontcolor=_dot_quote(colour),
+            penwidth=_dot_quote("2.2" if duplicate else "1.4"),
+        )
+    text: str = to_pydot(ready).to_string()
+    return text if text.endswith("\n") else text + "\n"
+
+
+# --------------------------------------------------------------------------- Mermaid
+
+# Mermaid decodes ``#name;`` and ``#123;`` to HTML entities before it parses; these make every
+# character that Mermaid or HTML could read as syntax an entity. The colon and semicolon are
+# escaped too: Mermaid's entity pre-pass treats a line matching ``style...:...#...;`` as a style
+# statement and drops its last semicolon, which a label could otherwise trigger.
+_MERMAID_ESCAPES = {
+    ord('"'): "#quot;",
+    ord("#"): "#35;",
+    ord("&"): "#amp;",
+    ord("<"): "#lt;",
+    ord(">"): "#gt;",
+    ord("\\"): "#92;",
+    ord("{"): "#123;",
+    ord("}"): "#125;",
+    ord("["): "#91;",
+    ord("]"): "#93;",
+    ord("("): "#40;",
+    ord(")"): "#41;",
+    ord("|"): "#124;",
+    ord("`"): "#96;",
+    ord(":"): "#58;",
+    ord(";"): "#59;",
+    ord("%"): "#37;",
+    ord("\t"): " ",
+    ord("\n"): "<br>",
+}
+_MERMAID_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+
+
+def _mermaid_text(text: object) -> str:
+    """``text`` for inside a Mermaid ``"..."`` label: entities for syntax, ``<br>`` for breaks.
+
+    >>> _mermaid_text('a "b" <c>\\n{d}|e#')
+    'a #quot;b#quot; #lt;c#gt;<br>#123;d#125;#124;e#35;'
+    """
+    return _one_line(_writable(str(text))).translate(_MERMAID_ESCAPES)
+
+
+def _status_classes(statuses: Iterator[str]) -> dict[str, str]:
+    """A Mermaid class name for each status: ``st_<status>``, or ``st_<n>`` if not a name."""
+    classes: dict[str, str] = {}
+    for status in statuses:
+        if status not in classes:
+            readable = _MERMAID_CLASS.fullmatch(status) is not None
+            classes[status] = f"st_{status}" if readable else f"st_{len(classes)}"
+    return classes
+
+
+def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
+    """The graph as a Mermaid ``flowchart TD`` for Markdown design documents.
+
+    Nodes get generated IDs (``n0``, ``n1``... in graph order) and quoted labels
+    ``id<br>workflow · status`` (rounded when started); edges are ``-->|"step key"|``, or
+    ``-.->`` when detached or a non-durable trigger (triggers also dashed finer). Labels use
+    Mermaid's entity codes (``#quot;``, ``#lt;``, ``#35;``...) for every character that could
+    be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
+    executions a step admitted more than once, whose edges are red too.
+
+    >>> graph = nx.MultiDiGraph()
+    >>> graph.add_node("a", workflow_id="w", status="completed", origin="trigger")
+    >>> print(to_mermaid(graph), end="")
+    flowchart TD
+        n0["a<br>w · completed"]
+        classDef st_completed fill:#009E73,stroke:#222222,color:#000000
+        class n0 st_completed
+    """
+    lines: list[str] = []
+    if title:
+        # A JSON string is a YAML double-quoted scalar: the title cannot end the front matter.
+        lines += ["---", "title: " + json.dumps(_one_line(_writable(title))), "---"]
+    lines.append("flowchart TD")
+    ids = {node: f"n{index}" for index, node in enumerate(graph.nodes)}
+    for node, data in graph.nodes(data=True):
+        label = _mermaid_text(_node_label(node, data))
+        opening, closing = ("(", ")") if data.get("origin") == "start" else ("[", "]")
+        lines.append(f'    {ids[node]}{opening}"{label}"{closing}')
+    link_styles: dict[str, list[int]] = {}
+    duplicates: list[str] = []
+    for index, (source, target, key, data) in enumerate(_edges(graph)):
+        trigger = data.get("kind") == "trigger"
+        arrow = "-.->" if trigger or data.get("detached") else "-->"
+        label = _mermaid_text(_edge_label(key, data))
+        lines.append(f'    {ids[source]} {arrow}|"{label}"| {ids[target]}')
+        style = []
+        if data.get("duplicate"):
+            style.append(f"stroke:{DUPLICATE_COLOUR},stroke-width:2.5px")
+            duplicates += [ids[target]] if ids[target] not in duplicates else []
+        if trigger:
+            style.append("stroke-dasharray:2 4")
+        if style:
+            link_styles.setdefault(",".join(style), []).append(index)
+    classes = _status_classes(str(data.get("status", "")) for _, data in graph.nodes(data=True))
+    for status, name in classes.items():
+        colour = STATUS_COLOURS.get(status, _PRUNED_COLOUR)
+        members = ",".join(
+            ids[node] for node, data in graph.nodes(data=True) if str(data.get("status")) == status
+        )
+        lines.append(f"    classDef {name} fill:{colour},stroke:#222222,color:#000000")
+        lines.append(f"    class {members} {name}")
+    if duplicates:
+        lines.append(f"    classDef duplicate stroke:{DUPLICATE_COLOUR},stroke-width:3px")
+        lines.append(f"    class {','.join(duplicates)} duplicate")
+    for css, indices in link_styles.items():
+        lines.append(f"    linkStyle {','.join(map(str, indices))} {css}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- figures
+
+# Fixed metadata and ID salt: the same figure gives the same bytes, and the SVG names no
+# external resource (no RDF type or creator URL).
+_FIGURE_METADATA: dict[str, dict[str, str | None]] = {
+    "svg": {"Date": None, "Creator": None, "Type": None, "Format": None},
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+}
+
+
+def figure_bytes(figure: Figure, format: str) -> bytes:
+    """The figure saved as ``"svg"``, ``"png"`` or ``"pdf"`` bytes (reproducibly).
+
+    >>> from matplotlib.figure import Figure
+    >>> figure_bytes(Figure(), "png")[:4]
+    b'\\x89PNG'
+    """
+    if format not in FIGURE_FORMATS:
+        raise ValueError(
+            f"cannot render a figure as {format!r}: choose one of {', '.join(FIGURE_FORMATS)}"
+        )
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}):
+        figure.savefig(buffer, format=format, metadata=_FIGURE_METADATA[format])
+    return buffer.getvalue()
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _drawable_text(text: str) -> str:
+    """``text`` as a font can draw it: tabs as spaces, line breaks as newlines, other
+    control characters as U+FFFD (the fonts matplotlib ships have no glyphs for them)."""
+    return _CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " "))
+
+
+def _drawable(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of ``graph`` whose node IDs, workflow IDs and step keys a font can draw."""
+    copy = graph.copy()
+    for _, data in copy.nodes(data=True):
+        data.update({k: _drawable_text(v) for k, v in data.items() if isinstance(v, str)})
+    for _, _, data in copy.edges(data=True):
+        data.update({k: _drawable_text(v) for k, v in data.items() if isinstance(v, str)})
+    names = {node: _drawable_text(node) for node in copy.nodes if isinstance(node, str)}
+    if len(set(names.values())) == len(names):  # never merge two nodes to clean a label
+        copy = nx.relabel_nodes(copy, names)
+    return copy
+
+
+def _draw(graph: nx.MultiDiGraph, title: str) -> Figure:
+    """``draw_execution_graph`` of a drawable copy, with mathtext off: a ``$`` in a step key
+    stays a ``$`` (and an unbalanced one does not make the drawing fail)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return draw_execution_graph(_drawable(graph), title=_drawable_text(title))
+
+
+def _draw_run(run: SimulationRun) -> Figure:
+    """The run's graph beside its timeline, with mathtext off (user text stays literal)."""
+    import matplotlib
+
+    from yieldstar_sim.views.figures import draw_run
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return draw_run(run)
+
+
+def _timeline_svg(run: SimulationRun) -> str:
+    import matplotlib
+
+    from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        figure = draw_timeline(build_timeline(run.trace, run.scenario.worker_names))
+    return figure_bytes(figure, "svg").decode("utf-8")
+
+
+# --------------------------------------------------------------------------- HTML report
+
+_SVG_START = re.compile(r"<svg[\s>]")
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
+h1 { font-size: 1.4em; }
+.verdict { font-weight: bold; }
+.ok { color: #009E73; }
+.violated { color: #CC0000; }
+.sentence, td { white-space: pre-wrap; }
+figure { margin: 1em 0; }
+figure svg { max-width: 100%; height: auto; }
+table { border-collapse: collapse; font-family: ui-monospace, monospace; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+""".strip()
+
+
+def _inline_svg(svg: str) -> str:
+    """An SVG document as markup for inside HTML: its XML declaration and DOCTYPE removed."""
+    match = _SVG_START.search(svg)
+    if match is None:
+        raise ValueError("expected an SVG document (no <svg> element found)")
+    return svg[match.start() :].strip()
+
+
+def _cell(value: object) -> str:
+    return "" if value is None else html.escape(_writable(str(value)))
+
+
+def html_report(
+    run: SimulationRun, graph_svg: str | None = None, timeline_svg: str | None = None
+) -> str:
+    """One self-contained HTML page about ``run``: verdict, violations, graph, timeline, trace.
+
+    The graph is drawn with ``draw_execution_graph`` unless ``graph_svg`` is given; both SVGs
+    are inlined (they are markup: pass only SVG you made). Every other piece of text (scenario,
+    violations, trace) is escaped with ``html.escape``. Nothing is loaded from elsewhere.
+
+    >>> import yieldstar_sim as ys
+    >>> run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
+    >>> page = html_report(run, graph_svg="<svg xmlns='http://www.w3.org/2000/svg'/>")
+    >>> page.startswith("<!DOCTYPE html>"), "ok: every invariant held" in page
+    (True, True)
+    """
+    scenario = run.scenario.name
+    heading = f"{scenario} · seed {run.seed} · {run.verdict}"
+    if graph_svg is None:
+        graph = execution_graph(run.runtime, run.effects)
+        graph_svg = figure_bytes(_draw(graph, f"{scenario}, seed {run.seed}"), "svg").decode()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{_cell(heading)}</title>",
+        f"<style>\n{_STYLE}\n</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_cell(scenario)}, seed {run.seed} ({_cell(run.runtime_kind)})</h1>",
+        f'<p class="verdict {"ok" if run.ok else "violated"}">{_cell(run.verdict)}</p>',
+        "<h2>Violations</h2>",
+    ]
+    if run.violations:
+        parts.append('<ul class="violations">')
+        parts += [
+            f'<li><strong class="invariant">{_cell(v.invariant)}</strong>: '
+            f'<span class="sentence">{_cell(v.message)}</span></li>'
+            for v in run.violations
+        ]
+        parts.append("</ul>")
+    else:
+        parts.append("<p>None: every invariant held.</p>")
+    parts += [
+        "<h2>Execution graph</h2>",
+        f'<figure class="graph">\n{_inline_svg(graph_svg)}\n</figure>',
+    ]
+    if timeline_svg is not None:
+        parts += [
+            "<h2>Timeline</h2>",
+            f'<figure class="timeline">\n{_inline_svg(timeline_svg)}\n</figure>',
+        ]
+    parts += [
+        f"<h2>Trace ({len(run.trace)} events)</h2>",
+        '<table class="trace">',
+        "<thead><tr><th>#</th><th>t</th><th>worker</th><th>kind</th><th>op</th>"
+        "<th>execution</th><th>step</th><th>what</th></tr></thead>",
+        "<tbody>",
+    ]
+    parts += [
+        f"<tr><td>{e.seq}</td><td>{e.t:g}</td><td>{_cell(e.worker)}</td><td>{_cell(e.kind)}</td>"
+        f"<td>{_cell(e.op)}</td><td>{_cell(e.execution_id)}</td><td>{_cell(e.step_key)}</td>"
+        f"<td>{_cell(e.text)}</td></tr>"
+        for e in run.trace
+    ]
+    parts += ["</tbody>", "</table>", "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _formats(formats: Sequence[str] | str) -> list[str]:
+    """The requested formats, deduplicated in order; ``"svg,png"`` is read as a list."""
+    requested = formats.split(",") if isinstance(formats, str) else list(formats)
+    chosen: list[str] = []
+    for name in (str(f).strip().lower() for f in requested):
+        if name not in FORMATS:
+            raise ValueError(f"unknown export format {name!r}: choose among {', '.join(FORMATS)}")
+        if name not in chosen:
+            chosen.append(name)
+    return chosen
+
+
+def export(
+    run_or_graph: SimulationRun | nx.MultiDiGraph,
+    folder: str | Path,
+    formats: Sequence[str],
+    *,
+    stem: str,
+    title: str = "",
+) -> dict[str, Path]:
+    """Write ``folder/stem.<ext>`` in each of ``formats``; returns ``{format: path}``.
+
+    ``formats`` are among ``svg, png, pdf, graphml, json, dot, mermaid, html`` (``html`` needs
+    a run; ``mermaid`` is written as ``.mmd``). Given a run, the graph is
+    ``execution_graph(run.runtime, run.effects)`` and the title defaults to its scenario,
+    seed and verdict. Unknown formats are refused before anything is written.
+
+    >>> import tempfile
+    >>> graph = nx.MultiDiGraph()
+    >>> graph.add_node("a", workflow_id="w", status="pending", origin="trigger")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     paths = export(graph, folder, ["dot", "mermaid"], stem="order-42")
+    ...     sorted(path.name for path in paths.values())
+    ['order-42.dot', 'order-42.mmd']
+    """
+    chosen = _formats(formats)
+    if not stem or stem in {".", ".."} or Path(stem).name != stem or "\\" in stem:
+        raise ValueError(f"stem must be a plain file name, not {stem!r}")
+    run: SimulationRun | None
+    if isinstance(run_or_graph, nx.Graph):
+        run, graph = None, run_or_graph
+    else:
+        run = run_or_graph
+        graph = execution_graph(run.runtime, run.effects)
+        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict}"
+    if "html" in chosen and run is None:
+        raise ValueError("the html report needs a SimulationRun, not a graph")
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+
+    figure: Figure | None = None
+    svg: bytes | None = None
+
+    def picture(format: str) -> bytes:
+        nonlocal figure, svg
+        if figure is None:
+            figure = _draw(graph, title) if run is None else _draw_run(run)
+        if format != "svg":
+            return figure_bytes(figure, format)
+        if svg is None:
+            svg = figure_bytes(figure, "svg")
+        return svg
+
+    texts: dict[str, Callable[[], str]] = {
+        "graphml": lambda: to_graphml(graph),
+        "json": lambda: to_node_link_json(graph),
+        "dot": lambda: to_dot(graph, title=title),
+        "mermaid": lambda: to_mermaid(graph, title=title),
+    }
+    written: dict[str, Path] = {}
+    for format in chosen:
+        path = out / f"{stem}{EXTENSIONS[format]}"
+        if format in FIGURE_FORMATS:
+            path.write_bytes(picture(format))
+        elif format == "html":
+            assert run is not None
+            page = html_report(
+                run,
+                graph_svg=figure_bytes(_draw(graph, title), "svg").decode("utf-8"),
+                timeline_svg=_timeline_svg(run),
+            )
+            path.write_bytes(page.encode("utf-8"))
+        else:
+            path.write_bytes(texts[format]().encode("utf-8"))
+        written[format] = path
+    return written
