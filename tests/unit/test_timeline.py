@@ -69,3 +69,21 @@ def test_the_run_figure_renders_with_a_cursor() -> None:
     timeline = build_timeline(run.trace)
     figure = draw_timeline(timeline, title="t", cursor=timeline.x_of[3])
     assert figure.axes[0].get_title() == "t"
+
+
+def test_the_exploration_grid_and_the_divergence_render() -> None:
+    from yieldstar_sim.views import draw_divergence, draw_exploration
+
+    report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
+    labels, kinds, verdicts = report.by_point()
+    assert "w2 put_step order-42/ship" in labels
+    assert verdicts[("w2 put_step order-42/ship", "crash")] == "violated"
+    assert verdicts[("w2 put_step order-42/ship", "crash_after")] == "ok"
+    assert report.per_kind()["crash"]["violated"] == 1
+    found = report.violations[0]
+    assert found.nearest_artifact is not None
+    assert found.divergence_at is not None
+    for figure in (draw_exploration(report), draw_divergence(found)):
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png")
+        assert buffer.getvalue().startswith(b"\x89PNG")

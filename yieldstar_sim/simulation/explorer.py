@@ -265,6 +265,9 @@ class FoundViolation:
     found_at: int
     nearest_passing: list[str] | None = None
     divergence: str | None = None
+    divergence_at: int | None = None
+    """The sequence number of the first trace event where the nearest passing run differs."""
+    nearest_artifact: ReplayArtifact | None = None
     artifact_path: Path | None = None
 
 
@@ -685,13 +688,15 @@ def _shrink(
     faults = _ddmin(faults, lambda subset: fails(subset) is not None)
     shrunk = fails(faults) or run
     nearest: list[str] | None = None
-    divergence = None
+    divergence: tuple[int, str] | tuple[None, None] = (None, None)
+    nearest_artifact = None
     for drop in reversed(range(len(faults))):
         others = faults[:drop] + faults[drop + 1 :]
         passing = simulate_plan(scenario, replace(plan, faults=tuple(others)), runtime)
         if not any(v.invariant == invariant for v in passing.violations):
             nearest = [fault.describe() for fault in others]
             divergence = _first_divergence(shrunk, passing)
+            nearest_artifact = passing.artifact()
             break
     message = next(v.message for v in shrunk.violations if v.invariant == invariant)
     return FoundViolation(
@@ -701,7 +706,9 @@ def _shrink(
         faults=[fault.describe() for fault in faults],
         found_at=outcome.index,
         nearest_passing=nearest,
-        divergence=divergence,
+        divergence=divergence[1],
+        divergence_at=divergence[0],
+        nearest_artifact=nearest_artifact,
     )
 
 
@@ -727,7 +734,7 @@ def _ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fau
     return items
 
 
-def _first_divergence(failing: SimulationRun, passing: SimulationRun) -> str:
+def _first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[int, str]:
     for mine, theirs in zip(failing.trace, passing.trace, strict=False):
         if (mine.t, mine.kind, mine.worker, mine.text) != (
             theirs.t,
@@ -736,12 +743,12 @@ def _first_divergence(failing: SimulationRun, passing: SimulationRun) -> str:
             theirs.text,
         ):
             theirs_text = f"t={theirs.t:g} {theirs.worker or '-'} {theirs.text}"
-            return (
+            return mine.seq, (
                 f"event #{mine.seq}: the violation has 't={mine.t:g} {mine.worker or '-'} "
                 f"{mine.text}', the passing run '{theirs_text}'"
             )
     shorter = min(len(failing.trace), len(passing.trace))
-    return f"event #{shorter}: one trace ends where the other goes on"
+    return shorter, f"event #{shorter}: one trace ends where the other goes on"
 
 
 # --------------------------------------------------------------------------- confirmation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from yieldstar_sim.views.exploration import draw_divergence, draw_exploration
 from yieldstar_sim.views.export import (
     FORMATS,
     export,
@@ -20,7 +21,9 @@ __all__ = [
     "FORMATS",
     "Timeline",
     "build_timeline",
+    "draw_divergence",
     "draw_execution_graph",
+    "draw_exploration",
     "draw_run",
     "draw_timeline",
     "execution_graph",

@@ -1,0 +1,89 @@
+"""Views of an exploration: which fault at which choice point broke what, and how a violation
+differs from its nearest passing schedule."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
+from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
+    from yieldstar_sim.simulation.scenario import Scenario
+
+VERDICT_COLOURS = {"ok": "#009E73", "violated": "#CC0000", "equivalent": "#BBBBBB"}
+
+
+def draw_exploration(report: ExplorationReport) -> Figure:
+    """Single-fault verdicts as a grid: choice points (rows, in run order) x fault kinds.
+
+    >>> import yieldstar_sim as ys
+    >>> report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
+    >>> figure = draw_exploration(report)
+    """
+    from matplotlib.colors import ListedColormap
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
+
+    labels, kinds, verdicts = report.by_point()
+    order = list(VERDICT_COLOURS)
+    grid = [
+        [
+            order.index(verdicts[(label, kind)]) if (label, kind) in verdicts else -1
+            for kind in kinds
+        ]
+        for label in labels
+    ]
+    figure = Figure(figsize=(2.5 + 1.1 * max(len(kinds), 1), 1.6 + 0.28 * max(len(labels), 1)),
+                    layout="constrained")  # fmt: skip
+    ax = figure.add_subplot()
+    if labels and kinds:
+        masked = [[value if value >= 0 else float("nan") for value in row] for row in grid]
+        ax.imshow(masked, cmap=ListedColormap(list(VERDICT_COLOURS.values())), vmin=0,
+                  vmax=len(order) - 1, aspect="auto", interpolation="nearest")  # fmt: skip
+        ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
+        ax.set_yticks(range(len(labels)), labels, fontsize=7, parse_math=False)
+    else:
+        ax.text(0.5, 0.5, "no single-fault schedules", ha="center", transform=ax.transAxes)
+    ax.set_xlabel("fault kind")
+    ax.set_ylabel("choice point of the fault-free run")
+    ax.set_title(
+        f"{report.scenario}: {report.schedules_run} schedules, "
+        f"{'no violation' if report.ok else f'{len(report.violations)} violation(s)'}",
+        fontsize=10,
+        parse_math=False,
+    )
+    ax.legend(
+        handles=[Patch(color=c, label=v) for v, c in VERDICT_COLOURS.items()],
+        loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
+    )  # fmt: skip
+    return figure
+
+
+def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> Figure:
+    """The violation beside its nearest passing schedule: both graphs on top, both timelines
+    below with a cursor at the first event where they differ."""
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.artifact import replay
+
+    failing = replay(found.artifact, scenario=scenario, check_trace=False)
+    runs = [("violation: " + "; ".join(found.faults), failing)]
+    if found.nearest_artifact is not None:
+        passing = replay(found.nearest_artifact, scenario=scenario, check_trace=False)
+        faults = "; ".join(found.nearest_passing or []) or "no faults"
+        runs.append(("nearest passing: " + faults, passing))
+    figure = Figure(figsize=(9.0 * len(runs), 9.5), layout="constrained")
+    axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=[1, 1])
+    for column, (title, run) in enumerate(runs):
+        graph = graph_from_trace(run.trace)
+        draw_execution_graph(graph, ax=axes[0][column], title=title)
+        timeline = build_timeline(run.trace, run.scenario.worker_names)
+        cursor = None if found.divergence_at is None else timeline.x_of.get(found.divergence_at)
+        draw_timeline(timeline, ax=axes[1][column], cursor=cursor)
+    figure.suptitle(f"{found.invariant}: first divergence at {found.divergence or '?'}",
+                    fontsize=10, parse_math=False)  # fmt: skip
+    return figure
