@@ -117,6 +117,7 @@ from yieldstar_sim.simulation import (
     replay,
     simulate,
 )
+from yieldstar_sim.widgets import Stepper
 
 __version__ = "0.1.0"
 
@@ -187,6 +188,7 @@ __all__ = [
     "StepRecord",
     "StepRunner",
     "StepTimeoutError",
+    "Stepper",
     "Suspended",
     "TestInvoker",
     "Trace",

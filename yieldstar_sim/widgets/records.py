@@ -1,0 +1,475 @@
+"""The runtime's records as of any trace event, derived from the trace alone.
+
+A runtime keeps only its final state, so a stepper cannot ask it what the tables held at event
+12. The trace holds every runtime call and its result, so folding it event by event gives the
+records at each point: executions, start requests, steps, leases, wakes (when each execution is
+claimable next) and the effect ledger. Rows that an event added or changed are marked.
+
+>>> import yieldstar_sim as ys
+>>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+>>> book = RecordBook(run.trace, lease_seconds=30, redelivery_delay=5)
+>>> [row.cells for row in book.at(len(run.trace) - 1).table("start requests").rows]
+[('order-42 / ship', 'ship-order', '@ship-order-2', '2', 'accepted @ship-order-2')]
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.engine.world import TRIGGERED
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+#: The statuses after which an execution never runs workflow code again.
+TERMINAL = frozenset({"completed", "failed", "cancelled", "pruned"})
+
+#: Row marks: a row the current event added, and one whose cells it changed.
+NEW, CHANGED = "new", "changed"
+
+_MARK_STYLE = {
+    NEW: "background:#d9f2e3",
+    CHANGED: "background:#fff1b8",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One record: a key that identifies it across events, its cells, and its mark (``"new"``,
+    ``"changed"`` or ``""``) relative to the previous event."""
+
+    key: str
+    cells: tuple[str, ...]
+    mark: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """One table of records as of an event."""
+
+    name: str
+    columns: tuple[str, ...]
+    rows: tuple[Row, ...]
+    note: str = ""
+
+    @property
+    def marked(self) -> list[Row]:
+        """The rows the event added or changed."""
+        return [row for row in self.rows if row.mark]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Every table as of one trace event (``seq``), at virtual time ``t``."""
+
+    seq: int
+    t: float
+    tables: tuple[Table, ...]
+
+    def table(self, name: str) -> Table:
+        """The table called ``name`` (``"executions"``, ``"start requests"``, ``"steps"``,
+        ``"leases"``, ``"wakes"``, ``"effects"``)."""
+        for table in self.tables:
+            if table.name == name:
+                return table
+        raise KeyError(f"no table {name!r}; the tables are {[t.name for t in self.tables]}")
+
+    @property
+    def changed(self) -> dict[str, list[Row]]:
+        """For each table with marked rows, those rows."""
+        return {table.name: table.marked for table in self.tables if table.marked}
+
+
+# --------------------------------------------------------------------------- folding the trace
+
+
+@dataclass
+class _Execution:
+    workflow_id: str
+    origin: str
+    parent: str
+    status: str = "pending"
+    due_at: float | None = None
+    due_why: str = ""
+    lease_owner: str | None = None
+    lease_token: int = 0
+    lease_expires_at: float | None = None
+
+
+@dataclass
+class _Request:
+    workflow_id: str
+    target: str | None = None
+    calls: int = 0
+    answer: str = ""
+
+
+@dataclass
+class _Lease:
+    execution_id: str
+    owner: str
+    token: int
+    claimed_at: float
+    expires_at: float
+    ended: str = ""
+    holder: str = ""
+
+
+@dataclass
+class _State:
+    executions: dict[str, _Execution] = field(default_factory=dict)
+    requests: dict[tuple[str, str], _Request] = field(default_factory=dict)
+    steps: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)
+    leases: dict[tuple[str, int], _Lease] = field(default_factory=dict)
+    effects: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+
+
+_WAKE = re.compile(r"wake at t=([0-9.eE+-]+|inf)")
+_UNTIL = re.compile(r"'(?:until|wake_at)': ([0-9.eE+-]+)")
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+def _step_text(event: TraceEvent) -> tuple[str, str]:
+    """A put_step's status and value summary, read back from its text (the trace holds no
+    structured copy): ``put_step: recorded step KEY: STATUS VALUE``."""
+    prefix = f"put_step: recorded step {event.step_key}: "
+    rest = event.text[len(prefix) :] if event.text.startswith(prefix) else event.text
+    status, _, value = rest.partition(" ")
+    return status, value
+
+
+class RecordBook:
+    """The records as of every event of a trace, computed on first use and kept.
+
+    ``lease_seconds`` and ``redelivery_delay`` are the scenario's (a heartbeat renews a lease
+    for the body's work plus ``lease_seconds``; a release makes the execution due after
+    ``redelivery_delay``): the trace does not repeat them.
+    """
+
+    def __init__(
+        self,
+        trace: Iterable[TraceEvent],
+        *,
+        lease_seconds: float = 30.0,
+        redelivery_delay: float = 5.0,
+    ) -> None:
+        self.events: list[TraceEvent] = list(trace)
+        self.lease_seconds = lease_seconds
+        self.redelivery_delay = redelivery_delay
+        self._state = _State()
+        self._frozen: set[str] = set()
+        self._snapshots: list[Snapshot] = []
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def at(self, seq: int) -> Snapshot:
+        """The records just after event ``seq``, rows marked against the event before."""
+        if not 0 <= seq < len(self.events):
+            raise IndexError(f"event {seq} is not in a trace of {len(self.events)} events")
+        while len(self._snapshots) <= seq:
+            event = self.events[len(self._snapshots)]
+            self._apply(event)
+            previous = self._snapshots[-1] if self._snapshots else None
+            self._snapshots.append(self._snapshot(event, previous))
+        return self._snapshots[seq]
+
+    # ------------------------------------------------------------------ one event
+
+    def _apply(self, event: TraceEvent) -> None:
+        state, t, data = self._state, event.t, event.data
+        if event.kind == "trigger" and event.execution_id:
+            state.executions[event.execution_id] = _Execution(
+                str(data.get("workflow_id", "?")), "trigger", "", due_at=t, due_why="admitted"
+            )
+        elif event.kind == "effect":
+            self._effect(event)
+        elif event.kind == "body" and float(data.get("elapsed", 0) or 0) > 0:
+            # A working worker heartbeats: its lease is renewed for the body's work (the
+            # simulator's renew call is not a choice point, so it has no event of its own).
+            record = state.executions.get(event.execution_id or "")
+            if record is not None and record.lease_token == event.token:
+                expires = t + float(data["elapsed"]) + self.lease_seconds
+                record.lease_expires_at = expires
+                lease = state.leases.get((event.execution_id or "", event.token or 0))
+                if lease is not None:
+                    lease.expires_at = expires
+        elif event.kind == "call":
+            self._call(event)
+        elif event.kind in ("crash", "freeze", "resume"):
+            self._worker(event)
+
+    def _effect(self, event: TraceEvent) -> None:
+        state, data = self._state, event.data
+        name = str(data.get("name", "?"))
+        if name == TRIGGERED:
+            admitted = data.get("data", {})
+            target = str(admitted.get("execution_id", "?"))
+            state.executions[target] = _Execution(
+                str(admitted.get("workflow_id", "?")),
+                "trigger",
+                f"none (triggered by the body of {event.execution_id} / {event.step_key})",
+                due_at=event.t,
+                due_why="admitted",
+            )
+        provenance = f"{event.execution_id} / {event.step_key} (attempt {data.get('attempt', 1)})"
+        key = data.get("idempotency_key")
+        state.effects.append(
+            (
+                name,
+                _short(data.get("data")),
+                provenance,
+                event.worker or "",
+                f"{event.t:g}" + (f", key {key}" if key else ""),
+            )
+        )
+
+    def _call(self, event: TraceEvent) -> None:
+        state, t, data, op = self._state, event.t, event.data, event.op
+        execution_id = event.execution_id or ""
+        record = state.executions.get(execution_id)
+        if op == "claim" and "claimed" in data:
+            token = int(event.token or 0)
+            expires = float(data.get("expires_at", math.inf))
+            for lease in state.leases.values():
+                if lease.execution_id == execution_id and not lease.ended:
+                    lease.ended = f"expired; taken over by token {token} at t={t:g}"
+            state.leases[(execution_id, token)] = _Lease(
+                execution_id, event.worker or "?", token, t, expires
+            )
+            if record is None:  # admitted before the trace began (not in a simulation)
+                record = state.executions[execution_id] = _Execution(
+                    str(data.get("workflow_id", "?")), "?", ""
+                )
+            record.lease_owner, record.lease_token = event.worker, token
+            record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
+        elif op == "start":
+            self._start(event)
+        elif op == "put_step" and event.step_key:
+            status, value = _step_text(event)
+            state.steps[(execution_id, event.step_key)] = (
+                status,
+                value,
+                f"t={t:g} by {event.worker} (token {event.token})",
+            )
+            wake = _UNTIL.search(value) if status == "pending" else None
+            if wake is not None and record is not None:
+                self._wake(record, float(wake.group(1)), f"step {event.step_key} is pending")
+        elif op == "record_wake" and record is not None:
+            found = _WAKE.search(event.text)
+            if found is not None:
+                self._wake(record, float(found.group(1)), "wake recorded")
+        elif op == "acknowledge" and record is not None:
+            record.status = str(data.get("status", record.status))
+            record.lease_owner, record.lease_expires_at = None, None
+            if record.status in TERMINAL:
+                record.due_at, record.due_why = None, ""
+            self._end_lease(execution_id, event.token, f"acknowledged at t={t:g}")
+        elif op == "release" and record is not None:
+            record.lease_owner, record.lease_expires_at = None, None
+            record.due_at = t + self.redelivery_delay
+            record.due_why = "released: redelivered after the delay"
+            self._end_lease(execution_id, event.token, f"released at t={t:g}")
+
+    def _start(self, event: TraceEvent) -> None:
+        state, data = self._state, event.data
+        caller, step_key = event.execution_id or "?", event.step_key or "?"
+        request = state.requests.setdefault(
+            (caller, step_key), _Request(str(data.get("workflow_id", "?")))
+        )
+        request.calls += 1
+        target = data.get("accepted")
+        if target is None:
+            request.answer = f"rejected {data.get('rejected', '?')}"
+            return
+        request.answer = f"accepted {target}"
+        if request.target is None:
+            request.target = str(target)
+        if target not in state.executions:
+            parent = f"{caller} / {step_key}" + (" (detached)" if data.get("detached") else "")
+            state.executions[str(target)] = _Execution(
+                str(data.get("workflow_id", "?")), "start", parent, due_at=event.t,
+                due_why="admitted with its start request",
+            )  # fmt: skip
+
+    @staticmethod
+    def _wake(record: _Execution, at: float, why: str) -> None:
+        if record.due_at is None or at < record.due_at:
+            record.due_at, record.due_why = at, why
+
+    def _end_lease(self, execution_id: str, token: int | None, how: str) -> None:
+        lease = self._state.leases.get((execution_id, int(token or 0)))
+        if lease is not None and not lease.ended:
+            lease.ended = how
+
+    def _worker(self, event: TraceEvent) -> None:
+        worker = event.worker or ""
+        if event.kind == "freeze":
+            self._frozen.add(worker)
+        elif event.kind == "resume":
+            self._frozen.discard(worker)
+        for lease in self._state.leases.values():
+            if lease.owner != worker or lease.ended:
+                continue
+            if event.kind == "crash":
+                lease.holder = f"{worker} crashed at t={event.t:g}"
+            elif event.kind == "freeze":
+                lease.holder = f"{worker} frozen since t={event.t:g}"
+            else:
+                lease.holder = ""
+
+    # ------------------------------------------------------------------ tables
+
+    def _snapshot(self, event: TraceEvent, previous: Snapshot | None) -> Snapshot:
+        state, t = self._state, event.t
+        executions = [
+            Row(eid, (eid, r.workflow_id, r.origin, r.parent or "none", r.status,
+                      _lease_text(r, t)))
+            for eid, r in state.executions.items()
+        ]  # fmt: skip
+        requests = [
+            Row(
+                f"{caller}/{step}",
+                (f"{caller} / {step}", r.workflow_id, r.target or "nothing admitted",
+                 str(r.calls), r.answer),
+            )
+            for (caller, step), r in state.requests.items()
+        ]  # fmt: skip
+        steps = [
+            Row(f"{eid}/{key}", (eid, key, status, value, when))
+            for (eid, key), (status, value, when) in state.steps.items()
+        ]
+        leases = [
+            Row(f"{lease.execution_id}#{lease.token}",
+                (lease.execution_id, lease.owner, str(lease.token), f"{lease.claimed_at:g}",
+                 f"{lease.expires_at:g}", _lease_state(lease, t)))
+            for lease in state.leases.values()
+        ]  # fmt: skip
+        wakes = []
+        for eid, r in state.executions.items():
+            if r.status in TERMINAL:
+                continue
+            if r.lease_owner is not None and r.lease_expires_at is not None:
+                when, why = r.lease_expires_at, f"when {r.lease_owner}'s lease expires"
+            elif r.due_at is not None:
+                when, why = r.due_at, r.due_why
+            else:
+                continue
+            due = "due now" if when <= t else "waiting"
+            wakes.append(Row(eid, (eid, f"t={when:g}", why, due)))
+        effects = [Row(str(i), (str(i + 1), *effect)) for i, effect in enumerate(state.effects)]
+        tables = [
+            Table("executions", ("execution", "workflow", "origin", "parent link", "status",
+                                 "lease"), tuple(executions)),
+            Table("start requests", ("request (caller / step)", "workflow", "target",
+                                     "start calls", "last answer"), tuple(requests),
+                  "one record per request ID: every call with it gets the first target"),
+            Table("steps", ("execution", "step", "status", "value", "recorded"), tuple(steps)),
+            Table("leases", ("execution", "owner", "token", "claimed at", "expires at",
+                             "state"), tuple(leases),
+                  "fenced writes must name the current token"),
+            Table("wakes", ("execution", "claimable at", "because", "now"), tuple(wakes),
+                  "when each live execution can be claimed next"),
+            Table("effects", ("#", "effect", "data", "made by", "worker", "t"), tuple(effects),
+                  "the outside world's ledger: crashes never undo an effect"),
+        ]  # fmt: skip
+        tables = [
+            _mark(table, None if previous is None else previous.table(table.name))
+            for table in tables
+        ]
+        return Snapshot(event.seq, t, tuple(tables))
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _lease_text(record: _Execution, t: float) -> str:
+    if record.lease_owner is None or record.lease_expires_at is None:
+        return "none"
+    expired = " (expired)" if record.lease_expires_at <= t else ""
+    return (
+        f"{record.lease_owner}, token {record.lease_token}, "
+        f"until t={record.lease_expires_at:g}{expired}"
+    )
+
+
+def _lease_state(lease: _Lease, t: float) -> str:
+    if lease.ended:
+        return lease.ended
+    held = "expired" if lease.expires_at <= t else "held"
+    return f"{held}; {lease.holder}" if lease.holder else held
+
+
+def _mark(table: Table, before: Table | None) -> Table:
+    old = {} if before is None else {row.key: row.cells for row in before.rows}
+
+    def mark(row: Row) -> str:
+        if row.key not in old:
+            return NEW
+        return CHANGED if old[row.key] != row.cells else ""
+
+    rows = tuple(Row(row.key, row.cells, mark(row)) for row in table.rows)
+    return Table(table.name, table.columns, rows, table.note)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def table_html(table: Table) -> str:
+    """One table as HTML, every value escaped; marked rows highlighted, with their mark in the
+    first column and as the row's class (``<tr class="changed">``)."""
+    head = "".join(
+        f"<th style='text-align:left;padding:2px 6px;border-bottom:1px solid #999'>"
+        f"{html.escape(column)}</th>"
+        for column in ("", *table.columns)
+    )
+    body = []
+    for row in table.rows:
+        style = _MARK_STYLE.get(row.mark, "")
+        badge = f"<b>{html.escape(row.mark)}</b>" if row.mark else ""
+        cells = "".join(
+            f"<td style='padding:2px 6px'>{html.escape(cell)}</td>" for cell in (*row.cells,)
+        )
+        body.append(
+            f"<tr class='{html.escape(row.mark) or 'same'}' style='{style}'>"
+            f"<td style='padding:2px 4px;font-size:85%;color:#555'>{badge}</td>{cells}</tr>"
+        )
+    if not body:
+        span = len(table.columns) + 1
+        body.append(
+            f"<tr><td colspan='{span}' style='color:#777;padding:2px 6px'>none yet</td></tr>"
+        )
+    note = (
+        f"<span style='font-weight:normal;color:#666;font-size:90%'> · {html.escape(table.note)}"
+        "</span>"
+        if table.note
+        else ""
+    )
+    return (
+        f"<div style='margin:0 0 10px 0'><div style='font-weight:bold;margin:2px 0'>"
+        f"{html.escape(table.name)} ({len(table.rows)}){note}</div>"
+        f"<table style='border-collapse:collapse;font-family:monospace;font-size:12px'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
+def records_html(snapshot: Snapshot, names: Sequence[str] | None = None) -> str:
+    """All tables of a snapshot (or those named) as one HTML block, side by side where they
+    fit."""
+    tables = [t for t in snapshot.tables if names is None or t.name in names]
+    return (
+        "<div class='ys-records' style='display:flex;flex-wrap:wrap;column-gap:24px'>"
+        + "".join(table_html(table) for table in tables)
+        + "</div>"
+    )

@@ -1,0 +1,376 @@
+"""The stepper: step through a run event by event in Jupyter, and ask "what if it crashed here?".
+
+At each event it shows the event in words, the execution graph as of that event, the timeline
+with a cursor, and the runtime's records (executions, start requests, steps, leases, wakes,
+effects) with the rows that event changed marked. At the current event's choice point a fault
+can be added and the scenario re-run from the same seed: the new run opens in the stepper, with
+its verdict and its difference from the run before.
+
+Everything is ipywidgets driven from Python, and nothing needs a kernel to work: pictures are
+PNG bytes in ``Image`` widgets, text is ``HTML`` widgets, so tests drive it by setting the
+slider and clicking buttons.
+
+>>> import yieldstar_sim as ys
+>>> stepper = ys.Stepper(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
+>>> stepper.next_button.click()
+>>> stepper.index, stepper.event.kind
+(1, 'call')
+"""
+
+from __future__ import annotations
+
+import html
+import time
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.simulation.faults import FaultKind
+from yieldstar_sim.widgets.pictures import RunPictures
+from yieldstar_sim.widgets.records import RecordBook, records_html
+from yieldstar_sim.widgets.whatif import (
+    WHAT_IF_KINDS,
+    ChoicePoint,
+    RunDiff,
+    choice_point_at,
+    compare_runs,
+    fault_plan,
+    what_if,
+)
+from yieldstar_sim.widgets.words import narrate
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+#: The what-if menu: what each fault kind does, in words.
+FAULT_CHOICES: tuple[tuple[str, str], ...] = tuple(
+    (label, str(kind))
+    for label, kind in zip(
+        (
+            "crash before the call",
+            "crash after the call commits",
+            "lose the call's response",
+            "freeze the worker for N s",
+            "infrastructure error",
+        ),
+        WHAT_IF_KINDS,
+        strict=True,
+    )
+)
+
+_OK, _BAD = "#1b7f4c", "#b00020"
+
+
+class RunView:
+    """Everything the stepper shows of one run, computed per event on first use and cached."""
+
+    def __init__(self, run: SimulationRun, diff: RunDiff | None = None) -> None:
+        self.run = run
+        self.diff = diff
+        self.events: list[TraceEvent] = list(run.trace)
+        scenario = run.scenario
+        self.book = RecordBook(
+            self.events,
+            lease_seconds=scenario.lease_seconds,
+            redelivery_delay=scenario.redelivery_delay,
+        )
+        self.sentences = narrate(self.events)
+        self.pictures = RunPictures(run)
+        self.records = lru_cache(maxsize=None)(self._records)
+        self.point = lru_cache(maxsize=None)(self._point)
+
+    def _records(self, seq: int) -> str:
+        return records_html(self.book.at(seq))
+
+    def _point(self, seq: int) -> ChoicePoint | None:
+        return choice_point_at(self.events, seq)
+
+    def event_html(self, seq: int) -> str:
+        """The event in words, with its place in the run and its trace line."""
+        event = self.events[seq]
+        where = [f"event #{seq} / #{len(self.events) - 1}", f"t={event.t:g}"]
+        if event.worker:
+            where.append(event.worker)
+        if event.point is not None:
+            where.append(f"choice point #{event.point}")
+        line = f"{event.kind:<8} {event.text}"
+        colour = {"fault": _BAD, "crash": _BAD, "refused": _BAD, "error": "#b35900"}.get(
+            event.kind, "#222"
+        )
+        return (
+            "<div class='ys-event' style='padding:4px 0'>"
+            f"<div style='color:#555;font-size:13px'>{html.escape(' · '.join(where))}</div>"
+            f"<div style='font-size:16px;line-height:1.4;color:{colour};margin:2px 0'>"
+            f"{html.escape(self.sentences[seq])}</div>"
+            f"<div style='font-family:monospace;font-size:12px;color:#444;white-space:pre-wrap'>"
+            f"{html.escape(line)}</div></div>"
+        )
+
+
+class Stepper:
+    """Step through a run's trace: a slider over its events, previous / play / next, and at
+    each event the event in words, the execution graph, the timeline with a cursor and the
+    runtime's records; a what-if panel re-runs the scenario with a fault at the current
+    choice point.
+
+    Display it as a cell's last expression (or ``display(stepper)``); ``stepper.widget`` is the
+    ipywidgets box, to put in a layout of your own. ``stepper.runs`` holds every run opened so
+    far, the current one last.
+
+    Parts, for scripts and tests: ``slider``, ``play``, ``previous_button``, ``next_button``,
+    ``event_html``, ``graph_image``, ``timeline_image``, ``records_html``, ``fault_kind``,
+    ``freeze_seconds``, ``rerun_button``, ``back_button``, ``whatif_html``.
+    """
+
+    def __init__(self, run: SimulationRun, *, index: int = 0, title: str | None = None) -> None:
+        import ipywidgets as widgets  # type: ignore[import-untyped]
+
+        self.title = title
+        self.runs: list[SimulationRun] = [run]
+        self._views: list[RunView] = [RunView(run)]
+        self.render_seconds = 0.0
+        """How long the last event took to show (records, pictures and text)."""
+        last = max(len(run.trace) - 1, 0)
+        self.header_html = widgets.HTML()
+        self.slider = widgets.IntSlider(
+            value=0, min=0, max=last, step=1, description="event #", continuous_update=True,
+            readout=True, layout=widgets.Layout(width="min(640px, 100%)"),
+            style={"description_width": "initial"},
+        )  # fmt: skip
+        self.play = widgets.Play(
+            value=0, min=0, max=last, step=1, interval=900, show_repeat=False,
+            description="play", tooltip="play the run event by event",
+        )  # fmt: skip
+        self.previous_button = widgets.Button(
+            description="previous", icon="step-backward", tooltip="the event before",
+            layout=widgets.Layout(width="110px"),
+        )  # fmt: skip
+        self.next_button = widgets.Button(
+            description="next", icon="step-forward", tooltip="the event after",
+            layout=widgets.Layout(width="90px"),
+        )  # fmt: skip
+        widgets.link((self.play, "value"), (self.slider, "value"))
+        self.event_html = widgets.HTML()
+        # A box stretches its children to its width: give each picture its own width in
+        # pixels (shrinking on a narrow page) so that it is shown at its size, not blown up.
+        self.graph_image = widgets.Image(
+            format="png", layout=widgets.Layout(max_width="100%", height="auto")
+        )
+        self.timeline_image = widgets.Image(
+            format="png", layout=widgets.Layout(max_width="100%", height="auto")
+        )
+        self.records_html = widgets.HTML()
+        self.point_html = widgets.HTML()
+        self.fault_kind = widgets.Dropdown(
+            options=list(FAULT_CHOICES), value=str(FaultKind.CRASH), description="fault",
+            layout=widgets.Layout(width="300px"),
+        )  # fmt: skip
+        self.freeze_seconds = widgets.BoundedFloatText(
+            value=run.scenario.lease_seconds + run.scenario.redelivery_delay, min=0.001,
+            max=1e6, step=5, description="seconds", disabled=True,
+            layout=widgets.Layout(width="160px"),
+        )  # fmt: skip
+        self.rerun_button = widgets.Button(
+            description="re-run with this fault", icon="redo", button_style="warning",
+            layout=widgets.Layout(width="210px"),
+        )  # fmt: skip
+        self.back_button = widgets.Button(
+            description="back to the previous run", icon="undo", disabled=True,
+            layout=widgets.Layout(width="220px"),
+        )  # fmt: skip
+        self.whatif_html = widgets.HTML()
+
+        self.previous_button.on_click(lambda _: self.previous())
+        self.next_button.on_click(lambda _: self.next())
+        self.rerun_button.on_click(lambda _: self._rerun_clicked())
+        self.back_button.on_click(lambda _: self.back())
+        self.fault_kind.observe(self._kind_changed, names="value")
+        self.slider.observe(self._moved, names="value")
+
+        heading = "<div style='font-weight:bold;margin-top:6px'>{}</div>"
+        self.widget = widgets.VBox(
+            [
+                self.header_html,
+                widgets.HBox(
+                    [self.previous_button, self.play, self.next_button, self.slider],
+                    layout=widgets.Layout(align_items="center", flex_flow="row wrap"),
+                ),
+                self.event_html,
+                widgets.HTML(heading.format("execution graph as of this event")),
+                self.graph_image,
+                widgets.HTML(heading.format("worker timeline (cursor: this event)")),
+                self.timeline_image,
+                widgets.HTML(heading.format("the runtime's records as of this event")),
+                self.records_html,
+                widgets.HTML(heading.format("what if a fault struck here?")),
+                self.point_html,
+                widgets.HBox(
+                    [self.fault_kind, self.freeze_seconds, self.rerun_button, self.back_button],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
+                self.whatif_html,
+            ],
+            layout=widgets.Layout(width="100%"),
+        )
+        self.widget.add_class("ys-stepper")
+        self._show_run()
+        self.go(index)
+
+    # ------------------------------------------------------------------ the public surface
+
+    @property
+    def run(self) -> SimulationRun:
+        """The run shown now."""
+        return self.runs[-1]
+
+    @property
+    def view(self) -> RunView:
+        """The cached views of the run shown now."""
+        return self._views[-1]
+
+    @property
+    def index(self) -> int:
+        """The current event's sequence number."""
+        return int(self.slider.value)
+
+    @property
+    def event(self) -> TraceEvent:
+        """The current event."""
+        return self.view.events[self.index]
+
+    @property
+    def diff(self) -> RunDiff | None:
+        """How the run shown differs from the one before it (None for the first run)."""
+        return self.view.diff
+
+    def go(self, seq: int) -> None:
+        """Show event ``seq`` (clamped to the trace)."""
+        seq = min(max(int(seq), 0), int(self.slider.max))
+        if seq == self.slider.value:
+            self._render(seq)
+        else:
+            self.slider.value = seq  # the observer renders
+
+    def next(self) -> None:
+        """Show the next event."""
+        self.go(self.index + 1)
+
+    def previous(self) -> None:
+        """Show the previous event."""
+        self.go(self.index - 1)
+
+    def what_if(self, kind: FaultKind | str, *, seconds: float | None = None) -> SimulationRun:
+        """Re-run the scenario from the same seed with a ``kind`` fault at the current event's
+        choice point (or the next one), open the new run here at that point, and return it."""
+        point = self.view.point(self.index)
+        if point is None:
+            raise ValueError("no runtime call at or after this event: nowhere to put a fault")
+        before = self.run
+        fault = FaultKind(kind)
+        freeze = seconds if fault == FaultKind.FREEZE else None
+        rerun = what_if(before, fault, point.index, seconds=freeze)
+        from yieldstar_sim.simulation.faults import Fault
+
+        _, notes = fault_plan(before, Fault(fault, at=point.index, seconds=freeze))
+        self.open(rerun, diff=compare_runs(before, rerun, notes), index=point.seq)
+        return rerun
+
+    def open(self, run: SimulationRun, *, diff: RunDiff | None = None, index: int = 0) -> None:
+        """Show another run (kept in ``runs``; ``back()`` returns to the one before)."""
+        self.runs.append(run)
+        self._views.append(RunView(run, diff))
+        self._show_run()
+        self.go(index)
+
+    def back(self) -> None:
+        """Return to the run shown before the last what-if."""
+        if len(self.runs) < 2:
+            return
+        self.runs.pop()
+        self._views.pop()
+        self._show_run()
+        self.go(0)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """Jupyter: display the widget box."""
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    # ------------------------------------------------------------------ drawing
+
+    def _show_run(self) -> None:
+        run, view = self.run, self.view
+        last = max(len(view.events) - 1, 0)
+        # Lower the value before the bounds so that no observer sees an out-of-range event.
+        self.slider.value = min(self.slider.value, last)
+        self.slider.max = last
+        self.play.max = last
+        colour = _OK if run.ok else _BAD
+        faults = "; ".join(fault.describe() for fault in run.faults) or "no faults"
+        number = f"run {len(self.runs)}: " if len(self.runs) > 1 else ""
+        title = self.title or run.scenario.story or run.scenario.name
+        self.header_html.value = (
+            "<div class='ys-header' style='margin-bottom:4px'>"
+            f"<div style='font-size:18px;font-weight:bold'>{html.escape(number + title)}</div>"
+            f"<div style='font-size:14px'>{html.escape(run.scenario.name)}, seed {run.seed}, "
+            f"{html.escape(run.runtime_kind)}, {len(view.events)} events: "
+            f"<b style='color:{colour}'>{html.escape(run.verdict)}</b></div>"
+            f"<div style='font-size:13px;color:#444'>faults: {html.escape(faults)}</div>"
+            + "".join(
+                f"<div style='font-size:13px;color:{_BAD}'>{html.escape(str(v))}</div>"
+                for v in run.violations
+            )
+            + "</div>"
+        )
+        self.back_button.disabled = len(self.runs) < 2
+        graph_width, timeline_width = view.pictures.widths()
+        self.graph_image.layout.width = f"{graph_width}px"
+        self.timeline_image.layout.width = f"{timeline_width}px"
+        self.whatif_html.value = "" if view.diff is None else (
+            "<div style='border-left:4px solid #999;padding-left:8px'>"
+            f"<b>compared with the run before</b>{view.diff.html()}</div>"
+        )  # fmt: skip
+
+    def _moved(self, change: dict[str, Any]) -> None:
+        self._render(int(change["new"]))
+
+    def _render(self, seq: int) -> None:
+        started = time.perf_counter()
+        view = self.view
+        if not view.events:
+            self.event_html.value = "<i>the trace is empty</i>"
+            return
+        self.event_html.value = view.event_html(seq)
+        self.records_html.value = view.records(seq)
+        graph = view.pictures.graph_png(seq)
+        if self.graph_image.value != graph:
+            self.graph_image.value = graph
+        self.timeline_image.value = view.pictures.timeline_png(seq)
+        self.previous_button.disabled = seq <= 0
+        self.next_button.disabled = seq >= len(view.events) - 1
+        point = view.point(seq)
+        self.rerun_button.disabled = point is None
+        if point is None:
+            self.point_html.value = (
+                "<div style='color:#555'>no runtime call at or after this event: "
+                "nowhere to put a fault</div>"
+            )
+        else:
+            here = "this event's" if view.events[seq].point == point.index else "the next"
+            self.point_html.value = (
+                f"<div style='color:#333'>{here} choice point: <b>#{point.index}</b> "
+                f"<code>{html.escape(point.label)}</code> (event #{point.seq}); the re-run "
+                "keeps the seed, so it makes the same choices until then</div>"
+            )
+        self.render_seconds = time.perf_counter() - started
+
+    def _kind_changed(self, change: dict[str, Any]) -> None:
+        self.freeze_seconds.disabled = change["new"] != str(FaultKind.FREEZE)
+
+    def _rerun_clicked(self) -> None:
+        try:
+            self.what_if(self.fault_kind.value, seconds=float(self.freeze_seconds.value))
+        except Exception as error:  # shown in the widget: a click has no traceback to read
+            self.whatif_html.value = (
+                f"<div style='color:{_BAD}'>the re-run failed: "
+                f"{html.escape(type(error).__name__)}: {html.escape(str(error))}</div>"
+            )

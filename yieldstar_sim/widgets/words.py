@@ -1,0 +1,190 @@
+"""Each trace event in words, for a design reviewer stepping through a run.
+
+The trace's own text is terse (``put_step: recorded step ship: completed ...``); a sentence
+says who did what and why it matters: a repeated start that returns the first target, a fenced
+write refused because the lease moved on, an effect that a crash cannot undo.
+
+>>> import yieldstar_sim as ys
+>>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+>>> sentences = narrate(run.trace)
+>>> sentences[0]
+'The scenario triggers charge-order: the runtime admits order-42, due now.'
+>>> [s for s in sentences if "same target" in s][0]
+'w2 calls start again for request (order-42, ship) (call 2): ... same target, @ship-order-2. ...'
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.engine.world import TRIGGERED
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+
+def narrate(trace: Iterable[TraceEvent]) -> list[str]:
+    """One sentence (or two) per event, in order; the sentences know what came before (how
+    many times a request was started, whose lease an execution is under)."""
+    calls: dict[tuple[str, str], int] = {}
+    first_target: dict[tuple[str, str], str] = {}
+    sentences = []
+    for event in trace:
+        sentence = ""
+        if event.kind == "call" and event.op == "start":
+            request = (event.execution_id or "?", event.step_key or "?")
+            calls[request] = calls.get(request, 0) + 1
+            sentence = _start(event, calls[request], first_target.get(request))
+            accepted = event.data.get("accepted")
+            if accepted is not None:
+                first_target.setdefault(request, str(accepted))
+        sentences.append(sentence or describe_event(event))
+    return sentences
+
+
+def describe_event(event: TraceEvent) -> str:
+    """One event in words, without context."""
+    who, eid, key, data = event.worker or "-", event.execution_id, event.step_key, event.data
+    kind = event.kind
+    if kind == "trigger":
+        return (
+            f"The scenario triggers {data.get('workflow_id', '?')}: the runtime admits {eid}, "
+            "due now."
+        )
+    if kind == "deploy":
+        return f"New code is deployed ({event.text.removeprefix('deploy new code for ')}): " \
+            "deliveries from now on run it."  # fmt: skip
+    if kind == "call":
+        return _call(event)
+    if kind == "body":
+        return (
+            f"{who} runs the body of step {key} of {eid} (attempt {data.get('attempt', 1)}): "
+            f"it {event.text.partition(': ')[2] or 'ran'}. Nothing is recorded until the "
+            "step's result is written."
+        )
+    if kind == "effect":
+        if data.get("name") == TRIGGERED:
+            admitted = data.get("data", {})
+            return (
+                f"The body of step {key} triggers {admitted.get('workflow_id', '?')} without a "
+                f"start request: the runtime admits {admitted.get('execution_id', '?')}, and "
+                "nothing durable ties it to the step. If the step runs again, so does this."
+            )
+        return (
+            f"In the outside world: {data.get('name', '?')} {_short(data.get('data'))}, by "
+            f"{who} for {eid} / {key}. A crash never undoes an effect."
+        )
+    if kind == "fault":
+        return f"Fault injected at choice point #{event.point}: {event.text}."
+    if kind == "crash":
+        return (
+            f"{who} crashes and forgets everything. Its lease stays in the runtime until it "
+            "expires; then another delivery replays the execution from its recorded steps."
+        )
+    if kind == "restart":
+        return f"{who} restarts with no memory and asks for work again."
+    if kind == "freeze":
+        return (
+            f"{who} freezes ({event.text.partition(' for ')[2] or 'a while'}): it does not "
+            "heartbeat, so its lease runs out while it is stopped."
+        )
+    if kind == "resume":
+        return (
+            f"{who} wakes up and goes on as if nothing happened. If its lease expired meanwhile, "
+            "its next fenced write will be refused."
+        )
+    if kind == "refused":
+        return (
+            f"The runtime refuses {who}'s {event.op} on {eid}: its lease (token {event.token}) is "
+            f"no longer current. This is fencing: a stale worker cannot overwrite newer records. "
+            f"({event.text.partition(': ')[2]})"
+        )
+    if kind == "error":
+        detail = event.text.partition(": ")[2] or event.text
+        return f"{who}'s {event.op} does not come back: {detail}."
+    if kind == "reject":
+        return (
+            f"{who} gives up the delivery of {eid} without an outcome: "
+            f"{event.text.partition(': ')[2]}."
+        )
+    if kind == "outcome":
+        return (
+            f"The workflow code of {eid} returns on {who}: {event.text.partition(': ')[2]}. "
+            "The outcome counts only once it is acknowledged."
+        )
+    return event.text
+
+
+def _call(event: TraceEvent) -> str:
+    who, eid, key, data, op = event.worker, event.execution_id, event.step_key, event.data, event.op
+    if op == "claim":
+        if "claimed" not in data:
+            return f"{who} asks for due work: nothing is due."
+        return (
+            f"{who} claims {eid} ({data.get('workflow_id', '?')}): it holds the lease with "
+            f"fencing token {event.token} until t={data.get('expires_at', '?'):g}, and replays "
+            "the workflow from its recorded steps."
+        )
+    if op == "put_step":
+        status, _, value = event.text.partition(f"recorded step {key}: ")[2].partition(" ")
+        if status == "pending":
+            return (
+                f"{who} records step {key} of {eid} as pending ({value}): the execution is due "
+                "again when it wakes."
+            )
+        return (
+            f"{who} records step {key} of {eid}: {status} {value}. From now on the step is "
+            "replayed from this record and never run again."
+        )
+    if op == "record_wake":
+        return f"{who} records a wake for {eid}: {event.text.partition(': ')[2]}."
+    if op == "acknowledge":
+        return (
+            f"{who} acknowledges {eid}: its record is now {data.get('status', '?')}, and the "
+            "lease is given up."
+        )
+    if op == "release":
+        return (
+            f"{who} gives up its lease on {eid} without an outcome: it is due again after the "
+            "redelivery delay."
+        )
+    return f"{who}: {event.text}"
+
+
+def _start(event: TraceEvent, call: int, first: str | None) -> str:
+    who, data = event.worker, event.data
+    request = f"({event.execution_id}, {event.step_key})"
+    accepted, rejected = data.get("accepted"), data.get("rejected")
+    if rejected is not None:
+        why = {
+            "START_REQUEST_MISMATCH": (
+                "the request ID was first used for another workflow or other parameters; "
+                "returning the old target would hide the change, starting a new one would "
+                "break exactly-one"
+            ),
+            "INVALID_START_PARAMETERS": (
+                "the parameters are not a durable value; nothing is admitted and no request "
+                "is recorded"
+            ),
+        }.get(str(rejected), "")
+        return (
+            f"{who} calls start for request {request}: the runtime refuses it with {rejected}"
+            + (f": {why}." if why else ".")
+        )
+    if call == 1 or first is None:
+        return (
+            f"{who} starts {data.get('workflow_id', '?')} for request {request}: in one "
+            f"transaction the runtime records the request and admits {accepted} with its "
+            "parent link."
+        )
+    return (
+        f"{who} calls start again for request {request} (call {call}): the runtime finds the "
+        f"request record and returns the same target, {accepted}. Nothing new is admitted."
+    )
+
+
+def _short(value: object, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
