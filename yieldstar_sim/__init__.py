@@ -52,6 +52,9 @@ from yieldstar_sim.engine import (
 from yieldstar_sim.model import (
     AdmissionErrorCode,
     Cancelled,
+    ChildAccepted,
+    ChildFailedError,
+    ChildRequest,
     Completed,
     Delivery,
     DeliveryRejectedError,
@@ -69,6 +72,7 @@ from yieldstar_sim.model import (
     LeaseLostError,
     NondeterminismError,
     ParentLink,
+    ProfileError,
     RequestId,
     StartAccepted,
     StartRejected,
@@ -88,6 +92,7 @@ from yieldstar_sim.model import (
     WorkflowStartErrorCode,
     YieldstarError,
 )
+from yieldstar_sim.profiles import PROFILES, DriverProfile
 from yieldstar_sim.runtime import (
     FAILPOINT_NAMES,
     DuckDBRuntime,
@@ -99,10 +104,12 @@ from yieldstar_sim.runtime import (
 )
 from yieldstar_sim.simulation import (
     ArtifactError,
+    Cancel,
     Deploy,
     ExplorationReport,
     Fault,
     FaultKind,
+    Prune,
     ReplayArtifact,
     Scenario,
     ScenarioError,
@@ -117,21 +124,26 @@ from yieldstar_sim.simulation import (
     replay,
     simulate,
 )
-from yieldstar_sim.widgets import Stepper
 
 __version__ = "0.1.0"
 
 __all__ = [
     "FAILPOINT_NAMES",
+    "PROFILES",
     "AdmissionErrorCode",
     "ArtifactError",
+    "Cancel",
     "Cancelled",
+    "ChildAccepted",
+    "ChildFailedError",
+    "ChildRequest",
     "Clock",
     "Completed",
     "Delivery",
     "DeliveryRejectedError",
     "Deploy",
     "DispatchResult",
+    "DriverProfile",
     "DuckDBRuntime",
     "DurableObject",
     "DurableValue",
@@ -166,6 +178,8 @@ __all__ = [
     "NondeterminismError",
     "ParentLink",
     "Permanent",
+    "ProfileError",
+    "Prune",
     "Registry",
     "ReplayArtifact",
     "RequestId",
@@ -188,7 +202,6 @@ __all__ = [
     "StepRecord",
     "StepRunner",
     "StepTimeoutError",
-    "Stepper",
     "Suspended",
     "TestInvoker",
     "Trace",

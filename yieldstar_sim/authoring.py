@@ -35,29 +35,41 @@ class Workflow:
 
     name: str
     fn: WorkflowFunction = field(repr=False)
+    max_duration: float | None = None
+    """Seconds of virtual time after admission when the execution, and what it owns, is
+    cancelled (the guide's MaxDuration); ``None``: no limit."""
 
     def __call__(self, step: StepRunner, params: Any) -> Any:
         """Call the workflow function (the driver does this; users rarely need to)."""
         return self.fn(step, params)
 
 
-def workflow(name: str) -> Callable[[WorkflowFunction], Workflow]:
-    """Declare a workflow named ``name``.
+def workflow(
+    name: str, *, max_duration: float | None = None
+) -> Callable[[WorkflowFunction], Workflow]:
+    """Declare a workflow named ``name`` (optionally cancelled after ``max_duration`` s).
 
     >>> @workflow("ship-order")
     ... def ship_order(step, params):
     ...     booking = yield from step.run("book-courier", lambda: "courier-1")
     ...     return booking
     >>> ship_order
-    Workflow(name='ship-order')
+    Workflow(name='ship-order', max_duration=None)
     """
     if not isinstance(name, str) or not name or any(ord(c) < 0x20 for c in name):
         raise ValueError(f"a workflow name must be a non-empty string, not {name!r}")
+    if max_duration is not None and (
+        isinstance(max_duration, bool)
+        or not isinstance(max_duration, int | float)
+        or not math.isfinite(max_duration)
+        or max_duration <= 0
+    ):
+        raise ValueError(f"max_duration must be a positive number of seconds, not {max_duration!r}")
 
     def declare(fn: WorkflowFunction) -> Workflow:
         if not callable(fn):
             raise TypeError(f"@workflow({name!r}) decorates a function, not {fn!r}")
-        return Workflow(name, fn)
+        return Workflow(name, fn, None if max_duration is None else float(max_duration))
 
     return declare
 
@@ -264,12 +276,42 @@ class StartStep:
     detached: bool = False
 
 
-StepRequest: TypeAlias = RunStep | DelayStep | StartStep
-STEP_REQUESTS = (RunStep, DelayStep, StartStep)
+@dataclass(frozen=True, slots=True)
+class CallStep:
+    """``step.call``: start another workflow, then wait for its outcome (RFC 008)."""
+
+    key: str
+    workflow_id: str
+    params: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildStep:
+    """``step.child`` (owned, waited for) or ``step.spawn`` (detached, not waited for): a run
+    with a business ID, created or joined."""
+
+    key: str
+    workflow_id: str
+    child_id: str
+    params: object = None
+    spawn: bool = False
+
+
+StepRequest: TypeAlias = RunStep | DelayStep | StartStep | CallStep | ChildStep
+STEP_REQUESTS = (RunStep, DelayStep, StartStep, CallStep, ChildStep)
+
+
+def _workflow_name(workflow: Workflow | str) -> str:
+    return workflow.name if isinstance(workflow, Workflow) else workflow
 
 
 class World(Protocol):
     """The simulated outside world that step bodies act on (``step.world``)."""
+
+    @property
+    def attempt(self) -> int:
+        """The running step body's attempt number (1 for the first)."""
+        ...
 
     def effect(self, name: str, /, *, idempotency_key: str | None = None, **data: object) -> None:
         """Record an external effect in the ledger, which crashes never roll back.
@@ -349,6 +391,39 @@ class StepRunner:
         with START_REQUEST_MISMATCH; invalid parameters raise it with INVALID_START_PARAMETERS.
         """
         return self._track(key, StartStep(key, workflow_id, params, detached))
+
+    def call(
+        self, key: str, workflow_id: str, params: object = None
+    ) -> Generator[StepRequest, Any, Any]:
+        """Start another workflow (as ``step.start``, owned) and wait for it (RFC 008).
+
+        Returns the target's result; raises ``ChildFailedError`` (with the target's ID and
+        error) if it failed or was cancelled. The target's end wakes this workflow.
+        """
+        return self._track(key, CallStep(key, workflow_id, params))
+
+    def child(
+        self, key: str, workflow: Workflow | str, child_id: str, params: object = None
+    ) -> Generator[StepRequest, Any, Any]:
+        """Run ``workflow`` as the child ``child_id`` (a stable business ID) and wait for it.
+
+        If the call creates the run, this workflow owns it: cancelling this one cancels it. If
+        the ID exists, it joins that run, ignores ``params`` and never takes ownership.
+        Returns the child's result, or raises ``ChildFailedError``.
+        """
+        return self._track(key, ChildStep(key, _workflow_name(workflow), child_id, params))
+
+    def spawn(
+        self, key: str, workflow: Workflow | str, child_id: str, params: object = None
+    ) -> Generator[StepRequest, Any, str]:
+        """Start ``workflow`` as the detached run ``child_id`` and return its ID at once.
+
+        The run outlives this one; an existing ID counts as success while its record is
+        retained (after it is pruned, the same ID starts a new run).
+        """
+        return self._track(
+            key, ChildStep(key, _workflow_name(workflow), child_id, params, spawn=True)
+        )
 
 
 def _perform(request: StepRequest) -> Generator[StepRequest, Any, Any]:

@@ -21,6 +21,8 @@ from typing import Any, TypeAlias
 
 from yieldstar_sim.authoring import (
     STEP_REQUESTS,
+    CallStep,
+    ChildStep,
     DelayStep,
     Permanent,
     RunStep,
@@ -33,13 +35,20 @@ from yieldstar_sim.authoring import (
 from yieldstar_sim.codec import DurableValue, durable_value_codec
 from yieldstar_sim.model import (
     Cancelled,
+    ChildAccepted,
+    ChildFailedError,
+    ChildRequest,
+    ChildResult,
     Completed,
     Delivery,
     ErrorInfo,
+    ExecutionRecord,
     ExecutionStatus,
     Failed,
+    InvalidIDError,
     Lease,
     NondeterminismError,
+    ProfileError,
     RequestId,
     StartAccepted,
     StartRequest,
@@ -55,7 +64,9 @@ from yieldstar_sim.model import (
     WorkflowRunOutcome,
     WorkflowStartError,
     WorkflowStartErrorCode,
+    check_execution_id,
 )
+from yieldstar_sim.profiles import MEMORY, DriverProfile
 
 # --------------------------------------------------------------------------- commands
 
@@ -88,6 +99,28 @@ class CallStart:
 
 
 @dataclass(frozen=True, slots=True)
+class WaitFor:
+    """Runtime call: register that this execution waits for another, and read that one."""
+
+    lease: Lease
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartChild:
+    """Runtime call: create or join a run with a business ID (``step.child``/``spawn``)."""
+
+    request: ChildRequest
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCancel:
+    """Runtime call: request cancellation of an execution and what it owns (max duration)."""
+
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class ReadClock:
     """Ask for the current virtual time."""
 
@@ -113,9 +146,9 @@ class BodyResult:
     error: BaseException | None = None
 
 
-RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart
+RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
 Command: TypeAlias = RuntimeCall | ReadClock | RunBody
-RUNTIME_CALLS = (PutStep, RecordWake, CallStart)
+RUNTIME_CALLS = (PutStep, RecordWake, CallStart, WaitFor, StartChild, RequestCancel)
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
@@ -156,10 +189,19 @@ class _Replay:
         self.by_key = {step.step_key: step for step in steps}
         self.reached: set[str] = set()
 
+    def cancel_delivered(self) -> bool:
+        """Whether a cancellation was already thrown into this execution (and recorded)."""
+        return any(
+            step.status == "failed" and isinstance(step.value, dict) and step.value.get("cancelled")
+            for step in self.recorded
+        )
+
     def reach(self, key: object) -> StepRecord | None:
         """Check the step key the code asks for next; return its record, if any."""
         if not isinstance(key, str) or not key:
             raise _Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+            raise _Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
         if key in self.reached:
             raise _Throw(
                 StepKeyError(
@@ -178,10 +220,34 @@ class _Replay:
 # --------------------------------------------------------------------------- the driver
 
 
-def drive(workflow: Workflow | None, delivery: Delivery, world: World) -> DriverGenerator:
+@dataclass
+class _Context:
+    """One delivery: the execution, its lease, its replay, and the rules in force."""
+
+    record: ExecutionRecord
+    lease: Lease
+    replay: _Replay
+    runner: StepRunner
+    profile: DriverProfile
+    cancel_pending: bool = False
+    cancel_reason: str = ""
+    deadline: float | None = None
+
+    @property
+    def execution_id(self) -> str:
+        return self.record.execution_id
+
+
+def drive(
+    workflow: Workflow | None,
+    delivery: Delivery,
+    world: World,
+    profile: DriverProfile = MEMORY,
+) -> DriverGenerator:
     """Replay ``workflow`` for ``delivery`` and run its first unrecorded step.
 
     Yields commands; returns the ``WorkflowRunOutcome`` for the dispatcher to acknowledge.
+    ``profile`` applies an engine's native rules (see ``yieldstar_sim.profiles``).
     """
     record = delivery.execution
     if record.terminal:
@@ -195,18 +261,30 @@ def drive(workflow: Workflow | None, delivery: Delivery, world: World) -> Driver
         )
     runner = StepRunner(record.execution_id, world)
     replay = _Replay(record.execution_id, delivery.steps)
+    ctx = _Context(record, delivery.lease, replay, runner, profile)
+    delivered = replay.cancel_delivered()
+    if record.cancel_requested and not delivered:
+        ctx.cancel_pending, ctx.cancel_reason = True, f"{record.execution_id} was cancelled"
+    if workflow.max_duration is not None:
+        ctx.deadline = record.created_at + workflow.max_duration
+        now = yield ReadClock()
+        if now >= ctx.deadline and not delivered:
+            if not record.cancel_requested:
+                yield RequestCancel(record.execution_id)  # and what it owns
+            ctx.cancel_pending = True
+            ctx.cancel_reason = (
+                f"{record.execution_id} ran past its max duration of {workflow.max_duration:g}s"
+            )
     try:
         user = workflow.fn(runner, record.params)
     except Exception as error:
         return _failed(error)
     if not inspect.isgenerator(user):
         return _completed(record.execution_id, user, runner)
-    return (yield from _drive_generator(user, runner, replay, delivery.lease))
+    return (yield from _drive_generator(user, ctx))
 
 
-def _drive_generator(
-    user: Generator[Any, Any, Any], runner: StepRunner, replay: _Replay, lease: Lease
-) -> DriverGenerator:
+def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGenerator:
     send: Any = None
     throw: BaseException | None = None
     try:
@@ -214,15 +292,17 @@ def _drive_generator(
             try:
                 request = user.throw(throw) if throw is not None else user.send(send)
             except StopIteration as stop:
-                return _completed(replay.execution_id, stop.value, runner)
+                return _completed(ctx.execution_id, stop.value, ctx.runner)
             except WorkflowCancelledError:
                 return Cancelled()
             except Exception as error:
                 return _failed(error)
             send, throw = None, None
             try:
-                send = yield from _perform(request, replay, lease, runner)
+                send = yield from _perform(request, ctx)
             except _Suspend:
+                if ctx.deadline is not None and not ctx.cancel_pending:
+                    yield RecordWake(ctx.lease, ctx.deadline)  # the max duration wakes it too
                 return Suspended()
             except _Throw as thrown:
                 throw = thrown.error
@@ -238,11 +318,10 @@ def _abandon(user: Generator[Any, Any, Any]) -> None:
         user.close()
 
 
-def _perform(
-    request: object, replay: _Replay, lease: Lease, runner: StepRunner
-) -> Generator[Command, Any, Any]:
+def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
+    replay = ctx.replay
     if inspect.isgenerator(request):
-        key = runner.key_of(request)
+        key = ctx.runner.key_of(request)
         step = f"step {key!r}" if key is not None else "a step generator"
         raise _Throw(
             WorkflowDefinitionError(
@@ -259,31 +338,47 @@ def _perform(
             )
         )
     recorded = replay.reach(request.key)
+    if ctx.cancel_pending and (recorded is None or recorded.status == "pending"):
+        # RFC 009: the cancellation is thrown at the current step, and recorded there as that
+        # step's failure, so that every replay throws it at the same point.
+        ctx.cancel_pending = False
+        info = ErrorInfo("WorkflowCancelledError", ctx.cancel_reason)
+        attempt = 1 if recorded is None else recorded.attempt
+        yield PutStep(ctx.lease, request.key, "failed",
+                      {"error": info.to_value(), "cancelled": True}, attempt)  # fmt: skip
+        raise _Throw(WorkflowCancelledError(ctx.cancel_reason))
+    if recorded is not None and recorded.status == "failed":
+        raise _Throw(_restore_failure(request.key, _object(recorded.value), recorded.attempt))
     match request:
         case RunStep():
-            return (yield from _run(request, recorded, replay.execution_id, lease))
+            return (yield from _run(request, recorded, ctx))
         case DelayStep():
-            return (yield from _delay(request, recorded, lease))
+            return (yield from _delay(request, recorded, ctx.lease))
         case StartStep():
-            return (yield from _start(request, recorded, replay.execution_id, lease))
+            return (yield from _start(request, recorded, ctx.execution_id, ctx.lease))
+        case CallStep():
+            return (yield from _call(request, recorded, ctx))
+        case ChildStep():
+            return (yield from _child(request, recorded, ctx))
     raise AssertionError(request)  # pragma: no cover
 
 
 def _run(
-    request: RunStep, recorded: StepRecord | None, execution_id: str, lease: Lease
+    request: RunStep, recorded: StepRecord | None, ctx: _Context
 ) -> Generator[Command, Any, Any]:
-    key = request.key
+    key, lease, execution_id = request.key, ctx.lease, ctx.execution_id
     if request.error is not None:
         raise _Throw(
             StepDeclarationError(f"step {key!r} was declared with an error: {request.error}")
         )
+    refusal = ctx.profile.check_policy(key, request.policy)
+    if refusal is not None:
+        raise _Throw(ProfileError(refusal))
     attempt = 1
     if recorded is not None:
         if recorded.status == "completed":
             return recorded.value
         state = _object(recorded.value)
-        if recorded.status == "failed":
-            raise _Throw(_step_error(key, state, recorded.attempt))
         attempt = recorded.attempt + 1
         yield from _wait_until(float(state["wake_at"]), lease)  # type: ignore[arg-type]
     result: BodyResult = yield RunBody(
@@ -313,7 +408,7 @@ def _run(
         step_error.__cause__ = cause
         raise _Throw(step_error)
     now = yield ReadClock()
-    wake_at = now + request.policy.delay_after(attempt)
+    wake_at = now + ctx.profile.round_delay(request.policy.delay_after(attempt))
     retry: DurableValue = {"error": info.to_value(), "wake_at": wake_at}
     yield PutStep(lease, key, "pending", retry, attempt, wake_at)
     raise _Suspend
@@ -356,10 +451,7 @@ def _start(
 ) -> Generator[Command, Any, StartedExecution]:
     key = request.key
     if recorded is not None:
-        value = _object(recorded.value)
-        if recorded.status == "completed":
-            return StartedExecution(str(value["executionId"]))
-        raise _Throw(_start_error(ErrorInfo.from_value(value["error"])))
+        return StartedExecution(str(_object(recorded.value)["executionId"]))
     start = StartRequest(RequestId(execution_id, key), request.workflow_id, request.params,
                          request.detached)  # fmt: skip
     result: StartResult = yield CallStart(start)
@@ -371,6 +463,91 @@ def _start(
     raise _Throw(_start_error(info))
 
 
+def _call(
+    request: CallStep, recorded: StepRecord | None, ctx: _Context
+) -> Generator[Command, Any, Any]:
+    key = request.key
+    if recorded is not None:
+        value = _object(recorded.value)
+        if recorded.status == "completed":
+            return value["result"]
+        target = str(value["executionId"])
+    else:
+        start = StartRequest(RequestId(ctx.execution_id, key), request.workflow_id, request.params)
+        result: StartResult = yield CallStart(start)
+        if not isinstance(result, StartAccepted):
+            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
+            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
+            raise _Throw(_start_error(info))
+        target = result.execution_id
+        yield PutStep(ctx.lease, key, "pending", {"executionId": target})
+    return (yield from _await(key, target, ctx, {}))
+
+
+def _child(
+    request: ChildStep, recorded: StepRecord | None, ctx: _Context
+) -> Generator[Command, Any, Any]:
+    key = request.key
+    if recorded is not None:
+        value = _object(recorded.value)
+        if recorded.status == "completed":
+            return value["executionId"] if request.spawn else value["result"]
+        target, joined = str(value["executionId"]), bool(value.get("joined"))
+    else:
+        refusal = None if request.spawn else ctx.profile.check_child(key)
+        if refusal is not None:
+            raise _Throw(ProfileError(refusal))
+        try:
+            check_execution_id(request.child_id, what=f"step {key!r}: the child ID")
+        except InvalidIDError as error:
+            raise _Throw(error) from None
+        if (request.child_id, request.workflow_id) == (ctx.execution_id, ctx.record.workflow_id):
+            raise _Throw(
+                InvalidIDError(
+                    f"step {key!r}: the child ID {request.child_id!r} is this execution's own "
+                    f"ID, for the same workflow {request.workflow_id!r}"
+                )
+            )
+        child = ChildRequest(
+            RequestId(ctx.execution_id, key), request.workflow_id, request.child_id,
+            request.params, detached=request.spawn,
+        )  # fmt: skip
+        result: ChildResult = yield StartChild(child)
+        if not isinstance(result, ChildAccepted):
+            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
+            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
+            raise _Throw(_start_error(info))
+        target, joined = result.execution_id, not result.created
+        if request.spawn:
+            yield PutStep(ctx.lease, key, "completed", {"executionId": target, "joined": joined})
+            return target
+        yield PutStep(ctx.lease, key, "pending", {"executionId": target, "joined": joined})
+    return (yield from _await(key, target, ctx, {"joined": joined}))
+
+
+def _await(
+    key: str, target: str, ctx: _Context, extra: dict[str, DurableValue]
+) -> Generator[Command, Any, Any]:
+    """Wait for ``target``'s outcome: registered with the runtime, whose terminal
+    acknowledgement of the target wakes this execution; suspend until then."""
+    record: ExecutionRecord | None = yield WaitFor(ctx.lease, target)
+    if record is not None and not record.terminal:
+        raise _Suspend
+    if record is not None and record.status == ExecutionStatus.COMPLETED:
+        value: DurableValue = {"executionId": target, "result": record.result, **extra}
+        yield PutStep(ctx.lease, key, "completed", value)
+        return record.result
+    if record is None:
+        status, info = "pruned", ErrorInfo("ExecutionNotFoundError", f"{target} no longer exists")
+    else:
+        status = str(record.status)
+        info = record.error or ErrorInfo("WorkflowCancelledError", f"{target} was cancelled")
+    failure: DurableValue = {"error": info.to_value(), "executionId": target, "status": status,
+                             **extra}  # fmt: skip
+    yield PutStep(ctx.lease, key, "failed", failure)
+    raise _Throw(ChildFailedError(target, status, info))
+
+
 # --------------------------------------------------------------------------- outcomes
 
 
@@ -380,8 +557,16 @@ def _object(value: DurableValue) -> dict[str, DurableValue]:
     return value
 
 
-def _step_error(key: str, value: dict[str, DurableValue], attempts: int) -> StepError:
-    return StepError(key, ErrorInfo.from_value(value["error"]), attempts=attempts)
+def _restore_failure(key: str, value: dict[str, DurableValue], attempts: int) -> BaseException:
+    """The error a recorded failure throws again on replay: the same class and content."""
+    info = ErrorInfo.from_value(value["error"])
+    if value.get("cancelled"):
+        return WorkflowCancelledError(info.message)
+    if "status" in value and "executionId" in value:
+        return ChildFailedError(str(value["executionId"]), str(value["status"]), info)
+    if info.name == "WorkflowStartError" and info.code is not None:
+        return _start_error(info)
+    return StepError(key, info, attempts=attempts)
 
 
 def _start_error(info: ErrorInfo) -> WorkflowStartError:

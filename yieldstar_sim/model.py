@@ -193,7 +193,9 @@ _TERMINAL = frozenset(
     }
 )
 
-ExecutionOrigin: TypeAlias = Literal["trigger", "start"]
+ExecutionOrigin: TypeAlias = Literal["trigger", "start", "child", "spawn"]
+"""How an execution was admitted: a direct trigger, ``step.start``/``step.call`` (a generated
+ID), ``step.child`` (a business ID, owned) or ``step.spawn`` (a business ID, detached)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +266,10 @@ class ExecutionRecord:
     due_at: float | None = None
     lease: Lease | None = None
     lease_token: int = 0
+    cancel_requested: bool = False
+    """A cancellation was requested (RFC 009); the next delivery throws it into workflow code."""
+    waiting_on: str | None = None
+    """The execution this one waits for (``step.call``/``step.child``); its end wakes us."""
 
     @property
     def terminal(self) -> bool:
@@ -301,6 +307,33 @@ class StartRequestRecord:
     detached: bool
     target_execution_id: str
     created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRequest:
+    """``step.child`` or ``step.spawn``: create the run ``child_id`` or join the existing one.
+
+    Identified, like a start, by the caller's execution ID and the step key, so that a replay
+    gets the same answer: created (the caller owns it, unless detached) or joined.
+    """
+
+    request_id: RequestId
+    workflow_id: str
+    child_id: str
+    params: object = None
+    detached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ChildAccepted:
+    """The child run: ``created`` by this request, or an existing run it joined."""
+
+    execution_id: str
+    created: bool
+    status: Literal["accepted"] = "accepted"
+
+
+ChildResult: TypeAlias = ChildAccepted | StartRejected
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,3 +508,23 @@ class StepTimeoutError(BaseException):
 
 class DeliveryRejectedError(InfrastructureError):
     """A delivery ended without an outcome: the worker replied retry, or its process exited."""
+
+
+class ChildFailedError(YieldstarError):
+    """The execution a ``step.call`` or ``step.child`` waited for ended failed or cancelled.
+
+    Carries the target's ID, how it ended and its error; replay restores it from the record.
+    """
+
+    def __init__(self, execution_id: str, status: str, error: ErrorInfo) -> None:
+        super().__init__(f"{execution_id} ended {status}: {error.name}: {error.message}")
+        self.execution_id = execution_id
+        self.status = status
+        self.error = error
+
+    def __reduce__(self) -> tuple[type[ChildFailedError], tuple[str, str, ErrorInfo]]:
+        return (type(self), (self.execution_id, self.status, self.error))
+
+
+class ProfileError(YieldstarError):
+    """The chosen driver profile (an engine's native rules) refuses this workflow or step."""

@@ -22,6 +22,8 @@ from yieldstar_sim.clock import ManualClock
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
+    ChildAccepted,
+    ChildRequest,
     Completed,
     ErrorInfo,
     ExecutionAdmissionError,
@@ -664,6 +666,54 @@ def a_lease_of_a_pruned_incarnation_fences_nothing(make: RuntimeFactory) -> None
     runtime.put_step(new.lease, "fresh", status="completed")
 
 
+def a_child_is_created_once_and_joined_after(make: RuntimeFactory) -> None:
+    """A child request creates the run (owned) or, when its ID exists, joins it without
+    taking ownership; a repeat of the creating request says 'created' again."""
+    runtime, _ = _fresh(make)
+    _caller(runtime, "first")
+    _caller(runtime, "second")
+    create = ChildRequest(RequestId("first", "fulfil"), "fulfil", "fulfil-42", {"by": "first"})
+    created = runtime.start_child(create)
+    _expect(created == ChildAccepted("fulfil-42", created=True), f"create gave {created!r}")
+    _expect(runtime.start_child(create) == created, "a repeat of the creation did not match")
+    join = ChildRequest(RequestId("second", "fulfil"), "fulfil", "fulfil-42", {"by": "second"})
+    joined = runtime.start_child(join)
+    _expect(joined == ChildAccepted("fulfil-42", created=False), f"join gave {joined!r}")
+    record = runtime.execution("fulfil-42")
+    assert record is not None
+    _expect(
+        record.parent == ParentLink("first", "fulfil") and record.params == {"by": "first"},
+        f"the join changed the child: {record}",
+    )
+    other = runtime.start_child(ChildRequest(RequestId("second", "x"), "ship", "fulfil-42"))
+    _expect(
+        isinstance(other, StartRejected)
+        and other.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+        f"joining a run of another workflow gave {other!r}",
+    )
+    _expect(runtime.cancel("second") == ["second"], "a joiner must own nothing")
+    _expect(runtime.cancel("first") == ["first", "fulfil-42"], "the creator owns its child")
+
+
+def a_terminal_outcome_wakes_its_waiters(make: RuntimeFactory) -> None:
+    """An execution that waits for another is woken by that one's terminal outcome."""
+    runtime, clock = _fresh(make)
+    _caller(runtime)
+    target = _accepted(runtime.start(_ship()), "the start")
+    waiter = runtime.claim("w1", lease_seconds=LEASE, execution_id="order-42")
+    assert waiter is not None
+    seen = runtime.wait_for(waiter.lease, target)
+    _expect(seen is not None and not seen.terminal, f"wait_for read {seen!r}")
+    runtime.acknowledge(waiter.lease, Suspended())
+    _expect(runtime.execution("order-42").due_at is None, "a waiter must not be due yet")  # type: ignore[union-attr]
+    clock.advance(7)
+    delivery = runtime.claim("w2", lease_seconds=LEASE, execution_id=target)
+    assert delivery is not None
+    runtime.acknowledge(delivery.lease, Completed({"courier": 1}))
+    woken = runtime.execution("order-42")
+    _expect(woken is not None and woken.due_at == 7.0, f"the waiter was not woken: {woken}")
+
+
 def failure_points_before_and_after_commit(make: RuntimeFactory) -> None:
     """Before-commit failures leave nothing behind; after-commit failures keep the write."""
     runtime, _ = _fresh(make)
@@ -769,6 +819,8 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     "A lease of a pruned incarnation fences nothing": (
         a_lease_of_a_pruned_incarnation_fences_nothing
     ),
+    "A child is created once and joined after": a_child_is_created_once_and_joined_after,
+    "A terminal outcome wakes its waiters": a_terminal_outcome_wakes_its_waiters,
     "Failure points fail before and after commit": failure_points_before_and_after_commit,
 }
 

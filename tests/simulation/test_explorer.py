@@ -155,3 +155,21 @@ def test_the_report_is_json(tmp_path: Path) -> None:
     data = json.loads(json.dumps(report.to_json()))
     assert data["ok"] is False
     assert data["violations"][0]["artifact"].endswith("trigger-in-step-violation-1.replay.json")
+
+
+@pytest.mark.parametrize(
+    "name", ["cancel-owner", "join-child", "call-child-fails", "retry-backoff", "spawn-after-prune"]
+)
+def test_the_ownership_scenarios_survive_every_single_fault_but_the_pruning_hazard(
+    name: str,
+) -> None:
+    report = ys.explore(ys.load_scenario(name), max_faults=1, confirm="duckdb")
+    assert report.runtime_mismatches == []
+    if name != "spawn-after-prune":
+        assert report.ok, report.summary()
+        return
+    (found,) = report.violations
+    assert found.invariant == "one_survey_run_per_order"
+    assert "no longer protected it" in found.message
+    assert len(found.faults) == 1
+    assert "order-42" in found.faults[0]

@@ -31,12 +31,17 @@ def run_bundled(name: str, runtime: str) -> ys.SimulationRun:
 
 def test_every_bundled_scenario_tells_its_story() -> None:
     assert SCENARIOS == [
+        "call-child-fails",
+        "cancel-owner",
         "concurrent-starts",
         "deploy-mismatch",
         "durable-start",
         "frozen-worker",
         "invalid-params",
+        "join-child",
         "lost-response",
+        "retry-backoff",
+        "spawn-after-prune",
         "trigger-in-step",
     ]
     for name in SCENARIOS:
@@ -155,3 +160,57 @@ def test_invalid_params_admit_nothing(runtime: str) -> None:
     assert flag.data == {"order": 42, "code": "INVALID_START_PARAMETERS"}
     (start,) = [e for e in run.trace.of_kind("call") if e.op == "start"]
     assert start.data["rejected"] == "INVALID_START_PARAMETERS"
+
+
+def test_a_cancelled_parent_takes_its_owned_child_and_leaves_the_detached_one(
+    runtime: str,
+) -> None:
+    run = run_bundled("cancel-owner", runtime)
+    assert run.ok, run.explain()
+    statuses = {r.execution_id: str(r.status) for r in run.executions}
+    assert statuses == {"order-42": "cancelled", "pack-42": "cancelled", "survey-42": "completed"}
+    (cancel,) = run.trace.of_kind("cancel")
+    assert cancel.data["cancelled"] == ["order-42", "pack-42"]
+    assert [e.name for e in run.effects] == ["survey.sent"]
+
+
+def test_a_joined_child_keeps_its_owner(runtime: str) -> None:
+    run = run_bundled("join-child", runtime)
+    assert run.ok, run.explain()
+    statuses = {r.execution_id: str(r.status) for r in run.executions}
+    assert statuses == {
+        "order-42": "completed",
+        "recheck-42": "cancelled",
+        "fulfillment-42": "completed",
+    }
+    child = next(r for r in run.executions if r.execution_id == "fulfillment-42")
+    assert child.parent == ys.ParentLink("order-42", "fulfil")
+    assert child.params == {"order": 42, "by": "order"}
+
+
+def test_a_spawn_after_pruning_is_a_new_run(runtime: str) -> None:
+    run = run_bundled("spawn-after-prune", runtime)
+    (violation,) = run.violations
+    assert violation.invariant == "one_survey_run_per_order"
+    assert "survey-42 was created 2 times (t=0 by" in violation.message
+    assert [e.text for e in run.trace.of_kind("prune")] == [
+        "prune survey-42: its steps, wake and start requests are gone"
+    ]
+
+
+def test_a_failed_call_is_compensated(runtime: str) -> None:
+    run = run_bundled("call-child-fails", runtime)
+    assert run.ok, run.explain()
+    order = next(r for r in run.executions if r.execution_id == "order-42")
+    assert isinstance(order.result, dict)
+    assert order.result["declined"] == "@charge-card-2"
+    assert [e.name for e in run.effects] == ["stock.reserved", "stock.released"]
+
+
+def test_retries_back_off_on_the_virtual_clock(runtime: str) -> None:
+    run = run_bundled("retry-backoff", runtime)
+    assert run.ok, run.explain()
+    (sent,) = run.effects_named("welcome.sent")
+    assert (sent.attempt, sent.at) == (4, 7.0)
+    bodies = [e for e in run.trace.of_kind("body") if e.step_key == "welcome"]
+    assert [e.t for e in bodies] == [0.0, 1.0, 3.0, 7.0]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.authoring import StepDefinition, Workflow
+    from yieldstar_sim.profiles import DriverProfile
     from yieldstar_sim.runtime.protocol import Runtime
 
 
@@ -47,8 +48,9 @@ class Engine:
         invoker: Literal["test", "worker"] = "test",
         lease_seconds: float = 30.0,
         redelivery_delay: float = 5.0,
+        profile: str | DriverProfile = "memory",
     ) -> None:
-        self.registry = Registry(workflows, steps)
+        self.registry = Registry(workflows, steps, profile)
         if isinstance(runtime, str):
             self.clock = clock if clock is not None else ManualClock()
             if runtime == "duckdb":
@@ -91,6 +93,10 @@ class Engine:
         """Admit an execution (RFC 001); it runs when dispatched. Returns its ID."""
         return self.runtime.trigger(workflow_id, params, execution_id=execution_id)
 
+    def cancel(self, execution_id: str) -> list[str]:
+        """Request cancellation of an execution and what it owns (RFC 009)."""
+        return self.runtime.cancel(execution_id)
+
     def dispatch(
         self, worker: str = "w1", execution_id: str | None = None
     ) -> DispatchResult | None:
@@ -98,12 +104,16 @@ class Engine:
         return self.dispatcher.dispatch(worker, execution_id)
 
     def run_until_idle(
-        self, *, workers: str | Sequence[str] = "w1", max_deliveries: int = 10_000
+        self,
+        *,
+        workers: str | Sequence[str] = "w1",
+        max_deliveries: int = 10_000,
+        until: float | None = None,
     ) -> list[DispatchResult]:
         """Deliver due executions, moving the clock to the next wake, until nothing is left.
 
-        Deliveries go to ``workers`` in turn. Stops after ``max_deliveries`` (a workflow that
-        never finishes cannot hang a test).
+        Deliveries go to ``workers`` in turn. The clock does not move past ``until``. Stops
+        after ``max_deliveries`` (a workflow that never finishes cannot hang a test).
         """
         names = [workers] if isinstance(workers, str) else list(workers)
         if not names:
@@ -115,7 +125,7 @@ class Engine:
                 results.append(result)
                 continue
             wake = self.runtime.next_wake_at()
-            if wake is None or wake <= self.clock.now():
+            if wake is None or wake <= self.clock.now() or (until is not None and wake > until):
                 break
             self.clock.set(wake)
         return results

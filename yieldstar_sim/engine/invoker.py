@@ -18,11 +18,20 @@ from yieldstar_sim.driver import (
     PutStep,
     ReadClock,
     RecordWake,
+    RequestCancel,
     RunBody,
+    StartChild,
+    WaitFor,
     drive,
 )
 from yieldstar_sim.engine.world import BodyWorld, EngineWorld
-from yieldstar_sim.model import Delivery, StepDeclarationError, WorkflowRunOutcome
+from yieldstar_sim.model import (
+    Delivery,
+    ProfileError,
+    StepDeclarationError,
+    WorkflowRunOutcome,
+)
+from yieldstar_sim.profiles import DriverProfile, driver_profile
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -57,7 +66,13 @@ class Registry:
     starts.
     """
 
-    def __init__(self, workflows: Iterable[Workflow], steps: Iterable[StepDefinition] = ()) -> None:
+    def __init__(
+        self,
+        workflows: Iterable[Workflow],
+        steps: Iterable[StepDefinition] = (),
+        profile: str | DriverProfile = "memory",
+    ) -> None:
+        self.profile = driver_profile(profile)
         self._workflows: dict[str, Workflow] = {}
         for definition in workflows:
             if not isinstance(definition, Workflow):
@@ -70,6 +85,9 @@ class Registry:
         for step in steps:
             if step.error is not None:
                 raise StepDeclarationError(f"step {step.name!r}: {step.error}")
+            refusal = self.profile.check_policy(step.name, step.policy)
+            if refusal is not None:
+                raise ProfileError(refusal)
 
     def get(self, name: str) -> Workflow | None:
         """The workflow named ``name``, if registered."""
@@ -118,6 +136,12 @@ def perform_runtime_call(runtime: Runtime, command: Command) -> Any:
             return runtime.record_wake(command.lease, command.at)
         case CallStart():
             return runtime.start(command.request)
+        case WaitFor():
+            return runtime.wait_for(command.lease, command.execution_id)
+        case StartChild():
+            return runtime.start_child(command.request)
+        case RequestCancel():
+            return runtime.cancel(command.execution_id)
         case ReadClock():
             return runtime.clock.now()
     raise TypeError(f"not a runtime call: {command!r}")
@@ -143,7 +167,9 @@ class TestInvoker:
                 return body_world.run(command)
             return perform_runtime_call(self._runtime, command)
 
-        return run_delivery(drive(workflow, event.delivery, body_world), perform)
+        return run_delivery(
+            drive(workflow, event.delivery, body_world, self._registry.profile), perform
+        )
 
     def close(self) -> None:
         """Nothing to release."""

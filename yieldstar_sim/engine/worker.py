@@ -19,7 +19,10 @@ from yieldstar_sim.driver import (
     PutStep,
     ReadClock,
     RecordWake,
+    RequestCancel,
     RunBody,
+    StartChild,
+    WaitFor,
     drive,
 )
 from yieldstar_sim.engine.invoker import (
@@ -30,6 +33,7 @@ from yieldstar_sim.engine.invoker import (
 )
 from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
 from yieldstar_sim.model import (
+    ChildRequest,
     DeliveryRejectedError,
     Failed,
     Lease,
@@ -157,7 +161,7 @@ class WorkerProcessInvoker:
 
 # Runtime calls cross the pipe as plain tuples, without the lease: the parent holds the
 # delivery's lease already, and tuples pickle several times faster than frozen dataclasses.
-_WIRE_CALLS = frozenset({"put", "wake", "start", "clock"})
+_WIRE_CALLS = frozenset({"put", "wake", "start", "clock", "wait", "child", "cancel"})
 
 
 def _encode_call(command: Command) -> tuple[Any, ...]:
@@ -172,6 +176,14 @@ def _encode_call(command: Command) -> tuple[Any, ...]:
                 request.workflow_id, request.params, request.detached)  # fmt: skip
     if isinstance(command, ReadClock):
         return ("clock",)
+    if isinstance(command, WaitFor):
+        return ("wait", command.execution_id)
+    if isinstance(command, StartChild):
+        child = command.request
+        return ("child", child.request_id.execution_id, child.request_id.step_key,
+                child.workflow_id, child.child_id, child.params, child.detached)  # fmt: skip
+    if isinstance(command, RequestCancel):
+        return ("cancel", command.execution_id)
     raise TypeError(f"not a runtime call: {command!r}")
 
 
@@ -184,6 +196,15 @@ def _decode_call(message: tuple[Any, ...], lease: Lease) -> Command:
     if kind == "start":
         _, caller, step_key, workflow_id, params, detached = message
         return CallStart(StartRequest(RequestId(caller, step_key), workflow_id, params, detached))
+    if kind == "wait":
+        return WaitFor(lease, message[1])
+    if kind == "child":
+        _, caller, step_key, workflow_id, child_id, params, detached = message
+        return StartChild(
+            ChildRequest(RequestId(caller, step_key), workflow_id, child_id, params, detached)
+        )
+    if kind == "cancel":
+        return RequestCancel(message[1])
     return ReadClock()
 
 
@@ -260,7 +281,9 @@ def _child_main(connection: Connection, registry: Registry) -> None:
 
         workflow = registry.get(event.delivery.execution.workflow_id)
         try:
-            outcome = run_delivery(drive(workflow, event.delivery, world), perform)
+            outcome = run_delivery(
+                drive(workflow, event.delivery, world, registry.profile), perform
+            )
         except Exception as error:
             connection.send(("retry", f"{type(error).__name__}: {error}"))
             continue

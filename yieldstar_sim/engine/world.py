@@ -158,6 +158,12 @@ class BodyWorld:
             )
         return self._context
 
+    @property
+    def attempt(self) -> int:
+        """The running step body's attempt number (1 for the first): lets a simulated service
+        fail its first attempts."""
+        return self._current("attempt").attempt
+
     def effect(self, name: str, /, *, idempotency_key: str | None = None, **data: object) -> None:
         """Record an external effect, e.g. ``step.world.effect("courier.booked", order=42)``.
 

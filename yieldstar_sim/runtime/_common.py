@@ -12,10 +12,15 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.codec import DurableObject, durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
+    ChildAccepted,
+    ChildRequest,
+    ChildResult,
     ErrorInfo,
     ExecutionAdmissionError,
+    ExecutionOrigin,
     ExecutionRecord,
     ExecutionStatus,
+    InvalidIDError,
     Lease,
     LeaseLostError,
     ParentLink,
@@ -26,6 +31,7 @@ from yieldstar_sim.model import (
     StepStatus,
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
+    check_execution_id,
     check_name,
     check_time,
 )
@@ -55,6 +61,8 @@ EXECUTION_COLUMNS = (
     "lease_owner",
     "lease_token",
     "lease_expires_at",
+    "cancel_requested",
+    "waiting_on",
 )
 
 
@@ -91,6 +99,8 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         lease_owner,
         lease_token,
         lease_expires_at,
+        cancel_requested,
+        waiting_on,
     ) = row
     parent = (
         ParentLink(str(parent_execution_id), str(parent_step_key), bool(parent_detached))
@@ -112,7 +122,7 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         execution_id=str(execution_id),
         workflow_id=str(workflow_id),
         params=decode_object(params),  # type: ignore[arg-type]
-        origin="start" if origin == "start" else "trigger",
+        origin=_origin(origin),
         parent=parent,
         status=ExecutionStatus(str(status)),
         created_at=float(created_at),  # type: ignore[arg-type]
@@ -125,7 +135,19 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         due_at=_opt_float(due_at),
         lease=lease,
         lease_token=int(lease_token),  # type: ignore[call-overload]
+        cancel_requested=bool(cancel_requested),
+        waiting_on=None if waiting_on is None else str(waiting_on),
     )
+
+
+def _origin(value: object) -> ExecutionOrigin:
+    if value == "start":
+        return "start"
+    if value == "child":
+        return "child"
+    if value == "spawn":
+        return "spawn"
+    return "trigger"
 
 
 def start_request_record(record: ExecutionRecord) -> StartRequestRecord:
@@ -180,8 +202,6 @@ def check_trigger(
     workflow_id: object, params: object, execution_id: str | None
 ) -> tuple[str, str | None]:
     """Check a direct trigger; return the workflow ID and encoded parameters."""
-    from yieldstar_sim.model import check_execution_id
-
     workflow_id = check_name(workflow_id, "the workflow ID")
     if execution_id is not None:
         check_execution_id(execution_id)
@@ -207,7 +227,76 @@ def mismatch(
     )
 
 
-def caller_not_found(request: CheckedStart) -> ExecutionAdmissionError:
+@dataclass(frozen=True, slots=True)
+class CheckedChild:
+    """A child or spawn request whose fields are checked and whose parameters are encoded."""
+
+    caller: str
+    step_key: str
+    workflow_id: str
+    child_id: str
+    params: str | None
+    detached: bool
+
+    @property
+    def origin(self) -> str:
+        return "spawn" if self.detached else "child"
+
+
+def check_child(request: ChildRequest) -> CheckedChild | StartRejected:
+    """Check a child request; the child ID follows the guide's ID rules (InvalidIDError)."""
+    if not isinstance(request, ChildRequest):
+        raise TypeError(f"start_child takes a ChildRequest, not {type(request).__name__}")
+    caller = check_name(request.request_id.execution_id, "the caller's execution ID")
+    step_key = check_name(request.request_id.step_key, "the step key")
+    workflow_id = check_name(request.workflow_id, "the workflow ID")
+    child_id = check_execution_id(request.child_id, what="child ID")
+    params: str | None = None
+    if request.params is not None:
+        encoding = durable_value_codec.validate_object(request.params, path="params")
+        if encoding.status == "invalid":
+            return StartRejected(WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message)
+        params = encoding.canonical
+    return CheckedChild(caller, step_key, workflow_id, child_id, params, bool(request.detached))
+
+
+def child_answer(
+    request: CheckedChild,
+    requested: tuple[str, str, str | None] | None,
+    existing: tuple[str, str] | None,
+) -> ChildResult | None:
+    """Decide a child request the runtime could not insert: a replay of our own creation, a
+    join, or a refusal. ``requested`` is (target, workflow, params) of the caller's request
+    with this step key; ``existing`` is (ID, workflow) of the run holding the child ID.
+    ``None``: neither exists any more (a race with a prune): try again."""
+    if requested is not None:
+        target, workflow_id, params = requested
+        if (target, workflow_id, params) == (request.child_id, request.workflow_id, request.params):
+            return ChildAccepted(target, created=True)
+        return StartRejected(
+            WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+            f"child request ({request.caller}, {request.step_key}) first created {target} as "
+            f"{workflow_id} with params {params or 'none'}; this request asks for "
+            f"{request.child_id} as {request.workflow_id} with params {request.params or 'none'}",
+        )
+    if existing is None:
+        return None
+    existing_id, workflow_id = existing
+    if existing_id == request.caller and workflow_id == request.workflow_id:
+        raise InvalidIDError(
+            f"child ID {request.child_id!r} is the caller's own ID for the same workflow "
+            f"{workflow_id!r}"
+        )
+    if workflow_id != request.workflow_id:
+        return StartRejected(
+            WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+            f"{request.child_id} runs {workflow_id}, so a {request.workflow_id} child cannot "
+            "join it",
+        )
+    return ChildAccepted(existing_id, created=False)
+
+
+def caller_not_found(request: CheckedStart | CheckedChild) -> ExecutionAdmissionError:
     """The error for a start whose caller does not exist (never admitted, or pruned)."""
     return ExecutionAdmissionError(
         AdmissionErrorCode.CALLER_NOT_FOUND,

@@ -27,6 +27,9 @@ from yieldstar_sim.clock import Clock, ManualClock
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
+    ChildAccepted,
+    ChildRequest,
+    ChildResult,
     Delivery,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
@@ -233,6 +236,70 @@ class DuckDBRuntime:
             return result
         raise InfrastructureError(f"start: gave up after {_MAX_RACE_RETRIES} lost races")
 
+    def start_child(self, request: ChildRequest) -> ChildResult:
+        """Create the run ``child_id`` for the request, or join the run that has that ID."""
+        checked = common.check_child(request)
+        if isinstance(checked, StartRejected):
+            return checked
+        insert = {
+            "child_id": checked.child_id,
+            "workflow_id": checked.workflow_id,
+            "params": checked.params,
+            "origin": checked.origin,
+            "caller": checked.caller,
+            "step_key": checked.step_key,
+            "detached": checked.detached,
+            "now": self._clock.now(),
+        }
+        find = {
+            "caller": checked.caller,
+            "step_key": checked.step_key,
+            "child_id": checked.child_id,
+        }
+        for _ in range(_MAX_RACE_RETRIES):
+            try:
+                inserted = self._execute("child_insert", insert)
+            except _RACE_ERRORS:
+                self._rollback_quietly()
+                continue
+            try:
+                self._failpoints.hit("start_child.before_commit")
+                if inserted:
+                    self._execute("commit")
+                    result: ChildResult | None = ChildAccepted(checked.child_id, created=True)
+                else:
+                    found = self._execute("child_find", find)
+                    if not found:
+                        raise common.caller_not_found(checked)
+                    _, target, workflow_id, params, existing, existing_workflow = found[0]
+                    result = common.child_answer(
+                        checked,
+                        None if target is None else (target, workflow_id, params),
+                        None if existing is None else (existing, existing_workflow),
+                    )
+                    if result is None:
+                        continue
+            except _RACE_ERRORS:
+                self._rollback_quietly()
+                continue
+            except BaseException:
+                self._rollback_quietly()
+                raise
+            self._failpoints.hit("start_child.after_commit")
+            assert result is not None
+            return result
+        raise InfrastructureError(f"start_child: gave up after {_MAX_RACE_RETRIES} lost races")
+
+    def cancel(self, execution_id: str) -> list[str]:
+        """Request cancellation of an execution and of what it owns; returns the executions
+        whose cancellation was newly requested (terminal ones are left as they are)."""
+        self._failpoints.hit("cancel.before_commit")
+        rows = self._write("cancel", {"execution_id": execution_id, "now": self._clock.now()})
+        if not rows and self.execution(execution_id) is None:
+            raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
+        self._failpoints.hit("cancel.after_commit")
+        return sorted(str(row[0]) for row in rows)
+
     # ------------------------------------------------------------------ reads
 
     def execution(self, execution_id: str) -> ExecutionRecord | None:
@@ -344,20 +411,55 @@ class DuckDBRuntime:
         self._failpoints.hit("record_wake.after_commit")
 
     def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
-        """Record a delivery's outcome and give up the lease."""
+        """Record a delivery's outcome and give up the lease; a terminal outcome wakes every
+        execution waiting for this one."""
         status, result, error = common.outcome_columns(outcome)
-        rows = self._fenced(
-            "acknowledge",
-            lease,
-            {
-                "status": status,
-                "result": result,
-                "error": error,
-                "terminal": ExecutionStatus(status).terminal,
-            },
-        )
-        self._failpoints.hit("acknowledge.after_commit")
-        return common.execution_record(rows[0])
+        if not ExecutionStatus(status).terminal:
+            rows = self._fenced(
+                "acknowledge",
+                lease,
+                {"status": status, "result": result, "error": error, "terminal": False},
+            )
+            self._failpoints.hit("acknowledge.after_commit")
+            return common.execution_record(rows[0])
+        common.check_lease(lease)
+        now = self._clock.now()
+        self._failpoints.hit("acknowledge.before_commit")
+        params: dict[str, object] = {
+            "execution_id": lease.execution_id,
+            "incarnation": lease.incarnation,
+            "owner": lease.owner,
+            "token": lease.token,
+            "now": now,
+            "status": status,
+            "result": result,
+            "error": error,
+        }
+        for _ in range(_MAX_RACE_RETRIES):
+            try:
+                rows = self._execute("acknowledge_terminal", params)
+                if rows:
+                    self._execute("wake_waiters", {"execution_id": lease.execution_id, "now": now})
+                self._execute("commit" if rows else "rollback")
+            except _RACE_ERRORS:
+                self._rollback_quietly()
+                continue
+            except BaseException:
+                self._rollback_quietly()
+                raise
+            if not rows:
+                raise common.lease_lost(lease, self.execution(lease.execution_id), now)
+            self._failpoints.hit("acknowledge.after_commit")
+            return common.execution_record(rows[0])
+        raise InfrastructureError(f"acknowledge: gave up after {_MAX_RACE_RETRIES} lost races")
+
+    def wait_for(self, lease: Lease, execution_id: str) -> ExecutionRecord | None:
+        """Register that the leased execution waits for ``execution_id`` (whose terminal
+        outcome will wake it), then read that execution. Fenced."""
+        check_name(execution_id, "the execution to wait for")
+        self._fenced("wait_for", lease, {"target": execution_id})
+        self._failpoints.hit("wait_for.after_commit")
+        return self.execution(execution_id)
 
     def release(self, lease: Lease, *, delay: float) -> None:
         """Give up the lease without an outcome; the execution is due again after ``delay``."""

@@ -24,13 +24,16 @@ if TYPE_CHECKING:
 WRITE_OPERATIONS = (
     "trigger",
     "start",
+    "start_child",
     "claim",
     "renew",
     "put_step",
     "record_wake",
+    "wait_for",
     "acknowledge",
     "release",
     "prune",
+    "cancel",
 )
 
 FAILPOINT_NAMES = tuple(

@@ -21,6 +21,9 @@ from yieldstar_sim.clock import Clock, ManualClock
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
+    ChildAccepted,
+    ChildRequest,
+    ChildResult,
     Delivery,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
@@ -68,6 +71,8 @@ class _Row:
     lease_owner: str | None = None
     lease_token: int = 0
     lease_expires_at: float | None = None
+    cancel_requested: bool = False
+    waiting_on: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
 
     def columns(self) -> tuple[object, ...]:
@@ -89,6 +94,8 @@ class _Row:
             self.lease_owner,
             self.lease_token,
             self.lease_expires_at,
+            self.cancel_requested,
+            self.waiting_on,
         )
 
     def record(self) -> ExecutionRecord:
@@ -207,6 +214,77 @@ class MemoryRuntime:
         self._failpoints.hit("start.after_commit")
         return result
 
+    def start_child(self, request: ChildRequest) -> ChildResult:
+        """Create the run ``child_id`` for the request, or join the run that has that ID."""
+        checked = common.check_child(request)
+        if isinstance(checked, StartRejected):
+            return checked
+        with self._lock:
+            now = self._clock.now()
+            caller = self._rows.get(checked.caller)
+            key = None if caller is None else (caller.seq, checked.step_key)
+            requested_id = None if key is None else self._requests.get(key)
+            existing = self._rows.get(checked.child_id)
+            if caller is not None and requested_id is None and existing is None:
+                seq = self._next_seq()
+                self._failpoints.hit("start_child.before_commit")
+                row = _Row(
+                    checked.child_id, seq, checked.workflow_id, checked.params, checked.origin,
+                    checked.caller, caller.seq, checked.step_key, checked.detached,
+                    ExecutionStatus.PENDING, now, due_at=now,
+                )  # fmt: skip
+                self._rows[checked.child_id] = self._live[checked.child_id] = row
+                assert key is not None
+                self._requests[key] = checked.child_id
+                result: ChildResult = ChildAccepted(checked.child_id, created=True)
+            else:
+                self._failpoints.hit("start_child.before_commit")
+                if caller is None:
+                    raise common.caller_not_found(checked)
+                requested = None
+                if requested_id is not None:
+                    target = self._rows.get(requested_id) or self._tombstones[requested_id]
+                    requested = (requested_id, target.workflow_id, target.params)
+                answer = common.child_answer(
+                    checked,
+                    requested,
+                    None if existing is None else (existing.execution_id, existing.workflow_id),
+                )
+                assert answer is not None  # one lock: nothing changes under us
+                result = answer
+        self._failpoints.hit("start_child.after_commit")
+        return result
+
+    def cancel(self, execution_id: str) -> list[str]:
+        """Request cancellation of an execution and of what it owns; returns the executions
+        whose cancellation was newly requested (terminal ones are left as they are)."""
+        with self._lock:
+            now = self._clock.now()
+            self._failpoints.hit("cancel.before_commit")
+            root = self._rows.get(execution_id)
+            if root is None:
+                raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
+            owned, frontier = {root.execution_id}, [root]
+            while frontier:
+                owner = frontier.pop()
+                for row in self._rows.values():
+                    if (
+                        row.parent_seq == owner.seq
+                        and not row.parent_detached
+                        and row.execution_id not in owned
+                    ):
+                        owned.add(row.execution_id)
+                        frontier.append(row)
+            cancelled = []
+            for target_id in owned:
+                row = self._rows[target_id]
+                if target_id in self._live and not row.cancel_requested:
+                    row.cancel_requested = True
+                    row.due_at = now if row.due_at is None else min(row.due_at, now)
+                    cancelled.append(target_id)
+        self._failpoints.hit("cancel.after_commit")
+        return sorted(cancelled)
+
     # ------------------------------------------------------------------ reads
 
     def execution(self, execution_id: str) -> ExecutionRecord | None:
@@ -283,6 +361,7 @@ class MemoryRuntime:
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
                 row.due_at = None
+                row.waiting_on = None
                 lease = Lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
@@ -364,8 +443,23 @@ class MemoryRuntime:
                 row.finished_at = now
                 row.due_at = None
                 del self._live[row.execution_id]
+                for waiter in self._live.values():
+                    if waiter.waiting_on == row.execution_id:
+                        waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
+        return record
+
+    def wait_for(self, lease: Lease, execution_id: str) -> ExecutionRecord | None:
+        """Register that the leased execution waits for ``execution_id`` (whose terminal
+        outcome will wake it), then read that execution. Fenced."""
+        check_name(execution_id, "the execution to wait for")
+        with self._lock:
+            row, _ = self._fenced("wait_for", lease)
+            row.waiting_on = execution_id
+            target = self._rows.get(execution_id)
+            record = None if target is None else target.record()
+        self._failpoints.hit("wait_for.after_commit")
         return record
 
     def release(self, lease: Lease, *, delay: float) -> None:
@@ -393,12 +487,15 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
-            if (row.parent_seq, row.parent_step_key) in self._requests:
+            if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).
                 row.status = ExecutionStatus.PRUNED
                 row.steps, row.result, row.error = {}, None, None
                 self._tombstones[execution_id] = row
+            elif (row.parent_seq, row.parent_step_key) in self._requests:
+                # A business ID: its protection expires with its record (the steps guide).
+                del self._requests[(row.parent_seq, row.parent_step_key)]  # type: ignore[arg-type]
             for key in [key for key in self._requests if key[0] == row.seq]:
                 self._tombstones.pop(self._requests.pop(key), None)
         self._failpoints.hit("prune.after_commit")

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from yieldstar_sim.clock import Clock
     from yieldstar_sim.model import (
+        ChildRequest,
+        ChildResult,
         Delivery,
         ExecutionRecord,
         Lease,
@@ -112,6 +114,18 @@ class ExecutionClient(Protocol):
 
     def release(self, lease: Lease, *, delay: float) -> None:
         """Give up the lease without an outcome; redeliver after ``delay``. Fenced."""
+        ...
+
+    def wait_for(self, lease: Lease, execution_id: str) -> ExecutionRecord | None:
+        """Register that the leased execution waits for another, and read that one. Fenced."""
+        ...
+
+    def start_child(self, request: ChildRequest) -> ChildResult:
+        """Create a run with a business ID for a request, or join the run that has it."""
+        ...
+
+    def cancel(self, execution_id: str) -> list[str]:
+        """Request cancellation of an execution and of what it owns (RFC 009)."""
         ...
 
     # -- retention

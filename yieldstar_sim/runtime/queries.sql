@@ -42,14 +42,14 @@ WHERE c.execution_id = $caller AND c.status <> 'pruned';
 -- name: execution
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at
+       lease_token, lease_expires_at, cancel_requested, waiting_on
 FROM executions
 WHERE execution_id = $execution_id AND status <> 'pruned';
 
 -- name: executions
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at
+       lease_token, lease_expires_at, cancel_requested, waiting_on
 FROM executions
 WHERE status <> 'pruned'
 ORDER BY seq;
@@ -57,7 +57,7 @@ ORDER BY seq;
 -- name: start_requests
 SELECT t.execution_id, t.seq, t.workflow_id, t.params, t.origin, t.parent_execution_id,
        t.parent_step_key, t.parent_detached, t.status, t.result, t.error, t.created_at,
-       t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at
+       t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested, t.waiting_on
 FROM executions AS t
 JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned'
 ORDER BY t.seq;
@@ -80,7 +80,7 @@ WHERE status IN ('pending', 'suspended');
 -- name: claim
 UPDATE executions
 SET lease_owner = $owner, lease_token = lease_token + 1, lease_expires_at = $expires_at,
-    due_at = NULL, revision = revision + 1
+    due_at = NULL, waiting_on = NULL, revision = revision + 1
 WHERE execution_id = (
     SELECT execution_id
     FROM executions
@@ -91,7 +91,7 @@ WHERE execution_id = (
     LIMIT 1)
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, step_log;
+          lease_token, lease_expires_at, cancel_requested, waiting_on, step_log;
 
 -- Fenced writes: each names the lease it holds and bumps `revision`, so that it conflicts with
 -- any concurrent claim of the same row whichever commits first.
@@ -133,7 +133,7 @@ WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $own
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at;
+          lease_token, lease_expires_at, cancel_requested, waiting_on;
 
 -- name: release
 UPDATE executions
@@ -143,12 +143,79 @@ WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $own
   AND lease_expires_at > $now AND status IN ('pending', 'suspended')
 RETURNING revision;
 
+-- name: acknowledge_terminal
+-- A terminal outcome wakes every execution waiting for this one, in the same transaction: a
+-- caller that registered its wait before this commit is woken, one after it sees the outcome.
+BEGIN TRANSACTION;
+UPDATE executions
+SET status = $status, result = $result, error = $error, finished_at = $now, due_at = NULL,
+    lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at, cancel_requested, waiting_on;
+
+-- name: wake_waiters
+UPDATE executions
+SET due_at = least(coalesce(due_at, $now), $now), revision = revision + 1
+WHERE waiting_on = $execution_id AND status IN ('pending', 'suspended');
+
+-- name: wait_for
+UPDATE executions
+SET waiting_on = $target, revision = revision + 1
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+RETURNING revision;
+
+-- name: cancel
+-- A cancellation request reaches the execution and, recursively, what it owns: targets it
+-- started or created without `detached` (joined runs are owned by their creator, not here).
+UPDATE executions
+SET cancel_requested = true, due_at = least(coalesce(due_at, $now), $now),
+    revision = revision + 1
+WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_id IN (
+    WITH RECURSIVE owned(execution_id, seq) AS (
+        SELECT execution_id, seq FROM executions
+        WHERE execution_id = $execution_id AND status <> 'pruned'
+        UNION
+        SELECT c.execution_id, c.seq
+        FROM executions AS c JOIN owned AS o ON c.request_seq = o.seq AND NOT c.parent_detached
+    )
+    SELECT execution_id FROM owned)
+RETURNING execution_id;
+
+-- name: child_insert
+-- Create the run `child_id` for request (caller, step key), unless the request exists or the
+-- ID is taken; then child_find tells a replay of our creation from a join.
+BEGIN TRANSACTION;
+INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
+                        request_seq, parent_step_key, parent_detached, status, created_at, due_at)
+SELECT $child_id, n, $workflow_id, $params, $origin, $caller, caller_seq, $step_key,
+       $detached, 'pending', $now, $now
+FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq
+      FROM executions AS c
+      WHERE c.execution_id = $caller AND c.status <> 'pruned'
+        AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id)
+        AND NOT EXISTS (SELECT 1 FROM executions AS t
+                        WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
+RETURNING execution_id;
+
+-- name: child_find
+ROLLBACK;
+SELECT c.seq, r.execution_id, r.workflow_id, r.params, x.execution_id, x.workflow_id
+FROM executions AS c
+LEFT JOIN executions AS r ON r.request_seq = c.seq AND r.parent_step_key = $step_key
+LEFT JOIN executions AS x ON x.execution_id = $child_id AND x.status <> 'pruned'
+WHERE c.execution_id = $caller AND c.status <> 'pruned';
+
 -- name: prune_to_tombstone
 -- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
 UPDATE executions
 SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = revision + 1
 WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+  AND origin = 'start'
   AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
 RETURNING seq;
 

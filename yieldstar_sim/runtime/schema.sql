@@ -12,7 +12,7 @@ CREATE TABLE IF NOT EXISTS executions (
     seq                 BIGINT NOT NULL,       -- admission order; also this incarnation's identity
     workflow_id         VARCHAR NOT NULL,
     params              VARCHAR,               -- canonical JSON (RFC 8785), NULL: no parameters
-    origin              VARCHAR NOT NULL,      -- 'trigger' | 'start'
+    origin              VARCHAR NOT NULL,      -- 'trigger' | 'start' | 'child' | 'spawn'
     parent_execution_id VARCHAR,               -- the parent link (RFC 008/009)
     parent_step_key     VARCHAR,
     parent_detached     BOOLEAN,
@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS executions (
     lease_token         BIGINT NOT NULL DEFAULT 0,   -- the fencing token; only grows
     lease_expires_at    DOUBLE,
     step_log            VARCHAR NOT NULL DEFAULT '', -- one canonical JSON step entry per line
+    cancel_requested    BOOLEAN NOT NULL DEFAULT false, -- RFC 009: thrown at the next delivery
+    waiting_on          VARCHAR,               -- the execution whose end wakes this one
     revision            BIGINT NOT NULL DEFAULT 0,   -- bumped by every write to the row
     -- A start request is (caller incarnation, step key): at most one target each.
     UNIQUE (request_seq, parent_step_key)

@@ -8,7 +8,9 @@ from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, Fault
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
 from yieldstar_sim.simulation.run import SimulationRun, simulate
 from yieldstar_sim.simulation.scenario import (
+    Cancel,
     Deploy,
+    Prune,
     Scenario,
     ScenarioError,
     Trigger,
@@ -20,6 +22,7 @@ from yieldstar_sim.simulation.trace import Trace, TraceEvent
 __all__ = [
     "FAULT_KINDS",
     "ArtifactError",
+    "Cancel",
     "Deploy",
     "ExplorationReport",
     "Fault",
@@ -28,6 +31,7 @@ __all__ = [
     "FoundViolation",
     "Invariant",
     "PointInfo",
+    "Prune",
     "ReplayArtifact",
     "Scenario",
     "ScenarioError",

@@ -320,21 +320,93 @@ class AcknowledgedUnderCurrentLease:
 
 class NothingLost:
     """Every admitted execution reached an outcome or can still be delivered (a wake, a lease
-    that will expire): none is stranded."""
+    that will expire, or a live execution it waits for): none is stranded."""
 
     name = "no execution lost"
 
     def check(self, run: SimulationRun) -> list[Violation]:
-        """Look for live executions with neither a wake nor a lease."""
+        """Look for live executions with neither a wake, a lease, nor a live one to wait for."""
+        live = {r.execution_id for r in run.executions if not r.terminal}
         return [
             Violation(
                 self.name,
                 f"{record.execution_id} ({record.workflow_id}) is {record.status} with no wake "
-                "and no lease: nothing will ever deliver it again",
+                "and no lease"
+                + (f", waiting for {record.waiting_on}, which is over" if record.waiting_on else "")
+                + ": nothing will ever deliver it again",
             )
             for record in run.executions
-            if not record.terminal and record.due_at is None and record.lease is None
+            if not record.terminal
+            and record.due_at is None
+            and record.lease is None
+            and record.waiting_on not in live
         ]
+
+
+def _owned(run: SimulationRun) -> dict[str, list[str]]:
+    """Owner -> the executions it owns: started or created by it without ``detached``."""
+    owned: dict[str, list[str]] = defaultdict(list)
+    for record in run.executions:
+        if record.parent is not None and not record.parent.detached and record.origin != "trigger":
+            owned[record.parent.execution_id].append(record.execution_id)
+    return owned
+
+
+class OwnedChildrenEndWithTheirOwner:
+    """An owned child never outlives an owner that was cancelled (RFC 009, the guide's Child)."""
+
+    name = "owned children never outlive a cancelled owner"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Every live descendant of a cancelled execution, through owned links, is a violation."""
+        records = {r.execution_id: r for r in run.executions}
+        owned = _owned(run)
+        violations = []
+        for owner in (r for r in run.executions if str(r.status) == "cancelled"):
+            frontier = list(owned.get(owner.execution_id, []))
+            while frontier:
+                child = records.get(frontier.pop())
+                if child is None:
+                    continue
+                frontier.extend(owned.get(child.execution_id, []))
+                if not child.terminal:
+                    violations.append(
+                        Violation(
+                            self.name,
+                            f"{child.execution_id} ({child.workflow_id}) is still "
+                            f"{child.status} although its owner {owner.execution_id} was "
+                            "cancelled",
+                        )
+                    )
+        return violations
+
+
+class JoinedRunsKeepTheirOwner:
+    """Joining a run by its business ID never takes ownership (the guide's Child)."""
+
+    name = "joined runs keep their original owner"
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """A joined run's parent link must still name its creator, not the joiner."""
+        records = {r.execution_id: r for r in run.executions}
+        violations = []
+        for joiner, steps in run.steps.items():
+            for step in steps:
+                value = step.value
+                if not isinstance(value, dict) or value.get("joined") is not True:
+                    continue
+                joined = records.get(str(value.get("executionId")))
+                if joined is None or joined.parent is None:
+                    continue
+                if (joined.parent.execution_id, joined.parent.step_key) == (joiner, step.step_key):
+                    violations.append(
+                        Violation(
+                            self.name,
+                            f"{joiner} joined {joined.execution_id} at step {step.step_key} and "
+                            "became its owner",
+                        )
+                    )
+        return violations
 
 
 BUILT_IN: tuple[Invariant, ...] = (
@@ -344,6 +416,8 @@ BUILT_IN: tuple[Invariant, ...] = (
     AcceptedStartsRecordedOnce(),
     AcknowledgedUnderCurrentLease(),
     NothingLost(),
+    OwnedChildrenEndWithTheirOwner(),
+    JoinedRunsKeepTheirOwner(),
 )
 
 

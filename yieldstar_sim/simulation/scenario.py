@@ -35,6 +35,23 @@ class Trigger:
 
 
 @dataclass(frozen=True, slots=True)
+class Cancel:
+    """The scenario requests cancellation of ``execution_id`` at virtual time ``at`` (RFC 009)."""
+
+    execution_id: str
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Prune:
+    """The scenario prunes the terminal execution ``execution_id`` at virtual time ``at``
+    (RFC 013); an execution that is not terminal then is left alone, and the trace says so."""
+
+    execution_id: str
+    at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class Deploy:
     """From virtual time ``at`` on, deliveries run these workflow versions (same names)."""
 
@@ -66,6 +83,10 @@ class Scenario:
     faults: Sequence[Fault] = ()
     steps: Sequence[StepDefinition] = ()
     deploys: Sequence[Deploy] = ()
+    cancels: Sequence[Cancel] = ()
+    prunes: Sequence[Prune] = ()
+    profile: str = "memory"
+    """The driver profile (``memory``, ``temporal``, ``restate``): an engine's native rules."""
     description: str = ""
     max_time: float = 3600.0
     max_points: int = 10_000
@@ -81,6 +102,11 @@ class Scenario:
         self.faults = tuple(self.faults)
         self.steps = tuple(self.steps)
         self.deploys = tuple(sorted(self.deploys, key=lambda deploy: deploy.at))
+        self.cancels = tuple(self.cancels)
+        self.prunes = tuple(self.prunes)
+        from yieldstar_sim.profiles import driver_profile
+
+        driver_profile(self.profile)  # refuses an unknown profile now, with the known ones
         for workflow in self.workflows:
             if not isinstance(workflow, Workflow):
                 raise TypeError(f"scenario {self.name!r}: {workflow!r} is not a @ys.workflow")

@@ -20,15 +20,21 @@ from yieldstar_sim.driver import (
     PutStep,
     ReadClock,
     RecordWake,
+    RequestCancel,
     RunBody,
+    StartChild,
+    WaitFor,
     drive,
 )
 from yieldstar_sim.engine.invoker import Registry
 from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Effect, Ledger
 from yieldstar_sim.model import (
+    ChildAccepted,
     Delivery,
     DeliveryRejectedError,
+    ExecutionNotFoundError,
     ExecutionRecord,
+    ExecutionStateError,
     Failed,
     InfrastructureError,
     InjectedFailure,
@@ -42,6 +48,7 @@ from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
+from yieldstar_sim.simulation.scenario import Cancel, Prune
 from yieldstar_sim.simulation.trace import Trace
 
 if TYPE_CHECKING:
@@ -148,8 +155,10 @@ class Simulator:
         )
         self.trace = Trace()
         self.ledger = Ledger()
-        self._registries = [(0.0, Registry(scenario.workflows, scenario.steps))] + [
-            (deploy.at, Registry(deploy.workflows, scenario.steps)) for deploy in scenario.deploys
+        profile = scenario.profile
+        self._registries = [(0.0, Registry(scenario.workflows, scenario.steps, profile))] + [
+            (deploy.at, Registry(deploy.workflows, scenario.steps, profile))
+            for deploy in scenario.deploys
         ]
         self.finished = False
 
@@ -174,12 +183,25 @@ class Simulator:
 
     def _client(self) -> Actor:
         """Makes the scenario's direct triggers and announces deploys, at their times."""
-        timeline: list[tuple[float, int, Any]] = [(t.at, 0, t) for t in self.scenario.triggers]
-        timeline += [(d.at, 1, d) for d in self.scenario.deploys if d.at > 0]
+        scenario = self.scenario
+        timeline: list[tuple[float, int, Any]] = [(t.at, 0, t) for t in scenario.triggers]
+        timeline += [(d.at, 1, d) for d in scenario.deploys if d.at > 0]
+        timeline += [(c.at, 2, c) for c in scenario.cancels]
+        timeline += [(p.at, 3, p) for p in scenario.prunes]
         for at, _, item in sorted(timeline, key=lambda entry: entry[:2]):
             if at > self.clock.now():
                 yield Wait(at)
-            if hasattr(item, "workflow_id"):
+            if isinstance(item, Cancel):
+                cancelled = self.runtime.cancel(item.execution_id)
+                reached = ", ".join(cancelled) or "nothing live"
+                text = f"cancel {item.execution_id}: requested for {reached}"
+                self.trace.add(
+                    self.clock.now(), "cancel", text, execution_id=item.execution_id,
+                    data={"cancelled": cancelled},
+                )  # fmt: skip
+            elif isinstance(item, Prune):
+                self._prune(item.execution_id)
+            elif hasattr(item, "workflow_id"):
                 execution_id = self.runtime.trigger(
                     item.workflow_id, item.params, execution_id=item.execution_id
                 )
@@ -192,6 +214,15 @@ class Simulator:
                 names = ", ".join(w.name for w in item.workflows)
                 self.trace.add(self.clock.now(), "deploy", f"deploy new code for {names}")
             self.kernel.nudge()
+
+    def _prune(self, execution_id: str) -> None:
+        try:
+            self.runtime.prune(execution_id)
+        except (ExecutionNotFoundError, ExecutionStateError) as refused:
+            text = f"prune {execution_id} refused: {refused}"
+        else:
+            text = f"prune {execution_id}: its steps, wake and start requests are gone"
+        self.trace.add(self.clock.now(), "prune", text, execution_id=execution_id)
 
     def _worker(self, name: str) -> Actor:
         while True:
@@ -226,7 +257,7 @@ class Simulator:
         workflow = self.registry().get(record.workflow_id)
         port = _SimPort(self)
         world = BodyWorld(port, name, lease)
-        driver = drive(workflow, delivery, world)
+        driver = drive(workflow, delivery, world, self.registry().profile)
         value: Any = None
         error: BaseException | None = None
         outcome: WorkflowRunOutcome
@@ -333,6 +364,40 @@ class Simulator:
                     done=f"wake at t={wake.at:g}",
                 )
             )
+        if isinstance(command, WaitFor):
+            wait = command
+            return (
+                yield from self._call(
+                    PointInfo(name, "wait_for", lease.execution_id),
+                    lambda: runtime.wait_for(wait.lease, wait.execution_id),
+                    token=lease.token,
+                    done=f"waits for {wait.execution_id}",
+                )
+            )
+        if isinstance(command, StartChild):
+            child = command.request
+            result = yield from self._call(
+                PointInfo(name, "start_child", lease.execution_id, child.request_id.step_key),
+                lambda: runtime.start_child(child),
+                token=lease.token,
+                data={
+                    "workflow_id": child.workflow_id,
+                    "child_id": child.child_id,
+                    "detached": child.detached,
+                },
+            )
+            self.kernel.nudge()
+            return result
+        if isinstance(command, RequestCancel):
+            target = command.execution_id
+            cancelled = yield from self._call(
+                PointInfo(name, "cancel", lease.execution_id),
+                lambda: runtime.cancel(target),
+                token=lease.token,
+                done=f"cancel requested for {target} and what it owns",
+            )
+            self.kernel.nudge()
+            return cancelled
         if isinstance(command, CallStart):
             request = command.request
             result = yield from self._call(
@@ -424,6 +489,13 @@ def _call_text(info: PointInfo, result: Any, done: str | None) -> str:
         lease = result.lease
         expires = f"until t={lease.expires_at:g}"
         return f"claim: {lease.execution_id} leased with token {lease.token} {expires}"
+    if info.op == "start_child":
+        if isinstance(result, ChildAccepted):
+            how = "created" if result.created else "joined"
+            return (
+                f"start_child ({info.execution_id}, {info.step_key}): {how} {result.execution_id}"
+            )
+        return f"start_child ({info.execution_id}, {info.step_key}): rejected {result.code}"
     if info.op == "start":
         if isinstance(result, StartAccepted):
             return f"start ({info.execution_id}, {info.step_key}): accepted {result.execution_id}"
@@ -439,6 +511,8 @@ def _call_data(result: Any) -> dict[str, Any]:
     """The structured part of a call's result, for invariants and views."""
     if isinstance(result, StartAccepted):
         return {"accepted": result.execution_id}
+    if isinstance(result, ChildAccepted):
+        return {"accepted": result.execution_id, "created": result.created}
     if isinstance(result, StartRejected):
         return {"rejected": str(result.code)}
     if isinstance(result, Delivery):

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 #: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
 DUPLICATE_COLOUR = "#CC0000"
+#: Line styles of edges that are not parent links: a non-durable trigger, a joined run.
+EDGE_STYLES = {"trigger": ":", "joined": "-."}
 #: Horizontal distance between sibling executions, in node widths' terms (boxes are ~1.7 wide).
 NODE_SPACING = 2.2
 
@@ -118,6 +120,23 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
         if event.kind == "trigger" and event.execution_id:
             graph.add_node(event.execution_id, workflow_id=str(data.get("workflow_id", "?")),
                            status="pending", origin="trigger")  # fmt: skip
+        elif (
+            event.kind == "call"
+            and event.op == "start_child"
+            and event.execution_id
+            and event.step_key
+            and "accepted" in data
+        ):
+            child = str(data["accepted"])
+            origin = "spawn" if data.get("detached") else "child"
+            if child not in graph:
+                graph.add_node(child, workflow_id=str(data.get("workflow_id", "?")),
+                               status="pending", origin=origin)  # fmt: skip
+            kind = "start" if data.get("created") else "joined"
+            if not graph.has_edge(event.execution_id, child, key=event.step_key):
+                graph.add_edge(event.execution_id, child, key=event.step_key, kind=kind,
+                               step_key=event.step_key, detached=bool(data.get("detached")),
+                               retained=True, duplicate=False, calls=1)  # fmt: skip
         elif event.kind == "call" and event.op == "start" and event.execution_id and event.step_key:
             request = (event.execution_id, event.step_key)
             calls[request] = calls.get(request, 0) + 1
@@ -221,7 +240,9 @@ def draw_execution_graph(
     for source, target, data in graph.edges(data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
         colour = DUPLICATE_COLOUR if data["duplicate"] else "#333333"
-        style = ":" if data["kind"] == "trigger" else "--" if data["detached"] else "-"
+        style = EDGE_STYLES.get(data["kind"], "--" if data["detached"] else "-")
+        if data["kind"] == "start" and data["detached"]:
+            style = "--"
         axes.annotate(
             "",
             xy=(x2, y2 + 0.18),
@@ -256,7 +277,7 @@ def draw_execution_graph(
             va="center",
             fontsize=10,
             bbox={
-                "boxstyle": "round,pad=0.5" if data["origin"] == "start" else "square,pad=0.5",
+                "boxstyle": "square,pad=0.5" if data["origin"] == "trigger" else "round,pad=0.5",
                 "facecolor": STATUS_COLOURS.get(str(data["status"]), "#FFFFFF"),
                 "edgecolor": "#222222",
                 "alpha": 0.9,
@@ -279,6 +300,8 @@ def draw_execution_graph(
     ]
     if any(kind == "trigger" for kind, _, _ in kinds):
         handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
+    if any(kind == "joined" for kind, _, _ in kinds):
+        handles.append(Line2D([], [], color="#333333", linestyle="-.", label="joined (not owned)"))
     if any(duplicate for _, _, duplicate in kinds):
         handles.append(
             Line2D(

@@ -1,0 +1,336 @@
+"""Calls (RFC 008), cancellation and ownership (RFC 009), children by business ID, spawn, ID
+validation, pruning's hazard and driver profiles (the workflow steps guide) on both runtime
+adapters, through the engine."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import yieldstar_sim as ys
+
+
+@pytest.fixture(params=["memory", "duckdb"])
+def runtime(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def engine_for(runtime: str, *workflows: ys.Workflow, **options: Any) -> ys.Engine:
+    return ys.Engine(list(workflows), runtime=runtime, **options)  # type: ignore[arg-type]
+
+
+def record(engine: ys.Engine, execution_id: str) -> ys.ExecutionRecord:
+    found = engine.runtime.execution(execution_id)
+    assert found is not None, f"{execution_id} does not exist"
+    return found
+
+
+# --------------------------------------------------------------------------- workflows
+
+
+@ys.workflow("add")
+def add(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.delay("think", params.get("think", 0))
+    total = yield from step.run("sum", lambda: params["a"] + params["b"])
+    return total
+
+
+@ys.workflow("decline")
+def decline(step: ys.StepRunner, params: Any) -> Any:
+    def fail() -> None:
+        raise ys.Permanent(ValueError("card declined"))
+
+    yield from step.run("charge", fail)
+
+
+@ys.workflow("caller")
+def caller(step: ys.StepRunner, params: Any) -> Any:
+    try:
+        total = yield from step.call("add", params["workflow"], params["args"])
+    except ys.ChildFailedError as error:
+        return {"failed": error.execution_id, "status": error.status, "error": error.error.name}
+    return {"total": total}
+
+
+@ys.workflow("long")
+def long(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.delay("wait", 1000)
+    yield from step.run("done", lambda: step.world.effect("long.done", who=step.execution_id))
+    return "done"
+
+
+@ys.workflow("owner")
+def owner(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.spawn("detached", "long", f"detached-of-{step.execution_id}")
+    yield from step.start("started", "long")
+    result = yield from step.child("owned", "long", f"owned-of-{step.execution_id}")
+    return result
+
+
+@ys.workflow("catcher")
+def catcher(step: ys.StepRunner, params: Any) -> Any:
+    try:
+        yield from step.delay("wait", 1000)
+    except ys.WorkflowCancelledError:
+        yield from step.run("cleanup", lambda: step.world.effect("cleaned"))
+        return "cleaned up"
+    return "not cancelled"
+
+
+@ys.workflow("bounded", max_duration=50)
+def bounded(step: ys.StepRunner, params: Any) -> Any:
+    result = yield from step.child("owned", "long", "bounded-child")
+    return result
+
+
+@ys.workflow("fulfil")
+def fulfil(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.delay("work", 60)
+    return {"by": params["by"]}
+
+
+@ys.workflow("parent")
+def parent(step: ys.StepRunner, params: Any) -> Any:
+    receipt = yield from step.child("fulfil", "fulfil", params["child"], {"by": step.execution_id})
+    return receipt
+
+
+@ys.workflow("spawner")
+def spawner(step: ys.StepRunner, params: Any) -> Any:
+    survey = yield from step.spawn("survey", "long", params["child"])
+    return {"survey": survey}
+
+
+@ys.workflow("bad-ids")
+def bad_ids(step: ys.StepRunner, params: Any) -> Any:
+    try:
+        yield from step.child("child", params["workflow"], params["child"])
+    except ys.InvalidIDError as error:
+        return {"refused": str(error)}
+    return "admitted"
+
+
+ALL = [add, decline, caller, long, owner, catcher, bounded, fulfil, parent, spawner, bad_ids]
+
+
+# --------------------------------------------------------------------------- step.call
+
+
+def test_a_call_returns_the_targets_result_and_its_end_wakes_the_caller(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("caller", {"workflow": "add", "args": {"a": 40, "b": 2, "think": 30}},
+                   execution_id="c")  # fmt: skip
+    first = engine.dispatch()
+    assert first is not None
+    assert first.outcome == ys.Suspended()
+    waiting = record(engine, "c")
+    target = waiting.waiting_on
+    assert target is not None
+    assert waiting.due_at is None, "a caller waiting for its target must not poll"
+    engine.run_until_idle()
+    assert record(engine, "c").result == {"total": 42}
+    assert record(engine, target).parent == ys.ParentLink("c", "add", detached=False)
+    assert [r.execution_id for r in engine.runtime.executions()] == ["c", target]
+    steps = {s.step_key: s for s in engine.runtime.steps("c")}
+    assert steps["add"].value == {"executionId": target, "result": 42}
+
+
+def test_a_call_whose_child_fails_raises_its_id_and_error(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("caller", {"workflow": "decline", "args": None}, execution_id="c")
+    engine.run_until_idle()
+    result = record(engine, "c").result
+    assert isinstance(result, dict)
+    assert result["status"] == "failed"
+    assert result["error"] == "StepError"
+    assert record(engine, str(result["failed"])).status == ys.ExecutionStatus.FAILED
+
+
+# --------------------------------------------------------------------------- cancellation
+
+
+def test_cancelling_reaches_owned_targets_and_not_detached_ones(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("owner", execution_id="o")
+    engine.run_until_idle(until=0)
+    started = next(r.execution_id for r in engine.runtime.executions() if r.origin == "start")
+    cancelled = engine.cancel("o")
+    assert cancelled == sorted(["o", "owned-of-o", started])
+    engine.run_until_idle()
+    statuses = {r.execution_id: str(r.status) for r in engine.runtime.executions()}
+    assert statuses == {
+        "o": "cancelled",
+        "owned-of-o": "cancelled",
+        started: "cancelled",
+        "detached-of-o": "completed",
+    }
+    assert engine.ledger.count("long.done") == 1
+    assert engine.cancel("o") == [], "cancelling a terminal execution changes nothing"
+    with pytest.raises(ys.ExecutionNotFoundError):
+        engine.cancel("nobody")
+
+
+def test_the_cancellation_is_thrown_at_the_current_step_and_can_be_handled(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("catcher", execution_id="k")
+    engine.run_until_idle(until=0)
+    engine.cancel("k")
+    engine.run_until_idle()
+    assert record(engine, "k").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "k").result == "cleaned up"
+    wait = next(s for s in engine.runtime.steps("k") if s.step_key == "wait")
+    assert wait.status == "failed"
+    assert wait.value["error"]["name"] == "WorkflowCancelledError"  # type: ignore[index,call-overload]
+
+
+def test_a_max_duration_cancels_the_workflow_and_what_it_owns(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("bounded", execution_id="b")
+    engine.run_until_idle()
+    assert record(engine, "b").status == ys.ExecutionStatus.CANCELLED
+    assert record(engine, "bounded-child").status == ys.ExecutionStatus.CANCELLED
+    assert record(engine, "b").finished_at == 50.0
+
+
+# --------------------------------------------------------------------------- children and spawn
+
+
+def test_joining_never_acquires_ownership(runtime: str) -> None:
+    """The guide: if the ID exists, Child joins the existing run and ignores the new input;
+    ending the joining parent ends only its wait."""
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("parent", {"child": "fulfil-42"}, execution_id="first")
+    engine.run_until_idle(until=0)
+    engine.trigger("parent", {"child": "fulfil-42"}, execution_id="second")
+    engine.run_until_idle(until=5)
+    joined = {s.step_key: s.value for s in engine.runtime.steps("second")}["fulfil"]
+    assert joined == {"executionId": "fulfil-42", "joined": True}
+    assert record(engine, "fulfil-42").parent == ys.ParentLink("first", "fulfil", detached=False)
+    assert record(engine, "fulfil-42").params == {"by": "first"}, "a join ignores its input"
+    assert engine.cancel("second") == ["second"], "the joiner owns nothing"
+    engine.run_until_idle()
+    assert record(engine, "second").status == ys.ExecutionStatus.CANCELLED
+    assert record(engine, "fulfil-42").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "first").result == {"by": "first"}
+
+
+def test_creating_a_child_is_stable_across_replay(runtime: str) -> None:
+    """A crash after the child is created but before the step is recorded: the replay gets
+    'created' again, never 'joined' its own child."""
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("parent", {"child": "fulfil-7"}, execution_id="p")
+    engine.runtime.failpoints.arm("start_child.after_commit")
+    first = engine.dispatch(execution_id="p")
+    assert first is not None
+    assert first.rejection is not None
+    engine.clock.advance(5)
+    engine.dispatch(execution_id="p")
+    created = {s.step_key: s.value for s in engine.runtime.steps("p")}["fulfil"]
+    assert created == {"executionId": "fulfil-7", "joined": False}
+    assert engine.cancel("p") == ["fulfil-7", "p"], "the creator owns its child"
+
+
+def test_spawn_returns_at_once_and_the_run_outlives_its_parent(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("spawner", {"child": "survey-1"}, execution_id="s")
+    engine.dispatch(execution_id="s")
+    assert record(engine, "s").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "s").result == {"survey": "survey-1"}
+    assert record(engine, "survey-1").status == ys.ExecutionStatus.PENDING
+    assert record(engine, "survey-1").parent == ys.ParentLink("s", "survey", detached=True)
+    engine.trigger("spawner", {"child": "survey-1"}, execution_id="t")
+    engine.dispatch(execution_id="t")
+    assert record(engine, "t").result == {"survey": "survey-1"}, "an existing ID is success"
+    engine.run_until_idle()
+    assert engine.ledger.count("long.done") == 1
+
+
+def test_after_pruning_a_spawn_with_the_same_id_is_a_new_run(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("spawner", {"child": "survey-2"}, execution_id="s")
+    engine.run_until_idle()
+    first_seq = record(engine, "survey-2").seq
+    engine.runtime.prune("survey-2")
+    engine.trigger("spawner", {"child": "survey-2"}, execution_id="u")
+    engine.run_until_idle()
+    assert record(engine, "survey-2").seq != first_seq, "protection expired with the record"
+    assert engine.ledger.count("long.done") == 2
+
+
+@pytest.mark.parametrize(
+    ("child", "workflow", "message"),
+    [
+        ("", "long", "must not be empty"),
+        ("bad\nid", "long", "ASCII control character"),
+        ("tab\tid", "long", "ASCII control character"),
+        ("self", "bad-ids", "this execution's own ID"),
+    ],
+)
+def test_invalid_child_ids_are_refused_before_anything_is_admitted(
+    runtime: str, child: str, workflow: str, message: str
+) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("bad-ids", {"child": child, "workflow": workflow}, execution_id="self")
+    engine.run_until_idle()
+    result = record(engine, "self").result
+    assert isinstance(result, dict)
+    assert message in str(result["refused"])
+    assert [r.execution_id for r in engine.runtime.executions()] == ["self"]
+
+
+def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL)
+    engine.trigger("bad-ids", {"child": "self", "workflow": "long"}, execution_id="self")
+    engine.run_until_idle()
+    record_ = record(engine, "self")
+    assert record_.status == ys.ExecutionStatus.FAILED
+    assert record_.error is not None
+    assert record_.error.code == "START_REQUEST_MISMATCH"
+
+
+# --------------------------------------------------------------------------- driver profiles
+
+
+def test_a_restate_like_profile_refuses_child_before_submission(runtime: str) -> None:
+    engine = engine_for(runtime, *ALL, profile="restate")
+    engine.trigger("parent", {"child": "fulfil-1"}, execution_id="p")
+    engine.run_until_idle()
+    failed = record(engine, "p")
+    assert failed.status == ys.ExecutionStatus.FAILED
+    assert failed.error is not None
+    assert failed.error.name == "ProfileError"
+    assert "restate-like engines reject Child before submission" in failed.error.message
+    assert [r.execution_id for r in engine.runtime.executions()] == ["p"]
+
+
+def test_a_temporal_like_profile_refuses_zero_initial_backoff_with_retries() -> None:
+    retrying = ys.define_step("send", lambda: None, lambda s: s.retry(3).backoff(0, 2, 10))
+    with pytest.raises(ys.ProfileError, match="zero initial backoff"):
+        ys.Engine([add], steps=[retrying], runtime="memory", profile="temporal")
+    ys.Engine([add], steps=[retrying], runtime="memory", profile="memory")
+
+    @ys.workflow("per-call")
+    def per_call(step: ys.StepRunner, params: Any) -> Any:
+        yield from step.run("send", retrying)
+
+    engine = ys.Engine([per_call], runtime="memory", profile="temporal")
+    engine.trigger("per-call", execution_id="x")
+    engine.run_until_idle()
+    assert record(engine, "x").error is not None
+    assert record(engine, "x").error.name == "ProfileError"  # type: ignore[union-attr]
+
+
+def test_a_restate_like_profile_rounds_retry_delays_to_milliseconds() -> None:
+    profile = ys.PROFILES["restate"]
+    assert profile.round_delay(1.00049) == pytest.approx(1.0)
+    assert profile.round_delay(0.0006) == pytest.approx(0.001)
+    assert ys.PROFILES["memory"].round_delay(1.00049) == 1.00049
+    with pytest.raises(ValueError, match="unknown driver profile 'flink'"):
+        ys.Engine([add], runtime="memory", profile="flink")
+
+
+@pytest.fixture(autouse=True)
+def _close_engines() -> Iterator[None]:
+    yield
