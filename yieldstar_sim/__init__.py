@@ -124,6 +124,7 @@ from yieldstar_sim.simulation import (
     replay,
     simulate,
 )
+from yieldstar_sim.widgets import Stepper
 
 __version__ = "0.1.0"
 
@@ -202,6 +203,7 @@ __all__ = [
     "StepRecord",
     "StepRunner",
     "StepTimeoutError",
+    "Stepper",
     "Suspended",
     "TestInvoker",
     "Trace",
