@@ -133,6 +133,7 @@ def fence(lease: Lease, now: float, **extra: object) -> dict[str, object]:
     return {
         **extra,
         "execution_id": lease.execution_id,
+        "incarnation": lease.incarnation,
         "owner": lease.owner,
         "token": lease.token,
         "now": now,
@@ -369,17 +370,11 @@ def prepare_acknowledge(runtime: Runtime, n: int) -> Batch:
         ],
         [
             [
+                # A terminal outcome: one statement updates it and wakes its waiters.
                 q(
-                    "acknowledge",
-                    fence(
-                        lease,
-                        now,
-                        status="completed",
-                        result=encode(_result(i)),
-                        error=None,
-                        terminal=True,
-                    ),
-                )
+                    "acknowledge_terminal",
+                    fence(lease, now, status="completed", result=encode(_result(i)), error=None),
+                ),
             ]
             for i, lease in enumerate(leases)
         ],

@@ -435,23 +435,12 @@ class DuckDBRuntime:
             "result": result,
             "error": error,
         }
-        for _ in range(_MAX_RACE_RETRIES):
-            try:
-                rows = self._execute("acknowledge_terminal", params)
-                if rows:
-                    self._execute("wake_waiters", {"execution_id": lease.execution_id, "now": now})
-                self._execute("commit" if rows else "rollback")
-            except _RACE_ERRORS:
-                self._rollback_quietly()
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            if not rows:
-                raise common.lease_lost(lease, self.execution(lease.execution_id), now)
-            self._failpoints.hit("acknowledge.after_commit")
-            return common.execution_record(rows[0])
-        raise InfrastructureError(f"acknowledge: gave up after {_MAX_RACE_RETRIES} lost races")
+        rows = self._write("acknowledge_terminal", params)
+        mine = [row for row in rows if row[0] == lease.execution_id]
+        if not mine:
+            raise common.lease_lost(lease, self.execution(lease.execution_id), now)
+        self._failpoints.hit("acknowledge.after_commit")
+        return common.execution_record(mine[0])
 
     def wait_for(self, lease: Lease, execution_id: str) -> ExecutionRecord | None:
         """Register that the leased execution waits for ``execution_id`` (whose terminal
@@ -473,17 +462,19 @@ class DuckDBRuntime:
         """Remove a terminal execution with its steps, wake and start-request records."""
         self._failpoints.hit("prune.before_commit")
         target = {"execution_id": execution_id}
-        pruned = self._write("prune_to_tombstone", target) or self._write("prune", target)
-        if pruned:
-            self._write("prune_requests", {"seq": pruned[0][0]})
-        else:
-            record = self.execution(execution_id)
-            if record is None:
-                raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
-            raise ExecutionStateError(
-                f"execution {execution_id!r} is {record.status}; only a terminal execution "
-                "can be pruned"
-            )
+        deleted = self._write("prune", target)
+        if not any(row[0] == execution_id for row in deleted):
+            tombstoned = self._write("prune_to_tombstone", target)
+            if tombstoned:
+                self._write("prune_requests", {"seq": tombstoned[0][0]})
+            else:
+                record = self.execution(execution_id)
+                if record is None:
+                    raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
+                raise ExecutionStateError(
+                    f"execution {execution_id!r} is {record.status}; only a terminal execution "
+                    "can be pruned"
+                )
         self._failpoints.hit("prune.after_commit")
 
 

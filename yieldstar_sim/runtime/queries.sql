@@ -144,22 +144,30 @@ WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $own
 RETURNING revision;
 
 -- name: acknowledge_terminal
--- A terminal outcome wakes every execution waiting for this one, in the same transaction: a
--- caller that registered its wait before this commit is woken, one after it sees the outcome.
-BEGIN TRANSACTION;
+-- A terminal outcome and the wake of every execution waiting for this one, in one statement:
+-- a caller that registered its wait before this commit is woken, one after it sees the outcome.
+-- The waiters are woken only if the fence holds for the acknowledged execution.
 UPDATE executions
-SET status = $status, result = $result, error = $error, finished_at = $now, due_at = NULL,
-    lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
-WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
-  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+SET status = CASE WHEN execution_id = $execution_id THEN $status ELSE status END,
+    result = CASE WHEN execution_id = $execution_id THEN $result ELSE result END,
+    error = CASE WHEN execution_id = $execution_id THEN $error ELSE error END,
+    finished_at = CASE WHEN execution_id = $execution_id THEN $now ELSE finished_at END,
+    due_at = CASE WHEN execution_id = $execution_id THEN NULL
+                  ELSE least(coalesce(due_at, $now), $now) END,
+    lease_owner = CASE WHEN execution_id = $execution_id THEN NULL ELSE lease_owner END,
+    lease_expires_at = CASE WHEN execution_id = $execution_id THEN NULL ELSE lease_expires_at END,
+    revision = revision + 1
+WHERE (execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+       AND lease_token = $token AND lease_expires_at > $now
+       AND status IN ('pending', 'suspended'))
+   OR (waiting_on = $execution_id AND status IN ('pending', 'suspended')
+       AND EXISTS (SELECT 1 FROM executions AS t
+                   WHERE t.execution_id = $execution_id AND t.seq = $incarnation
+                     AND t.lease_owner = $owner AND t.lease_token = $token
+                     AND t.lease_expires_at > $now AND t.status IN ('pending', 'suspended')))
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
-
--- name: wake_waiters
-UPDATE executions
-SET due_at = least(coalesce(due_at, $now), $now), revision = revision + 1
-WHERE waiting_on = $execution_id AND status IN ('pending', 'suspended');
 
 -- name: wait_for
 UPDATE executions
@@ -220,9 +228,16 @@ WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancel
 RETURNING seq;
 
 -- name: prune
+-- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
+-- own start requests named: those requests are unreachable once their caller is gone.
 DELETE FROM executions
-WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
-RETURNING seq;
+WHERE (execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+       AND NOT (origin = 'start'
+                AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')))
+   OR (status = 'pruned'
+       AND request_seq = (SELECT seq FROM executions WHERE execution_id = $execution_id
+                          AND status IN ('completed', 'failed', 'cancelled')))
+RETURNING execution_id, seq;
 
 -- name: prune_requests
 -- The start-request records a caller made name its incarnation (seq): once the caller is gone
