@@ -21,11 +21,7 @@ SCENARIOS = [
 
 
 def book_of(run: ys.SimulationRun) -> RecordBook:
-    return RecordBook(
-        run.trace,
-        lease_seconds=run.scenario.lease_seconds,
-        redelivery_delay=run.scenario.redelivery_delay,
-    )
+    return RecordBook.of_run(run)
 
 
 def assert_final_records_agree(run: ys.SimulationRun) -> None:

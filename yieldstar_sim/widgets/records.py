@@ -7,7 +7,7 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 
 >>> import yieldstar_sim as ys
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
->>> book = RecordBook(run.trace, lease_seconds=30, redelivery_delay=5)
+>>> book = RecordBook.of_run(run)
 >>> [row.cells for row in book.at(len(run.trace) - 1).table("start requests").rows]
 [('order-42 / ship', 'ship-order', '@ship-order-2', '2', 'accepted @ship-order-2')]
 """
@@ -25,6 +25,7 @@ from yieldstar_sim.engine.world import TRIGGERED
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The statuses after which an execution never runs workflow code again.
@@ -168,6 +169,15 @@ class RecordBook:
         self._state = _State()
         self._frozen: set[str] = set()
         self._snapshots: list[Snapshot] = []
+
+    @classmethod
+    def of_run(cls, run: SimulationRun) -> RecordBook:
+        """The record book of a run, with its scenario's lease and redelivery times."""
+        return cls(
+            run.trace,
+            lease_seconds=run.scenario.lease_seconds,
+            redelivery_delay=run.scenario.redelivery_delay,
+        )
 
     def __len__(self) -> int:
         return len(self.events)

@@ -68,12 +68,7 @@ class RunView:
         self.run = run
         self.diff = diff
         self.events: list[TraceEvent] = list(run.trace)
-        scenario = run.scenario
-        self.book = RecordBook(
-            self.events,
-            lease_seconds=scenario.lease_seconds,
-            redelivery_delay=scenario.redelivery_delay,
-        )
+        self.book = RecordBook.of_run(run)
         self.sentences = narrate(self.events)
         self.pictures = RunPictures(run)
         self.records = lru_cache(maxsize=None)(self._records)
@@ -159,6 +154,9 @@ class Stepper:
         self.timeline_image = widgets.Image(
             format="png", layout=widgets.Layout(max_width="100%", height="auto")
         )
+        # Classes a page (and the browser test) can find the parts by.
+        self.graph_image.add_class("ys-graph")
+        self.timeline_image.add_class("ys-timeline")
         self.records_html = widgets.HTML()
         self.point_html = widgets.HTML()
         self.fault_kind = widgets.Dropdown(
