@@ -1,11 +1,19 @@
 # Two commands set everything up on a fresh machine (Python 3.11+, make):
 #   make demo   the main job: the durable-start scenario on DuckDB, its graph in out/
-#   make test   the test suite
+#   make test   the test suite (the notebooks run headless in it)
+# And for the notebooks:
+#   make lab            JupyterLab on notebooks/ (installs the `lab` extra)
+#   make browser-test   Voila + Debian's Chromium: the stepper in a real browser
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Jupyter and IPython keep their state here (gitignored), not in $HOME.
+JUPYTER_STATE := $(CURDIR)/build/jupyter
+JUPYTER_ENV := JUPYTER_CONFIG_DIR=$(JUPYTER_STATE)/config JUPYTER_DATA_DIR=$(JUPYTER_STATE)/data \
+	JUPYTER_RUNTIME_DIR=$(JUPYTER_STATE)/runtime IPYTHONDIR=$(JUPYTER_STATE)/ipython \
+	JUPYTER_PLATFORM_DIRS=1
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench bench-stepper lab browser-test clean
 
 setup: $(VENV)/.installed
 
@@ -30,5 +38,25 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/bench_runtime.py
 
+bench-stepper: setup
+	MPLBACKEND=Agg $(BIN)/python benchmarks/bench_stepper.py
+
+lab: $(VENV)/.lab-installed
+	$(JUPYTER_ENV) $(BIN)/jupyter lab notebooks/
+
+$(VENV)/.lab-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,lab]'
+	touch $@
+
+# Chromium comes from Debian (apt), never from `playwright install`.
+browser-test: $(VENV)/.browser-installed
+	test -x /usr/bin/chromium || (apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	$(JUPYTER_ENV) MPLBACKEND=Agg $(BIN)/python -m pytest -m browser tests/browser
+
+$(VENV)/.browser-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
+	touch $@
+
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out build/jupyter .pytest_cache .mypy_cache .ruff_cache .hypothesis
