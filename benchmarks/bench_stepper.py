@@ -1,0 +1,165 @@
+"""How fast the stepper follows its slider, on a run of about 100 events.
+
+Run it from the repository root::
+
+    MPLBACKEND=Agg .venv/bin/python benchmarks/bench_stepper.py            # about a minute
+    MPLBACKEND=Agg .venv/bin/python benchmarks/bench_stepper.py --quick    # about 15 s
+
+The run: four orders, each charged and shipped with ``step.start`` and settled with a durable
+20 s delay, on two workers, one of which freezes for 40 s before recording a ship step (its
+lease expires, the other worker replays, the frozen one is fenced), on the DuckDB runtime.
+
+What it measures, without a kernel (the widgets are driven from Python, as the tests do):
+
+* **build**: ``ys.Stepper(run)``, which shows the first event;
+* **cold, in order**: setting ``slider.value`` to each event in turn on a fresh stepper, i.e.
+  pressing *play*: every event shows for the first time (its records, its words, the timeline
+  with the cursor; the graph picture only where the graph changed);
+* **cold, random jumps**: the same, visiting the events in a random order (dragging the slider
+  about);
+* **warm**: visiting every event again (everything cached);
+* **naive**: what the cache avoids, drawing the graph and timeline with ``draw_run`` and saving
+  a PNG at each event (a few events only).
+
+Each figure is the median over repetitions (3, 5 by default) of that repetition's per-event
+median; the worst single event is reported too. Target, printed as PASS/MISS and never
+asserted: under 200 ms per event, cold, for a 100-event run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import random
+import statistics
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import yieldstar_sim as ys
+from yieldstar_sim.views import draw_run
+from yieldstar_sim.widgets import figure_png
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+TARGET_SECONDS = 0.200
+ORDERS = (41, 42, 43, 44)
+
+
+@ys.workflow("ship-order")
+def ship_order(step, params):  # type: ignore[no-untyped-def]
+    return (
+        yield from step.run(
+            "book-courier",
+            lambda: step.world.effect(
+                "courier.booked", order=params["order"], idempotency_key=step.execution_id
+            ),
+        )
+    )
+
+
+@ys.workflow("charge-order")
+def charge_order(step, params):  # type: ignore[no-untyped-def]
+    order = params["order"]
+    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
+    target = yield from step.start("ship", "ship-order", {"order": order})
+    yield from step.delay("settle", 20)
+    return {"shipment": target.execution_id}
+
+
+SCENARIO = ys.Scenario(
+    name="four-orders",
+    workflows=[charge_order, ship_order],
+    triggers=[ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in ORDERS],
+    faults=[ys.Fault("freeze", op="put_step", step_key="ship", seconds=40)],
+    invariants=[ys.at_most_once("courier.booked", by="order")],
+)
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def visit(stepper: ys.Stepper, order: Iterable[int]) -> list[float]:
+    """Seconds to show each event, in the order given."""
+    times = []
+    for seq in order:
+
+        def move(target: int = seq) -> None:
+            stepper.slider.value = target
+
+        times.append(timed(move))
+    return times
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="3 repetitions, 3 naive draws")
+    parser.add_argument("--reps", type=int, default=None)
+    args = parser.parse_args()
+    reps = args.reps or (3 if args.quick else 5)
+    naive_events = 3 if args.quick else 6
+
+    run = ys.simulate(SCENARIO, seed=0)
+    events = len(run.trace)
+    print(f"yieldstar_sim stepper benchmark: python {platform.python_version()}, {sys.platform}")
+    print(f"run: {SCENARIO.name}, {events} events, {run.points} choice points, {run.verdict}")
+    # The first stepper pays for importing ipywidgets, matplotlib and PIL: keep that out.
+    ys.Stepper(run).view.pictures.timeline_png(0)
+
+    rows: dict[str, list[float]] = {"build": [], "cold, in order": [], "cold, random jumps": [],
+                                    "warm": []}  # fmt: skip
+    worst: dict[str, float] = dict.fromkeys(rows, 0.0)
+    rng = random.Random(0)
+    gc.disable()
+    try:
+        for _ in range(reps):
+            started = time.perf_counter()
+            stepper = ys.Stepper(run)
+            rows["build"].append(time.perf_counter() - started)
+            times = visit(stepper, range(1, events))
+            rows["cold, in order"].append(statistics.median(times))
+            worst["cold, in order"] = max(worst["cold, in order"], *times)
+            times = visit(stepper, range(events))
+            rows["warm"].append(statistics.median(times))
+            worst["warm"] = max(worst["warm"], *times)
+            jumps = list(range(1, events))
+            rng.shuffle(jumps)
+            times = visit(ys.Stepper(run), jumps)
+            rows["cold, random jumps"].append(statistics.median(times))
+            worst["cold, random jumps"] = max(worst["cold, random jumps"], *times)
+            gc.collect()
+    finally:
+        gc.enable()
+    worst["build"] = max(rows["build"])
+    naive = [
+        timed(lambda seq=seq: figure_png(draw_run(run, upto=seq)))
+        for seq in range(0, events, max(events // naive_events, 1))[:naive_events]
+    ]
+    rows["naive (draw_run + PNG)"] = [statistics.median(naive)]
+    worst["naive (draw_run + PNG)"] = max(naive)
+
+    print(f"\n{'per event (build: per stepper)':<34}{'median':>10}{'worst':>11}")
+    for name, values in rows.items():
+        print(f"{name:<34}{ms(statistics.median(values)):>10}{ms(worst[name]):>11}")
+    cold = max(statistics.median(rows["cold, in order"]),
+               statistics.median(rows["cold, random jumps"]))  # fmt: skip
+    verdict = "PASS" if cold < TARGET_SECONDS else "MISS"
+    print(
+        f"\ntarget: under {TARGET_SECONDS * 1000:.0f} ms per event, cold, for a ~100-event run: "
+        f"{verdict} ({ms(cold).strip()} median; worst single event {ms(max(worst['cold, in order'], worst['cold, random jumps'])).strip()})"  # noqa: E501
+    )
+    run.runtime.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
