@@ -10,28 +10,7 @@ execution keeps the second worker's outcome. One courier.
 from __future__ import annotations
 
 import yieldstar_sim as ys
-
-
-@ys.workflow("ship-order")
-def ship_order(step, params):
-    # The courier service deduplicates bookings by key, as the steps guide advises: a booking
-    # step that runs again (a crash before its result is recorded) books the same courier.
-    booking = yield from step.run(
-        "book-courier",
-        lambda: step.world.effect(
-            "courier.booked", order=params["order"], idempotency_key=step.execution_id
-        ),
-    )
-    return booking
-
-
-@ys.workflow("charge-order")
-def charge_order(step, params):
-    order = params["order"]
-    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
-    target = yield from step.start("ship", "ship-order", {"order": order})
-    return {"shipment": target.execution_id}
-
+from yieldstar_sim.examples import charge_order, ship_order
 
 scenario = ys.Scenario(
     name="frozen-worker",

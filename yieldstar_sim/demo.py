@@ -11,39 +11,16 @@ already exists. One courier.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from yieldstar_sim.authoring import StepRunner, workflow
 from yieldstar_sim.engine.engine import Engine
+from yieldstar_sim.examples import charge_order, ship_order
 
 if TYPE_CHECKING:
     from yieldstar_sim.engine.dispatcher import DispatchResult
     from yieldstar_sim.runtime.protocol import Runtime
 
 REDELIVERY_DELAY = 5.0
-
-
-@workflow("ship-order")
-def ship_order(step: StepRunner, params: Any) -> Any:
-    """Books a courier for the order."""
-    # The courier service deduplicates bookings by key, as the steps guide advises: a booking
-    # step that runs again (a crash before its result is recorded) books the same courier.
-    booking = yield from step.run(
-        "book-courier",
-        lambda: step.world.effect(
-            "courier.booked", order=params["order"], idempotency_key=step.execution_id
-        ),
-    )
-    return booking
-
-
-@workflow("charge-order")
-def charge_order(step: StepRunner, params: Any) -> Any:
-    """Charges the card, then hands the delivery to ship-order with a durable start."""
-    order = params["order"]
-    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
-    target = yield from step.start("ship", "ship-order", {"order": order})
-    return {"shipment": target.execution_id}
 
 
 @dataclass

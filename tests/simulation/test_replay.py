@@ -29,7 +29,7 @@ def test_an_artifact_replays_the_identical_trace(tmp_path: Path, runtime: str) -
 
 
 def test_a_changed_workflow_is_refused(tmp_path: Path) -> None:
-    source = bundled_scenarios()["durable-start"]
+    source = bundled_scenarios()["trigger-in-step"]
     copy = tmp_path / "shop.py"
     shutil.copy(source, copy)
     run = ys.simulate(ys.load_scenario(copy), seed=0, runtime="memory")
