@@ -4,7 +4,6 @@ adapters, through the engine."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -329,8 +328,3 @@ def test_a_restate_like_profile_rounds_retry_delays_to_milliseconds() -> None:
     assert ys.PROFILES["memory"].round_delay(1.00049) == 1.00049
     with pytest.raises(ValueError, match="unknown driver profile 'flink'"):
         ys.Engine([add], runtime="memory", profile="flink")
-
-
-@pytest.fixture(autouse=True)
-def _close_engines() -> Iterator[None]:
-    yield

@@ -75,7 +75,7 @@ def test_the_exploration_grid_and_the_divergence_render() -> None:
     from yieldstar_sim.views import draw_divergence, draw_exploration
 
     report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
-    labels, kinds, verdicts = report.by_point()
+    labels, _kinds, verdicts = report.by_point()
     assert "w2 put_step order-42/ship" in labels
     assert verdicts[("w2 put_step order-42/ship", "crash")] == "violated"
     assert verdicts[("w2 put_step order-42/ship", "crash_after")] == "ok"
