@@ -5,19 +5,12 @@ from __future__ import annotations
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation.scenario import bundled_scenarios
 from yieldstar_sim.widgets import RecordBook, describe_event, narrate, records_html
 from yieldstar_sim.widgets.records import CHANGED, NEW, TERMINAL
 from yieldstar_sim.widgets.whatif import WHAT_IF_KINDS, choice_points
 
-SCENARIOS = [
-    "trigger-in-step",
-    "durable-start",
-    "frozen-worker",
-    "concurrent-starts",
-    "lost-response",
-    "deploy-mismatch",
-    "invalid-params",
-]
+SCENARIOS = sorted(bundled_scenarios())
 
 
 def book_of(run: ys.SimulationRun) -> RecordBook:

@@ -215,6 +215,13 @@ class RecordBook:
                     lease.expires_at = expires
         elif event.kind == "call":
             self._call(event)
+        elif event.kind == "prune" and event.execution_id:
+            # Pruning removes an execution's steps and the start requests it made as a caller.
+            pruned = event.execution_id
+            for key in [k for k in state.steps if k[0] == pruned]:
+                del state.steps[key]
+            for key in [k for k in state.requests if k[0] == pruned]:
+                del state.requests[key]
         elif event.kind in ("crash", "freeze", "resume"):
             self._worker(event)
 
@@ -262,7 +269,7 @@ class RecordBook:
                 )
             record.lease_owner, record.lease_token = event.worker, token
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
-        elif op == "start":
+        elif op in ("start", "start_child"):
             self._start(event)
         elif op == "put_step" and event.step_key:
             status, value = _step_text(event)
@@ -293,6 +300,8 @@ class RecordBook:
     def _start(self, event: TraceEvent) -> None:
         state, data = self._state, event.data
         caller, step_key = event.execution_id or "?", event.step_key or "?"
+        if data.get("created") is False and (caller, step_key) not in state.requests:
+            return  # joining an existing child records no request: it never takes ownership
         request = state.requests.setdefault(
             (caller, step_key), _Request(str(data.get("workflow_id", "?")))
         )
@@ -304,10 +313,13 @@ class RecordBook:
         request.answer = f"accepted {target}"
         if request.target is None:
             request.target = str(target)
-        if target not in state.executions:
-            parent = f"{caller} / {step_key}" + (" (detached)" if data.get("detached") else "")
+        if target not in state.executions and data.get("created", True):
+            detached = bool(data.get("detached"))
+            parent = f"{caller} / {step_key}" + (" (detached)" if detached else "")
+            # A child made by step.child or step.spawn (start_child) has its own origin.
+            origin = "start" if event.op == "start" else "spawn" if detached else "child"
             state.executions[str(target)] = _Execution(
-                str(data.get("workflow_id", "?")), "start", parent, due_at=event.t,
+                str(data.get("workflow_id", "?")), origin, parent, due_at=event.t,
                 due_why="admitted with its start request",
             )  # fmt: skip
 

@@ -109,6 +109,17 @@ def describe_event(event: TraceEvent) -> str:
             f"{who} gives up the delivery of {eid} without an outcome: "
             f"{event.text.partition(': ')[2]}."
         )
+    if kind == "cancel":
+        reached = ", ".join(data.get("cancelled", [])) or "nothing live"
+        return (
+            f"Cancellation is requested for {eid}: it reaches {reached} (what it owns; "
+            "detached work is left alone). Each learns it at its next delivery."
+        )
+    if kind == "prune":
+        return (
+            f"{eid} is pruned: its steps, its wake and the start requests it made are gone; "
+            "the executions it started keep running and keep their parent link."
+        )
     if kind == "outcome":
         return (
             f"The workflow code of {eid} returns on {who}: {event.text.partition(': ')[2]}. "
@@ -137,6 +148,24 @@ def _call(event: TraceEvent) -> str:
         return (
             f"{who} records step {key} of {eid}: {status} {value}. From now on the step is "
             "replayed from this record and never run again."
+        )
+    if op == "start_child":
+        target, detached = data.get("accepted"), bool(data.get("detached"))
+        if "rejected" in data:
+            return f"{who} asks for child {key} of {eid}: refused with {data['rejected']}."
+        if data.get("created") is False:
+            return (
+                f"{who} joins the existing {target} for step {key} of {eid}: joining never "
+                "takes ownership, and no start request is recorded."
+            )
+        return (
+            f"{who} creates {target} ({data.get('workflow_id', '?')}) for step {key} of {eid}, "
+            f"with its parent link{' (detached: it outlives its parent)' if detached else ''}."
+        )
+    if op == "wait_for":
+        return (
+            f"{who} registers that {eid} waits for {event.text.partition('waits for ')[2]}: its "
+            "end will wake the caller."
         )
     if op == "record_wake":
         return f"{who} records a wake for {eid}: {event.text.partition(': ')[2]}."
