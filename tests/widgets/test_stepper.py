@@ -188,3 +188,9 @@ def test_a_duckdb_run_steps_the_same(durable: ys.SimulationRun) -> None:
     on_duckdb = ys.simulate(ys.load_scenario("durable-start"), seed=0)
     stepper = Stepper(on_duckdb, index=7)
     assert stepper.records_html.value == Stepper(durable, index=7).records_html.value
+
+
+def test_a_run_opens_its_own_stepper() -> None:
+    run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
+    stepper = run.stepper()
+    assert isinstance(stepper, ys.Stepper)

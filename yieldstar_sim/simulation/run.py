@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.trace import Trace
+    from yieldstar_sim.widgets import Stepper
 
 
 @dataclass
@@ -89,6 +90,12 @@ class SimulationRun:
         from yieldstar_sim.simulation.artifact import ReplayArtifact
 
         return ReplayArtifact.from_run(self)
+
+    def stepper(self, **options: Any) -> Stepper:
+        """A ``Stepper`` widget over this run (``ys.Stepper(run, **options)``)."""
+        from yieldstar_sim.widgets import Stepper
+
+        return Stepper(self, **options)
 
     def explain(self) -> str:
         """The verdict and each violation's sentence."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import linecache
 import os
 import sys
 from dataclasses import dataclass, field
@@ -143,6 +144,7 @@ class Scenario:
     def fingerprint(self) -> str:
         """A hash of the code that decides a run: workflows, deployed versions, step
         declarations and invariants. A replay artifact refuses to replay if it changed."""
+        linecache.checkcache()  # a file edited since it was last read must be read again
         digest = hashlib.sha256()
         functions: list[tuple[str, Any]] = [(f"workflow {w.name}", w.fn) for w in self.workflows]
         for deploy in self.deploys:

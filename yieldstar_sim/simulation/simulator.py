@@ -305,6 +305,7 @@ class Simulator:
                 PointInfo(name, "release", lease.execution_id),
                 lambda: self.runtime.release(lease, delay=delay),
                 token=lease.token,
+                data={"delay": delay},
             )
         except InfrastructureError:
             return
@@ -352,6 +353,8 @@ class Simulator:
                     ),
                     token=lease.token,
                     done=f"recorded step {put.step_key}: {put.status} {_summary(put.value)}",
+                    data={"status": put.status, "value": put.value, "attempt": put.attempt,
+                          "wake_at": put.wake_at},
                 )
             )  # fmt: skip
         if isinstance(command, RecordWake):
@@ -362,6 +365,7 @@ class Simulator:
                     lambda: runtime.record_wake(wake.lease, wake.at),
                     token=lease.token,
                     done=f"wake at t={wake.at:g}",
+                    data={"at": wake.at},
                 )
             )
         if isinstance(command, WaitFor):
