@@ -12,19 +12,7 @@ The order fails with START_REQUEST_MISMATCH, and one courier came.
 from __future__ import annotations
 
 import yieldstar_sim as ys
-
-
-@ys.workflow("ship-order")
-def ship_order(step, params):
-    # The courier service deduplicates bookings by key, as the steps guide advises: a booking
-    # step that runs again (a crash before its result is recorded) books the same courier.
-    booking = yield from step.run(
-        "book-courier",
-        lambda: step.world.effect(
-            "courier.booked", order=params["order"], idempotency_key=step.execution_id
-        ),
-    )
-    return booking
+from yieldstar_sim.examples import ship_order
 
 
 @ys.workflow("ship-express")

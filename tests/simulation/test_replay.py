@@ -35,7 +35,7 @@ def test_a_changed_workflow_is_refused(tmp_path: Path) -> None:
     run = ys.simulate(ys.load_scenario(copy), seed=0, runtime="memory")
     artifact = run.artifact().save(tmp_path / "shop.replay.json")
     assert ys.replay(artifact).trace_digest() == run.trace_digest()
-    copy.write_text(copy.read_text().replace('"book-courier"', '"book-a-courier"'))
+    copy.write_text(copy.read_text().replace('"card.charged"', '"card.debited"'))
     with pytest.raises(ys.ArtifactError, match="changed since the artifact was made"):
         ys.replay(artifact)
 

@@ -19,7 +19,7 @@ import contextlib
 import threading
 from dataclasses import replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
@@ -52,12 +52,14 @@ from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
 #: A race lost to another connection: roll back and try again on a fresh snapshot.
 _RACE_ERRORS = (duckdb.TransactionException, duckdb.ConstraintException)
 _MAX_RACE_RETRIES = 1000
+
+R = TypeVar("R")
 
 
 def load_queries(text: str) -> dict[str, str]:
@@ -204,37 +206,61 @@ class DuckDBRuntime:
             "now": self._clock.now(),
         }
         find = {"caller": checked.caller, "step_key": checked.step_key}
+
+        def found(rows: list[tuple[Any, ...]]) -> StartResult | None:
+            if not rows:
+                raise common.caller_not_found(checked)
+            target_id, workflow_id, params = rows[0]
+            if target_id is None:
+                return None  # the request vanished with a pruned caller: look again
+            return common.mismatch(checked, target_id, workflow_id, params) or StartAccepted(
+                str(target_id)
+            )
+
+        def inserted(rows: list[tuple[Any, ...]]) -> StartResult:
+            return StartAccepted(str(rows[0][0]))
+
+        return self._insert_or_find(
+            "start", ("start_insert", insert), ("start_find", find), inserted, found
+        )
+
+    def _insert_or_find(
+        self,
+        operation: str,
+        insert: tuple[str, Mapping[str, object]],
+        find: tuple[str, Mapping[str, object]],
+        inserted: Callable[[list[tuple[Any, ...]]], R],
+        found: Callable[[list[tuple[Any, ...]]], R | None],
+    ) -> R:
+        """Insert inside a transaction (``operation.before_commit`` sits before its COMMIT), or,
+        when the guarded INSERT inserted nothing, end the transaction and read what is there.
+        A race lost at any point (a conflict, a key committed first) is tried again."""
         for _ in range(_MAX_RACE_RETRIES):
             try:
-                inserted = self._execute("start_insert", insert)
+                rows = self._execute(*insert)
             except _RACE_ERRORS:
                 self._rollback_quietly()
                 continue
             try:
-                self._failpoints.hit("start.before_commit")
-                if inserted:
+                self._failpoints.hit(f"{operation}.before_commit")
+                if rows:
                     self._execute("commit")
-                    result: StartResult = StartAccepted(str(inserted[0][0]))
+                    result = inserted(rows)
                 else:
-                    found = self._execute("start_find", find)
-                    if not found:
-                        raise common.caller_not_found(checked)
-                    target_id, workflow_id, params = found[0]
-                    if target_id is None:
-                        continue  # the request vanished with a pruned caller: look again
-                    result = common.mismatch(
-                        checked, target_id, workflow_id, params
-                    ) or StartAccepted(str(target_id))
+                    answer = found(self._execute(*find))
+                    if answer is None:
+                        continue
+                    result = answer
             except _RACE_ERRORS:
-                # Lost the race at COMMIT: another call admitted this request's target first.
+                # Lost the race at COMMIT: another call committed the same key first.
                 self._rollback_quietly()
                 continue
             except BaseException:
                 self._rollback_quietly()
                 raise
-            self._failpoints.hit("start.after_commit")
+            self._failpoints.hit(f"{operation}.after_commit")
             return result
-        raise InfrastructureError(f"start: gave up after {_MAX_RACE_RETRIES} lost races")
+        raise InfrastructureError(f"{operation}: gave up after {_MAX_RACE_RETRIES} lost races")
 
     def start_child(self, request: ChildRequest) -> ChildResult:
         """Create the run ``child_id`` for the request, or join the run that has that ID."""
@@ -256,39 +282,23 @@ class DuckDBRuntime:
             "step_key": checked.step_key,
             "child_id": checked.child_id,
         }
-        for _ in range(_MAX_RACE_RETRIES):
-            try:
-                inserted = self._execute("child_insert", insert)
-            except _RACE_ERRORS:
-                self._rollback_quietly()
-                continue
-            try:
-                self._failpoints.hit("start_child.before_commit")
-                if inserted:
-                    self._execute("commit")
-                    result: ChildResult | None = ChildAccepted(checked.child_id, created=True)
-                else:
-                    found = self._execute("child_find", find)
-                    if not found:
-                        raise common.caller_not_found(checked)
-                    _, target, workflow_id, params, existing, existing_workflow = found[0]
-                    result = common.child_answer(
-                        checked,
-                        None if target is None else (target, workflow_id, params),
-                        None if existing is None else (existing, existing_workflow),
-                    )
-                    if result is None:
-                        continue
-            except _RACE_ERRORS:
-                self._rollback_quietly()
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            self._failpoints.hit("start_child.after_commit")
-            assert result is not None
-            return result
-        raise InfrastructureError(f"start_child: gave up after {_MAX_RACE_RETRIES} lost races")
+
+        def found(rows: list[tuple[Any, ...]]) -> ChildResult | None:
+            if not rows:
+                raise common.caller_not_found(checked)
+            _, target, workflow_id, params, existing, existing_workflow = rows[0]
+            return common.child_answer(
+                checked,
+                None if target is None else (target, workflow_id, params),
+                None if existing is None else (existing, existing_workflow),
+            )
+
+        def inserted(rows: list[tuple[Any, ...]]) -> ChildResult:
+            return ChildAccepted(checked.child_id, created=True)
+
+        return self._insert_or_find(
+            "start_child", ("child_insert", insert), ("child_find", find), inserted, found
+        )
 
     def cancel(self, execution_id: str) -> list[str]:
         """Request cancellation of an execution and of what it owns; returns the executions
