@@ -1,0 +1,512 @@
+"""Cost of building and rendering the views of a run (graph beside timeline) as runs grow.
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/bench_views.py            # full run, about 1-1.5 minutes
+    .venv/bin/python benchmarks/bench_views.py --quick    # smoke test, about 25 s
+
+The runs: a synthetic fan-out scenario, one trigger, 2 workers, memory runtime, seed 0. One
+``fan-out`` parent starts N-1 ``child`` executions in a loop (``step.start(f"child-{i}",
+"child", {"i": i})``); each child runs one ``step.run``. N = 10, 100 and 500 executions;
+``max_points`` is raised with N so the run always finishes.
+
+What it measures, per run size, with ``time.perf_counter`` (the garbage collector stays on, as
+a user has it; a full collection runs before every repetition):
+
+* **graph**: ``graph_from_trace(run.trace)``;
+* **timeline**: ``build_timeline(run.trace, run.scenario.worker_names)``;
+* **drawing**: ``draw_run(run)`` (Figure construction: axes, artists; no pixels yet) *minus*
+  the graph and timeline builds of the same repetition, since ``draw_run`` builds both itself;
+* **PNG**: ``figure.savefig(BytesIO(), format="png", dpi=100)`` on the Agg canvas: constrained
+  layout, rasterising and encoding;
+* **total**: ``draw_run`` + ``savefig`` of the repetition, i.e. build + drawing + PNG.
+
+Every figure is the median over repetitions (7, 5, 3 for the three sizes; fewer with
+``--quick``); the medians of the parts need not add up to the median total. One untimed
+``draw_run`` + ``savefig`` first pays for imports and font caches.
+
+Then, on fresh figures (median of fewer repetitions), what the PNG time is made of: one
+``FigureCanvasAgg.draw()`` (layout and rasterising; ``savefig`` lays out once more with drawing
+disabled before it rasterises) and the PNG encoding of the resulting RGBA buffer
+(``matplotlib.image.imsave``, the call ``savefig`` makes).
+
+Then the readability of the 100-execution picture: on its Agg renderer
+(``figure.canvas.get_renderer()`` after a draw), the window extents of the graph's node labels
+(text only, and the visible box drawn around it), of its edge labels, and of the timeline's
+delivery labels; the number of overlapping pairs of each (touching is not overlapping); and how
+tall the text would be with the picture scaled to fit a 1920-pixel-wide screen. The picture is
+saved to ``/tmp/views-100.png`` (``--picture``) for a look.
+
+Target, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
+executions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import TYPE_CHECKING, Any
+
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.image import imsave
+
+import yieldstar_sim as ys
+from yieldstar_sim.views import (
+    build_timeline,
+    draw_execution_graph,
+    draw_run,
+    draw_timeline,
+    graph_from_trace,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Generator, Sequence
+
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+DPI = 100
+SIZES = (10, 100, 500)
+"""Executions per run: the parent and N-1 children."""
+TARGET_SIZE = 100
+TARGET_SECONDS = 1.0
+SCREEN_WIDTH = 1920
+"""Pixels: the width the picture is scaled to for the 'fit to screen' text height."""
+
+
+# --------------------------------------------------------------------------- the runs
+
+
+@ys.workflow("child")
+def child(step: ys.StepRunner, params: dict[str, int]) -> Generator[Any, Any, int]:
+    """One step, returning the child's index."""
+    index = params["i"]
+    value: int = yield from step.run("work", lambda: index)
+    return value
+
+
+@ys.workflow("fan-out")
+def fan_out(step: ys.StepRunner, params: dict[str, int]) -> Generator[Any, Any, dict[str, int]]:
+    """Start ``params["children"]`` children, one ``step.start`` each."""
+    for i in range(params["children"]):
+        yield from step.start(f"child-{i}", "child", {"i": i})
+    return {"children": params["children"]}
+
+
+def scenario(executions: int) -> ys.Scenario:
+    """A parent that starts ``executions - 1`` children, on 2 workers."""
+    return ys.Scenario(
+        name=f"fan-out-{executions}",
+        workflows=[fan_out, child],
+        triggers=[ys.Trigger("fan-out", {"children": executions - 1}, execution_id="parent")],
+        workers=2,
+        max_points=20 * executions + 1_000,  # about 5 choice points per execution are needed
+    )
+
+
+def simulate(executions: int) -> ys.SimulationRun:
+    """The run with ``executions`` executions; refuses a run that did not finish cleanly."""
+    run = ys.simulate(scenario(executions), seed=0, runtime="memory")
+    finished = sum(1 for record in run.executions if str(record.status) == "completed")
+    if not run.ok or finished != executions:
+        raise RuntimeError(
+            f"benchmark set-up: {run.scenario.name}: {run.verdict}, "
+            f"{finished} of {executions} executions completed ({run.points} choice points)"
+        )
+    return run
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def png(figure: Figure) -> bytes:
+    """The figure as PNG bytes, as the views' users save it."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
+@dataclass
+class Timings:
+    """Every repetition of one run size, in seconds."""
+
+    executions: int
+    events: int
+    graph: list[float] = field(default_factory=list)
+    timeline: list[float] = field(default_factory=list)
+    drawing: list[float] = field(default_factory=list)
+    png: list[float] = field(default_factory=list)
+    total: list[float] = field(default_factory=list)
+    raster: list[float] = field(default_factory=list)
+    encode: list[float] = field(default_factory=list)
+    draw_graph: list[float] = field(default_factory=list)
+    draw_timeline: list[float] = field(default_factory=list)
+    marks: int = 0
+    spans: int = 0
+    pixels: tuple[int, int] = (0, 0)
+    png_bytes: int = 0
+
+
+def measure(timings: Timings, run: ys.SimulationRun) -> None:
+    """One repetition: build both views, draw the run, save it as PNG."""
+    gc.collect()
+    t0 = time.perf_counter()
+    graph_from_trace(run.trace)
+    t1 = time.perf_counter()
+    build_timeline(run.trace, run.scenario.worker_names)
+    t2 = time.perf_counter()
+    figure = draw_run(run)
+    t3 = time.perf_counter()
+    data = png(figure)
+    t4 = time.perf_counter()
+    graph, timeline, drawn, saved = t1 - t0, t2 - t1, t3 - t2, t4 - t3
+    timings.graph.append(graph)
+    timings.timeline.append(timeline)
+    timings.drawing.append(drawn - graph - timeline)
+    timings.png.append(saved)
+    timings.total.append(drawn + saved)
+    timings.png_bytes = len(data)
+    width, height = figure.get_size_inches() * DPI
+    timings.pixels = (round(width), round(height))
+
+
+def rasterised(run: ys.SimulationRun) -> tuple[Figure, FigureCanvasAgg, float]:
+    """A fresh figure of the run on an Agg canvas, drawn once; the draw's seconds."""
+    figure = draw_run(run)
+    figure.set_dpi(DPI)
+    canvas = FigureCanvasAgg(figure)
+    gc.collect()
+    started = time.perf_counter()
+    canvas.draw()  # type: ignore[no-untyped-call]
+    return figure, canvas, time.perf_counter() - started
+
+
+def measure_split(timings: Timings, run: ys.SimulationRun) -> None:
+    """What ``savefig`` spends: one layout-and-rasterise draw, then the PNG encoding."""
+    _, canvas, raster = rasterised(run)
+    buffer = io.BytesIO()
+    started = time.perf_counter()
+    rgba = canvas.buffer_rgba()  # type: ignore[no-untyped-call]
+    imsave(buffer, rgba, format="png", dpi=DPI)
+    timings.encode.append(time.perf_counter() - started)
+    timings.raster.append(raster)
+    graph = graph_from_trace(run.trace)
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    gc.collect()
+    started = time.perf_counter()
+    draw_execution_graph(graph)
+    timings.draw_graph.append(time.perf_counter() - started)
+    gc.collect()
+    started = time.perf_counter()
+    draw_timeline(timeline)
+    timings.draw_timeline.append(time.perf_counter() - started)
+    timings.marks, timings.spans = len(timeline.marks), len(timeline.spans)
+
+
+# --------------------------------------------------------------------------- readability
+
+
+@dataclass
+class Labels:
+    """Overlaps among the rendered labels of one picture."""
+
+    name: str
+    count: int
+    overlapping_pairs: int
+    labels_involved: int
+    fontsize: float
+
+
+def extent(artist: Any, renderer: Any) -> tuple[float, float, float, float]:
+    box = artist.get_window_extent(renderer)
+    return box.x0, box.y0, box.x1, box.y1
+
+
+def overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    """Strict overlap of two extents (sharing an edge does not count)."""
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def overlap_count(
+    name: str,
+    extents: Sequence[tuple[float, float, float, float]],
+    others: Sequence[tuple[float, float, float, float]] | None,
+    fontsize: float,
+) -> Labels:
+    """Overlapping pairs within ``extents`` (or between ``extents`` and ``others``)."""
+    if others is None:
+        pairs = combinations(range(len(extents)), 2)
+        hits = [(i, j) for i, j in pairs if overlaps(extents[i], extents[j])]
+        involved = {i for pair in hits for i in pair}
+    else:
+        hits = [
+            (i, j)
+            for i in range(len(extents))
+            for j in range(len(others))
+            if overlaps(extents[i], others[j])
+        ]
+        involved = {i for i, _ in hits}
+    return Labels(name, len(extents), len(hits), len(involved), fontsize)
+
+
+def centre(box: tuple[float, float, float, float]) -> tuple[float, float]:
+    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+
+
+@dataclass
+class Readability:
+    """What the picture's reader gets: label overlaps, size, stray edge labels."""
+
+    labels: list[Labels]
+    pixels: tuple[int, int]
+    edge_labels: int
+    stray_edge_labels: int
+    """Edge labels whose nearest node box is neither end of their own edge."""
+
+
+def readability(run: ys.SimulationRun, picture: str) -> Readability:
+    """Label overlaps of the run's picture, measured on its Agg renderer; saves the picture."""
+    figure, canvas, _ = rasterised(run)
+    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
+    graph_axes, timeline_axes = figure.axes[0], figure.axes[1]
+    graph = graph_from_trace(run.trace)
+    step_keys = {str(data["step_key"]) for _, _, data in graph.edges(data=True)}
+
+    def first_line(text: Text) -> str:
+        return text.get_text().split("\n", 1)[0]
+
+    nodes = [t for t in graph_axes.texts if first_line(t) in graph.nodes]
+    edges = [t for t in graph_axes.texts if first_line(t) in step_keys]
+    spans = [t for t in timeline_axes.texts if " · token " in t.get_text()]
+    if len(nodes) != graph.number_of_nodes():
+        print(f"  [WARN] found {len(nodes)} node labels for {graph.number_of_nodes()} nodes")
+
+    def boxes(texts: list[Text]) -> list[tuple[float, float, float, float]]:
+        """The visible box around each text (its bbox patch), or the text itself."""
+        result = []
+        for text in texts:
+            patch = text.get_bbox_patch()
+            result.append(extent(patch if patch is not None else text, renderer))
+        return result
+
+    def size(texts: list[Text]) -> float:
+        return max((float(t.get_fontsize()) for t in texts), default=0.0)
+
+    node_text = [extent(t, renderer) for t in nodes]
+    node_boxes, edge_boxes = boxes(nodes), boxes(edges)
+    span_text = [extent(t, renderer) for t in spans]
+    results = [
+        overlap_count("graph node labels (text)", node_text, None, size(nodes)),
+        overlap_count("graph node labels (box)", node_boxes, None, size(nodes)),
+        overlap_count("graph edge labels (box)", edge_boxes, None, size(edges)),
+        overlap_count("edge label (box) on a node box", edge_boxes, node_boxes, size(edges)),
+        overlap_count("timeline delivery labels (text)", span_text, None, size(spans)),
+    ]
+    ends = {str(d["step_key"]): {str(a), str(b)} for a, b, d in graph.edges(data=True)}
+    node_at = [(first_line(t), centre(box)) for t, box in zip(nodes, node_boxes, strict=True)]
+    stray = 0
+    for text, box in zip(edges, edge_boxes, strict=True):
+        x, y = centre(box)
+        nearest, _ = min(node_at, key=lambda item: (item[1][0] - x) ** 2 + (item[1][1] - y) ** 2)
+        stray += nearest not in ends[first_line(text)]
+    figure.savefig(picture, format="png", dpi=DPI)
+    return Readability(results, canvas.get_width_height(), len(edges), stray)
+
+
+# --------------------------------------------------------------------------- report
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f}"
+
+
+def median(values: Sequence[float]) -> str:
+    return ms(statistics.median(values)) if values else "-"
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    """Format rows as aligned plain-text columns (the first row is the header)."""
+    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
+    lines = []
+    for r, row in enumerate(rows):
+        cells = [
+            cell.rjust(width) if align else cell.ljust(width)
+            for cell, width, align in zip(row, widths, right, strict=True)
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if r == 0:
+            lines.append("  ".join("-" * width for width in widths))
+    return lines
+
+
+def print_timings(results: Sequence[Timings]) -> None:
+    header = ["executions", "events", "reps", "graph ms", "timeline ms", "drawing ms", "PNG ms",
+              "total ms", "picture px", "PNG KB"]  # fmt: skip
+    rows = [header]
+    for t in results:
+        width, height = t.pixels
+        rows.append(
+            [
+                str(t.executions),
+                str(t.events),
+                str(len(t.total)),
+                median(t.graph),
+                median(t.timeline),
+                median(t.drawing),
+                median(t.png),
+                median(t.total),
+                f"{width:,} x {height:,}" if width else "-",
+                f"{t.png_bytes / 1024:,.0f}",
+            ]
+        )
+    print("\n".join(table(rows, [True] * len(header))))
+    print(
+        "\n  medians over the repetitions; drawing = draw_run - the graph and timeline builds;"
+        "\n  PNG = savefig(png, dpi=100); total = draw_run + savefig (it includes both builds)."
+    )
+
+
+def print_split(results: Sequence[Timings]) -> None:
+    rows = [["executions", "reps", "PNG ms", "layout+raster ms", "encode ms", "encode share"]]
+    for t in results:
+        if not t.raster:
+            continue
+        saved, encode = statistics.median(t.png), statistics.median(t.encode)
+        rows.append(
+            [
+                str(t.executions),
+                str(len(t.raster)),
+                ms(saved),
+                median(t.raster),
+                ms(encode),
+                f"{encode / saved:.0%}",
+            ]
+        )
+    print("\nWhat savefig spends (fresh figures; its extra layout pass is the rest of 'PNG ms')")
+    print("\n".join("  " + line for line in table(rows, [True] * len(rows[0]))))
+    rows = [["executions", "reps", "drawing ms", "graph alone ms", "timeline alone ms", "marks",
+             "spans"]]  # fmt: skip
+    rows += [
+        [
+            str(t.executions),
+            str(len(t.draw_graph)),
+            median(t.drawing),
+            median(t.draw_graph),
+            median(t.draw_timeline),
+            str(t.marks),
+            str(t.spans),
+        ]
+        for t in results
+        if t.draw_graph
+    ]
+    print(
+        "\nFigure construction by view: draw_execution_graph(graph) and draw_timeline(timeline),"
+        "\neach on its own figure (the timeline adds one scatter collection per mark)"
+    )
+    print("\n".join("  " + line for line in table(rows, [True] * len(rows[0]))))
+
+
+def print_readability(seen: Readability, picture: str) -> None:
+    width, height = seen.pixels
+    scale = min(1.0, SCREEN_WIDTH / width)
+    print(
+        f"\nLabels of the {TARGET_SIZE}-execution picture ({width:,} x {height:,} px at {DPI} dpi, "
+        f"saved to {picture})"
+    )
+    rows = [["labels", "count", "overlapping pairs", "labels overlapped", "font pt", "px",
+             f"px at {SCREEN_WIDTH} wide"]]  # fmt: skip
+    for item in seen.labels:
+        px = item.fontsize * DPI / 72
+        rows.append(
+            [
+                item.name,
+                str(item.count),
+                str(item.overlapping_pairs),
+                str(item.labels_involved),
+                f"{item.fontsize:g}",
+                f"{px:.1f}",
+                f"{px * scale:.1f}",
+            ]
+        )
+    print("\n".join("  " + line for line in table(rows, [False, *[True] * 6])))
+    print(
+        "\n  window extents on the figure's Agg renderer; 'px' is the font size in pixels, the"
+        f"\n  last column the same with the whole picture scaled down to {SCREEN_WIDTH} px wide."
+    )
+    print(
+        f"  edge labels standing nearer to a node that is neither end of their edge: "
+        f"{seen.stray_edge_labels} of {seen.edge_labels}"
+    )
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
+    parser.add_argument("--reps", type=int, help="repetitions for every size")
+    parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
+    args = parser.parse_args(argv)
+    matplotlib.use("Agg")
+    reps = dict(zip(SIZES, (3, 2, 1) if args.quick else (7, 5, 3), strict=True))
+    split_reps = dict(zip(SIZES, (1, 1, 0) if args.quick else (3, 3, 1), strict=True))
+    if args.reps:
+        reps = dict.fromkeys(SIZES, args.reps)
+    began = time.perf_counter()
+    print(
+        f"yieldstar_sim views benchmark: python {platform.python_version()}, matplotlib "
+        f"{matplotlib.__version__}, {platform.machine()}; fan-out runs on 2 workers, memory "
+        f"runtime, seed 0{', quick' if args.quick else ''}\n"
+    )
+    runs = {executions: simulate(executions) for executions in SIZES}
+    png(draw_run(runs[SIZES[0]]))  # imports, font caches
+    results = []
+    for executions, run in runs.items():
+        timings = Timings(executions, len(run.trace))
+        for rep in range(reps[executions]):
+            print(f"  {executions} executions: repetition {rep + 1}/{reps[executions]}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            measure(timings, run)
+        for _ in range(split_reps[executions]):
+            measure_split(timings, run)
+        results.append(timings)
+    print_timings(results)
+    print_split(results)
+    print("  readability", file=sys.stderr, flush=True)
+    seen = readability(runs[TARGET_SIZE], args.picture)
+    print_readability(seen, args.picture)
+
+    target = next(t for t in results if t.executions == TARGET_SIZE)
+    total = statistics.median(target.total)
+    node_text, node_boxes = seen.labels[0], seen.labels[1]
+    print("\nTargets (reported, not asserted)")
+    print(
+        f"  [{verdict(total < TARGET_SECONDS)}] build + render under {TARGET_SECONDS:g} s for "
+        f"{TARGET_SIZE} executions: {total:.2f} s (drawing "
+        f"{median(target.drawing)} ms, PNG {median(target.png)} ms)"
+    )
+    print(
+        f"  [info] {TARGET_SIZE}-execution graph: {node_boxes.overlapping_pairs} overlapping "
+        f"pairs of node boxes, {node_text.overlapping_pairs} of node texts"
+    )
+    for run in runs.values():
+        run.runtime.close()
+    print(f"\n(took {time.perf_counter() - began:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
