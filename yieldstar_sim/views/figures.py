@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
+from yieldstar_sim.views.graph import ROW_WIDTH, draw_execution_graph, graph_from_trace
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
@@ -27,13 +27,13 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
 
     timeline = build_timeline(run.trace, run.scenario.worker_names)
     graph = graph_from_trace(run.trace, upto)
-    widest = max((len(layer) for layer in _layers(graph)), default=1)
+    layers = [len(layer) for layer in nx.topological_generations(graph)]
+    widest = min(max(layers, default=1), ROW_WIDTH)
+    rows = sum(-(-count // ROW_WIDTH) for count in layers) or 1
     graph_width = max(5.0, 2.9 * widest)
     timeline_width = max(8.0, min(20.0, timeline.width / 3))
-    figure = Figure(
-        figsize=(graph_width + timeline_width, 5.2 + 0.4 * len(timeline.lanes)),
-        layout="constrained",
-    )
+    height = max(5.2 + 0.4 * len(timeline.lanes), 1.5 * rows + 2.0)
+    figure = Figure(figsize=(graph_width + timeline_width, height), layout="constrained")
     left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
     caption = "" if run.ok or upto is not None else str(run.violations[0])
     draw_execution_graph(graph, ax=left, caption=caption)
@@ -45,7 +45,3 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
         parse_math=False,
     )
     return figure
-
-
-def _layers(graph: nx.MultiDiGraph) -> list[list[object]]:
-    return [list(layer) for layer in nx.topological_generations(graph)]

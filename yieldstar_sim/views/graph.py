@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,11 @@ DUPLICATE_COLOUR = "#CC0000"
 EDGE_STYLES = {"trigger": ":", "joined": "-."}
 #: Horizontal distance between sibling executions, in node widths' terms (boxes are ~1.7 wide).
 NODE_SPACING = 2.2
+#: Siblings per row: a wider layer wraps onto more rows, ROW_GAP apart.
+ROW_WIDTH = 8
+ROW_GAP = 0.7
+#: Where an edge's label sits between parent and child: nearer the child, which it names.
+LABEL_AT = 0.62
 
 STATUS_COLOURS = {
     "running": "#F0E442",
@@ -185,8 +191,16 @@ def _mark_duplicates(graph: nx.MultiDiGraph) -> None:
                 graph.edges[source, target, key]["duplicate"] = True
 
 
+def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that puts child-5 before child-49 (numbers compared as numbers)."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
+    )
+
+
 def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
-    """Parents above children; siblings ordered by the step key that started them."""
+    """Parents above children; siblings ordered by the step key that started them, in rows of
+    at most ``ROW_WIDTH`` so that a wide fan-out wraps instead of making a strip."""
     depth: dict[Any, int] = {}
     for layer, nodes in enumerate(nx.topological_generations(graph)):
         for node in nodes:
@@ -195,16 +209,19 @@ def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]
     for node in graph.nodes:
         layers.setdefault(depth[node], []).append(node)
 
-    def sort_key(node: Any) -> tuple[str, str]:
-        keys = sorted(str(k) for _, _, k in graph.in_edges(node, keys=True))
-        return (keys[0] if keys else "", str(node))
+    def sort_key(node: Any) -> tuple[Any, ...]:
+        keys = sorted((str(k) for _, _, k in graph.in_edges(node, keys=True)), key=_natural)
+        return (_natural(keys[0]) if keys else (), _natural(str(node)))
 
     positions: dict[Any, tuple[float, float]] = {}
-    for layer, nodes in layers.items():
-        nodes.sort(key=sort_key)
-        width = len(nodes)
-        for index, node in enumerate(nodes):
-            positions[node] = (NODE_SPACING * (index - (width - 1) / 2), -float(layer))
+    y = 0.0
+    for layer in sorted(layers):
+        nodes = sorted(layers[layer], key=sort_key)
+        for start in range(0, len(nodes), ROW_WIDTH):
+            row = nodes[start : start + ROW_WIDTH]
+            for index, node in enumerate(row):
+                positions[node] = (NODE_SPACING * (index - (len(row) - 1) / 2), y)
+            y -= 1.0 if start + ROW_WIDTH >= len(nodes) else ROW_GAP
     return positions
 
 
@@ -258,8 +275,8 @@ def draw_execution_graph(
         if data.get("calls", 0) > 1:
             label += f"\n{data['calls']} start calls, one target"
         axes.text(
-            (x1 + x2) / 2,
-            (y1 + y2) / 2,
+            x1 + (x2 - x1) * LABEL_AT,
+            y1 + (y2 - y1) * LABEL_AT,
             label,
             ha="center",
             va="center",
@@ -294,10 +311,12 @@ def draw_execution_graph(
         if any(d["status"] == status for _, d in graph.nodes(data=True))
     ]
     kinds = {(d["kind"], d["detached"], d["duplicate"]) for _, _, d in graph.edges(data=True)}
-    handles += [
-        Line2D([], [], color="#333333", label="parent link (owned)"),
-        Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)"),
-    ]
+    if ("start", False, False) in kinds or ("start", False, True) in kinds:
+        handles.append(Line2D([], [], color="#333333", label="parent link (owned)"))
+    if ("start", True, False) in kinds or ("start", True, True) in kinds:
+        handles.append(
+            Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)")
+        )
     if any(kind == "trigger" for kind, _, _ in kinds):
         handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
     if any(kind == "joined" for kind, _, _ in kinds):

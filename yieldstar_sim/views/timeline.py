@@ -169,6 +169,10 @@ def draw_timeline(
     else:
         figure = ax.figure  # type: ignore[assignment]
     lane_y = {lane: -i for i, lane in enumerate(timeline.lanes)}
+    # A label takes about 0.055 in per character at 7 pt: in x units, on this axes' width.
+    axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
+    char_units = 0.055 * (timeline.width + 2) / axes_inches
+    free_from: dict[str, float] = {}
     for span in timeline.spans:
         y = lane_y[span.worker]
         colour = "#D55E00" if span.how in ("crash", "refused") else "#56B4E9"
@@ -179,18 +183,23 @@ def draw_timeline(
             # The worker goes on past its lease: a stale holder, fenced on its next write.
             ax.broken_barh([(span.expires, span.end - span.expires)], (y - 0.3, 0.6),
                            facecolors="none", edgecolor="#D55E00", linestyle="--")  # fmt: skip
-        ax.text(span.start + 0.2, y + 0.18, f"{span.execution_id} · token {span.token}",
-                fontsize=7, va="bottom", ha="left", clip_on=True, parse_math=False)  # fmt: skip
+        label = f"{span.execution_id} · token {span.token}"
+        if span.start >= free_from.get(span.worker, -math.inf):  # labels never print over labels
+            free_from[span.worker] = span.start + 0.2 + char_units * (len(label) + 1)
+            ax.text(span.start + 0.2, y + 0.18, label, fontsize=7, va="bottom", ha="left",
+                    clip_on=True, parse_math=False)  # fmt: skip
     for lane, start, end in timeline.frozen:
         y = lane_y[lane]
         ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
                        edgecolor="#555555", hatch="///", linewidth=0.8)  # fmt: skip
-    seen: set[str] = set()
+    by_kind: dict[str, list[Mark]] = {}
     for mark in timeline.marks:
-        marker, colour, size, _ = MARK_STYLE[mark.kind]
-        ax.scatter([mark.x], [lane_y[mark.lane]], marker=marker, c=colour, s=size, zorder=3,
-                   linewidths=1.5)  # fmt: skip
-        seen.add(mark.kind)
+        by_kind.setdefault(mark.kind, []).append(mark)
+    seen = set(by_kind)
+    for kind, marks in by_kind.items():  # one collection per kind: matplotlib is slow per call
+        marker, colour, size, _ = MARK_STYLE[kind]
+        ax.scatter([m.x for m in marks], [lane_y[m.lane] for m in marks], marker=marker,
+                   c=colour, s=size, zorder=3, linewidths=1.5)  # fmt: skip
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
     ax.set_yticks(list(lane_y.values()), list(lane_y))
