@@ -35,8 +35,10 @@ lint: setup
 	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios
 	$(BIN)/mypy
 
+# Every benchmark, quick; run one without --quick for the full figures (see benchmarks/README.md).
 bench: setup
-	$(BIN)/python benchmarks/bench_runtime.py
+	for bench in runtime engine simulation explorer views stepper; do \
+		MPLBACKEND=Agg $(BIN)/python benchmarks/bench_$$bench.py --quick || exit 1; done
 
 bench-stepper: setup
 	MPLBACKEND=Agg $(BIN)/python benchmarks/bench_stepper.py
