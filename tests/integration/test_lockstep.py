@@ -37,6 +37,8 @@ from hypothesis.stateful import (
 
 from yieldstar_sim import (
     Cancelled,
+    ChildAccepted,
+    ChildRequest,
     Completed,
     Delivery,
     DuckDBRuntime,
@@ -702,6 +704,57 @@ class LockstepMachine(RuleBasedStateMachine):
         )
         if answer.value is not None:
             assert answer.value == self.duckdb.execution(held.execution_id)
+
+    # ------------------------------------------------------------------ children, waits, cancel
+
+    @rule(
+        caller=EXECUTION,
+        step_key=st.sampled_from(START_STEP_KEYS),
+        workflow_id=st.sampled_from(START_WORKFLOWS),
+        child_id=st.one_of(st.sampled_from(("kid-1", "kid-2", "a")), EXECUTION),
+        params=PARAMS,
+        detached=st.booleans(),
+    )
+    def start_child(
+        self,
+        *,
+        caller: int | str,
+        step_key: str,
+        workflow_id: str,
+        child_id: int | str,
+        params: object,
+        detached: bool,
+    ) -> None:
+        """Create or join a run by business ID: first calls, replays of a creation, joins of
+        runs others created (or of the caller itself), other workflows, pruned IDs."""
+        request = ChildRequest(
+            RequestId(self.pick_id(caller), step_key),
+            workflow_id,
+            self.pick_id(child_id),
+            params,
+            detached,
+        )
+        answer = self.both(
+            "start_child", repr(request), lambda runtime: runtime.start_child(request)
+        )
+        if isinstance(answer.value, ChildAccepted):
+            self.remember(answer.value.execution_id)
+
+    @precondition(lambda self: bool(self.leases))
+    @rule(lease=PICK, other=EXECUTION)
+    def wait_for(self, lease: int, other: int | str) -> None:
+        """Register a wait for another execution (a terminal acknowledgement must wake it the
+        same way on both) and read that execution."""
+        held, waited = self.pick_lease(lease), self.pick_id(other)
+        self.both(
+            "wait_for", f"{held!r}, {waited!r}", lambda runtime: runtime.wait_for(held, waited)
+        )
+
+    @rule(execution_id=EXECUTION)
+    def cancel(self, execution_id: int | str) -> None:
+        """Request cancellation of an execution and what it owns (or of an unknown one)."""
+        target = self.pick_id(execution_id)
+        self.both("cancel", repr(target), lambda runtime: runtime.cancel(target))
 
     # ------------------------------------------------------------------ retention
 
