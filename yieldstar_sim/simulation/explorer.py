@@ -105,6 +105,8 @@ def _state_key(simulator: Simulator, name: str, point: Point) -> str:
                 record.due_at,
                 record.lease_token,
                 None if lease is None else lease.expires_at,
+                record.cancel_requested,
+                record.waiting_on,
                 tuple(
                     (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
                 ),
