@@ -77,6 +77,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import duckdb
+from _report import ms, table, us, verdict
 
 import yieldstar_sim as ys
 from yieldstar_sim.clock import ManualClock
@@ -544,39 +545,12 @@ def measure_floor(floor: Floor, count: int) -> None:
 # --------------------------------------------------------------------------- report
 
 
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f}"
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.2f}"
-
-
 def num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}"
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    """Format rows as aligned plain-text columns (the first row is the header)."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    lines = []
-    for r, row in enumerate(rows):
-        cells = [
-            cell.rjust(width) if align else cell.ljust(width)
-            for cell, width, align in zip(row, widths, right, strict=True)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if r == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
-
-
 def show(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> None:
-    print("\n".join("  " + line for line in table(rows, right)))
+    print("\n".join(table(rows, right, indent="  ")))
 
 
 def print_timings(timings: dict[Case, Timing], probes: dict[Case, Probed]) -> None:

@@ -78,6 +78,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import hypothesis
+from _report import ms, table, verdict
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
@@ -137,29 +138,6 @@ def essentials(report: ys.ExplorationReport) -> tuple[Any, ...]:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.2f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    """Format rows as aligned plain-text columns (the first row is the header)."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    lines = []
-    for r, row in enumerate(rows):
-        cells = [
-            cell.rjust(width) if align else cell.ljust(width)
-            for cell, width, align in zip(row, widths, right, strict=True)
-        ]
-        lines.append("  " + "  ".join(cells).rstrip())
-        if r == 0:
-            lines.append("  " + "  ".join("-" * width for width in widths))
-    return lines
 
 
 def progress(text: str) -> None:
@@ -273,7 +251,7 @@ def print_throughput(result: Throughput) -> float:
                 f"{1 / median(values):,.1f}",
             ]
         )
-    print("\n".join(table(rows, [False, True, True, True, True, True, True])))
+    print("\n".join(table(rows, [False, True, True, True, True, True, True], indent="  ")))
     duck_ratio = median([d / m for d, m in zip(result.duckdb, result.memory_budget, strict=True)])
     print(
         f"  DuckDB end to end costs {duck_ratio:,.0f}x memory per schedule under the same budget; "
@@ -309,7 +287,7 @@ def print_throughput(result: Throughput) -> float:
                 f"{median(result.ratios(values)):.2f}x",
             ]
         )
-    print("\n".join(table(rows, [False, True, True, True, True])))
+    print("\n".join(table(rows, [False, True, True, True, True], indent="  ")))
     return median(result.ratios(result.plain))
 
 
@@ -400,7 +378,7 @@ def print_parallel(result: Parallel, scenario: ys.Scenario) -> float:
             f"{median(result.ceiling):.2f}x",
         ]
     )
-    print("\n".join(table(rows, [True] * 7)))
+    print("\n".join(table(rows, [True] * 7, indent="  ")))
     print(
         f"  reports equal (schedules, skipped, bound, violations): "
         f"{'yes' if result.same else 'NO'}; speed-up per repetition: "
@@ -502,7 +480,7 @@ def print_search(searches: Sequence[Search], scenario: ys.Scenario, budget: int)
                 f"{median(search.seconds):.3f}",
             ]
         )
-    print("\n".join(table(rows, [False, True, True, True, True, False, True])))
+    print("\n".join(table(rows, [False, True, True, True, True, False, True], indent="  ")))
     print(
         "  median s: seconds to the verdict per seed, the explorer's including its shrinking "
         "of what it found."
@@ -601,7 +579,7 @@ def print_growth(results: Sequence[Growth]) -> None:
                 ms(r.base),
             ]
         )
-    print("\n".join(table(rows, [True] * 12)))
+    print("\n".join(table(rows, [True] * 12, indent="  ")))
     print(
         "  base run: the fault-free run with every choice point fingerprinted (explore with "
         "budget=1); whole bound (est.): ms/schedule x (under bound - skipped), where a budget "
@@ -729,7 +707,7 @@ def print_memory(runs: Sequence[MemoryRun], budget: int, every: int) -> bool:
                     f"{traced['peak_mb']:.2f}",
                 ]
             )
-        print("\n".join("  " + line for line in table(rows, [True] * 5)))
+        print("\n".join(table(rows, [True] * 5, indent="    ")))
         print(
             f"    resident after {budget:,} / after {every:,}: {run.flatness:.3f}x; the traced "
             f"heap grows {run.per_schedule:,.0f} bytes per schedule (the plans and outcomes the "

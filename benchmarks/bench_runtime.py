@@ -56,6 +56,7 @@ from functools import partial
 from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 
 import duckdb
+from _report import table, us, verdict
 
 from yieldstar_sim.clock import ManualClock
 from yieldstar_sim.codec import durable_value_codec
@@ -800,29 +801,6 @@ def measure_workload(workload: Workload, rounds: int, reps: int) -> WorkloadResu
 
 
 # --------------------------------------------------------------------------- report
-
-
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f}"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    """Format rows as aligned plain-text columns (the first row is the header)."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    lines = []
-    for r, row in enumerate(rows):
-        cells = [
-            cell.rjust(width) if align else cell.ljust(width)
-            for cell, width, align in zip(row, widths, right, strict=True)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if r == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
 
 
 def count_text(values: set[float]) -> str:

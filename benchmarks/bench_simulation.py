@@ -72,6 +72,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import duckdb
+from _report import ms, table, us, verdict
 
 import yieldstar_sim as ys
 from yieldstar_sim.codec import DurableValueCodec
@@ -500,35 +501,8 @@ def measure_profile(profile: Profile, scenario: ys.Scenario, seeds: range) -> No
 # --------------------------------------------------------------------------- report
 
 
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:,.1f}"
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1e3:,.2f}"
-
-
 def pct(share: float) -> str:
     return f"{share * 100:.1f}%"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    """Format rows as aligned plain-text columns (the first row is the header)."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    lines = []
-    for r, row in enumerate(rows):
-        cells = [
-            cell.rjust(width) if align else cell.ljust(width)
-            for cell, width, align in zip(row, widths, right, strict=True)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if r == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
 
 
 def span(values: Sequence[int]) -> str:

@@ -55,6 +55,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
+from _report import table, verdict
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.image import imsave
 
@@ -330,25 +331,6 @@ def ms(seconds: float) -> str:
 
 def median(values: Sequence[float]) -> str:
     return ms(statistics.median(values)) if values else "-"
-
-
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
-def table(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
-    """Format rows as aligned plain-text columns (the first row is the header)."""
-    widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    lines = []
-    for r, row in enumerate(rows):
-        cells = [
-            cell.rjust(width) if align else cell.ljust(width)
-            for cell, width, align in zip(row, widths, right, strict=True)
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if r == 0:
-            lines.append("  ".join("-" * width for width in widths))
-    return lines
 
 
 def print_timings(results: Sequence[Timings]) -> None:
