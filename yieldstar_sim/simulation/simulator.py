@@ -26,7 +26,7 @@ from yieldstar_sim.driver import (
     WaitFor,
     drive,
 )
-from yieldstar_sim.engine.invoker import Registry
+from yieldstar_sim.engine.invoker import Registry, perform_runtime_call
 from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Effect, Ledger
 from yieldstar_sim.model import (
     ChildAccepted,
@@ -347,10 +347,7 @@ class Simulator:
             return (
                 yield from self._call(
                     PointInfo(name, "put_step", lease.execution_id, put.step_key),
-                    lambda: runtime.put_step(
-                        put.lease, put.step_key, status=put.status, value=put.value,
-                        attempt=put.attempt, wake_at=put.wake_at,
-                    ),
+                    lambda: perform_runtime_call(runtime, put),
                     token=lease.token,
                     done=f"recorded step {put.step_key}: {put.status} {_summary(put.value)}",
                     data={"status": put.status, "value": put.value, "attempt": put.attempt,
@@ -362,7 +359,7 @@ class Simulator:
             return (
                 yield from self._call(
                     PointInfo(name, "record_wake", lease.execution_id),
-                    lambda: runtime.record_wake(wake.lease, wake.at),
+                    lambda: perform_runtime_call(runtime, wake),
                     token=lease.token,
                     done=f"wake at t={wake.at:g}",
                     data={"at": wake.at},
@@ -373,7 +370,7 @@ class Simulator:
             return (
                 yield from self._call(
                     PointInfo(name, "wait_for", lease.execution_id),
-                    lambda: runtime.wait_for(wait.lease, wait.execution_id),
+                    lambda: perform_runtime_call(runtime, wait),
                     token=lease.token,
                     done=f"waits for {wait.execution_id}",
                 )
@@ -382,7 +379,7 @@ class Simulator:
             child = command.request
             result = yield from self._call(
                 PointInfo(name, "start_child", lease.execution_id, child.request_id.step_key),
-                lambda: runtime.start_child(child),
+                lambda: perform_runtime_call(runtime, command),
                 token=lease.token,
                 data={
                     "workflow_id": child.workflow_id,
@@ -396,7 +393,7 @@ class Simulator:
             target = command.execution_id
             cancelled = yield from self._call(
                 PointInfo(name, "cancel", lease.execution_id),
-                lambda: runtime.cancel(target),
+                lambda: perform_runtime_call(runtime, command),
                 token=lease.token,
                 done=f"cancel requested for {target} and what it owns",
             )
@@ -406,7 +403,7 @@ class Simulator:
             request = command.request
             result = yield from self._call(
                 PointInfo(name, "start", lease.execution_id, request.request_id.step_key),
-                lambda: runtime.start(request),
+                lambda: perform_runtime_call(runtime, command),
                 token=lease.token,
                 data={"workflow_id": request.workflow_id, "detached": request.detached},
             )
