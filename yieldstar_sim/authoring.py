@@ -383,24 +383,31 @@ class StepRunner:
         return self._track(key, DelayStep(key, seconds))
 
     def start(
-        self, key: str, workflow_id: str, params: object = None, *, detached: bool = False
+        self,
+        key: str,
+        workflow_id: Workflow | str,
+        params: object = None,
+        *,
+        detached: bool = False,
     ) -> Generator[StepRequest, Any, StartedExecution]:
         """Start another workflow as a durable step; returns ``StartedExecution``.
 
-        Replaying it returns the same target; a changed request raises ``WorkflowStartError``
-        with START_REQUEST_MISMATCH; invalid parameters raise it with INVALID_START_PARAMETERS.
+        ``workflow_id`` is a workflow's name or the workflow itself. Replaying it returns the
+        same target; a changed request raises ``WorkflowStartError`` with
+        START_REQUEST_MISMATCH; invalid parameters raise it with INVALID_START_PARAMETERS.
         """
-        return self._track(key, StartStep(key, workflow_id, params, detached))
+        return self._track(key, StartStep(key, _workflow_name(workflow_id), params, detached))
 
     def call(
-        self, key: str, workflow_id: str, params: object = None
+        self, key: str, workflow_id: Workflow | str, params: object = None
     ) -> Generator[StepRequest, Any, Any]:
         """Start another workflow (as ``step.start``, owned) and wait for it (RFC 008).
 
-        Returns the target's result; raises ``ChildFailedError`` (with the target's ID and
-        error) if it failed or was cancelled. The target's end wakes this workflow.
+        ``workflow_id`` is a workflow's name or the workflow itself. Returns the target's
+        result; raises ``ChildFailedError`` (with the target's ID and error) if it failed or
+        was cancelled. The target's end wakes this workflow.
         """
-        return self._track(key, CallStep(key, workflow_id, params))
+        return self._track(key, CallStep(key, _workflow_name(workflow_id), params))
 
     def child(
         self, key: str, workflow: Workflow | str, child_id: str, params: object = None

@@ -65,6 +65,7 @@ from yieldstar_sim.model import (
     WorkflowStartError,
     WorkflowStartErrorCode,
     check_execution_id,
+    check_name,
 )
 from yieldstar_sim.profiles import MEMORY, DriverProfile
 
@@ -349,6 +350,13 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
         raise _Throw(WorkflowCancelledError(ctx.cancel_reason))
     if recorded is not None and recorded.status == "failed":
         raise _Throw(_restore_failure(request.key, _object(recorded.value), recorded.attempt))
+    if recorded is None and isinstance(request, StartStep | CallStep | ChildStep):
+        # A bad workflow name is the workflow code's mistake: throw it there, where it can be
+        # read and handled, rather than let the runtime refuse the call.
+        try:
+            check_name(request.workflow_id, f"step {request.key!r}: the workflow ID")
+        except ValueError as error:
+            raise _Throw(error) from None
     match request:
         case RunStep():
             return (yield from _run(request, recorded, ctx))

@@ -111,6 +111,32 @@ def bad_ids(step: ys.StepRunner, params: Any) -> Any:
     return "admitted"
 
 
+@ys.workflow("by-object")
+def by_object(step: ys.StepRunner, params: Any) -> Any:
+    started = yield from step.start("started", long)
+    total = yield from step.call("called", add, {"a": 1, "b": 2})
+    return {"started": started.execution_id, "total": total}
+
+
+VERBS = {
+    "start": lambda step, workflow, params: step.start("verb", workflow, params),
+    "call": lambda step, workflow, params: step.call("verb", workflow, params),
+    "child": lambda step, workflow, params: step.child("verb", workflow, "kid", params),
+    "spawn": lambda step, workflow, params: step.spawn("verb", workflow, "kid", params),
+}
+
+
+@ys.workflow("misuse")
+def misuse(step: ys.StepRunner, params: Any) -> Any:
+    workflow = params["workflow"]
+    args = {"f": lambda: 1} if params.get("lambda") else None
+    try:
+        yield from VERBS[params["verb"]](step, workflow, args)
+    except ys.WorkflowStartError as error:
+        return {"rejected": str(error.code)}
+    return "admitted"
+
+
 ALL = [add, decline, caller, long, owner, catcher, bounded, fulfil, parent, spawner, bad_ids]
 
 
@@ -287,6 +313,66 @@ def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(runtime: str
     assert record_.status == ys.ExecutionStatus.FAILED
     assert record_.error is not None
     assert record_.error.code == "START_REQUEST_MISMATCH"
+
+
+# ------------------------------------------------------------------- mistakes, both invokers
+
+
+@pytest.fixture(params=["test", "worker"])
+def invoker(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_start_and_call_take_the_workflow_itself_as_well_as_its_name(
+    runtime: str, invoker: str
+) -> None:
+    with engine_for(runtime, *ALL, by_object, invoker=invoker) as engine:
+        engine.trigger("by-object", execution_id="b")
+        engine.run_until_idle()
+        done = record(engine, "b")
+        assert done.status == ys.ExecutionStatus.COMPLETED, done.error
+        assert isinstance(done.result, dict)
+        assert done.result["total"] == 3
+        assert record(engine, done.result["started"]).workflow_id == "long"
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+@pytest.mark.parametrize(
+    ("workflow", "message"),
+    [
+        (42, "step 'verb': the workflow ID must be a non-empty string, not 42"),
+        ("", "step 'verb': the workflow ID must be a non-empty string, not ''"),
+        ("bad\nname", "step 'verb': the workflow ID 'bad\\nname' contains an ASCII control"),
+    ],
+)
+def test_an_invalid_workflow_id_is_thrown_at_the_step_and_nothing_is_admitted(
+    runtime: str, invoker: str, verb: str, workflow: object, message: str
+) -> None:
+    """The workflow code's mistake fails its execution, the same way on both invokers; it is
+    never a runtime error that escapes the engine or a delivery retried for ever."""
+    with engine_for(runtime, *ALL, misuse, invoker=invoker) as engine:
+        engine.trigger("misuse", {"verb": verb, "workflow": workflow}, execution_id="m")
+        engine.run_until_idle()
+        failed = record(engine, "m")
+        assert failed.status == ys.ExecutionStatus.FAILED
+        assert failed.error is not None
+        assert failed.error.name == "ValueError"
+        assert failed.error.message.startswith(message)
+        assert failed.lease_token == 1, "the mistake was retried"
+        assert [r.execution_id for r in engine.runtime.executions()] == ["m"]
+
+
+@pytest.mark.parametrize("verb", sorted(VERBS))
+def test_parameters_that_are_not_durable_are_rejected_on_both_invokers(
+    runtime: str, invoker: str, verb: str
+) -> None:
+    """A lambda cannot cross the worker's pipe; the worker answers with the runtime's check."""
+    with engine_for(runtime, *ALL, misuse, invoker=invoker) as engine:
+        engine.trigger("misuse", {"verb": verb, "workflow": "long", "lambda": True},
+                       execution_id="m")  # fmt: skip
+        engine.run_until_idle()
+        assert record(engine, "m").result == {"rejected": "INVALID_START_PARAMETERS"}
+        assert [r.execution_id for r in engine.runtime.executions()] == ["m"]
 
 
 # --------------------------------------------------------------------------- driver profiles

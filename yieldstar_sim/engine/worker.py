@@ -12,7 +12,6 @@ import contextlib
 import multiprocessing
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.driver import (
     CallStart,
     Command,
@@ -44,6 +43,7 @@ from yieldstar_sim.model import (
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
+from yieldstar_sim.runtime import encode_start_params
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -267,16 +267,12 @@ def _child_main(connection: Connection, registry: Registry) -> None:
         def perform(command: Command, world: BodyWorld = world) -> Any:
             if isinstance(command, RunBody):
                 return world.run(command)
-            if isinstance(command, CallStart) and command.request.params is not None:
-                # Invalid parameters may not even cross the pipe (a lambda does not pickle);
-                # the codec gives the answer the runtime would give, without a call.
-                encoding = durable_value_codec.validate_object(
-                    command.request.params, path="params"
-                )
-                if encoding.status == "invalid":
-                    return StartRejected(
-                        WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message
-                    )
+            if isinstance(command, CallStart | StartChild):
+                # Invalid parameters may not even cross the pipe (a lambda does not pickle):
+                # answer with the runtime's own check, without a call.
+                params = encode_start_params(command.request.params)
+                if isinstance(params, StartRejected):
+                    return params
             return _decode_result(port.ask(*_encode_call(command)))
 
         workflow = registry.get(event.delivery.execution.workflow_id)

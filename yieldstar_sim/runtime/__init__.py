@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from yieldstar_sim.runtime._common import encode_start_params
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.failpoints import FAILPOINT_NAMES, FailPoints
 from yieldstar_sim.runtime.memory import MemoryRuntime
@@ -15,4 +16,5 @@ __all__ = [
     "MemoryRuntime",
     "Runtime",
     "WorkflowStartClient",
+    "encode_start_params",
 ]

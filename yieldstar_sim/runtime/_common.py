@@ -177,6 +177,16 @@ class CheckedStart:
     detached: bool
 
 
+def encode_start_params(params: object) -> str | StartRejected | None:
+    """The canonical encoding of start parameters, or the RFC's rejection of invalid ones."""
+    if params is None:
+        return None
+    encoding = durable_value_codec.validate_object(params, path="params")
+    if encoding.status == "invalid":
+        return StartRejected(WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message)
+    return encoding.canonical
+
+
 def check_start(request: StartRequest) -> CheckedStart | StartRejected:
     """Check a start request; invalid parameters come back as the RFC's rejection."""
     if not isinstance(request, StartRequest):
@@ -189,12 +199,9 @@ def check_start(request: StartRequest) -> CheckedStart | StartRejected:
     workflow_id = check_name(request.workflow_id, "the workflow ID")
     if not isinstance(request.detached, bool):
         raise TypeError(f"detached must be a bool, not {type(request.detached).__name__}")
-    params: str | None = None
-    if request.params is not None:
-        encoding = durable_value_codec.validate_object(request.params, path="params")
-        if encoding.status == "invalid":
-            return StartRejected(WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message)
-        params = encoding.canonical
+    params = encode_start_params(request.params)
+    if isinstance(params, StartRejected):
+        return params
     return CheckedStart(caller, step_key, workflow_id, params, request.detached)
 
 
@@ -251,12 +258,9 @@ def check_child(request: ChildRequest) -> CheckedChild | StartRejected:
     step_key = check_name(request.request_id.step_key, "the step key")
     workflow_id = check_name(request.workflow_id, "the workflow ID")
     child_id = check_execution_id(request.child_id, what="child ID")
-    params: str | None = None
-    if request.params is not None:
-        encoding = durable_value_codec.validate_object(request.params, path="params")
-        if encoding.status == "invalid":
-            return StartRejected(WorkflowStartErrorCode.INVALID_START_PARAMETERS, encoding.message)
-        params = encoding.canonical
+    params = encode_start_params(request.params)
+    if isinstance(params, StartRejected):
+        return params
     return CheckedChild(caller, step_key, workflow_id, child_id, params, bool(request.detached))
 
 
