@@ -40,7 +40,7 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
     cursor = None if upto is None else timeline.x_of.get(upto)
     draw_timeline(timeline, ax=right, cursor=cursor)
     figure.suptitle(
-        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict}",
+        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict_text}",
         fontsize=13,
         parse_math=False,
     )

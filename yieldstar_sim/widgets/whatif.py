@@ -254,8 +254,8 @@ def compare_runs(before: SimulationRun, after: SimulationRun, notes: Sequence[st
         counts.setdefault("executions", [0, 0])[slot] = len(run.executions)
         counts.setdefault("trace events", [0, 0])[slot] = len(run.trace)
     return RunDiff(
-        verdict_before=before.verdict,
-        verdict_after=after.verdict,
+        verdict_before=before.verdict_text,
+        verdict_after=after.verdict_text,
         ok_before=before.ok,
         ok_after=after.ok,
         divergence_seq=divergence,
