@@ -20,6 +20,7 @@ import duckdb
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
+from yieldstar_sim.simulation.faults import PointInfo
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
     ExecutionsEndAsExpected,
@@ -179,6 +180,7 @@ def simulate(
     schedule: Sequence[str] = (),
     scenario_faults: bool = True,
     timeout: float | None = DEFAULT_TIMEOUT,
+    check_faults: bool = True,
 ) -> SimulationRun:
     """Run ``scenario`` once: deterministic for a given seed, schedule and faults.
 
@@ -186,7 +188,8 @@ def simulate(
     added to the scenario's own fault plan (``scenario_faults=False`` leaves that plan out, as a
     replay does: its artifact holds every fault that fired). A fault that no choice point of
     the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
-    its plan says. ``timeout`` bounds the run's wall-clock seconds (None: no bound); a run it
+    its plan says (``check_faults=False`` allows it: a what-if re-run whose new fault moved the
+    old ones' points away). ``timeout`` bounds the run's wall-clock seconds (None: no bound); a run it
     cuts is ``incomplete``.
     """
     simulator = Simulator(
@@ -201,7 +204,7 @@ def simulate(
     )
     simulator.run()
     run = finish(simulator)
-    if simulator.plan.unfired and run.incomplete is None:
+    if check_faults and simulator.plan.unfired and run.incomplete is None:
         run.runtime.close()
         raise FaultPlanError(unfired_faults(simulator))
     return run
@@ -221,8 +224,28 @@ def unfired_faults(simulator: Simulator) -> str:
         ):
             if value is not None:
                 where[part].add(value)
+    points: dict[int, PointInfo] = {}
+    for event in simulator.trace:
+        if event.point is not None and event.op is not None and event.worker is not None:
+            points.setdefault(
+                event.point,
+                PointInfo(event.worker, event.op, event.execution_id, event.step_key),
+            )
     lines = []
     for fault in simulator.plan.unfired:
+        matched = sum(1 for index, info in points.items() if fault.matches(index, info))
+        if matched >= fault.occurrence:
+            lines.append(
+                f"the fault '{fault.describe()}' never fired: an earlier fault of the plan took "
+                "its choice point (one fault per point)"
+            )
+            continue
+        if matched:
+            lines.append(
+                f"the fault '{fault.describe()}' matches {matched} choice point(s) of the run, "
+                f"fewer than its occurrence {fault.occurrence}"
+            )
+            continue
         sentence = f"the fault '{fault.describe()}' matches no choice point of the run"
         if fault.op is not None and fault.op in seen:
             where = seen[fault.op]
