@@ -189,8 +189,8 @@ def simulate(
     replay does: its artifact holds every fault that fired). A fault that no choice point of
     the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
     its plan says (``check_faults=False`` allows it: a what-if re-run whose new fault moved the
-    old ones' points away). ``timeout`` bounds the run's wall-clock seconds (None: no bound); a run it
-    cuts is ``incomplete``.
+    old ones' points away). ``timeout`` bounds the run's wall-clock seconds (None: no bound);
+    a run it cuts is ``incomplete``.
     """
     simulator = Simulator(
         scenario,

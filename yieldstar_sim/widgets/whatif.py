@@ -12,7 +12,8 @@ only from there.
 (0, 'w2 claim')
 >>> rerun = what_if(run, "crash", point.index)
 >>> print(compare_runs(run, rerun).summary())
-verdict: ok: every invariant held and the run finished -> ok: every invariant held and the run finished
+verdict before: ok: every invariant held and the run finished
+verdict after:  ok: every invariant held and the run finished
 first divergence at event #1:
   before: #1 t=0 w2 call: claim: order-42 leased with token 1 until t=30
   after:  #1 t=0 w2 fault: crash before w2 claim
@@ -185,7 +186,10 @@ class RunDiff:
 
     def summary(self) -> str:
         """The diff in a few lines of text."""
-        lines = [f"verdict: {self.verdict_before} -> {self.verdict_after}"]
+        lines = [
+            f"verdict before: {self.verdict_before}",
+            f"verdict after:  {self.verdict_after}",
+        ]
         if self.divergence_seq is None:
             lines.append("the traces are identical")
         else:
