@@ -663,16 +663,6 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
             f"{first.execution_id} was {_admitted_how(run, first.execution_id)}: its record was "
             f"pruned and the ID admitted again, so {step} ran in a new run; {dedup}"
         )
-    if first.token != second.token:
-        cause = "on a replay"
-        before, after = _effect_event(run, first), _effect_event(run, second)
-        if before is not None and after is not None:
-            cause = _why_again(run, before, after)
-        return (
-            f"the same execution ran {step} again in a new delivery (token {second.token} after "
-            f"token {first.token}) {cause}: the body acted before its result was recorded, and "
-            f"{dedup}"
-        )
     if first.attempt != second.attempt:
         ended = next(
             (
@@ -689,7 +679,19 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
         return (
             f"a retry: attempt {first.attempt} of {step} acted and then "
             + ("ran past its timeout" if timeout else ended)
-            + f", so attempt {second.attempt} ran the body again in the same delivery; {dedup}"
+            + f", so attempt {second.attempt} ran the body again"
+            + ("" if first.token == second.token else f" (in delivery token {second.token})")
+            + f"; {dedup}"
+        )
+    if first.token != second.token:
+        cause = "on a replay"
+        before, after = _effect_event(run, first), _effect_event(run, second)
+        if before is not None and after is not None:
+            cause = _why_again(run, before, after)
+        return (
+            f"the same execution ran {step} again in a new delivery (token {second.token} after "
+            f"token {first.token}) {cause}: the body acted before its result was recorded, and "
+            f"{dedup}"
         )
     return f"the body of {step} made it twice in one attempt"
 

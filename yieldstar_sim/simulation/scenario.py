@@ -296,8 +296,14 @@ def bundled_scenarios() -> dict[str, Path]:
     }
 
 
-def load_scenario(reference: str | Path) -> Scenario:
-    """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file."""
+def load_scenario(reference: str | Path, *, timeout: float | None = None) -> Scenario:
+    """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file.
+
+    A file is code, run on import: one that raises, calls ``sys.exit()`` or (with ``timeout``
+    seconds) spins is refused with a ``ScenarioError`` that says so.
+    """
+    from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
+
     text = str(reference)
     path = Path(text)
     bundled = bundled_scenarios()
@@ -318,11 +324,21 @@ def load_scenario(reference: str | Path) -> Scenario:
         raise ScenarioError(f"cannot load {text!r} as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    loader = spec.loader
     try:
-        spec.loader.exec_module(module)
+        with Deadline(timeout) as deadline, deadline.user_code(f"the import of {text!r}"):
+            loader.exec_module(module)
     except Exception as error:
         del sys.modules[module_name]
         raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error
+    except SystemExit as exit:
+        del sys.modules[module_name]
+        raise ScenarioError(f"{text!r} called sys.exit({exit.code!r}) on import") from None
+    except RunTimedOut:
+        del sys.modules[module_name]
+        raise ScenarioError(
+            f"{text!r} did not finish importing within {timeout:g}s (a loop at import?)"
+        ) from None
     scenario = getattr(module, "scenario", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(
