@@ -203,7 +203,7 @@ def test_explore_the_fix_with_two_faults_finds_nothing_and_says_what_it_covered(
     assert "no invariant was violated" in result.stdout
     assert "schedules run" in result.stdout
     assert "skipped as equivalent" in result.stdout
-    assert "under the bound" in result.stdout
+    assert "exhausted the bound: all " in result.stdout
 
 
 def test_explore_gives_the_same_answer_for_one_or_two_jobs_and_the_same_seed(

@@ -398,9 +398,9 @@ class ExplorationReport:
             return f"interrupted (Ctrl-C) after {self.schedules_run}{of} schedules under {bound}"
         if self.exhausted:
             return (
-                f"exhausted the bound: all {total} schedules under {bound} (single faults and "
-                f"their combinations at the choice points of the fault-free interleaving) "
-                f"covered: {run}{skipped}"
+                f"exhausted the bound: all {total} schedules under {bound} covered: {run}"
+                f"{skipped} (every fault kind at every choice point of seed {self.seed}'s "
+                "interleaving; other interleavings are sampled only by other seeds)"
             )
         if self.violations and self.stopped_at_first:
             return (
@@ -766,6 +766,8 @@ class _Search:
                     plans.append(
                         Plan(len(self.plans) + len(plans), self.seed, (*plan.faults, fault))
                     )
+            # Known before the level runs, so that an interrupted search can say "of how many".
+            self.report.total_under_bound = total
             room = self._room()
             if room is not None:
                 plans = plans[:room]

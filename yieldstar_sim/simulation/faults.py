@@ -48,7 +48,7 @@ FAULT_OPS: dict[str, str] = {
     "wait_for": "a worker registers that the execution waits for another's end",
     "start": "a worker starts a target through the start client (step.start, step.call)",
     "start_child": "a worker creates or joins a child by business ID (step.child, step.spawn)",
-    "cancel": "a worker requests cancellation (step.cancel, a max duration)",
+    "cancel": "a worker requests cancellation of its execution and what it owns (max_duration)",
     "acknowledge": "a worker acknowledges the delivery's outcome",
     "release": "a worker gives up its lease after a rejected delivery",
 }

@@ -83,7 +83,7 @@ def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[f
     for event in events:
         if previous is None or event.t != previous:
             if previous is not None:
-                x += 1.5 + math.log1p(event.t - previous)
+                x += 1.5 + math.log1p(max(0.0, event.t - previous))
             ticks.append((x, f"{event.t:g}"))
             previous = event.t
         x_of[event.seq] = x

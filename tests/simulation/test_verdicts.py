@@ -1,0 +1,406 @@
+"""Verdicts a reviewer can trust: ``ok`` only when every invariant held and the run finished.
+
+Each case is a scenario file under ``tests/scenarios/verdicts`` that the first round reported as
+``ok`` (or as a crash, or a false violation); the tests pin the verdict and the sentence now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
+
+CASES = Path(__file__).parents[1] / "scenarios" / "verdicts"
+
+
+def case(name: str) -> ys.Scenario:
+    return ys.load_scenario(CASES / f"{name}.py")
+
+
+def simulate(name: str, **options: object) -> ys.SimulationRun:
+    options.setdefault("runtime", "memory")
+    return ys.simulate(case(name), seed=0, **options)  # type: ignore[arg-type]
+
+
+def the_violation(run: ys.SimulationRun) -> ys.Violation:
+    assert run.verdict == "violated", run.explain()
+    (violation,) = run.violations
+    return violation
+
+
+# --------------------------------------------------------------------------- 1. failures
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_a_trigger_of_an_unregistered_workflow_is_a_violation(runtime: str) -> None:
+    violation = the_violation(simulate("unknown_workflow", runtime=runtime))
+    assert violation.invariant == "executions end as expected"
+    assert violation.message.startswith(
+        "order-42 (shipp-order) failed: UnknownWorkflowError: no workflow named 'shipp-order'"
+    )
+
+
+def test_a_start_of_an_unregistered_workflow_fails_its_target() -> None:
+    violation = the_violation(simulate("start_unknown"))
+    assert violation.message.startswith("@shipp-order-2 (shipp-order) failed: UnknownWorkflowError")
+
+
+@pytest.mark.parametrize(
+    ("name", "step"),
+    [("delay_without_yield_from", "settle"), ("run_without_yield_from", "book")],
+)
+def test_a_verb_without_yield_from_fails_the_workflow(name: str, step: str) -> None:
+    violation = the_violation(simulate(name))
+    assert "WorkflowDefinitionError" in violation.message
+    assert f"called step {step!r} without running it" in violation.message
+    assert "yield from" in violation.message
+
+
+def test_the_world_outside_a_step_body_fails_the_workflow() -> None:
+    violation = the_violation(simulate("world_outside_step"))
+    assert "step.world.effect was called outside a step body" in violation.message
+
+
+def test_a_mismatch_that_fails_the_caller_names_the_step_and_the_code() -> None:
+    violation = the_violation(simulate("mismatch_unexpected"))
+    assert violation.message.startswith(
+        "order-42 (charge-order) failed at step ship: WorkflowStartError START_REQUEST_MISMATCH"
+    )
+    assert 'expected=[ys.expect("charge-order", error="WorkflowStartError")]' in violation.message
+
+
+@pytest.mark.parametrize("name", ["deploy-mismatch", "call-child-fails", "invalid-params"])
+def test_bundled_scenarios_that_fail_on_purpose_declare_it_and_pass(name: str) -> None:
+    run = ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")
+    assert run.verdict == "ok", run.explain()
+
+
+def test_an_expectation_that_does_not_come_true_is_a_violation() -> None:
+    violation = the_violation(simulate("expected_but_completed"))
+    assert violation.message == (
+        "order-42 (ship) ended completed, but the scenario expects ship to fail with StepError"
+    )
+
+
+def test_an_expectation_names_executions_and_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="needs a workflow ID or an execution_id"):
+        ys.expect()
+    with pytest.raises(ValueError, match="status must be one of completed, failed, cancelled"):
+        ys.expect("ship", status="crashed")
+    with pytest.raises(ValueError, match="describe a failure only"):
+        ys.expect("ship", status="completed", error="StepError")
+    with pytest.raises(TypeError, match=r"expected holds ys\.expect"):
+        ys.Scenario(
+            name="x",
+            workflows=[],
+            triggers=[ys.Trigger("w")],
+            expected=["ship"],  # type: ignore[list-item]
+        )
+
+
+def test_an_expectation_that_names_nothing_is_a_warning() -> None:
+    base = ys.load_scenario("durable-start")
+    scenario = ys.Scenario(
+        name="nothing-expected", workflows=base.workflows, triggers=base.triggers,
+        expected=[ys.expect("shipp-order")],
+    )  # fmt: skip
+    run = ys.simulate(scenario, runtime="memory")
+    assert run.verdict == "ok"
+    assert run.warnings == [
+        "the expectation shipp-order to fail named no execution of the run (its workflows: "
+        "charge-order, ship-order)"
+    ]
+
+
+# --------------------------------------------------------------------------- 2. incomplete
+
+
+def test_a_run_cut_by_max_points_is_incomplete() -> None:
+    run = simulate("loop_steps")
+    assert (run.verdict, run.ok, run.violations) == ("incomplete", False, [])
+    assert run.incomplete == (
+        "cut after max_points=300 choice points at t=0; still live: loop-1 (forever, pending)"
+    )
+    assert run.verdict_text.startswith("incomplete: cut after max_points=300")
+
+
+def test_a_run_cut_by_max_time_is_incomplete() -> None:
+    run = simulate("loop_delays", runtime="duckdb")
+    assert run.verdict == "incomplete"
+    assert run.incomplete is not None
+    assert run.incomplete.startswith("cut at max_time=3600s of virtual time with work still due")
+    assert run.incomplete.endswith("still live: loop-1 (forever, suspended)")
+
+
+def test_a_cut_run_is_still_checked_for_what_it_already_broke() -> None:
+    """Safety invariants hold on prefixes: a duplicate before the cut is a violation."""
+    scenario = ys.load_scenario("trigger-in-step")
+    scenario.max_points = 10  # the second ship-order is admitted by then, not yet run
+    run = ys.simulate(scenario, runtime="memory")
+    assert run.verdict == "violated"
+    assert run.incomplete is not None
+    assert {v.invariant for v in run.violations} == {"at most one admitted execution per step"}
+    assert "(and the run was cut after max_points=10 choice points at t=30" in run.verdict_text
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("spin_workflow", "the workflow code of spin-1 (spin, w2)"),
+        ("spin_body", "step busy of spin-1 (attempt 1, w2)"),
+    ],
+)
+def test_code_that_spins_is_timed_out_as_incomplete(name: str, where: str) -> None:
+    run = simulate(name, timeout=0.3)
+    assert run.verdict == "incomplete", run.explain()
+    assert run.incomplete == (
+        f"timed out after 0.3s of wall-clock time in {where}; still live: spin-1 (spin, pending)"
+    )
+
+
+def test_a_scenario_file_that_spins_at_import_is_refused() -> None:
+    with pytest.raises(ys.ScenarioError, match=r"did not finish importing within 0.3s"):
+        ys.load_scenario(CASES / "spin_import.py", timeout=0.3)
+
+
+def test_a_deadline_never_fires_outside_user_code_or_after_it() -> None:
+    deadline = Deadline(0.05)
+    with deadline:
+        with deadline.user_code("quick"):
+            pass
+        while not deadline.expired:  # the simulator's own code is never interrupted
+            pass
+        assert deadline.where is None
+        with pytest.raises(RunTimedOut), deadline.user_code("late"):
+            pass
+    assert deadline.where == "late"
+
+
+# --------------------------------------------------------------------------- 3. faults
+
+
+def test_a_misspelled_fault_op_is_refused_with_the_ops() -> None:
+    with pytest.raises(ys.ScenarioError, match="unknown fault op 'putstep'; the ops are claim"):
+        case("fault_typo_op")
+
+
+def test_a_fault_naming_an_unknown_worker_is_refused() -> None:
+    with pytest.raises(ys.ScenarioError, match="names worker 'w9', but the workers are w1, w2"):
+        case("fault_typo_worker")
+
+
+def test_a_fault_that_matches_no_choice_point_is_a_scenario_error() -> None:
+    with pytest.raises(ys.FaultPlanError) as raised:
+        simulate("fault_typo_step")
+    message = str(raised.value)
+    assert message.startswith(
+        "the fault 'crash before put_step of step shipp' matches no choice point of the run; "
+        "put_step happens with workers w2; steps book-courier, charge, ship"
+    )
+
+
+def test_explore_checks_the_scenario_fault_plan_too() -> None:
+    with pytest.raises(ys.FaultPlanError, match="step shipp"):
+        ys.explore(case("fault_typo_step"), confirm=None)
+
+
+# --------------------------------------------------------------------------- 4. unwatched
+
+
+def test_an_invariant_that_watches_nothing_warns_with_the_effects_that_occur() -> None:
+    run = simulate("invariant_typo")
+    assert run.verdict == "ok"
+    assert run.warnings == [
+        "at_most_once(courier.bookd, by=order) watched nothing: the run made no effect named "
+        "'courier.bookd' (the effects it made: card.charged, courier.booked)"
+    ]
+    assert "warning: at_most_once(courier.bookd" in run.explain()
+    report = ys.explore(case("invariant_typo"), confirm=None)
+    assert report.warnings == run.warnings
+    assert "warning: at_most_once(courier.bookd" in report.summary()
+    assert report.to_json()["warnings"] == run.warnings
+    assert "courier.bookd" in report._repr_html_()
+
+
+# --------------------------------------------------------------------------- 5. SystemExit
+
+
+@pytest.mark.parametrize(("name", "code"), [("exit0_body", 0), ("exit3_body", 3)])
+def test_sys_exit_in_a_step_body_fails_that_body(name: str, code: int) -> None:
+    violation = the_violation(simulate(name))
+    assert f"ExitCalled: step body 'bye' called sys.exit({code})" in violation.message
+
+
+def test_sys_exit_in_workflow_code_fails_that_workflow() -> None:
+    violation = the_violation(simulate("exit_workflow"))
+    assert "ExitCalled: the code of quit-1 called sys.exit(0)" in violation.message
+
+
+def test_sys_exit_at_import_is_a_scenario_error() -> None:
+    with pytest.raises(ys.ScenarioError, match=r"called sys.exit\(0\) on import"):
+        case("exit_import")
+
+
+def test_ctrl_c_stops_an_exploration_and_keeps_what_it_found() -> None:
+    def interrupt_after(count: int) -> None:
+        if count >= 7:
+            raise KeyboardInterrupt
+
+    report = ys.explore(
+        ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False,
+        progress=interrupt_after,
+    )  # fmt: skip
+    assert report.interrupted
+    assert report.schedules_run == 7
+    assert report.verdict == "violated"  # found before the interrupt, and shrunk
+    assert report.violations
+    assert report.violations[0].faults
+    assert report.coverage().startswith("interrupted (Ctrl-C) after 7 of ")
+
+
+def test_an_interrupted_search_that_found_nothing_is_incomplete() -> None:
+    def interrupt(count: int) -> None:
+        raise KeyboardInterrupt
+
+    report = ys.explore(ys.load_scenario("durable-start"), confirm=None, progress=interrupt)
+    assert (report.verdict, report.ok, report.exhausted) == ("incomplete", False, False)
+
+
+# --------------------------------------------------------------------------- 6. admission
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_a_second_trigger_with_the_same_id_is_refused_and_the_run_goes_on(runtime: str) -> None:
+    run = simulate("duplicate_trigger", runtime=runtime)
+    assert run.verdict == "ok", run.explain()
+    refused = [e for e in run.trace.of_kind("trigger") if "refused" in e.data]
+    (event,) = refused
+    assert event.text == (
+        "trigger of ship as order-42 refused: EXECUTION_EXISTS: execution 'order-42' already exists"
+    )
+    assert event.t == 5.0
+    assert len(run.effects_named("courier.booked")) == 1
+
+
+# --------------------------------------------------------------------------- 8. time order
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_a_body_that_takes_time_keeps_the_trace_in_time_order(runtime: str) -> None:
+    run = simulate("elapse_effect", runtime=runtime)
+    times = [event.t for event in run.trace]
+    assert times == sorted(times)
+    effects = run.trace.of_kind("effect")
+    assert [e.data["at"] for e in effects] == [20.0, 70.0]
+    assert [e.at for e in run.effects] == [20.0, 70.0]
+    assert "(at t=20, 20s into the body)" in effects[0].text
+
+
+# --------------------------------------------------------------------------- 10. sentences
+
+
+def test_a_replayed_body_says_which_delivery_ran_it_again_and_why() -> None:
+    violation = the_violation(simulate("replayed_effect"))
+    assert violation.message == (
+        "courier.booked happened 2 times for order=42: at t=0 by w2 (order-42 / book, attempt 1, "
+        "token 1) and at t=30 by w1 (order-42 / book, attempt 1, token 2); the same execution ran "
+        "step book of order-42 again in a new delivery (token 2 after token 1) after w2 crashed "
+        "before put_step of step book, and w1 ran the step again at t=30 (token 2): the body "
+        "acted before its result was recorded, and the service does not deduplicate it (an "
+        "idempotency_key= on the effect models one that does)"
+    )
+
+
+def test_a_retry_after_a_timeout_says_the_first_attempt_had_acted() -> None:
+    run = simulate("retried_effect")
+    (violation,) = [v for v in run.violations if v.invariant.startswith("at_most_once")]
+    assert "a retry: attempt 1 of step book of order-42 acted and then ran past its timeout, so " \
+        "attempt 2 ran the body again" in violation.message  # fmt: skip
+
+
+def test_two_executions_say_how_each_was_admitted() -> None:
+    run = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory")
+    (violation,) = [v for v in run.violations if v.invariant.startswith("at_most_once")]
+    assert violation.message.endswith(
+        "two different executions did it: @ship-order-2, triggered without a request identity "
+        "from step (order-42, ship) at t=0, and @ship-order-3, triggered without a request "
+        "identity from step (order-42, ship) at t=30"
+    )
+
+
+def test_a_violation_that_needs_no_fault_says_so() -> None:
+    @ys.workflow("twice")
+    def twice(step, params):  # type: ignore[no-untyped-def]
+        yield from step.run("a", lambda: step.world.effect("mail.sent", to="x"))
+        yield from step.run("b", lambda: step.world.effect("mail.sent", to="x"))
+
+    scenario = ys.Scenario(
+        name="twice", workflows=[twice], triggers=[ys.Trigger("twice")],
+        invariants=[ys.at_most_once("mail.sent")],
+    )  # fmt: skip
+    report = ys.explore(scenario, confirm=None)
+    (found,) = report.violations
+    assert found.faults == []
+    assert "did it in two steps, a and b" in found.message
+    assert (
+        "shrunk to no fault: the schedule violates it without any fault (the interleaving of "
+        "seed 0 alone, as the sentence says)"
+    ) in report.summary()
+
+
+# --------------------------------------------------------------------------- 11. coverage
+
+
+def test_a_search_that_stops_at_the_first_violation_says_how_far_it_got() -> None:
+    report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None)
+    total = report.total_under_bound
+    assert report.coverage() == (
+        f"stopped at the first violation after {report.schedules_run} of {total} schedules "
+        "under max 1 fault"
+    )
+    assert not report.exhausted
+
+
+def test_an_exhausted_bound_says_so_and_only_then_is_ok() -> None:
+    report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
+    assert report.exhausted
+    assert report.ok
+    assert report.coverage().startswith(
+        f"exhausted the bound: all {report.total_under_bound} schedules under max 1 fault"
+    )
+    budgeted = ys.explore(ys.load_scenario("durable-start"), confirm=None, budget=5)
+    assert (budgeted.verdict, budgeted.exhausted) == ("incomplete", False)
+    assert budgeted.coverage().startswith("the budget of 5 schedules cut the search: 5 schedules")
+
+
+def test_a_random_search_claims_a_sample_not_a_proof() -> None:
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="random", budget=10, confirm=None
+    )
+    assert report.coverage() == (
+        "10 schedules run (random, max 1 fault): a sample of the schedules, not all of them"
+    )
+
+
+def test_running_to_the_end_lists_which_faults_broke_it() -> None:
+    report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
+    broken = report.broken_by()
+    assert "w2 put_step order-42/ship" in broken["crash"]
+    data = report.to_json()
+    assert data["broken_by"] == broken
+    assert {"choice_point": "w2 put_step order-42/ship", "fault": "crash",
+            "verdict": "violated"} in data["grid"]  # fmt: skip
+    assert "single faults that break it:" in report.summary()
+    assert "    crash at " in report.summary()
+
+
+def test_schedules_cut_by_the_wall_clock_count_apart() -> None:
+    report = ys.explore(case("spin_body"), confirm=None, timeout=0.2, max_faults=0)
+    assert report.incomplete_schedules == 1
+    assert report.verdict == "incomplete"
+    assert report.incomplete_reasons[0].startswith(
+        "schedule #0 (no faults): timed out after 0.2s of wall-clock time in step busy"
+    )
