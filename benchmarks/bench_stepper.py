@@ -111,7 +111,7 @@ def main() -> int:
     run = ys.simulate(SCENARIO, seed=0)
     events = len(run.trace)
     print(f"yieldstar_sim stepper benchmark: python {platform.python_version()}, {sys.platform}")
-    print(f"run: {SCENARIO.name}, {events} events, {run.points} choice points, {run.verdict}")
+    print(f"run: {SCENARIO.name}, {events} events, {run.points} choice points, {run.verdict_text}")
     # The first stepper pays for importing ipywidgets, matplotlib and PIL: keep that out.
     ys.Stepper(run).view.pictures.timeline_png(0)
 

@@ -119,7 +119,7 @@ def simulate(executions: int) -> ys.SimulationRun:
     finished = sum(1 for record in run.executions if str(record.status) == "completed")
     if not run.ok or finished != executions:
         raise RuntimeError(
-            f"benchmark set-up: {run.scenario.name}: {run.verdict}, "
+            f"benchmark set-up: {run.scenario.name}: {run.verdict_text}, "
             f"{finished} of {executions} executions completed ({run.points} choice points)"
         )
     return run

@@ -43,4 +43,5 @@ scenario = ys.Scenario(
     workflows=[order, charge_card],
     triggers=[ys.Trigger("order", {"order": 42}, execution_id="order-42")],
     invariants=[ys.at_most_once("stock.released", by="order")],
+    expected=[ys.expect("charge-card", error="StepError", message="card declined")],
 )

@@ -49,4 +49,5 @@ scenario = ys.Scenario(
     triggers=[ys.Trigger("charge-order", {"order": 42}, execution_id="order-42")],
     faults=[ys.Fault("crash_after", op="start", step_key="ship")],
     invariants=[ys.at_most_once("courier.booked", by="order")],
+    expected=[ys.expect("charge-order", code="START_REQUEST_MISMATCH")],
 )

@@ -4,6 +4,11 @@ order-42 creates the child fulfillment-42 and waits for it. A second workflow, r
 started a little later, asks for the same child ID: it joins the existing run, its own input is
 ignored, and it does not become the owner. When the shop cancels recheck-42 at t=20, only its
 wait ends: fulfillment-42 goes on for its owner, and both... one of them sees the receipt.
+
+The explorer finds the hazard in this design with one fault: ownership goes to whoever creates
+the child first. If order-42's worker crashes before its start_child, recheck-42 creates
+fulfillment-42 at t=5 and owns it; its cancellation at t=20 cancels the child, and order-42,
+replayed at t=30, joins a cancelled run and fails ("executions end as expected" says so).
 """
 
 from __future__ import annotations

@@ -33,17 +33,15 @@ def order(step, params):
 
 
 def one_survey_run_per_order(run):
-    """The survey ID was created once: a second creation is the pruning hazard."""
-    created = [
-        event
-        for event in run.trace
-        if event.kind == "call" and event.op == "start_child" and event.data.get("created")
-    ]
-    times = [f"t={event.t:g} by {event.worker}" for event in created]
-    if len(created) > 1:
+    """The survey ID was admitted once. Counted from the runtime's records (one admission per
+    incarnation), never from start_child's replies: a replayed spawn that answers for the same
+    run is not a second one."""
+    admitted = [a for a in run.admissions if a.execution_id == "survey-42"]
+    if len(admitted) > 1:
+        times = ", ".join(f"t={a.at:g}" for a in admitted)
         return (
-            f"survey-42 was created {len(created)} times ({', '.join(times)}): it was pruned "
-            "before the replayed spawn, so its business ID no longer protected it"
+            f"survey-42 was admitted {len(admitted)} times ({times}): it was pruned before the "
+            "replayed spawn, so its business ID no longer protected it"
         )
     return None
 

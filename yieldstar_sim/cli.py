@@ -1,6 +1,7 @@
 """The ``yieldstar-sim`` command line.
 
-Exit codes: 0 when the promise held, 1 when an invariant was violated, 2 on bad input.
+Exit codes: 0 ok (every invariant held and the run, or the search, finished), 1 violated,
+2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C).
 Errors a user can cause print one line naming the problem (a traceback only with ``--debug``).
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -17,10 +19,36 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.scenario import Scenario
 
 
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit code 2."""
+
+
+#: The exit code of each verdict.
+EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
+INTERRUPTED = 130
+
+
+def _timeout(text: str) -> float | None:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(seconds) or seconds < 0:
+        raise argparse.ArgumentTypeError(f"a timeout is 0 (none) or more seconds, not {text!r}")
+    return seconds or None
+
+
+def _timeout_option(command: argparse.ArgumentParser, what: str) -> None:
+    from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+
+    command.add_argument(
+        "--timeout", type=_timeout, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+        help=f"wall-clock limit of {what} (default {DEFAULT_TIMEOUT:g}; 0: none); a run it cuts "
+        "is incomplete (exit 3)",
+    )  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,12 +85,13 @@ def _parser() -> argparse.ArgumentParser:
         "run",
         help="run a scenario once, check its invariants, draw its graph",
         description="Run SCENARIO (a bundled scenario's name, or a .py file that defines "
-        "`scenario`) with its fault plan; exit 0 when every invariant held, 1 when one was "
-        "violated.",
+        "`scenario`) with its fault plan; exit 0 when every invariant held and the run "
+        "finished, 1 when one was violated, 3 when the run was cut (incomplete).",
     )
     run.add_argument("scenario", metavar="SCENARIO")
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _runtime_options(run)
+    _timeout_option(run, "the run (and of the scenario file's import)")
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
 
     explore = commands.add_parser(
@@ -70,7 +99,8 @@ def _parser() -> argparse.ArgumentParser:
         help="search faults and interleavings for invariant violations",
         description="Explore SCENARIO's faults (its own fault plan is left out) and "
         "interleavings; shrink each violation to a replay artifact saved in --out. Exit 0 when "
-        "no invariant was violated, 1 when one was.",
+        "the search covered its bound and no invariant was violated, 1 when one was, 3 when a "
+        "budget or the wall-clock limit cut it, 130 on Ctrl-C (what was found is saved).",
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
@@ -97,15 +127,17 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
+    _timeout_option(explore, "each schedule")
 
     replay = commands.add_parser(
         "replay",
         help="replay a saved artifact and check it reproduces its run",
         description="Replay ARTIFACT (a JSON file written by run or explore); exit 0 when "
-        "every invariant held, 1 when one was violated.",
+        "every invariant held and the run finished, 1 when one was violated, 3 when cut.",
     )
     replay.add_argument("artifact", metavar="ARTIFACT")
     _runtime_options(replay, default=None)
+    _timeout_option(replay, "the replay")
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
     return parser
 
@@ -234,11 +266,11 @@ def _run(args: argparse.Namespace) -> int:
     run: SimulationRun
     try:
         if args.command == "run":
-            scenario = load_scenario(args.scenario)
-            run = simulate(scenario, args.seed, runtime=args.runtime, db=db)
+            scenario = load_scenario(args.scenario, timeout=args.timeout)
+            run = simulate(scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout)
         else:
             artifact = ReplayArtifact.load(args.artifact)
-            run = replay(artifact, runtime=args.runtime)
+            run = replay(artifact, runtime=args.runtime, timeout=args.timeout)
     except (ScenarioError, ArtifactError) as error:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
@@ -257,9 +289,13 @@ def _run(args: argparse.Namespace) -> int:
                     "seed": run.seed,
                     "runtime": run.runtime_kind,
                     "ok": run.ok,
+                    "verdict": run.verdict,
+                    "incomplete": run.incomplete,
+                    "warnings": run.warnings,
                     "violations": [
                         {
                             "invariant": v.invariant,
+                            "message": v.message,
                             "explanation": v.message,
                             "artifact": str(artifact_file),
                         }
@@ -285,11 +321,10 @@ def _run(args: argparse.Namespace) -> int:
             print(f"{format}: {path}")
         print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
     run.runtime.close()
-    return 0 if run.ok else 1
+    return EXIT_CODES[run.verdict]
 
 
 def _explore(args: argparse.Namespace) -> int:
-    from yieldstar_sim.simulation.explorer import explore
     from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
 
     if args.max_faults < 0:
@@ -300,9 +335,15 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
     out = _output_folder(args.out)
     try:
-        scenario = load_scenario(args.scenario)
+        scenario = load_scenario(args.scenario, timeout=args.timeout)
+        return _explore_scenario(args, scenario, out)
     except ScenarioError as error:
         raise UsageError(str(error)) from error
+
+
+def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
+    from yieldstar_sim.simulation.explorer import explore
+
     report = explore(
         scenario,
         max_faults=args.max_faults,
@@ -315,12 +356,16 @@ def _explore(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         out=out,
         progress=args.progress,
+        timeout=args.timeout,
     )
     if args.json:
         print(json.dumps(report.to_json()))
     else:
         print(report.summary())
-    return 0 if report.ok else 1
+    if report.interrupted:
+        print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
+        return INTERRUPTED
+    return EXIT_CODES[report.verdict]
 
 
 def _output_folder(path: str) -> Path:
@@ -373,6 +418,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             raise
         print(f"yieldstar-sim: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("yieldstar-sim: interrupted", file=sys.stderr)
+        return INTERRUPTED
     except Exception as error:
         if args.debug:
             raise

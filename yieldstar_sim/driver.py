@@ -44,6 +44,7 @@ from yieldstar_sim.model import (
     ErrorInfo,
     ExecutionRecord,
     ExecutionStatus,
+    ExitCalled,
     Failed,
     InvalidIDError,
     Lease,
@@ -280,6 +281,8 @@ def drive(
         user = workflow.fn(runner, record.params)
     except Exception as error:
         return _failed(error)
+    except SystemExit as exit:
+        return _failed(ExitCalled.from_exit(exit, f"workflow {record.workflow_id!r}"))
     if not inspect.isgenerator(user):
         return _completed(record.execution_id, user, runner)
     return (yield from _drive_generator(user, ctx))
@@ -298,6 +301,8 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 return Cancelled()
             except Exception as error:
                 return _failed(error)
+            except SystemExit as exit:
+                return _failed(ExitCalled.from_exit(exit, f"the code of {ctx.execution_id}"))
             send, throw = None, None
             try:
                 send = yield from _perform(request, ctx)

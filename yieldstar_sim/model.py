@@ -476,6 +476,17 @@ class StepKeyError(YieldstarError, ValueError):
     """A step key that is not a non-empty string, or one used twice in one execution."""
 
 
+class ExitCalled(YieldstarError):
+    """User code called ``sys.exit()`` (raised ``SystemExit``): a failure of that code (a step
+    body, workflow code, an invariant), never an exit of the simulator or the engine."""
+
+    @classmethod
+    def from_exit(cls, exit: SystemExit, where: str) -> ExitCalled:
+        """The failure for ``exit`` raised in ``where`` (``step body ship``)."""
+        code = exit.code
+        return cls(f"{where} called sys.exit({'' if code is None else repr(code)})")
+
+
 class WorkflowDefinitionError(YieldstarError, TypeError):
     """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``)."""
 

@@ -160,11 +160,19 @@ def test_the_report_is_json(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "name", ["cancel-owner", "join-child", "call-child-fails", "retry-backoff", "spawn-after-prune"]
 )
-def test_the_ownership_scenarios_survive_every_single_fault_but_the_pruning_hazard(
+def test_the_ownership_scenarios_survive_every_single_fault_but_two_hazards(
     name: str,
 ) -> None:
     report = ys.explore(ys.load_scenario(name), max_faults=1, confirm="duckdb")
     assert report.runtime_mismatches == []
+    if name == "join-child":
+        # Ownership goes to whoever creates a business-ID child first: a crash of order-42's
+        # worker lets recheck-42 create and own it, and recheck-42's cancellation fails order-42.
+        (found,) = report.violations
+        assert found.invariant == "executions end as expected"
+        assert found.message.startswith("order-42 (order) failed at step fulfil: ChildFailedError")
+        assert found.faults == ["crash before w2's start_child of step fulfil in order-42"]
+        return
     if name != "spawn-after-prune":
         assert report.ok, report.summary()
         return

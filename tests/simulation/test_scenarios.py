@@ -8,6 +8,7 @@ and read the diff before committing it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -194,10 +195,28 @@ def test_a_spawn_after_pruning_is_a_new_run(runtime: str) -> None:
     run = run_bundled("spawn-after-prune", runtime)
     (violation,) = run.violations
     assert violation.invariant == "one_survey_run_per_order"
-    assert "survey-42 was created 2 times (t=0 by" in violation.message
+    assert "survey-42 was admitted 2 times (t=0, t=30)" in violation.message
     assert [e.text for e in run.trace.of_kind("prune")] == [
         "prune survey-42: its steps, wake and start requests are gone"
     ]
+    assert [(a.execution_id, a.how) for a in run.admissions if a.how == "spawn"] == [
+        ("survey-42", "spawn"),
+        ("survey-42", "spawn"),
+    ]
+
+
+def test_without_the_prune_a_replayed_spawn_is_the_same_run(runtime: str) -> None:
+    """The false red of the first round: the replayed start_child answers for survey-42 again,
+    and that reply is not a second creation. Counting comes from the runtime's records."""
+    scenario = dataclasses.replace(ys.load_scenario("spawn-after-prune"), prunes=())
+    run = ys.simulate(scenario, seed=0, runtime=runtime)
+    assert run.ok, run.explain()
+    replies = [
+        e for e in run.trace if e.kind == "call" and e.op == "start_child" and e.data["created"]
+    ]
+    assert len(replies) == 2  # the reply says "created" twice: it answers for one run
+    assert [a.execution_id for a in run.admissions if a.how == "spawn"] == ["survey-42"]
+    assert len(run.effects_named("survey.sent")) == 1
 
 
 def test_a_failed_call_is_compensated(runtime: str) -> None:

@@ -12,7 +12,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.codec import DurableObject, durable_value_codec
 from yieldstar_sim.driver import BodyResult, RunBody
-from yieldstar_sim.model import InfrastructureError, StepTimeoutError, WorkflowDefinitionError
+from yieldstar_sim.model import (
+    ExitCalled,
+    InfrastructureError,
+    StepTimeoutError,
+    WorkflowDefinitionError,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.clock import ManualClock
@@ -48,6 +53,9 @@ class Effect:
     idempotency_key: str | None = None
     """Effects with one idempotency key are one effect done several times (the outside service
     deduplicates them), as the steps guide advises for effects a retry may repeat."""
+    token: int | None = None
+    """The fencing token of the delivery whose body made it: two effects of one step under
+    different tokens come from different deliveries (a replay), under one token from retries."""
 
 
 @dataclass
@@ -113,7 +121,8 @@ class EngineWorld:
         """Append an effect to the ledger."""
         self.ledger.effects.append(
             Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, self.clock.now(), idempotency_key)
+                   context.worker, self.clock.now(), idempotency_key,
+                   context.lease.token if context.lease is not None else None)
         )  # fmt: skip
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
@@ -219,6 +228,8 @@ class BodyWorld:
             raise  # the world failed, not the body: the delivery rejects
         except (Exception, StepTimeoutError) as error:
             return BodyResult(error=error)
+        except SystemExit as exit:
+            return BodyResult(error=ExitCalled.from_exit(exit, f"step body {command.step_key!r}"))
         finally:
             self._context = None
         return BodyResult(value=value)

@@ -149,8 +149,10 @@ def replay(
     runtime: str | None = None,
     scenario: Scenario | None = None,
     check_trace: bool = True,
+    timeout: float | None = 60.0,
 ) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run.
+    """Replay an artifact (or the file at a path) and return the run (``timeout``: its
+    wall-clock limit, as for ``simulate``).
 
     Refuses when the scenario's code fingerprint differs from the artifact's; with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
@@ -172,6 +174,8 @@ def replay(
             loaded.seed,
             runtime=runtime or loaded.runtime,
             schedule=loaded.schedule,
+            check_faults=False,  # a fault that no longer fires shows as a different trace
+            timeout=timeout,
             faults=loaded.faults,
             scenario_faults=False,
         )

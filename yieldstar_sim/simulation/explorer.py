@@ -28,8 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, PointInfo
-from yieldstar_sim.simulation.run import SimulationRun, finish
+from yieldstar_sim.simulation.run import SimulationRun, finish, simulate
 from yieldstar_sim.simulation.scenario import load_scenario
 from yieldstar_sim.simulation.simulator import Simulator
 
@@ -59,7 +60,11 @@ class Plan:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
-    """What running a plan gave, small enough to cross a process boundary."""
+    """What running a plan gave, small enough to cross a process boundary.
+
+    ``ok`` is true only when the run finished and every invariant held; ``incomplete`` says
+    why a run did not finish (a budget, the wall-clock limit).
+    """
 
     index: int
     ok: bool
@@ -69,6 +74,15 @@ class Outcome:
     faults: tuple[Fault, ...]
     labels: tuple[str, ...] = ()
     keys: tuple[str, ...] = ()
+    incomplete: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def verdict(self) -> str:
+        """``ok``, ``violated`` or ``incomplete``, as for a run."""
+        if self.violations:
+            return "violated"
+        return "incomplete" if self.incomplete is not None else "ok"
 
     def violates(self, invariant: str) -> bool:
         """Whether this run violated the invariant named ``invariant``."""
@@ -133,11 +147,12 @@ def run_plan(
     *,
     expand: bool = False,
     digest: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> Outcome:
     """Run one plan; with ``expand``, also record each choice point's label and state key;
     with ``digest``, the trace's digest (serialising a trace costs a fifth of a schedule, so
     the search leaves it out and confirmation asks for it)."""
-    simulator = _simulator(scenario, plan, runtime)
+    simulator = _simulator(scenario, plan, runtime, timeout)
     labels: list[str] = []
     keys: list[str] = []
     if expand:
@@ -158,22 +173,28 @@ def run_plan(
         faults=tuple(run.faults),
         labels=tuple(labels),
         keys=tuple(keys),
+        incomplete=run.incomplete,
+        warnings=tuple(run.warnings),
     )
     run.runtime.close()
     return outcome
 
 
-def _simulator(scenario: Scenario, plan: Plan, runtime: str) -> Simulator:
+def _simulator(
+    scenario: Scenario, plan: Plan, runtime: str, timeout: float | None = DEFAULT_TIMEOUT
+) -> Simulator:
     chooser = _PctChooser(plan.priorities, plan.change_points) if plan.priorities else None
     return Simulator(
         scenario, seed=plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
-        chooser=chooser,
+        chooser=chooser, timeout=timeout,
     )  # fmt: skip
 
 
-def simulate_plan(scenario: Scenario, plan: Plan, runtime: str = "memory") -> SimulationRun:
+def simulate_plan(
+    scenario: Scenario, plan: Plan, runtime: str = "memory", timeout: float | None = None
+) -> SimulationRun:
     """Run one plan and keep the whole run (trace, records) for reading."""
-    simulator = _simulator(scenario, plan, runtime)
+    simulator = _simulator(scenario, plan, runtime, timeout)
     simulator.run()
     return finish(simulator)
 
@@ -190,12 +211,16 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
 
 
 def _shard_run(
-    plans: list[Plan], runtime: str, expand: bool, reference: str | None
+    plans: list[Plan],
+    runtime: str,
+    expand: bool,
+    reference: str | None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Outcome]:
     scenario = _SHARD_SCENARIOS.get(reference)
     if scenario is None:
         scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
-    return [run_plan(scenario, plan, runtime, expand=expand) for plan in plans]
+    return [run_plan(scenario, plan, runtime, expand=expand, timeout=timeout) for plan in plans]
 
 
 class _Runner:
@@ -207,9 +232,11 @@ class _Runner:
         runtime: str,
         jobs: int,
         executor: concurrent.futures.Executor | None,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         self.scenario = scenario
         self.runtime = runtime
+        self.timeout = timeout
         # An executor of someone else's (a cluster's) gets several shards per chunk even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.
         self.jobs = max(1, jobs) if executor is None else max(4, jobs)
@@ -242,7 +269,10 @@ class _Runner:
 
     def run(self, plans: Sequence[Plan], *, expand: bool = False) -> list[Outcome]:
         if self.executor is None:
-            return [run_plan(self.scenario, plan, self.runtime, expand=expand) for plan in plans]
+            return [
+                run_plan(self.scenario, plan, self.runtime, expand=expand, timeout=self.timeout)
+                for plan in plans
+            ]
         reference = self.scenario.ref if self._own is None else None
         if self._own is None:
             self._reference()
@@ -250,16 +280,16 @@ class _Runner:
         # little to ship one at a time. Results are put back in plan order.
         shards = [list(plans[job :: self.jobs]) for job in range(self.jobs)]
         futures = [
-            self.executor.submit(_shard_run, shard, self.runtime, expand, reference)
+            self.executor.submit(_shard_run, shard, self.runtime, expand, reference, self.timeout)
             for shard in shards
             if shard
         ]
         done = [future.result() for future in futures]
         return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
 
-    def close(self) -> None:
+    def close(self, *, cancel: bool = False) -> None:
         if self._own is not None:
-            self._own.shutdown()
+            self._own.shutdown(cancel_futures=cancel)
 
 
 # --------------------------------------------------------------------------- the report
@@ -286,10 +316,13 @@ class FoundViolation:
 class ExplorationReport:
     """What an exploration covered and found.
 
-    ``ok`` is true when no schedule violated an invariant. ``counterexample`` is the first
-    violation's shrunk replay artifact. ``schedules_run`` counts schedules in plan order up to
-    the first violation (or all of them with ``stop_at_first=False``): it does not depend on
-    how many shards ran them.
+    ``verdict`` is ``"violated"`` when a schedule violated an invariant (or the runtimes
+    disagreed), ``"incomplete"`` when something cut the search or a schedule (a budget, the
+    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``; ``ok`` is true only for
+    ``"ok"``. ``exhausted`` says whether every schedule under the bound was covered (run, or
+    skipped as equivalent to one run). ``counterexample`` is the first violation's shrunk replay
+    artifact. ``schedules_run`` counts schedules in plan order up to the first violation (or all
+    of them with ``stop_at_first=False``): it does not depend on how many shards ran them.
     """
 
     scenario: str
@@ -305,35 +338,107 @@ class ExplorationReport:
     confirmations: list[str] = field(default_factory=list)
     runtime_mismatches: list[str] = field(default_factory=list)
     elapsed: float = 0.0
+    incomplete_schedules: int = 0
+    """Schedules a budget or the wall-clock limit cut: neither ok nor violated."""
+    incomplete_reasons: list[str] = field(default_factory=list)
+    """Why the first few incomplete schedules were cut."""
+    warnings: list[str] = field(default_factory=list)
+    """Invariants and expectations that watched nothing in any schedule run."""
+    budget: int | None = None
+    stopped_at_first: bool = False
+    """The search stopped at its first violation (``stop_at_first``)."""
+    interrupted: bool = False
+    """Ctrl-C stopped the search; what it had found is kept."""
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every schedule under the bound was covered, up to equivalence."""
+        return (
+            self.strategy == "systematic"
+            and not self.interrupted
+            and self.total_under_bound is not None
+            and self.schedules_run + self.skipped_equivalent >= self.total_under_bound
+        )
+
+    @property
+    def verdict(self) -> str:
+        """``"ok"``, ``"violated"`` or ``"incomplete"``."""
+        if self.violations or self.runtime_mismatches:
+            return "violated"
+        if self.interrupted or self.incomplete_schedules:
+            return "incomplete"
+        if self.strategy == "systematic" and not self.exhausted:
+            return "incomplete"
+        return "ok"
 
     @property
     def ok(self) -> bool:
-        """Whether no schedule violated an invariant (and the runtimes agreed)."""
-        return not self.violations and not self.runtime_mismatches
+        """Whether the search covered what it set out to and nothing was violated."""
+        return self.verdict == "ok"
 
     @property
     def counterexample(self) -> ReplayArtifact | None:
         """The first violation's shrunk replay artifact, if any."""
         return self.violations[0].artifact if self.violations else None
 
-    def summary(self) -> str:
-        """A few lines for people: coverage, verdict, and each violation explained."""
-        bound = (
-            ""
-            if self.total_under_bound is None
-            else f" of {self.total_under_bound} under the bound"
+    def coverage(self) -> str:
+        """What the search covered, in one sentence that claims no more than it did."""
+        bound = f"max {self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
+        run = f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''} run"
+        skipped = (
+            f", {self.skipped_equivalent} skipped as equivalent to one run"
+            if self.skipped_equivalent
+            else ""
         )
+        if self.strategy != "systematic":
+            return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
+        total = self.total_under_bound
+        if self.interrupted:
+            of = f" of {total}" if total is not None else ""
+            return f"interrupted (Ctrl-C) after {self.schedules_run}{of} schedules under {bound}"
+        if self.exhausted:
+            return (
+                f"exhausted the bound: all {total} schedules under {bound} (single faults and "
+                f"their combinations at the choice points of the fault-free interleaving) "
+                f"covered: {run}{skipped}"
+            )
+        if self.violations and self.stopped_at_first:
+            return (
+                f"stopped at the first violation after {self.schedules_run} of {total} "
+                f"schedules under {bound}{skipped}"
+            )
+        if self.budget is not None and total is not None:
+            return (
+                f"the budget of {self.budget} schedules cut the search: {run}{skipped} of "
+                f"{total} under {bound}"
+            )
+        return f"{run}{skipped} of {total} under {bound}"
+
+    def summary(self) -> str:
+        """A few lines for people: verdict, coverage, and each violation explained."""
         lines = [
             f"{self.scenario}: {self.strategy} exploration, max {self.max_faults} fault(s), seed "
-            f"{self.seed}, {self.runtime}",
-            f"  {self.schedules_run} schedules run, {self.skipped_equivalent} skipped as "
-            f"equivalent{bound}, in {self.elapsed:.1f}s",
+            f"{self.seed}, {self.runtime}: {self.verdict}",
+            f"  {self.coverage()}, in {self.elapsed:.1f}s",
         ]
-        if self.ok:
+        if self.incomplete_schedules:
+            lines.append(
+                f"  {self.incomplete_schedules} schedule(s) did not finish (neither ok nor "
+                f"violated): {'; '.join(self.incomplete_reasons)}"
+            )
+        if not self.violations and not self.runtime_mismatches:
             lines.append("  no invariant was violated")
         for found in self.violations:
             lines.append(f"  VIOLATED {found.invariant}: {found.message}")
-            lines.append(f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}")
+            if found.faults:
+                lines.append(
+                    f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
+                )
+            else:
+                lines.append(
+                    "    shrunk to no fault: the schedule violates it without any fault (the "
+                    f"interleaving of seed {found.artifact.seed} alone, as the sentence says)"
+                )
             if found.nearest_passing is not None:
                 lines.append(
                     f"    nearest passing: {'; '.join(found.nearest_passing) or 'no faults'}"
@@ -342,9 +447,23 @@ class ExplorationReport:
                 lines.append(f"    first divergence: {found.divergence}")
             if found.artifact_path is not None:
                 lines.append(f"    replay artifact: {found.artifact_path}")
+        broken = self.broken_by()
+        if broken and not self.stopped_at_first:
+            lines.append("  single faults that break it:")
+            lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
         lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
         lines += [f"  {c}" for c in self.confirmations]
+        lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
+
+    def broken_by(self) -> dict[str, list[str]]:
+        """For each fault kind, the choice points where that single fault broke an invariant
+        (the grid's red cells)."""
+        broken: dict[str, list[str]] = {}
+        for (label, kind), verdict in self.verdicts.items():
+            if verdict == "violated":
+                broken.setdefault(kind, []).append(label)
+        return broken
 
     def by_point(self) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
         """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
@@ -354,16 +473,21 @@ class ExplorationReport:
         return labels, kinds, dict(self.verdicts)
 
     def per_kind(self) -> dict[str, dict[str, int]]:
-        """For each fault kind, how many single-fault schedules ended ok, violated, equivalent."""
+        """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
+        equivalent."""
         counts: dict[str, dict[str, int]] = {}
         for (_, kind), verdict in self.verdicts.items():
-            counts.setdefault(kind, {"ok": 0, "violated": 0, "equivalent": 0})[verdict] += 1
+            empty = {"ok": 0, "violated": 0, "incomplete": 0, "equivalent": 0}
+            counts.setdefault(kind, empty)[verdict] += 1
         return counts
 
     def _repr_html_(self) -> str:
         """Jupyter: the verdict, each violation, and the choice point x fault kind table."""
-        colour = {"ok": "#d9f2e3", "violated": "#f8d0d0", "equivalent": "#eeeeee"}
-        mark = {"ok": "ok", "violated": "✗", "equivalent": "≡"}
+        colour = {
+            "ok": "#d9f2e3", "violated": "#f8d0d0", "incomplete": "#fbe8b0",
+            "equivalent": "#eeeeee",
+        }  # fmt: skip
+        mark = {"ok": "ok", "violated": "✗", "incomplete": "…", "equivalent": "≡"}
         labels, kinds, verdicts = self.by_point()
         head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
         rows = []
@@ -392,12 +516,25 @@ class ExplorationReport:
             "seed": self.seed,
             "runtime": self.runtime,
             "ok": self.ok,
+            "verdict": self.verdict,
+            "coverage": self.coverage(),
+            "exhausted": self.exhausted,
+            "interrupted": self.interrupted,
             "schedules_run": self.schedules_run,
             "skipped_equivalent": self.skipped_equivalent,
             "total_under_bound": self.total_under_bound,
+            "incomplete_schedules": self.incomplete_schedules,
+            "incomplete_reasons": self.incomplete_reasons,
+            "warnings": self.warnings,
+            "broken_by": self.broken_by(),
+            "grid": [
+                {"choice_point": label, "fault": kind, "verdict": verdict}
+                for (label, kind), verdict in self.verdicts.items()
+            ],
             "violations": [
                 {
                     "invariant": v.invariant,
+                    "message": v.message,
                     "explanation": v.message,
                     "faults": v.faults,
                     "nearest_passing": v.nearest_passing,
@@ -433,6 +570,7 @@ def explore(
     executor: concurrent.futures.Executor | None = None,
     out: str | Path | None = None,
     progress: bool | Callable[[int], None] = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> ExplorationReport:
     """Search ``scenario``'s faults and interleavings for invariant violations.
 
@@ -443,7 +581,10 @@ def explore(
     replayed on DuckDB with a sample of passing schedules; a trace that differs between the
     runtimes is reported as a runtime bug. ``jobs`` > 1 runs shards in processes; any
     ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
-    each violation's artifact is written there.
+    each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
+    seconds: a schedule it cuts counts as incomplete, apart from ok and violated ones. Ctrl-C
+    stops the search cleanly: the report keeps (and shrinks, and saves) what was found, with
+    ``interrupted`` set.
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
@@ -463,28 +604,41 @@ def explore(
         )
     fault_kinds = tuple(FaultKind(kind) for kind in kinds)
     freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
-    report = ExplorationReport(scenario.name, strategy, max_faults, seed, runtime)
+    if scenario.faults:
+        # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
+        # a mistake in the scenario all the same (FaultPlanError names it).
+        simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
+    report = ExplorationReport(
+        scenario.name, strategy, max_faults, seed, runtime, budget=budget,
+        stopped_at_first=stop_at_first,
+    )  # fmt: skip
     started = time.perf_counter()
-    runner = _Runner(scenario, runtime, jobs, executor)
+    runner = _Runner(scenario, runtime, jobs, executor, timeout)
     tick = progress if callable(progress) else None
     bar = _progress_bar(progress, budget) if progress is True else None
+    search = _Search(
+        report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick, bar=bar
+    )
     try:
-        search = _Search(
-            report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick,
-            bar=bar,
-        )  # fmt: skip
-        if strategy == "systematic":
-            search.systematic(max_faults, fault_kinds, freeze)
-        else:
-            search.randomized(
-                max_faults, fault_kinds, freeze, pct_depth=depth if strategy == "pct" else 0
-            )
+        try:
+            if strategy == "systematic":
+                search.systematic(max_faults, fault_kinds, freeze)
+            else:
+                search.randomized(
+                    max_faults, fault_kinds, freeze, pct_depth=depth if strategy == "pct" else 0
+                )
+        except KeyboardInterrupt:
+            report.interrupted = True
+            runner.close(cancel=True)
+        report.warnings = sorted(search.warnings or ())
         for index, outcome, invariant in search.failures:
             report.violations.append(
-                _shrink(scenario, outcome, search.plans[index], runtime, invariant)
+                _shrink(scenario, outcome, search.plans[index], runtime, invariant, timeout=timeout)
             )
-        if confirm:
+        if confirm and not report.interrupted:
             _confirm(scenario, report, search, against=confirm, samples=confirm_samples)
+    except KeyboardInterrupt:
+        report.interrupted = True  # a second Ctrl-C while shrinking: keep what is shrunk
     finally:
         runner.close()
         if bar is not None:
@@ -531,6 +685,8 @@ class _Search:
         self.outcomes: list[Outcome] = []
         self.failures: list[tuple[int, Outcome, str]] = []
         self.seen_invariants: set[str] = set()
+        self.warnings: set[str] | None = None
+        """The warnings every schedule run so far gave (an invariant that watched nothing)."""
         self.done = False
 
     def _room(self) -> int | None:
@@ -557,14 +713,23 @@ class _Search:
                     self.bar.update(1)
                 if self.tick is not None:
                     self.tick(self.report.schedules_run)
-                if not outcome.ok and self.stop_at_first:
+                if outcome.violations and self.stop_at_first:
                     self.done = True
         return results
 
     def _record(self, plan: Plan, outcome: Outcome) -> None:
         if len(plan.faults) == 1 and plan.faults[0].label:
             key = (plan.faults[0].label, str(plan.faults[0].kind))
-            self.report.verdicts[key] = "ok" if outcome.ok else "violated"
+            self.report.verdicts[key] = outcome.verdict
+        if outcome.incomplete is not None and not outcome.violations:
+            self.report.incomplete_schedules += 1
+            if len(self.report.incomplete_reasons) < 3:
+                faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
+                self.report.incomplete_reasons.append(
+                    f"schedule #{plan.index} ({faults}): {outcome.incomplete}"
+                )
+        warnings = set(outcome.warnings)
+        self.warnings = warnings if self.warnings is None else self.warnings & warnings
         for name, _ in outcome.violations:
             if name not in self.seen_invariants:
                 self.seen_invariants.add(name)
@@ -690,13 +855,19 @@ def _described(run: SimulationRun) -> list[Fault]:
 
 
 def _shrink(
-    scenario: Scenario, outcome: Outcome, plan: Plan, runtime: str, invariant: str
+    scenario: Scenario,
+    outcome: Outcome,
+    plan: Plan,
+    runtime: str,
+    invariant: str,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> FoundViolation:
-    run = simulate_plan(scenario, plan, runtime)
+    run = simulate_plan(scenario, plan, runtime, timeout)
     faults = _described(run)
 
     def fails(subset: list[Fault]) -> SimulationRun | None:
-        candidate = simulate_plan(scenario, replace(plan, faults=tuple(subset)), runtime)
+        candidate = simulate_plan(scenario, replace(plan, faults=tuple(subset)), runtime, timeout)
         return candidate if any(v.invariant == invariant for v in candidate.violations) else None
 
     faults = _ddmin(faults, lambda subset: fails(subset) is not None)
@@ -706,7 +877,7 @@ def _shrink(
     nearest_artifact = None
     for drop in reversed(range(len(faults))):
         others = faults[:drop] + faults[drop + 1 :]
-        passing = simulate_plan(scenario, replace(plan, faults=tuple(others)), runtime)
+        passing = simulate_plan(scenario, replace(plan, faults=tuple(others)), runtime, timeout)
         if not any(v.invariant == invariant for v in passing.violations):
             nearest = [fault.describe() for fault in others]
             divergence = _first_divergence(shrunk, passing)

@@ -40,6 +40,19 @@ class FaultKind(enum.StrEnum):
 FAULT_KINDS = tuple(FaultKind)
 DEFAULT_FREEZE = 40.0
 
+#: The runtime calls a fault can be placed before or after (a fault's ``op``), and what each is.
+FAULT_OPS: dict[str, str] = {
+    "claim": "a worker claims due work under a lease (the dispatcher's poll)",
+    "put_step": "a worker records a step (its result, failure, or a pending delay)",
+    "record_wake": "a worker records when the execution is due again",
+    "wait_for": "a worker registers that the execution waits for another's end",
+    "start": "a worker starts a target through the start client (step.start, step.call)",
+    "start_child": "a worker creates or joins a child by business ID (step.child, step.spawn)",
+    "cancel": "a worker requests cancellation (step.cancel, a max duration)",
+    "acknowledge": "a worker acknowledges the delivery's outcome",
+    "release": "a worker gives up its lease after a rejected delivery",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class PointInfo:
@@ -84,6 +97,12 @@ class Fault:
             raise ValueError(
                 f"unknown fault kind {self.kind!r}; the kinds are {', '.join(FAULT_KINDS)}"
             ) from None
+        if self.op is not None and self.op not in FAULT_OPS:
+            raise ValueError(f"unknown fault op {self.op!r}; the ops are {', '.join(FAULT_OPS)}")
+        for what in ("worker", "execution_id", "step_key"):
+            value = getattr(self, what)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"a fault's {what} is a non-empty string, not {value!r}")
         if self.at is not None and (
             isinstance(self.at, bool) or not isinstance(self.at, int) or self.at < 0
         ):

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from yieldstar_sim.engine.world import TRIGGERED
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
+    from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.model import ExecutionRecord
     from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.scenario import Expect
     from yieldstar_sim.simulation.trace import TraceEvent
 
 
@@ -37,7 +39,12 @@ class Violation:
 
 
 class Invariant(Protocol):
-    """Something that must hold after a run."""
+    """Something that must hold after a run.
+
+    Optional attributes: ``final_only`` (default True: checked only on runs that finished; a
+    safety property that a cut run can break too says False) and ``unwatched(run)``, a warning
+    when the invariant had nothing to watch in the run (or None).
+    """
 
     @property
     def name(self) -> str:
@@ -52,10 +59,12 @@ class Invariant(Protocol):
 @dataclass(frozen=True, slots=True)
 class FunctionInvariant:
     """A plain callable over the run: returns None/True when it holds, else a message (or
-    False, or a list of messages)."""
+    False, or a list of messages). It is checked on runs that finished (``final_only``): a
+    callable may well count what a cut run has not done yet."""
 
     function: Callable[[SimulationRun], Any]
     name: str
+    final_only: bool = True
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Call the function and turn what it says into violations."""
@@ -147,6 +156,7 @@ class OneTargetPerStartRequest:
     """Exactly one target per start request, and every start-request target recorded as such."""
 
     name = "one target per start request"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Group started executions by their parent link's request identity."""
@@ -178,6 +188,7 @@ class TargetsHaveRequestAndParent:
     parent link naming its caller."""
 
     name = "every target has its request record and parent link"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Compare started executions with the retained start-request records."""
@@ -224,6 +235,7 @@ class OneAdmissionPerStep:
     from step bodies by their provenance: the invariant RFC 003's Problem section breaks."""
 
     name = "at most one admitted execution per step"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Group admissions (starts and triggers from bodies) by the step that made them."""
@@ -257,6 +269,7 @@ class AcceptedStartsRecordedOnce:
     claim one target."""
 
     name = "every accepted start recorded once"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Compare start steps' recorded execution IDs with the start-request records."""
@@ -296,6 +309,7 @@ class AcknowledgedUnderCurrentLease:
     """Every acknowledgement that took effect was made under the execution's latest lease."""
 
     name = "outcomes acknowledged only under the current lease"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Follow claims and acknowledgements through the trace."""
@@ -325,6 +339,7 @@ class NothingLost:
     that will expire, or a live execution it waits for): none is stranded."""
 
     name = "no execution lost"
+    final_only = True  # about how a run ends
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Look for live executions with neither a wake, a lease, nor a live one to wait for."""
@@ -484,6 +499,7 @@ class OwnedChildrenEndWithTheirOwner:
     """An owned child never outlives an owner that was cancelled (RFC 009, the guide's Child)."""
 
     name = "owned children never outlive a cancelled owner"
+    final_only = True  # about how a run ends
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """Every live descendant of a cancelled execution, through owned links, is a violation."""
@@ -513,6 +529,7 @@ class JoinedRunsKeepTheirOwner:
     """Joining a run by its business ID never takes ownership (the guide's Child)."""
 
     name = "joined runs keep their original owner"
+    final_only = False  # a safety property: a cut run can break it too
 
     def check(self, run: SimulationRun) -> list[Violation]:
         """A joined run's parent link must still name its creator, not the joiner."""
@@ -537,6 +554,116 @@ class JoinedRunsKeepTheirOwner:
         return violations
 
 
+def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
+    """The step where an execution's failing delivery was when it failed, from the trace."""
+    step = None
+    for event in run.trace:
+        if event.execution_id != execution_id:
+            continue
+        if event.kind == "call" and event.op == "claim":
+            step = None  # a new delivery: what the last one did is replayed
+        elif event.step_key is not None and event.kind in ("body", "call", "refused", "error"):
+            step = event.step_key
+        elif event.kind == "outcome" and event.data.get("status") == "failed":
+            return step
+    return step
+
+
+def _error_words(record: ExecutionRecord) -> str:
+    if record.error is None:
+        return "an error with no record"
+    code = f" {record.error.code}" if record.error.code else ""
+    return f"{record.error.name}{code}: {record.error.message}"
+
+
+class ExecutionsEndAsExpected:
+    """Every execution ends the way the scenario expects: completed (or cancelled after a
+    cancellation request) unless an expectation (``ys.expect``) says otherwise. A failure
+    nobody declared is a violation that names the execution, the step and the error."""
+
+    name = "executions end as expected"
+    final_only = True  # about how a run ends
+
+    def __init__(self, expected: Sequence[Expect] = ()) -> None:
+        self.expected = tuple(expected)
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare each execution's end with what the scenario expects of it."""
+        live = {r.execution_id for r in run.executions if not r.terminal}
+        violations = []
+        for record in run.executions:
+            wanted = [e for e in self.expected if e.names(record.execution_id, record.workflow_id)]
+            who = f"{record.execution_id} ({record.workflow_id})"
+            if not record.terminal:
+                stranded = (
+                    record.due_at is None and record.lease is None and record.waiting_on not in live
+                )
+                if not stranded:  # a stranded one is "no execution lost"'s to report
+                    waits = f", waiting for {record.waiting_on}" if record.waiting_on else ""
+                    violations.append(
+                        Violation(self.name, f"{who} never finished: it is {record.status}{waits}")
+                    )
+                continue
+            if wanted:
+                if not any(_ends_as(record, e) for e in wanted):
+                    violations.append(
+                        Violation(
+                            self.name,
+                            f"{who} ended {_end_words(run, record)}, but the scenario expects "
+                            + " or ".join(e.describe() for e in wanted),
+                        )
+                    )
+                continue
+            if str(record.status) == "failed":
+                step = _failed_at(run, record.execution_id)
+                where = f" at step {step}" if step else ""
+                hint = f'ys.expect("{record.workflow_id}"'
+                if record.error is not None:
+                    hint += f', error="{record.error.name}"'
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{who} failed{where}: {_error_words(record)} (a scenario that means it "
+                        f"to fail declares it: expected=[{hint})])",
+                        {"execution": record.execution_id, "step": step},
+                    )
+                )
+        return violations
+
+    def unwatched(self, run: SimulationRun) -> str | None:
+        """A warning for each expectation that named no execution of the run."""
+        idle = [
+            e.describe()
+            for e in self.expected
+            if not any(e.names(r.execution_id, r.workflow_id) for r in run.executions)
+        ]
+        if not idle:
+            return None
+        present = sorted({r.workflow_id for r in run.executions})
+        return (
+            f"the expectation{'s' if len(idle) > 1 else ''} {'; '.join(idle)} named no "
+            f"execution of the run (its workflows: {', '.join(present) or 'none'})"
+        )
+
+
+def _ends_as(record: ExecutionRecord, expectation: Expect) -> bool:
+    if str(record.status) != expectation.status:
+        return False
+    error = record.error
+    if expectation.error and (error is None or error.name != expectation.error):
+        return False
+    if expectation.code and (error is None or error.code != expectation.code):
+        return False
+    return not (expectation.message and (error is None or expectation.message not in error.message))
+
+
+def _end_words(run: SimulationRun, record: ExecutionRecord) -> str:
+    if str(record.status) != "failed":
+        return str(record.status)
+    step = _failed_at(run, record.execution_id)
+    return f"failed{f' at step {step}' if step else ''} ({_error_words(record)})"
+
+
 BUILT_IN: tuple[Invariant, ...] = (
     OneTargetPerStartRequest(),
     TargetsHaveRequestAndParent(),
@@ -559,6 +686,7 @@ class AtMostOnce:
 
     effect: str
     by: str | None = None
+    final_only = False  # a safety property: a cut run can break it too
 
     @property
     def name(self) -> str:
@@ -582,19 +710,118 @@ class AtMostOnce:
             if len(effects) < 2:
                 continue
             which = f" for {self.by}={key}" if self.by else ""
-            times = " and ".join(
-                f"at t={e.at:g} by {e.worker} "
-                f"({e.execution_id} / {e.step_key}, attempt {e.attempt})"
-                for e in effects
-            )
+            times = " and ".join(_effect_words(e) for e in effects)
             violations.append(
                 Violation(
                     self.name,
-                    f"{self.effect} happened {len(effects)} times{which}: {times}",
+                    f"{self.effect} happened {len(effects)} times{which}: {times}; "
+                    f"{_why_repeated(run, effects[0], effects[1])}",
                     {"count": len(effects)},
                 )
             )
         return violations
+
+    def unwatched(self, run: SimulationRun) -> str | None:
+        """A warning when the run made no effect of this name (a misspelled name?)."""
+        if any(effect.name == self.effect for effect in run.effects):
+            return None
+        names = sorted({effect.name for effect in run.effects})
+        return (
+            f"{self.name} watched nothing: the run made no effect named {self.effect!r} "
+            f"(the effects it made: {', '.join(names) or 'none'})"
+        )
+
+
+def _effect_words(effect: Effect) -> str:
+    token = f", token {effect.token}" if effect.token is not None else ""
+    return (
+        f"at t={effect.at:g} by {effect.worker} ({effect.execution_id} / {effect.step_key}, "
+        f"attempt {effect.attempt}{token})"
+    )
+
+
+def _effect_event(run: SimulationRun, effect: Effect) -> TraceEvent | None:
+    """The trace event that recorded ``effect`` (effects and their events are in one order)."""
+    for number, event in enumerate(run.trace.of_kind("effect")):
+        if number < len(run.effects) and run.effects[number] is effect:
+            return event
+    return None
+
+
+def _admitted_how(run: SimulationRun, execution_id: str) -> str:
+    admissions = [a for a in run.admissions if a.execution_id == execution_id]
+    if not admissions:
+        return "admitted before the run"
+    words = []
+    for admission in admissions:
+        by = f" ({admission.by[0]}, {admission.by[1]})" if admission.by else ""
+        words.append(
+            {
+                "trigger": "triggered by the scenario",
+                "body trigger": f"triggered without a request identity from step{by}",
+                "start": f"started by request{by}",
+                "child": f"created as an owned child by step{by}",
+                "spawn": f"spawned by step{by}",
+            }.get(admission.how, f"admitted ({admission.how}{by})")
+            + f" at t={admission.at:g}"
+        )
+    if len(admissions) > 1:
+        return f"admitted {len(admissions)} times, " + ", then ".join(words)
+    return words[0]
+
+
+def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
+    """Why an effect happened again: a replay, a retry, or another execution."""
+    dedup = (
+        "the service does not deduplicate it (an idempotency_key= on the effect models one that "
+        "does)"
+    )
+    if first.execution_id != second.execution_id:
+        return (
+            f"two different executions did it: {first.execution_id}, "
+            f"{_admitted_how(run, first.execution_id)}, and {second.execution_id}, "
+            f"{_admitted_how(run, second.execution_id)}"
+        )
+    if first.step_key != second.step_key:
+        return f"{first.execution_id} did it in two steps, {first.step_key} and {second.step_key}"
+    step = f"step {first.step_key} of {first.execution_id}"
+    incarnations = [a for a in run.admissions if a.execution_id == first.execution_id]
+    if len(incarnations) > 1 and any(first.at < a.at <= second.at for a in incarnations):
+        return (
+            f"{first.execution_id} was {_admitted_how(run, first.execution_id)}: its record was "
+            f"pruned and the ID admitted again, so {step} ran in a new run; {dedup}"
+        )
+    if first.attempt != second.attempt:
+        ended = next(
+            (
+                event.text.split(": ", 1)[-1]
+                for event in run.trace.of_kind("body")
+                if event.execution_id == first.execution_id
+                and event.step_key == first.step_key
+                and event.token == first.token
+                and event.data.get("attempt") == first.attempt
+            ),
+            "failed",
+        )
+        timeout = "timeout" in ended
+        return (
+            f"a retry: attempt {first.attempt} of {step} acted and then "
+            + ("ran past its timeout" if timeout else ended)
+            + f", so attempt {second.attempt} ran the body again"
+            + ("" if first.token == second.token else f" (in delivery token {second.token})")
+            + f"; {dedup}"
+        )
+    if first.token != second.token:
+        cause = "on a replay"
+        before, after = _effect_event(run, first), _effect_event(run, second)
+        if before is not None and after is not None:
+            cause = _why_again(run, before, after)
+        return (
+            f"the same execution ran {step} again in a new delivery (token {second.token} after "
+            f"token {first.token}) {cause}: the body acted before its result was recorded, and "
+            f"{dedup}"
+        )
+    return f"the body of {step} made it twice in one attempt"
 
 
 def at_most_once(effect: str, *, by: str | None = None) -> AtMostOnce:

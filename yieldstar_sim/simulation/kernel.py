@@ -214,11 +214,43 @@ class Kernel:
         self._advance(name, fault)
         return True
 
-    def run(self, *, until: float | None = None, max_points: int | None = None) -> None:
-        """Pass choice points until nothing is left, time passes ``until``, or the budget ends."""
+    def run(
+        self,
+        *,
+        until: float | None = None,
+        max_points: int | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> str:
+        """Pass choice points until nothing is left, time passes ``until``, the budget ends or
+        ``stop()`` says so (it is asked before each point).
+
+        Returns why it stopped: ``"quiescent"`` (nothing will ever happen again), ``"until"``
+        (something is still due, after ``until``), ``"max_points"`` (the budget ended) or
+        ``"stopped"``.
+        """
         while max_points is None or self.points < max_points:
+            if stop is not None and stop():
+                return "stopped"
             if not self.step(until=until):
-                return
+                return "until" if self.pending() else "quiescent"
+        return "quiescent" if not self.pending() and not self._at_point else "max_points"
+
+    def pending(self) -> bool:
+        """Whether anything is still to happen: an actor at a point or asleep, or a wake due
+        for a parked actor."""
+        if self._at_point or self._sleeping:
+            return True
+        return bool(self._parked) and self.next_wake() is not None and not self._spun()
+
+    def _spun(self) -> bool:
+        """Parked actors were woken for the due wake at this instant and parked again without
+        a choice point: the wake changes nothing."""
+        wake = self.next_wake()
+        return (
+            wake is not None
+            and wake <= self.clock.now()
+            and self._idle_wake == (self.clock.now(), self.points)
+        )
 
     def waiting(self) -> list[tuple[str, str]]:
         """What every other actor is doing now: at a point (its label), asleep or parked."""

@@ -19,7 +19,15 @@ import duckdb
 
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
-from yieldstar_sim.simulation.invariants import BUILT_IN, Violation, as_invariant
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
+from yieldstar_sim.simulation.faults import PointInfo
+from yieldstar_sim.simulation.invariants import (
+    BUILT_IN,
+    ExecutionsEndAsExpected,
+    Violation,
+    as_invariant,
+)
+from yieldstar_sim.simulation.scenario import FaultPlanError
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
@@ -33,7 +41,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import Trace
+    from yieldstar_sim.simulation.trace import Admission, Trace
     from yieldstar_sim.widgets import Stepper
 
 
@@ -41,7 +49,10 @@ if TYPE_CHECKING:
 class SimulationRun:
     """A finished run: its trace, ledger, records and verdict.
 
-    ``ok`` is true when no invariant was violated; ``violations`` says which and why.
+    ``verdict`` is ``"ok"`` (every invariant held and the run finished), ``"violated"``
+    (``violations`` says which and why) or ``"incomplete"`` (a budget or the wall-clock limit
+    cut the run: ``incomplete`` says which, where, and what was still live); ``ok`` is true only
+    for ``"ok"``. ``warnings`` name invariants and expectations that watched nothing.
     ``runtime`` is the runtime the run used (still open: query it). ``schedule`` and ``faults``
     (placed at choice-point indices) replay the run exactly.
     """
@@ -61,21 +72,35 @@ class SimulationRun:
     points: int
     ended_at: float
     violations: list[Violation] = field(default_factory=list)
+    incomplete: str | None = None
+    """Why the run did not finish (a budget, the wall-clock limit), or None when it did."""
+    warnings: list[str] = field(default_factory=list)
+    admissions: list[Admission] = field(default_factory=list)
+    """Every admission of the run, once per incarnation (from the runtime's records)."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
-        """Whether every invariant held."""
-        return not self.violations
+        """Whether every invariant held and the run finished."""
+        return self.verdict == "ok"
 
     @property
     def verdict(self) -> str:
-        """``ok`` or the number of violations, in words."""
-        if self.ok:
-            return "ok: every invariant held"
-        return (
-            f"{len(self.violations)} invariant violation{'s' if len(self.violations) > 1 else ''}"
-        )
+        """``"ok"``, ``"violated"`` or ``"incomplete"``."""
+        if self.violations:
+            return "violated"
+        return "incomplete" if self.incomplete is not None else "ok"
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words: ``ok: every invariant held and the run finished``."""
+        if self.violations:
+            count = len(self.violations)
+            text = f"violated: {count} invariant violation{'s' if count > 1 else ''}"
+            return text + (f" (and the run was {self.incomplete})" if self.incomplete else "")
+        if self.incomplete is not None:
+            return f"incomplete: {self.incomplete}"
+        return "ok: every invariant held and the run finished"
 
     def effects_named(self, name: str) -> list[Effect]:
         """The ledger's effects named ``name``."""
@@ -99,8 +124,11 @@ class SimulationRun:
 
     def explain(self) -> str:
         """The verdict and each violation's sentence."""
-        lines = [f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict}"]
+        lines = [
+            f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict_text}"
+        ]
         lines += [f"  - {violation}" for violation in self.violations]
+        lines += [f"  warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -151,12 +179,18 @@ def simulate(
     faults: Sequence[Fault] = (),
     schedule: Sequence[str] = (),
     scenario_faults: bool = True,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    check_faults: bool = True,
 ) -> SimulationRun:
     """Run ``scenario`` once: deterministic for a given seed, schedule and faults.
 
     ``runtime`` is ``"duckdb"`` (in memory, or the file ``db``) or ``"memory"``. ``faults`` are
     added to the scenario's own fault plan (``scenario_faults=False`` leaves that plan out, as a
-    replay does: its artifact holds every fault that fired).
+    replay does: its artifact holds every fault that fired). A fault that no choice point of
+    the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
+    its plan says (``check_faults=False`` allows it: a what-if re-run whose new fault moved the
+    old ones' points away). ``timeout`` bounds the run's wall-clock seconds (None: no bound);
+    a run it cuts is ``incomplete``.
     """
     simulator = Simulator(
         scenario,
@@ -166,15 +200,82 @@ def simulate(
         schedule=schedule,
         faults=faults,
         scenario_faults=scenario_faults,
+        timeout=timeout,
     )
     simulator.run()
-    return finish(simulator)
+    run = finish(simulator)
+    if check_faults and simulator.plan.unfired and run.incomplete is None:
+        run.runtime.close()
+        raise FaultPlanError(unfired_faults(simulator))
+    return run
+
+
+def unfired_faults(simulator: Simulator) -> str:
+    """Why the plan's unfired faults matched nothing: the fault and what it could have named."""
+    seen: dict[str, dict[str, set[str]]] = {}
+    for event in simulator.trace:
+        if event.point is None or event.op is None:
+            continue
+        where = seen.setdefault(event.op, {"workers": set(), "steps": set(), "executions": set()})
+        for part, value in (
+            ("workers", event.worker),
+            ("steps", event.step_key),
+            ("executions", event.execution_id),
+        ):
+            if value is not None:
+                where[part].add(value)
+    points: dict[int, PointInfo] = {}
+    for event in simulator.trace:
+        if event.point is not None and event.op is not None and event.worker is not None:
+            points.setdefault(
+                event.point,
+                PointInfo(event.worker, event.op, event.execution_id, event.step_key),
+            )
+    lines = []
+    for fault in simulator.plan.unfired:
+        matched = sum(1 for index, info in points.items() if fault.matches(index, info))
+        if matched >= fault.occurrence:
+            lines.append(
+                f"the fault '{fault.describe()}' never fired: an earlier fault of the plan took "
+                "its choice point (one fault per point)"
+            )
+            continue
+        if matched:
+            lines.append(
+                f"the fault '{fault.describe()}' matches {matched} choice point(s) of the run, "
+                f"fewer than its occurrence {fault.occurrence}"
+            )
+            continue
+        sentence = f"the fault '{fault.describe()}' matches no choice point of the run"
+        if fault.op is not None and fault.op in seen:
+            where = seen[fault.op]
+            parts = [
+                f"{name} {', '.join(sorted(values))}" for name, values in where.items() if values
+            ]
+            sentence += f"; {fault.op} happens with " + "; ".join(parts)
+        elif fault.op is not None:
+            sentence += f"; no {fault.op} happens in it"
+        lines.append(sentence)
+    ops = ", ".join(sorted(seen)) or "none"
+    return (
+        f"{'; '.join(lines)} (the ops the run makes: {ops}; the workers: "
+        f"{', '.join(simulator.scenario.worker_names)})"
+    )
 
 
 def finish(simulator: Simulator) -> SimulationRun:
     """Collect a finished simulator's records and check every invariant."""
     runtime = simulator.runtime
     executions = runtime.executions()
+    incomplete = simulator.incomplete_reason()
+    if incomplete is not None:
+        live = [record for record in executions if not record.terminal]
+        if live:
+            incomplete += (
+                "; still live: "
+                + ", ".join(f"{r.execution_id} ({r.workflow_id}, {r.status})" for r in live[:5])
+                + (f" and {len(live) - 5} more" if len(live) > 5 else "")
+            )
     run = SimulationRun(
         scenario=simulator.scenario,
         seed=simulator.seed,
@@ -190,17 +291,67 @@ def finish(simulator: Simulator) -> SimulationRun:
         steps={record.execution_id: runtime.steps(record.execution_id) for record in executions},
         points=simulator.kernel.points,
         ended_at=simulator.clock.now(),
+        incomplete=incomplete,
+        admissions=_all_admissions(simulator, executions),
     )
-    for invariant in (*BUILT_IN, *map(as_invariant, simulator.scenario.invariants)):
-        try:
-            run.violations.extend(invariant.check(run))
-        except Exception as error:  # a broken user invariant is reported, not fatal
-            run.violations.append(
-                Violation(
-                    invariant.name, f"the invariant itself raised {type(error).__name__}: {error}"
+    scenario = simulator.scenario
+    invariants = (
+        *BUILT_IN,
+        ExecutionsEndAsExpected(scenario.expected),
+        *map(as_invariant, scenario.invariants),
+    )
+    deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
+    with deadline:
+        for invariant in invariants:
+            if incomplete is not None and getattr(invariant, "final_only", True):
+                continue  # about how a run ends: a cut run has not ended
+            try:
+                with deadline.user_code(f"the invariant {invariant.name}"):
+                    run.violations.extend(invariant.check(run))
+                    unwatched = getattr(invariant, "unwatched", None)
+                    warning = unwatched(run) if callable(unwatched) else None
+            except RunTimedOut:
+                run.incomplete = (
+                    run.incomplete
+                    or simulator.incomplete_reason()
+                    or (f"timed out in the invariant {invariant.name}")
                 )
-            )
+                break
+            except Exception as error:  # a broken user invariant is reported, not fatal
+                warning = None
+                run.violations.append(
+                    Violation(
+                        invariant.name,
+                        f"the invariant itself raised {type(error).__name__}: {error}",
+                    )
+                )
+            except SystemExit as exit:
+                warning = None
+                run.violations.append(
+                    Violation(invariant.name, f"the invariant itself called sys.exit({exit.code})")
+                )
+            if warning:
+                run.warnings.append(warning)
     return run
+
+
+def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> list[Admission]:
+    """The admissions the simulator saw, and any the final records hold that it did not."""
+    from yieldstar_sim.simulation.trace import Admission
+
+    admissions = list(simulator.admissions)
+    seen = {(a.execution_id, a.seq) for a in admissions}
+    for record in executions:
+        if (record.execution_id, record.seq) not in seen:
+            parent = record.parent
+            admissions.append(
+                Admission(
+                    record.execution_id, record.seq, record.workflow_id, str(record.origin),
+                    None if parent is None else (parent.execution_id, parent.step_key),
+                    record.created_at,
+                )
+            )  # fmt: skip
+    return admissions
 
 
 # --------------------------------------------------------------------------- SQL tables

@@ -53,6 +53,75 @@ class Prune:
     at: float = 0.0
 
 
+_END_STATUSES = ("completed", "failed", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """How the scenario expects some executions to end; made by ``ys.expect``.
+
+    It names the executions by ``workflow_id`` and/or ``execution_id``; each of them must end
+    ``status``, and a failure must match ``error`` (the error's class name), ``code`` and a
+    ``message`` fragment where given. Without an expectation an execution must complete (or
+    end cancelled after a cancellation request): an unexpected failure is a violation.
+    """
+
+    workflow_id: str | None = None
+    execution_id: str | None = None
+    status: str = "failed"
+    error: str | None = None
+    code: str | None = None
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.workflow_id is None and self.execution_id is None:
+            raise ValueError("ys.expect needs a workflow ID or an execution_id to name executions")
+        for what in ("workflow_id", "execution_id", "error", "code", "message"):
+            value = getattr(self, what)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"ys.expect: {what} must be a non-empty string, not {value!r}")
+        if self.status not in _END_STATUSES:
+            raise ValueError(
+                f"ys.expect: status must be one of {', '.join(_END_STATUSES)}, not {self.status!r}"
+            )
+        if self.status != "failed" and (self.error or self.code or self.message):
+            raise ValueError("ys.expect: error, code and message describe a failure only")
+
+    def names(self, execution_id: str, workflow_id: str) -> bool:
+        """Whether this expectation is about that execution."""
+        return (self.workflow_id is None or self.workflow_id == workflow_id) and (
+            self.execution_id is None or self.execution_id == execution_id
+        )
+
+    def describe(self) -> str:
+        """``charge-order to fail with WorkflowStartError START_REQUEST_MISMATCH``."""
+        who = " ".join(filter(None, (self.workflow_id, self.execution_id)))
+        if self.status != "failed":
+            return f"{who} to end {self.status}"
+        how = " ".join(filter(None, (self.error, self.code)))
+        if self.message:
+            how += f" ({self.message!r})" if how else f"an error saying {self.message!r}"
+        return f"{who} to fail" + (f" with {how}" if how else "")
+
+
+def expect(
+    workflow_id: str | None = None,
+    *,
+    execution_id: str | None = None,
+    status: str = "failed",
+    error: str | None = None,
+    code: str | None = None,
+    message: str | None = None,
+) -> Expect:
+    """Declare how executions of ``workflow_id`` (or the one ``execution_id``) end, for a
+    scenario that fails on purpose (``Scenario(expected=[...])``).
+
+    >>> expect("charge-order", code="START_REQUEST_MISMATCH").describe()
+    'charge-order to fail with START_REQUEST_MISMATCH'
+    """
+    return Expect(workflow_id, execution_id, status, error, code, message)
+
+
 @dataclass(frozen=True, slots=True)
 class Deploy:
     """From virtual time ``at`` on, deliveries run these workflow versions (same names)."""
@@ -71,7 +140,10 @@ class Scenario:
 
     ``workers`` is a count (``w1``, ``w2``, ...) or a list of names. ``faults`` is the
     scenario's own fault plan (the story's crash); ``invariants`` are checked after every run
-    beside the built-in ones.
+    beside the built-in ones. ``expected`` declares the executions meant to fail (or to end
+    otherwise than completed): ``[ys.expect("charge-order", code="START_REQUEST_MISMATCH")]``.
+    ``max_time`` (virtual seconds) and ``max_points`` (choice points) bound a run; a run they
+    cut is ``incomplete``, never ``ok``.
     """
 
     name: str
@@ -95,6 +167,7 @@ class Scenario:
     description: str = ""
     max_time: float = 3600.0
     max_points: int = 10_000
+    expected: Sequence[Expect] = ()
     ref: str | None = field(default=None, compare=False)
     """Where the scenario was loaded from (a bundled name or a file path), for artifacts."""
 
@@ -110,6 +183,13 @@ class Scenario:
         self.cancels = tuple(self.cancels)
         self.prunes = tuple(self.prunes)
         self.runtime_options = _check_runtime_options(self.name, self.runtime_options)
+        self.expected = tuple(self.expected)
+        for expectation in self.expected:
+            if not isinstance(expectation, Expect):
+                raise TypeError(
+                    f"scenario {self.name!r}: expected holds ys.expect(...) entries, not "
+                    f"{expectation!r}"
+                )
         from yieldstar_sim.profiles import driver_profile
 
         driver_profile(self.profile)  # refuses an unknown profile now, with the known ones
@@ -123,6 +203,25 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r} has no triggers: nothing would run")
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
+        from yieldstar_sim.simulation.faults import Fault
+
+        for fault in self.faults:
+            if not isinstance(fault, Fault):
+                raise TypeError(f"scenario {self.name!r}: {fault!r} is not a ys.Fault")
+            if fault.worker is not None and fault.worker not in self.worker_names:
+                raise ValueError(
+                    f"scenario {self.name!r}: the fault '{fault.describe()}' names worker "
+                    f"{fault.worker!r}, but the workers are {', '.join(self.worker_names)}"
+                )
+        if (
+            isinstance(self.max_points, bool)
+            or not isinstance(self.max_points, int)
+            or (self.max_points < 1)
+        ):
+            raise ValueError(
+                f"scenario {self.name!r}: max_points must be a whole number >= 1, not "
+                f"{self.max_points!r}"
+            )
         for what in ("lease_seconds", "redelivery_delay", "restart_delay", "max_time"):
             value = getattr(self, what)
             if (
@@ -205,6 +304,11 @@ class ScenarioError(Exception):
     """A scenario that cannot be found or loaded; the message names the problem."""
 
 
+class FaultPlanError(ScenarioError, ValueError):
+    """A fault of the plan that no choice point of the run matched: it never fired, so the run
+    did not test what the scenario says it tests."""
+
+
 def bundled_scenario_folder() -> Path:
     """Where bundled scenarios live: ``$YIELDSTAR_SCENARIOS`` or the repository's scenarios/."""
     folder = os.environ.get("YIELDSTAR_SCENARIOS")
@@ -223,8 +327,14 @@ def bundled_scenarios() -> dict[str, Path]:
     }
 
 
-def load_scenario(reference: str | Path) -> Scenario:
-    """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file."""
+def load_scenario(reference: str | Path, *, timeout: float | None = None) -> Scenario:
+    """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file.
+
+    A file is code, run on import: one that raises, calls ``sys.exit()`` or (with ``timeout``
+    seconds) spins is refused with a ``ScenarioError`` that says so.
+    """
+    from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
+
     text = str(reference)
     path = Path(text)
     bundled = bundled_scenarios()
@@ -245,11 +355,21 @@ def load_scenario(reference: str | Path) -> Scenario:
         raise ScenarioError(f"cannot load {text!r} as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
+    loader = spec.loader
     try:
-        spec.loader.exec_module(module)
+        with Deadline(timeout) as deadline, deadline.user_code(f"the import of {text!r}"):
+            loader.exec_module(module)
     except Exception as error:
         del sys.modules[module_name]
         raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error
+    except SystemExit as exit:
+        del sys.modules[module_name]
+        raise ScenarioError(f"{text!r} called sys.exit({exit.code!r}) on import") from None
+    except RunTimedOut:
+        del sys.modules[module_name]
+        raise ScenarioError(
+            f"{text!r} did not finish importing within {timeout:g}s (a loop at import?)"
+        ) from None
     scenario = getattr(module, "scenario", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(

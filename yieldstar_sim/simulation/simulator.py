@@ -32,6 +32,7 @@ from yieldstar_sim.model import (
     ChildAccepted,
     Delivery,
     DeliveryRejectedError,
+    ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionRecord,
     ExecutionStateError,
@@ -46,10 +47,11 @@ from yieldstar_sim.model import (
 )
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
 from yieldstar_sim.simulation.scenario import Cancel, Prune
-from yieldstar_sim.simulation.trace import Trace
+from yieldstar_sim.simulation.trace import Admission, Trace, TraceEvent
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -109,22 +111,35 @@ class _SimPort:
         idempotency_key: str | None = None,
     ) -> None:
         sim = self.simulator
-        at = sim.clock.now() + self.elapsed
+        now = sim.clock.now()
+        at = now + self.elapsed
+        token = context.lease.token if context.lease is not None else None
         sim.ledger.effects.append(
             Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, at, idempotency_key)
+                   context.worker, at, idempotency_key, token)
         )  # fmt: skip
+        details: dict[str, Any] = {
+            "name": name, "data": data, "attempt": context.attempt,
+            "idempotency_key": idempotency_key,
+        }  # fmt: skip
+        text = f"effect {name} {_summary(data)}"
+        if self.elapsed > 0:
+            # The body runs atomically at ``now``; the trace stays in time order, and the
+            # moment the effect happened inside the body is kept beside it.
+            details["at"] = at
+            text += f" (at t={at:g}, {self.elapsed:g}s into the body)"
         sim.trace.add(
-            at, "effect", f"effect {name} {_summary(data)}", worker=context.worker,
-            execution_id=context.execution_id, step_key=context.step_key,
-            data={"name": name, "data": data, "attempt": context.attempt,
-                  "idempotency_key": idempotency_key},
+            now, "effect", text, worker=context.worker, execution_id=context.execution_id,
+            step_key=context.step_key, token=token, data=details,
         )  # fmt: skip
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
         execution_id = self.simulator.runtime.trigger(workflow_id, params)
         self.admitted = True
         self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
+        self.simulator.observe_admission(
+            execution_id, "body trigger", (context.execution_id, context.step_key)
+        )
         return execution_id
 
     def elapse(self, context: BodyContext, seconds: float) -> None:
@@ -145,6 +160,7 @@ class Simulator:
         faults: Sequence[Fault] = (),
         scenario_faults: bool = True,
         chooser: Callable[[int, list[str]], str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -168,6 +184,13 @@ class Simulator:
             for deploy in scenario.deploys
         ]
         self.finished = False
+        self.deadline = Deadline(timeout)
+        self.stopped = "quiescent"
+        """Why the run ended: ``quiescent`` (it finished), ``max_time``, ``max_points`` or
+        ``timeout`` (the wall-clock limit)."""
+        self.admissions: list[Admission] = []
+        """Every admission seen, once per incarnation, from the runtime's records."""
+        self._admitted: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------------ running
 
@@ -182,11 +205,61 @@ class Simulator:
         self.kernel.spawn("~client", self._client())
         for name in scenario.worker_names:
             self.kernel.spawn(name, self._worker(name))
-        try:
-            self.kernel.run(until=scenario.max_time, max_points=scenario.max_points)
-        finally:
-            self.kernel.close()
-            self.finished = True
+        with self.deadline:
+            try:
+                stopped = self.kernel.run(
+                    until=scenario.max_time,
+                    max_points=scenario.max_points,
+                    stop=lambda: self.deadline.expired,
+                )
+                self.stopped = {"until": "max_time", "stopped": "timeout"}.get(stopped, stopped)
+            except RunTimedOut:
+                self.stopped = "timeout"
+            finally:
+                try:
+                    self.kernel.close()
+                except RunTimedOut:
+                    self.stopped = "timeout"  # workflow code that spins as it is abandoned
+                self.finished = True
+
+    def incomplete_reason(self) -> str | None:
+        """Why the run did not finish, in words (None when it did)."""
+        scenario = self.scenario
+        now = self.clock.now()
+        if self.stopped == "max_time":
+            return (
+                f"cut at max_time={scenario.max_time:g}s of virtual time with work still due "
+                f"(after {self.kernel.points} choice points)"
+            )
+        if self.stopped == "max_points":
+            return f"cut after max_points={scenario.max_points} choice points at t={now:g}"
+        if self.stopped == "timeout":
+            where = self.deadline.where or f"the simulator at choice point {self.kernel.points}"
+            return f"timed out after {self.deadline.seconds:g}s of wall-clock time in {where}"
+        return None
+
+    def observe_admission(
+        self,
+        execution_id: str,
+        how: str,
+        by: tuple[str, str] | None,
+        event: TraceEvent | None = None,
+    ) -> None:
+        """Note an admission by the runtime's record of it (its incarnation), so that a reply
+        that answers for an execution admitted earlier is never counted as a second one."""
+        record = self.runtime.execution(execution_id)
+        if record is None:
+            return  # pruned already; the final records cannot show it either
+        key = (execution_id, record.seq)
+        if key in self._admitted:
+            return
+        self._admitted.add(key)
+        self.admissions.append(
+            Admission(
+                execution_id, record.seq, record.workflow_id, how, by,
+                record.created_at, None if event is None else event.seq,
+            )
+        )  # fmt: skip
 
     def _client(self) -> Actor:
         """Makes the scenario's direct triggers and announces deploys, at their times."""
@@ -209,14 +282,27 @@ class Simulator:
             elif isinstance(item, Prune):
                 self._prune(item.execution_id)
             elif hasattr(item, "workflow_id"):
-                execution_id = self.runtime.trigger(
-                    item.workflow_id, item.params, execution_id=item.execution_id
-                )
-                self.trace.add(
+                try:
+                    execution_id = self.runtime.trigger(
+                        item.workflow_id, item.params, execution_id=item.execution_id
+                    )
+                except ExecutionAdmissionError as refused:
+                    # The runtime's answer to a caller-chosen ID that exists: an event of the
+                    # run, not the end of it.
+                    self.trace.add(
+                        self.clock.now(), "trigger",
+                        f"trigger of {item.workflow_id} as {item.execution_id} refused: "
+                        f"{refused.code}: {refused}",
+                        data={"workflow_id": item.workflow_id,
+                              "execution_id": item.execution_id, "refused": str(refused.code)},
+                    )  # fmt: skip
+                    continue
+                event = self.trace.add(
                     self.clock.now(), "trigger",
                     f"trigger admits {execution_id} ({item.workflow_id})",
                     execution_id=execution_id, data={"workflow_id": item.workflow_id},
                 )  # fmt: skip
+                self.observe_admission(execution_id, "trigger", None, event)
             else:
                 names = ", ".join(w.name for w in item.workflows)
                 self.trace.add(self.clock.now(), "deploy", f"deploy new code for {names}")
@@ -268,10 +354,12 @@ class Simulator:
         value: Any = None
         error: BaseException | None = None
         outcome: WorkflowRunOutcome
+        code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
         try:
             while True:
                 try:
-                    command = driver.throw(error) if error is not None else driver.send(value)
+                    with self.deadline.user_code(code):
+                        command = driver.throw(error) if error is not None else driver.send(value)
                 except StopIteration as stop:
                     outcome = stop.value
                     break
@@ -324,7 +412,11 @@ class Simulator:
         runtime = self.runtime
         if isinstance(command, RunBody):
             port.elapsed, port.admitted = 0.0, False
-            result = world.run(command)
+            with self.deadline.user_code(
+                f"step {command.step_key} of {command.execution_id} (attempt {command.attempt}, "
+                f"{name})"
+            ):
+                result = world.run(command)
             self.trace.add(
                 self.clock.now(), "body",
                 f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",
@@ -394,6 +486,11 @@ class Simulator:
                     "detached": child.detached,
                 },
             )
+            if isinstance(result, ChildAccepted):
+                self.observe_admission(
+                    result.execution_id, "spawn" if child.detached else "child",
+                    (lease.execution_id, child.request_id.step_key), self.trace.events[-1],
+                )  # fmt: skip
             self.kernel.nudge()
             return result
         if isinstance(command, RequestCancel):
@@ -415,6 +512,10 @@ class Simulator:
                 data={"workflow_id": request.workflow_id, "detached": request.detached},
             )
             if isinstance(result, StartAccepted):
+                self.observe_admission(
+                    result.execution_id, "start",
+                    (lease.execution_id, request.request_id.step_key), self.trace.events[-1],
+                )  # fmt: skip
                 self.kernel.nudge()
             return result
         raise TypeError(f"unknown command {command!r}")  # pragma: no cover

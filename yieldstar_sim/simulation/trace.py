@@ -41,6 +41,26 @@ class TraceEvent:
         }  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """One admission of an execution, as the runtime's records show it.
+
+    ``seq`` is the record's admission number: an ID pruned and admitted again is a second
+    admission, while a replayed start that answers for the same record is not. ``how`` is
+    ``trigger`` (by the scenario), ``body trigger`` (a non-durable trigger from a step body),
+    ``start``, ``child`` or ``spawn``; ``by`` is the (caller, step key) that asked for it.
+    ``event`` is the sequence number of the trace event that first showed it, if any.
+    """
+
+    execution_id: str
+    seq: int
+    workflow_id: str
+    how: str
+    by: tuple[str, str] | None
+    at: float
+    event: int | None = None
+
+
 class Trace:
     """An append-only list of events with helpers to read it."""
 

@@ -14,7 +14,12 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
     from yieldstar_sim.simulation.scenario import Scenario
 
-VERDICT_COLOURS = {"ok": "#009E73", "violated": "#CC0000", "equivalent": "#BBBBBB"}
+VERDICT_COLOURS = {
+    "ok": "#009E73",
+    "violated": "#CC0000",
+    "incomplete": "#E69F00",
+    "equivalent": "#BBBBBB",
+}
 
 
 def draw_exploration(report: ExplorationReport) -> Figure:
@@ -52,7 +57,8 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     ax.set_ylabel("choice point of the fault-free run")
     ax.set_title(
         f"{report.scenario}: {report.schedules_run} schedules, "
-        f"{'no violation' if report.ok else f'{len(report.violations)} violation(s)'}",
+        f"{report.verdict}"
+        + (f", {len(report.violations)} violation(s)" if report.violations else ""),
         fontsize=10,
         parse_math=False,
     )

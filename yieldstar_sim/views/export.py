@@ -511,6 +511,7 @@ h1 { font-size: 1.4em; }
 .verdict { font-weight: bold; }
 .ok { color: #009E73; }
 .violated { color: #CC0000; }
+.incomplete { color: #B8860B; }
 .sentence, td { white-space: pre-wrap; }
 figure { margin: 1em 0; }
 figure svg { max-width: 100%; height: auto; }
@@ -548,7 +549,7 @@ def html_report(
     (True, True)
     """
     scenario = run.scenario.name
-    heading = f"{scenario} · seed {run.seed} · {run.verdict}"
+    heading = f"{scenario} · seed {run.seed} · {run.verdict_text}"
     if graph_svg is None:
         graph = execution_graph(run.runtime, run.effects)
         graph_svg = figure_bytes(_draw(graph, f"{scenario}, seed {run.seed}"), "svg").decode()
@@ -562,7 +563,7 @@ def html_report(
         "</head>",
         "<body>",
         f"<h1>{_cell(scenario)}, seed {run.seed} ({_cell(run.runtime_kind)})</h1>",
-        f'<p class="verdict {"ok" if run.ok else "violated"}">{_cell(run.verdict)}</p>',
+        f'<p class="verdict {run.verdict}">{_cell(run.verdict_text)}</p>',
         "<h2>Violations</h2>",
     ]
     if run.violations:
@@ -648,7 +649,7 @@ def export(
     else:
         run = run_or_graph
         graph = execution_graph(run.runtime, run.effects)
-        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict}"
+        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
     if "html" in chosen and run is None:
         raise ValueError("the html report needs a SimulationRun, not a graph")
     out = Path(folder)

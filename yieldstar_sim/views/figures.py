@@ -35,12 +35,16 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
     height = max(5.2 + 0.4 * len(timeline.lanes), 1.5 * rows + 2.0)
     figure = Figure(figsize=(graph_width + timeline_width, height), layout="constrained")
     left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
-    caption = "" if run.ok or upto is not None else str(run.violations[0])
+    caption = ""
+    if upto is None and run.violations:
+        caption = str(run.violations[0])
+    elif upto is None and run.incomplete:
+        caption = f"incomplete: {run.incomplete}"
     draw_execution_graph(graph, ax=left, caption=caption)
     cursor = None if upto is None else timeline.x_of.get(upto)
     draw_timeline(timeline, ax=right, cursor=cursor)
     figure.suptitle(
-        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict}",
+        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict_text}",
         fontsize=13,
         parse_math=False,
     )

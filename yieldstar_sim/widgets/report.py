@@ -49,10 +49,12 @@ class ReportView:
         self.output = widgets.Output()
         self.open_buttons: list[Any] = []
         self.nearest_buttons: list[Any] = []
-        colour = "#1b7f4c" if report.ok else "#b00020"
-        verdict = "no invariant was violated" if report.ok else (
-            f"{len(report.violations)} invariant(s) violated"
-        )  # fmt: skip
+        colour = {"ok": "#1b7f4c", "violated": "#b00020"}.get(report.verdict, "#9a6b00")
+        verdict = {
+            "ok": "ok: no invariant was violated",
+            "violated": f"violated: {len(report.violations)} invariant(s)",
+        }.get(report.verdict, "incomplete")
+        verdict += f" ({report.coverage()})"
         parts: list[Any] = []
         parts.append(
             widgets.HTML(

@@ -311,7 +311,7 @@ class Stepper:
             f"<div style='font-size:18px;font-weight:bold'>{html.escape(number + title)}</div>"
             f"<div style='font-size:14px'>{html.escape(run.scenario.name)}, seed {run.seed}, "
             f"{html.escape(run.runtime_kind)}, {len(view.events)} events: "
-            f"<b style='color:{colour}'>{html.escape(run.verdict)}</b></div>"
+            f"<b style='color:{colour}'>{html.escape(run.verdict_text)}</b></div>"
             f"<div style='font-size:13px;color:#444'>faults: {html.escape(faults)}</div>"
             + "".join(
                 f"<div style='font-size:13px;color:{_BAD}'>{html.escape(str(v))}</div>"

@@ -48,6 +48,12 @@ def describe_event(event: TraceEvent) -> str:
     """One event in words, without context."""
     who, eid, key, data = event.worker or "-", event.execution_id, event.step_key, event.data
     kind = event.kind
+    if kind == "trigger" and "refused" in data:
+        return (
+            f"The scenario triggers {data.get('workflow_id', '?')} as "
+            f"{data.get('execution_id', '?')}: the runtime refuses, the caller-chosen ID exists "
+            "already, and nothing is admitted."
+        )
     if kind == "trigger":
         return (
             f"The scenario triggers {data.get('workflow_id', '?')}: the runtime admits {eid}, "

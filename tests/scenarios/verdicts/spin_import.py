@@ -1,0 +1,4 @@
+"""A scenario file that spins at import."""
+
+while True:
+    pass

@@ -1,0 +1,130 @@
+"""A wall-clock limit for code we do not control: workflow code, step bodies, invariants and
+scenario files that may spin forever.
+
+Virtual time bounds a run's *simulated* work (``max_time``, ``max_points``), but a ``while
+True:`` in pure Python never reaches a choice point, so only the wall clock can stop it. A
+watchdog thread raises ``RunTimedOut`` asynchronously in the thread that runs user code, and only
+while that code is running (never inside the runtime, mid-transaction); outside user code the
+simulator polls ``expired`` between choice points and stops there.
+
+>>> deadline = Deadline(None)
+>>> with deadline.user_code("a body"):
+...     pass
+>>> deadline.expired
+False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import TracebackType
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds of wall-clock time one simulation run may take before it ends as incomplete."""
+
+
+class RunTimedOut(BaseException):
+    """The run's wall-clock limit passed while user code was running.
+
+    A ``BaseException``, so that user code's ``except Exception`` does not swallow it."""
+
+
+def _raise_in(thread_id: int, error: type[BaseException] | None) -> None:
+    """Schedule ``error`` in the thread ``thread_id`` (None clears a scheduled one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(error) if error is not None else None
+    )
+
+
+class Deadline:
+    """A wall-clock limit of ``seconds`` (None: none) for one run, started on entering it.
+
+    ``with deadline:`` arms it for the current thread; ``with deadline.user_code(where):``
+    marks where user code runs, the only place it interrupts. ``where`` names what was running
+    when it fired.
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0
+        ):
+            raise ValueError(f"a timeout is a positive number of seconds, not {seconds!r}")
+        self.seconds = seconds
+        self.expired = False
+        self.where: str | None = None
+        """What user code was running when the limit passed (None: none was)."""
+        self._lock = threading.Lock()
+        self._inside: str | None = None
+        self._pending = False
+        self._thread_id = 0
+        self._timer: threading.Timer | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> Deadline:
+        self._thread_id = threading.get_ident()
+        self._started = time.monotonic()
+        if self.seconds is not None:
+            self._timer = threading.Timer(self.seconds, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self._clear_pending()
+
+    @property
+    def elapsed(self) -> float:
+        """Wall-clock seconds since the deadline was armed."""
+        return time.monotonic() - self._started
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.expired = True
+            if self._inside is not None:
+                self.where = self._inside
+                self._pending = True
+                _raise_in(self._thread_id, RunTimedOut)
+
+    def _clear_pending(self) -> None:
+        if self._pending:
+            _raise_in(self._thread_id, None)
+            self._pending = False
+
+    @contextlib.contextmanager
+    def user_code(self, where: str) -> Iterator[None]:
+        """Run user code that the deadline may interrupt; ``where`` says what it is."""
+        if self.expired:
+            self.where = self.where or where
+            raise RunTimedOut
+        with self._lock:
+            self._inside = where
+        fired = False
+        try:
+            yield
+        except RunTimedOut:
+            with self._lock:
+                self._pending = False
+            raise
+        finally:
+            with self._lock:
+                self._inside = None
+                if self._pending:  # fired as the code returned: raise it here, not later
+                    self._clear_pending()
+                    fired = True
+        if fired:
+            raise RunTimedOut
