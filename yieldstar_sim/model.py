@@ -160,6 +160,18 @@ class LeaseLostError(InfrastructureError):
     """A fenced write was refused because the caller no longer holds the execution's lease."""
 
 
+class TerminalCallerError(ExecutionStateError, LeaseLostError):
+    """A new start or child was requested by an execution that is already terminal.
+
+    Nothing is admitted: a terminal execution admits no new targets, so that a delivery that
+    outlived its lease (a frozen worker that wakes after its execution was cancelled and
+    finished) cannot create work nobody owns. A repeat of a request the caller already made is
+    still answered with its target. It is a ``LeaseLostError`` (no delivery of a terminal
+    execution holds a lease: the delivery rejects, like a fenced write) and an
+    ``ExecutionStateError`` (the caller's state does not allow the operation).
+    """
+
+
 class InjectedFailure(InfrastructureError):
     """Raised by an armed failure point of a runtime adapter (see ``FailPoints``)."""
 

@@ -22,6 +22,7 @@ from yieldstar_sim.clock import ManualClock
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
+    Cancelled,
     ChildAccepted,
     ChildRequest,
     Completed,
@@ -41,6 +42,8 @@ from yieldstar_sim.model import (
     StartRequest,
     StartResult,
     Suspended,
+    TerminalCallerError,
+    WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
 from yieldstar_sim.runtime.protocol import Runtime
@@ -714,6 +717,119 @@ def a_terminal_outcome_wakes_its_waiters(make: RuntimeFactory) -> None:
     _expect(woken is not None and woken.due_at == 7.0, f"the waiter was not woken: {woken}")
 
 
+def _finish(runtime: Runtime, execution_id: str, outcome: WorkflowRunOutcome) -> None:
+    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=execution_id)
+    assert delivery is not None, f"{execution_id} could not be claimed"
+    runtime.acknowledge(delivery.lease, outcome)
+
+
+def _refused_as_terminal(call: Callable[[], object], what: str, caller: str, status: str) -> None:
+    try:
+        answer = call()
+    except TerminalCallerError as error:
+        _expect(
+            isinstance(error, LeaseLostError) and isinstance(error, ExecutionStateError),
+            f"{what}: TerminalCallerError must be a LeaseLostError and an ExecutionStateError",
+        )
+        _expect(
+            f"the caller {caller} is {status}" in str(error),
+            f"{what}: the refusal does not say the caller is {status}: {error}",
+        )
+    else:
+        raise AssertionError(f"{what} from the {status} caller {caller} gave {answer!r}")
+
+
+def a_terminal_caller_admits_no_new_target(make: RuntimeFactory) -> None:
+    """A delivery of a terminal execution is stale: its new start, child or spawn (owned or
+    detached) is refused with TerminalCallerError and admits nothing."""
+    runtime, _ = _fresh(make)
+    caller = _caller(runtime)
+    _caller(runtime, "shopper")
+    _finish(runtime, caller, Cancelled())
+    before = (runtime.executions(), runtime.start_requests())
+    calls: dict[str, Callable[[], object]] = {
+        "an owned start": lambda: runtime.start(_ship()),
+        "a detached start": lambda: runtime.start(_ship(step_key="ship-later", detached=True)),
+        "a child": lambda: runtime.start_child(
+            ChildRequest(RequestId(caller, "pack"), "pack", "pack-42")
+        ),
+        "a spawn": lambda: runtime.start_child(
+            ChildRequest(RequestId(caller, "survey"), "survey", "survey-42", detached=True)
+        ),
+    }
+    for what, call in calls.items():
+        _refused_as_terminal(call, what, caller, "cancelled")
+    _expect(
+        (runtime.executions(), runtime.start_requests()) == before,
+        "a refused start of a terminal caller admitted something",
+    )
+    # The refusal is about the caller, not the request: a live caller still starts these.
+    _accepted(runtime.start(_ship("shopper")), "a live caller's start")
+    created = runtime.start_child(ChildRequest(RequestId("shopper", "pack"), "pack", "pack-42"))
+    _expect(created == ChildAccepted("pack-42", created=True), f"a live caller's child: {created}")
+
+
+def a_terminal_callers_repeated_request_gets_its_target(make: RuntimeFactory) -> None:
+    """A terminal caller's repeat of a request it made is answered as before (RFC 003: a stale
+    lease holder receives the same target); a join admits nothing and is answered too."""
+    runtime, _ = _fresh(make)
+    caller = _caller(runtime)
+    _caller(runtime, "shopper")
+    target = _accepted(runtime.start(_ship()), "the start")
+    child = ChildRequest(RequestId(caller, "pack"), "pack", "pack-42")
+    _expect(runtime.start_child(child) == ChildAccepted("pack-42", created=True), "the child")
+    elsewhere = ChildRequest(RequestId("shopper", "fulfil"), "fulfil", "fulfil-42")
+    _expect(runtime.start_child(elsewhere).status == "accepted", "the shopper's child")
+    _finish(runtime, caller, Completed(None))
+    before = (runtime.executions(), runtime.start_requests())
+    again = _accepted(runtime.start(_ship()), "the terminal caller's repeat")
+    _expect(again == target, f"the repeat got {again}, not {target}")
+    repeat = runtime.start_child(child)
+    _expect(repeat == ChildAccepted("pack-42", created=True), f"the child's repeat: {repeat!r}")
+    mismatch = runtime.start(_ship(workflow_id="ship-express"))
+    _expect(
+        isinstance(mismatch, StartRejected)
+        and mismatch.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
+        f"a terminal caller's changed repeat gave {mismatch!r}",
+    )
+    join = runtime.start_child(ChildRequest(RequestId(caller, "join"), "fulfil", "fulfil-42"))
+    _expect(join == ChildAccepted("fulfil-42", created=False), f"a terminal caller's join: {join}")
+    _expect(
+        (runtime.executions(), runtime.start_requests()) == before,
+        "a terminal caller's repeat or join admitted something",
+    )
+
+
+def an_owned_target_follows_its_owners_cancellation(make: RuntimeFactory) -> None:
+    """A target admitted while its owner's cancellation is requested (the owner not terminal
+    yet) starts with its own cancellation requested, due now, if it is owned; a detached start
+    or a spawn does not: it outlives its parent."""
+    runtime, clock = _fresh(make)
+    caller = _caller(runtime)
+    clock.set(3)
+    _expect(runtime.cancel(caller) == [caller], "the owner's cancellation was not requested")
+    clock.set(5)
+    owned = _accepted(runtime.start(_ship()), "an owned start")
+    detached = _accepted(runtime.start(_ship(step_key="later", detached=True)), "a detached one")
+    runtime.start_child(ChildRequest(RequestId(caller, "pack"), "pack", "pack-42"))
+    runtime.start_child(
+        ChildRequest(RequestId(caller, "survey"), "survey", "survey-42", detached=True)
+    )
+    expected = {owned: True, "pack-42": True, detached: False, "survey-42": False}
+    for target, follows in expected.items():
+        record = runtime.execution(target)
+        assert record is not None, f"{target} was not admitted"
+        _expect(
+            record.cancel_requested is follows and record.due_at == 5.0,
+            f"{target} ({'owned' if follows else 'detached'}) was admitted with "
+            f"cancel_requested={record.cancel_requested} and due_at={record.due_at}",
+        )
+    _expect(
+        runtime.cancel(caller) == [],
+        "a second cancellation of the owner reached targets that already follow it",
+    )
+
+
 def failure_points_before_and_after_commit(make: RuntimeFactory) -> None:
     """Before-commit failures leave nothing behind; after-commit failures keep the write."""
     runtime, _ = _fresh(make)
@@ -821,6 +937,13 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     ),
     "A child is created once and joined after": a_child_is_created_once_and_joined_after,
     "A terminal outcome wakes its waiters": a_terminal_outcome_wakes_its_waiters,
+    "A terminal caller admits no new target": a_terminal_caller_admits_no_new_target,
+    "A terminal caller's repeated request gets its target": (
+        a_terminal_callers_repeated_request_gets_its_target
+    ),
+    "An owned target follows its owner's cancellation": (
+        an_owned_target_follows_its_owners_cancellation
+    ),
     "Failure points fail before and after commit": failure_points_before_and_after_commit,
 }
 

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime, Runtime
+from yieldstar_sim import (
+    Cancelled,
+    ChildAccepted,
+    ChildRequest,
+    DuckDBRuntime,
+    ManualClock,
+    MemoryRuntime,
+    RequestId,
+    Runtime,
+    StartAccepted,
+    StartRequest,
+)
 from yieldstar_sim.testing import (
     RFC003_RUNTIME_ADAPTER_CASES,
     RUNTIME_RULE_CASES,
@@ -73,3 +84,37 @@ def test_check_runtime_adapter_names_the_failing_case() -> None:
 
     with pytest.raises(AssertionError, match=r"^Failure before a new start commits: "):
         check_runtime_adapter(lambda clock: ForgetfulRuntime(clock=clock))
+
+
+RUNTIME_CLASSES = {"memory": MemoryRuntime, "duckdb": DuckDBRuntime}
+
+
+@pytest.mark.parametrize("kind", sorted(RUNTIME_CLASSES))
+def test_without_the_orphan_guard_a_terminal_caller_admits_an_orphan(kind: str) -> None:
+    """orphan_guard=False (for the orphan-after-cancel scenario) shows the hazard: a cancelled
+    caller's new child is admitted, owned by a terminal owner and never asked to cancel, and a
+    target of a cancel-requested owner does not follow it."""
+    runtime = RUNTIME_CLASSES[kind](orphan_guard=False)
+    runtime.trigger("order", execution_id="order-42")
+    runtime.trigger("order", execution_id="order-43")
+    delivery = runtime.claim("w1", lease_seconds=30, execution_id="order-42")
+    assert delivery is not None
+    runtime.acknowledge(delivery.lease, Cancelled())
+    orphan = runtime.start_child(ChildRequest(RequestId("order-42", "pack"), "pack", "pack-42"))
+    assert orphan == ChildAccepted("pack-42", created=True)
+    runtime.cancel("order-43")
+    target = runtime.start(StartRequest(RequestId("order-43", "ship"), "ship-order"))
+    assert isinstance(target, StartAccepted)
+    flags = {r.execution_id: r.cancel_requested for r in runtime.executions()}
+    assert flags == {
+        "order-42": False,
+        "order-43": True,
+        "pack-42": False,
+        target.execution_id: False,
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(RUNTIME_CLASSES))
+def test_the_orphan_guard_is_a_bool(kind: str) -> None:
+    with pytest.raises(TypeError, match=r"^orphan_guard must be True or False, not 'no'$"):
+        RUNTIME_CLASSES[kind](orphan_guard="no")  # type: ignore[arg-type]

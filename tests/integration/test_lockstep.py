@@ -934,3 +934,47 @@ def test_step_values_and_results_with_unicode_line_breaks() -> None:
             then_prune=False,
         ),
     )
+
+
+def test_a_terminal_caller_is_refused_and_owned_targets_follow_a_cancelled_owner() -> None:
+    """The orphan guard on both adapters: a cancelled caller's new start and child are refused
+    alike (passing the same failure points, an armed one included), and the targets a
+    cancel-requested owner admits follow it when owned, not when detached."""
+
+    def child(caller: str, child_id: str, *, detached: bool = False) -> Step:
+        return lambda m: m.start_child(
+            caller=caller, step_key="pack", workflow_id="ship-order", child_id=child_id,
+            params=None, detached=detached,
+        )  # fmt: skip
+
+    def refused(m: LockstepMachine) -> None:
+        assert [r.execution_id for r in m.memory.executions()] == ["a", "b", "@charge-order-3"]
+        assert m.memory.execution("a").status == "cancelled"  # type: ignore[union-attr]
+
+    def followed(m: LockstepMachine) -> None:
+        flags = {r.execution_id: r.cancel_requested for r in m.duckdb.executions()}
+        assert flags == {
+            "a": False, "b": True, "@charge-order-3": False, "@ship-order-4": True,
+            "kid-2": False,
+        }, flags  # fmt: skip
+
+    run_scenario(
+        lambda m: m.deliver(
+            owner="w1",
+            lease_seconds=5.0,
+            named=None,
+            steps=[],
+            wake_offset=None,
+            ending=Cancelled(),
+            then_prune=False,
+        ),
+        _start("a"),
+        lambda m: m.arm_failure_point(name="start_child.before_commit", any_call=False),
+        child("a", "kid-1"),
+        child("a", "kid-1"),
+        refused,
+        lambda m: m.cancel(execution_id="b"),
+        _start("b"),
+        child("b", "kid-2", detached=True),
+        followed,
+    )

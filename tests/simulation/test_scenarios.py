@@ -41,6 +41,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "invalid-params",
         "join-child",
         "lost-response",
+        "orphan-after-cancel",
+        "orphan-after-cancel-fixed",
         "retry-backoff",
         "spawn-after-prune",
         "trigger-in-step",

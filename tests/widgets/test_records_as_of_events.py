@@ -137,6 +137,17 @@ def test_a_frozen_worker_is_fenced_and_the_table_says_why() -> None:
     assert "token 1" in sentence
 
 
+def test_a_terminal_callers_refused_child_is_explained() -> None:
+    run = ys.simulate(ys.load_scenario("orphan-after-cancel-fixed"), seed=0, runtime="memory")
+    refused = next(e for e in run.trace if e.kind == "refused")
+    sentence = narrate(run.trace)[refused.seq]
+    assert sentence.startswith(
+        "The runtime refuses w2's start_child for order-42: order-42 has already ended, and a "
+        "terminal execution admits no new targets"
+    )
+    assert "token 1" in sentence
+
+
 def test_an_invalid_start_admits_nothing() -> None:
     run = ys.simulate(ys.load_scenario("invalid-params"), seed=0, runtime="memory")
     final = book_of(run).at(len(run.trace) - 1)

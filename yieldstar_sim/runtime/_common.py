@@ -29,6 +29,7 @@ from yieldstar_sim.model import (
     StartRequest,
     StartRequestRecord,
     StepStatus,
+    TerminalCallerError,
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
     check_execution_id,
@@ -307,6 +308,31 @@ def caller_not_found(request: CheckedStart | CheckedChild) -> ExecutionAdmission
         f"start request ({request.caller}, {request.step_key}): the caller {request.caller} "
         "does not exist (never admitted, or pruned)",
     )
+
+
+def caller_terminal(request: CheckedStart | CheckedChild, status: str) -> TerminalCallerError:
+    """The error for a new start whose caller is terminal: its delivery is stale, and a
+    terminal execution admits no new targets (nobody would own or cancel them)."""
+    what = "child request" if isinstance(request, CheckedChild) else "start request"
+    return TerminalCallerError(
+        f"{what} ({request.caller}, {request.step_key}): the caller {request.caller} is "
+        f"{status}: a terminal execution admits no new targets (the delivery that asks is stale)"
+    )
+
+
+def inherits_cancellation(
+    orphan_guard: bool, *, detached: bool, caller_cancel_requested: bool
+) -> bool:
+    """Whether a new target starts with its cancellation requested: an owned target admitted
+    while its owner's cancellation is requested follows its owner (the guard's second rule)."""
+    return orphan_guard and not detached and caller_cancel_requested
+
+
+def check_orphan_guard(value: object) -> bool:
+    """Return ``value`` if it is a bool: the ``orphan_guard`` option of the runtimes."""
+    if not isinstance(value, bool):
+        raise TypeError(f"orphan_guard must be True or False, not {value!r}")
+    return value
 
 
 def check_lease(lease: object) -> Lease:

@@ -94,11 +94,23 @@ class DuckDBRuntime:
 
     ``path`` is ``":memory:"`` (a private in-memory database, the default) or a file path; an
     existing file with the schema is reused, so a run can be inspected afterwards. ``clock``
-    supplies virtual time; without one, time stands at 0.
+    supplies virtual time; without one, time stands at 0. ``orphan_guard`` (on by default)
+    keeps owned targets with their owner: a new start or child requested by a terminal caller
+    is refused with ``TerminalCallerError`` (a repeat of a request it made is still answered),
+    and an owned target admitted while its owner's cancellation is requested starts with its
+    own cancellation requested. Switch it off only to show the hazard it prevents (the bundled
+    ``orphan-after-cancel`` scenario).
     """
 
-    def __init__(self, path: str | Path = ":memory:", *, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path = ":memory:",
+        *,
+        clock: Clock | None = None,
+        orphan_guard: bool = True,
+    ) -> None:
         self._clock: Clock = clock if clock is not None else ManualClock()
+        self._orphan_guard = common.check_orphan_guard(orphan_guard)
         self._failpoints = FailPoints()
         self.path = str(path)
         self._connection = duckdb.connect(self.path)
@@ -204,14 +216,17 @@ class DuckDBRuntime:
             "step_key": checked.step_key,
             "detached": checked.detached,
             "now": self._clock.now(),
+            "guard": self._orphan_guard,
         }
         find = {"caller": checked.caller, "step_key": checked.step_key}
 
         def found(rows: list[tuple[Any, ...]]) -> StartResult | None:
             if not rows:
                 raise common.caller_not_found(checked)
-            target_id, workflow_id, params = rows[0]
+            target_id, workflow_id, params, caller_status = rows[0]
             if target_id is None:
+                if self._refuses(caller_status):
+                    raise common.caller_terminal(checked, caller_status)
                 return None  # the request vanished with a pruned caller: look again
             return common.mismatch(checked, target_id, workflow_id, params) or StartAccepted(
                 str(target_id)
@@ -276,6 +291,7 @@ class DuckDBRuntime:
             "step_key": checked.step_key,
             "detached": checked.detached,
             "now": self._clock.now(),
+            "guard": self._orphan_guard,
         }
         find = {
             "caller": checked.caller,
@@ -286,12 +302,16 @@ class DuckDBRuntime:
         def found(rows: list[tuple[Any, ...]]) -> ChildResult | None:
             if not rows:
                 raise common.caller_not_found(checked)
-            _, target, workflow_id, params, existing, existing_workflow = rows[0]
-            return common.child_answer(
+            _, target, workflow_id, params, existing, existing_workflow, caller_status = rows[0]
+            answer = common.child_answer(
                 checked,
                 None if target is None else (target, workflow_id, params),
                 None if existing is None else (existing, existing_workflow),
             )
+            if answer is None and self._refuses(caller_status):
+                # Neither a request to repeat nor a run to join: a new child, refused.
+                raise common.caller_terminal(checked, caller_status)
+            return answer
 
         def inserted(rows: list[tuple[Any, ...]]) -> ChildResult:
             return ChildAccepted(checked.child_id, created=True)
@@ -299,6 +319,10 @@ class DuckDBRuntime:
         return self._insert_or_find(
             "start_child", ("child_insert", insert), ("child_find", find), inserted, found
         )
+
+    def _refuses(self, caller_status: str) -> bool:
+        """Whether the orphan guard refused a new target of a caller in ``caller_status``."""
+        return self._orphan_guard and ExecutionStatus(caller_status).terminal
 
     def cancel(self, execution_id: str) -> list[str]:
         """Request cancellation of an execution and of what it owns; returns the executions

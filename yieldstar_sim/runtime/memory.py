@@ -119,11 +119,17 @@ class _Row:
 class MemoryRuntime:
     """A runtime adapter that keeps every record in Python objects.
 
-    ``clock`` supplies virtual time; without one, time stands at 0.
+    ``clock`` supplies virtual time; without one, time stands at 0. ``orphan_guard`` (on by
+    default) keeps owned targets with their owner: a new start or child requested by a
+    terminal caller is refused with ``TerminalCallerError`` (a repeat of a request it made is
+    still answered), and an owned target admitted while its owner's cancellation is requested
+    starts with its own cancellation requested. Switch it off only to show the hazard it
+    prevents (the bundled ``orphan-after-cancel`` scenario).
     """
 
-    def __init__(self, *, clock: Clock | None = None) -> None:
+    def __init__(self, *, clock: Clock | None = None, orphan_guard: bool = True) -> None:
         self._clock: Clock = clock if clock is not None else ManualClock()
+        self._orphan_guard = common.check_orphan_guard(orphan_guard)
         self._failpoints = FailPoints()
         self._lock = threading.RLock()
         self._rows: dict[str, _Row] = {}
@@ -198,6 +204,9 @@ class MemoryRuntime:
                 result: StartResult = common.mismatch(
                     checked, target_id, target.workflow_id, target.params
                 ) or StartAccepted(target_id)
+            elif self._refuses(caller):
+                self._failpoints.hit("start.before_commit")  # where DuckDB finds the caller over
+                raise common.caller_terminal(checked, caller.status)
             else:
                 # The DuckDB sequence is not transactional: a start that fails before its commit
                 # still uses up a number, and so does this one.
@@ -208,6 +217,7 @@ class MemoryRuntime:
                     target_id, seq, checked.workflow_id, checked.params, "start",
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
+                    cancel_requested=self._inherits(caller, detached=checked.detached),
                 )  # fmt: skip
                 self._requests[key] = target_id
                 result = StartAccepted(target_id)
@@ -225,13 +235,19 @@ class MemoryRuntime:
             key = None if caller is None else (caller.seq, checked.step_key)
             requested_id = None if key is None else self._requests.get(key)
             existing = self._rows.get(checked.child_id)
-            if caller is not None and requested_id is None and existing is None:
+            if (
+                caller is not None
+                and requested_id is None
+                and existing is None
+                and not self._refuses(caller)
+            ):
                 seq = self._next_seq()
                 self._failpoints.hit("start_child.before_commit")
                 row = _Row(
                     checked.child_id, seq, checked.workflow_id, checked.params, checked.origin,
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
+                    cancel_requested=self._inherits(caller, detached=checked.detached),
                 )  # fmt: skip
                 self._rows[checked.child_id] = self._live[checked.child_id] = row
                 assert key is not None
@@ -250,10 +266,21 @@ class MemoryRuntime:
                     requested,
                     None if existing is None else (existing.execution_id, existing.workflow_id),
                 )
-                assert answer is not None  # one lock: nothing changes under us
+                if answer is None:
+                    # Neither a request to repeat nor a run to join: a new child, refused.
+                    raise common.caller_terminal(checked, caller.status)
                 result = answer
         self._failpoints.hit("start_child.after_commit")
         return result
+
+    def _refuses(self, caller: _Row) -> bool:
+        """Whether the orphan guard refuses a new target of ``caller``: it is terminal."""
+        return self._orphan_guard and ExecutionStatus(caller.status).terminal
+
+    def _inherits(self, caller: _Row, *, detached: bool) -> bool:
+        return common.inherits_cancellation(
+            self._orphan_guard, detached=detached, caller_cancel_requested=caller.cancel_requested
+        )
 
     def cancel(self, execution_id: str) -> list[str]:
         """Request cancellation of an execution and of what it owns; returns the executions

@@ -13,14 +13,21 @@ RETURNING execution_id;
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
 -- parent link and its first wake (due_at) are one row, so they commit together or not at all.
+-- With the orphan guard ($guard), a terminal caller admits nothing (start_find then tells a
+-- repeat from a refusal), and an owned target of a caller whose cancellation is requested
+-- starts with its own cancellation requested.
 BEGIN TRANSACTION;
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
-                        request_seq, parent_step_key, parent_detached, status, created_at, due_at)
+                        request_seq, parent_step_key, parent_detached, status, created_at, due_at,
+                        cancel_requested)
 SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $caller,
-       caller_seq, $step_key, $detached, 'pending', $now, $now
-FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq
+       caller_seq, $step_key, $detached, 'pending', $now, $now,
+       $guard AND NOT $detached AND caller_cancel_requested
+FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
+             c.cancel_requested AS caller_cancel_requested
       FROM executions AS c
       WHERE c.execution_id = $caller AND c.status <> 'pruned'
+        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
         AND NOT EXISTS (SELECT 1 FROM executions AS t
                         WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
 RETURNING execution_id;
@@ -32,9 +39,10 @@ COMMIT;
 ROLLBACK;
 
 -- name: start_find
--- After start_insert found the request (or no caller): end that transaction, read the target.
+-- After start_insert found the request (or no caller, or a terminal one): end that
+-- transaction, read the target and the caller's status.
 ROLLBACK;
-SELECT t.execution_id, t.workflow_id, t.params
+SELECT t.execution_id, t.workflow_id, t.params, c.status
 FROM executions AS c
 LEFT JOIN executions AS t ON t.request_seq = c.seq AND t.parent_step_key = $step_key
 WHERE c.execution_id = $caller AND c.status <> 'pruned';
@@ -194,16 +202,20 @@ WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_
 RETURNING execution_id;
 
 -- name: child_insert
--- Create the run `child_id` for request (caller, step key), unless the request exists or the
--- ID is taken; then child_find tells a replay of our creation from a join.
+-- Create the run `child_id` for request (caller, step key), unless the request exists, the
+-- ID is taken or (with the orphan guard) the caller is terminal; then child_find tells a
+-- replay of our creation from a join or a refusal. Cancellation follows as in start_insert.
 BEGIN TRANSACTION;
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
-                        request_seq, parent_step_key, parent_detached, status, created_at, due_at)
+                        request_seq, parent_step_key, parent_detached, status, created_at, due_at,
+                        cancel_requested)
 SELECT $child_id, n, $workflow_id, $params, $origin, $caller, caller_seq, $step_key,
-       $detached, 'pending', $now, $now
-FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq
+       $detached, 'pending', $now, $now, $guard AND NOT $detached AND caller_cancel_requested
+FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
+             c.cancel_requested AS caller_cancel_requested
       FROM executions AS c
       WHERE c.execution_id = $caller AND c.status <> 'pruned'
+        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id)
         AND NOT EXISTS (SELECT 1 FROM executions AS t
                         WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
@@ -211,7 +223,7 @@ RETURNING execution_id;
 
 -- name: child_find
 ROLLBACK;
-SELECT c.seq, r.execution_id, r.workflow_id, r.params, x.execution_id, x.workflow_id
+SELECT c.seq, r.execution_id, r.workflow_id, r.params, x.execution_id, x.workflow_id, c.status
 FROM executions AS c
 LEFT JOIN executions AS r ON r.request_seq = c.seq AND r.parent_step_key = $step_key
 LEFT JOIN executions AS x ON x.execution_id = $child_id AND x.status <> 'pruned'

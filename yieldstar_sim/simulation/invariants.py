@@ -3,8 +3,9 @@
 Built in: exactly one target per start request; every target has its request record and parent
 link; at most one admitted execution per (caller, step key), counting non-durable triggers by
 their provenance; every accepted start recorded once and consistently; outcomes acknowledged
-only under the current lease; no execution lost. Users add ``at_most_once(effect, by=field)``
-and plain callables over the run.
+only under the current lease; no execution lost; owned targets follow their owner; joined runs
+keep their owner. Users add ``at_most_once(effect, by=field)`` and plain callables over the
+run.
 """
 
 from __future__ import annotations
@@ -368,6 +369,132 @@ def _owned(run: SimulationRun) -> dict[str, list[str]]:
     return owned
 
 
+_ENDED = {"completed": "had completed", "failed": "had failed", "cancelled": "had been cancelled"}
+
+
+def _ended_events(run: SimulationRun) -> dict[str, TraceEvent]:
+    """For each execution that reached a terminal outcome, the acknowledgement that recorded it."""
+    ended: dict[str, TraceEvent] = {}
+    for event in run.trace:
+        if (
+            event.kind == "call"
+            and event.op == "acknowledge"
+            and event.execution_id is not None
+            and event.data.get("status") in _ENDED
+        ):
+            ended.setdefault(event.execution_id, event)
+    return ended
+
+
+def _cancel_events(run: SimulationRun) -> dict[str, TraceEvent]:
+    """For each execution whose cancellation was requested, the event that first reached it
+    (the scenario's cancel, or a worker's for a max duration), however far down it was owned."""
+    requested: dict[str, TraceEvent] = {}
+    for event in run.trace:
+        if event.kind == "cancel" or (event.kind == "call" and event.op == "cancel"):
+            for execution_id in event.data.get("cancelled", ()):
+                requested.setdefault(str(execution_id), event)
+    return requested
+
+
+def _stale_admission(run: SimulationRun, admission: TraceEvent) -> str:
+    """How a delivery came to admit a target for an owner that had already ended."""
+    before = [
+        e
+        for e in run.trace
+        if e.seq < admission.seq and e.kind == "fault" and e.worker == admission.worker
+    ]
+    if before and before[-1].data.get("kind") == "freeze":
+        return (
+            f"{admission.worker} froze before {admission.op} and woke after its lease "
+            f"(token {admission.token}) had expired"
+        )
+    return f"the delivery of {admission.worker} (token {admission.token}) was stale"
+
+
+def _fate(record: ExecutionRecord) -> str:
+    if record.terminal and record.finished_at is not None:
+        return f"it {record.status} at t={record.finished_at:g}"
+    return f"it is still {record.status}"
+
+
+class OwnedTargetsFollowTheirOwner:
+    """An owned target follows its owner (RFC 009, the guide's Child): it is never admitted
+    for an owner that already ended, and its cancellation is requested with its owner's (also
+    when it is admitted after that request). That a cancelled owner's targets end is
+    ``OwnedChildrenEndWithTheirOwner``'s business."""
+
+    name = "owned targets follow their owner"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare each owned target's admission, cancellation and end with its owner's."""
+        records = {r.execution_id: r for r in run.executions}
+        admitted, ended, cancels = _admission_events(run), _ended_events(run), _cancel_events(run)
+        owned = _owned(run)
+        violations: list[Violation] = []
+        for owner_id, targets in sorted(owned.items()):
+            owner = records.get(owner_id)
+            if owner is None:
+                continue  # pruned: nothing is left to follow
+            for target_id in targets:
+                target = records[target_id]
+                if target.created_at < owner.created_at:
+                    continue  # owned by an earlier incarnation of this ID, since pruned
+                violation = self._unfollowed(
+                    target,
+                    owner,
+                    admission=admitted.get(target_id),
+                    ended=ended,
+                    cancel=cancels.get(owner_id),
+                    run=run,
+                )
+                if violation is not None:
+                    violations.append(violation)
+        return violations
+
+    def _unfollowed(
+        self,
+        target: ExecutionRecord,
+        owner: ExecutionRecord,
+        *,
+        admission: TraceEvent | None,
+        ended: dict[str, TraceEvent],
+        cancel: TraceEvent | None,
+        run: SimulationRun,
+    ) -> Violation | None:
+        who = f"{target.execution_id} ({target.workflow_id})"
+        owner_end = ended.get(owner.execution_id)
+        data = {"target": target.execution_id, "owner": owner.execution_id}
+        if admission is not None and owner_end is not None and admission.seq > owner_end.seq:
+            return Violation(
+                self.name,
+                f"{who} was admitted {_where(admission)} for owner {owner.execution_id}, which "
+                f"{_ENDED[str(owner_end.data['status'])]} at t={owner_end.t:g} "
+                f"({_stale_admission(run, admission)}): nobody will cancel it, and "
+                f"{_fate(target)}",
+                data,
+            )
+        if cancel is None or target.cancel_requested:
+            return None
+        target_end = ended.get(target.execution_id)
+        if target_end is not None and target_end.seq < cancel.seq:
+            return None  # it had ended before its owner's cancellation was requested
+        if admission is not None and admission.seq > cancel.seq:
+            how = (
+                f"was admitted {_where(admission)} for owner {owner.execution_id}, whose "
+                f"cancellation had been requested at t={cancel.t:g}"
+            )
+        else:
+            how = (
+                f"was live when the cancellation of its owner {owner.execution_id} was "
+                f"requested at t={cancel.t:g}"
+            )
+        return Violation(
+            self.name, f"{who} {how}, but its own was never requested: {_fate(target)}", data
+        )
+
+
 class OwnedChildrenEndWithTheirOwner:
     """An owned child never outlives an owner that was cancelled (RFC 009, the guide's Child)."""
 
@@ -545,6 +672,7 @@ BUILT_IN: tuple[Invariant, ...] = (
     AcknowledgedUnderCurrentLease(),
     NothingLost(),
     OwnedChildrenEndWithTheirOwner(),
+    OwnedTargetsFollowTheirOwner(),
     JoinedRunsKeepTheirOwner(),
 )
 

@@ -12,6 +12,7 @@ import inspect
 import linecache
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -160,6 +161,9 @@ class Scenario:
     prunes: Sequence[Prune] = ()
     profile: str = "memory"
     """The driver profile (``memory``, ``temporal``, ``restate``): an engine's native rules."""
+    runtime_options: Mapping[str, object] = field(default_factory=dict)
+    """Keyword arguments for the runtime's constructor, e.g. ``{"orphan_guard": False}`` to
+    show the hazard the runtimes' orphan guard prevents (see ``RUNTIME_OPTIONS``)."""
     description: str = ""
     max_time: float = 3600.0
     max_points: int = 10_000
@@ -178,6 +182,7 @@ class Scenario:
         self.deploys = tuple(sorted(self.deploys, key=lambda deploy: deploy.at))
         self.cancels = tuple(self.cancels)
         self.prunes = tuple(self.prunes)
+        self.runtime_options = _check_runtime_options(self.name, self.runtime_options)
         self.expected = tuple(self.expected)
         for expectation in self.expected:
             if not isinstance(expectation, Expect):
@@ -256,6 +261,32 @@ class Scenario:
             digest.update(name.encode())
             digest.update(_source(function).encode())
         return "sha256:" + digest.hexdigest()[:32]
+
+
+#: The options the built-in runtimes take (``Scenario.runtime_options``), with their types.
+RUNTIME_OPTIONS: dict[str, type] = {"orphan_guard": bool}
+
+
+def _check_runtime_options(scenario: str, options: object) -> dict[str, object]:
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"scenario {scenario!r}: runtime_options must be a mapping of option names to "
+            f"values, not {options!r}"
+        )
+    known = ", ".join(sorted(RUNTIME_OPTIONS))
+    for name, value in options.items():
+        kind = RUNTIME_OPTIONS.get(name) if isinstance(name, str) else None
+        if kind is None:
+            raise ValueError(
+                f"scenario {scenario!r}: unknown runtime option {name!r}; the runtimes take: "
+                f"{known}"
+            )
+        if not isinstance(value, kind):
+            raise TypeError(
+                f"scenario {scenario!r}: runtime option {name!r} must be a {kind.__name__}, "
+                f"not {value!r}"
+            )
+    return dict(options)
 
 
 def _source(function: Any) -> str:

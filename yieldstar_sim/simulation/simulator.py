@@ -9,7 +9,7 @@ choice points and act on the simulated world, whose ledger crashes never roll ba
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.clock import ManualClock
@@ -72,14 +72,21 @@ class ResponseLost(InfrastructureError):
     """The runtime call committed but its response never reached the worker."""
 
 
-def make_runtime(kind: str | Runtime, clock: ManualClock, db: str | Path | None = None) -> Runtime:
-    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``) on ``clock``."""
+def make_runtime(
+    kind: str | Runtime,
+    clock: ManualClock,
+    db: str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Runtime:
+    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``) on ``clock``, made with the
+    keyword ``options`` (a scenario's ``runtime_options``)."""
+    options = options or {}
     if kind == "memory":
         if db is not None:
             raise ValueError("a database file needs runtime='duckdb'")
-        return MemoryRuntime(clock=clock)
+        return MemoryRuntime(clock=clock, **options)
     if kind == "duckdb":
-        return DuckDBRuntime(":memory:" if db is None else db, clock=clock)
+        return DuckDBRuntime(":memory:" if db is None else db, clock=clock, **options)
     raise ValueError(f"runtime must be 'memory' or 'duckdb', not {kind!r}")
 
 
@@ -159,7 +166,7 @@ class Simulator:
         self.seed = seed
         self.runtime_kind = runtime
         self.clock = ManualClock()
-        self.runtime = make_runtime(runtime, self.clock, db)
+        self.runtime = make_runtime(runtime, self.clock, db, scenario.runtime_options)
         self.plan = FaultPlan([*(scenario.faults if scenario_faults else ()), *faults])
         self.kernel = Kernel(
             self.clock,
@@ -626,6 +633,8 @@ def _call_data(result: Any) -> dict[str, Any]:
         }
     if isinstance(result, ExecutionRecord):
         return {"status": str(result.status)}
+    if isinstance(result, list):  # a cancellation: the executions it reached
+        return {"cancelled": result}
     return {}
 
 

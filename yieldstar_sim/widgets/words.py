@@ -101,6 +101,13 @@ def describe_event(event: TraceEvent) -> str:
             f"{who} wakes up and goes on as if nothing happened. If its lease expired meanwhile, "
             "its next fenced write will be refused."
         )
+    if kind == "refused" and event.op in ("start", "start_child"):
+        return (
+            f"The runtime refuses {who}'s {event.op} for {eid}: {eid} has already ended, and a "
+            f"terminal execution admits no new targets, so the stale delivery (token "
+            f"{event.token}) cannot leave an orphan nobody would cancel. "
+            f"({event.text.partition(': ')[2]})"
+        )
     if kind == "refused":
         return (
             f"The runtime refuses {who}'s {event.op} on {eid}: its lease (token {event.token}) is "
