@@ -105,6 +105,11 @@ def _parser() -> argparse.ArgumentParser:
         "every invariant held, 1 when one was violated.",
     )
     replay.add_argument("artifact", metavar="ARTIFACT")
+    replay.add_argument(
+        "--scenario", metavar="FILE",
+        help="the scenario to replay the artifact with (a file you trust, or a bundled name); "
+        "needed when the artifact's scenario file is missing or changed",
+    )  # fmt: skip
     _runtime_options(replay, default=None)
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
     return parser
@@ -238,7 +243,8 @@ def _run(args: argparse.Namespace) -> int:
             run = simulate(scenario, args.seed, runtime=args.runtime, db=db)
         else:
             artifact = ReplayArtifact.load(args.artifact)
-            run = replay(artifact, runtime=args.runtime)
+            chosen = load_scenario(args.scenario) if args.scenario else None
+            run = replay(artifact, runtime=args.runtime, scenario=chosen)
     except (ScenarioError, ArtifactError) as error:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
