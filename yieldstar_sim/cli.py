@@ -249,7 +249,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
     name = run.scenario.name
-    stem = out / f"{name}-seed{run.seed}"
+    stem = out / _output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
     drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
     image = next(iter(drawn.values()))
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
@@ -330,6 +330,9 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _output_folder(path: str) -> Path:
+    """The ``--out`` folder, made and checked writable before any run starts."""
+    import tempfile
+
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -337,7 +340,22 @@ def _output_folder(path: str) -> Path:
         raise UsageError(f"cannot create the output folder {path!r}: {error.strerror}") from error
     if not folder.is_dir():
         raise UsageError(f"the output path {path!r} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write in the output folder {path!r}: {error.strerror or error}"
+        ) from error
     return folder
+
+
+def _output_stem(name: str, seed: int, *, replayed: bool) -> str:
+    """Where a run's files go inside --out: a safe stem of the scenario's name (which is free
+    text), and a replay's apart from the run it replays."""
+    from yieldstar_sim.filenames import file_stem
+
+    return f"{file_stem(name)}-seed{seed}" + ("-replayed" if replayed else "")
 
 
 def _database_path(path: str | None) -> str:

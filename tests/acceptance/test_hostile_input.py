@@ -8,10 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 CLI = [sys.executable, "-m", "yieldstar_sim.cli"]
 
 PAYLOAD = """
 from pathlib import Path
+
+import pytest
 Path(__file__).with_name("PWNED").write_text("the payload ran")
 """
 
@@ -69,3 +73,70 @@ def test_replay_with_a_chosen_scenario_file(tmp_path: Path) -> None:
     )  # fmt: skip
     assert again.returncode == 1, again.stderr
     assert "invariant violation" in again.stdout
+
+
+HOSTILE_SCENARIO = '''
+import yieldstar_sim as ys
+
+@ys.workflow("noop")
+def noop(step, params):
+    return None
+    yield
+
+scenario = ys.Scenario(name=NAME, workflows=[noop], triggers=[ys.Trigger("noop")], workers=1)
+'''
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/yieldstar-escaped", "a/../../b", ".."])
+def test_a_hostile_scenario_name_writes_nothing_outside_out(tmp_path: Path, name: str) -> None:
+    work = tmp_path / "deep" / "work"
+    work.mkdir(parents=True)
+    (work / "hostile.py").write_text(HOSTILE_SCENARIO.replace("NAME", repr(name)))
+    before = files_under(tmp_path)
+    escaped_tmp = Path("/tmp/yieldstar-escaped-seed0-trace.jsonl")
+    result = cli(
+        "run", "hostile.py", "--runtime", "memory", "--format", "json,dot,html", "--json",
+        cwd=work,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written = files_under(tmp_path) - before
+    out = work / "out"
+    assert written, "the run wrote its files"
+    assert all(out in path.parents for path in written), written
+    assert not escaped_tmp.exists()
+    report = json.loads(result.stdout)
+    for key in ("trace", "artifact", "graph"):
+        assert (work / report[key]).resolve().parent == out.resolve()
+    replayed = cli("replay", report["artifact"], "--format", "json", cwd=work)
+    assert replayed.returncode == 0, replayed.stderr
+    assert all(out in path.parents for path in files_under(tmp_path) - before)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a folder nobody can write")
+@pytest.mark.parametrize("command", [["run", "durable-start"], ["explore", "durable-start"]])
+def test_an_unwritable_out_is_refused_before_the_run(tmp_path: Path, command: list[str]) -> None:
+    result = cli(*command, "--out", "/proc", cwd=tmp_path)
+    refused(result, "cannot write in the output folder '/proc'")
+    assert result.stdout == ""  # refused before anything ran
+
+
+def test_explore_saves_a_hostile_names_artifacts_inside_out(tmp_path: Path) -> None:
+    from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+    work = tmp_path / "deep" / "work"
+    work.mkdir(parents=True)
+    source = bundled_scenarios()["trigger-in-step"].read_text()
+    (work / "hostile.py").write_text(
+        source.replace('name="trigger-in-step"', 'name="../../escaped"')
+    )
+    before = files_under(tmp_path)
+    result = cli("explore", "hostile.py", "--no-confirm", "--json", cwd=work)
+    assert result.returncode == 1, result.stderr
+    written = files_under(tmp_path) - before
+    assert written
+    assert all(path.name.startswith("escaped-violation-") for path in written), written
+    assert all(work / "out" in path.parents for path in written), written

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.filenames import file_stem
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, PointInfo
 from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.scenario import load_scenario
@@ -494,7 +495,7 @@ def explore(
         folder.mkdir(parents=True, exist_ok=True)
         for number, found in enumerate(report.violations, 1):
             found.artifact_path = found.artifact.save(
-                folder / f"{scenario.name}-violation-{number}.replay.json"
+                folder / f"{file_stem(scenario.name)}-violation-{number}.replay.json"
             )
     report.elapsed = time.perf_counter() - started
     return report
