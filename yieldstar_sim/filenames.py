@@ -13,7 +13,7 @@ MAX_STEM = 64
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # Device names Windows reserves in any folder, with any extension.
-_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"{port}{i}" for port in ("COM", "LPT") for i in range(10)}
+_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"{p}{i}" for p in ("COM", "LPT") for i in range(10)}
 
 
 def file_stem(name: str) -> str:

@@ -75,7 +75,7 @@ def test_replay_with_a_chosen_scenario_file(tmp_path: Path) -> None:
     assert "invariant violation" in again.stdout
 
 
-HOSTILE_SCENARIO = '''
+HOSTILE_SCENARIO = """
 import yieldstar_sim as ys
 
 @ys.workflow("noop")
@@ -84,7 +84,7 @@ def noop(step, params):
     yield
 
 scenario = ys.Scenario(name=NAME, workflows=[noop], triggers=[ys.Trigger("noop")], workers=1)
-'''
+"""
 
 
 def files_under(folder: Path) -> set[Path]:
