@@ -304,6 +304,7 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be at least 1, not {args.budget}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    _warn_above_cpus(args.jobs)
     out = _output_folder(args.out)
     try:
         scenario = load_scenario(args.scenario)
@@ -327,6 +328,18 @@ def _explore(args: argparse.Namespace) -> int:
     else:
         print(report.summary())
     return 0 if report.ok else 1
+
+
+def _warn_above_cpus(jobs: int) -> None:
+    """More worker processes than CPUs only makes them wait for each other: say so (the
+    explorer itself never starts more processes than it has schedules to run)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus and jobs > cpus:
+        print(
+            f"yieldstar-sim: warning: --jobs {jobs} is more than the {cpus} CPUs this process "
+            "may use; the worker processes will share them",
+            file=sys.stderr,
+        )
 
 
 def _output_folder(path: str) -> Path:

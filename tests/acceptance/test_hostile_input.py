@@ -140,3 +140,11 @@ def test_explore_saves_a_hostile_names_artifacts_inside_out(tmp_path: Path) -> N
     assert written
     assert all(path.name.startswith("escaped-violation-") for path in written), written
     assert all(work / "out" in path.parents for path in written), written
+
+
+def test_jobs_above_the_cpus_warn_and_still_run(tmp_path: Path) -> None:
+    result = cli("explore", "durable-start", "--jobs", "4096", "--no-confirm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("yieldstar-sim: warning: --jobs 4096 is more than the ")
+    assert "no invariant was violated" in result.stdout

@@ -214,24 +214,33 @@ class _Runner:
         # An executor of someone else's (a cluster's) gets several shards per chunk even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.
         self.jobs = max(1, jobs) if executor is None else max(4, jobs)
+        self._asked = self.jobs
         self._own: concurrent.futures.Executor | None = None
         self.executor = executor
-        if executor is None and self.jobs > 1:
-            methods = multiprocessing.get_all_start_methods()
-            if "fork" in methods:
-                # fork hands the scenario (lambdas and all) to the workers without pickling it
-                context = multiprocessing.get_context("fork")
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    self.jobs,
-                    mp_context=context,
-                    initializer=_shard_init,
-                    initargs=(scenario, None),
-                )
-            else:
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    self.jobs, initializer=_shard_init, initargs=(None, self._reference())
-                )
-            self.executor = self._own
+
+    def _size_pool(self, plans: int) -> None:
+        """Size our own process pool for a batch of ``plans``: never more processes than plans
+        (``jobs=1000`` for 20 plans forks 20, not 1000); a bigger batch later grows it."""
+        wanted = min(self._asked, plans)
+        if self._own is not None and wanted <= self.jobs:
+            return
+        self.close()
+        self.jobs = wanted
+        methods = multiprocessing.get_all_start_methods()
+        if "fork" in methods:
+            # fork hands the scenario (lambdas and all) to the workers without pickling it
+            context = multiprocessing.get_context("fork")
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs,
+                mp_context=context,
+                initializer=_shard_init,
+                initargs=(self.scenario, None),
+            )
+        else:
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs, initializer=_shard_init, initargs=(None, self._reference())
+            )
+        self.executor = self._own
 
     def _reference(self) -> str:
         if not self.scenario.ref:
@@ -242,7 +251,9 @@ class _Runner:
         return self.scenario.ref
 
     def run(self, plans: Sequence[Plan], *, expand: bool = False) -> list[Outcome]:
-        if self.executor is None:
+        if self.executor is self._own and self._asked > 1 and len(plans) > 1:
+            self._size_pool(len(plans))
+        if self.executor is None or (self.executor is self._own and len(plans) == 1):
             return [run_plan(self.scenario, plan, self.runtime, expand=expand) for plan in plans]
         reference = self.scenario.ref if self._own is None else None
         if self._own is None:
@@ -261,6 +272,7 @@ class _Runner:
     def close(self) -> None:
         if self._own is not None:
             self._own.shutdown()
+            self._own = self.executor = None
 
 
 # --------------------------------------------------------------------------- the report
