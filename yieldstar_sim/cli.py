@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.explorer import ExplorationReport
 
 
 class UsageError(Exception):
@@ -97,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
+    explore.add_argument(
+        "--quiet", action="store_true", help="print the verdict only, not each violation"
+    )
 
     replay = commands.add_parser(
         "replay",
@@ -123,6 +128,11 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
     command.add_argument(
         "--db", metavar="PATH", help="DuckDB file to keep the run in (default: in memory)"
     )
+    command.add_argument(
+        "--continue-db", action="store_true",
+        help="run on a --db file that already holds records (by default it is refused: the "
+        "run would mix with the earlier one's records)",
+    )  # fmt: skip
     command.add_argument(
         "--out", metavar="DIR", default="out", help="folder for graph, trace and artifact"
     )
@@ -196,7 +206,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _format_list(text: str) -> list[str]:
     from yieldstar_sim.views.export import FORMATS
 
-    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
     unknown = [part for part in chosen if part not in FORMATS]
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(
@@ -235,6 +245,8 @@ def _run(args: argparse.Namespace) -> int:
     db = _database_path(args.db) if args.db else None
     if db is not None and args.runtime == "memory":
         raise UsageError("--db needs --runtime duckdb")
+    if db is not None and not args.continue_db:
+        _refuse_used_database(db)
     started = time.perf_counter()
     run: SimulationRun
     try:
@@ -244,7 +256,7 @@ def _run(args: argparse.Namespace) -> int:
         else:
             artifact = ReplayArtifact.load(args.artifact)
             chosen = load_scenario(args.scenario) if args.scenario else None
-            run = replay(artifact, runtime=args.runtime, scenario=chosen)
+            run = replay(artifact, runtime=args.runtime, scenario=chosen, db=db)
     except (ScenarioError, ArtifactError) as error:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
@@ -325,9 +337,22 @@ def _explore(args: argparse.Namespace) -> int:
     )
     if args.json:
         print(json.dumps(report.to_json()))
+    elif args.quiet:
+        print(_explore_verdict(report))
     else:
         print(report.summary())
     return 0 if report.ok else 1
+
+
+def _explore_verdict(report: ExplorationReport) -> str:
+    """One line for ``explore --quiet``: the scenario and whether an invariant was violated."""
+    if report.ok:
+        return f"{report.scenario}: no invariant was violated ({report.schedules_run} schedules)"
+    names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    return (
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        "run without --quiet for the explanation"
+    )
 
 
 def _warn_above_cpus(jobs: int) -> None:
@@ -382,16 +407,47 @@ def _database_path(path: str | None) -> str:
     return str(db)
 
 
+_HAS_EXECUTIONS = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
+_EXECUTIONS_HELD = "SELECT count(*) FROM executions"
+
+
+def _refuse_used_database(path: str) -> None:
+    """Refuse a --db file that already holds executions: a second run on it continues the
+    first one's records (and its artifact then replays something else)."""
+    import duckdb
+
+    if not Path(path).exists():
+        return
+    try:
+        with duckdb.connect(path, read_only=True) as connection:
+            tables = connection.execute(_HAS_EXECUTIONS).fetchall()[0][0]
+            held = connection.execute(_EXECUTIONS_HELD).fetchall()[0][0] if tables else 0
+    except duckdb.Error as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"--db {path!r} cannot be opened as a DuckDB database: {first}") from error
+    if held:
+        raise UsageError(
+            f"--db {path!r} already holds {held} execution(s) from an earlier run; give a new "
+            "file, delete that one, or pass --continue-db to run on its records"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    if argv is None and hasattr(signal, "SIGPIPE"):
+        # As a command: when the reader goes away (`| head`), end quietly as Unix tools do,
+        # killed by SIGPIPE. Every file the command writes is written before it prints.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _dispatch(parser, args)
+        code = _dispatch(parser, args)
+        sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, as command-line tools do.
+        # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
-        return 0
+        return 128 + 13
+    return code
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -410,6 +466,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             raise
         print(f"yieldstar-sim: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # not an error of the user's: the reader went away
     except Exception as error:
         if args.debug:
             raise

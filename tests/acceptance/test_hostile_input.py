@@ -4,6 +4,7 @@ traceback, nothing is written outside --out, and an artifact never runs code it 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -148,3 +149,99 @@ def test_jobs_above_the_cpus_warn_and_still_run(tmp_path: Path) -> None:
     (warning,) = result.stderr.splitlines()
     assert warning.startswith("yieldstar-sim: warning: --jobs 4096 is more than the ")
     assert "no invariant was violated" in result.stdout
+
+
+# --------------------------------------------------------------------------- --db reuse
+
+
+def test_a_db_holding_an_earlier_run_is_refused_unless_continued(tmp_path: Path) -> None:
+    first = cli("run", "durable-start", "--db", "run.duckdb", "--format", "json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    kept = (tmp_path / "run.duckdb").read_bytes()
+    again = cli("run", "frozen-worker", "--db", "run.duckdb", "--format", "json", cwd=tmp_path)
+    refused(again, "already holds 2 execution(s) from an earlier run")
+    assert "--continue-db" in again.stderr
+    assert (tmp_path / "run.duckdb").read_bytes() == kept  # not even opened for writing
+    replayed = cli(
+        "replay", "out/durable-start-seed0.replay.json", "--db", "run.duckdb", cwd=tmp_path
+    )
+    refused(replayed, "already holds")
+    continued = cli(
+        "run", "durable-start", "--db", "run.duckdb", "--continue-db", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    refused(continued, "execution 'order-42' already exists")  # asked for, and said plainly
+
+
+def test_a_db_that_is_not_a_duckdb_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    result = cli("run", "durable-start", "--db", "notes.txt", cwd=tmp_path)
+    refused(result, "cannot be opened as a DuckDB database")
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+def test_replay_keeps_its_records_in_a_fresh_db(tmp_path: Path) -> None:
+    import duckdb
+
+    made = cli("run", "durable-start", "--format", "json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    replayed = cli(
+        "replay", "out/durable-start-seed0.replay.json", "--db", "again.duckdb", "--format",
+        "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    with duckdb.connect(str(tmp_path / "again.duckdb"), read_only=True) as db:
+        assert db.execute("select count(*) from executions").fetchall() == [(2,)]
+
+
+# --------------------------------------------------------------------------- small contracts
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [*CLI, "run", "durable-start", "--format", "json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()  # like `| head -0`: every write now meets a closed pipe
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=120) == -signal.SIGPIPE, stderr
+    assert stderr == ""
+    assert (tmp_path / "out" / "durable-start-seed0.replay.json").is_file()  # nothing lost
+
+
+def test_explore_accepts_quiet_and_prints_one_verdict_line(tmp_path: Path) -> None:
+    result = cli("explore", "trigger-in-step", "--quiet", "--no-confirm", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("trigger-in-step: VIOLATED ")
+
+
+def test_format_names_are_case_insensitive_like_export(tmp_path: Path) -> None:
+    result = cli("run", "durable-start", "--format", "SVG,Json", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)["exports"]) == {"svg", "json"}
+
+
+def test_replay_writes_beside_the_run_without_overwriting_it(tmp_path: Path) -> None:
+    made = cli("run", "durable-start", "--format", "json", "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    ran = json.loads(made.stdout)
+    before = {path: path.read_bytes() for path in files_under(tmp_path / "out")}
+    again = cli("replay", ran["artifact"], "--format", "json", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    replayed = json.loads(again.stdout)
+    assert {path: path.read_bytes() for path in before} == before
+    assert replayed["trace"] != ran["trace"]
+    assert replayed["artifact"] != ran["artifact"]
+    assert "replayed" in Path(replayed["trace"]).name
+
+
+def test_demo_speaks_in_words_not_python_reprs(tmp_path: Path) -> None:
+    result = cli("demo", "--runtime", "memory", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Completed(" not in result.stdout
+    assert "status=" not in result.stdout
+    assert 'completed with result {"shipment": "@ship-order-2"}' in result.stdout

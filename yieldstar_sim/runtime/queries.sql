@@ -43,9 +43,6 @@ SELECT (SELECT count(*) FROM duckdb_tables()
      + (SELECT count(DISTINCT function_name) FROM duckdb_functions()
         WHERE schema_name = 'main' AND function_name = 'ready_at' AND function_type = 'macro');
 
--- name: executions_count
-SELECT count(*) FROM executions;
-
 -- name: start_find
 -- After start_insert found the request (or no caller): end that transaction, read the target.
 ROLLBACK;

@@ -245,8 +245,10 @@ def replay(
     runtime: str | None = None,
     scenario: Scenario | None = None,
     check_trace: bool = True,
+    db: str | Path | None = None,
 ) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run.
+    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
+    ``db`` if given).
 
     Refuses when the scenario's code fingerprint differs from the artifact's; with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
@@ -270,6 +272,7 @@ def replay(
             schedule=loaded.schedule,
             faults=loaded.faults,
             scenario_faults=False,
+            db=db,
         )
     except Exception as error:
         raise ArtifactError(
