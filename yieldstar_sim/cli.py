@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -127,6 +129,9 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
+    explore.add_argument(
+        "--quiet", action="store_true", help="print the verdict only, not each violation"
+    )
     _timeout_option(explore, "each schedule")
 
     replay = commands.add_parser(
@@ -136,6 +141,11 @@ def _parser() -> argparse.ArgumentParser:
         "every invariant held and the run finished, 1 when one was violated, 3 when cut.",
     )
     replay.add_argument("artifact", metavar="ARTIFACT")
+    replay.add_argument(
+        "--scenario", metavar="FILE",
+        help="the scenario to replay the artifact with (a file you trust, or a bundled name); "
+        "needed when the artifact's scenario file is missing or changed",
+    )  # fmt: skip
     _runtime_options(replay, default=None)
     _timeout_option(replay, "the replay")
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
@@ -150,6 +160,11 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
     command.add_argument(
         "--db", metavar="PATH", help="DuckDB file to keep the run in (default: in memory)"
     )
+    command.add_argument(
+        "--continue-db", action="store_true",
+        help="run on a --db file that already holds records (by default it is refused: the "
+        "run would mix with the earlier one's records)",
+    )  # fmt: skip
     command.add_argument(
         "--out", metavar="DIR", default="out", help="folder for graph, trace and artifact"
     )
@@ -223,7 +238,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _format_list(text: str) -> list[str]:
     from yieldstar_sim.views.export import FORMATS
 
-    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
     unknown = [part for part in chosen if part not in FORMATS]
     if unknown or not chosen:
         raise argparse.ArgumentTypeError(
@@ -262,6 +277,8 @@ def _run(args: argparse.Namespace) -> int:
     db = _database_path(args.db) if args.db else None
     if db is not None and args.runtime == "memory":
         raise UsageError("--db needs --runtime duckdb")
+    if db is not None and not args.continue_db:
+        _refuse_used_database(db)
     started = time.perf_counter()
     run: SimulationRun
     try:
@@ -270,12 +287,15 @@ def _run(args: argparse.Namespace) -> int:
             run = simulate(scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout)
         else:
             artifact = ReplayArtifact.load(args.artifact)
-            run = replay(artifact, runtime=args.runtime, timeout=args.timeout)
+            chosen = load_scenario(args.scenario, timeout=args.timeout) if args.scenario else None
+            run = replay(
+                artifact, runtime=args.runtime, scenario=chosen, db=db, timeout=args.timeout
+            )
     except (ScenarioError, ArtifactError) as error:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
     name = run.scenario.name
-    stem = out / f"{name}-seed{run.seed}"
+    stem = out / _output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
     drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
     image = next(iter(drawn.values()))
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
@@ -333,6 +353,7 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be at least 1, not {args.budget}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    _warn_above_cpus(args.jobs)
     out = _output_folder(args.out)
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)
@@ -360,6 +381,8 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     )
     if args.json:
         print(json.dumps(report.to_json()))
+    elif args.quiet:
+        print(_explore_verdict(report))
     else:
         print(report.summary())
     if report.interrupted:
@@ -368,7 +391,33 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     return EXIT_CODES[report.verdict]
 
 
+def _explore_verdict(report: ExplorationReport) -> str:
+    """One line for ``explore --quiet``: the scenario, the verdict and what was covered."""
+    if not report.violations:
+        return f"{report.scenario}: {report.verdict} ({report.coverage()})"
+    names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    return (
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        "run without --quiet for the explanation"
+    )
+
+
+def _warn_above_cpus(jobs: int) -> None:
+    """More worker processes than CPUs only makes them wait for each other: say so (the
+    explorer itself never starts more processes than it has schedules to run)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus and jobs > cpus:
+        print(
+            f"yieldstar-sim: warning: --jobs {jobs} is more than the {cpus} CPUs this process "
+            "may use; the worker processes will share them",
+            file=sys.stderr,
+        )
+
+
 def _output_folder(path: str) -> Path:
+    """The ``--out`` folder, made and checked writable before any run starts."""
+    import tempfile
+
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -376,7 +425,22 @@ def _output_folder(path: str) -> Path:
         raise UsageError(f"cannot create the output folder {path!r}: {error.strerror}") from error
     if not folder.is_dir():
         raise UsageError(f"the output path {path!r} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write in the output folder {path!r}: {error.strerror or error}"
+        ) from error
     return folder
+
+
+def _output_stem(name: str, seed: int, *, replayed: bool) -> str:
+    """Where a run's files go inside --out: a safe stem of the scenario's name (which is free
+    text), and a replay's apart from the run it replays."""
+    from yieldstar_sim.filenames import file_stem
+
+    return f"{file_stem(name)}-seed{seed}" + ("-replayed" if replayed else "")
 
 
 def _database_path(path: str | None) -> str:
@@ -390,16 +454,47 @@ def _database_path(path: str | None) -> str:
     return str(db)
 
 
+_HAS_EXECUTIONS = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
+_EXECUTIONS_HELD = "SELECT count(*) FROM executions"
+
+
+def _refuse_used_database(path: str) -> None:
+    """Refuse a --db file that already holds executions: a second run on it continues the
+    first one's records (and its artifact then replays something else)."""
+    import duckdb
+
+    if not Path(path).exists():
+        return
+    try:
+        with duckdb.connect(path, read_only=True) as connection:
+            tables = connection.execute(_HAS_EXECUTIONS).fetchall()[0][0]
+            held = connection.execute(_EXECUTIONS_HELD).fetchall()[0][0] if tables else 0
+    except duckdb.Error as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"--db {path!r} cannot be opened as a DuckDB database: {first}") from error
+    if held:
+        raise UsageError(
+            f"--db {path!r} already holds {held} execution(s) from an earlier run; give a new "
+            "file, delete that one, or pass --continue-db to run on its records"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    if argv is None and hasattr(signal, "SIGPIPE"):
+        # As a command: when the reader goes away (`| head`), end quietly as Unix tools do,
+        # killed by SIGPIPE. Every file the command writes is written before it prints.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return _dispatch(parser, args)
+        code = _dispatch(parser, args)
+        sys.stdout.flush()
     except BrokenPipeError:
-        # The reader went away (e.g. `| head`): stop quietly, as command-line tools do.
+        # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
-        return 0
+        return 128 + 13
+    return code
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -421,6 +516,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("yieldstar-sim: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except BrokenPipeError:
+        raise  # not an error of the user's: the reader went away
     except Exception as error:
         if args.debug:
             raise

@@ -10,11 +10,13 @@ already exists. One courier.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
+from yieldstar_sim.model import Cancelled, Completed, Failed, Suspended
 
 if TYPE_CHECKING:
     from yieldstar_sim.engine.dispatcher import DispatchResult
@@ -44,7 +46,28 @@ def _describe(result: DispatchResult) -> str:
             f"{who}: rejected ({type(result.rejection).__name__}: {result.rejection}); "
             f"lease released, redelivery in {REDELIVERY_DELAY:g}s"
         )
-    return f"{who}: {result.outcome}"
+    return f"{who}: {_outcome_words(result.outcome)}"
+
+
+def _outcome_words(outcome: object) -> str:
+    """An outcome as a person reads it: ``completed with result {"shipment": "..."}``."""
+    match outcome:
+        case Completed(result=None):
+            return "completed"
+        case Completed(result=result):
+            return f"completed with result {_value_words(result)}"
+        case Failed(error=error):
+            return f"failed: {error.name}: {error.message}"
+        case Suspended():
+            return "suspended until its next wake"
+        case Cancelled():
+            return "cancelled"
+    return str(outcome)
+
+
+def _value_words(value: object) -> str:
+    """A durable value as JSON (what the runtime records), not a Python repr."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def lost_response_demo(runtime: Runtime | None = None) -> DemoResult:
@@ -69,7 +92,7 @@ def lost_response_demo(runtime: Runtime | None = None) -> DemoResult:
         result.lines.append(f"t={dispatched.at:>5.1f}  {_describe(dispatched)}")
     for effect in engine.ledger.effects:
         result.lines.append(
-            f"         effect {effect.name} {effect.data} by {effect.worker} "
+            f"         effect {effect.name} {_value_words(effect.data)} by {effect.worker} "
             f"({effect.execution_id} / {effect.step_key}, attempt {effect.attempt})"
         )
     result.couriers = engine.ledger.count("courier.booked", order=42)
@@ -77,7 +100,7 @@ def lost_response_demo(runtime: Runtime | None = None) -> DemoResult:
     result.ship_orders = [r.execution_id for r in records if r.workflow_id == "ship-order"]
     for record in records:
         link = record.parent
-        parent = "none" if link is None else f"{link.execution_id} / step {link.step_key!r}"
+        parent = "none" if link is None else f"{link.execution_id} / step {link.step_key}"
         result.lines.append(
             f"         {record.execution_id} ({record.workflow_id}): {record.status}, "
             f"parent link {parent}"

@@ -36,7 +36,7 @@ def test_demo_replays_the_lost_start_and_draws_one_ship_order(tmp_path: Path, ru
     assert any(
         "rejected (InjectedFailure: injected failure at start.after_commit)" in e for e in events
     )
-    assert any("{'shipment': '@ship-order-2'}" in e for e in events)
+    assert any('completed with result {"shipment": "@ship-order-2"}' in e for e in events)
     assert sum("effect courier.booked" in e for e in events) == 1
     image = tmp_path / "graphs" / "order-42-graph.png"
     assert image.read_bytes().startswith(b"\x89PNG")

@@ -260,3 +260,43 @@ def test_a_file_database_keeps_its_records_across_connections(tmp_path: Path) ->
     assert [r.execution_id for r in reopened.executions()] == ["order-42", "@ship-order-2"]
     assert reopened.trigger("ship-order") == "@ship-order-3"  # the sequence survives too
     reopened.close()
+
+
+# ------------------------------------------------------------- several runtime objects, one file
+
+
+def test_opening_an_existing_database_does_not_write_its_catalog(tmp_path: Path) -> None:
+    path = tmp_path / "run.duckdb"
+    ys.DuckDBRuntime(path).trigger("charge-order", {"order": 42}, execution_id="order-42")
+    other = duckdb.connect(str(path))
+    other.execute("BEGIN TRANSACTION")
+    # An open transaction holding the schema's view: a second CREATE OR REPLACE would conflict.
+    other.execute("CREATE OR REPLACE VIEW steps AS SELECT * FROM step_log")
+    again = ys.DuckDBRuntime(path)
+    assert [r.execution_id for r in again.executions()] == ["order-42"]
+    other.execute("ROLLBACK")
+
+
+def test_runtime_objects_opened_at_once_on_one_file_all_work(tmp_path: Path) -> None:
+    path = tmp_path / "run.duckdb"
+    runtimes = race([lambda: ys.DuckDBRuntime(path) for _ in range(8)])
+    for index, runtime in enumerate(runtimes):
+        runtime.trigger("charge-order", {"order": index}, execution_id=f"order-{index}")
+    assert len(runtimes[0].executions()) == 8
+    for runtime in runtimes:
+        runtime.close()
+
+
+def test_eight_runtime_objects_racing_one_start_request_on_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.duckdb"
+    first = ys.DuckDBRuntime(path)
+    first.trigger("charge-order", {"order": 42}, execution_id="order-42")
+
+    def open_and_start() -> ys.StartResult:
+        return ys.DuckDBRuntime(path).start(ship("order-42"))
+
+    results = race([open_and_start for _ in range(8)])
+    targets = {result.execution_id for result in results if isinstance(result, ys.StartAccepted)}
+    assert len(targets) == 1, results
+    assert [r.target_execution_id for r in first.start_requests()] == [targets.pop()]
+    assert [r.workflow_id for r in first.executions()].count("ship-order") == 1

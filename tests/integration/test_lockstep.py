@@ -978,3 +978,54 @@ def test_a_terminal_caller_is_refused_and_owned_targets_follow_a_cancelled_owner
         child("b", "kid-2", detached=True),
         followed,
     )
+
+
+class _LyingText(str):
+    """A str whose formatting and printing say something other than its characters."""
+
+    def __format__(self, spec: str) -> str:
+        return 'completed","t":0,"v":null}\n{"a":1,"k":"injected","s":"completed'
+
+    def __str__(self) -> str:
+        return "injected"
+
+
+class _LyingNumber(int):
+    """An int whose formatting writes another step log entry."""
+
+    def __format__(self, spec: str) -> str:
+        return '1,"k":"injected","s":"completed","t":0,"v":null}\n{"a":1'
+
+    def __str__(self) -> str:
+        return "7"
+
+
+def test_step_writes_whose_parts_lie_about_their_text() -> None:
+    """A step key, status or attempt of a str or int subclass whose ``__format__`` or
+    ``__str__`` lies is stored as the characters (or number) it holds by both adapters.
+
+    Disagreement: the DuckDB runtime built its step log line with an f-string, so a status or
+    attempt whose ``__format__`` lied injected an extra step ("injected") that the memory
+    runtime never recorded; and it refused a str-subclass step key the memory runtime stored.
+    """
+
+    def lying_steps(m: LockstepMachine) -> None:
+        delivery = m.claim_and_compare("w1", 5.0, None)
+        assert delivery is not None
+        for key, status, attempt in [
+            ("charge", _LyingText("completed"), 1),
+            (_LyingText("ship"), "pending", 1),
+            ("settle", "failed", _LyingNumber(2)),
+        ]:
+            assert m.put_step_and_compare(
+                delivery.lease, key, status=status, value=None, attempt=attempt, wake_at=None
+            )
+        steps = m.duckdb.steps(delivery.lease.execution_id)
+        assert [(s.step_key, s.status, s.attempt) for s in steps] == [
+            ("charge", "completed", 1),
+            ("ship", "pending", 1),
+            ("settle", "failed", 2),
+        ]
+        assert all(type(s.step_key) is str and type(s.status) is str for s in steps)
+
+    run_scenario(lying_steps)

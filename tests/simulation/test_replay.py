@@ -21,6 +21,7 @@ def test_an_artifact_replays_the_identical_trace(tmp_path: Path, runtime: str) -
     assert [v.message for v in again.violations] == [v.message for v in run.violations]
     saved = json.loads(path.read_text())
     assert saved["format"] == "yieldstar-sim/replay"
+    # A bundled scenario is package code, named without a hash.
     assert saved["scenario"] == {"name": "trigger-in-step", "ref": "trigger-in-step"}
     assert saved["faults"] == [
         {"kind": "crash", "at": run.faults[0].at, "label": run.faults[0].label}
@@ -36,8 +37,10 @@ def test_a_changed_workflow_is_refused(tmp_path: Path) -> None:
     artifact = run.artifact().save(tmp_path / "shop.replay.json")
     assert ys.replay(artifact).trace_digest() == run.trace_digest()
     copy.write_text(copy.read_text().replace('"card.charged"', '"card.debited"'))
-    with pytest.raises(ys.ArtifactError, match="changed since the artifact was made"):
-        ys.replay(artifact)
+    with pytest.raises(ys.ArtifactError, match=r"scenario file .* changed since the artifact"):
+        ys.replay(artifact)  # the file's bytes changed: it is not even imported
+    with pytest.raises(ys.ArtifactError, match=r"code of scenario .* changed since the artifact"):
+        ys.replay(artifact, scenario=ys.load_scenario(copy))  # chosen, but the workflow differs
 
 
 @pytest.mark.parametrize(

@@ -350,14 +350,30 @@ def check_seconds(value: float, what: str, *, positive: bool = False) -> float:
     return seconds
 
 
-def check_step(step_key: object, status: object, value: object, attempt: object) -> str:
-    """Check a step write; return the canonical value."""
+@dataclass(frozen=True, slots=True)
+class StepWrite:
+    """A checked step write, every part a plain built-in value (never a subclass whose
+    ``__eq__``, ``__str__`` or ``__format__`` could say something else to one adapter)."""
+
+    step_key: str
+    status: StepStatus
+    attempt: int
+    canonical: str
+
+
+def check_step(step_key: object, status: object, value: object, attempt: object) -> StepWrite:
+    """Check a step write; return it with plain parts and the canonical value."""
+    if isinstance(step_key, str):
+        step_key = str.__str__(step_key)  # checked and stored as the characters it holds
     check_name(step_key, "the step key")
-    if status not in STEP_STATUSES:
+    assert isinstance(step_key, str)
+    plain_status = str.__str__(status) if isinstance(status, str) else status
+    if plain_status not in STEP_STATUSES:
         raise ValueError(f"step status must be one of {sorted(STEP_STATUSES)}, not {status!r}")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise ValueError(f"attempt must be a whole number from 1, not {attempt!r}")
-    return durable_value_codec.encode_or_raise(value, path=f"step {step_key!r} value")
+    canonical = durable_value_codec.encode_or_raise(value, path=f"step {step_key!r} value")
+    return StepWrite(step_key, step_status(str(plain_status)), int.__int__(attempt), canonical)
 
 
 def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:

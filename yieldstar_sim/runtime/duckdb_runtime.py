@@ -87,6 +87,7 @@ def _statement_count(sql: str) -> int:
 
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+_SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
 
 class DuckDBRuntime:
@@ -113,13 +114,32 @@ class DuckDBRuntime:
         self._orphan_guard = common.check_orphan_guard(orphan_guard)
         self._failpoints = FailPoints()
         self.path = str(path)
+        # duckdb.connect of one file twice in a process shares one database instance, so
+        # several runtime objects (threads) can use one file; another process cannot.
         self._connection = duckdb.connect(self.path)
-        self._connection.execute("SET threads TO 1")
-        self._connection.execute(SCHEMA)
         self._local = threading.local()
         self._count_lock = threading.Lock()
         self.statements = 0
         """SQL statements issued so far (a BEGIN or COMMIT counts as one)."""
+        self._connection.execute("SET threads TO 1")
+        self._create_schema()
+
+    def _create_schema(self) -> None:
+        """Create the tables unless they exist: opening an existing database writes nothing to
+        its catalog, and a creation that races another open of the same file is retried as a
+        re-read (the other open created them)."""
+        for _ in range(_MAX_RACE_RETRIES):
+            found = self._connection.execute(QUERIES["schema_objects"]).fetchall()[0][0]
+            if found == _SCHEMA_OBJECTS:
+                return
+            try:
+                self._connection.execute(f"BEGIN TRANSACTION;\n{SCHEMA}\nCOMMIT;")
+            except _RACE_ERRORS:
+                with contextlib.suppress(duckdb.TransactionException):
+                    self._connection.execute("ROLLBACK")
+            else:
+                return
+        raise InfrastructureError(f"creating the schema: gave up after {_MAX_RACE_RETRIES} races")
 
     def __repr__(self) -> str:
         return f"DuckDBRuntime({self.path!r}, now={self._clock.now():g})"
@@ -431,10 +451,10 @@ class DuckDBRuntime:
         wake_at: float | None = None,
     ) -> None:
         """Record (or rewrite) one step, and optionally its wake, atomically."""
-        canonical = common.check_step(step_key, status, value, attempt)
+        write = common.check_step(step_key, status, value, attempt)
         if wake_at is not None:
             wake_at = common.check_seconds(wake_at, "wake_at")
-        entry = _step_entry(step_key, status, canonical, attempt, self._clock.now())
+        entry = _step_entry(write, self._clock.now())
         self._fenced("put_step", lease, {"entry": entry, "wake_at": wake_at})
         self._failpoints.hit("put_step.after_commit")
 
@@ -512,11 +532,14 @@ class DuckDBRuntime:
         self._failpoints.hit("prune.after_commit")
 
 
-def _step_entry(step_key: str, status: str, canonical: str, attempt: int, now: float) -> str:
-    """One line of a step log: the canonical JSON of the entry (keys in canonical order)."""
-    key = durable_value_codec.encode_or_raise(step_key)
-    time = durable_value_codec.encode_or_raise(now)
-    return f'{{"a":{attempt},"k":{key},"s":"{status}","t":{time},"v":{canonical}}}\n'
+def _step_entry(write: common.StepWrite, now: float) -> str:
+    """One line of a step log: the canonical JSON of the entry. The codec writes every part but
+    the value (already canonical), so no part can close the entry early and add another; "v"
+    sorts last, so appending it keeps the keys in canonical order."""
+    head = durable_value_codec.encode_or_raise(
+        {"a": write.attempt, "k": write.step_key, "s": write.status, "t": now}
+    )
+    return f'{head[:-1]},"v":{write.canonical}}}\n'
 
 
 def _parse_step_log(execution_id: str, log: str) -> list[StepRecord]:

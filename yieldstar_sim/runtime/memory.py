@@ -428,19 +428,19 @@ class MemoryRuntime:
         wake_at: float | None = None,
     ) -> None:
         """Record (or rewrite) one step, and optionally its wake, atomically."""
-        canonical = common.check_step(step_key, status, value, attempt)
+        write = common.check_step(step_key, status, value, attempt)
         if wake_at is not None:
             wake_at = common.check_seconds(wake_at, "wake_at")
         with self._lock:
             row, now = self._fenced("put_step", lease)
-            old = row.steps.get(step_key)
-            row.steps[step_key] = StepRecord(
+            old = row.steps.get(write.step_key)
+            row.steps[write.step_key] = StepRecord(
                 row.execution_id,
-                step_key,
+                write.step_key,
                 len(row.steps) if old is None else old.position,
-                status,
-                durable_value_codec.decode_trusted(canonical),
-                attempt,
+                write.status,
+                durable_value_codec.decode_trusted(write.canonical),
+                write.attempt,
                 now,
             )
             if wake_at is not None:

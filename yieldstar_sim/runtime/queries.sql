@@ -38,6 +38,18 @@ COMMIT;
 -- name: rollback
 ROLLBACK;
 
+-- name: schema_objects
+-- How many of schema.sql's objects exist: a database that has all 6 is opened without writing
+-- its catalog (two opens racing on one file would conflict on CREATE OR REPLACE).
+SELECT (SELECT count(*) FROM duckdb_tables()
+        WHERE schema_name = 'main' AND table_name = 'executions')
+     + (SELECT count(*) FROM duckdb_views()
+        WHERE schema_name = 'main' AND view_name IN ('start_requests', 'step_log', 'steps'))
+     + (SELECT count(*) FROM duckdb_sequences()
+        WHERE schema_name = 'main' AND sequence_name = 'execution_seq')
+     + (SELECT count(DISTINCT function_name) FROM duckdb_functions()
+        WHERE schema_name = 'main' AND function_name = 'ready_at' AND function_type = 'macro');
+
 -- name: start_find
 -- After start_insert found the request (or no caller, or a terminal one): end that
 -- transaction, read the target and the caller's status.

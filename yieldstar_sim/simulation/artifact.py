@@ -3,17 +3,28 @@
 It holds the scenario reference, the seed, the schedule of choices, every fault that fired
 (placed at its choice point and labelled), a fingerprint of the workflow code, and a digest of
 the trace it produced. Replaying it refuses clearly when the code has changed.
+
+An artifact is data; a scenario file is code. An artifact that names a scenario file also records
+the SHA-256 of the file's bytes, and replaying it imports the file only when its bytes still hash
+to that value: an artifact someone sends you never runs code you did not choose. A relative
+reference is resolved against the artifact's own folder, so an artifact replays from anywhere.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.faults import Fault
-from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+from yieldstar_sim.simulation.scenario import (
+    ScenarioError,
+    bundled_scenarios,
+    load_scenario,
+    source_digest,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.run import SimulationRun
@@ -21,6 +32,8 @@ if TYPE_CHECKING:
 
 FORMAT = "yieldstar-sim/replay"
 VERSION = 1
+MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
+"""The largest artifact file read: a real one holds a schedule and a few faults (kilobytes)."""
 
 
 class ArtifactError(Exception):
@@ -40,13 +53,18 @@ class ReplayArtifact:
     fingerprint: str
     trace_digest: str
     violations: tuple[dict[str, str], ...] = field(default=())
+    sha256: str | None = None
+    """The SHA-256 of the scenario file's bytes (``None`` for a bundled scenario)."""
 
     @classmethod
     def from_run(cls, run: SimulationRun) -> ReplayArtifact:
         """The artifact of a finished run."""
+        ref = run.scenario.ref
+        if ref is not None and not _bundled(ref):
+            ref = str(Path(ref).resolve())
         return cls(
             scenario=run.scenario.name,
-            ref=run.scenario.ref,
+            ref=ref,
             seed=run.seed,
             runtime=run.runtime_kind,
             schedule=tuple(run.schedule),
@@ -56,14 +74,25 @@ class ReplayArtifact:
             violations=tuple(
                 {"invariant": v.invariant, "message": v.message} for v in run.violations
             ),
+            sha256=run.scenario.source_sha256,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """The artifact as plain data."""
+    def to_json(self, *, folder: str | Path | None = None) -> dict[str, Any]:
+        """The artifact as plain data; with ``folder``, a scenario file is named relative to it
+        (where the artifact is saved), so the two can move together."""
+        ref = self.ref
+        if ref is not None and folder is not None and not _bundled(ref):
+            try:
+                ref = os.path.relpath(Path(ref).resolve(), Path(folder).resolve())
+            except ValueError:  # another drive (Windows): keep the absolute path
+                ref = str(Path(ref).resolve())
+        scenario: dict[str, Any] = {"name": self.scenario, "ref": ref}
+        if self.sha256 is not None:
+            scenario["sha256"] = self.sha256
         return {
             "format": FORMAT,
             "version": VERSION,
-            "scenario": {"name": self.scenario, "ref": self.ref},
+            "scenario": scenario,
             "seed": self.seed,
             "runtime": self.runtime,
             "schedule": list(self.schedule),
@@ -76,7 +105,8 @@ class ReplayArtifact:
     def save(self, path: str | Path) -> Path:
         """Write the artifact as JSON; returns the path."""
         target = Path(path)
-        target.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        data = self.to_json(folder=target.parent)
+        target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         return target
 
     @classmethod
@@ -84,22 +114,41 @@ class ReplayArtifact:
         """Read an artifact, refusing a missing, corrupt or foreign file with a clear message."""
         source = Path(path)
         try:
-            text = source.read_text(encoding="utf-8")
+            with source.open("rb") as file:
+                raw = file.read(MAX_ARTIFACT_BYTES + 1)
         except FileNotFoundError:
             raise ArtifactError(f"no artifact file {str(path)!r}") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise ArtifactError(f"cannot read the artifact {str(path)!r}: {error}") from None
+        except OSError as error:
+            raise ArtifactError(
+                f"cannot read the artifact {str(path)!r}: {error.strerror or error}"
+            ) from None
+        if len(raw) > MAX_ARTIFACT_BYTES:
+            raise ArtifactError(
+                f"{str(path)!r} is larger than {MAX_ARTIFACT_BYTES // (1024 * 1024)} MB, the "
+                "limit for a replay artifact (a real one is a few kilobytes); not read"
+            )
         try:
-            data = json.loads(text)
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            raise ArtifactError(
+                f"{str(path)!r} is not a replay artifact: not UTF-8 text ({error.reason})"
+            ) from None
         except json.JSONDecodeError as error:
             raise ArtifactError(
                 f"{str(path)!r} is not a replay artifact: corrupt JSON ({error})"
             ) from None
-        return cls.from_json(data, where=str(path))
+        except RecursionError:
+            raise ArtifactError(
+                f"{str(path)!r} is not a replay artifact: its JSON is nested too deeply to read"
+            ) from None
+        return cls.from_json(data, where=str(path), folder=source.parent)
 
     @classmethod
-    def from_json(cls, data: Any, *, where: str = "the artifact") -> ReplayArtifact:
-        """Inverse of ``to_json``."""
+    def from_json(
+        cls, data: Any, *, where: str = "the artifact", folder: str | Path | None = None
+    ) -> ReplayArtifact:
+        """Inverse of ``to_json``; a relative scenario file is resolved against ``folder`` (the
+        artifact's own), or else the current directory."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ArtifactError(f"{where!r} is not a yieldstar-sim replay artifact")
         if data.get("version") != VERSION:
@@ -115,9 +164,17 @@ class ReplayArtifact:
             seed = data["seed"]
             if isinstance(seed, bool) or not isinstance(seed, int):
                 raise TypeError("the seed must be a whole number")
+            ref = scenario.get("ref")
+            if ref is not None and not isinstance(ref, str):
+                raise TypeError("the scenario ref must be a string")
+            sha256 = scenario.get("sha256")
+            if sha256 is not None and not isinstance(sha256, str):
+                raise TypeError("the scenario sha256 must be a string")
+            if ref and folder is not None and not _bundled(ref):
+                ref = str(Path(folder) / ref)  # an absolute ref stays as it is
             return cls(
                 scenario=str(scenario["name"]),
-                ref=scenario.get("ref"),
+                ref=ref,
                 seed=seed,
                 runtime=str(data.get("runtime", "memory")),
                 schedule=tuple(schedule),
@@ -125,22 +182,61 @@ class ReplayArtifact:
                 fingerprint=str(data["fingerprint"]),
                 trace_digest=str(data.get("trace_digest", "")),
                 violations=tuple(data.get("violations", ())),
+                sha256=sha256,
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
             detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
             raise ArtifactError(f"{where!r} is a damaged replay artifact: {detail}") from None
 
     def scenario_object(self) -> Scenario:
-        """Load the scenario the artifact names."""
+        """Load the scenario the artifact names: a bundled one by name, a file only when its
+        bytes hash to the SHA-256 the artifact recorded (otherwise nothing is imported)."""
         if not self.ref:
             raise ArtifactError(
                 f"the artifact names scenario {self.scenario!r} but not where it came from; "
-                "pass the scenario to replay() yourself"
+                f"{_HOW_TO_PROCEED}"
             )
+        if not _bundled(self.ref):
+            self._check_file()
         try:
-            return load_scenario(self.ref)
+            return load_scenario(self.ref, sha256=self.sha256)
         except ScenarioError as error:
             raise ArtifactError(f"cannot load the artifact's scenario: {error}") from None
+
+    def _check_file(self) -> None:
+        """Refuse a scenario file the artifact cannot vouch for, before anything imports it."""
+        if self.sha256 is None:
+            raise ArtifactError(
+                f"the artifact names the scenario file {self.ref!r} but records no SHA-256 of "
+                f"it, so it is not run; {_HOW_TO_PROCEED}"
+            )
+        path = Path(str(self.ref))
+        try:
+            if not path.is_file():  # not a device or a pipe: those could be read forever
+                raise FileNotFoundError(2, "no such file")
+            found = source_digest(path.read_bytes())
+        except OSError as error:
+            raise ArtifactError(
+                f"cannot read the artifact's scenario file {self.ref!r}: "
+                f"{error.strerror or error}; {_HOW_TO_PROCEED}"
+            ) from None
+        if found != self.sha256:
+            raise ArtifactError(
+                f"the scenario file {self.ref!r} changed since the artifact was made "
+                f"({self.sha256} recorded, {found} now), so it is not run; "
+                f"{_HOW_TO_PROCEED}"
+            )
+
+
+_HOW_TO_PROCEED = (
+    "if you trust a scenario file, replay with it: `yieldstar-sim replay ARTIFACT --scenario "
+    "FILE`, or replay(artifact, scenario=load_scenario(FILE)) in Python"
+)
+
+
+def _bundled(ref: str) -> bool:
+    """Whether ``ref`` names a bundled scenario (package code), not a file."""
+    return ref in bundled_scenarios()
 
 
 def replay(
@@ -150,9 +246,10 @@ def replay(
     scenario: Scenario | None = None,
     check_trace: bool = True,
     timeout: float | None = 60.0,
+    db: str | Path | None = None,
 ) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run (``timeout``: its
-    wall-clock limit, as for ``simulate``).
+    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
+    ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
 
     Refuses when the scenario's code fingerprint differs from the artifact's; with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
@@ -178,6 +275,7 @@ def replay(
             timeout=timeout,
             faults=loaded.faults,
             scenario_faults=False,
+            db=db,
         )
     except Exception as error:
         raise ArtifactError(

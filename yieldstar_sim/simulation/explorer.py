@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.filenames import file_stem
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, PointInfo
 from yieldstar_sim.simulation.run import SimulationRun, finish, simulate
@@ -240,24 +241,33 @@ class _Runner:
         # An executor of someone else's (a cluster's) gets several shards per chunk even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.
         self.jobs = max(1, jobs) if executor is None else max(4, jobs)
+        self._asked = self.jobs
         self._own: concurrent.futures.Executor | None = None
         self.executor = executor
-        if executor is None and self.jobs > 1:
-            methods = multiprocessing.get_all_start_methods()
-            if "fork" in methods:
-                # fork hands the scenario (lambdas and all) to the workers without pickling it
-                context = multiprocessing.get_context("fork")
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    self.jobs,
-                    mp_context=context,
-                    initializer=_shard_init,
-                    initargs=(scenario, None),
-                )
-            else:
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    self.jobs, initializer=_shard_init, initargs=(None, self._reference())
-                )
-            self.executor = self._own
+
+    def _size_pool(self, plans: int) -> None:
+        """Size our own process pool for a batch of ``plans``: never more processes than plans
+        (``jobs=1000`` for 20 plans forks 20, not 1000); a bigger batch later grows it."""
+        wanted = min(self._asked, plans)
+        if self._own is not None and wanted <= self.jobs:
+            return
+        self.close()
+        self.jobs = wanted
+        methods = multiprocessing.get_all_start_methods()
+        if "fork" in methods:
+            # fork hands the scenario (lambdas and all) to the workers without pickling it
+            context = multiprocessing.get_context("fork")
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs,
+                mp_context=context,
+                initializer=_shard_init,
+                initargs=(self.scenario, None),
+            )
+        else:
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs, initializer=_shard_init, initargs=(None, self._reference())
+            )
+        self.executor = self._own
 
     def _reference(self) -> str:
         if not self.scenario.ref:
@@ -268,7 +278,9 @@ class _Runner:
         return self.scenario.ref
 
     def run(self, plans: Sequence[Plan], *, expand: bool = False) -> list[Outcome]:
-        if self.executor is None:
+        if self.executor is self._own and self._asked > 1 and len(plans) > 1:
+            self._size_pool(len(plans))
+        if self.executor is None or (self.executor is self._own and len(plans) == 1):
             return [
                 run_plan(self.scenario, plan, self.runtime, expand=expand, timeout=self.timeout)
                 for plan in plans
@@ -290,6 +302,7 @@ class _Runner:
     def close(self, *, cancel: bool = False) -> None:
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
+            self._own = self.executor = None
 
 
 # --------------------------------------------------------------------------- the report
@@ -648,7 +661,7 @@ def explore(
         folder.mkdir(parents=True, exist_ok=True)
         for number, found in enumerate(report.violations, 1):
             found.artifact_path = found.artifact.save(
-                folder / f"{scenario.name}-violation-{number}.replay.json"
+                folder / f"{file_stem(scenario.name)}-violation-{number}.replay.json"
             )
     report.elapsed = time.perf_counter() - started
     return report

@@ -170,6 +170,9 @@ class Scenario:
     expected: Sequence[Expect] = ()
     ref: str | None = field(default=None, compare=False)
     """Where the scenario was loaded from (a bundled name or a file path), for artifacts."""
+    source_sha256: str | None = field(default=None, compare=False)
+    """The SHA-256 of the scenario file's bytes as loaded (file references only): a replay
+    artifact records it, and replaying imports the file only if its bytes still match."""
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -327,11 +330,15 @@ def bundled_scenarios() -> dict[str, Path]:
     }
 
 
-def load_scenario(reference: str | Path, *, timeout: float | None = None) -> Scenario:
+def load_scenario(
+    reference: str | Path, *, sha256: str | None = None, timeout: float | None = None
+) -> Scenario:
     """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file.
 
-    A file is code, run on import: one that raises, calls ``sys.exit()`` or (with ``timeout``
-    seconds) spins is refused with a ``ScenarioError`` that says so.
+    A scenario file is code and runs when it is loaded: one that raises, calls ``sys.exit()``
+    or (with ``timeout`` seconds) spins is refused with a ``ScenarioError`` that says so. With
+    ``sha256`` (``"sha256:<hex>"``) a file is imported only if its bytes hash to that value; the
+    bytes hashed are the bytes run.
     """
     from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
 
@@ -347,18 +354,29 @@ def load_scenario(reference: str | Path, *, timeout: float | None = None) -> Sce
     else:
         names = ", ".join(bundled) or "none found"
         raise ScenarioError(f"unknown scenario {text!r}; bundled scenarios: {names}")
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise ScenarioError(f"cannot read the scenario file {text!r}: {error.strerror}") from None
+    digest = source_digest(source)
+    if sha256 is not None and digest != sha256:
+        raise ScenarioError(
+            f"the scenario file {text!r} is not the one expected ({sha256} expected, "
+            f"{digest} found), so it is not run"
+        )
     module_name = (
         f"_yieldstar_scenario_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
     )
     spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
+    if spec is None:
         raise ScenarioError(f"cannot load {text!r} as a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
-    loader = spec.loader
     try:
+        # Run the bytes that were hashed, not the file read again: it may change in between.
+        code = compile(source, str(path), "exec")
         with Deadline(timeout) as deadline, deadline.user_code(f"the import of {text!r}"):
-            loader.exec_module(module)
+            exec(code, module.__dict__)
     except Exception as error:
         del sys.modules[module_name]
         raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error
@@ -377,6 +395,12 @@ def load_scenario(reference: str | Path, *, timeout: float | None = None) -> Sce
             + ("" if scenario is None else f" (it defines scenario as {type(scenario).__name__})")
         )
     scenario.ref = ref
+    scenario.source_sha256 = None if ref in bundled else digest
     if not scenario.description and module.__doc__:
         scenario.description = inspect.cleandoc(module.__doc__)
     return scenario
+
+
+def source_digest(source: bytes) -> str:
+    """The digest a replay artifact records for a scenario file's bytes."""
+    return "sha256:" + hashlib.sha256(source).hexdigest()

@@ -8,11 +8,13 @@ choice points and act on the simulated world, whose ledger crashes never roll ba
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.codec import EncodedValue, durable_value_codec
 from yieldstar_sim.driver import (
     BodyResult,
     CallStart,
@@ -90,7 +92,36 @@ def make_runtime(
     raise ValueError(f"runtime must be 'memory' or 'duckdb', not {kind!r}")
 
 
+TRACE_VALUE_LIMIT = 4096
+"""Bytes of canonical JSON above which a value is kept out of the trace: the trace holds its
+digest and size, the runtime's records hold the value."""
+
+
+def _large(value: object) -> tuple[str, int] | None:
+    """``(digest, size)`` of a value too big for the trace, or ``None`` to keep it there."""
+    if value is None or isinstance(value, bool | int | float):
+        return None
+    encoded = durable_value_codec.encode(value)
+    if not isinstance(encoded, EncodedValue):
+        return None  # not durable: the runtime refuses it, and says why
+    raw = encoded.canonical.encode()
+    if len(raw) <= TRACE_VALUE_LIMIT:
+        return None
+    return "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)
+
+
+def _traced(value: object, key: str = "value") -> dict[str, object]:
+    """A value as trace data: itself, or its digest and size when it is large."""
+    large = _large(value)
+    if large is None:
+        return {key: value}
+    return {f"{key}_digest": large[0], f"{key}_bytes": large[1]}
+
+
 def _summary(value: object) -> str:
+    large = _large(value)
+    if large is not None:
+        return f"<{large[1]} bytes, {large[0][:19]}>"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -449,7 +480,7 @@ class Simulator:
                     lambda: perform_runtime_call(runtime, put),
                     token=lease.token,
                     done=f"recorded step {put.step_key}: {put.status} {_summary(put.value)}",
-                    data={"status": put.status, "value": put.value, "attempt": put.attempt,
+                    data={"status": put.status, **_traced(put.value), "attempt": put.attempt,
                           "wake_at": put.wake_at},
                 )
             )  # fmt: skip

@@ -86,14 +86,26 @@ _PRUNED_COLOUR = "#FFFFFF"
 _UNWRITABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 
+# Bidirectional formatting characters reorder the text around them wherever it is displayed
+# (an ID "order-\u202e24" shows as "order-42"); labels show them as [U+202E] instead (no
+# character any format treats as syntax, so it can go into SVG and XML as it is).
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _bidi_visible(text: str) -> str:
+    """``text`` with each bidirectional formatting character written as ``[U+XXXX]``."""
+    return _BIDI.sub(lambda match: f"[U+{ord(match.group()):04X}]", text)
+
+
 def _writable(text: str) -> str:
-    """``text`` with the characters no XML or UTF-8 file can hold made visible instead."""
+    """``text`` with the characters no XML or UTF-8 file can hold, and the bidirectional
+    formatting characters that would reorder it on screen, made visible instead."""
 
     def picture(match: re.Match[str]) -> str:
         code = ord(match.group())
         return chr(0x2400 + code) if code < 0x20 else "\ufffd"
 
-    return _UNWRITABLE.sub(picture, text)
+    return _bidi_visible(_UNWRITABLE.sub(picture, text))
 
 
 def _one_line(text: str) -> str:
@@ -207,7 +219,8 @@ def to_node_link_json(graph: nx.MultiDiGraph) -> str:
         text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: JSON can still say them, as \\u escapes
         text = json.dumps(data, sort_keys=True, indent=2, default=str)
-    return text + "\n"
+    # Bidirectional formatting characters as \\u escapes: the same data, shown as it is.
+    return _BIDI.sub(lambda match: f"\\u{ord(match.group()):04x}", text) + "\n"
 
 
 # --------------------------------------------------------------------------- DOT
@@ -456,7 +469,7 @@ _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 def _drawable_text(text: str) -> str:
     """``text`` as a font can draw it: tabs as spaces, line breaks as newlines, other
     control characters as U+FFFD (the fonts matplotlib ships have no glyphs for them)."""
-    return _CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " "))
+    return _bidi_visible(_CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " ")))
 
 
 def _drawable(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
@@ -498,7 +511,7 @@ def _timeline_svg(run: SimulationRun) -> str:
 
     with matplotlib.rc_context({"text.parse_math": False}):
         figure = draw_timeline(build_timeline(run.trace, run.scenario.worker_names))
-    return figure_bytes(figure, "svg").decode("utf-8")
+    return _bidi_visible(figure_bytes(figure, "svg").decode("utf-8"))
 
 
 # --------------------------------------------------------------------------- HTML report
@@ -665,7 +678,8 @@ def export(
         if format != "svg":
             return figure_bytes(figure, format)
         if svg is None:
-            svg = figure_bytes(figure, "svg")
+            # matplotlib draws text as paths but copies it into comments: make those plain too
+            svg = _bidi_visible(figure_bytes(figure, "svg").decode("utf-8")).encode("utf-8")
         return svg
 
     texts: dict[str, Callable[[], str]] = {

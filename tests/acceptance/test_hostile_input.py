@@ -1,0 +1,249 @@
+"""Hostile input at the command line: every refusal is exit 2 and one line without a
+traceback, nothing is written outside --out, and an artifact never runs code it names."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "yieldstar_sim.cli"]
+
+PAYLOAD = """
+from pathlib import Path
+
+import pytest
+Path(__file__).with_name("PWNED").write_text("the payload ran")
+"""
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def refused(result: subprocess.CompletedProcess[str], words: str) -> None:
+    """Exit 2, one line on stderr naming the problem, no traceback."""
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("yieldstar-sim: error: "), lines
+    assert words in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_replaying_a_mailed_artifact_does_not_run_its_payload(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "payload.py").write_text(PAYLOAD)
+    artifact = {
+        "format": "yieldstar-sim/replay",
+        "version": 1,
+        "scenario": {"name": "shop", "ref": "payload.py"},
+        "seed": 0,
+        "runtime": "memory",
+        "schedule": [],
+        "faults": [],
+        "fingerprint": "sha256:0",
+    }
+    (inbox / "mailed.replay.json").write_text(json.dumps(artifact))
+    result = cli("replay", "inbox/mailed.replay.json", "--out", "out", cwd=tmp_path)
+    refused(result, "--scenario FILE")
+    assert not (inbox / "PWNED").exists()
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_replay_with_a_chosen_scenario_file(tmp_path: Path) -> None:
+    from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+    (tmp_path / "shop.py").write_bytes(bundled_scenarios()["trigger-in-step"].read_bytes())
+    made = cli("run", "shop.py", "--runtime", "memory", "--format", "json", "--json", cwd=tmp_path)
+    assert made.returncode == 1, made.stderr  # the Problem: two couriers
+    artifact = json.loads(made.stdout)["artifact"]
+    (tmp_path / "shop.py").write_text((tmp_path / "shop.py").read_text() + "\n# edited\n")
+    refused(cli("replay", artifact, "--format", "json", cwd=tmp_path), "changed since")
+    (tmp_path / "trusted.py").write_bytes(bundled_scenarios()["trigger-in-step"].read_bytes())
+    again = cli(
+        "replay", artifact, "--scenario", "trusted.py", "--format", "json", "--quiet",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 1, again.stderr
+    assert "invariant violation" in again.stdout
+
+
+HOSTILE_SCENARIO = """
+import yieldstar_sim as ys
+
+@ys.workflow("noop")
+def noop(step, params):
+    return None
+    yield
+
+scenario = ys.Scenario(name=NAME, workflows=[noop], triggers=[ys.Trigger("noop")], workers=1)
+"""
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize("name", ["../../escaped", "/tmp/yieldstar-escaped", "a/../../b", ".."])
+def test_a_hostile_scenario_name_writes_nothing_outside_out(tmp_path: Path, name: str) -> None:
+    work = tmp_path / "deep" / "work"
+    work.mkdir(parents=True)
+    (work / "hostile.py").write_text(HOSTILE_SCENARIO.replace("NAME", repr(name)))
+    before = files_under(tmp_path)
+    escaped_tmp = Path("/tmp/yieldstar-escaped-seed0-trace.jsonl")
+    result = cli(
+        "run", "hostile.py", "--runtime", "memory", "--format", "json,dot,html", "--json",
+        cwd=work,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    written = files_under(tmp_path) - before
+    out = work / "out"
+    assert written, "the run wrote its files"
+    assert all(out in path.parents for path in written), written
+    assert not escaped_tmp.exists()
+    report = json.loads(result.stdout)
+    for key in ("trace", "artifact", "graph"):
+        assert (work / report[key]).resolve().parent == out.resolve()
+    replayed = cli("replay", report["artifact"], "--format", "json", cwd=work)
+    assert replayed.returncode == 0, replayed.stderr
+    assert all(out in path.parents for path in files_under(tmp_path) - before)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a folder nobody can write")
+@pytest.mark.parametrize("command", [["run", "durable-start"], ["explore", "durable-start"]])
+def test_an_unwritable_out_is_refused_before_the_run(tmp_path: Path, command: list[str]) -> None:
+    result = cli(*command, "--out", "/proc", cwd=tmp_path)
+    refused(result, "cannot write in the output folder '/proc'")
+    assert result.stdout == ""  # refused before anything ran
+
+
+def test_explore_saves_a_hostile_names_artifacts_inside_out(tmp_path: Path) -> None:
+    from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+    work = tmp_path / "deep" / "work"
+    work.mkdir(parents=True)
+    source = bundled_scenarios()["trigger-in-step"].read_text()
+    (work / "hostile.py").write_text(
+        source.replace('name="trigger-in-step"', 'name="../../escaped"')
+    )
+    before = files_under(tmp_path)
+    result = cli("explore", "hostile.py", "--no-confirm", "--json", cwd=work)
+    assert result.returncode == 1, result.stderr
+    written = files_under(tmp_path) - before
+    assert written
+    assert all(path.name.startswith("escaped-violation-") for path in written), written
+    assert all(work / "out" in path.parents for path in written), written
+
+
+def test_jobs_above_the_cpus_warn_and_still_run(tmp_path: Path) -> None:
+    result = cli("explore", "durable-start", "--jobs", "4096", "--no-confirm", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("yieldstar-sim: warning: --jobs 4096 is more than the ")
+    assert "no invariant was violated" in result.stdout
+
+
+# --------------------------------------------------------------------------- --db reuse
+
+
+def test_a_db_holding_an_earlier_run_is_refused_unless_continued(tmp_path: Path) -> None:
+    first = cli("run", "durable-start", "--db", "run.duckdb", "--format", "json", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    kept = (tmp_path / "run.duckdb").read_bytes()
+    again = cli("run", "frozen-worker", "--db", "run.duckdb", "--format", "json", cwd=tmp_path)
+    refused(again, "already holds 2 execution(s) from an earlier run")
+    assert "--continue-db" in again.stderr
+    assert (tmp_path / "run.duckdb").read_bytes() == kept  # not even opened for writing
+    replayed = cli(
+        "replay", "out/durable-start-seed0.replay.json", "--db", "run.duckdb", cwd=tmp_path
+    )
+    refused(replayed, "already holds")
+    continued = cli(
+        "run", "durable-start", "--db", "run.duckdb", "--continue-db", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    # Asked for, and said plainly: order-42's trigger is refused (the ID exists), so nothing
+    # runs again and the scenario's crash has no choice point to fire at.
+    refused(continued, "the fault 'crash before put_step of step ship in order-42' matches no")
+
+
+def test_a_db_that_is_not_a_duckdb_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    result = cli("run", "durable-start", "--db", "notes.txt", cwd=tmp_path)
+    refused(result, "cannot be opened as a DuckDB database")
+    assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+def test_replay_keeps_its_records_in_a_fresh_db(tmp_path: Path) -> None:
+    import duckdb
+
+    made = cli("run", "durable-start", "--format", "json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    replayed = cli(
+        "replay", "out/durable-start-seed0.replay.json", "--db", "again.duckdb", "--format",
+        "json", cwd=tmp_path,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    with duckdb.connect(str(tmp_path / "again.duckdb"), read_only=True) as db:
+        assert db.execute("select count(*) from executions").fetchall() == [(2,)]
+
+
+# --------------------------------------------------------------------------- small contracts
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path) -> None:
+    process = subprocess.Popen(
+        [*CLI, "run", "durable-start", "--format", "json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    assert process.stderr is not None
+    process.stdout.close()  # like `| head -0`: every write now meets a closed pipe
+    stderr = process.stderr.read()
+    process.stderr.close()
+    assert process.wait(timeout=120) == -signal.SIGPIPE, stderr
+    assert stderr == ""
+    assert (tmp_path / "out" / "durable-start-seed0.replay.json").is_file()  # nothing lost
+
+
+def test_explore_accepts_quiet_and_prints_one_verdict_line(tmp_path: Path) -> None:
+    result = cli("explore", "trigger-in-step", "--quiet", "--no-confirm", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    (line,) = result.stdout.splitlines()
+    assert line.startswith("trigger-in-step: VIOLATED ")
+
+
+def test_format_names_are_case_insensitive_like_export(tmp_path: Path) -> None:
+    result = cli("run", "durable-start", "--format", "SVG,Json", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)["exports"]) == {"svg", "json"}
+
+
+def test_replay_writes_beside_the_run_without_overwriting_it(tmp_path: Path) -> None:
+    made = cli("run", "durable-start", "--format", "json", "--json", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    ran = json.loads(made.stdout)
+    before = {path: path.read_bytes() for path in files_under(tmp_path / "out")}
+    again = cli("replay", ran["artifact"], "--format", "json", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    replayed = json.loads(again.stdout)
+    assert {path: path.read_bytes() for path in before} == before
+    assert replayed["trace"] != ran["trace"]
+    assert replayed["artifact"] != ran["artifact"]
+    assert "replayed" in Path(replayed["trace"]).name
+
+
+def test_demo_speaks_in_words_not_python_reprs(tmp_path: Path) -> None:
+    result = cli("demo", "--runtime", "memory", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Completed(" not in result.stdout
+    assert "status=" not in result.stdout
+    assert 'completed with result {"shipment": "@ship-order-2"}' in result.stdout
