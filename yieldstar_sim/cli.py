@@ -50,7 +50,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--json", action="store_true", help="print one JSON object")
 
-    listing = commands.add_parser("list", help="list the bundled scenarios and their stories")
+    listing = commands.add_parser(
+        "list",
+        help="list the bundled scenarios and their stories (or, with --faults, the faults)",
+    )
+    listing.add_argument(
+        "--faults",
+        action="store_true",
+        help="list the fault kinds and the runtime calls (ops) a fault can be placed at",
+    )
     listing.add_argument("--json", action="store_true", help="print one JSON object")
 
     run = commands.add_parser(
@@ -203,6 +211,8 @@ def _format_list(text: str) -> list[str]:
 def _list(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
 
+    if args.faults:
+        return _list_faults(args)
     stories = {}
     for name in bundled_scenarios():
         try:
@@ -215,6 +225,30 @@ def _list(args: argparse.Namespace) -> int:
         width = max(map(len, stories), default=0)
         for name, story in stories.items():
             print(f"{name:<{width}}  {story}")
+    return 0
+
+
+def _list_faults(args: argparse.Namespace) -> int:
+    """The fault kinds and choice-point ops, from the simulator's own tables."""
+    from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, DEFAULT_FREEZE, KIND_EFFECTS
+
+    kinds = {str(kind): effect for kind, effect in KIND_EFFECTS.items()}
+    if args.json:
+        print(json.dumps({"fault_kinds": kinds, "ops": CHOICE_POINT_OPS}))
+        return 0
+    print("Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point):")
+    width = max(map(len, kinds))
+    for kind, effect in kinds.items():
+        print(f"  {kind:<{width}}  {effect}")
+    print("\nOps: the runtime calls that are choice points (ys.Fault(..., op=OP)):")
+    width = max(map(len, CHOICE_POINT_OPS))
+    for op, what in CHOICE_POINT_OPS.items():
+        print(f"  {op:<{width}}  {what}")
+    print(
+        '\nPlace a fault by description, e.g. ys.Fault("crash", op="put_step", '
+        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze takes '
+        f"seconds=, default {DEFAULT_FREEZE:g}), or by choice-point index with at=."
+    )
     return 0
 
 

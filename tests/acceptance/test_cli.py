@@ -96,6 +96,24 @@ def test_list_names_every_bundled_scenario_with_its_story(tmp_path: Path) -> Non
     assert len(stories) == len(bundled_names())
 
 
+def test_list_faults_names_every_fault_kind_and_op_from_the_simulators_tables(
+    tmp_path: Path,
+) -> None:
+    from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, FAULT_KINDS, KIND_EFFECTS
+
+    listed = run("list", "--faults", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    faults = json.loads(listed.stdout)
+    assert list(faults["fault_kinds"]) == [str(kind) for kind in FAULT_KINDS]
+    assert faults["fault_kinds"]["crash_after"] == KIND_EFFECTS["crash_after"]
+    assert faults["ops"] == CHOICE_POINT_OPS
+    text = run("list", "--faults", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    for name in [*faults["fault_kinds"], *faults["ops"]]:
+        assert f"\n  {name} " in text.stdout
+    assert "lease expires" in text.stdout
+
+
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
     result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

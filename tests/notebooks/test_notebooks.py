@@ -74,7 +74,8 @@ def test_notebooks_are_stored_without_outputs(path: Path) -> None:
 def _strip_script() -> object:
     script = NOTEBOOKS.parent / "scripts" / "strip_notebooks.py"
     spec = importlib.util.spec_from_file_location("strip_notebooks", script)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
