@@ -102,7 +102,16 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--no-confirm", action="store_true", help="do not replay findings on DuckDB"
     )
-    explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
+    explore.add_argument(
+        "--out", metavar="DIR", default="out",
+        help="folder for the replay artifacts and the pictures (default: out)",
+    )  # fmt: skip
+    explore.add_argument(
+        "--format", default="png", metavar="LIST", type=_format_list,
+        help="formats of the pictures, as for run: the exploration grid and each violation's "
+        "divergence figure (in the picture formats among them) and execution graph "
+        "(default png)",
+    )  # fmt: skip
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
 
@@ -325,6 +334,7 @@ def _run(args: argparse.Namespace) -> int:
 def _explore(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.explorer import explore
     from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+    from yieldstar_sim.views.exploration import write_exploration_pictures
 
     if args.max_faults < 0:
         raise UsageError(f"--max-faults must be 0 or more, not {args.max_faults}")
@@ -350,10 +360,19 @@ def _explore(args: argparse.Namespace) -> int:
         out=out,
         progress=args.progress,
     )
+    pictures = write_exploration_pictures(report, out, args.format, scenario=scenario)
     if args.json:
-        print(json.dumps(report.to_json()))
+        data = report.to_json()
+        data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
+        for found, divergence, graph in zip(
+            data["violations"], pictures.divergences, pictures.graphs, strict=True
+        ):
+            found["divergence"] = {format: str(path) for format, path in divergence.items()}
+            found["graph"] = {format: str(path) for format, path in graph.items()}
+        print(json.dumps(data))
     else:
         print(report.summary())
+        print("\n".join(pictures.lines()))
     return 0 if report.ok else 1
 
 
