@@ -44,7 +44,7 @@ lint: setup
 
 # The documentation site; --strict turns a broken link or API reference into a failure.
 docs: setup
-	MPLBACKEND=Agg $(BIN)/mkdocs build --strict --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(BIN)/mkdocs build --strict
 
 # Committed notebooks carry no outputs and no volatile metadata (scripts/strip_notebooks.py).
 check-notebooks: setup
