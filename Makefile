@@ -1,7 +1,9 @@
 # Two commands set everything up on a fresh machine (Python 3.11+, make):
 #   make demo   the main job: the durable-start scenario on DuckDB, its graph in out/
-#   make test   the test suite (the notebooks run headless in it)
-# And for the notebooks:
+#               (installs only the runtime dependencies: pip install -e .)
+#   make test   the test suite (installs the `dev` extra; the notebooks run headless in it)
+# And:
+#   make docs           the documentation site (mkdocs build --strict) into build/site
 #   make lab            JupyterLab on notebooks/ (installs the `lab` extra)
 #   make browser-test   Voila + Debian's Chromium: the stepper in a real browser
 PYTHON ?= python3
@@ -13,27 +15,40 @@ JUPYTER_ENV := JUPYTER_CONFIG_DIR=$(JUPYTER_STATE)/config JUPYTER_DATA_DIR=$(JUP
 	JUPYTER_RUNTIME_DIR=$(JUPYTER_STATE)/runtime IPYTHONDIR=$(JUPYTER_STATE)/ipython \
 	JUPYTER_PLATFORM_DIRS=1
 
-.PHONY: setup demo test lint bench bench-stepper lab browser-test clean
+.PHONY: setup demo test lint docs check-notebooks bench bench-stepper lab browser-test clean
 
+# Everything: the runtime, the test tools, linters and the docs toolchain (the `dev` extra).
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The runtime dependencies only: what `make demo` and the CLI need.
+$(VENV)/.runtime-installed: pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit("yieldstar_sim needs Python 3.11 or newer" if sys.version_info < (3, 11) else 0)'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $@
 
-demo: setup
+$(VENV)/.installed: $(VENV)/.runtime-installed
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.runtime-installed
 	$(BIN)/yieldstar-sim run durable-start --out out
 
 test: setup
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios
-	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios
+	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios scripts docs
+	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios scripts docs
 	$(BIN)/mypy
+
+# The documentation site; --strict turns a broken link or API reference into a failure.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 MPLBACKEND=Agg $(BIN)/mkdocs build --strict
+
+# Committed notebooks carry no outputs and no volatile metadata (scripts/strip_notebooks.py).
+check-notebooks: setup
+	$(BIN)/python scripts/strip_notebooks.py --check
 
 # Every benchmark, quick; run one without --quick for the full figures (see benchmarks/README.md).
 bench: setup
@@ -61,4 +76,4 @@ $(VENV)/.browser-installed: $(VENV)/.installed
 	touch $@
 
 clean:
-	rm -rf $(VENV) out build/jupyter .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) out build/jupyter build/site .pytest_cache .mypy_cache .ruff_cache .hypothesis

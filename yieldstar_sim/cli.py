@@ -80,7 +80,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--json", action="store_true", help="print one JSON object")
 
-    listing = commands.add_parser("list", help="list the bundled scenarios and their stories")
+    listing = commands.add_parser(
+        "list",
+        help="list the bundled scenarios and their stories (or, with --faults, the faults)",
+    )
+    listing.add_argument(
+        "--faults",
+        action="store_true",
+        help="list the fault kinds and the runtime calls (ops) a fault can be placed at",
+    )
     listing.add_argument("--json", action="store_true", help="print one JSON object")
 
     run = commands.add_parser(
@@ -126,7 +134,16 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument(
         "--no-confirm", action="store_true", help="do not replay findings on DuckDB"
     )
-    explore.add_argument("--out", metavar="DIR", default="out", help="folder for artifacts")
+    explore.add_argument(
+        "--out", metavar="DIR", default="out",
+        help="folder for the replay artifacts and the pictures (default: out)",
+    )  # fmt: skip
+    explore.add_argument(
+        "--format", default="png", metavar="LIST", type=_format_list,
+        help="formats of the pictures, as for run: the exploration grid and each violation's "
+        "divergence figure (in the picture formats among them) and execution graph "
+        "(default png)",
+    )  # fmt: skip
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
     explore.add_argument(
@@ -250,6 +267,8 @@ def _format_list(text: str) -> list[str]:
 def _list(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
 
+    if args.faults:
+        return _list_faults(args)
     stories = {}
     for name in bundled_scenarios():
         try:
@@ -262,6 +281,30 @@ def _list(args: argparse.Namespace) -> int:
         width = max(map(len, stories), default=0)
         for name, story in stories.items():
             print(f"{name:<{width}}  {story}")
+    return 0
+
+
+def _list_faults(args: argparse.Namespace) -> int:
+    """The fault kinds and choice-point ops, from the simulator's own tables."""
+    from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, DEFAULT_FREEZE, KIND_EFFECTS
+
+    kinds = {str(kind): effect for kind, effect in KIND_EFFECTS.items()}
+    if args.json:
+        print(json.dumps({"fault_kinds": kinds, "ops": CHOICE_POINT_OPS}))
+        return 0
+    print("Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point):")
+    width = max(map(len, kinds))
+    for kind, effect in kinds.items():
+        print(f"  {kind:<{width}}  {effect}")
+    print("\nOps: the runtime calls that are choice points (ys.Fault(..., op=OP)):")
+    width = max(map(len, CHOICE_POINT_OPS))
+    for op, what in CHOICE_POINT_OPS.items():
+        print(f"  {op:<{width}}  {what}")
+    print(
+        '\nPlace a fault by description, e.g. ys.Fault("crash", op="put_step", '
+        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze takes '
+        f"seconds=, default {DEFAULT_FREEZE:g}), or by choice-point index with at=."
+    )
     return 0
 
 
@@ -364,6 +407,7 @@ def _explore(args: argparse.Namespace) -> int:
 
 def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
     from yieldstar_sim.simulation.explorer import explore
+    from yieldstar_sim.views.exploration import write_exploration_pictures
 
     report = explore(
         scenario,
@@ -379,12 +423,21 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         progress=args.progress,
         timeout=args.timeout,
     )
+    pictures = write_exploration_pictures(report, out, args.format, scenario=scenario)
     if args.json:
-        print(json.dumps(report.to_json()))
+        data = report.to_json()
+        data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
+        for found, divergence, graph in zip(
+            data["violations"], pictures.divergences, pictures.graphs, strict=True
+        ):
+            found["divergence"] = {format: str(path) for format, path in divergence.items()}
+            found["graph"] = {format: str(path) for format, path in graph.items()}
+        print(json.dumps(data))
     elif args.quiet:
         print(_explore_verdict(report))
     else:
         print(report.summary())
+        print("\n".join(pictures.lines()))
     if report.interrupted:
         print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
         return INTERRUPTED

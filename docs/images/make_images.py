@@ -1,8 +1,9 @@
-"""Regenerate the README's pictures: `.venv/bin/python docs/images/make_images.py`."""
+"""Regenerate the README's and the docs' pictures: `.venv/bin/python docs/images/make_images.py`."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yieldstar_sim as ys
 from yieldstar_sim.views import draw_divergence, draw_exploration, draw_run
@@ -10,10 +11,34 @@ from yieldstar_sim.views import draw_divergence, draw_exploration, draw_run
 HERE = Path(__file__).parent
 
 
+@ys.workflow("line")
+def line(step: ys.StepRunner, params: Any) -> Any:
+    """One line item: pick it."""
+    return (yield from step.run("pick", lambda: step.world.effect("picked", line=params["line"])))
+
+
+@ys.workflow("order")
+def order(step: ys.StepRunner, params: Any) -> Any:
+    """An order starts one line-item workflow per line."""
+    for number in range(1, 100):
+        yield from step.start(f"line-{number}", "line", {"line": number})
+    return "ok"
+
+
+#: One order starts 99 line items; the worker crashes at the start of line-50.
+FAN_OUT = ys.Scenario(
+    name="fan-out",
+    workflows=[order, line],
+    triggers=[ys.Trigger("order", {}, execution_id="order-1")],
+    faults=[ys.Fault("crash", op="start", step_key="line-50")],
+)
+
+
 def main() -> None:
     for name in ("trigger-in-step", "durable-start", "frozen-worker"):
         run = ys.simulate(ys.load_scenario(name), seed=0, runtime="duckdb")
         draw_run(run).savefig(HERE / f"{name}.png", dpi=100)
+    draw_run(ys.simulate(FAN_OUT, seed=0, runtime="memory")).savefig(HERE / "fan-out.png", dpi=80)
     report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
     draw_exploration(report).savefig(HERE / "explore-trigger-in-step.png", dpi=100)
     courier = next(v for v in report.violations if v.invariant.startswith("at_most_once"))

@@ -96,6 +96,24 @@ def test_list_names_every_bundled_scenario_with_its_story(tmp_path: Path) -> Non
     assert len(stories) == len(bundled_names())
 
 
+def test_list_faults_names_every_fault_kind_and_op_from_the_simulators_tables(
+    tmp_path: Path,
+) -> None:
+    from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, FAULT_KINDS, KIND_EFFECTS
+
+    listed = run("list", "--faults", "--json", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    faults = json.loads(listed.stdout)
+    assert list(faults["fault_kinds"]) == [str(kind) for kind in FAULT_KINDS]
+    assert faults["fault_kinds"]["crash_after"] == KIND_EFFECTS["crash_after"]
+    assert faults["ops"] == CHOICE_POINT_OPS
+    text = run("list", "--faults", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    for name in [*faults["fault_kinds"], *faults["ops"]]:
+        assert f"\n  {name} " in text.stdout
+    assert "lease expires" in text.stdout
+
+
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
     result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -190,9 +208,43 @@ def test_explore_finds_the_double_courier_and_its_artifact_replays_on_duckdb(
     assert courier["faults"] == ["crash before w2's put_step of step ship in order-42"]
     assert courier["explanation"].startswith("courier.booked happened 2 times for order=42")
     assert report["runtime_mismatches"] == []
+    assert report["grid"] == {"png": "out/trigger-in-step-explore.png"}
+    for number, found in enumerate(report["violations"], start=1):
+        stem = f"out/trigger-in-step-violation-{number}"
+        assert found["divergence"] == {"png": f"{stem}-divergence.png"}
+        assert found["graph"] == {"png": f"{stem}-graph.png"}
+    for path in [report["grid"]["png"], courier["divergence"]["png"], courier["graph"]["png"]]:
+        assert (tmp_path / path).read_bytes().startswith(b"\x89PNG")
     replayed = run("replay", courier["artifact"], "--runtime", "duckdb", "--quiet", cwd=tmp_path)
     assert replayed.returncode == 1
     assert "courier.booked happened 2 times" in replayed.stdout
+
+
+def test_explore_lists_its_pictures_in_the_formats_asked_for(tmp_path: Path) -> None:
+    result = run(
+        "explore", "trigger-in-step", "--no-confirm", "--format", "svg,dot", "--out", "pics",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    listed = {
+        line.split(": ", 1)[1]
+        for line in result.stdout.splitlines()
+        if line.startswith(("grid (", "violation "))
+    }
+    assert listed == {
+        "pics/trigger-in-step-explore.svg",
+        "pics/trigger-in-step-violation-1-divergence.svg",
+        "pics/trigger-in-step-violation-1-graph.svg",
+        "pics/trigger-in-step-violation-1-graph.dot",
+        "pics/trigger-in-step-violation-2-divergence.svg",
+        "pics/trigger-in-step-violation-2-graph.svg",
+        "pics/trigger-in-step-violation-2-graph.dot",
+    }
+    for path in listed:
+        assert (tmp_path / path).stat().st_size > 0
+    nothing = run("explore", "durable-start", "--no-confirm", "--json", cwd=tmp_path)
+    assert nothing.returncode == 0, nothing.stderr
+    assert json.loads(nothing.stdout)["grid"] == {"png": "out/durable-start-explore.png"}
 
 
 def test_explore_the_fix_with_two_faults_finds_nothing_and_says_what_it_covered(
@@ -218,8 +270,10 @@ def test_explore_gives_the_same_answer_for_one_or_two_jobs_and_the_same_seed(
         assert result.returncode == 1, result.stderr
         report = json.loads(result.stdout)
         for violation in report["violations"]:
-            violation.pop("artifact")
+            for path in ("artifact", "divergence", "graph"):
+                violation.pop(path)
         report.pop("elapsed_seconds")
+        report.pop("grid")
         answers.append(report)
     assert answers[0] == answers[1] == answers[2]
 

@@ -6,6 +6,8 @@ of this test session, never in the user's home. Notebooks are stored without out
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import time
 from pathlib import Path
@@ -67,6 +69,45 @@ def test_notebooks_are_stored_without_outputs(path: Path) -> None:
         if cell.cell_type == "code":
             assert cell.outputs == [], f"{path.name}: strip outputs (scripts/strip_notebooks.py)"
             assert cell.execution_count is None, f"{path.name}: strip execution counts"
+
+
+def _strip_script() -> object:
+    script = NOTEBOOKS.parent / "scripts" / "strip_notebooks.py"
+    spec = importlib.util.spec_from_file_location("strip_notebooks", script)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[path.stem for path in PATHS])
+def test_notebooks_are_stored_stripped_of_volatile_metadata(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert _strip_script().stripped(text) == text, (  # type: ignore[attr-defined]
+        f"{path.name}: run .venv/bin/python scripts/strip_notebooks.py {path.name}"
+    )
+
+
+def test_stripping_undoes_what_saving_in_jupyterlab_adds(tmp_path: Path) -> None:
+    """JupyterLab writes language_info details, widget state and cell timings on save."""
+    original = PATHS[0].read_text(encoding="utf-8")
+    saved = json.loads(original)
+    saved["metadata"]["language_info"].update(
+        {"version": "3.11.2", "mimetype": "text/x-python", "pygments_lexer": "ipython3"}
+    )
+    saved["metadata"]["widgets"] = {"application/vnd.jupyter.widget-state+json": {}}
+    code = next(cell for cell in saved["cells"] if cell["cell_type"] == "code")
+    code["metadata"]["execution"] = {"iopub.status.busy": "2025-01-01T00:00:00Z"}
+    code["execution_count"] = 3
+    code["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
+    dirty = tmp_path / PATHS[0].name
+    dirty.write_text(json.dumps(saved, indent=1), encoding="utf-8")
+    script = _strip_script()
+    assert script.main(["--check", str(dirty)]) == 1  # type: ignore[attr-defined]
+    assert script.main([str(dirty)]) == 0  # type: ignore[attr-defined]
+    assert dirty.read_text(encoding="utf-8") == original
+    assert script.main(["--check", str(dirty)]) == 0  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[path.stem for path in PATHS])

@@ -23,7 +23,14 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.faults import DEFAULT_FREEZE, FAULT_KINDS, FaultPlan, PointInfo
+from yieldstar_sim.simulation.faults import (
+    CHOICE_POINT_OPS,
+    DEFAULT_FREEZE,
+    FAULT_KINDS,
+    KIND_EFFECTS,
+    FaultPlan,
+    PointInfo,
+)
 from yieldstar_sim.simulation.trace import TraceEvent
 
 DURABLE = ys.load_scenario("durable-start")
@@ -419,6 +426,19 @@ def test_fault_kinds_are_the_six_documented_ones() -> None:
 # --------------------------------------------------------------------------- placing faults
 
 
+def test_every_choice_point_of_every_bundled_scenario_is_a_listed_op() -> None:
+    """`list --faults` prints CHOICE_POINT_OPS: it must name every call the simulator offers."""
+    seen = set()
+    from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+    for name in bundled_scenarios():
+        run = ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")
+        seen |= {e.op for e in run.trace if e.point is not None and e.worker is not None}
+    assert seen <= set(CHOICE_POINT_OPS), seen - set(CHOICE_POINT_OPS)
+    assert {"claim", "put_step", "start", "acknowledge", "start_child"} <= seen
+    assert set(KIND_EFFECTS) == set(FAULT_KINDS)
+
+
 def test_a_fault_placed_by_index_fires_at_that_choice_point() -> None:
     plain = ys.simulate(SCENARIO, 0, runtime="memory", scenario_faults=False)
     for index in (0, 3, 5):
@@ -537,6 +557,12 @@ SECONDS = "a freeze lasts a positive number of seconds, not "
         ({"kind": "freeze", "seconds": math.nan}, SECONDS + "nan"),
         ({"kind": "freeze", "seconds": "40"}, SECONDS + "'40'"),
         ({"kind": "crash", "occurrence": 0}, "occurrence counts from 1, not 0"),
+        (
+            {"kind": "crash", "op": "put_stpe"},
+            "unknown fault op 'put_stpe'; the ops are claim, put_step, record_wake, wait_for, "
+            "start, start_child, cancel, acknowledge, release (yieldstar-sim list --faults says "
+            "what each is)",
+        ),
     ],
 )
 def test_invalid_faults_are_refused_with_a_clear_message(

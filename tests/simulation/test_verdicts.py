@@ -392,7 +392,7 @@ def test_running_to_the_end_lists_which_faults_broke_it() -> None:
     data = report.to_json()
     assert data["broken_by"] == broken
     assert {"choice_point": "w2 put_step order-42/ship", "fault": "crash",
-            "verdict": "violated"} in data["grid"]  # fmt: skip
+            "verdict": "violated"} in data["single_faults"]  # fmt: skip
     assert "single faults that break it:" in report.summary()
     assert "    crash at " in report.summary()
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
 from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation, explore
-from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, FaultPlan, PointInfo
+from yieldstar_sim.simulation.faults import (
+    CHOICE_POINT_OPS,
+    FAULT_KINDS,
+    KIND_EFFECTS,
+    Fault,
+    FaultKind,
+    FaultPlan,
+    PointInfo,
+)
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
 from yieldstar_sim.simulation.run import SimulationRun, simulate
 from yieldstar_sim.simulation.scenario import (
@@ -23,7 +31,9 @@ from yieldstar_sim.simulation.scenario import (
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 __all__ = [
+    "CHOICE_POINT_OPS",
     "FAULT_KINDS",
+    "KIND_EFFECTS",
     "ArtifactError",
     "Cancel",
     "Deploy",

@@ -540,7 +540,7 @@ class ExplorationReport:
             "incomplete_reasons": self.incomplete_reasons,
             "warnings": self.warnings,
             "broken_by": self.broken_by(),
-            "grid": [
+            "single_faults": [
                 {"choice_point": label, "fault": kind, "verdict": verdict}
                 for (label, kind), verdict in self.verdicts.items()
             ],

@@ -21,37 +21,55 @@ if TYPE_CHECKING:
 
 
 class FaultKind(enum.StrEnum):
-    """What happens to the worker at a choice point."""
+    """What happens to the worker at a choice point (``KIND_EFFECTS`` says what each does)."""
 
     CRASH = "crash"
-    """The worker dies before the call; it restarts later with no memory. Its lease expires."""
     CRASH_AFTER = "crash_after"
-    """The call commits, then the worker dies before seeing the response."""
     LOSE_RESPONSE = "lose_response"
-    """The call commits but its response is lost; the worker lives and the client raises."""
     FREEZE = "freeze"
-    """The worker stops for ``seconds`` before the call (its lease may expire), then makes it."""
     INFRA_ERROR = "infra_error"
-    """The call fails without effect; the client raises an infrastructure error."""
     CHILD_EXIT = "child_exit"
-    """The worker's child process exits before the call; the parent releases the lease."""
+
+    @property
+    def effect(self) -> str:
+        """What this fault does to the worker and its call, in one sentence."""
+        return KIND_EFFECTS[self]
+
+
+#: What each fault kind does, in one sentence (``yieldstar-sim list --faults`` prints these).
+KIND_EFFECTS: dict[FaultKind, str] = {
+    FaultKind.CRASH: "The worker dies before the call; it restarts later with no memory and its "
+    "lease expires, so another worker (or it) replays the execution.",
+    FaultKind.CRASH_AFTER: "The call commits, then the worker dies before seeing the response; "
+    "its lease expires and the execution is replayed.",
+    FaultKind.LOSE_RESPONSE: "The call commits but its response is lost: the worker lives and "
+    "the client raises an infrastructure error.",
+    FaultKind.FREEZE: "The worker stops for `seconds` before the call (default 40; its lease may "
+    "expire and another worker replay), then makes it and is fenced if it lost the lease.",
+    FaultKind.INFRA_ERROR: "The call fails without effect; the client raises an infrastructure "
+    "error.",
+    FaultKind.CHILD_EXIT: "The worker's child process exits before the call; the parent releases "
+    "the lease and the execution is delivered again.",
+}
+
+#: The runtime calls that are choice points, by the ``op`` a ``Fault`` names, and what each is.
+#: A test runs every bundled scenario and checks the simulator makes no choice point outside it.
+CHOICE_POINT_OPS: dict[str, str] = {
+    "claim": "a free worker asks for a delivery: a lease, a fencing token, the recorded steps",
+    "put_step": "record a step's result, failure or timer (step.run, step.delay, a start's target)",
+    "record_wake": "record when a suspended execution wakes (a durable timer, a retry backoff)",
+    "wait_for": "suspend until another execution finishes (step.call, step.child joins)",
+    "start": "the durable start of a target (step.start, step.call): one per start request",
+    "start_child": "create or join an owned child, or spawn a detached one (step.child, "
+    "step.spawn)",
+    "cancel": "request cancellation of an execution and what it owns",
+    "acknowledge": "report the execution's outcome and end the lease",
+    "release": "hand a delivery back (a rejected delivery, a worker process exit)",
+}
 
 
 FAULT_KINDS = tuple(FaultKind)
 DEFAULT_FREEZE = 40.0
-
-#: The runtime calls a fault can be placed before or after (a fault's ``op``), and what each is.
-FAULT_OPS: dict[str, str] = {
-    "claim": "a worker claims due work under a lease (the dispatcher's poll)",
-    "put_step": "a worker records a step (its result, failure, or a pending delay)",
-    "record_wake": "a worker records when the execution is due again",
-    "wait_for": "a worker registers that the execution waits for another's end",
-    "start": "a worker starts a target through the start client (step.start, step.call)",
-    "start_child": "a worker creates or joins a child by business ID (step.child, step.spawn)",
-    "cancel": "a worker requests cancellation of its execution and what it owns (max_duration)",
-    "acknowledge": "a worker acknowledges the delivery's outcome",
-    "release": "a worker gives up its lease after a rejected delivery",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +115,11 @@ class Fault:
             raise ValueError(
                 f"unknown fault kind {self.kind!r}; the kinds are {', '.join(FAULT_KINDS)}"
             ) from None
-        if self.op is not None and self.op not in FAULT_OPS:
-            raise ValueError(f"unknown fault op {self.op!r}; the ops are {', '.join(FAULT_OPS)}")
+        if self.op is not None and self.op not in CHOICE_POINT_OPS:
+            raise ValueError(
+                f"unknown fault op {self.op!r}; the ops are {', '.join(CHOICE_POINT_OPS)} "
+                "(yieldstar-sim list --faults says what each is)"
+            )
         for what in ("worker", "execution_id", "step_key"):
             value = getattr(self, what)
             if value is not None and (not isinstance(value, str) or not value):

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from yieldstar_sim.views.exploration import draw_divergence, draw_exploration
+from yieldstar_sim.views.exploration import (
+    ExplorationPictures,
+    draw_divergence,
+    draw_exploration,
+    write_exploration_pictures,
+)
 from yieldstar_sim.views.export import (
     FORMATS,
     export,
@@ -19,6 +24,7 @@ from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 
 __all__ = [
     "FORMATS",
+    "ExplorationPictures",
     "Timeline",
     "build_timeline",
     "draw_divergence",
@@ -35,4 +41,5 @@ __all__ = [
     "to_graphml",
     "to_mermaid",
     "to_node_link_json",
+    "write_exploration_pictures",
 ]

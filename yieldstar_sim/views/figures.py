@@ -6,7 +6,12 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from yieldstar_sim.views.graph import ROW_WIDTH, draw_execution_graph, graph_from_trace
+from yieldstar_sim.views.graph import (
+    ROW_WIDTH,
+    draw_execution_graph,
+    graph_from_trace,
+    group_siblings,
+)
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
@@ -15,10 +20,22 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.run import SimulationRun
 
 
-def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
+#: How many violations a run's caption prints in full; the rest are counted.
+CAPTIONED_VIOLATIONS = 3
+
+
+def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) -> str:
+    """Every violation's sentence, one per line (past ``at_most``: "and N more")."""
+    lines = [f"\u2022 {violation}" for violation in run.violations[:at_most]]
+    if len(run.violations) > at_most:
+        lines.append(f"and {len(run.violations) - at_most} more")
+    return "\n".join(lines)
+
+
+def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True) -> Figure:
     """The execution graph (as of trace event ``upto``) beside the worker timeline, in one
-    figure for reports; the title names scenario, seed and verdict, the caption the first
-    violation.
+    figure for reports; the title names scenario, seed and verdict, the caption every
+    violation. ``group=False`` draws every sibling execution as its own box.
 
     >>> import yieldstar_sim as ys
     >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
@@ -27,6 +44,8 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
 
     timeline = build_timeline(run.trace, run.scenario.worker_names)
     graph = graph_from_trace(run.trace, upto)
+    if group:
+        graph = group_siblings(graph)
     layers = [len(layer) for layer in nx.topological_generations(graph)]
     widest = min(max(layers, default=1), ROW_WIDTH)
     rows = sum(-(-count // ROW_WIDTH) for count in layers) or 1
@@ -37,10 +56,10 @@ def draw_run(run: SimulationRun, *, upto: int | None = None) -> Figure:
     left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
     caption = ""
     if upto is None and run.violations:
-        caption = str(run.violations[0])
+        caption = violations_caption(run)
     elif upto is None and run.incomplete:
         caption = f"incomplete: {run.incomplete}"
-    draw_execution_graph(graph, ax=left, caption=caption)
+    draw_execution_graph(graph, ax=left, caption=caption, group=False)
     cursor = None if upto is None else timeline.x_of.get(upto)
     draw_timeline(timeline, ax=right, cursor=cursor)
     figure.suptitle(

@@ -41,6 +41,14 @@ ROW_GAP = 0.7
 #: Where an edge's label sits between parent and child: nearer the child, which it names.
 LABEL_AT = 0.62
 
+#: Siblings drawn as one group box when at least this many share workflow, parent, step-key
+#: pattern and status (and nothing about them is unusual).
+GROUP_AT_LEAST = 4
+#: The sign between a group's size and its workflow: "99 \u00d7 line".
+TIMES = "\u00d7"
+#: Statuses a group may have: a failed or pruned execution is always drawn on its own.
+GROUPABLE_STATUSES = frozenset({"pending", "running", "suspended", "completed", "cancelled"})
+
 STATUS_COLOURS = {
     "running": "#F0E442",
     "pending": "#E69F00",
@@ -198,6 +206,59 @@ def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
     )
 
 
+def _key_pattern(step_key: str) -> str:
+    """``line-17`` -> ``line-#``: step keys that differ only in their numbers share a pattern."""
+    return re.sub(r"\d+", "#", step_key)
+
+
+def group_siblings(graph: nx.MultiDiGraph, at_least: int = GROUP_AT_LEAST) -> nx.MultiDiGraph:
+    """A copy of ``graph`` where plain siblings are one group node.
+
+    Siblings group when at least ``at_least`` of them share parent, workflow, step-key pattern
+    (``line-1`` to ``line-99``), status, origin and detachment, and each is plain: started
+    once by a durable start (no duplicate admission, no repeated start calls, no trigger, no
+    join) and starting nothing itself. Anything red or unusual stays its own node. A group
+    node has ``group`` (how many), ``members`` (their IDs, in order) and its edge's
+    ``step_key`` reads ``first … last``.
+
+    >>> import yieldstar_sim as ys
+    >>> runtime = ys.MemoryRuntime()
+    >>> order = runtime.trigger("order", execution_id="order-1")
+    >>> for i in range(1, 6):
+    ...     _ = runtime.start(ys.StartRequest(ys.RequestId(order, f"line-{i}"), "line"))
+    >>> grouped = group_siblings(execution_graph(runtime))
+    >>> [(n.replace(TIMES, 'x'), d.get("group")) for n, d in grouped.nodes(data=True)]
+    [('order-1', None), ('5 x line · pending', 5)]
+    """
+    groups: dict[tuple[Any, ...], list[tuple[Any, str]]] = {}
+    for node, data in graph.nodes(data=True):
+        edges = list(graph.in_edges(node, keys=True, data=True))
+        if len(edges) != 1 or graph.out_degree(node) or data["status"] not in GROUPABLE_STATUSES:
+            continue
+        parent, _, edge_key, edge = edges[0]
+        if edge.get("kind") != "start" or edge.get("duplicate") or edge.get("calls", 1) > 1:
+            continue
+        step_key = str(edge.get("step_key", edge_key))
+        how = (data.get("origin"), edge.get("detached", False), edge.get("retained", True))
+        key = (parent, data.get("workflow_id"), _key_pattern(step_key), data["status"], *how)
+        groups.setdefault(key, []).append((node, step_key))
+    grouped = graph.copy()
+    for (parent, workflow_id, _, status, origin, detached, retained), members in groups.items():
+        if len(members) < at_least:
+            continue
+        members.sort(key=lambda member: _natural(member[1]))
+        name = f"{len(members)} {TIMES} {workflow_id} · {status}"
+        while name in grouped:
+            name += " "
+        grouped.remove_nodes_from(node for node, _ in members)
+        grouped.add_node(name, workflow_id=workflow_id, status=status, origin=origin,
+                         group=len(members), members=[node for node, _ in members])  # fmt: skip
+        keys = f"{members[0][1]} … {members[-1][1]}"
+        grouped.add_edge(parent, name, key=keys, kind="start", step_key=keys, detached=detached,
+                         retained=retained, duplicate=False, calls=1)  # fmt: skip
+    return grouped
+
+
 def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
     """Parents above children; siblings ordered by the step key that started them, in rows of
     at most ``ROW_WIDTH`` so that a wide fan-out wraps instead of making a strip."""
@@ -225,18 +286,63 @@ def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]
     return positions
 
 
-def draw_execution_graph(
-    graph: nx.MultiDiGraph, *, title: str = "", caption: str = "", ax: Axes | None = None
-) -> Figure:
-    """Render the execution graph with matplotlib; returns the Figure (never shows it).
-
-    ``caption`` goes under the graph (the invariant's sentence for a violation, in the
-    duplicate colour); with ``ax``, the graph is drawn into that axes of an existing figure.
-    """
-    from matplotlib.figure import Figure
+def _legend(graph: nx.MultiDiGraph) -> list[Any]:
+    """Legend entries for what ``graph`` shows, and nothing else."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
+    handles: list[Any] = [
+        Patch(facecolor=colour, edgecolor="#222222", label=status)
+        for status, colour in STATUS_COLOURS.items()
+        if any(d["status"] == status for _, d in graph.nodes(data=True))
+    ]
+    kinds = {(d["kind"], d["detached"], d["duplicate"]) for _, _, d in graph.edges(data=True)}
+    if ("start", False, False) in kinds or ("start", False, True) in kinds:
+        handles.append(Line2D([], [], color="#333333", label="parent link (owned)"))
+    if ("start", True, False) in kinds or ("start", True, True) in kinds:
+        handles.append(
+            Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)")
+        )
+    if any(kind == "trigger" for kind, _, _ in kinds):
+        handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
+    if any(kind == "joined" for kind, _, _ in kinds):
+        handles.append(Line2D([], [], color="#333333", linestyle="-.", label="joined (not owned)"))
+    if any(d.get("group") for _, d in graph.nodes(data=True)):
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor="#222222",
+                label=f"N {TIMES} workflow: grouped siblings",
+            )
+        )
+    if any(duplicate for _, _, duplicate in kinds):
+        handles.append(
+            Line2D(
+                [], [], color=DUPLICATE_COLOUR, linewidth=2.2, label="one step, several admissions"
+            )
+        )
+    return handles
+
+
+def draw_execution_graph(
+    graph: nx.MultiDiGraph,
+    *,
+    title: str = "",
+    caption: str = "",
+    ax: Axes | None = None,
+    group: bool = True,
+) -> Figure:
+    """Render the execution graph with matplotlib; returns the Figure (never shows it).
+
+    ``caption`` goes under the graph (the invariants' sentences for a violation, in the
+    duplicate colour); with ``ax``, the graph is drawn into that axes of an existing figure.
+    With ``group`` (the default), plain siblings are drawn as one box (``group_siblings``);
+    ``group=False`` draws every execution.
+    """
+    from matplotlib.figure import Figure
+
+    if group:
+        graph = group_siblings(graph)
     positions = _layered_positions(graph)
     widest = max(
         (
@@ -286,53 +392,34 @@ def draw_execution_graph(
         )
     for node, data in graph.nodes(data=True):
         x, y = positions[node]
-        axes.text(
-            x,
-            y,
-            f"{node}\n{data['workflow_id']} · {data['status']}",
-            ha="center",
-            va="center",
-            fontsize=10,
-            bbox={
-                "boxstyle": "square,pad=0.5" if data["origin"] == "trigger" else "round,pad=0.5",
-                "facecolor": STATUS_COLOURS.get(str(data["status"]), "#FFFFFF"),
-                "edgecolor": "#222222",
-                "alpha": 0.9,
-            },
-            parse_math=False,
-        )
+        members = data.get("members")
+        if members:
+            label = f"{node}\n{members[0]} … {members[-1]}"
+        else:
+            label = f"{node}\n{data['workflow_id']} · {data['status']}"
+        bbox = {
+            "boxstyle": "square,pad=0.5" if data["origin"] == "trigger" else "round,pad=0.5",
+            "facecolor": STATUS_COLOURS.get(str(data["status"]), "#FFFFFF"),
+            "edgecolor": "#222222",
+            "alpha": 0.9,
+        }
+        if members:  # a stack of boxes: the one behind peeks out
+            axes.text(x + 0.07, y - 0.07, label, ha="center", va="center", fontsize=10,
+                      bbox=bbox, color="none", parse_math=False)  # fmt: skip
+        axes.text(x, y, label, ha="center", va="center", fontsize=10, bbox=bbox,
+                  parse_math=False)  # fmt: skip
     xs = [p[0] for p in positions.values()] or [0.0]
     ys = [p[1] for p in positions.values()] or [0.0]
     axes.set_xlim(min(xs) - NODE_SPACING / 2 - 0.2, max(xs) + NODE_SPACING / 2 + 0.2)
     axes.set_ylim(min(ys) - 0.9, max(ys) + 0.5)
-    handles: list[Any] = [
-        Patch(facecolor=colour, edgecolor="#222222", label=status)
-        for status, colour in STATUS_COLOURS.items()
-        if any(d["status"] == status for _, d in graph.nodes(data=True))
-    ]
-    kinds = {(d["kind"], d["detached"], d["duplicate"]) for _, _, d in graph.edges(data=True)}
-    if ("start", False, False) in kinds or ("start", False, True) in kinds:
-        handles.append(Line2D([], [], color="#333333", label="parent link (owned)"))
-    if ("start", True, False) in kinds or ("start", True, True) in kinds:
-        handles.append(
-            Line2D([], [], color="#333333", linestyle="--", label="parent link (detached)")
-        )
-    if any(kind == "trigger" for kind, _, _ in kinds):
-        handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
-    if any(kind == "joined" for kind, _, _ in kinds):
-        handles.append(Line2D([], [], color="#333333", linestyle="-.", label="joined (not owned)"))
-    if any(duplicate for _, _, duplicate in kinds):
-        handles.append(
-            Line2D(
-                [], [], color=DUPLICATE_COLOUR, linewidth=2.2, label="one step, several admissions"
-            )
-        )
+    handles = _legend(graph)
     axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
         axes.set_title(title, fontsize=12, parse_math=False)
     if caption:
+        text = "\n".join(textwrap.fill(part, 90) for part in caption.split("\n"))
         axes.text(
-            0.5, -0.01, textwrap.fill(caption, 90), transform=axes.transAxes, ha="center",
+            0.5, -0.01, text, transform=axes.transAxes, ha="center",
             va="top", fontsize=8.5, color=DUPLICATE_COLOUR, parse_math=False,
         )  # fmt: skip
     return figure

@@ -44,6 +44,8 @@ class Mark:
     x: float
     kind: str
     text: str
+    label: str = ""
+    """A few words drawn beside the mark where they fit (a fault, a crash, a start call)."""
 
 
 @dataclass
@@ -91,6 +93,22 @@ def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[f
     return x_of, ticks, max(x, 1.0)
 
 
+def _mark_label(event: TraceEvent) -> str:
+    """The words beside a fault (which fault, at which call) or a crash; none for the rest."""
+    if event.kind == "crash":
+        return f"{event.worker} crashed"
+    if event.kind != "fault":
+        return ""
+    # The fault event's text reads "freeze 40s before w2 put_step order-42/ship": drop the
+    # worker (it is the lane) and the execution (the span says it).
+    words = event.text.split()
+    if event.worker in words:
+        words.remove(event.worker)
+    target = words.pop() if words and "/" in words[-1] else ""
+    step = target.split("/", 1)[1] if target else ""
+    return " ".join([*words, step]).strip()
+
+
 def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     """Lay out a run's trace as lanes, spans and marks."""
     events = list(trace)
@@ -127,7 +145,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             timeline.marks.append(Mark(lane, x, "call", event.text))
             close(lane, x, event.op)
         elif kind == "call" and event.op == "start":
-            timeline.marks.append(Mark(lane, x, "start", event.text))
+            timeline.marks.append(Mark(lane, x, "start", event.text, f"start {event.step_key}"))
         elif kind == "call" and event.op in ("put_step", "record_wake"):
             wake = "wake" in event.text or "pending" in event.text
             timeline.marks.append(Mark(lane, x, "wake" if wake else "call", event.text))
@@ -136,7 +154,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             if event.op == "release":
                 close(lane, x, "refused")
         elif kind in ("fault", "crash", "error", "effect"):
-            timeline.marks.append(Mark(lane, x, kind, event.text))
+            timeline.marks.append(Mark(lane, x, kind, event.text, _mark_label(event)))
             if kind == "crash":
                 close(lane, x, "crash")
         elif kind in ("trigger", "deploy"):
@@ -152,13 +170,58 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     return timeline
 
 
+def _legend(timeline: Timeline, seen: set[str]) -> list[Any]:
+    """Legend entries for what the timeline shows, and nothing else."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles: list[Any] = []
+    if any(span.how not in ("crash", "refused") for span in timeline.spans):
+        handles.append(
+            Patch(
+                facecolor="#56B4E9", alpha=0.25, edgecolor="#56B4E9", label="lease held (delivery)"
+            )
+        )
+    if any(span.how in ("crash", "refused") for span in timeline.spans):
+        handles.append(
+            Patch(
+                facecolor="#D55E00", alpha=0.25, edgecolor="#D55E00", label="delivery ended badly"
+            )
+        )
+    if any(span.expires is not None for span in timeline.spans):
+        handles.append(
+            Patch(
+                facecolor="none",
+                edgecolor="#D55E00",
+                linestyle="--",
+                label="lease expired, worker unaware",
+            )
+        )
+    if timeline.frozen:
+        handles.append(
+            Patch(facecolor="none", edgecolor="#555555", hatch="///", label="worker frozen")
+        )
+    handles += [
+        Line2D(
+            [],
+            [],
+            marker=MARK_STYLE[k][0],
+            color=MARK_STYLE[k][1],
+            linestyle="none",
+            markersize=7,
+            label=MARK_STYLE[k][3],
+        )
+        for k in MARK_STYLE
+        if k in seen
+    ]
+    return handles
+
+
 def draw_timeline(
     timeline: Timeline, *, title: str = "", ax: Axes | None = None, cursor: float | None = None
 ) -> Figure:
     """Draw the timeline (into ``ax`` if given); returns the Figure, never shows it."""
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
 
     if ax is None:
         figure = Figure(
@@ -195,11 +258,11 @@ def draw_timeline(
     by_kind: dict[str, list[Mark]] = {}
     for mark in timeline.marks:
         by_kind.setdefault(mark.kind, []).append(mark)
-    seen = set(by_kind)
     for kind, marks in by_kind.items():  # one collection per kind: matplotlib is slow per call
         marker, colour, size, _ = MARK_STYLE[kind]
         ax.scatter([m.x for m in marks], [lane_y[m.lane] for m in marks], marker=marker,
                    c=colour, s=size, zorder=3, linewidths=1.5)  # fmt: skip
+    _label_marks(ax, timeline, lane_y, char_units)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
     ax.set_yticks(list(lane_y.values()), list(lane_y))
@@ -211,33 +274,39 @@ def draw_timeline(
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    handles: list[Any] = [
-        Patch(facecolor="#56B4E9", alpha=0.25, edgecolor="#56B4E9", label="lease held (delivery)"),
-        Patch(facecolor="#D55E00", alpha=0.25, edgecolor="#D55E00", label="delivery ended badly"),
-        Patch(
-            facecolor="none",
-            edgecolor="#D55E00",
-            linestyle="--",
-            label="lease expired, worker unaware",
-        ),
-        Patch(facecolor="none", edgecolor="#555555", hatch="///", label="worker frozen"),
-    ]
-    handles += [
-        Line2D(
-            [],
-            [],
-            marker=MARK_STYLE[k][0],
-            color=MARK_STYLE[k][1],
-            linestyle="none",
-            markersize=7,
-            label=MARK_STYLE[k][3],
-        )
-        for k in MARK_STYLE
-        if k in seen
-    ]
+    handles = _legend(timeline, {mark.kind for mark in timeline.marks})
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False
     )
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+#: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
+LABEL_ROWS = (-0.36, -0.52)
+#: Which marks get labels, most important first: a fault and a crash before start calls.
+LABELLED = ("fault", "crash", "start")
+
+
+def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
+    """Label faults, crashes and start calls under their lane, each only where it fits: a label
+    that would print over another (or past the axis) is left out."""
+    taken: dict[tuple[str, float], list[tuple[float, float]]] = {}
+    marks = sorted(
+        (m for m in timeline.marks if m.label and m.kind in LABELLED),
+        key=lambda m: (LABELLED.index(m.kind), m.x),
+    )
+    for mark in marks:
+        width = char_units * 0.9 * (len(mark.label) + 1)
+        left, right = mark.x - 0.3, mark.x - 0.3 + width
+        if right > timeline.width + 1:
+            continue
+        for row in LABEL_ROWS:
+            spans = taken.setdefault((mark.lane, row), [])
+            if all(right <= start or left >= end for start, end in spans):
+                spans.append((left, right))
+                colour = MARK_STYLE[mark.kind][1]
+                ax.text(left, lane_y[mark.lane] + row, mark.label, fontsize=7, ha="left",
+                        va="top", color=colour, clip_on=True, parse_math=False)  # fmt: skip
+                break

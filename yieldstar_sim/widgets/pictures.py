@@ -71,15 +71,17 @@ class RunPictures:
     """The execution graph and the timeline of one run as of each event, as PNG bytes.
 
     The graph figure has one size for the whole run (that of the final graph), so the picture
-    does not jump as executions appear.
+    does not jump as executions appear. ``group`` draws plain siblings as one box (the
+    stepper's *group siblings* checkbox sets it; ``False`` expands every group).
     """
 
-    def __init__(self, run: SimulationRun, *, dpi: float = DPI) -> None:
+    def __init__(self, run: SimulationRun, *, dpi: float = DPI, group: bool = True) -> None:
         from yieldstar_sim.views.graph import graph_from_trace
         from yieldstar_sim.views.timeline import build_timeline
 
         self.run = run
         self.dpi = dpi
+        self.group = group
         self.events = list(run.trace)
         self.timeline = build_timeline(run.trace, run.scenario.worker_names)
         final = graph_from_trace(self.events)
@@ -112,14 +114,14 @@ class RunPictures:
 
     def graph_png(self, seq: int) -> bytes:
         """The execution graph as of event ``seq`` as PNG bytes (cached by graph content)."""
-        key = self.graph_key(seq)
+        key = (self.group, *self.graph_key(seq))
         if key not in self._graphs:
             from matplotlib.figure import Figure
 
             from yieldstar_sim.views.graph import draw_execution_graph
 
             figure = Figure(figsize=self.graph_size, layout="constrained")
-            draw_execution_graph(self.graph(seq), ax=figure.add_subplot())
+            draw_execution_graph(self.graph(seq), ax=figure.add_subplot(), group=self.group)
             self._graphs[key] = figure_png(figure, dpi=self.dpi)
         return self._graphs[key]
 

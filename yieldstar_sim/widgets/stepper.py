@@ -113,8 +113,8 @@ class Stepper:
     far, the current one last.
 
     Parts, for scripts and tests: ``slider``, ``play``, ``previous_button``, ``next_button``,
-    ``event_html``, ``graph_image``, ``timeline_image``, ``records_html``, ``fault_kind``,
-    ``freeze_seconds``, ``rerun_button``, ``back_button``, ``whatif_html``.
+    ``event_html``, ``group_siblings``, ``graph_image``, ``timeline_image``, ``records_html``,
+    ``fault_kind``, ``freeze_seconds``, ``rerun_button``, ``back_button``, ``whatif_html``.
     """
 
     def __init__(self, run: SimulationRun, *, index: int = 0, title: str | None = None) -> None:
@@ -184,6 +184,13 @@ class Stepper:
         self.back_button.on_click(lambda _: self.back())
         self.fault_kind.observe(self._kind_changed, names="value")
         self.slider.observe(self._moved, names="value")
+        # Many siblings alike (99 line items) are one box; unticked, every execution is drawn.
+        self.group_siblings = widgets.Checkbox(
+            value=True, description="group alike siblings", indent=False,
+            tooltip="draw siblings that share workflow, parent, step-key pattern and status "
+            "as one box",
+        )  # fmt: skip
+        self.group_siblings.observe(self._grouping_changed, names="value")
 
         heading = "<div style='font-weight:bold;margin-top:6px'>{}</div>"
         self.widget = widgets.VBox(
@@ -195,6 +202,7 @@ class Stepper:
                 ),
                 self.event_html,
                 widgets.HTML(heading.format("execution graph as of this event")),
+                self.group_siblings,
                 self.graph_image,
                 widgets.HTML(heading.format("worker timeline (cursor: this event)")),
                 self.timeline_image,
@@ -277,6 +285,7 @@ class Stepper:
         """Show another run (kept in ``runs``; ``back()`` returns to the one before)."""
         self.runs.append(run)
         self._views.append(RunView(run, diff))
+        self._views[-1].pictures.group = self.group_siblings.value
         self._show_run()
         self.go(index)
 
@@ -327,6 +336,11 @@ class Stepper:
             "<div style='border-left:4px solid #999;padding-left:8px'>"
             f"<b>compared with the run before</b>{view.diff.html()}</div>"
         )  # fmt: skip
+
+    def _grouping_changed(self, change: dict[str, Any]) -> None:
+        for view in self._views:
+            view.pictures.group = bool(change["new"])
+        self._render(self.slider.value)
 
     def _moved(self, change: dict[str, Any]) -> None:
         self._render(int(change["new"]))
