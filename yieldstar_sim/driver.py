@@ -232,6 +232,9 @@ class _Context:
     profile: DriverProfile
     cancel_pending: bool = False
     cancel_reason: str = ""
+    cancel_recorded: bool = False
+    """Whether a cancellation request is recorded: only then does a ``WorkflowCancelledError``
+    that leaves workflow code end the delivery ``cancelled`` (RFC 003)."""
     deadline: float | None = None
 
     @property
@@ -263,6 +266,7 @@ def drive(
     runner = StepRunner(record.execution_id, world)
     replay = _Replay(record.execution_id, delivery.steps)
     ctx = _Context(record, delivery.lease, replay, runner, profile)
+    ctx.cancel_recorded = record.cancel_requested
     delivered = replay.cancel_delivered()
     if record.cancel_requested and not delivered:
         ctx.cancel_pending, ctx.cancel_reason = True, f"{record.execution_id} was cancelled"
@@ -272,12 +276,14 @@ def drive(
         if now >= ctx.deadline and not delivered:
             if not record.cancel_requested:
                 yield RequestCancel(record.execution_id)  # and what it owns
-            ctx.cancel_pending = True
+            ctx.cancel_pending = ctx.cancel_recorded = True
             ctx.cancel_reason = (
                 f"{record.execution_id} ran past its max duration of {workflow.max_duration:g}s"
             )
     try:
         user = workflow.fn(runner, record.params)
+    except WorkflowCancelledError as error:
+        return Cancelled() if ctx.cancel_recorded else _failed(error)
     except Exception as error:
         return _failed(error)
     if not inspect.isgenerator(user):
@@ -294,8 +300,10 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 request = user.throw(throw) if throw is not None else user.send(send)
             except StopIteration as stop:
                 return _completed(ctx.execution_id, stop.value, ctx.runner)
-            except WorkflowCancelledError:
-                return Cancelled()
+            except WorkflowCancelledError as error:
+                # RFC 003: cancelled means thrown *after a recorded cancellation request*;
+                # workflow code that raises it on its own has failed like any other error.
+                return Cancelled() if ctx.cancel_recorded else _failed(error)
             except Exception as error:
                 return _failed(error)
             send, throw = None, None

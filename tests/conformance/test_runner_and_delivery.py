@@ -34,6 +34,12 @@ def throws(step: ys.StepRunner, params: Any) -> Any:
     raise ValueError("card declined")
 
 
+@ys.workflow("cancels-itself")
+def cancels_itself(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.run("fine", lambda: 1)
+    raise ys.WorkflowCancelledError("gave up on its own")
+
+
 @ys.workflow("delays")
 def delays(step: ys.StepRunner, params: Any) -> Any:
     yield from step.run("before", lambda: step.world.effect("before"))
@@ -91,7 +97,7 @@ def mixed(step: ys.StepRunner, params: Any) -> Any:
     return {"total": total, "child": target.execution_id}
 
 
-WORKFLOWS = [returns, throws, delays, ship_order, charge_order, kills_its_worker, mixed]
+WORKFLOWS = [returns, throws, cancels_itself, delays, ship_order, charge_order, kills_its_worker, mixed]
 
 
 @pytest.fixture(params=["test", "worker"])
@@ -138,6 +144,30 @@ def test_workflow_throws_outside_a_step(engine: ys.Engine) -> None:
     outcome = deliver(engine, engine.trigger("throws"))
     assert isinstance(outcome, ys.Failed)
     assert outcome.error == ys.ErrorInfo("ValueError", "card declined")
+
+
+def test_workflow_throws_workflow_cancelled_error_without_a_cancellation_request(
+    engine: ys.Engine,
+) -> None:
+    """cancelled means thrown *after a recorded cancellation request*; without one, the error
+    is an ordinary failure: deliver resolves with failed and the error."""
+    execution_id = engine.trigger("cancels-itself")
+    result = engine.dispatch("w1")
+    assert result is not None
+    assert isinstance(result.outcome, ys.Failed)
+    assert result.outcome.error == ys.ErrorInfo("WorkflowCancelledError", "gave up on its own")
+    record = engine.runtime.execution(execution_id)
+    assert record is not None
+    assert (record.status, record.cancel_requested) == (ys.ExecutionStatus.FAILED, False)
+
+
+def test_workflow_throws_workflow_cancelled_error_after_a_cancellation_request(
+    engine: ys.Engine,
+) -> None:
+    """With a recorded request, deliver resolves with cancelled."""
+    execution_id = engine.trigger("cancels-itself")
+    assert engine.cancel(execution_id) == [execution_id]
+    assert deliver(engine, execution_id) == ys.Cancelled()
 
 
 def test_an_infrastructure_operation_fails_during_a_run(engine: ys.Engine) -> None:
