@@ -104,8 +104,9 @@ def spawner(step: ys.StepRunner, params: Any) -> Any:
 
 @ys.workflow("bad-ids")
 def bad_ids(step: ys.StepRunner, params: Any) -> Any:
+    verb = step.spawn if params.get("verb") == "spawn" else step.child
     try:
-        yield from step.child("child", params["workflow"], params["child"])
+        yield from verb("child", params["workflow"], params["child"])
     except ys.InvalidIDError as error:
         return {"refused": str(error)}
     return "admitted"
@@ -135,6 +136,11 @@ def misuse(step: ys.StepRunner, params: Any) -> Any:
     except ys.WorkflowStartError as error:
         return {"rejected": str(error.code)}
     return "admitted"
+
+
+@pytest.fixture(params=["test", "worker"])
+def invoker(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 ALL = [add, decline, caller, long, owner, catcher, bounded, fulfil, parent, spawner, bad_ids]
@@ -284,43 +290,46 @@ def test_after_pruning_a_spawn_with_the_same_id_is_a_new_run(runtime: str) -> No
     assert engine.ledger.count("long.done") == 2
 
 
-@pytest.mark.parametrize(
-    ("child", "workflow", "message"),
-    [
-        ("", "long", "must not be empty"),
-        ("bad\nid", "long", "ASCII control character"),
-        ("tab\tid", "long", "ASCII control character"),
-        ("self", "bad-ids", "this execution's own ID"),
-    ],
-)
+INVALID_IDS = {
+    "empty": ("", "long", "must not be empty"),
+    "newline": ("bad\nid", "long", "ASCII control character"),
+    "tab": ("tab\tid", "long", "ASCII control character"),
+    "its own ID": ("self", "bad-ids", "this execution's own ID"),
+    "@-prefixed": ("@long-7", "long", "starts with '@', which is reserved"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID_IDS))
+@pytest.mark.parametrize("verb", ["child", "spawn"])
 def test_invalid_child_ids_are_refused_before_anything_is_admitted(
-    runtime: str, child: str, workflow: str, message: str
+    runtime: str, invoker: str, verb: str, case: str
+) -> None:
+    """The steps guide: both calls reject empty IDs, IDs with ASCII control characters and the
+    parent's own ID for the same workflow name (and, here, the generated IDs' `@` prefix)."""
+    with engine_for(runtime, *ALL, invoker=invoker) as engine:
+        child, workflow, message = INVALID_IDS[case]
+        params = {"child": child, "workflow": workflow, "verb": verb}
+        engine.trigger("bad-ids", params, execution_id="self")
+        engine.run_until_idle()
+        result = record(engine, "self").result
+        assert isinstance(result, dict), f"{verb} admitted {child!r}"
+        assert result["refused"].startswith("step 'child': ")
+        assert message in str(result["refused"])
+        assert [r.execution_id for r in engine.runtime.executions()] == ["self"]
+
+
+@pytest.mark.parametrize("verb", ["child", "spawn"])
+def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(
+    runtime: str, verb: str
 ) -> None:
     engine = engine_for(runtime, *ALL)
-    engine.trigger("bad-ids", {"child": child, "workflow": workflow}, execution_id="self")
-    engine.run_until_idle()
-    result = record(engine, "self").result
-    assert isinstance(result, dict)
-    assert message in str(result["refused"])
-    assert [r.execution_id for r in engine.runtime.executions()] == ["self"]
-
-
-def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(runtime: str) -> None:
-    engine = engine_for(runtime, *ALL)
-    engine.trigger("bad-ids", {"child": "self", "workflow": "long"}, execution_id="self")
+    params = {"child": "self", "workflow": "long", "verb": verb}
+    engine.trigger("bad-ids", params, execution_id="self")
     engine.run_until_idle()
     record_ = record(engine, "self")
     assert record_.status == ys.ExecutionStatus.FAILED
     assert record_.error is not None
     assert record_.error.code == "START_REQUEST_MISMATCH"
-
-
-# ------------------------------------------------------------------- mistakes, both invokers
-
-
-@pytest.fixture(params=["test", "worker"])
-def invoker(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def test_start_and_call_take_the_workflow_itself_as_well_as_its_name(
