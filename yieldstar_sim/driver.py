@@ -535,10 +535,31 @@ def _child(
             raise _Throw(_start_error(info))
         target, joined = result.execution_id, not result.created
         if request.spawn:
+            yield from _wait_for_spawn_acknowledgement(key, target, ctx)
             yield PutStep(ctx.lease, key, "completed", {"executionId": target, "joined": joined})
             return target
         yield PutStep(ctx.lease, key, "pending", {"executionId": target, "joined": joined})
     return (yield from _await(key, target, ctx, {"joined": joined}))
+
+
+def _wait_for_spawn_acknowledgement(
+    key: str, target: str, ctx: _Context
+) -> Generator[Command, Any, None]:
+    """On an engine whose Spawn waits for the start's acknowledgement within the parent's
+    budget (Temporal), an acknowledgement after the max duration fails the spawn with the
+    parent's cancellation, although the target was started."""
+    if not ctx.profile.spawn_waits_for_start or ctx.deadline is None:
+        return
+    now = yield ReadClock()
+    reason = ctx.profile.check_spawn_acknowledged(key, target, now, ctx.deadline)
+    if reason is None:
+        return
+    if not ctx.cancel_recorded:
+        yield RequestCancel(ctx.execution_id)  # and what it owns, as a max duration does
+        ctx.cancel_recorded = True
+    info = ErrorInfo("WorkflowCancelledError", reason)
+    yield PutStep(ctx.lease, key, "failed", {"error": info.to_value(), "cancelled": True})
+    raise _Throw(WorkflowCancelledError(reason))
 
 
 def _await(
