@@ -18,6 +18,7 @@ MODULES = sorted(
     if info.name != "yieldstar_sim.__main__"
 )
 README = Path(__file__).parents[2] / "README.md"
+DECISIONS = Path(__file__).parents[2] / "docs" / "decisions.md"
 
 
 @pytest.mark.parametrize("name", ["yieldstar_sim", *MODULES])
@@ -37,3 +38,14 @@ def test_the_readme_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     for block in runnable:
         exec(compile(block, str(README), "exec"), namespace)
     assert (tmp_path / "order-42.replay.json").exists()
+
+
+def test_the_decisions_say_what_a_nondeterminism_error_does() -> None:
+    """The driver ends the delivery with it and never throws it into workflow code (held by
+    test_authoring's test_workflow_code_cannot_handle_a_nondeterminism_error); the page must
+    not promise that code can handle it."""
+    text = " ".join(DECISIONS.read_text(encoding="utf-8").split())
+    replay = text.split("- Replay:")[1].split(" - ")[0]  # that bullet, up to the next one
+    assert "NondeterminismError" in replay
+    assert "It is not thrown into workflow code and cannot be handled there" in replay
+    assert "unless the code handles it" not in text
