@@ -260,7 +260,7 @@ def _run(args: argparse.Namespace) -> int:
                     "violations": [
                         {
                             "invariant": v.invariant,
-                            "explanation": v.message,
+                            "message": v.message,
                             "artifact": str(artifact_file),
                         }
                         for v in run.violations

@@ -398,7 +398,7 @@ class ExplorationReport:
             "violations": [
                 {
                     "invariant": v.invariant,
-                    "explanation": v.message,
+                    "message": v.message,
                     "faults": v.faults,
                     "nearest_passing": v.nearest_passing,
                     "first_divergence": v.divergence,
