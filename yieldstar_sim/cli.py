@@ -359,7 +359,6 @@ def _run(args: argparse.Namespace) -> int:
                         {
                             "invariant": v.invariant,
                             "message": v.message,
-                            "explanation": v.message,
                             "artifact": str(artifact_file),
                         }
                         for v in run.violations

@@ -233,6 +233,9 @@ class _Context:
     profile: DriverProfile
     cancel_pending: bool = False
     cancel_reason: str = ""
+    cancel_recorded: bool = False
+    """Whether a cancellation request is recorded: only then does a ``WorkflowCancelledError``
+    that leaves workflow code end the delivery ``cancelled`` (RFC 003)."""
     deadline: float | None = None
 
     @property
@@ -264,6 +267,7 @@ def drive(
     runner = StepRunner(record.execution_id, world)
     replay = _Replay(record.execution_id, delivery.steps)
     ctx = _Context(record, delivery.lease, replay, runner, profile)
+    ctx.cancel_recorded = record.cancel_requested
     delivered = replay.cancel_delivered()
     if record.cancel_requested and not delivered:
         ctx.cancel_pending, ctx.cancel_reason = True, f"{record.execution_id} was cancelled"
@@ -273,12 +277,14 @@ def drive(
         if now >= ctx.deadline and not delivered:
             if not record.cancel_requested:
                 yield RequestCancel(record.execution_id)  # and what it owns
-            ctx.cancel_pending = True
+            ctx.cancel_pending = ctx.cancel_recorded = True
             ctx.cancel_reason = (
                 f"{record.execution_id} ran past its max duration of {workflow.max_duration:g}s"
             )
     try:
         user = workflow.fn(runner, record.params)
+    except WorkflowCancelledError as error:
+        return Cancelled() if ctx.cancel_recorded else _failed(error)
     except Exception as error:
         return _failed(error)
     except SystemExit as exit:
@@ -297,8 +303,10 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 request = user.throw(throw) if throw is not None else user.send(send)
             except StopIteration as stop:
                 return _completed(ctx.execution_id, stop.value, ctx.runner)
-            except WorkflowCancelledError:
-                return Cancelled()
+            except WorkflowCancelledError as error:
+                # RFC 003: cancelled means thrown *after a recorded cancellation request*;
+                # workflow code that raises it on its own has failed like any other error.
+                return Cancelled() if ctx.cancel_recorded else _failed(error)
             except Exception as error:
                 return _failed(error)
             except SystemExit as exit:
@@ -532,10 +540,31 @@ def _child(
             raise _Throw(_start_error(info))
         target, joined = result.execution_id, not result.created
         if request.spawn:
+            yield from _wait_for_spawn_acknowledgement(key, target, ctx)
             yield PutStep(ctx.lease, key, "completed", {"executionId": target, "joined": joined})
             return target
         yield PutStep(ctx.lease, key, "pending", {"executionId": target, "joined": joined})
     return (yield from _await(key, target, ctx, {"joined": joined}))
+
+
+def _wait_for_spawn_acknowledgement(
+    key: str, target: str, ctx: _Context
+) -> Generator[Command, Any, None]:
+    """On an engine whose Spawn waits for the start's acknowledgement within the parent's
+    budget (Temporal), an acknowledgement after the max duration fails the spawn with the
+    parent's cancellation, although the target was started."""
+    if not ctx.profile.spawn_waits_for_start or ctx.deadline is None:
+        return
+    now = yield ReadClock()
+    reason = ctx.profile.check_spawn_acknowledged(key, target, now, ctx.deadline)
+    if reason is None:
+        return
+    if not ctx.cancel_recorded:
+        yield RequestCancel(ctx.execution_id)  # and what it owns, as a max duration does
+        ctx.cancel_recorded = True
+    info = ErrorInfo("WorkflowCancelledError", reason)
+    yield PutStep(ctx.lease, key, "failed", {"error": info.to_value(), "cancelled": True})
+    raise _Throw(WorkflowCancelledError(reason))
 
 
 def _await(

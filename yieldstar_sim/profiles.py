@@ -2,8 +2,10 @@
 
 The steps guide warns that native policies are not interchangeable: Temporal rejects
 multi-attempt calls with zero initial backoff before scheduling work; Restate retry delays have
-millisecond precision, and Restate rejects Child before submission. A profile makes the
-simulator refuse (or round) the same things, so a user can check a workflow's portability.
+millisecond precision, and Restate rejects Child before submission. On Temporal, Spawn waits
+for the start to be acknowledged within the parent's budget, and an error from that wait does
+not prove no child started. A profile makes the simulator refuse (or round, or fail) the same
+things, so a user can check a workflow's portability.
 
 >>> from yieldstar_sim.authoring import RetryPolicy
 >>> TEMPORAL.check_policy("send", RetryPolicy(attempts=3, initial=0))
@@ -28,6 +30,9 @@ class DriverProfile:
     allows_zero_initial_backoff: bool = True
     delay_precision: float | None = None
     """Retry delays are rounded to this many seconds (``None``: kept exactly)."""
+    spawn_waits_for_start: bool = False
+    """Spawn waits for the start's acknowledgement within the parent's budget (its max
+    duration) instead of returning at once."""
 
     def check_policy(self, step: str, policy: RetryPolicy) -> str | None:
         """Why this engine refuses a step with ``policy``, or ``None``."""
@@ -44,6 +49,19 @@ class DriverProfile:
             return f"step {step!r}: {self.name}-like engines reject Child before submission"
         return None
 
+    def check_spawn_acknowledged(
+        self, step: str, child_id: str, now: float, deadline: float | None
+    ) -> str | None:
+        """Why waiting at ``now`` for spawn ``child_id``'s start acknowledgement failed, or
+        ``None``: on an engine that waits, the parent's budget ran out at ``deadline``."""
+        if not self.spawn_waits_for_start or deadline is None or now < deadline:
+            return None
+        return (
+            f"step {step!r}: {self.name}-like engines wait for Spawn's start acknowledgement "
+            f"within the parent's budget, which ran out at t={deadline:g}; {child_id!r} may "
+            "have started: reconcile the same ID before replacing work"
+        )
+
     def round_delay(self, seconds: float) -> float:
         """A retry delay as this engine would schedule it."""
         if self.delay_precision is None:
@@ -52,7 +70,7 @@ class DriverProfile:
 
 
 MEMORY = DriverProfile("memory")
-TEMPORAL = DriverProfile("temporal", allows_zero_initial_backoff=False)
+TEMPORAL = DriverProfile("temporal", allows_zero_initial_backoff=False, spawn_waits_for_start=True)
 RESTATE = DriverProfile("restate", allows_child=False, delay_precision=0.001)
 
 PROFILES = {profile.name: profile for profile in (MEMORY, TEMPORAL, RESTATE)}

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import yieldstar_sim as ys
+
 CLI = [sys.executable, "-m", "yieldstar_sim.cli"]
 
 
@@ -136,9 +138,15 @@ def test_run_the_problem_exits_1_and_its_artifact_replays(tmp_path: Path) -> Non
     }
     replayed = run("replay", report["artifact"], "--runtime", "duckdb", "--json", cwd=tmp_path)
     assert replayed.returncode == 1, replayed.stderr
-    assert [v["explanation"] for v in json.loads(replayed.stdout)["violations"]] == [
-        v["explanation"] for v in report["violations"]
+    assert [v["message"] for v in json.loads(replayed.stdout)["violations"]] == [
+        v["message"] for v in report["violations"]
     ]
+    # One name for a violation's sentence: the JSON's "message" is the Python API's .message.
+    api = ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
+    assert [sorted(v) for v in report["violations"]] == [["artifact", "invariant", "message"]] * 2
+    assert {v["invariant"]: v["message"] for v in report["violations"]} == {
+        v.invariant: v.message for v in api.violations
+    }
 
 
 def test_run_a_scenario_file(tmp_path: Path) -> None:
@@ -206,7 +214,8 @@ def test_explore_finds_the_double_courier_and_its_artifact_replays_on_duckdb(
         if v["invariant"] == "at_most_once(courier.booked, by=order)"
     )
     assert courier["faults"] == ["crash before w2's put_step of step ship in order-42"]
-    assert courier["explanation"].startswith("courier.booked happened 2 times for order=42")
+    assert courier["message"].startswith("courier.booked happened 2 times for order=42")
+    assert "explanation" not in courier
     assert report["runtime_mismatches"] == []
     assert report["grid"] == {"png": "out/trigger-in-step-explore.png"}
     for number, found in enumerate(report["violations"], start=1):

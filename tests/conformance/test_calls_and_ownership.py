@@ -104,8 +104,9 @@ def spawner(step: ys.StepRunner, params: Any) -> Any:
 
 @ys.workflow("bad-ids")
 def bad_ids(step: ys.StepRunner, params: Any) -> Any:
+    verb = step.spawn if params.get("verb") == "spawn" else step.child
     try:
-        yield from step.child("child", params["workflow"], params["child"])
+        yield from verb("child", params["workflow"], params["child"])
     except ys.InvalidIDError as error:
         return {"refused": str(error)}
     return "admitted"
@@ -135,6 +136,11 @@ def misuse(step: ys.StepRunner, params: Any) -> Any:
     except ys.WorkflowStartError as error:
         return {"rejected": str(error.code)}
     return "admitted"
+
+
+@pytest.fixture(params=["test", "worker"])
+def invoker(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 ALL = [add, decline, caller, long, owner, catcher, bounded, fulfil, parent, spawner, bad_ids]
@@ -284,43 +290,46 @@ def test_after_pruning_a_spawn_with_the_same_id_is_a_new_run(runtime: str) -> No
     assert engine.ledger.count("long.done") == 2
 
 
-@pytest.mark.parametrize(
-    ("child", "workflow", "message"),
-    [
-        ("", "long", "must not be empty"),
-        ("bad\nid", "long", "ASCII control character"),
-        ("tab\tid", "long", "ASCII control character"),
-        ("self", "bad-ids", "this execution's own ID"),
-    ],
-)
+INVALID_IDS = {
+    "empty": ("", "long", "must not be empty"),
+    "newline": ("bad\nid", "long", "ASCII control character"),
+    "tab": ("tab\tid", "long", "ASCII control character"),
+    "its own ID": ("self", "bad-ids", "this execution's own ID"),
+    "@-prefixed": ("@long-7", "long", "starts with '@', which is reserved"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INVALID_IDS))
+@pytest.mark.parametrize("verb", ["child", "spawn"])
 def test_invalid_child_ids_are_refused_before_anything_is_admitted(
-    runtime: str, child: str, workflow: str, message: str
+    runtime: str, invoker: str, verb: str, case: str
+) -> None:
+    """The steps guide: both calls reject empty IDs, IDs with ASCII control characters and the
+    parent's own ID for the same workflow name (and, here, the generated IDs' `@` prefix)."""
+    with engine_for(runtime, *ALL, invoker=invoker) as engine:
+        child, workflow, message = INVALID_IDS[case]
+        params = {"child": child, "workflow": workflow, "verb": verb}
+        engine.trigger("bad-ids", params, execution_id="self")
+        engine.run_until_idle()
+        result = record(engine, "self").result
+        assert isinstance(result, dict), f"{verb} admitted {child!r}"
+        assert result["refused"].startswith("step 'child': ")
+        assert message in str(result["refused"])
+        assert [r.execution_id for r in engine.runtime.executions()] == ["self"]
+
+
+@pytest.mark.parametrize("verb", ["child", "spawn"])
+def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(
+    runtime: str, verb: str
 ) -> None:
     engine = engine_for(runtime, *ALL)
-    engine.trigger("bad-ids", {"child": child, "workflow": workflow}, execution_id="self")
-    engine.run_until_idle()
-    result = record(engine, "self").result
-    assert isinstance(result, dict)
-    assert message in str(result["refused"])
-    assert [r.execution_id for r in engine.runtime.executions()] == ["self"]
-
-
-def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(runtime: str) -> None:
-    engine = engine_for(runtime, *ALL)
-    engine.trigger("bad-ids", {"child": "self", "workflow": "long"}, execution_id="self")
+    params = {"child": "self", "workflow": "long", "verb": verb}
+    engine.trigger("bad-ids", params, execution_id="self")
     engine.run_until_idle()
     record_ = record(engine, "self")
     assert record_.status == ys.ExecutionStatus.FAILED
     assert record_.error is not None
     assert record_.error.code == "START_REQUEST_MISMATCH"
-
-
-# ------------------------------------------------------------------- mistakes, both invokers
-
-
-@pytest.fixture(params=["test", "worker"])
-def invoker(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def test_start_and_call_take_the_workflow_itself_as_well_as_its_name(
@@ -405,6 +414,96 @@ def test_a_temporal_like_profile_refuses_zero_initial_backoff_with_retries() -> 
     engine.run_until_idle()
     assert record(engine, "x").error is not None
     assert record(engine, "x").error.name == "ProfileError"  # type: ignore[union-attr]
+
+
+def test_a_temporal_like_profile_supports_child(runtime: str, invoker: str) -> None:
+    """The steps guide: "Memory and Temporal support it; Restate rejects it"."""
+    for profile in ("temporal", "memory"):
+        with engine_for(runtime, *ALL, profile=profile, invoker=invoker) as engine:
+            engine.trigger("parent", {"child": "fulfil-1"}, execution_id="p")
+            engine.run_until_idle()
+            done = record(engine, "p")
+            assert done.status == ys.ExecutionStatus.COMPLETED, (profile, done.error)
+            assert done.result == {"by": "p"}
+            assert record(engine, "fulfil-1").parent == ys.ParentLink("p", "fulfil")
+
+
+flaky_send = ys.define_step(
+    "send",
+    lambda world: 1 / 0 if world.attempt == 1 else "sent",
+    lambda s: s.retry(2).backoff(1.00049, 2, 10),
+)
+
+
+@ys.workflow("sends")
+def sends(step: ys.StepRunner, params: Any) -> Any:
+    sent = yield from step.run("send", flaky_send, step.world)
+    yield from step.run("log", lambda: step.world.effect("logged", attempt=step.world.attempt))
+    return sent
+
+
+@pytest.mark.parametrize(("profile", "delay"), [("restate", 1.0), ("memory", 1.00049)])
+def test_a_restate_like_profile_schedules_retries_with_millisecond_precision(
+    runtime: str, invoker: str, profile: str, delay: float
+) -> None:
+    """End to end: the recorded retry, its wake and the second attempt are at 1.0 s, not at
+    the 1.00049 s the policy asks for."""
+    with engine_for(runtime, sends, profile=profile, invoker=invoker) as engine:
+        engine.trigger("sends", execution_id="s")
+        engine.run_until_idle(until=0)
+        waiting = next(step for step in engine.runtime.steps("s") if step.step_key == "send")
+        assert (waiting.status, waiting.attempt) == ("pending", 1)
+        assert waiting.value["wake_at"] == delay  # type: ignore[index,call-overload]
+        assert record(engine, "s").due_at == delay
+        engine.run_until_idle()
+        done = record(engine, "s")
+        assert (done.status, done.result) == (ys.ExecutionStatus.COMPLETED, "sent")
+        assert [effect.at for effect in engine.ledger.named("logged")] == [delay]
+
+
+@ys.workflow("late-spawner", max_duration=50)
+def late_spawner(step: ys.StepRunner, params: Any) -> Any:
+    yield from step.run("work", lambda: step.world.elapse(params["work"]))  # in one body
+    survey = yield from step.spawn("survey", "long", "survey-late")
+    return {"survey": survey}
+
+
+def test_a_temporal_like_spawn_waits_for_its_start_within_the_parents_budget(
+    runtime: str, invoker: str
+) -> None:
+    """The steps guide: "On Temporal, Spawn waits for start acknowledgment within the parent's
+    budget: an error from that wait does not prove no child started. Reconcile the same ID
+    before replacing work." Elsewhere Spawn returns at once, whatever the budget."""
+    for profile, work in (("memory", 60), ("temporal", 49)):
+        with engine_for(runtime, *ALL, late_spawner, profile=profile, invoker=invoker) as engine:
+            engine.trigger("late-spawner", {"work": work}, execution_id="late")
+            engine.run_until_idle(until=100)
+            assert record(engine, "late").result == {"survey": "survey-late"}, profile
+    with engine_for(runtime, *ALL, late_spawner, profile="temporal", invoker=invoker) as engine:
+        engine.trigger("late-spawner", {"work": 60}, execution_id="late")
+        engine.run_until_idle(until=100)
+        cancelled = record(engine, "late")
+        assert (cancelled.status, cancelled.cancel_requested) == (
+            ys.ExecutionStatus.CANCELLED, True,
+        )  # fmt: skip
+        survey = next(step for step in engine.runtime.steps("late") if step.step_key == "survey")
+        assert survey.status == "failed"
+        error = survey.value["error"]  # type: ignore[index,call-overload]
+        assert error["name"] == "WorkflowCancelledError"
+        assert error["message"] == (
+            "step 'survey': temporal-like engines wait for Spawn's start acknowledgement within "
+            "the parent's budget, which ran out at t=50; 'survey-late' may have started: "
+            "reconcile the same ID before replacing work"
+        )
+        started = record(engine, "survey-late")  # the error did not prove that nothing started
+        assert started.parent == ys.ParentLink("late", "survey", detached=True)
+        assert started.status != ys.ExecutionStatus.CANCELLED, "a detached run was cancelled"
+        engine.trigger("spawner", {"child": "survey-late"}, execution_id="reconcile")
+        engine.run_until_idle()
+        assert record(engine, "reconcile").result == {"survey": "survey-late"}
+        joined = engine.runtime.steps("reconcile")[0]
+        assert joined.value == {"executionId": "survey-late", "joined": True}
+        assert record(engine, "survey-late").status == ys.ExecutionStatus.COMPLETED
 
 
 def test_a_restate_like_profile_rounds_retry_delays_to_milliseconds() -> None:

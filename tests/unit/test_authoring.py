@@ -288,6 +288,34 @@ def test_replay_that_asks_for_another_step_fails_with_a_nondeterminism_error() -
     assert reserve.calls == 1  # the recorded step before the divergence was replayed, not re-run
 
 
+@pytest.mark.parametrize("invoker", ["test", "worker"])
+def test_workflow_code_cannot_handle_a_nondeterminism_error(invoker: str) -> None:
+    """As docs/decisions.md says: the delivery ends failed at once; an `except Exception` around
+    the diverged step never runs, and nothing after it is recorded."""
+
+    @ys.workflow("charge-order")
+    def v1(step: ys.StepRunner, params: object) -> Any:
+        yield from step.delay("wait", 60)
+        yield from step.run("charge", Counter())
+
+    @ys.workflow("charge-order")
+    def v2(step: ys.StepRunner, params: object) -> Any:
+        try:
+            yield from step.delay("pause", 60)  # renamed while v1's execution waited
+        except Exception as error:
+            yield from step.run("handled", Counter(type(error).__name__))
+            return "handled"
+        yield from step.run("charge", Counter())
+
+    first = ys.Engine([v1], runtime="memory")
+    first.trigger("charge-order", execution_id=EXECUTION)
+    first.dispatch()
+    with ys.Engine([v2], runtime=first.runtime, invoker=invoker) as second:  # type: ignore[arg-type]
+        second.run_until_idle()
+        assert "the code asked for step 'pause'" in failure(second, "NondeterminismError")
+        assert [step.step_key for step in second.runtime.steps(EXECUTION)] == ["wait"]
+
+
 def test_a_recorded_step_is_not_run_again_on_replay() -> None:
     calls: list[str] = []
 

@@ -11,6 +11,7 @@ PROMISED = {
     "Trigger",
     "at_most_once",
     "simulate",
+    "explore",
     "durable_value_codec",
     "WorkflowStartError",
     "WorkflowStartErrorCode",
@@ -84,3 +85,15 @@ def test_simulate_surface_of_design_md() -> None:
     assert all(v.invariant and v.message for v in run.violations)
     assert run.effects
     assert run.runtime.executions()
+
+
+def test_explore_surface_of_design_md() -> None:
+    scenario = ys.load_scenario("trigger-in-step")
+    report = ys.explore(scenario, max_faults=1, runtime="memory", confirm=None)
+    assert report.ok is False
+    assert report.violations
+    assert all(v.invariant and v.message for v in report.violations)
+    assert report.counterexample is not None
+    fix = ys.explore(ys.load_scenario("durable-start"), max_faults=1, runtime="memory",
+                     confirm=None)  # fmt: skip
+    assert (fix.ok, fix.violations, fix.counterexample) == (True, [], None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.engine.invoker import ExecutionEvent, Invoker
-from yieldstar_sim.model import InfrastructureError, LeaseLostError
+from yieldstar_sim.model import LeaseLostError
 
 if TYPE_CHECKING:
     from yieldstar_sim.model import ExecutionRecord, Lease, WorkflowRunOutcome
@@ -68,7 +68,7 @@ class Dispatcher:
         at = self.runtime.clock.now()
         try:
             outcome = self.invoker.deliver(ExecutionEvent(delivery, worker))
-        except InfrastructureError as error:
+        except Exception as error:  # any rejection, not only an InfrastructureError (RFC 003)
             # A lost lease needs no release: it ran out, or someone else holds it now.
             with contextlib.suppress(LeaseLostError):
                 self.runtime.release(lease, delay=self.redelivery_delay)

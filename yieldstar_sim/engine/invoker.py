@@ -2,7 +2,9 @@
 acknowledgement"). ``TestInvoker`` runs workflow code in this process; the worker-process
 invoker (``yieldstar_sim.engine.worker``) runs it in a child process. Both run the same driver
 through ``run_delivery`` and honour the same contract: ``deliver`` returns an outcome, or raises
-an ``InfrastructureError`` (the worker replies retry) and records no outcome.
+an ``InfrastructureError`` (the worker replies retry) and records no outcome. Whatever a runtime
+call raises, an infrastructure error or any other ``Exception`` (a start client that throws
+``RuntimeError``), the delivery rejects: workflow code never sees it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from yieldstar_sim.driver import (
 from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 from yieldstar_sim.model import (
     Delivery,
+    DeliveryRejectedError,
+    InfrastructureError,
     ProfileError,
     StepDeclarationError,
     WorkflowRunOutcome,
@@ -167,9 +171,21 @@ class TestInvoker:
                 return body_world.run(command)
             return perform_runtime_call(self._runtime, command)
 
-        return run_delivery(
-            drive(workflow, event.delivery, body_world, self._registry.profile), perform
-        )
+        try:
+            return run_delivery(
+                drive(workflow, event.delivery, body_world, self._registry.profile), perform
+            )
+        except InfrastructureError:
+            raise
+        except Exception as error:
+            # The worker invoker's child replies retry for any error; reject here the same way
+            # so that the dispatcher releases the lease whichever invoker ran the delivery.
+            raise DeliveryRejectedError(f"deliver rejected: {describe_error(error)}") from error
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def describe_error(error: BaseException) -> str:
+    """An error as a rejection names it: its class and message."""
+    return f"{type(error).__name__}: {error}"

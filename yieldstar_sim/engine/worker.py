@@ -9,7 +9,9 @@ crashed), makes ``deliver`` raise ``DeliveryRejectedError``; the next delivery g
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
+import pickle
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.driver import (
@@ -27,6 +29,7 @@ from yieldstar_sim.driver import (
 from yieldstar_sim.engine.invoker import (
     ExecutionEvent,
     Registry,
+    describe_error,
     perform_runtime_call,
     run_delivery,
 )
@@ -35,6 +38,7 @@ from yieldstar_sim.model import (
     ChildRequest,
     DeliveryRejectedError,
     Failed,
+    InfrastructureError,
     Lease,
     RequestId,
     StartAccepted,
@@ -46,6 +50,7 @@ from yieldstar_sim.model import (
 from yieldstar_sim.runtime import encode_start_params
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
@@ -85,18 +90,21 @@ class WorkerProcessInvoker:
         process = _context().Process(
             target=_child_main, args=(child_end, self._registry), daemon=True
         )
-        process.start()
+        with frozen_heap():
+            process.start()
         child_end.close()
         self._process, self._connection = process, parent_end
         self.children_started += 1
         connection: Connection = parent_end
         return connection
 
-    def _reap(self) -> int | None:
+    def _reap(self, *, kill: bool = False) -> int | None:
         code = None
         if self._connection is not None:
             self._connection.close()
         if self._process is not None:
+            if kill and self._process.is_alive():
+                self._process.kill()  # it waits for an answer: closing the pipe does not end it
             self._process.join(timeout=10)
             if self._process.is_alive():
                 self._process.kill()
@@ -125,6 +133,15 @@ class WorkerProcessInvoker:
             raise DeliveryRejectedError(
                 f"the worker process exited (code {code}) before an outcome"
             ) from error
+        except DeliveryRejectedError:
+            raise  # the child replied retry: it is ready for the next delivery
+        except Exception as error:
+            # The pipe is in an unknown state (a message that did not pickle): this child
+            # cannot serve another delivery. The next one starts a new child.
+            self._reap(kill=True)
+            raise DeliveryRejectedError(
+                f"deliver rejected: {describe_error(error)}; the worker process was stopped"
+            ) from error
 
     def _answer(self, message: tuple[Any, ...], lease: Lease) -> tuple[str, Any]:
         try:
@@ -147,7 +164,7 @@ class WorkerProcessInvoker:
                 return ("ok", None)
             raise ValueError(f"unknown message from the worker: {kind!r}")
         except Exception as error:
-            return ("error", error)
+            return ("error", _portable(error))
 
     def close(self) -> None:
         """Stop the child process."""
@@ -162,6 +179,30 @@ class WorkerProcessInvoker:
 # Runtime calls cross the pipe as plain tuples, without the lease: the parent holds the
 # delivery's lease already, and tuples pickle several times faster than frozen dataclasses.
 _WIRE_CALLS = frozenset({"put", "wake", "start", "clock", "wait", "child", "cancel"})
+
+
+class _Unportable(Exception):
+    """Stands in the child for an error that cannot cross the pipe; says what it was."""
+
+
+class _UnportableInfrastructureError(_Unportable, InfrastructureError):
+    """Stands in for an infrastructure error that cannot cross the pipe."""
+
+
+def _portable(error: Exception) -> Exception:
+    """``error`` if it survives the pipe (pickles and unpickles), else a stand-in naming it.
+
+    A runtime call may raise any exception (one holding a lock, one whose ``__init__`` takes
+    other arguments than it passes on); the child must still get an answer, or it would read
+    the next delivery as that answer.
+    """
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        infrastructure = isinstance(error, InfrastructureError)
+        kind = _UnportableInfrastructureError if infrastructure else _Unportable
+        return kind(describe_error(error))
+    return error
 
 
 def _encode_call(command: Command) -> tuple[Any, ...]:
@@ -252,6 +293,22 @@ class _ParentPort:
         self.ask("elapse", context, seconds)
 
 
+@contextlib.contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Fork with the heap frozen: a forked child must never collect what it inherited.
+
+    Garbage the parent left behind (DuckDB result and connection objects among it) would be
+    finalized in the child, where DuckDB's threads do not exist, and crash it ("Fatal Python
+    error: Segmentation fault ... Garbage-collecting"). ``gc.freeze()`` keeps every inherited
+    object out of the child's collections; the parent unfreezes at once.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def _child_main(connection: Connection, registry: Registry) -> None:
     port = _ParentPort(connection)
     while True:
@@ -281,7 +338,8 @@ def _child_main(connection: Connection, registry: Registry) -> None:
                 drive(workflow, event.delivery, world, registry.profile), perform
             )
         except Exception as error:
-            connection.send(("retry", f"{type(error).__name__}: {error}"))
+            reason = str(error) if isinstance(error, _Unportable) else describe_error(error)
+            connection.send(("retry", reason))
             continue
         if isinstance(outcome, Failed):
             outcome = Failed(outcome.error)  # the live exception stays here: it may not pickle

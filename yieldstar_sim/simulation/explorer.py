@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.filenames import file_stem
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, FaultKind, PointInfo
@@ -291,11 +292,15 @@ class _Runner:
         # One shard per job, plans dealt round-robin: a schedule costs about a millisecond, too
         # little to ship one at a time. Results are put back in plan order.
         shards = [list(plans[job :: self.jobs]) for job in range(self.jobs)]
-        futures = [
-            self.executor.submit(_shard_run, shard, self.runtime, expand, reference, self.timeout)
-            for shard in shards
-            if shard
-        ]
+        # Submitting may fork the pool's processes: they must not collect inherited garbage.
+        with frozen_heap():
+            futures = [
+                self.executor.submit(
+                    _shard_run, shard, self.runtime, expand, reference, self.timeout
+                )
+                for shard in shards
+                if shard
+            ]
         done = [future.result() for future in futures]
         return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
 
@@ -548,7 +553,6 @@ class ExplorationReport:
                 {
                     "invariant": v.invariant,
                     "message": v.message,
-                    "explanation": v.message,
                     "faults": v.faults,
                     "nearest_passing": v.nearest_passing,
                     "first_divergence": v.divergence,
