@@ -555,18 +555,21 @@ class JoinedRunsKeepTheirOwner:
 
 
 def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
-    """The step where an execution's failing delivery was when it failed, from the trace."""
-    step = None
+    """Where an execution's failing delivery was when it failed, from the trace: ``at step
+    ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it)."""
+    where = None
     for event in run.trace:
         if event.execution_id != execution_id:
             continue
         if event.kind == "call" and event.op == "claim":
-            step = None  # a new delivery: what the last one did is replayed
+            where = None  # a new delivery: what the last one did is replayed
         elif event.step_key is not None and event.kind in ("body", "call", "refused", "error"):
-            step = event.step_key
+            done = event.kind == "call" and event.op == "put_step"
+            done = done and event.data.get("status") == "completed"
+            where = f"{'after' if done else 'at'} step {event.step_key}"
         elif event.kind == "outcome" and event.data.get("status") == "failed":
-            return step
-    return step
+            return where
+    return where
 
 
 def _error_words(record: ExecutionRecord) -> str:
@@ -616,7 +619,7 @@ class ExecutionsEndAsExpected:
                 continue
             if str(record.status) == "failed":
                 step = _failed_at(run, record.execution_id)
-                where = f" at step {step}" if step else ""
+                where = f" {step}" if step else ""
                 hint = f'ys.expect("{record.workflow_id}"'
                 if record.error is not None:
                     hint += f', error="{record.error.name}"'
@@ -625,7 +628,7 @@ class ExecutionsEndAsExpected:
                         self.name,
                         f"{who} failed{where}: {_error_words(record)} (a scenario that means it "
                         f"to fail declares it: expected=[{hint})])",
-                        {"execution": record.execution_id, "step": step},
+                        {"execution": record.execution_id, "where": step},
                     )
                 )
         return violations
@@ -661,7 +664,7 @@ def _end_words(run: SimulationRun, record: ExecutionRecord) -> str:
     if str(record.status) != "failed":
         return str(record.status)
     step = _failed_at(run, record.execution_id)
-    return f"failed{f' at step {step}' if step else ''} ({_error_words(record)})"
+    return f"failed{f' {step}' if step else ''} ({_error_words(record)})"
 
 
 BUILT_IN: tuple[Invariant, ...] = (
