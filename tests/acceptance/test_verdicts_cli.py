@@ -41,7 +41,7 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
         "run_without_yield_from",
         "world_outside_step",
         "mismatch_unexpected",
-        "expected_but_completed",
+        "expected_other_failure",
         "exit0_body",
         "exit3_body",
         "exit_workflow",

@@ -580,9 +580,10 @@ def _error_words(record: ExecutionRecord) -> str:
 
 
 class ExecutionsEndAsExpected:
-    """Every execution ends the way the scenario expects: completed (or cancelled after a
-    cancellation request) unless an expectation (``ys.expect``) says otherwise. A failure
-    nobody declared is a violation that names the execution, the step and the error."""
+    """Every execution ends as the scenario allows: completed, cancelled after a cancellation
+    request, or as an expectation (``ys.expect``) declares. A failure nobody declared, or one
+    other than the declared one, is a violation that names the execution, the step and the
+    error; an execution that never finished is one too."""
 
     name = "executions end as expected"
     final_only = True  # about how a run ends
@@ -591,7 +592,7 @@ class ExecutionsEndAsExpected:
         self.expected = tuple(expected)
 
     def check(self, run: SimulationRun) -> list[Violation]:
-        """Compare each execution's end with what the scenario expects of it."""
+        """Compare each execution's end with what the scenario allows of it."""
         live = {r.execution_id for r in run.executions if not r.terminal}
         violations = []
         for record in run.executions:
@@ -607,46 +608,56 @@ class ExecutionsEndAsExpected:
                         Violation(self.name, f"{who} never finished: it is {record.status}{waits}")
                     )
                 continue
-            if wanted:
-                if not any(_ends_as(record, e) for e in wanted):
-                    violations.append(
-                        Violation(
-                            self.name,
-                            f"{who} ended {_end_words(run, record)}, but the scenario expects "
-                            + " or ".join(e.describe() for e in wanted),
-                        )
-                    )
+            if str(record.status) != "failed" or any(_ends_as(record, e) for e in wanted):
                 continue
-            if str(record.status) == "failed":
-                step = _failed_at(run, record.execution_id)
-                where = f" {step}" if step else ""
-                hint = f'ys.expect("{record.workflow_id}"'
-                if record.error is not None:
-                    hint += f', error="{record.error.name}"'
+            if wanted:
                 violations.append(
                     Violation(
                         self.name,
-                        f"{who} failed{where}: {_error_words(record)} (a scenario that means it "
-                        f"to fail declares it: expected=[{hint})])",
-                        {"execution": record.execution_id, "where": step},
+                        f"{who} ended {_end_words(run, record)}, but the scenario expects "
+                        + " or ".join(e.describe() for e in wanted),
+                        {"execution": record.execution_id},
                     )
                 )
+                continue
+            step = _failed_at(run, record.execution_id)
+            where = f" {step}" if step else ""
+            hint = f'ys.expect("{record.workflow_id}"'
+            if record.error is not None:
+                hint += f', error="{record.error.name}"'
+            violations.append(
+                Violation(
+                    self.name,
+                    f"{who} failed{where}: {_error_words(record)} (a scenario that means it "
+                    f"to fail declares it: expected=[{hint})])",
+                    {"execution": record.execution_id, "where": step},
+                )
+            )
         return violations
 
     def unwatched(self, run: SimulationRun) -> str | None:
-        """A warning for each expectation that named no execution of the run."""
+        """A warning for each expectation that named no execution of the run, or whose
+        executions all ended otherwise (the expected failure did not happen)."""
+        warnings = []
         idle = [
             e.describe()
             for e in self.expected
             if not any(e.names(r.execution_id, r.workflow_id) for r in run.executions)
         ]
-        if not idle:
-            return None
-        present = sorted({r.workflow_id for r in run.executions})
-        return (
-            f"the expectation{'s' if len(idle) > 1 else ''} {'; '.join(idle)} named no "
-            f"execution of the run (its workflows: {', '.join(present) or 'none'})"
-        )
+        if idle:
+            present = sorted({r.workflow_id for r in run.executions})
+            warnings.append(
+                f"the expectation{'s' if len(idle) > 1 else ''} {'; '.join(idle)} named no "
+                f"execution of the run (its workflows: {', '.join(present) or 'none'})"
+            )
+        for expectation in self.expected:
+            named = [r for r in run.executions if expectation.names(r.execution_id, r.workflow_id)]
+            if named and not any(_ends_as(r, expectation) for r in named):
+                ends = ", ".join(f"{r.execution_id} ended {r.status}" for r in named[:3])
+                warnings.append(
+                    f"the expectation {expectation.describe()} did not come true ({ends})"
+                )
+        return "; ".join(warnings) or None
 
 
 def _ends_as(record: ExecutionRecord, expectation: Expect) -> bool:

@@ -58,12 +58,14 @@ _END_STATUSES = ("completed", "failed", "cancelled")
 
 @dataclass(frozen=True, slots=True)
 class Expect:
-    """How the scenario expects some executions to end; made by ``ys.expect``.
+    """How the scenario allows some executions to end; made by ``ys.expect``.
 
-    It names the executions by ``workflow_id`` and/or ``execution_id``; each of them must end
-    ``status``, and a failure must match ``error`` (the error's class name), ``code`` and a
-    ``message`` fragment where given. Without an expectation an execution must complete (or
-    end cancelled after a cancellation request): an unexpected failure is a violation.
+    It names the executions by ``workflow_id`` and/or ``execution_id`` and allows them to end
+    ``status``; a failure must match ``error`` (the error's class name), ``code`` and a
+    ``message`` fragment where given. Every execution may complete (or end cancelled after a
+    cancellation request); any other end is a violation. An expectation that does not come
+    true in a run is a warning beside the verdict, not a violation: under exploration the
+    faults that make a scenario fail on purpose are not in every schedule.
     """
 
     workflow_id: str | None = None

@@ -1,4 +1,4 @@
-"""An expectation that does not come true: the scenario expects a failure, the run completes."""
+"""An expectation that does not come true: the scenario allows a failure, the run completes."""
 
 import yieldstar_sim as ys
 

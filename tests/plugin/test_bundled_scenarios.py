@@ -1,0 +1,31 @@
+"""The bundled scenarios through the plugin's fixture, as a team would run its own: the ones
+that hold hold under one fault; the hazards are found, each with its sentence."""
+
+from __future__ import annotations
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.pytest_plugin import Yieldstar
+from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+HAZARDS = {
+    "trigger-in-step": "at most one admitted execution per step",
+    "spawn-after-prune": "one_survey_run_per_order",
+    "join-child": "executions end as expected",
+    "orphan-after-cancel": "owned targets follow their owner",
+}
+
+
+@pytest.mark.parametrize("name", sorted(bundled_scenarios()))
+def test_each_bundled_scenario_through_the_plugin(name: str, yieldstar: Yieldstar) -> None:
+    scenario = ys.load_scenario(name)
+    if name not in HAZARDS:
+        report = yieldstar.assert_holds(scenario, max_faults=1, confirm=None)
+        assert report.exhausted
+        return
+    report = yieldstar.explore(scenario, max_faults=1, confirm=None)
+    assert report.verdict == "violated"
+    assert HAZARDS[name] in {found.invariant for found in report.violations}
+    assert report.violations[0].artifact_path is not None
+    assert report.violations[0].artifact_path.is_file()
