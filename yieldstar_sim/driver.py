@@ -150,7 +150,6 @@ class BodyResult:
 
 RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
 Command: TypeAlias = RuntimeCall | ReadClock | RunBody
-RUNTIME_CALLS = (PutStep, RecordWake, CallStart, WaitFor, StartChild, RequestCancel)
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
