@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
-from yieldstar_sim.model import StepDeclarationError
+from yieldstar_sim.model import StepDeclarationError, control_character
 
 # --------------------------------------------------------------------------- workflows
 
@@ -56,7 +56,7 @@ def workflow(
     >>> ship_order
     Workflow(name='ship-order', max_duration=None)
     """
-    if not isinstance(name, str) or not name or any(ord(c) < 0x20 for c in name):
+    if not isinstance(name, str) or not name or control_character(name) is not None:
         raise ValueError(f"a workflow name must be a non-empty string, not {name!r}")
     if max_duration is not None and (
         isinstance(max_duration, bool)

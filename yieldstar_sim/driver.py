@@ -67,6 +67,7 @@ from yieldstar_sim.model import (
     WorkflowStartErrorCode,
     check_execution_id,
     check_name,
+    control_character,
 )
 from yieldstar_sim.profiles import MEMORY, DriverProfile
 
@@ -150,7 +151,6 @@ class BodyResult:
 
 RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
 Command: TypeAlias = RuntimeCall | ReadClock | RunBody
-RUNTIME_CALLS = (PutStep, RecordWake, CallStart, WaitFor, StartChild, RequestCancel)
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
@@ -202,7 +202,7 @@ class _Replay:
         """Check the step key the code asks for next; return its record, if any."""
         if not isinstance(key, str) or not key:
             raise _Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        if control_character(key) is not None:
             raise _Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
         if key in self.reached:
             raise _Throw(

@@ -193,10 +193,12 @@ class ExecutionStatus(enum.StrEnum):
     @property
     def terminal(self) -> bool:
         """Whether the execution has a final outcome and will never run workflow code again."""
-        return self in _TERMINAL
+        return self in TERMINAL_STATUSES
 
 
-_TERMINAL = frozenset(
+#: The statuses after which an execution never runs workflow code again (as strings, too:
+#: ``"failed" in TERMINAL_STATUSES``).
+TERMINAL_STATUSES = frozenset(
     {
         ExecutionStatus.COMPLETED,
         ExecutionStatus.FAILED,
@@ -403,6 +405,14 @@ WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled
 _RESERVED_PREFIX = "@"
 
 
+def control_character(value: str) -> str | None:
+    """The first ASCII control character (U+0000 to U+001F, or DEL) in ``value``, if any.
+
+    The one rule for names and IDs: workflow names, execution IDs, step keys, lease owners.
+    """
+    return next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+
+
 def check_execution_id(execution_id: object, *, what: str = "execution ID") -> str:
     """Return ``execution_id`` if a caller may choose it, else raise ``InvalidIDError``.
 
@@ -413,7 +423,7 @@ def check_execution_id(execution_id: object, *, what: str = "execution ID") -> s
         raise InvalidIDError(f"{what} must be a string, not {type(execution_id).__name__}")
     if not execution_id:
         raise InvalidIDError(f"{what} must not be empty")
-    bad = next((c for c in execution_id if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    bad = control_character(execution_id)
     if bad is not None:
         raise InvalidIDError(
             f"{what} {execution_id!r} contains the ASCII control character {bad!r}"
@@ -430,7 +440,7 @@ def check_name(value: object, what: str) -> str:
     """Return ``value`` if it is a non-empty string without control characters."""
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, not {value!r}")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    if control_character(value) is not None:
         raise ValueError(f"{what} {value!r} contains an ASCII control character")
     return value
 

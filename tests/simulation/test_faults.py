@@ -30,6 +30,8 @@ from yieldstar_sim.simulation.faults import (
     KIND_EFFECTS,
     FaultPlan,
     PointInfo,
+    by_description,
+    trace_points,
 )
 from yieldstar_sim.simulation.trace import TraceEvent
 
@@ -731,3 +733,24 @@ def test_occurrence_must_be_a_whole_number(occurrence: Any) -> None:
     """``occurrence`` is a whole number from 1; anything else is refused with a clear message."""
     with pytest.raises(ValueError, match="occurrence counts from 1"):
         ys.Fault("crash", occurrence=occurrence)
+
+
+def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
+    # The explorer's shrinking and the stepper's what-if both turn an index into a description;
+    # the description must name the same call, repeated calls (idle claims) included.
+    base = ys.simulate(DURABLE, runtime="memory", scenario_faults=False)
+    points = {index: info for index, (info, _) in trace_points(base.trace).items()}
+    repeated = [at for at in points if sum(info == points[at] for info in points.values()) > 1]
+    assert repeated
+    for at in [*repeated[1:4], max(points)]:
+        by_index = ys.Fault("infra_error", at=at)
+        described = by_description(by_index, points)
+        assert described is not None
+        assert described.at is None
+        assert described.occurrence == sum(
+            1 for index, info in points.items() if index <= at and info == points[at]
+        )
+        one = ys.simulate(DURABLE, runtime="memory", faults=[by_index], scenario_faults=False)
+        other = ys.simulate(DURABLE, runtime="memory", faults=[described], scenario_faults=False)
+        assert other.trace_digest() == one.trace_digest()
+    assert by_description(ys.Fault("crash", at=max(points) + 1), points) is None

@@ -458,8 +458,9 @@ def test_a_negative_or_nan_delay_fails_with_a_clear_error(
 # --------------------------------------------------------------------------- registration
 
 
-@pytest.mark.parametrize("name", ["", "charge\norder"])
+@pytest.mark.parametrize("name", ["", "charge\norder", "charge\x7forder"])
 def test_a_workflow_needs_a_non_empty_name(name: str) -> None:
+    # DEL is a control character like the rest: refused at the decorator, not later.
     with pytest.raises(ValueError, match="a workflow name must be a non-empty string"):
         ys.workflow(name)
 

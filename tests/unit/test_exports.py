@@ -498,3 +498,29 @@ def test_export_of_a_graph_and_its_refusals(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="plain file name"):
             export(graph, tmp_path, ["dot"], stem=stem)
     assert set(EXTENSIONS) == set(FORMATS)
+
+
+@pytest.mark.parametrize(
+    ("kind", "detached", "line", "dot", "arrow"),
+    [
+        ("start", False, "owned", "solid", "-->"),
+        ("start", True, "detached", "dashed", "-.->"),
+        ("joined", False, "joined", "dashed", "-.->"),
+        ("trigger", True, "trigger", "dotted", "-.->"),
+    ],
+)
+def test_every_renderer_draws_an_edge_by_the_one_edge_rule(
+    kind: str, detached: bool, line: str, dot: str, arrow: str
+) -> None:
+    # One rule (graph.edge_line) says what an edge is; the picture, DOT and Mermaid each draw
+    # those words their own way, a joined run included.
+    from yieldstar_sim.views.graph import edge_line
+
+    graph = nx.MultiDiGraph()
+    graph.add_node("a", workflow_id="w", status="completed", origin="trigger")
+    graph.add_node("b", workflow_id="w", status="pending", origin="child")
+    graph.add_edge("a", "b", key="k", step_key="k", kind=kind, detached=detached)
+    assert edge_line(graph.edges["a", "b", "k"]) == line
+    (edge,) = pydot.graph_from_dot_data(to_dot(graph))[0].get_edges()
+    assert edge.get("style").strip('"') == dot
+    assert f' {arrow}|"k"| ' in to_mermaid(graph)

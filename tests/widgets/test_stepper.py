@@ -190,7 +190,8 @@ def test_a_duckdb_run_steps_the_same(durable: ys.SimulationRun) -> None:
     assert stepper.records_html.value == Stepper(durable, index=7).records_html.value
 
 
-def test_a_run_opens_its_own_stepper() -> None:
+def test_a_run_is_stepped_through_the_widget_not_a_method() -> None:
+    # The simulation layer does not know the widgets: ys.Stepper(run) is the one way in.
     run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
-    stepper = run.stepper()
-    assert isinstance(stepper, ys.Stepper)
+    assert not hasattr(run, "stepper")
+    assert isinstance(ys.Stepper(run), ys.Stepper)

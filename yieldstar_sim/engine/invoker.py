@@ -13,19 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.authoring import StepDefinition, Workflow
-from yieldstar_sim.driver import (
-    CallStart,
-    Command,
-    DriverGenerator,
-    PutStep,
-    ReadClock,
-    RecordWake,
-    RequestCancel,
-    RunBody,
-    StartChild,
-    WaitFor,
-    drive,
-)
+from yieldstar_sim.driver import Command, DriverGenerator, RunBody, drive
+
+# perform_runtime_call lived here before the table of calls: its importers keep working.
+from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
 from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 from yieldstar_sim.model import (
     Delivery,
@@ -38,7 +29,8 @@ from yieldstar_sim.model import (
 from yieldstar_sim.profiles import DriverProfile, driver_profile
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Generator, Iterable
+    from contextlib import AbstractContextManager
 
     from yieldstar_sim.runtime.protocol import Runtime
 
@@ -103,52 +95,59 @@ class Registry:
         return sorted(self._workflows)
 
 
-def run_delivery(driver: DriverGenerator, perform: Callable[[Command], Any]) -> WorkflowRunOutcome:
-    """Carry out the driver's commands with ``perform`` until it returns an outcome.
+def step_delivery(
+    driver: DriverGenerator,
+    perform: Callable[[Command], Generator[Any, Any, Any]],
+    *,
+    errors: type[BaseException] | tuple[type[BaseException], ...] = Exception,
+    guard: Callable[[], AbstractContextManager[Any]] | None = None,
+) -> Generator[Any, Any, WorkflowRunOutcome]:
+    """Step the driver, carrying out each command with ``perform``, until it returns an outcome.
 
-    An error from ``perform`` is thrown into the driver at the command that caused it; the
-    driver never shows infrastructure errors to workflow code, so they leave here.
+    ``perform`` is a generator, so that the simulator can pass a choice point inside it (the
+    invokers' never yield). An error of ``errors`` from ``perform`` is thrown into the driver
+    at the command that caused it; the driver never shows infrastructure errors to workflow
+    code, so they leave here. ``guard`` wraps each step of the workflow code (the simulator's
+    wall-clock deadline). The driver is closed however the delivery ends.
     """
     value: Any = None
     error: BaseException | None = None
-    while True:
-        try:
-            command = driver.throw(error) if error is not None else driver.send(value)
-        except StopIteration as stop:
-            outcome: WorkflowRunOutcome = stop.value
-            return outcome
-        value, error = None, None
-        try:
-            value = perform(command)
-        except Exception as raised:
-            error = raised
+    try:
+        while True:
+            try:
+                if guard is None:
+                    command = driver.throw(error) if error is not None else driver.send(value)
+                else:
+                    with guard():
+                        command = driver.throw(error) if error is not None else driver.send(value)
+            except StopIteration as stop:
+                outcome: WorkflowRunOutcome = stop.value
+                return outcome
+            value, error = None, None
+            try:
+                value = yield from perform(command)
+            except errors as raised:
+                error = raised
+    finally:
+        driver.close()
 
 
-def perform_runtime_call(runtime: Runtime, command: Command) -> Any:
-    """Carry out a runtime call or a clock read against ``runtime``."""
-    match command:
-        case PutStep():
-            return runtime.put_step(
-                command.lease,
-                command.step_key,
-                status=command.status,
-                value=command.value,
-                attempt=command.attempt,
-                wake_at=command.wake_at,
-            )
-        case RecordWake():
-            return runtime.record_wake(command.lease, command.at)
-        case CallStart():
-            return runtime.start(command.request)
-        case WaitFor():
-            return runtime.wait_for(command.lease, command.execution_id)
-        case StartChild():
-            return runtime.start_child(command.request)
-        case RequestCancel():
-            return runtime.cancel(command.execution_id)
-        case ReadClock():
-            return runtime.clock.now()
-    raise TypeError(f"not a runtime call: {command!r}")
+def run_delivery(driver: DriverGenerator, perform: Callable[[Command], Any]) -> WorkflowRunOutcome:
+    """Carry out the driver's commands with ``perform`` until it returns an outcome
+    (``step_delivery`` with a ``perform`` that returns at once)."""
+
+    def at_once(command: Command) -> Generator[Any, Any, Any]:
+        result = perform(command)
+        yield from ()
+        return result
+
+    steps = step_delivery(driver, at_once)
+    try:
+        next(steps)
+    except StopIteration as stop:
+        outcome: WorkflowRunOutcome = stop.value
+        return outcome
+    raise AssertionError("a delivery's perform never yields")  # pragma: no cover
 
 
 class TestInvoker:

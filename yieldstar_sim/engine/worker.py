@@ -14,36 +14,17 @@ import multiprocessing
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.driver import (
-    CallStart,
-    Command,
-    PutStep,
-    ReadClock,
-    RecordWake,
-    RequestCancel,
-    RunBody,
-    StartChild,
-    WaitFor,
-    drive,
-)
-from yieldstar_sim.engine.invoker import (
-    ExecutionEvent,
-    Registry,
-    describe_error,
-    perform_runtime_call,
-    run_delivery,
-)
+from yieldstar_sim.driver import CallStart, Command, ReadClock, RunBody, StartChild, drive
+from yieldstar_sim.engine.calls import RUNTIME_CALLS_BY_OP, perform_runtime_call, runtime_call
+from yieldstar_sim.engine.invoker import ExecutionEvent, Registry, describe_error, run_delivery
 from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
 from yieldstar_sim.model import (
-    ChildRequest,
     DeliveryRejectedError,
     Failed,
     InfrastructureError,
     Lease,
-    RequestId,
     StartAccepted,
     StartRejected,
-    StartRequest,
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
@@ -176,9 +157,10 @@ class WorkerProcessInvoker:
 
 # --------------------------------------------------------------------------- the wire
 
-# Runtime calls cross the pipe as plain tuples, without the lease: the parent holds the
-# delivery's lease already, and tuples pickle several times faster than frozen dataclasses.
-_WIRE_CALLS = frozenset({"put", "wake", "start", "clock", "wait", "child", "cancel"})
+# Runtime calls cross the pipe as plain tuples tagged with their op (``calls.CallKind.encode``);
+# a clock read is one more tag.
+_CLOCK = "clock"
+_WIRE_CALLS = frozenset({_CLOCK, *RUNTIME_CALLS_BY_OP})
 
 
 class _Unportable(Exception):
@@ -206,47 +188,17 @@ def _portable(error: Exception) -> Exception:
 
 
 def _encode_call(command: Command) -> tuple[Any, ...]:
-    if isinstance(command, PutStep):
-        return ("put", command.step_key, command.status, command.value, command.attempt,
-                command.wake_at)  # fmt: skip
-    if isinstance(command, RecordWake):
-        return ("wake", command.at)
-    if isinstance(command, CallStart):
-        request = command.request
-        return ("start", request.request_id.execution_id, request.request_id.step_key,
-                request.workflow_id, request.params, request.detached)  # fmt: skip
     if isinstance(command, ReadClock):
-        return ("clock",)
-    if isinstance(command, WaitFor):
-        return ("wait", command.execution_id)
-    if isinstance(command, StartChild):
-        child = command.request
-        return ("child", child.request_id.execution_id, child.request_id.step_key,
-                child.workflow_id, child.child_id, child.params, child.detached)  # fmt: skip
-    if isinstance(command, RequestCancel):
-        return ("cancel", command.execution_id)
-    raise TypeError(f"not a runtime call: {command!r}")
+        return (_CLOCK,)
+    call = runtime_call(command)
+    return (call.op, *call.encode(command))
 
 
 def _decode_call(message: tuple[Any, ...], lease: Lease) -> Command:
-    kind = message[0]
-    if kind == "put":
-        return PutStep(lease, *message[1:])
-    if kind == "wake":
-        return RecordWake(lease, message[1])
-    if kind == "start":
-        _, caller, step_key, workflow_id, params, detached = message
-        return CallStart(StartRequest(RequestId(caller, step_key), workflow_id, params, detached))
-    if kind == "wait":
-        return WaitFor(lease, message[1])
-    if kind == "child":
-        _, caller, step_key, workflow_id, child_id, params, detached = message
-        return StartChild(
-            ChildRequest(RequestId(caller, step_key), workflow_id, child_id, params, detached)
-        )
-    if kind == "cancel":
-        return RequestCancel(message[1])
-    return ReadClock()
+    if message[0] == _CLOCK:
+        return ReadClock()
+    decoded: Command = RUNTIME_CALLS_BY_OP[message[0]].decode(message[1:], lease)
+    return decoded
 
 
 def _encode_result(result: Any) -> Any:

@@ -76,6 +76,24 @@ class Ledger:
         """The effects named ``name``, in order."""
         return [effect for effect in self.effects if effect.name == name]
 
+    def record(
+        self,
+        context: BodyContext,
+        name: str,
+        data: DurableObject,
+        *,
+        at: float,
+        idempotency_key: str | None = None,
+    ) -> Effect:
+        """Append the effect a body made at ``at`` (where it came from is in ``context``)."""
+        token = context.lease.token if context.lease is not None else None
+        effect = Effect(
+            name, data, context.execution_id, context.step_key, context.attempt, context.worker,
+            at, idempotency_key, token,
+        )  # fmt: skip
+        self.effects.append(effect)
+        return effect
+
 
 class WorldPort(Protocol):
     """Where a body's world operations are carried out (in-process, or across a pipe)."""
@@ -119,11 +137,9 @@ class EngineWorld:
         idempotency_key: str | None = None,
     ) -> None:
         """Append an effect to the ledger."""
-        self.ledger.effects.append(
-            Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, self.clock.now(), idempotency_key,
-                   context.lease.token if context.lease is not None else None)
-        )  # fmt: skip
+        self.ledger.record(
+            context, name, data, at=self.clock.now(), idempotency_key=idempotency_key
+        )
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
         """Admit an execution with a fresh ID (no request identity: a replay admits another)."""

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
     from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 
 class FaultKind(enum.StrEnum):
@@ -257,3 +260,34 @@ class FaultPlan:
     def unfired(self) -> list[Fault]:
         """Faults whose point never came."""
         return [fault for fault, fired in zip(self.faults, self._fired, strict=True) if not fired]
+
+
+def trace_points(trace: Iterable[TraceEvent]) -> dict[int, tuple[PointInfo, int]]:
+    """Every choice point that left an event, by index: the call it was and the sequence
+    number of its first event."""
+    points: dict[int, tuple[PointInfo, int]] = {}
+    for event in trace:
+        if event.point is None or event.point in points or event.worker is None:
+            continue
+        op = event.op or "?"
+        # A claim's event names the execution it claimed; its point did not know it yet.
+        execution_id = None if op == "claim" else event.execution_id
+        points[event.point] = (PointInfo(event.worker, op, execution_id, event.step_key), event.seq)
+    return points
+
+
+def by_description(fault: Fault, points: Mapping[int, PointInfo]) -> Fault | None:
+    """``fault``, placed at a choice-point index, placed by description instead: the worker,
+    call, execution, step and which occurrence of that call it was. Another fault added or
+    removed before it moves the indices but not the description. None when its point is not
+    in ``points`` (its call left no event)."""
+    if fault.at is None:
+        return fault
+    info = points.get(fault.at)
+    if info is None:
+        return None
+    occurrence = sum(1 for index, other in points.items() if index <= fault.at and other == info)
+    return Fault(
+        fault.kind, worker=info.worker, op=info.op, execution_id=info.execution_id,
+        step_key=info.step_key, occurrence=occurrence, seconds=fault.seconds,
+    )  # fmt: skip

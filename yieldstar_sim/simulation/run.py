@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.trace import Admission, Trace
-    from yieldstar_sim.widgets import Stepper
 
 
 @dataclass
@@ -115,12 +114,6 @@ class SimulationRun:
         from yieldstar_sim.simulation.artifact import ReplayArtifact
 
         return ReplayArtifact.from_run(self)
-
-    def stepper(self, **options: Any) -> Stepper:
-        """A ``Stepper`` widget over this run (``ys.Stepper(run, **options)``)."""
-        from yieldstar_sim.widgets import Stepper
-
-        return Stepper(self, **options)
 
     def explain(self) -> str:
         """The verdict and each violation's sentence."""

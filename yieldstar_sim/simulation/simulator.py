@@ -28,8 +28,9 @@ from yieldstar_sim.driver import (
     WaitFor,
     drive,
 )
-from yieldstar_sim.engine.invoker import Registry, perform_runtime_call
-from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Effect, Ledger
+from yieldstar_sim.engine.calls import runtime_call
+from yieldstar_sim.engine.invoker import Registry, step_delivery
+from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Ledger
 from yieldstar_sim.model import (
     ChildAccepted,
     Delivery,
@@ -144,11 +145,7 @@ class _SimPort:
         sim = self.simulator
         now = sim.clock.now()
         at = now + self.elapsed
-        token = context.lease.token if context.lease is not None else None
-        sim.ledger.effects.append(
-            Effect(name, data, context.execution_id, context.step_key, context.attempt,
-                   context.worker, at, idempotency_key, token)
-        )  # fmt: skip
+        token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
         details: dict[str, Any] = {
             "name": name, "data": data, "attempt": context.attempt,
             "idempotency_key": idempotency_key,
@@ -382,33 +379,22 @@ class Simulator:
         port = _SimPort(self)
         world = BodyWorld(port, name, lease)
         driver = drive(workflow, delivery, world, self.registry().profile)
-        value: Any = None
-        error: BaseException | None = None
-        outcome: WorkflowRunOutcome
         code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
         try:
-            while True:
-                try:
-                    with self.deadline.user_code(code):
-                        command = driver.throw(error) if error is not None else driver.send(value)
-                except StopIteration as stop:
-                    outcome = stop.value
-                    break
-                except InfrastructureError as rejection:
-                    self.trace.add(
-                        self.clock.now(), "reject",
-                        f"delivery of {record.execution_id} rejected: {rejection}",
-                        worker=name, execution_id=record.execution_id, token=lease.token,
-                    )  # fmt: skip
-                    yield from self._release(name, lease)
-                    return
-                value, error = None, None
-                try:
-                    value = yield from self._perform(name, lease, command, world, port)
-                except InfrastructureError as raised:
-                    error = raised
-        finally:
-            driver.close()
+            outcome = yield from step_delivery(
+                driver,
+                lambda command: self._perform(name, lease, command, world, port),
+                errors=InfrastructureError,
+                guard=lambda: self.deadline.user_code(code),
+            )
+        except InfrastructureError as rejection:
+            self.trace.add(
+                self.clock.now(), "reject",
+                f"delivery of {record.execution_id} rejected: {rejection}",
+                worker=name, execution_id=record.execution_id, token=lease.token,
+            )  # fmt: skip
+            yield from self._release(name, lease)
+            return
         self.trace.add(
             self.clock.now(), "outcome", f"{record.execution_id}: {_outcome_text(outcome)}",
             worker=name, execution_id=record.execution_id, token=lease.token,
@@ -472,84 +458,32 @@ class Simulator:
             return result
         if isinstance(command, ReadClock):
             return self.clock.now()
-        if isinstance(command, PutStep):
-            put = command
-            return (
-                yield from self._call(
-                    PointInfo(name, "put_step", lease.execution_id, put.step_key),
-                    lambda: perform_runtime_call(runtime, put),
-                    token=lease.token,
-                    done=f"recorded step {put.step_key}: {put.status} {_summary(put.value)}",
-                    data={"status": put.status, **_traced(put.value), "attempt": put.attempt,
-                          "wake_at": put.wake_at},
-                )
-            )  # fmt: skip
-        if isinstance(command, RecordWake):
-            wake = command
-            return (
-                yield from self._call(
-                    PointInfo(name, "record_wake", lease.execution_id),
-                    lambda: perform_runtime_call(runtime, wake),
-                    token=lease.token,
-                    done=f"wake at t={wake.at:g}",
-                    data={"at": wake.at},
-                )
-            )
-        if isinstance(command, WaitFor):
-            wait = command
-            return (
-                yield from self._call(
-                    PointInfo(name, "wait_for", lease.execution_id),
-                    lambda: perform_runtime_call(runtime, wait),
-                    token=lease.token,
-                    done=f"waits for {wait.execution_id}",
-                )
-            )
+        call = runtime_call(command)
+        done, data = _narration(command)
+        result = yield from self._call(
+            PointInfo(name, call.op, lease.execution_id, call.step_key(command)),
+            lambda: call.perform(runtime, command),
+            token=lease.token,
+            done=done,
+            data=data,
+        )
         if isinstance(command, StartChild):
-            child = command.request
-            result = yield from self._call(
-                PointInfo(name, "start_child", lease.execution_id, child.request_id.step_key),
-                lambda: perform_runtime_call(runtime, command),
-                token=lease.token,
-                data={
-                    "workflow_id": child.workflow_id,
-                    "child_id": child.child_id,
-                    "detached": child.detached,
-                },
-            )
             if isinstance(result, ChildAccepted):
+                child = command.request
                 self.observe_admission(
                     result.execution_id, "spawn" if child.detached else "child",
                     (lease.execution_id, child.request_id.step_key), self.trace.events[-1],
                 )  # fmt: skip
             self.kernel.nudge()
-            return result
-        if isinstance(command, RequestCancel):
-            target = command.execution_id
-            cancelled = yield from self._call(
-                PointInfo(name, "cancel", lease.execution_id),
-                lambda: perform_runtime_call(runtime, command),
-                token=lease.token,
-                done=f"cancel requested for {target} and what it owns",
-            )
+        elif isinstance(command, RequestCancel):
             self.kernel.nudge()
-            return cancelled
-        if isinstance(command, CallStart):
-            request = command.request
-            result = yield from self._call(
-                PointInfo(name, "start", lease.execution_id, request.request_id.step_key),
-                lambda: perform_runtime_call(runtime, command),
-                token=lease.token,
-                data={"workflow_id": request.workflow_id, "detached": request.detached},
-            )
-            if isinstance(result, StartAccepted):
-                self.observe_admission(
-                    result.execution_id, "start",
-                    (lease.execution_id, request.request_id.step_key), self.trace.events[-1],
-                )  # fmt: skip
-                self.kernel.nudge()
-            return result
-        raise TypeError(f"unknown command {command!r}")  # pragma: no cover
+        elif isinstance(command, CallStart) and isinstance(result, StartAccepted):
+            self.observe_admission(
+                result.execution_id, "start",
+                (lease.execution_id, command.request.request_id.step_key), self.trace.events[-1],
+            )  # fmt: skip
+            self.kernel.nudge()
+        return result
 
     def _call(
         self,
@@ -618,6 +552,33 @@ class Simulator:
             self.trace.add(self.clock.now(), "error", f"the response of {info.op} is lost", **where)
             raise ResponseLost(f"the response of {info.label} was lost")
         return result
+
+
+def _narration(command: Command) -> tuple[str | None, dict[str, Any] | None]:
+    """What the trace says a runtime call did (None: the result says it) and the command's part
+    of the call event's data."""
+    if isinstance(command, PutStep):
+        return (
+            f"recorded step {command.step_key}: {command.status} {_summary(command.value)}",
+            {"status": command.status, **_traced(command.value), "attempt": command.attempt,
+             "wake_at": command.wake_at},
+        )  # fmt: skip
+    if isinstance(command, RecordWake):
+        return f"wake at t={command.at:g}", {"at": command.at}
+    if isinstance(command, WaitFor):
+        return f"waits for {command.execution_id}", None
+    if isinstance(command, RequestCancel):
+        return f"cancel requested for {command.execution_id} and what it owns", None
+    if isinstance(command, StartChild):
+        child = command.request
+        return None, {
+            "workflow_id": child.workflow_id, "child_id": child.child_id,
+            "detached": child.detached,
+        }  # fmt: skip
+    if isinstance(command, CallStart):
+        request = command.request
+        return None, {"workflow_id": request.workflow_id, "detached": request.detached}
+    return None, None
 
 
 def _call_text(info: PointInfo, result: Any, done: str | None) -> str:

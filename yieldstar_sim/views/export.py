@@ -34,6 +34,7 @@ from yieldstar_sim.views.graph import (
     DUPLICATE_COLOUR,
     STATUS_COLOURS,
     draw_execution_graph,
+    edge_line,
     execution_graph,
 )
 
@@ -256,13 +257,19 @@ def _dot_data(data: dict[str, Any]) -> dict[str, str]:
     }
 
 
+#: Graphviz line styles by ``graph.edge_line`` (DOT has no dash-dot: a joined run is dashed like
+#: a detached one, neither owned).
+_DOT_LINES = {"owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted"}
+
+
 def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     """The graph as Graphviz DOT text, drawn like ``draw_execution_graph`` draws it.
 
     Nodes are boxes (rounded when started) labelled ``id\\nworkflow · status`` and filled by
-    status; edges are labelled with their step key, dashed when detached, dotted when a
-    non-durable trigger, red when their step admitted several executions. The data attributes
-    (``workflow_id``, ``step_key``, ``detached``...) are kept; every ID and value is quoted.
+    status; edges are labelled with their step key, dashed when detached or joined (not
+    owned), dotted when a non-durable trigger, red when their step admitted several executions.
+    The data attributes (``workflow_id``, ``step_key``, ``detached``...) are kept; every ID
+    and value is quoted.
     Labels show exactly; Graphviz itself unescapes ``\\\\`` in labels only, so an ID or data
     value holding a backslash keeps it doubled in Graphviz's own view (pydot reads it exactly).
 
@@ -303,13 +310,7 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     for source, target, key, data in _edges(graph):
         duplicate = bool(data.get("duplicate"))
         colour = DUPLICATE_COLOUR if duplicate else _EDGE_COLOUR
-        style = (
-            "dotted"
-            if data.get("kind") == "trigger"
-            else "dashed"
-            if data.get("detached")
-            else "solid"
-        )
+        style = _DOT_LINES[edge_line(data)]
         ready.add_edge(
             names[source],
             names[target],
@@ -379,7 +380,7 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
 
     Nodes get generated IDs (``n0``, ``n1``... in graph order) and quoted labels
     ``id<br>workflow · status`` (rounded when started); edges are ``-->|"step key"|``, or
-    ``-.->`` when detached or a non-durable trigger (triggers also dashed finer). Labels use
+    ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer). Labels use
     Mermaid's entity codes (``#quot;``, ``#lt;``, ``#35;``...) for every character that could
     be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
     executions a step admitted more than once, whose edges are red too.
@@ -405,8 +406,9 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     link_styles: dict[str, list[int]] = {}
     duplicates: list[str] = []
     for index, (source, target, key, data) in enumerate(_edges(graph)):
-        trigger = data.get("kind") == "trigger"
-        arrow = "-.->" if trigger or data.get("detached") else "-->"
+        line = edge_line(data)
+        trigger = line == "trigger"
+        arrow = "-->" if line == "owned" else "-.->"
         label = _mermaid_text(_edge_label(key, data))
         lines.append(f'    {ids[source]} {arrow}|"{label}"| {ids[target]}')
         style = []

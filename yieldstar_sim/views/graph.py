@@ -20,7 +20,7 @@ import networkx as nx
 from yieldstar_sim.engine.world import TRIGGERED
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
 #: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
 DUPLICATE_COLOUR = "#CC0000"
-#: Line styles of edges that are not parent links: a non-durable trigger, a joined run.
-EDGE_STYLES = {"trigger": ":", "joined": "-."}
+#: Matplotlib line styles by ``edge_line``: the exports map the same four words to their own.
+EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":"}
 #: Horizontal distance between sibling executions, in node widths' terms (boxes are ~1.7 wide).
 NODE_SPACING = 2.2
 #: Siblings per row: a wider layer wraps onto more rows, ROW_GAP apart.
@@ -58,6 +58,16 @@ STATUS_COLOURS = {
     "cancelled": "#999999",
     "pruned": "#DDDDDD",
 }
+
+
+def edge_line(data: Mapping[str, Any]) -> str:
+    """How an edge is drawn, in words every renderer maps to its own line: ``trigger`` (a
+    non-durable trigger), ``joined`` (a run the step joined, not owned), ``detached`` (a
+    detached start or spawn) or ``owned`` (a parent link)."""
+    kind = data.get("kind")
+    if kind in {"trigger", "joined"}:
+        return str(kind)
+    return "detached" if data.get("detached") else "owned"
 
 
 def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) -> nx.MultiDiGraph:
@@ -363,9 +373,7 @@ def draw_execution_graph(
     for source, target, data in graph.edges(data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
         colour = DUPLICATE_COLOUR if data["duplicate"] else "#333333"
-        style = EDGE_STYLES.get(data["kind"], "--" if data["detached"] else "-")
-        if data["kind"] == "start" and data["detached"]:
-            style = "--"
+        style = EDGE_STYLES[edge_line(data)]
         axes.annotate(
             "",
             xy=(x2, y2 + 0.18),

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.model import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
-#: The statuses after which an execution never runs workflow code again.
-TERMINAL = frozenset({"completed", "failed", "cancelled", "pruned"})
+#: The statuses after which an execution never runs workflow code again (the model's set).
+TERMINAL = TERMINAL_STATUSES
 
 #: Row marks: a row the current event added, and one whose cells it changed.
 NEW, CHANGED = "new", "changed"

@@ -26,7 +26,13 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.faults import (
+    Fault,
+    FaultKind,
+    PointInfo,
+    by_description,
+    trace_points,
+)
 from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
@@ -62,16 +68,9 @@ class ChoicePoint:
 
 def choice_points(trace: Iterable[TraceEvent]) -> dict[int, ChoicePoint]:
     """Every choice point that left an event, by index, with the call it was."""
-    points: dict[int, ChoicePoint] = {}
-    for event in trace:
-        if event.point is None or event.point in points or event.worker is None:
-            continue
-        op = event.op or "?"
-        # A claim's event names the execution it claimed; its point did not know it yet.
-        execution_id = None if op == "claim" else event.execution_id
-        info = PointInfo(event.worker, op, execution_id, event.step_key)
-        points[event.point] = ChoicePoint(event.point, info, event.seq)
-    return points
+    return {
+        index: ChoicePoint(index, info, seq) for index, (info, seq) in trace_points(trace).items()
+    }
 
 
 def choice_point_at(trace: Iterable[TraceEvent], seq: int) -> ChoicePoint | None:
@@ -96,7 +95,7 @@ def fault_plan(run: SimulationRun, new: Fault) -> tuple[list[Fault], list[str]]:
     """
     if new.at is None:
         raise ValueError("a what-if fault needs its choice point: Fault(kind, at=index)")
-    points = choice_points(run.trace)
+    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
     plan: list[Fault] = []
     notes: list[str] = []
     for fault in run.faults:
@@ -106,16 +105,10 @@ def fault_plan(run: SimulationRun, new: Fault) -> tuple[list[Fault], list[str]]:
         elif at == new.at:
             notes.append(f"replaced {fault.describe()}")
         else:
-            point = points.get(at)
-            if point is None:
+            described = by_description(fault, points)
+            if described is None:
                 notes.append(f"dropped {fault.describe()}: its call left no event")
                 continue
-            same = sum(1 for p in points.values() if p.index <= at and p.info == point.info)
-            info = point.info
-            described = Fault(
-                fault.kind, worker=info.worker, op=info.op, execution_id=info.execution_id,
-                step_key=info.step_key, occurrence=same, seconds=fault.seconds,
-            )  # fmt: skip
             plan.append(described)
             notes.append(f"kept {described.describe()} (it came after the new fault)")
     plan.append(new)

@@ -1,25 +1,10 @@
-"""The public runtime-adapter conformance suite (RFC 003's runtime-adapter table, and more).
-
-Every adapter, ours or a third party's, passes the same cases through one function::
-
-    from yieldstar_sim.testing import check_runtime_adapter
-    check_runtime_adapter(lambda clock: MyRuntime(clock=clock))
-
-Each case is also available on its own, by the name of its row in RFC 003's table, in
-``RUNTIME_ADAPTER_CASES`` (our pytest suite parametrizes over it). A case gets a fresh runtime
-from the factory, drives its clock, arms its failure points, and raises ``AssertionError``
-with a sentence naming what was expected and what happened.
-"""
+"""The admission, lease, retention, ownership and failure-point rules of DESIGN.md and
+docs/decisions.md, as runtime-adapter cases."""
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Callable
-from typing import TypeAlias
+from typing import TYPE_CHECKING
 
-from yieldstar_sim.clock import ManualClock
-from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.model import (
     AdmissionErrorCode,
     Cancelled,
@@ -32,324 +17,30 @@ from yieldstar_sim.model import (
     ExecutionStateError,
     ExecutionStatus,
     Failed,
-    InjectedFailure,
     InvalidIDError,
     LeaseLostError,
     ParentLink,
     RequestId,
-    StartAccepted,
     StartRejected,
-    StartRequest,
-    StartResult,
     Suspended,
-    TerminalCallerError,
-    WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
-from yieldstar_sim.runtime.protocol import Runtime
-
-RuntimeFactory: TypeAlias = Callable[[ManualClock], Runtime]
-"""Makes a fresh, empty runtime that reads its time from the given clock."""
-
-Case: TypeAlias = Callable[[RuntimeFactory], None]
-
-LEASE = 30.0
-
-
-def _expect(condition: bool, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-def _fresh(make: RuntimeFactory) -> tuple[Runtime, ManualClock]:
-    clock = ManualClock()
-    return make(clock), clock
-
-
-def _caller(runtime: Runtime, execution_id: str = "order-42") -> str:
-    return runtime.trigger("charge-order", {"order": 42}, execution_id=execution_id)
-
-
-_UNSET: object = object()
-
-
-def _ship(
-    caller: str = "order-42",
-    step_key: str = "ship",
-    *,
-    workflow_id: str = "ship-order",
-    params: object = _UNSET,
-    detached: bool = False,
-) -> StartRequest:
-    return StartRequest(
-        RequestId(caller, step_key),
-        workflow_id,
-        {"order": 42} if params is _UNSET else params,
-        detached,
-    )
-
-
-def _accepted(result: StartResult, what: str) -> str:
-    _expect(
-        isinstance(result, StartAccepted), f"{what}: expected an accepted start, got {result!r}"
-    )
-    assert isinstance(result, StartAccepted)
-    return result.execution_id
-
-
-def _targets(runtime: Runtime, caller: str, step_key: str) -> list[str]:
-    return [
-        record.execution_id
-        for record in runtime.executions()
-        if record.parent is not None
-        and (record.parent.execution_id, record.parent.step_key) == (caller, step_key)
-    ]
-
-
-def _one_target(runtime: Runtime, caller: str, step_key: str, expected: str) -> None:
-    targets = _targets(runtime, caller, step_key)
-    _expect(
-        targets == [expected],
-        f"request ({caller}, {step_key}) should have exactly one target {expected}, "
-        f"found {targets}",
-    )
-
-
-# --------------------------------------------------------------------------- RFC 003's table
-
-
-def failure_before_a_new_start_commits(make: RuntimeFactory) -> None:
-    """No target is admitted; a repeated call succeeds as a first call."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    before = runtime.executions()
-    runtime.failpoints.arm("start.before_commit")
-    try:
-        runtime.start(_ship())
-    except InjectedFailure:
-        pass
-    else:
-        raise AssertionError("the armed failure point start.before_commit did not fail the start")
-    _expect(
-        runtime.executions() == before, "a start that failed before its commit admitted something"
-    )
-    _expect(runtime.start_requests() == [], "a start that failed before its commit left a request")
-    _expect(runtime.due() == [caller], "a start that failed before its commit left a wake")
-    target = _accepted(runtime.start(_ship()), "the repeated call")
-    _one_target(runtime, caller, "ship", target)
-    _expect(target in runtime.due(), "the repeated call's target is not due")
-
-
-def start_commit_followed_by_a_lost_response(make: RuntimeFactory) -> None:
-    """A repeated call returns the committed execution ID; exactly one target is admitted."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    runtime.failpoints.arm("start.after_commit")
-    try:
-        runtime.start(_ship())
-    except InjectedFailure:
-        pass
-    else:
-        raise AssertionError("the armed failure point start.after_commit did not lose the response")
-    committed = _targets(runtime, caller, "ship")
-    _expect(len(committed) == 1, f"the committed start should have one target, found {committed}")
-    target = _accepted(runtime.start(_ship()), "the repeated call")
-    _expect(
-        target == committed[0], f"the repeat returned {target}, not the committed {committed[0]}"
-    )
-    _one_target(runtime, caller, "ship", target)
-
-
-def two_concurrent_calls_with_one_start_request_id(make: RuntimeFactory) -> None:
-    """Both return the same execution ID; exactly one target is admitted."""
-    for round_ in range(10):
-        runtime, _ = _fresh(make)
-        caller = _caller(runtime, f"order-{round_}")
-        request = _ship(caller)
-        results = _race(functools.partial(runtime.start, request), callers=2)
-        ids = {_accepted(result, "a concurrent call") for result in results}
-        _expect(len(ids) == 1, f"two concurrent calls with one request ID got {sorted(ids)}")
-        _one_target(runtime, caller, "ship", ids.pop())
-        runtime.close()
-
-
-def two_different_start_request_ids(make: RuntimeFactory) -> None:
-    """Each receives a different execution ID."""
-    runtime, _ = _fresh(make)
-    _caller(runtime, "order-42")
-    _caller(runtime, "order-43")
-    ids = [
-        _accepted(runtime.start(_ship("order-42", "ship")), "order-42/ship"),
-        _accepted(runtime.start(_ship("order-42", "ship-2")), "order-42/ship-2"),
-        _accepted(runtime.start(_ship("order-43", "ship")), "order-43/ship"),
-    ]
-    _expect(len(set(ids)) == 3, f"three different request IDs got the IDs {ids}")
-
-
-def a_new_start_commits(make: RuntimeFactory) -> None:
-    """The target is admitted, due, and has the caller as its parent."""
-    runtime, clock = _fresh(make)
-    clock.set(5.0)
-    caller = _caller(runtime)
-    target = _accepted(runtime.start(_ship()), "the start")
-    record = runtime.execution(target)
-    _expect(record is not None, f"the target {target} is not admitted")
-    assert record is not None
-    _expect(record.workflow_id == "ship-order", f"the target runs {record.workflow_id}")
-    _expect(record.params == {"order": 42}, f"the target's params are {record.params}")
-    _expect(record.origin == "start", f"the target's origin is {record.origin}")
-    _expect(record.status == ExecutionStatus.PENDING, f"the target is {record.status}")
-    _expect(
-        record.parent == ParentLink(caller, "ship", detached=False),
-        f"the target's parent link is {record.parent}",
-    )
-    _expect(record.due_at == 5.0, f"the target's first wake is at {record.due_at}, not now (5)")
-    _expect(target in runtime.due(), "the target is not due")
-    requests = runtime.start_requests()
-    _expect(
-        [(r.request_id, r.target_execution_id) for r in requests]
-        == [(RequestId(caller, "ship"), target)],
-        f"the start-request records are {requests}",
-    )
-    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=target)
-    _expect(delivery is not None, "the due target could not be claimed")
-
-
-def a_start_with_detached_true(make: RuntimeFactory) -> None:
-    """The target's parent link is marked detached."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    target = _accepted(runtime.start(_ship(detached=True)), "the detached start")
-    record = runtime.execution(target)
-    assert record is not None
-    _expect(
-        record.parent == ParentLink(caller, "ship", detached=True),
-        f"the detached target's parent link is {record.parent}",
-    )
-    _expect(
-        [r.detached for r in runtime.start_requests()] == [True],
-        "the start-request record does not say detached",
-    )
-
-
-class _NotPlain:
-    pass
-
-
-def _cycle() -> dict[str, object]:
-    value: dict[str, object] = {}
-    value["self"] = value
-    return value
-
-
-INVALID_PARAMETERS: tuple[object, ...] = (
-    {"amount": float("nan")},
-    {"amount": float("inf")},
-    {"items": (1, 2)},
-    {"tags": {"a", "b"}},
-    {"blob": b"bytes"},
-    {"callback": print},
-    {"object": _NotPlain()},
-    {1: "non-string key"},
-    {"big": 2**60},
-    _cycle(),
-    [1, 2, 3],
-    "not an object",
+from yieldstar_sim.testing._support import (
+    LEASE,
+    RuntimeFactory,
+    _accepted,
+    _caller,
+    _expect,
+    _finish,
+    _fresh,
+    _one_target,
+    _raises_injected,
+    _refused_as_terminal,
+    _ship,
 )
 
-
-def invalid_start_parameters(make: RuntimeFactory) -> None:
-    """The client returns INVALID_START_PARAMETERS; no execution is admitted."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    before = runtime.executions()
-    for params in INVALID_PARAMETERS:
-        result = runtime.start(_ship(params=params))
-        _expect(
-            isinstance(result, StartRejected)
-            and result.code == WorkflowStartErrorCode.INVALID_START_PARAMETERS
-            and bool(result.message),
-            f"params {params!r} gave {result!r}, not INVALID_START_PARAMETERS",
-        )
-    _expect(runtime.executions() == before, "an invalid start admitted an execution")
-    _expect(runtime.start_requests() == [], "an invalid start left a start-request record")
-    target = _accepted(runtime.start(_ship()), "a valid start after the invalid ones")
-    _one_target(runtime, caller, "ship", target)
-
-
-def parameter_objects_have_different_key_order(make: RuntimeFactory) -> None:
-    """durableValueCodec returns the same canonical string and the requests match."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    first: dict[str, object] = {"order": 42, "address": {"city": "Lyon", "zip": "69001"}}
-    second: dict[str, object] = {"address": {"zip": "69001", "city": "Lyon"}, "order": 42}
-    a, b = durable_value_codec.encode(first), durable_value_codec.encode(second)
-    _expect(
-        a.status == b.status == "encoded" and a == b,
-        f"the codec encoded one value two ways: {a!r} and {b!r}",
-    )
-    target = _accepted(runtime.start(_ship(params=first)), "the first start")
-    again = _accepted(runtime.start(_ship(params=second)), "the reordered repeat")
-    _expect(again == target, f"the reordered repeat got {again}, not {target}")
-    _one_target(runtime, caller, "ship", target)
-
-
-def a_repeated_request_changes_the_workflow_id_or_parameters(make: RuntimeFactory) -> None:
-    """The client returns START_REQUEST_MISMATCH; the original start is unchanged."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    target = _accepted(runtime.start(_ship()), "the original start")
-    original = (runtime.executions(), runtime.start_requests())
-    changes: dict[str, StartRequest] = {
-        "workflow ship-express": _ship(workflow_id="ship-express"),
-        "params {order: 43}": _ship(params={"order": 43}),
-        "an extra parameter": _ship(params={"order": 42, "express": True}),
-        "no params": _ship(params=None),
-        "empty params": _ship(params={}),
-    }
-    for change, request in changes.items():
-        result = runtime.start(request)
-        _expect(
-            isinstance(result, StartRejected)
-            and result.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
-            f"a repeat with {change} gave {result!r}, not START_REQUEST_MISMATCH",
-        )
-    _expect(
-        (runtime.executions(), runtime.start_requests()) == original,
-        "a mismatched repeat changed the original start",
-    )
-    _one_target(runtime, caller, "ship", target)
-    # Missing parameters and an empty object do not match, in either order.
-    runtime.start(_ship(step_key="none", params=None))
-    empty = runtime.start(_ship(step_key="none", params={}))
-    _expect(
-        isinstance(empty, StartRejected)
-        and empty.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
-        f"an empty object matched missing parameters: {empty!r}",
-    )
-
-
-def a_matching_request_repeats_after_the_target_is_terminal(make: RuntimeFactory) -> None:
-    """It returns the original execution ID without admitting another target."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    target = _accepted(runtime.start(_ship()), "the original start")
-    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=target)
-    assert delivery is not None
-    runtime.acknowledge(delivery.lease, Completed({"courier": "booked"}))
-    clock.advance(100)
-    again = _accepted(runtime.start(_ship()), "the repeat after the target finished")
-    _expect(again == target, f"the repeat after the target finished got {again}, not {target}")
-    _one_target(runtime, caller, "ship", target)
-    mismatch = runtime.start(_ship(workflow_id="ship-express"))
-    _expect(
-        isinstance(mismatch, StartRejected)
-        and mismatch.code == WorkflowStartErrorCode.START_REQUEST_MISMATCH,
-        f"a changed repeat after the target finished gave {mismatch!r}",
-    )
-
-
-# --------------------------------------------------------------------------- admission (RFC 001)
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def caller_chosen_id_collision_is_refused(make: RuntimeFactory) -> None:
@@ -426,9 +117,6 @@ def a_start_from_an_unknown_caller_is_refused(make: RuntimeFactory) -> None:
     else:
         raise AssertionError("a start from an unknown caller was accepted")
     _expect(runtime.executions() == [], "a start from an unknown caller admitted something")
-
-
-# --------------------------------------------------------------------------- leases (RFC 002)
 
 
 def a_claim_leases_one_execution_with_a_growing_fencing_token(make: RuntimeFactory) -> None:
@@ -717,28 +405,6 @@ def a_terminal_outcome_wakes_its_waiters(make: RuntimeFactory) -> None:
     _expect(woken is not None and woken.due_at == 7.0, f"the waiter was not woken: {woken}")
 
 
-def _finish(runtime: Runtime, execution_id: str, outcome: WorkflowRunOutcome) -> None:
-    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=execution_id)
-    assert delivery is not None, f"{execution_id} could not be claimed"
-    runtime.acknowledge(delivery.lease, outcome)
-
-
-def _refused_as_terminal(call: Callable[[], object], what: str, caller: str, status: str) -> None:
-    try:
-        answer = call()
-    except TerminalCallerError as error:
-        _expect(
-            isinstance(error, LeaseLostError) and isinstance(error, ExecutionStateError),
-            f"{what}: TerminalCallerError must be a LeaseLostError and an ExecutionStateError",
-        )
-        _expect(
-            f"the caller {caller} is {status}" in str(error),
-            f"{what}: the refusal does not say the caller is {status}: {error}",
-        )
-    else:
-        raise AssertionError(f"{what} from the {status} caller {caller} gave {answer!r}")
-
-
 def a_terminal_caller_admits_no_new_target(make: RuntimeFactory) -> None:
     """A delivery of a terminal execution is stale: its new start, child or spawn (owned or
     detached) is refused with TerminalCallerError and admits nothing."""
@@ -848,118 +514,3 @@ def failure_points_before_and_after_commit(make: RuntimeFactory) -> None:
         _expect("start.before_commit" in str(error), "the error does not list the points")
     else:
         raise AssertionError("an unknown failure point was armed")
-
-
-def _raises_injected(call: Callable[[], object]) -> None:
-    try:
-        call()
-    except InjectedFailure:
-        return
-    raise AssertionError("an armed failure point did not fail the call")
-
-
-def _race(call: Callable[[], StartResult], *, callers: int) -> list[StartResult]:
-    """Run ``call`` from ``callers`` threads released together; re-raise the first error."""
-    barrier = threading.Barrier(callers)
-    results: list[StartResult] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def run() -> None:
-        try:
-            barrier.wait()
-            result = call()
-        except BaseException as error:  # reported to the caller below
-            with lock:
-                errors.append(error)
-        else:
-            with lock:
-                results.append(result)
-
-    threads = [threading.Thread(target=run) for _ in range(callers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return results
-
-
-#: RFC 003's runtime-adapter table, row by row, in the RFC's order.
-RFC003_RUNTIME_ADAPTER_CASES: dict[str, Case] = {
-    "Failure before a new start commits": failure_before_a_new_start_commits,
-    "Start commit followed by a lost response": start_commit_followed_by_a_lost_response,
-    "Two concurrent calls with one start-request ID": (
-        two_concurrent_calls_with_one_start_request_id
-    ),
-    "Two different start-request IDs": two_different_start_request_ids,
-    "A new start commits": a_new_start_commits,
-    "A start with detached: true": a_start_with_detached_true,
-    "Invalid start parameters": invalid_start_parameters,
-    "Parameter objects have different key order": parameter_objects_have_different_key_order,
-    "A repeated request changes the workflow ID or parameters": (
-        a_repeated_request_changes_the_workflow_id_or_parameters
-    ),
-    "A matching request repeats after the target is terminal": (
-        a_matching_request_repeats_after_the_target_is_terminal
-    ),
-}
-
-#: The admission, lease, retention and failure-point rules fixed in DESIGN.md.
-RUNTIME_RULE_CASES: dict[str, Case] = {
-    "A caller-chosen ID that exists is refused": caller_chosen_id_collision_is_refused,
-    "Generated IDs never collide with caller-chosen ones": (
-        generated_ids_never_collide_with_caller_chosen_ones
-    ),
-    "Invalid execution IDs are refused": invalid_execution_ids_are_refused,
-    "A direct trigger admits a due execution without running it": (
-        a_direct_trigger_admits_a_due_execution_without_running_it
-    ),
-    "A start from an unknown caller is refused": a_start_from_an_unknown_caller_is_refused,
-    "A claim leases one execution with a growing fencing token": (
-        a_claim_leases_one_execution_with_a_growing_fencing_token
-    ),
-    "A stale lease holder is fenced": a_stale_lease_holder_is_fenced,
-    "An expired lease fences its holder even unclaimed": (
-        an_expired_lease_fences_its_holder_even_unclaimed
-    ),
-    "A renewed lease lasts longer": a_renewed_lease_lasts_longer,
-    "A released lease is redelivered after the delay": (
-        a_released_lease_is_redelivered_after_the_delay
-    ),
-    "Steps and wakes are recorded under the lease": steps_and_wakes_are_recorded_under_the_lease,
-    "A terminal outcome is stored": a_terminal_outcome_is_stored,
-    "Pruning removes a caller's start requests": pruning_removes_a_callers_start_requests,
-    "A request outlives its pruned target": a_request_outlives_its_pruned_target,
-    "A lease of a pruned incarnation fences nothing": (
-        a_lease_of_a_pruned_incarnation_fences_nothing
-    ),
-    "A child is created once and joined after": a_child_is_created_once_and_joined_after,
-    "A terminal outcome wakes its waiters": a_terminal_outcome_wakes_its_waiters,
-    "A terminal caller admits no new target": a_terminal_caller_admits_no_new_target,
-    "A terminal caller's repeated request gets its target": (
-        a_terminal_callers_repeated_request_gets_its_target
-    ),
-    "An owned target follows its owner's cancellation": (
-        an_owned_target_follows_its_owners_cancellation
-    ),
-    "Failure points fail before and after commit": failure_points_before_and_after_commit,
-}
-
-RUNTIME_ADAPTER_CASES: dict[str, Case] = {**RFC003_RUNTIME_ADAPTER_CASES, **RUNTIME_RULE_CASES}
-
-
-def check_runtime_adapter(make: RuntimeFactory) -> None:
-    """Run every runtime-adapter case against runtimes made by ``make``.
-
-    Raises ``AssertionError`` naming the first case that fails and why.
-
-    >>> from yieldstar_sim import MemoryRuntime
-    >>> check_runtime_adapter(lambda clock: MemoryRuntime(clock=clock))
-    """
-    for name, case in RUNTIME_ADAPTER_CASES.items():
-        try:
-            case(make)
-        except AssertionError as error:
-            raise AssertionError(f"{name}: {error}") from error

@@ -1,0 +1,160 @@
+"""The explorer: search faults and interleavings, shrink what fails, confirm it on DuckDB.
+
+Strategies:
+
+- ``systematic``: every fault kind at every choice point of the fault-free run
+  (``max_faults=1``), then every further fault after each of those (``max_faults=2``...),
+  skipping a fault whose point is *equivalent* to one already tried: same runtime records,
+  ledger, clock, same call, and every other actor doing the same thing (a state fingerprint,
+  so symmetric workers and repeated idle polls are tried once);
+- ``random``: seeded random fault plans (and seeds, hence interleavings);
+- ``pct``: PCT-style priority scheduling with ``depth`` priority change points, plus random
+  faults.
+
+A violation is shrunk by delta debugging over its faults (kept as descriptions, so removing one
+does not move the others) to a minimal plan that violates the same invariant, saved as a replay
+artifact, and compared with its nearest passing plan.
+
+The package keeps each job in its own module: ``plans`` (plans, outcomes, state
+fingerprints), ``search`` (the strategies), ``shards`` (running plans in processes), ``shrink``,
+``confirm`` and ``report``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.filenames import file_stem
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+from yieldstar_sim.simulation.explorer.confirm import confirm_on
+from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
+from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
+from yieldstar_sim.simulation.explorer.search import STRATEGIES, Search, progress_bar
+from yieldstar_sim.simulation.explorer.shards import Runner
+from yieldstar_sim.simulation.explorer.shrink import ddmin, shrink
+from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
+from yieldstar_sim.simulation.run import simulate
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Callable, Sequence
+
+    from yieldstar_sim.simulation.scenario import Scenario
+
+#: The name the explorer's tests knew delta debugging by, before the split.
+_ddmin = ddmin
+
+__all__ = [
+    "STRATEGIES",
+    "ExplorationReport",
+    "FoundViolation",
+    "Outcome",
+    "Plan",
+    "explore",
+    "run_plan",
+    "simulate_plan",
+]
+
+
+def explore(
+    scenario: Scenario,
+    *,
+    max_faults: int = 1,
+    strategy: str = "systematic",
+    budget: int | None = None,
+    seed: int = 0,
+    stop_at_first: bool = True,
+    kinds: Sequence[FaultKind | str] = FAULT_KINDS,
+    freeze_seconds: float | None = None,
+    depth: int = 3,
+    runtime: str = "memory",
+    confirm: str | None = "duckdb",
+    confirm_samples: int = 3,
+    jobs: int = 1,
+    executor: concurrent.futures.Executor | None = None,
+    out: str | Path | None = None,
+    progress: bool | Callable[[int], None] = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> ExplorationReport:
+    """Search ``scenario``'s faults and interleavings for invariant violations.
+
+    The scenario's own fault plan is left out: the explorer places faults itself. Faults of
+    ``kinds`` go at every choice point (systematic) or at random ones; a freeze lasts
+    ``freeze_seconds`` (default: the lease plus the redelivery delay, so the lease expires).
+    ``budget`` bounds the schedules run. Violations are shrunk and, with ``confirm="duckdb"``,
+    replayed on DuckDB with a sample of passing schedules; a trace that differs between the
+    runtimes is reported as a runtime bug. ``jobs`` > 1 runs shards in processes; any
+    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
+    each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
+    seconds: a schedule it cuts counts as incomplete, apart from ok and violated ones. Ctrl-C
+    stops the search cleanly: the report keeps (and shrinks, and saves) what was found, with
+    ``interrupted`` set.
+
+    >>> import yieldstar_sim as ys
+    >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
+    >>> report.ok, report.schedules_run > 0
+    (True, True)
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 0:
+        raise ValueError(f"max_faults must be a whole number >= 0, not {max_faults!r}")
+    if budget is not None and budget < 1:
+        raise ValueError(f"budget must be at least 1, not {budget!r}")
+    unknown = [kind for kind in kinds if kind not in FAULT_KINDS]
+    if unknown:
+        raise ValueError(
+            f"unknown fault kind {unknown[0]!r}; the kinds are {', '.join(FAULT_KINDS)}"
+        )
+    fault_kinds = tuple(FaultKind(kind) for kind in kinds)
+    freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
+    if scenario.faults:
+        # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
+        # a mistake in the scenario all the same (FaultPlanError names it).
+        simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
+    report = ExplorationReport(
+        scenario.name, strategy, max_faults, seed, runtime, budget=budget,
+        stopped_at_first=stop_at_first,
+    )  # fmt: skip
+    started = time.perf_counter()
+    runner = Runner(scenario, runtime, jobs, executor, timeout)
+    tick = progress if callable(progress) else None
+    bar = progress_bar(progress, budget) if progress is True else None
+    search = Search(
+        report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick, bar=bar
+    )
+    try:
+        try:
+            if strategy == "systematic":
+                search.systematic(max_faults, fault_kinds, freeze)
+            else:
+                search.randomized(
+                    max_faults, fault_kinds, freeze, pct_depth=depth if strategy == "pct" else 0
+                )
+        except KeyboardInterrupt:
+            report.interrupted = True
+            runner.close(cancel=True)
+        report.warnings = sorted(search.warnings or ())
+        for index, outcome, invariant in search.failures:
+            report.violations.append(
+                shrink(scenario, outcome, search.plans[index], runtime, invariant, timeout=timeout)
+            )
+        if confirm and not report.interrupted:
+            confirm_on(scenario, report, search, against=confirm, samples=confirm_samples)
+    except KeyboardInterrupt:
+        report.interrupted = True  # a second Ctrl-C while shrinking: keep what is shrunk
+    finally:
+        runner.close()
+        if bar is not None:
+            bar.close()
+    if out is not None:
+        folder = Path(out)
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, found in enumerate(report.violations, 1):
+            found.artifact_path = found.artifact.save(
+                folder / f"{file_stem(scenario.name)}-violation-{number}.replay.json"
+            )
+    report.elapsed = time.perf_counter() - started
+    return report

@@ -1,0 +1,267 @@
+"""The exploration report: what a search covered and found, as text, JSON and HTML."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.simulation.faults import FAULT_KINDS
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
+
+
+@dataclass
+class FoundViolation:
+    """A violation the explorer found, shrunk, and compared with its nearest passing plan."""
+
+    invariant: str
+    message: str
+    artifact: ReplayArtifact
+    faults: list[str]
+    found_at: int
+    nearest_passing: list[str] | None = None
+    divergence: str | None = None
+    divergence_at: int | None = None
+    """The sequence number of the first trace event where the nearest passing run differs."""
+    nearest_artifact: ReplayArtifact | None = None
+    artifact_path: Path | None = None
+
+
+@dataclass
+class ExplorationReport:
+    """What an exploration covered and found.
+
+    ``verdict`` is ``"violated"`` when a schedule violated an invariant (or the runtimes
+    disagreed), ``"incomplete"`` when something cut the search or a schedule (a budget, the
+    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``; ``ok`` is true only for
+    ``"ok"``. ``exhausted`` says whether every schedule under the bound was covered (run, or
+    skipped as equivalent to one run). ``counterexample`` is the first violation's shrunk replay
+    artifact. ``schedules_run`` counts schedules in plan order up to the first violation (or all
+    of them with ``stop_at_first=False``): it does not depend on how many shards ran them.
+    """
+
+    scenario: str
+    strategy: str
+    max_faults: int
+    seed: int
+    runtime: str
+    schedules_run: int = 0
+    skipped_equivalent: int = 0
+    total_under_bound: int | None = None
+    violations: list[FoundViolation] = field(default_factory=list)
+    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    confirmations: list[str] = field(default_factory=list)
+    runtime_mismatches: list[str] = field(default_factory=list)
+    elapsed: float = 0.0
+    incomplete_schedules: int = 0
+    """Schedules a budget or the wall-clock limit cut: neither ok nor violated."""
+    incomplete_reasons: list[str] = field(default_factory=list)
+    """Why the first few incomplete schedules were cut."""
+    warnings: list[str] = field(default_factory=list)
+    """Invariants and expectations that watched nothing in any schedule run."""
+    budget: int | None = None
+    stopped_at_first: bool = False
+    """The search stopped at its first violation (``stop_at_first``)."""
+    interrupted: bool = False
+    """Ctrl-C stopped the search; what it had found is kept."""
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every schedule under the bound was covered, up to equivalence."""
+        return (
+            self.strategy == "systematic"
+            and not self.interrupted
+            and self.total_under_bound is not None
+            and self.schedules_run + self.skipped_equivalent >= self.total_under_bound
+        )
+
+    @property
+    def verdict(self) -> str:
+        """``"ok"``, ``"violated"`` or ``"incomplete"``."""
+        if self.violations or self.runtime_mismatches:
+            return "violated"
+        if self.interrupted or self.incomplete_schedules:
+            return "incomplete"
+        if self.strategy == "systematic" and not self.exhausted:
+            return "incomplete"
+        return "ok"
+
+    @property
+    def ok(self) -> bool:
+        """Whether the search covered what it set out to and nothing was violated."""
+        return self.verdict == "ok"
+
+    @property
+    def counterexample(self) -> ReplayArtifact | None:
+        """The first violation's shrunk replay artifact, if any."""
+        return self.violations[0].artifact if self.violations else None
+
+    def coverage(self) -> str:
+        """What the search covered, in one sentence that claims no more than it did."""
+        bound = f"max {self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
+        run = f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''} run"
+        skipped = (
+            f", {self.skipped_equivalent} skipped as equivalent to one run"
+            if self.skipped_equivalent
+            else ""
+        )
+        if self.strategy != "systematic":
+            return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
+        total = self.total_under_bound
+        if self.interrupted:
+            of = f" of {total}" if total is not None else ""
+            return f"interrupted (Ctrl-C) after {self.schedules_run}{of} schedules under {bound}"
+        if self.exhausted:
+            return (
+                f"exhausted the bound: all {total} schedules under {bound} covered: {run}"
+                f"{skipped} (every fault kind at every choice point of seed {self.seed}'s "
+                "interleaving; other interleavings are sampled only by other seeds)"
+            )
+        if self.violations and self.stopped_at_first:
+            return (
+                f"stopped at the first violation after {self.schedules_run} of {total} "
+                f"schedules under {bound}{skipped}"
+            )
+        if self.budget is not None and total is not None:
+            return (
+                f"the budget of {self.budget} schedules cut the search: {run}{skipped} of "
+                f"{total} under {bound}"
+            )
+        return f"{run}{skipped} of {total} under {bound}"
+
+    def summary(self) -> str:
+        """A few lines for people: verdict, coverage, and each violation explained."""
+        lines = [
+            f"{self.scenario}: {self.strategy} exploration, max {self.max_faults} fault(s), seed "
+            f"{self.seed}, {self.runtime}: {self.verdict}",
+            f"  {self.coverage()}, in {self.elapsed:.1f}s",
+        ]
+        if self.incomplete_schedules:
+            lines.append(
+                f"  {self.incomplete_schedules} schedule(s) did not finish (neither ok nor "
+                f"violated): {'; '.join(self.incomplete_reasons)}"
+            )
+        if not self.violations and not self.runtime_mismatches:
+            lines.append("  no invariant was violated")
+        for found in self.violations:
+            lines.append(f"  VIOLATED {found.invariant}: {found.message}")
+            if found.faults:
+                lines.append(
+                    f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
+                )
+            else:
+                lines.append(
+                    "    shrunk to no fault: the schedule violates it without any fault (the "
+                    f"interleaving of seed {found.artifact.seed} alone, as the sentence says)"
+                )
+            if found.nearest_passing is not None:
+                lines.append(
+                    f"    nearest passing: {'; '.join(found.nearest_passing) or 'no faults'}"
+                )
+            if found.divergence:
+                lines.append(f"    first divergence: {found.divergence}")
+            if found.artifact_path is not None:
+                lines.append(f"    replay artifact: {found.artifact_path}")
+        broken = self.broken_by()
+        if broken and not self.stopped_at_first:
+            lines.append("  single faults that break it:")
+            lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
+        lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
+        lines += [f"  {c}" for c in self.confirmations]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+    def broken_by(self) -> dict[str, list[str]]:
+        """For each fault kind, the choice points where that single fault broke an invariant
+        (the grid's red cells)."""
+        broken: dict[str, list[str]] = {}
+        for (label, kind), verdict in self.verdicts.items():
+            if verdict == "violated":
+                broken.setdefault(kind, []).append(label)
+        return broken
+
+    def by_point(self) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
+        """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
+        kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
+        labels = list(dict.fromkeys(label for label, _ in self.verdicts))
+        kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
+        return labels, kinds, dict(self.verdicts)
+
+    def per_kind(self) -> dict[str, dict[str, int]]:
+        """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
+        equivalent."""
+        counts: dict[str, dict[str, int]] = {}
+        for (_, kind), verdict in self.verdicts.items():
+            empty = {"ok": 0, "violated": 0, "incomplete": 0, "equivalent": 0}
+            counts.setdefault(kind, empty)[verdict] += 1
+        return counts
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, each violation, and the choice point x fault kind table."""
+        colour = {
+            "ok": "#d9f2e3", "violated": "#f8d0d0", "incomplete": "#fbe8b0",
+            "equivalent": "#eeeeee",
+        }  # fmt: skip
+        mark = {"ok": "ok", "violated": "✗", "incomplete": "…", "equivalent": "≡"}
+        labels, kinds, verdicts = self.by_point()
+        head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
+        rows = []
+        for label in labels:
+            cells = []
+            for kind in kinds:
+                verdict = verdicts.get((label, kind))
+                cells.append(
+                    "<td></td>"
+                    if verdict is None
+                    else f'<td style="background:{colour[verdict]}">{mark[verdict]}</td>'
+                )
+            rows.append(f"<tr><td><code>{html.escape(label)}</code></td>{''.join(cells)}</tr>")
+        summary = html.escape(self.summary()).replace("\n", "<br>")
+        table = (
+            f"<table><tr><th>choice point</th>{head}</tr>{''.join(rows)}</table>" if rows else ""
+        )
+        return f"<div><p style='font-family:monospace'>{summary}</p>{table}</div>"
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as plain data (the CLI's --json)."""
+        return {
+            "scenario": self.scenario,
+            "strategy": self.strategy,
+            "max_faults": self.max_faults,
+            "seed": self.seed,
+            "runtime": self.runtime,
+            "ok": self.ok,
+            "verdict": self.verdict,
+            "coverage": self.coverage(),
+            "exhausted": self.exhausted,
+            "interrupted": self.interrupted,
+            "schedules_run": self.schedules_run,
+            "skipped_equivalent": self.skipped_equivalent,
+            "total_under_bound": self.total_under_bound,
+            "incomplete_schedules": self.incomplete_schedules,
+            "incomplete_reasons": self.incomplete_reasons,
+            "warnings": self.warnings,
+            "broken_by": self.broken_by(),
+            "single_faults": [
+                {"choice_point": label, "fault": kind, "verdict": verdict}
+                for (label, kind), verdict in self.verdicts.items()
+            ],
+            "violations": [
+                {
+                    "invariant": v.invariant,
+                    "message": v.message,
+                    "faults": v.faults,
+                    "nearest_passing": v.nearest_passing,
+                    "first_divergence": v.divergence,
+                    "artifact": None if v.artifact_path is None else str(v.artifact_path),
+                }
+                for v in self.violations
+            ],
+            "runtime_mismatches": self.runtime_mismatches,
+            "confirmations": self.confirmations,
+            "elapsed_seconds": round(self.elapsed, 3),
+        }

@@ -1,0 +1,126 @@
+"""Running plans here or in other processes: shards dealt round-robin to a process pool of
+our own or to any ``concurrent.futures.Executor``, results put back in plan order."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.engine.worker import frozen_heap
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
+from yieldstar_sim.simulation.scenario import load_scenario
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from yieldstar_sim.simulation.scenario import Scenario
+
+#: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
+#: loaded by reference for other executors' tasks (a worker may serve several explorations).
+_SHARD_SCENARIOS: dict[str | None, Scenario] = {}
+
+
+def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
+    _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
+
+
+def _shard_run(
+    plans: list[Plan],
+    runtime: str,
+    expand: bool,
+    reference: str | None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> list[Outcome]:
+    scenario = _SHARD_SCENARIOS.get(reference)
+    if scenario is None:
+        scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
+    return [run_plan(scenario, plan, runtime, expand=expand, timeout=timeout) for plan in plans]
+
+
+class Runner:
+    """Runs plans in order, here or on an executor; results come back in plan order."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        runtime: str,
+        jobs: int,
+        executor: concurrent.futures.Executor | None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.scenario = scenario
+        self.runtime = runtime
+        self.timeout = timeout
+        # An executor of someone else's (a cluster's) gets several shards per chunk even with
+        # jobs=1: one task per schedule would cost more in scheduling than in simulating.
+        self.jobs = max(1, jobs) if executor is None else max(4, jobs)
+        self._asked = self.jobs
+        self._own: concurrent.futures.Executor | None = None
+        self.executor = executor
+
+    def _size_pool(self, plans: int) -> None:
+        """Size our own process pool for a batch of ``plans``: never more processes than plans
+        (``jobs=1000`` for 20 plans forks 20, not 1000); a bigger batch later grows it."""
+        wanted = min(self._asked, plans)
+        if self._own is not None and wanted <= self.jobs:
+            return
+        self.close()
+        self.jobs = wanted
+        methods = multiprocessing.get_all_start_methods()
+        if "fork" in methods:
+            # fork hands the scenario (lambdas and all) to the workers without pickling it
+            context = multiprocessing.get_context("fork")
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs,
+                mp_context=context,
+                initializer=_shard_init,
+                initargs=(self.scenario, None),
+            )
+        else:
+            self._own = concurrent.futures.ProcessPoolExecutor(
+                self.jobs, initializer=_shard_init, initargs=(None, self._reference())
+            )
+        self.executor = self._own
+
+    def _reference(self) -> str:
+        if not self.scenario.ref:
+            raise ValueError(
+                "running shards in other processes needs a scenario loaded from a file or by "
+                "name (ys.load_scenario), so that each process can load it"
+            )
+        return self.scenario.ref
+
+    def run(self, plans: Sequence[Plan], *, expand: bool = False) -> list[Outcome]:
+        """Run ``plans`` (here, or in shards on the executor); outcomes in plan order."""
+        if self.executor is self._own and self._asked > 1 and len(plans) > 1:
+            self._size_pool(len(plans))
+        if self.executor is None or (self.executor is self._own and len(plans) == 1):
+            return [
+                run_plan(self.scenario, plan, self.runtime, expand=expand, timeout=self.timeout)
+                for plan in plans
+            ]
+        reference = self.scenario.ref if self._own is None else None
+        if self._own is None:
+            self._reference()
+        # One shard per job, plans dealt round-robin: a schedule costs about a millisecond, too
+        # little to ship one at a time. Results are put back in plan order.
+        shards = [list(plans[job :: self.jobs]) for job in range(self.jobs)]
+        # Submitting may fork the pool's processes: they must not collect inherited garbage.
+        with frozen_heap():
+            futures = [
+                self.executor.submit(
+                    _shard_run, shard, self.runtime, expand, reference, self.timeout
+                )
+                for shard in shards
+                if shard
+            ]
+        done = [future.result() for future in futures]
+        return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
+
+    def close(self, *, cancel: bool = False) -> None:
+        """Shut down our own process pool, if any (``cancel`` drops queued shards)."""
+        if self._own is not None:
+            self._own.shutdown(cancel_futures=cancel)
+            self._own = self.executor = None

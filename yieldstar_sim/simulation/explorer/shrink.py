@@ -1,0 +1,111 @@
+"""Shrinking a violation: delta debugging over its faults (kept as descriptions, so removing
+one does not move the others), its nearest passing plan and the first event where they part."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+from yieldstar_sim.simulation.explorer.plans import simulate_plan
+from yieldstar_sim.simulation.explorer.report import FoundViolation
+from yieldstar_sim.simulation.faults import by_description, trace_points
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
+    from yieldstar_sim.simulation.faults import Fault
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.scenario import Scenario
+
+
+def described_faults(run: SimulationRun) -> list[Fault]:
+    """The run's faults as descriptions (worker, call, step, occurrence) instead of indices."""
+    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
+    return [by_description(fault, points) or fault for fault in run.faults]
+
+
+def shrink(
+    scenario: Scenario,
+    outcome: Outcome,
+    plan: Plan,
+    runtime: str,
+    invariant: str,
+    *,
+    timeout: float | None = DEFAULT_TIMEOUT,
+) -> FoundViolation:
+    """Shrink ``plan``'s violation of ``invariant`` to a 1-minimal set of described faults,
+    and find its nearest passing plan and the first event where the two runs part."""
+    run = simulate_plan(scenario, plan, runtime, timeout)
+    faults = described_faults(run)
+
+    def fails(subset: list[Fault]) -> SimulationRun | None:
+        candidate = simulate_plan(scenario, replace(plan, faults=tuple(subset)), runtime, timeout)
+        return candidate if any(v.invariant == invariant for v in candidate.violations) else None
+
+    faults = ddmin(faults, lambda subset: fails(subset) is not None)
+    shrunk = fails(faults) or run
+    nearest: list[str] | None = None
+    divergence: tuple[int, str] | tuple[None, None] = (None, None)
+    nearest_artifact = None
+    for drop in reversed(range(len(faults))):
+        others = faults[:drop] + faults[drop + 1 :]
+        passing = simulate_plan(scenario, replace(plan, faults=tuple(others)), runtime, timeout)
+        if not any(v.invariant == invariant for v in passing.violations):
+            nearest = [fault.describe() for fault in others]
+            divergence = first_divergence(shrunk, passing)
+            nearest_artifact = passing.artifact()
+            break
+    message = next(v.message for v in shrunk.violations if v.invariant == invariant)
+    return FoundViolation(
+        invariant=invariant,
+        message=message,
+        artifact=shrunk.artifact(),
+        faults=[fault.describe() for fault in faults],
+        found_at=outcome.index,
+        nearest_passing=nearest,
+        divergence=divergence[1],
+        divergence_at=divergence[0],
+        nearest_artifact=nearest_artifact,
+    )
+
+
+def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fault]:
+    """Zeller's delta debugging: a 1-minimal subset of ``items`` that still fails."""
+    granularity = 2
+    while len(items) >= 2:
+        size = max(1, len(items) // granularity)
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        reduced = False
+        for index in range(len(chunks)):
+            complement = [f for j, chunk in enumerate(chunks) if j != index for f in chunk]
+            if fails(chunks[index]):
+                items, granularity, reduced = chunks[index], 2, True
+                break
+            if fails(complement):
+                items, granularity, reduced = complement, max(granularity - 1, 2), True
+                break
+        if not reduced:
+            if granularity >= len(items):
+                break
+            granularity = min(len(items), granularity * 2)
+    return items
+
+
+def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[int, str]:
+    """The first trace event where ``failing`` and ``passing`` differ: its number and a sentence."""
+    for mine, theirs in zip(failing.trace, passing.trace, strict=False):
+        if (mine.t, mine.kind, mine.worker, mine.text) != (
+            theirs.t,
+            theirs.kind,
+            theirs.worker,
+            theirs.text,
+        ):
+            theirs_text = f"t={theirs.t:g} {theirs.worker or '-'} {theirs.text}"
+            return mine.seq, (
+                f"event #{mine.seq}: the violation has 't={mine.t:g} {mine.worker or '-'} "
+                f"{mine.text}', the passing run '{theirs_text}'"
+            )
+    shorter = min(len(failing.trace), len(passing.trace))
+    return shorter, f"event #{shorter}: one trace ends where the other goes on"
