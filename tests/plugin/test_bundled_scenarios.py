@@ -14,6 +14,8 @@ HAZARDS = {
     "spawn-after-prune": "one_survey_run_per_order",
     "join-child": "executions end as expected",
     "orphan-after-cancel": "owned targets follow their owner",
+    "effect-in-workflow-code": "at_most_once(email.sent, by=order)",
+    "random-in-workflow-code": "executions end as expected",
 }
 
 

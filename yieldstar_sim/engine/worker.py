@@ -143,6 +143,8 @@ class WorkerProcessInvoker:
             if kind == "elapse":
                 self._world.elapse(context, message[2])
                 return ("ok", None)
+            if kind == "read":
+                return ("ok", self._world.read(context, message[2]))
             raise ValueError(f"unknown message from the worker: {kind!r}")
         except Exception as error:
             return ("error", _portable(error))
@@ -243,6 +245,9 @@ class _ParentPort:
 
     def elapse(self, context: BodyContext, seconds: float) -> None:
         self.ask("elapse", context, seconds)
+
+    def read(self, context: BodyContext, what: str) -> float:
+        return float(self.ask("read", context, what))
 
 
 @contextlib.contextmanager

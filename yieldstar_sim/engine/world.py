@@ -7,6 +7,7 @@ worker that ran it and the virtual time.
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
 
 #: The ledger name of a non-durable trigger made from a step body.
 TRIGGERED = "workflow.triggered"
+
+#: The step key of what workflow code does through ``step.world`` outside any step body (only
+#: where a scenario allows it: ``Scenario(world_in_workflow_code=True)``).
+WORKFLOW_CODE = "(workflow code)"
+
+#: What ``step.world`` can read: a random number, and the clock as code reading it would see it.
+READINGS = ("random", "clock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,10 @@ class WorldPort(Protocol):
         """Let virtual time pass while the body works."""
         ...
 
+    def read(self, context: BodyContext, what: str) -> float:
+        """A reading from the world: ``random`` (a number in [0, 1)) or ``clock``."""
+        ...
+
 
 class EngineWorld:
     """The world as the engine carries it out: a ledger, the runtime and its virtual clock."""
@@ -162,19 +174,36 @@ class EngineWorld:
             self.clock.advance(chunk)
             remaining -= chunk
 
+    def read(self, context: BodyContext, what: str) -> float:
+        """A random number, or the virtual clock (the engine's only clock)."""
+        return random.random() if what == "random" else self.clock.now()
+
 
 class BodyWorld:
     """``step.world``: what a step body sees. Outside a body it refuses, with the reason."""
 
-    def __init__(self, port: WorldPort, worker: str, lease: Lease | None = None) -> None:
+    def __init__(
+        self,
+        port: WorldPort,
+        worker: str,
+        lease: Lease | None = None,
+        *,
+        in_workflow_code: bool = False,
+    ) -> None:
         self._port = port
         self._worker = worker
         self._lease = lease
+        self._in_workflow_code = in_workflow_code
         self._context: BodyContext | None = None
         self._timeout: float | None = None
         self._elapsed = 0.0
 
     def _current(self, what: str) -> BodyContext:
+        if self._context is None and self._in_workflow_code and self._lease is not None:
+            # Allowed on purpose, to show what it does: workflow code replays on every delivery.
+            return BodyContext(
+                self._lease.execution_id, WORKFLOW_CODE, 0, self._worker, self._lease
+            )
         if self._context is None:
             raise WorkflowDefinitionError(
                 f"step.world.{what} was called outside a step body; workflow code is replayed, "
@@ -207,6 +236,18 @@ class BodyWorld:
         value = durable_value_codec.decode(encoded.canonical)
         assert isinstance(value, dict)
         self._port.effect(context, name, value, idempotency_key)
+
+    def random(self) -> float:
+        """A random number in [0, 1), as a body (or, where a scenario allows it, workflow
+        code) reading one would get: a new one on every call, and so on every replay of
+        workflow code, which is why workflow code must read it inside a step."""
+        return self._port.read(self._current("random"), "random")
+
+    def now(self) -> float:
+        """The clock, as code reading the wall clock sees it (virtual time in the simulator):
+        it moves between deliveries, so workflow code that branches on it replays another
+        path. Read it inside a step to make it durable."""
+        return self._port.read(self._current("now"), "clock")
 
     def trigger(self, workflow_id: str, params: object = None) -> str:
         """Admit a new execution with a fresh ID: RFC 003's non-durable trigger.

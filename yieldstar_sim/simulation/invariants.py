@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -628,8 +628,8 @@ class ExecutionsEndAsExpected:
             violations.append(
                 Violation(
                     self.name,
-                    f"{who} failed{where}: {_error_words(record)} (a scenario that means it "
-                    f"to fail declares it: expected=[{hint})])",
+                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)} "
+                    f"(a scenario that means it to fail declares it: expected=[{hint})])",
                     {"execution": record.execution_id, "where": step},
                 )
             )
@@ -658,6 +658,26 @@ class ExecutionsEndAsExpected:
                     f"the expectation {expectation.describe()} did not come true ({ends})"
                 )
         return "; ".join(warnings) or None
+
+
+def _why_diverged(run: SimulationRun, record: ExecutionRecord) -> str:
+    """For a nondeterminism error: what its workflow code read outside any step, delivery by
+    delivery, that made a replay take another path."""
+    if record.error is None or record.error.name != "NondeterminismError":
+        return ""
+    reads = [
+        event
+        for event in run.trace.of_kind("world")
+        if event.execution_id == record.execution_id and event.data.get("in_workflow_code")
+    ]
+    if not reads:
+        return ""
+    call = "random()" if reads[0].data.get("read") == "random" else "now()"
+    seen = ", ".join(f"{e.data.get('value'):.6g} under token {e.token}" for e in reads[:4])
+    return (
+        f"; its workflow code read step.world.{call} outside any step ({seen}), so the replay "
+        "took another path: read it inside a step, whose recorded result every replay gets"
+    )
 
 
 def _ends_as(record: ExecutionRecord, expectation: Expect) -> bool:
@@ -798,6 +818,13 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
         )
     if first.step_key != second.step_key:
         return f"{first.execution_id} did it in two steps, {first.step_key} and {second.step_key}"
+    if first.step_key == WORKFLOW_CODE:
+        return (
+            f"it is made in workflow code, outside any step, and workflow code runs again on "
+            f"every delivery of {first.execution_id} (token {first.token}, then token "
+            f"{second.token}): wrap it in a step, `yield from step.run(key, lambda: "
+            f"step.world.effect(...))`, so that a replay returns the recorded result"
+        )
     step = f"step {first.step_key} of {first.execution_id}"
     incarnations = [a for a in run.admissions if a.execution_id == first.execution_id]
     if len(incarnations) > 1 and any(first.at < a.at <= second.at for a in incarnations):

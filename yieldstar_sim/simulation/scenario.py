@@ -170,6 +170,10 @@ class Scenario:
     max_time: float = 3600.0
     max_points: int = 10_000
     expected: Sequence[Expect] = ()
+    world_in_workflow_code: bool = False
+    """Let ``step.world`` work in workflow code, outside any step body, instead of failing the
+    workflow: off by default; on to *show* the hazard (an effect there repeats on every
+    replay, a random number or clock reading there changes between deliveries)."""
     ref: str | None = field(default=None, compare=False)
     """Where the scenario was loaded from (a bundled name or a file path), for artifacts."""
     source_sha256: str | None = field(default=None, compare=False)
@@ -226,6 +230,11 @@ class Scenario:
             raise ValueError(
                 f"scenario {self.name!r}: max_points must be a whole number >= 1, not "
                 f"{self.max_points!r}"
+            )
+        if not isinstance(self.world_in_workflow_code, bool):
+            raise TypeError(
+                f"scenario {self.name!r}: world_in_workflow_code is True or False, not "
+                f"{self.world_in_workflow_code!r}"
             )
         for what in ("lease_seconds", "redelivery_delay", "restart_delay", "max_time"):
             value = getattr(self, what)

@@ -30,7 +30,7 @@ from yieldstar_sim.driver import (
 )
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import Registry, step_delivery
-from yieldstar_sim.engine.world import TRIGGERED, BodyContext, BodyWorld, Ledger
+from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
 from yieldstar_sim.model import (
     ChildAccepted,
     Delivery,
@@ -151,6 +151,9 @@ class _SimPort:
             "idempotency_key": idempotency_key,
         }  # fmt: skip
         text = f"effect {name} {_summary(data)}"
+        if context.step_key == WORKFLOW_CODE:
+            details["in_workflow_code"] = True
+            text += " in workflow code, outside any step"
         if self.elapsed > 0:
             # The body runs atomically at ``now``; the trace stays in time order, and the
             # moment the effect happened inside the body is kept beside it.
@@ -172,6 +175,24 @@ class _SimPort:
 
     def elapse(self, context: BodyContext, seconds: float) -> None:
         self.elapsed += seconds
+
+    def read(self, context: BodyContext, what: str) -> float:
+        sim = self.simulator
+        value = sim.world_random.random() if what == "random" else sim.clock.now() + self.elapsed
+        where = (
+            "workflow code, outside any step"
+            if context.step_key == WORKFLOW_CODE
+            else f"step {context.step_key}"
+        )
+        call = "random()" if what == "random" else "now()"
+        sim.trace.add(
+            sim.clock.now(), "world", f"{where} read step.world.{call}: {value:.6g}",
+            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
+            token=context.lease.token if context.lease is not None else None,
+            data={"read": what, "value": value,
+                  "in_workflow_code": context.step_key == WORKFLOW_CODE},
+        )  # fmt: skip
+        return value
 
 
 class Simulator:
@@ -206,6 +227,9 @@ class Simulator:
         )
         self.trace = Trace()
         self.ledger = Ledger()
+        # The world's own random numbers: a stream apart from the scheduler's, so that reading
+        # one never changes which worker goes next.
+        self.world_random = random.Random(f"world-{seed}")
         profile = scenario.profile
         self._registries = [(0.0, Registry(scenario.workflows, scenario.steps, profile))] + [
             (deploy.at, Registry(deploy.workflows, scenario.steps, profile))
@@ -377,7 +401,7 @@ class Simulator:
         record = delivery.execution
         workflow = self.registry().get(record.workflow_id)
         port = _SimPort(self)
-        world = BodyWorld(port, name, lease)
+        world = BodyWorld(port, name, lease, in_workflow_code=self.scenario.world_in_workflow_code)
         driver = drive(workflow, delivery, world, self.registry().profile)
         code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
         try:
