@@ -10,7 +10,7 @@ import yieldstar_sim as ys
 
 @ys.workflow("ab-test")
 def ab_test(step, params):
-    draw = yield from step.run("draw", lambda: step.world.random())
+    draw = yield from step.run("draw", step.world.random)
     variant = "a" if draw < 0.5 else "b"
     yield from step.run(f"show-{variant}", lambda: variant)
     yield from step.delay("wait", 60)

@@ -86,8 +86,8 @@ def test_world_readings_are_deterministic_per_seed_and_runtime() -> None:
 
 @ys.workflow("reads")
 def reads(step: ys.StepRunner, params: Any) -> Any:
-    draw = yield from step.run("draw", lambda: step.world.random())
-    clock = yield from step.run("clock", lambda: step.world.now())
+    draw = yield from step.run("draw", step.world.random)
+    clock = yield from step.run("clock", step.world.now)
     return {"draw": draw, "clock": clock}
 
 
