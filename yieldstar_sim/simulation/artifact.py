@@ -27,6 +27,7 @@ from yieldstar_sim.simulation.scenario import (
 )
 
 if TYPE_CHECKING:
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -242,7 +243,7 @@ def _bundled(ref: str) -> bool:
 def replay(
     artifact: ReplayArtifact | str | Path,
     *,
-    runtime: str | None = None,
+    runtime: RuntimeChoice | None = None,
     scenario: Scenario | None = None,
     check_trace: bool = True,
     timeout: float | None = 60.0,
@@ -253,10 +254,19 @@ def replay(
 
     Refuses when the scenario's code fingerprint differs from the artifact's; with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
+    ``runtime`` defaults to the artifact's when that is a bundled one; an artifact made on your
+    own runtime names it but never imports it: pass ``runtime=`` (an artifact is data).
     """
+    from yieldstar_sim.runtime.factory import BUNDLED
     from yieldstar_sim.simulation.run import simulate
 
     loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
+    if runtime is None and loaded.runtime not in BUNDLED:
+        raise ArtifactError(
+            f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
+            f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
+            "if you trust that runtime, or on 'memory' or 'duckdb'"
+        )
     target = scenario if scenario is not None else loaded.scenario_object()
     fingerprint = target.fingerprint()
     if fingerprint != loaded.fingerprint:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from yieldstar_sim.codec import durable_value_codec
-from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import PointInfo
 from yieldstar_sim.simulation.invariants import (
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.model import ExecutionRecord, StartRequestRecord, StepRecord
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.faults import Fault
@@ -59,6 +59,7 @@ class SimulationRun:
     scenario: Scenario
     seed: int
     runtime_kind: str
+    """The runtime's name: ``memory``, ``duckdb`` or a factory's ``module:qualname``."""
     runtime: Runtime
     trace: Trace
     effects: list[Effect]
@@ -76,6 +77,8 @@ class SimulationRun:
     warnings: list[str] = field(default_factory=list)
     admissions: list[Admission] = field(default_factory=list)
     """Every admission of the run, once per incarnation (from the runtime's records)."""
+    runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
+    """What the run was asked to run on (a name or your factory): re-runs use it again."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
 
     @property
@@ -154,8 +157,11 @@ class SimulationRun:
     def connection(self) -> duckdb.DuckDBPyConnection:
         """A DuckDB connection holding this run's tables."""
         if self._sql is None:
-            if isinstance(self.runtime, DuckDBRuntime):
-                self._sql = self.runtime.connection
+            # A runtime that keeps its records in DuckDB offers its connection: the run's tables
+            # go beside them. Any other runtime's records are loaded into a fresh database.
+            own = getattr(self.runtime, "connection", None)
+            if isinstance(own, duckdb.DuckDBPyConnection):
+                self._sql = own
             else:
                 self._sql = duckdb.connect(":memory:")
                 _load_records(self._sql, self)
@@ -167,7 +173,7 @@ def simulate(
     scenario: Scenario,
     seed: int = 0,
     *,
-    runtime: str = "duckdb",
+    runtime: RuntimeChoice = "duckdb",
     db: str | Path | None = None,
     faults: Sequence[Fault] = (),
     schedule: Sequence[str] = (),
@@ -177,7 +183,9 @@ def simulate(
 ) -> SimulationRun:
     """Run ``scenario`` once: deterministic for a given seed, schedule and faults.
 
-    ``runtime`` is ``"duckdb"`` (in memory, or the file ``db``) or ``"memory"``. ``faults`` are
+    ``runtime`` is ``"duckdb"`` (in memory, or the file ``db``), ``"memory"``, or your own: a
+    factory the simulator calls with its virtual clock as ``clock=``, or its
+    ``"package.module:factory"`` name. ``faults`` are
     added to the scenario's own fault plan (``scenario_faults=False`` leaves that plan out, as a
     replay does: its artifact holds every fault that fired). A fault that no choice point of
     the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
@@ -273,6 +281,7 @@ def finish(simulator: Simulator) -> SimulationRun:
         scenario=simulator.scenario,
         seed=simulator.seed,
         runtime_kind=simulator.runtime_kind,
+        runtime_choice=simulator.runtime_choice,
         runtime=runtime,
         trace=simulator.trace,
         effects=list(simulator.ledger.effects),

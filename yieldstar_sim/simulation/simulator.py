@@ -48,8 +48,7 @@ from yieldstar_sim.model import (
     StartRejected,
     WorkflowRunOutcome,
 )
-from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
-from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
@@ -76,21 +75,15 @@ class ResponseLost(InfrastructureError):
 
 
 def make_runtime(
-    kind: str | Runtime,
+    kind: RuntimeChoice,
     clock: ManualClock,
     db: str | Path | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> Runtime:
-    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``) on ``clock``, made with the
-    keyword ``options`` (a scenario's ``runtime_options``)."""
-    options = options or {}
-    if kind == "memory":
-        if db is not None:
-            raise ValueError("a database file needs runtime='duckdb'")
-        return MemoryRuntime(clock=clock, **options)
-    if kind == "duckdb":
-        return DuckDBRuntime(":memory:" if db is None else db, clock=clock, **options)
-    raise ValueError(f"runtime must be 'memory' or 'duckdb', not {kind!r}")
+    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``, a factory called with
+    ``clock=``, or ``"package.module:factory"``) on ``clock``, made with the keyword
+    ``options`` (a scenario's ``runtime_options``)."""
+    return open_runtime(kind, clock, db, options)
 
 
 TRACE_VALUE_LIMIT = 4096
@@ -203,7 +196,7 @@ class Simulator:
         scenario: Scenario,
         *,
         seed: int = 0,
-        runtime: str = "duckdb",
+        runtime: RuntimeChoice = "duckdb",
         db: str | Path | None = None,
         schedule: Sequence[str] = (),
         faults: Sequence[Fault] = (),
@@ -213,7 +206,9 @@ class Simulator:
     ) -> None:
         self.scenario = scenario
         self.seed = seed
-        self.runtime_kind = runtime
+        self.runtime_choice = runtime
+        """What the run was asked to run on (a name or a factory): a re-run uses it again."""
+        self.runtime_kind = resolve_runtime(runtime)[0]
         self.clock = ManualClock()
         self.runtime = make_runtime(runtime, self.clock, db, scenario.runtime_options)
         self.plan = FaultPlan([*(scenario.faults if scenario_faults else ()), *faults])

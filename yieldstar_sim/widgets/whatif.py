@@ -38,6 +38,7 @@ from yieldstar_sim.simulation.run import simulate
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
@@ -121,7 +122,7 @@ def what_if(
     at: int,
     *,
     seconds: float | None = None,
-    runtime: str | None = None,
+    runtime: RuntimeChoice | None = None,
 ) -> SimulationRun:
     """Re-run ``run``'s scenario from the same seed with a ``kind`` fault added at choice point
     ``at`` (``seconds`` for a freeze), on the same runtime unless ``runtime`` says otherwise.
@@ -136,7 +137,7 @@ def what_if(
         raise ValueError(f"the run has no choice point #{at} (it has {run.points})")
     new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) == FaultKind.FREEZE else None)
     plan, _ = fault_plan(run, new)
-    kind_of_runtime = runtime or run.runtime_kind
+    kind_of_runtime = runtime or run.runtime_choice or run.runtime_kind
     # The old run's later faults may not come again once the new one changes the path.
     rerun = simulate(
         run.scenario, run.seed, runtime=kind_of_runtime, faults=plan, scenario_faults=False,

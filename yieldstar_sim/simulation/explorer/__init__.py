@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.filenames import file_stem
+from yieldstar_sim.runtime.factory import resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     import concurrent.futures
     from collections.abc import Callable, Sequence
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.scenario import Scenario
 
 #: The name the explorer's tests knew delta debugging by, before the split.
@@ -69,8 +71,8 @@ def explore(
     kinds: Sequence[FaultKind | str] = FAULT_KINDS,
     freeze_seconds: float | None = None,
     depth: int = 3,
-    runtime: str = "memory",
-    confirm: str | None = "duckdb",
+    runtime: RuntimeChoice = "memory",
+    confirm: RuntimeChoice | None = "duckdb",
     confirm_samples: int = 3,
     jobs: int = 1,
     executor: concurrent.futures.Executor | None = None,
@@ -83,7 +85,9 @@ def explore(
     The scenario's own fault plan is left out: the explorer places faults itself. Faults of
     ``kinds`` go at every choice point (systematic) or at random ones; a freeze lasts
     ``freeze_seconds`` (default: the lease plus the redelivery delay, so the lease expires).
-    ``budget`` bounds the schedules run. Violations are shrunk and, with ``confirm="duckdb"``,
+    ``budget`` bounds the schedules run. ``runtime`` (and ``confirm``) is ``"memory"``,
+    ``"duckdb"`` or your own runtime's factory (called with ``clock=``) or its
+    ``"package.module:factory"`` name. Violations are shrunk and, with ``confirm="duckdb"``,
     replayed on DuckDB with a sample of passing schedules; a trace that differs between the
     runtimes is reported as a runtime bug. ``jobs`` > 1 runs shards in processes; any
     ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
@@ -114,8 +118,9 @@ def explore(
         # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
         # a mistake in the scenario all the same (FaultPlanError names it).
         simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
+    runtime_name = resolve_runtime(runtime)[0]
     report = ExplorationReport(
-        scenario.name, strategy, max_faults, seed, runtime, budget=budget,
+        scenario.name, strategy, max_faults, seed, runtime_name, budget=budget,
         stopped_at_first=stop_at_first,
     )  # fmt: skip
     started = time.perf_counter()

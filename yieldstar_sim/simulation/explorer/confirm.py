@@ -5,21 +5,29 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.runtime.factory import resolve_runtime
 from yieldstar_sim.simulation.explorer.plans import run_plan
 
 if TYPE_CHECKING:
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.explorer.report import ExplorationReport
     from yieldstar_sim.simulation.explorer.search import Search
     from yieldstar_sim.simulation.scenario import Scenario
 
 
 def confirm_on(
-    scenario: Scenario, report: ExplorationReport, search: Search, *, against: str, samples: int
+    scenario: Scenario,
+    report: ExplorationReport,
+    search: Search,
+    *,
+    against: RuntimeChoice,
+    samples: int,
 ) -> None:
     """Replay the report's violations and a sample of its passing schedules on ``against``;
     record a mismatch for each trace that differs, and one sentence of what was confirmed."""
-    confirm, runtime = against, report.runtime
-    if confirm == runtime:
+    confirm, runtime = against, search.runner.runtime
+    confirm_name = resolve_runtime(confirm)[0]
+    if confirm_name == report.runtime:
         return
     from yieldstar_sim.simulation.artifact import replay
 
@@ -28,7 +36,7 @@ def confirm_on(
         again = replay(artifact, runtime=confirm, scenario=scenario, check_trace=False)
         if again.trace_digest() != artifact.trace_digest:
             report.runtime_mismatches.append(
-                f"the violation of {found.invariant} replays differently on {confirm}"
+                f"the violation of {found.invariant} replays differently on {confirm_name}"
             )
         again.runtime.close()
     passing = [
@@ -45,10 +53,10 @@ def confirm_on(
         if other.digest != mine.digest:
             faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
             report.runtime_mismatches.append(
-                f"schedule #{plan.index} ({faults}) gives another trace on {confirm} than on "
-                f"{runtime}"
+                f"schedule #{plan.index} ({faults}) gives another trace on {confirm_name} than "
+                f"on {report.runtime}"
             )
     report.confirmations.append(
-        f"confirmed on {confirm}: {len(report.violations)} violation(s) and {checked} passing "
+        f"confirmed on {confirm_name}: {len(report.violations)} violation(s) and {checked} passing "
         f"schedule(s) replayed, {len(report.runtime_mismatches)} mismatch(es)"
     )

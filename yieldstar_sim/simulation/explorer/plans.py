@@ -15,6 +15,7 @@ from yieldstar_sim.simulation.simulator import Simulator
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault, PointInfo
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.scenario import Scenario
@@ -116,7 +117,7 @@ def _state_key(simulator: Simulator, name: str, point: Point) -> str:
 def run_plan(
     scenario: Scenario,
     plan: Plan,
-    runtime: str = "memory",
+    runtime: RuntimeChoice = "memory",
     *,
     expand: bool = False,
     digest: bool = False,
@@ -154,7 +155,7 @@ def run_plan(
 
 
 def _simulator(
-    scenario: Scenario, plan: Plan, runtime: str, timeout: float | None = DEFAULT_TIMEOUT
+    scenario: Scenario, plan: Plan, runtime: RuntimeChoice, timeout: float | None = DEFAULT_TIMEOUT
 ) -> Simulator:
     chooser = _PctChooser(plan.priorities, plan.change_points) if plan.priorities else None
     return Simulator(
@@ -164,7 +165,7 @@ def _simulator(
 
 
 def simulate_plan(
-    scenario: Scenario, plan: Plan, runtime: str = "memory", timeout: float | None = None
+    scenario: Scenario, plan: Plan, runtime: RuntimeChoice = "memory", timeout: float | None = None
 ) -> SimulationRun:
     """Run one plan and keep the whole run (trace, records) for reading."""
     simulator = _simulator(scenario, plan, runtime, timeout)

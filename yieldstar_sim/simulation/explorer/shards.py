@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import pickle
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.engine.worker import frozen_heap
+from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
 from yieldstar_sim.simulation.scenario import load_scenario
@@ -15,6 +17,7 @@ from yieldstar_sim.simulation.scenario import load_scenario
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.scenario import Scenario
 
 #: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
@@ -28,7 +31,7 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
 
 def _shard_run(
     plans: list[Plan],
-    runtime: str,
+    runtime: RuntimeChoice,
     expand: bool,
     reference: str | None,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -45,13 +48,17 @@ class Runner:
     def __init__(
         self,
         scenario: Scenario,
-        runtime: str,
+        runtime: RuntimeChoice,
         jobs: int,
         executor: concurrent.futures.Executor | None,
         timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
         self.scenario = scenario
         self.runtime = runtime
+        # What crosses to another process names the runtime when it can ("module:factory"):
+        # a factory object there would have to pickle.
+        label = resolve_runtime(runtime)[0]
+        self.shipped: RuntimeChoice = label if label in BUNDLED or ":" in label else runtime
         self.timeout = timeout
         # An executor of someone else's (a cluster's) gets several shards per chunk even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.
@@ -111,12 +118,21 @@ class Runner:
         with frozen_heap():
             futures = [
                 self.executor.submit(
-                    _shard_run, shard, self.runtime, expand, reference, self.timeout
+                    _shard_run, shard, self.shipped, expand, reference, self.timeout
                 )
                 for shard in shards
                 if shard
             ]
-        done = [future.result() for future in futures]
+        try:
+            done = [future.result() for future in futures]
+        except (pickle.PicklingError, AttributeError, TypeError) as error:
+            if self.shipped is self.runtime and not isinstance(self.runtime, str):
+                raise ValueError(
+                    "shards in other processes need a runtime factory they can import: a "
+                    "module-level function or class, or its 'package.module:factory' name, "
+                    f"not {self.shipped!r} ({error})"
+                ) from None
+            raise
         return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
 
     def close(self, *, cancel: bool = False) -> None:

@@ -14,6 +14,7 @@ from yieldstar_sim.simulation.faults import by_description, trace_points
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.run import SimulationRun
@@ -30,7 +31,7 @@ def shrink(
     scenario: Scenario,
     outcome: Outcome,
     plan: Plan,
-    runtime: str,
+    runtime: RuntimeChoice,
     invariant: str,
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
