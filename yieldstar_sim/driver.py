@@ -15,8 +15,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from collections.abc import Generator
+from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from yieldstar_sim.authoring import (
@@ -33,6 +33,19 @@ from yieldstar_sim.authoring import (
     World,
 )
 from yieldstar_sim.codec import DurableValue, durable_value_codec
+from yieldstar_sim.commands import (
+    BodyResult,
+    CallStart,
+    Command,
+    PutStep,
+    ReadClock,
+    RecordWake,
+    RequestCancel,
+    RunBody,
+    RuntimeCall,
+    StartChild,
+    WaitFor,
+)
 from yieldstar_sim.model import (
     Cancelled,
     ChildAccepted,
@@ -58,7 +71,6 @@ from yieldstar_sim.model import (
     StepError,
     StepKeyError,
     StepRecord,
-    StepStatus,
     Suspended,
     WorkflowCancelledError,
     WorkflowDefinitionError,
@@ -71,88 +83,24 @@ from yieldstar_sim.model import (
 )
 from yieldstar_sim.profiles import MEMORY, DriverProfile
 
-# --------------------------------------------------------------------------- commands
-
-
-@dataclass(frozen=True, slots=True)
-class PutStep:
-    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
-
-    lease: Lease
-    step_key: str
-    status: StepStatus
-    value: DurableValue = None
-    attempt: int = 1
-    wake_at: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RecordWake:
-    """Runtime call: make the execution due again at ``at``. Fenced."""
-
-    lease: Lease
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class CallStart:
-    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
-
-    request: StartRequest
-
-
-@dataclass(frozen=True, slots=True)
-class WaitFor:
-    """Runtime call: register that this execution waits for another, and read that one."""
-
-    lease: Lease
-    execution_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class StartChild:
-    """Runtime call: create or join a run with a business ID (``step.child``/``spawn``)."""
-
-    request: ChildRequest
-
-
-@dataclass(frozen=True, slots=True)
-class RequestCancel:
-    """Runtime call: request cancellation of an execution and what it owns (max duration)."""
-
-    execution_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReadClock:
-    """Ask for the current virtual time."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunBody:
-    """Run one attempt of a step body, within ``timeout`` seconds of virtual time."""
-
-    execution_id: str
-    step_key: str
-    attempt: int
-    body: Callable[..., Any] = field(repr=False)
-    args: tuple[Any, ...] = field(default=(), repr=False)
-    kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
-    timeout: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class BodyResult:
-    """What one attempt of a step body did: its value, or the error it raised."""
-
-    value: Any = None
-    error: BaseException | None = None
-
-
-RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
-Command: TypeAlias = RuntimeCall | ReadClock | RunBody
-
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
+
+# The commands live in yieldstar_sim.commands; the driver's importers find them here too.
+__all__ = [
+    "BodyResult",
+    "CallStart",
+    "Command",
+    "DriverGenerator",
+    "PutStep",
+    "ReadClock",
+    "RecordWake",
+    "RequestCancel",
+    "RunBody",
+    "RuntimeCall",
+    "StartChild",
+    "WaitFor",
+    "drive",
+]
 
 
 # --------------------------------------------------------------------------- control flow

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from yieldstar_sim.driver import (
+from yieldstar_sim.commands import (
     CallStart,
     Command,
     PutStep,

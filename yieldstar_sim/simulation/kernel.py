@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     import random
     from collections.abc import Callable, Generator, Sequence
 
-    from yieldstar_sim.clock import ManualClock
+
+class VirtualClock(Protocol):
+    """The clock the kernel moves (``yieldstar_sim.clock.ManualClock`` is one): the kernel
+    imports nothing of the package, so it names only what it uses."""
+
+    def now(self) -> float:
+        """The current virtual time in seconds."""
+        ...
+
+    def set(self, when: float) -> None:
+        """Move time forward to ``when``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +90,7 @@ class Kernel:
 
     def __init__(
         self,
-        clock: ManualClock,
+        clock: VirtualClock,
         rng: random.Random,
         *,
         schedule: Sequence[str] = (),

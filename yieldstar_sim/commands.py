@@ -1,0 +1,94 @@
+"""The driver's commands: the runtime calls, clock reads and step bodies ``drive`` yields, and
+what a step body did. Plain frozen data: the engine, the worker pipe and the simulator carry
+them out (``engine.calls`` says which runtime call each is).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yieldstar_sim.codec import DurableValue
+    from yieldstar_sim.model import ChildRequest, Lease, StartRequest, StepStatus
+
+
+@dataclass(frozen=True, slots=True)
+class PutStep:
+    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+
+    lease: Lease
+    step_key: str
+    status: StepStatus
+    value: DurableValue = None
+    attempt: int = 1
+    wake_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWake:
+    """Runtime call: make the execution due again at ``at``. Fenced."""
+
+    lease: Lease
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class CallStart:
+    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
+
+    request: StartRequest
+
+
+@dataclass(frozen=True, slots=True)
+class WaitFor:
+    """Runtime call: register that this execution waits for another, and read that one."""
+
+    lease: Lease
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartChild:
+    """Runtime call: create or join a run with a business ID (``step.child``/``spawn``)."""
+
+    request: ChildRequest
+
+
+@dataclass(frozen=True, slots=True)
+class RequestCancel:
+    """Runtime call: request cancellation of an execution and what it owns (max duration)."""
+
+    execution_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReadClock:
+    """Ask for the current virtual time."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunBody:
+    """Run one attempt of a step body, within ``timeout`` seconds of virtual time."""
+
+    execution_id: str
+    step_key: str
+    attempt: int
+    body: Callable[..., Any] = field(repr=False)
+    args: tuple[Any, ...] = field(default=(), repr=False)
+    kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BodyResult:
+    """What one attempt of a step body did: its value, or the error it raised."""
+
+    value: Any = None
+    error: BaseException | None = None
+
+
+RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
+Command: TypeAlias = RuntimeCall | ReadClock | RunBody
