@@ -128,12 +128,22 @@ def _parser() -> argparse.ArgumentParser:
         help="run to the end instead of stopping at the first violation",
     )
     explore.add_argument(
-        "--runtime", choices=("memory", "duckdb"), default="memory",
-        help="runtime to explore on (default memory, the fast path)",
+        "--runtime", type=_runtime_choice, default="memory", metavar="RUNTIME",
+        help="runtime to explore on: memory (default, the fast path), duckdb, or your own "
+        "runtime's factory as package.module:factory",
     )  # fmt: skip
     explore.add_argument(
-        "--no-confirm", action="store_true", help="do not replay findings on DuckDB"
+        "--confirm", type=_runtime_choice, default="duckdb", metavar="RUNTIME",
+        help="runtime to replay findings and a sample of passing schedules on (default duckdb)",
+    )  # fmt: skip
+    explore.add_argument(
+        "--no-confirm", action="store_true", help="do not replay findings on another runtime"
     )
+    explore.add_argument(
+        "--check-adapter", action="store_true",
+        help="run the runtime-adapter conformance cases on --runtime first; failures are "
+        "violations",
+    )  # fmt: skip
     explore.add_argument(
         "--out", metavar="DIR", default="out",
         help="folder for the replay artifacts and the pictures (default: out)",
@@ -171,8 +181,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _runtime_options(command: argparse.ArgumentParser, default: str | None = "duckdb") -> None:
     command.add_argument(
-        "--runtime", choices=("duckdb", "memory"), default=default,
-        help=f"runtime adapter (default: {default or 'the one the artifact used'})",
+        "--runtime", type=_runtime_choice, default=default, metavar="RUNTIME",
+        help="duckdb, memory, or your own runtime's factory as package.module:factory "
+        f"(default: {default or 'the one the artifact used, if bundled'})",
     )  # fmt: skip
     command.add_argument(
         "--db", metavar="PATH", help="DuckDB file to keep the run in (default: in memory)"
@@ -252,6 +263,16 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def _runtime_choice(text: str) -> str:
+    """``memory``, ``duckdb`` or ``package.module:factory`` (imported now, to refuse a typo)."""
+    from yieldstar_sim.runtime.factory import RuntimeChoiceError, resolve_runtime
+
+    try:
+        return resolve_runtime(text)[0]
+    except RuntimeChoiceError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _format_list(text: str) -> list[str]:
     from yieldstar_sim.views.export import FORMATS
 
@@ -318,7 +339,7 @@ def _run(args: argparse.Namespace) -> int:
 
     out = _output_folder(args.out)
     db = _database_path(args.db) if args.db else None
-    if db is not None and args.runtime == "memory":
+    if db is not None and args.runtime not in ("duckdb", None):
         raise UsageError("--db needs --runtime duckdb")
     if db is not None and not args.continue_db:
         _refuse_used_database(db)
@@ -416,7 +437,8 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         seed=args.seed,
         stop_at_first=not args.all,
         runtime=args.runtime,
-        confirm=None if args.no_confirm else "duckdb",
+        confirm=None if args.no_confirm else args.confirm,
+        check_adapter=args.check_adapter,
         jobs=args.jobs,
         out=out,
         progress=args.progress,

@@ -17,11 +17,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("model", ("model",)),
     ("core", ("authoring", "commands", "driver", "profiles", "clock")),
     ("runtime", ("runtime",)),
+    ("conformance", ("testing",)),
     ("engine", ("engine",)),
     ("simulation", ("simulation",)),
     ("views", ("views",)),
     ("widgets", ("widgets",)),
-    ("entry points", ("cli", "demo", "examples", "testing", "__init__", "__main__")),
+    (
+        "entry points",
+        (
+            "cli",
+            "demo",
+            "examples",
+            "pytest_plugin",
+            "strategies",
+            "__init__",
+            "__main__",
+        ),
+    ),
 ]
 RANK = {prefix: rank for rank, (_, prefixes) in enumerate(LAYERS) for prefix in prefixes}
 KERNEL = "simulation.kernel"

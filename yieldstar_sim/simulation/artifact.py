@@ -56,6 +56,9 @@ class ReplayArtifact:
     violations: tuple[dict[str, str], ...] = field(default=())
     sha256: str | None = None
     """The SHA-256 of the scenario file's bytes (``None`` for a bundled scenario)."""
+    runtime_choice: Any = field(default=None, compare=False, repr=False)
+    """The runtime (or factory) of the run this process made it from; never saved, so an
+    artifact read from a file names its runtime but cannot bring its code along."""
 
     @classmethod
     def from_run(cls, run: SimulationRun) -> ReplayArtifact:
@@ -76,6 +79,7 @@ class ReplayArtifact:
                 {"invariant": v.invariant, "message": v.message} for v in run.violations
             ),
             sha256=run.scenario.source_sha256,
+            runtime_choice=run.runtime_choice,
         )
 
     def to_json(self, *, folder: str | Path | None = None) -> dict[str, Any]:
@@ -261,6 +265,7 @@ def replay(
     from yieldstar_sim.simulation.run import simulate
 
     loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
+    runtime = runtime if runtime is not None else loaded.runtime_choice
     if runtime is None and loaded.runtime not in BUNDLED:
         raise ArtifactError(
             f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "

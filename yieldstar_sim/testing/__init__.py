@@ -87,6 +87,7 @@ __all__ = [
     "invalid_start_parameters",
     "parameter_objects_have_different_key_order",
     "pruning_removes_a_callers_start_requests",
+    "runtime_adapter_failures",
     "start_commit_followed_by_a_lost_response",
     "steps_and_wakes_are_recorded_under_the_lease",
     "two_concurrent_calls_with_one_start_request_id",
@@ -158,6 +159,28 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
 
 
 RUNTIME_ADAPTER_CASES: dict[str, Case] = {**RFC003_RUNTIME_ADAPTER_CASES, **RUNTIME_RULE_CASES}
+
+
+def runtime_adapter_failures(make: RuntimeFactory) -> list[str]:
+    """Run every runtime-adapter case against runtimes made by ``make`` and return a sentence
+    for each that fails (``"<case>: <why>"``), instead of stopping at the first.
+
+    >>> from yieldstar_sim import MemoryRuntime
+    >>> runtime_adapter_failures(lambda clock: MemoryRuntime(clock=clock))
+    []
+    """
+    failures = []
+    for name, case in RUNTIME_ADAPTER_CASES.items():
+        try:
+            case(make)
+        except Exception as error:  # an adapter that raises fails the case; go on
+            why = (
+                str(error)
+                if isinstance(error, AssertionError)
+                else f"raised {type(error).__name__}: {error}"
+            )
+            failures.append(f"{name}: {why}")
+    return failures
 
 
 def check_runtime_adapter(make: RuntimeFactory) -> None:

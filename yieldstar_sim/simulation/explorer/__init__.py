@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.filenames import file_stem
-from yieldstar_sim.runtime.factory import resolve_runtime
+from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
@@ -37,6 +37,7 @@ from yieldstar_sim.simulation.explorer.shards import Runner
 from yieldstar_sim.simulation.explorer.shrink import ddmin, shrink
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.run import simulate
+from yieldstar_sim.testing import runtime_adapter_failures
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -79,6 +80,7 @@ def explore(
     out: str | Path | None = None,
     progress: bool | Callable[[int], None] = False,
     timeout: float | None = DEFAULT_TIMEOUT,
+    check_adapter: bool = False,
 ) -> ExplorationReport:
     """Search ``scenario``'s faults and interleavings for invariant violations.
 
@@ -94,7 +96,9 @@ def explore(
     each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
     seconds: a schedule it cuts counts as incomplete, apart from ok and violated ones. Ctrl-C
     stops the search cleanly: the report keeps (and shrinks, and saves) what was found, with
-    ``interrupted`` set.
+    ``interrupted`` set. ``check_adapter=True`` first runs the public runtime-adapter
+    conformance cases on ``runtime``; each case it fails is in ``report.adapter_failures`` and
+    makes the verdict ``violated``.
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
@@ -124,6 +128,10 @@ def explore(
         stopped_at_first=stop_at_first,
     )  # fmt: skip
     started = time.perf_counter()
+    if check_adapter:
+        report.adapter_failures = runtime_adapter_failures(
+            lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
+        )
     runner = Runner(scenario, runtime, jobs, executor, timeout)
     tick = progress if callable(progress) else None
     bar = progress_bar(progress, budget) if progress is True else None

@@ -68,6 +68,8 @@ class ExplorationReport:
     """The search stopped at its first violation (``stop_at_first``)."""
     interrupted: bool = False
     """Ctrl-C stopped the search; what it had found is kept."""
+    adapter_failures: list[str] = field(default_factory=list)
+    """The conformance cases the runtime failed (``check_adapter=True``), one sentence each."""
 
     @property
     def exhausted(self) -> bool:
@@ -82,7 +84,7 @@ class ExplorationReport:
     @property
     def verdict(self) -> str:
         """``"ok"``, ``"violated"`` or ``"incomplete"``."""
-        if self.violations or self.runtime_mismatches:
+        if self.violations or self.runtime_mismatches or self.adapter_failures:
             return "violated"
         if self.interrupted or self.incomplete_schedules:
             return "incomplete"
@@ -145,6 +147,10 @@ class ExplorationReport:
                 f"  {self.incomplete_schedules} schedule(s) did not finish (neither ok nor "
                 f"violated): {'; '.join(self.incomplete_reasons)}"
             )
+        lines += [
+            f"  RUNTIME ADAPTER fails the conformance case {failure}"
+            for failure in self.adapter_failures
+        ]
         if not self.violations and not self.runtime_mismatches:
             lines.append("  no invariant was violated")
         for found in self.violations:
@@ -262,6 +268,7 @@ class ExplorationReport:
                 for v in self.violations
             ],
             "runtime_mismatches": self.runtime_mismatches,
+            "adapter_failures": self.adapter_failures,
             "confirmations": self.confirmations,
             "elapsed_seconds": round(self.elapsed, 3),
         }

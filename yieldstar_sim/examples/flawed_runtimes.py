@@ -1,0 +1,79 @@
+"""Two runtime adapters with the bugs real engines shipped, to explore on purpose.
+
+Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start``:
+
+- ``DedupWhileOpenRuntime`` deduplicates a start request only while its target is still open:
+  a request repeated after the target finished starts a second run (dedup that ignored closed
+  runs);
+- ``FreshIdOnRetryRuntime`` is a start client that, when it sends a request it has sent
+  before (its retry after a lost response, or a replay's), mints a fresh request ID for it (a
+  retry that minted a new ID).
+
+The explorer finds each with the built-in invariants, e.g.::
+
+    yieldstar-sim explore durable-start \\
+        --runtime yieldstar_sim.examples.flawed_runtimes:DedupWhileOpenRuntime
+
+>>> import yieldstar_sim as ys
+>>> report = ys.explore(ys.load_scenario("durable-start"), runtime=DedupWhileOpenRuntime,
+...                     confirm=None)
+>>> report.verdict, report.violations[0].invariant
+('violated', 'at most one admitted execution per step')
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.model import RequestId, StartAccepted, StartRequest
+from yieldstar_sim.runtime.memory import MemoryRuntime
+
+if TYPE_CHECKING:
+    from yieldstar_sim.model import StartResult
+
+
+class _Wrapped:
+    """Everything but ``start`` goes to the reference runtime."""
+
+    def __init__(self, *, clock: Any = None, **options: Any) -> None:
+        self.inner = MemoryRuntime(clock=clock, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class DedupWhileOpenRuntime(_Wrapped):
+    """A start request is deduplicated only while its target is open: once the target is
+    terminal, the same request starts a new run."""
+
+    def start(self, request: StartRequest) -> StartResult:
+        """Start, or return the open target of the same request."""
+        first = self.inner.start(request)
+        if not isinstance(first, StartAccepted):
+            return first
+        target = self.inner.execution(first.execution_id)
+        if target is None or not target.terminal:
+            return first
+        # The bug: the dedup table only holds open runs, so a closed one is started again.
+        again = self.inner.trigger(request.workflow_id, request.params)
+        return StartAccepted(again)
+
+
+class FreshIdOnRetryRuntime(_Wrapped):
+    """A start client that mints a fresh request ID whenever it sends a request again."""
+
+    def __init__(self, *, clock: Any = None, **options: Any) -> None:
+        super().__init__(clock=clock, **options)
+        self.sent: dict[tuple[str, str], int] = {}
+
+    def start(self, request: StartRequest) -> StartResult:
+        """Start; a request sent before goes out under a new step key (a new request ID)."""
+        key = (request.request_id.execution_id, request.request_id.step_key)
+        retries = self.sent.get(key)
+        self.sent[key] = 0 if retries is None else retries + 1
+        if retries is None:
+            return self.inner.start(request)
+        fresh = RequestId(key[0], f"{key[1]}~retry-{retries + 1}")
+        return self.inner.start(
+            StartRequest(fresh, request.workflow_id, request.params, request.detached)
+        )
