@@ -432,6 +432,14 @@ class ExplorationReport:
             )
         return f"{run}{skipped} of {total} under {bound}"
 
+    def export(self, path: str | Path, *, scenario: Scenario | None = None) -> Path:
+        """Write the design-review page of this exploration to ``path`` (one self-contained
+        HTML file: verdict, coverage, grid, and per violation its divergence and a stepper over
+        its replay). ``scenario``: the explored one, when it is not bundled. Returns the path."""
+        from yieldstar_sim.views.review import write_review
+
+        return write_review(self, path, scenario=scenario)
+
     def summary(self) -> str:
         """A few lines for people: verdict, coverage, and each violation explained."""
         lines = [

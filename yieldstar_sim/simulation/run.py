@@ -122,6 +122,15 @@ class SimulationRun:
 
         return Stepper(self, **options)
 
+    def export(self, path: str | Path, *, format: str | None = None) -> Path:
+        """Write the run to ``path``: ``run.export("review.html")`` is the design-review page
+        (one self-contained HTML file with a stepper, no kernel needed); other endings
+        (``.svg``, ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot``, ``.mmd``) or
+        ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
+        from yieldstar_sim.views.review import export_file
+
+        return export_file(self, path, format)
+
     def explain(self) -> str:
         """The verdict and each violation's sentence."""
         lines = [

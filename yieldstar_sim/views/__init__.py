@@ -20,6 +20,7 @@ from yieldstar_sim.views.export import (
 )
 from yieldstar_sim.views.figures import draw_run
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
+from yieldstar_sim.views.review import review_page, review_report_page, write_review
 from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 
 __all__ = [
@@ -37,9 +38,12 @@ __all__ = [
     "figure_bytes",
     "graph_from_trace",
     "html_report",
+    "review_page",
+    "review_report_page",
     "to_dot",
     "to_graphml",
     "to_mermaid",
     "to_node_link_json",
     "write_exploration_pictures",
+    "write_review",
 ]
