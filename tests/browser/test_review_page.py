@@ -121,6 +121,42 @@ def test_the_review_page_steps_through_a_run_offline(tmp_path: Path, browser: Br
     assert SCREENSHOT.read_bytes().startswith(b"\x89PNG")
 
 
+HOSTILE_KEY = "ship</script><script>alert(1)</script><img src=x onerror=alert(2)> \u202e24"
+
+
+@ys.workflow("hostile")
+def hostile(step: ys.StepRunner, params: object) -> Any:
+    return (yield from step.run(HOSTILE_KEY, lambda: 1))
+
+
+def test_hostile_labels_stay_text_in_the_browser(tmp_path: Path, browser: Browser) -> None:
+    scenario = ys.Scenario(
+        name="<script>alert(3)</script>",
+        description="<img src=x onerror=alert(4)>",
+        workflows=[hostile],
+        triggers=[ys.Trigger("hostile", None, execution_id="order-\u202e24")],
+    )
+    run = ys.simulate(scenario, seed=0, runtime="memory")
+    dialogs: list[str] = []
+    browser.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    url = browser.open(run.export(tmp_path / "hostile.html"))
+    stepper = browser.stepper(0)
+    shown = []
+    for event in range(len(run.trace)):
+        stepper.locator(".ys-slider").fill(str(event))
+        shown.append(stepper.locator(".ys-words").inner_text())
+    assert shown == [s.replace("\u202e", "[U+202E]") for s in narrate(run.trace)]
+    assert any("ship</script><script>alert(1)</script>" in words for words in shown)
+    text = browser.page.locator("body").inner_text()
+    assert "<script>alert(3)</script>" in text
+    assert "<img src=x onerror=alert(4)>" in text
+    assert "order-[U+202E]24" in text
+    assert browser.page.locator("img").count() == 0
+    assert dialogs == []
+    assert browser.console == []
+    assert browser.requests == [url]
+
+
 def test_the_report_page_has_one_working_stepper_per_violation(
     tmp_path: Path, browser: Browser
 ) -> None:
