@@ -46,7 +46,14 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.widgets.records import Snapshot
 
-__all__ = ["export_file", "review_page", "review_report_page", "stepper_html", "write_review"]
+__all__ = [
+    "StepperSize",
+    "export_file",
+    "review_page",
+    "review_report_page",
+    "stepper_html",
+    "write_review",
+]
 
 #: The timeline's size: inches wide, and inches per lane (plus room for the axis and title).
 TIMELINE_WIDTH = 12.0
