@@ -152,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
         "--format", default="png", metavar="LIST", type=_format_list,
         help="formats of the pictures, as for run: the exploration grid and each violation's "
         "divergence figure (in the picture formats among them) and execution graph "
-        "(default png)",
+        "(default png); review: one self-contained HTML page of the whole exploration",
     )  # fmt: skip
     explore.add_argument("--json", action="store_true", help="print one JSON object")
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
@@ -198,8 +198,9 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
     )
     command.add_argument(
         "--format", default="png", metavar="LIST", type=_format_list,
-        help="what to draw, comma-separated among svg,png,pdf,graphml,json,dot,mermaid,html "
-        "(default png: the graph beside the timeline)",
+        help="what to draw, comma-separated among svg,png,pdf,graphml,json,dot,mermaid,html,"
+        "review (default png: the graph beside the timeline; review: one self-contained HTML "
+        "page with a stepper, for design reviews)",
     )  # fmt: skip
     command.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -444,10 +445,19 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         progress=args.progress,
         timeout=args.timeout,
     )
-    pictures = write_exploration_pictures(report, out, args.format, scenario=scenario)
+    # The review page is of the whole exploration, not one more file per violation.
+    formats = [format for format in args.format if format != "review"]
+    pictures = write_exploration_pictures(report, out, formats, scenario=scenario)
+    review = None
+    if "review" in args.format:
+        from yieldstar_sim.filenames import file_stem
+
+        review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
     if args.json:
         data = report.to_json()
         data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
+        if review is not None:
+            data["review"] = str(review)
         for found, divergence, graph in zip(
             data["violations"], pictures.divergences, pictures.graphs, strict=True
         ):
@@ -459,6 +469,8 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     else:
         print(report.summary())
         print("\n".join(pictures.lines()))
+        if review is not None:
+            print(f"review page: {review}")
     if report.interrupted:
         print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
         return INTERRUPTED

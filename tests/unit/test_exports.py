@@ -466,6 +466,7 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: ys.Sim
         "hostile.dot",
         "hostile.mmd",
         "hostile.html",
+        "hostile.review.html",
     }
     graph = execution_graph(hostile_run.runtime, hostile_run.effects)
     ET.fromstring(paths["svg"].read_bytes())
@@ -481,6 +482,7 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: ys.Sim
     nodes, edges, _ = parse_mermaid(paths["mermaid"].read_text("utf-8"))
     assert (len(nodes), len(edges)) == (2, 1)
     parse_html(paths["html"].read_text("utf-8"))
+    parse_html(paths["review"].read_text("utf-8"))
 
 
 def test_export_of_a_graph_and_its_refusals(tmp_path: Path) -> None:
@@ -492,8 +494,9 @@ def test_export_of_a_graph_and_its_refusals(tmp_path: Path) -> None:
         export(graph, tmp_path / "never", ["svg", "jpeg"], stem="bug")
     assert "svg, png, pdf, graphml, json, dot, mermaid, html" in str(refused.value)
     assert not (tmp_path / "never").exists()
-    with pytest.raises(ValueError, match="needs a SimulationRun"):
-        export(graph, tmp_path, ["html"], stem="bug")
+    for format in ["html", "review"]:
+        with pytest.raises(ValueError, match=f"the {format} export needs a SimulationRun"):
+            export(graph, tmp_path, [format], stem="bug")
     for stem in ["", "..", "../escape", "a/b"]:
         with pytest.raises(ValueError, match="plain file name"):
             export(graph, tmp_path, ["dot"], stem=stem)

@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -31,7 +33,6 @@ from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
-    from pathlib import Path
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.model import ExecutionRecord, StartRequestRecord, StepRecord
@@ -117,6 +118,13 @@ class SimulationRun:
         from yieldstar_sim.simulation.artifact import ReplayArtifact
 
         return ReplayArtifact.from_run(self)
+
+    def export(self, path: str | Path, *, format: str | None = None) -> Path:
+        """Write the run to ``path``: ``run.export("review.html")`` is the design-review page
+        (one self-contained HTML file with a stepper, no kernel needed); other endings
+        (``.svg``, ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot``, ``.mmd``) or
+        ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
+        return exporter("run")(self, path, format)
 
     def explain(self) -> str:
         """The verdict and each violation's sentence."""
@@ -354,6 +362,29 @@ def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> 
                 )
             )  # fmt: skip
     return admissions
+
+
+# --------------------------------------------------------------------------- exporters
+
+Exporter = Callable[..., Path]
+_EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(what: str, write: Exporter) -> None:
+    """Let the views layer write runs (``what="run"``) and exploration reports
+    (``"report"``): the simulation layer never imports the views; they register themselves
+    when ``yieldstar_sim.views`` is imported (``import yieldstar_sim`` does)."""
+    _EXPORTERS[what] = write
+
+
+def exporter(what: str) -> Exporter:
+    """The registered writer of ``what``, or an error that says how to get one."""
+    try:
+        return _EXPORTERS[what]
+    except KeyError:
+        raise RuntimeError(
+            f"no exporter for a {what} is registered: import yieldstar_sim.views first"
+        ) from None
 
 
 # --------------------------------------------------------------------------- SQL tables

@@ -2,7 +2,8 @@
 
 One graph, eight formats: pictures (``svg``, ``png``, ``pdf``), data (``graphml``, node-link
 ``json``), diagrams as text (Graphviz ``dot``, ``mermaid`` for Markdown design docs) and, for a
-run, one self-contained ``html`` report. Execution IDs, workflow IDs and step keys are user
+run, one self-contained ``html`` report, or the ``review`` page with a stepper in it
+(``yieldstar_sim.views.review``). Execution IDs, workflow IDs and step keys are user
 input: every format escapes them by its own rules (quotes, backslashes, angle brackets, braces,
 pipes, newlines, non-ASCII), so a hostile step key stays a label and never becomes syntax.
 
@@ -59,7 +60,9 @@ __all__ = [
 ]
 
 #: Every format ``export`` writes, in the order it writes them.
-FORMATS: tuple[str, ...] = ("svg", "png", "pdf", "graphml", "json", "dot", "mermaid", "html")
+FORMATS: tuple[str, ...] = (
+    "svg", "png", "pdf", "graphml", "json", "dot", "mermaid", "html", "review",
+)  # fmt: skip
 
 #: The formats ``figure_bytes`` renders with matplotlib.
 FIGURE_FORMATS: tuple[str, ...] = ("svg", "png", "pdf")
@@ -74,7 +77,11 @@ EXTENSIONS: dict[str, str] = {
     "dot": ".dot",
     "mermaid": ".mmd",
     "html": ".html",
+    "review": ".review.html",
 }
+
+#: The formats only a run can be exported in (a graph alone has no verdict and no trace).
+RUN_FORMATS: tuple[str, ...] = ("html", "review")
 
 _EDGE_COLOUR = "#333333"
 _PRUNED_COLOUR = "#FFFFFF"
@@ -642,8 +649,9 @@ def export(
 ) -> dict[str, Path]:
     """Write ``folder/stem.<ext>`` in each of ``formats``; returns ``{format: path}``.
 
-    ``formats`` are among ``svg, png, pdf, graphml, json, dot, mermaid, html`` (``html`` needs
-    a run; ``mermaid`` is written as ``.mmd``). Given a run, the graph is
+    ``formats`` are among ``svg, png, pdf, graphml, json, dot, mermaid, html, review``
+    (``html`` and ``review`` need a run; ``mermaid`` is written as ``.mmd``, ``review``, the
+    design-review page with a stepper, as ``.review.html``). Given a run, the graph is
     ``execution_graph(run.runtime, run.effects)`` and the title defaults to its scenario,
     seed and verdict. Unknown formats are refused before anything is written.
 
@@ -665,8 +673,9 @@ def export(
         run = run_or_graph
         graph = execution_graph(run.runtime, run.effects)
         title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
-    if "html" in chosen and run is None:
-        raise ValueError("the html report needs a SimulationRun, not a graph")
+    needs_run = [format for format in chosen if format in RUN_FORMATS]
+    if needs_run and run is None:
+        raise ValueError(f"the {needs_run[0]} export needs a SimulationRun, not a graph")
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -703,6 +712,11 @@ def export(
                 timeline_svg=_timeline_svg(run),
             )
             path.write_bytes(page.encode("utf-8"))
+        elif format == "review":
+            from yieldstar_sim.views.review import review_page
+
+            assert run is not None
+            path.write_bytes(review_page(run).encode("utf-8"))
         else:
             path.write_bytes(texts[format]().encode("utf-8"))
         written[format] = path

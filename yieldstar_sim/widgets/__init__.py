@@ -12,8 +12,9 @@ a picture is first made.
 
 from __future__ import annotations
 
-from yieldstar_sim.widgets.pictures import RunPictures, figure_image, figure_png
-from yieldstar_sim.widgets.records import RecordBook, Row, Snapshot, Table, records_html
+from yieldstar_sim.views.pictures import RunPictures, figure_image, figure_png
+from yieldstar_sim.views.records import RecordBook, Row, Snapshot, Table, records_html
+from yieldstar_sim.views.words import describe_event, narrate
 from yieldstar_sim.widgets.report import ReportView, report_widget
 from yieldstar_sim.widgets.stepper import RunView, Stepper
 from yieldstar_sim.widgets.whatif import (
@@ -26,7 +27,6 @@ from yieldstar_sim.widgets.whatif import (
     fault_plan,
     what_if,
 )
-from yieldstar_sim.widgets.words import describe_event, narrate
 
 __all__ = [
     "WHAT_IF_KINDS",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.widgets.pictures import figure_png
+from yieldstar_sim.views.pictures import figure_png
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation

@@ -25,8 +25,9 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.faults import FaultKind
-from yieldstar_sim.widgets.pictures import RunPictures
-from yieldstar_sim.widgets.records import RecordBook, records_html
+from yieldstar_sim.views.pictures import RunPictures
+from yieldstar_sim.views.records import RecordBook, records_html
+from yieldstar_sim.views.words import narrate
 from yieldstar_sim.widgets.whatif import (
     WHAT_IF_KINDS,
     ChoicePoint,
@@ -36,7 +37,6 @@ from yieldstar_sim.widgets.whatif import (
     fault_plan,
     what_if,
 )
-from yieldstar_sim.widgets.words import narrate
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.run import SimulationRun

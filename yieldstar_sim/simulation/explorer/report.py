@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.scenario import Scenario
 
 
 @dataclass
@@ -134,6 +135,14 @@ class ExplorationReport:
                 f"{total} under {bound}"
             )
         return f"{run}{skipped} of {total} under {bound}"
+
+    def export(self, path: str | Path, *, scenario: Scenario | None = None) -> Path:
+        """Write the design-review page of this exploration to ``path`` (one self-contained
+        HTML file: verdict, coverage, grid, and per violation its divergence and a stepper over
+        its replay). ``scenario``: the explored one, when it is not bundled. Returns the path."""
+        from yieldstar_sim.simulation.run import exporter
+
+        return exporter("report")(self, path, scenario=scenario)
 
     def summary(self) -> str:
         """A few lines for people: verdict, coverage, and each violation explained."""

@@ -1,0 +1,178 @@
+"""The design-review page in a real browser: Debian's Chromium (driven by Playwright, never
+`playwright install`) opens the file from file://, with no server and no kernel; moving the
+slider and pressing the buttons change the graph, the timeline's cursor, the words and the
+records; nothing is logged to the console and no request leaves the page. The screenshot goes
+to docs/images/review.png (the README shows it).
+
+Run it with `make browser-test`; the default test run leaves it out (`-m 'not browser'`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.widgets import narrate
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOT = ROOT / "docs" / "images" / "review.png"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: The event the screenshot shows: the crash between the step's trigger and its record.
+CRASH_WORDS = "crashes and forgets everything"
+
+
+class Browser:
+    """A Chromium page that records every request and every console message."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.requests: list[str] = []
+        self.console: list[str] = []
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("console", lambda message: self.console.append(f"{message.type}: {message.text}"))
+        page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+
+    def open(self, path: Path) -> str:
+        url = path.resolve().as_uri()
+        self.page.goto(url)
+        self.page.wait_for_selector("section.ys-stepper[data-event='0']")
+        return url
+
+    def stepper(self, number: int) -> Any:
+        return self.page.locator("section.ys-stepper").nth(number)
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail("no /usr/bin/chromium: run `make browser-test`, which installs it with apt")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as driver:
+        chromium = driver.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_FLAGS
+        )
+        try:
+            yield Browser(chromium.new_page(viewport={"width": 1280, "height": 1000}))
+        finally:
+            chromium.close()
+
+
+def _state(stepper: Any) -> dict[str, Any]:
+    """What the stepper shows now."""
+    return {
+        "event": stepper.get_attribute("data-event"),
+        "words": stepper.locator(".ys-words").inner_text(),
+        "graph": stepper.locator(".ys-graph").inner_html(),
+        "cursor": stepper.locator(".ys-cursor").get_attribute("x1"),
+        "records": stepper.locator(".ys-records").inner_text(),
+    }
+
+
+def test_the_review_page_steps_through_a_run_offline(tmp_path: Path, browser: Browser) -> None:
+    run = ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
+    sentences = narrate(run.trace)
+    page = run.export(tmp_path / "review.html")
+    url = browser.open(page)
+    stepper = browser.stepper(0)
+    first = _state(stepper)
+    assert first["words"] == sentences[0]
+    assert "<svg" in first["graph"]
+    assert "executions (1)" in first["records"]
+    assert stepper.locator(".ys-previous").is_disabled()
+
+    crash = next(i for i, s in enumerate(sentences) if CRASH_WORDS in s)
+    stepper.locator(".ys-slider").fill(str(crash))
+    moved = _state(stepper)
+    assert moved["event"] == str(crash)
+    assert moved["words"] == sentences[crash]
+    assert moved["graph"] != first["graph"]  # the graph as of the crash has more in it
+    assert float(moved["cursor"]) > float(first["cursor"])
+    assert moved["records"] != first["records"]
+
+    stepper.locator(".ys-next").click()
+    assert _state(stepper)["words"] == sentences[crash + 1]
+    stepper.locator(".ys-previous").click()
+    assert _state(stepper)["words"] == sentences[crash]
+    stepper.locator(".ys-slider").fill(str(len(sentences) - 1))
+    assert stepper.locator(".ys-next").is_disabled()
+    stepper.locator(".ys-slider").fill(str(crash))
+
+    browser.page.wait_for_timeout(200)  # let the new picture paint before the screenshot
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    stepper.screenshot(path=str(SCREENSHOT))
+    assert browser.console == []
+    assert browser.requests == [url]  # the page itself, and nothing else
+    assert SCREENSHOT.read_bytes().startswith(b"\x89PNG")
+
+
+HOSTILE_KEY = "ship</script><script>alert(1)</script><img src=x onerror=alert(2)> \u202e24"
+
+
+@ys.workflow("hostile")
+def hostile(step: ys.StepRunner, params: object) -> Any:
+    return (yield from step.run(HOSTILE_KEY, lambda: 1))
+
+
+def test_hostile_labels_stay_text_in_the_browser(tmp_path: Path, browser: Browser) -> None:
+    scenario = ys.Scenario(
+        name="<script>alert(3)</script>",
+        description="<img src=x onerror=alert(4)>",
+        workflows=[hostile],
+        triggers=[ys.Trigger("hostile", None, execution_id="order-\u202e24")],
+    )
+    run = ys.simulate(scenario, seed=0, runtime="memory")
+    dialogs: list[str] = []
+    browser.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    url = browser.open(run.export(tmp_path / "hostile.html"))
+    stepper = browser.stepper(0)
+    shown = []
+    for event in range(len(run.trace)):
+        stepper.locator(".ys-slider").fill(str(event))
+        shown.append(stepper.locator(".ys-words").inner_text())
+    assert shown == [s.replace("\u202e", "[U+202E]") for s in narrate(run.trace)]
+    assert any("ship</script><script>alert(1)</script>" in words for words in shown)
+    text = browser.page.locator("body").inner_text()
+    assert "<script>alert(3)</script>" in text
+    assert "<img src=x onerror=alert(4)>" in text
+    assert "order-[U+202E]24" in text
+    assert browser.page.locator("img").count() == 0
+    assert dialogs == []
+    assert browser.console == []
+    assert browser.requests == [url]
+
+
+def test_the_report_page_has_one_working_stepper_per_violation(
+    tmp_path: Path, browser: Browser
+) -> None:
+    scenario = ys.load_scenario("trigger-in-step")
+    report = ys.explore(scenario, confirm=None, stop_at_first=False)
+    assert len(report.violations) == 2
+    url = browser.open(report.export(tmp_path / "report.html"))
+    assert browser.page.locator("figure.grid svg").count() == 1
+    assert browser.page.locator("figure.divergence svg").count() == 2
+    one, two = browser.stepper(0), browser.stepper(1)
+    before = _state(two)
+    one.locator(".ys-next").click()
+    one.locator(".ys-next").click()
+    assert one.get_attribute("data-event") == "2"
+    assert _state(two) == before  # each stepper moves on its own
+    two.locator(".ys-slider").fill("5")
+    assert _state(two)["event"] == "5"
+    assert browser.console == []
+    assert browser.requests == [url]

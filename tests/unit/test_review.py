@@ -1,0 +1,285 @@
+"""The design-review page: one self-contained HTML file per run or exploration, a stepper in it
+that needs no kernel, every label escaped, and a size that stays reasonable.
+
+The page in a real browser (the slider moves, the picture and the words change, no request
+leaves the page): tests/browser/test_review_page.py.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.views.pictures import RunPictures
+from yieldstar_sim.views.review import (
+    export_file,
+    review_page,
+    review_report_page,
+    stepper_html,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: The issue's target for the bundled trigger-in-step scenario's page.
+SIZE_TARGET = 2_000_000
+
+HOSTILE_KEY = 'ship</script><script>alert(1)</script> & "\u202e24-redro" <b>'
+HOSTILE_ID = "order-\u202e24 <i>&amp;</i>"
+BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@ys.workflow("hostile-caller")
+def hostile_caller(step: ys.StepRunner, params: object) -> Any:
+    target = yield from step.start(HOSTILE_KEY, "hostile-child", None)
+    return target.execution_id
+
+
+@ys.workflow("hostile-child")
+def hostile_child(step: ys.StepRunner, params: object) -> Any:
+    return (yield from step.run(HOSTILE_KEY, lambda: 1))
+
+
+def always_fails(run: ys.SimulationRun) -> str:
+    return f"{HOSTILE_KEY} </li></ul><script>alert(2)</script>"
+
+
+HOSTILE = ys.Scenario(
+    name='hostile <scenario> "&amp;"',
+    description="A story with </div><script>alert(3)</script> and \u202eevil\u202c in it.",
+    workflows=[hostile_caller, hostile_child],
+    triggers=[ys.Trigger("hostile-caller", None, execution_id=HOSTILE_ID)],
+    invariants=[always_fails],
+)
+
+
+class Page(HTMLParser):
+    """Tags in order with their attributes, the text outside scripts, and each script's body."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self._script: dict[str, str | None] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._script = dict(attrs)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._script = None
+
+    def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            self.scripts.append((self._script, data))
+        else:
+            self.text.append(data)
+
+    def named(self, tag: str, css_class: str = "") -> list[dict[str, str | None]]:
+        return [
+            attrs
+            for name, attrs in self.tags
+            if name == tag and (not css_class or css_class in (attrs.get("class") or "").split())
+        ]
+
+    def stepper_data(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for attrs, body in self.scripts if attrs.get("class") == "ys-data"]
+
+
+def parse(page: str) -> Page:
+    parser = Page()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+@pytest.fixture(scope="module")
+def hostile_run() -> ys.SimulationRun:
+    return ys.simulate(HOSTILE, seed=0, runtime="memory")
+
+
+@pytest.fixture(scope="module")
+def trigger_run() -> ys.SimulationRun:
+    return ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
+
+
+@pytest.fixture(scope="module")
+def trigger_report() -> ys.ExplorationReport:
+    return ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
+
+
+# --------------------------------------------------------------------------- escaping
+
+
+def test_every_hostile_label_is_escaped_and_no_bidi_mark_survives(
+    hostile_run: ys.SimulationRun,
+) -> None:
+    page = review_page(hostile_run)
+    parsed = parse(page)
+    # Only the page's own two scripts: the stepper's JSON data and its code.
+    assert [attrs.get("type") for attrs, _ in parsed.scripts] == ["application/json", None]
+    assert page.count("<script") == 2
+    assert "alert(" not in "".join(body for _, body in parsed.scripts[1:])
+    assert not BIDI.search(page)
+    text = "".join(parsed.text)
+    assert 'hostile <scenario> "&amp;"' in text  # shown as written, never as markup
+    assert "</div><script>alert(3)</script> and [U+202E]evil[U+202C]" in text
+    shown_key = HOSTILE_KEY.replace("\u202e", "[U+202E]")
+    assert f"{shown_key} </li></ul><script>alert(2)</script>" in text
+    assert html.escape(shown_key) in page
+    # The stepper's words and records carry the key too: as JSON text and escaped templates.
+    (data,) = parsed.stepper_data()
+    assert any(shown_key in event["words"] for event in data["events"])
+    assert "order-[U+202E]24 <i>&amp;</i>" in " ".join(e["words"] for e in data["events"])
+    assert not [tag for tag, _ in parsed.tags if tag in {"b", "i", "iframe", "img", "link"}]
+
+
+def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: ys.SimulationRun) -> None:
+    page = review_page(hostile_run)
+    parsed = parse(page)
+    for _, attrs in parsed.tags:
+        for name in ("href", "src", "xlink:href", "action"):
+            value = attrs.get(name)
+            assert value is None or value.startswith("#"), f"{name}={value!r} leaves the page"
+    assert not re.search(r"url\((?!#)", page)  # CSS and SVG refer only to the page's own ids
+    assert "@import" not in page
+    script = parsed.scripts[-1][1]
+    for call in ("fetch(", "XMLHttpRequest", "import(", "http", "WebSocket", "eval("):
+        assert call not in script
+    (policy,) = [a for a in parsed.named("meta") if a.get("http-equiv")]
+    assert "default-src 'none'" in str(policy["content"])
+
+
+# --------------------------------------------------------------------------- the stepper
+
+
+def test_one_frame_per_event_with_graphs_and_records_shared(trigger_run: ys.SimulationRun) -> None:
+    page = review_page(trigger_run)
+    parsed = parse(page)
+    (data,) = parsed.stepper_data()
+    events = data["events"]
+    assert len(events) == len(trigger_run.trace)
+    (slider,) = parsed.named("input", "ys-slider")
+    assert slider["max"] == str(len(events) - 1)
+    graphs = parsed.named("template", "ys-graph-frame")
+    records = parsed.named("template", "ys-records-frame")
+    pictures = RunPictures(trigger_run)
+    distinct = {pictures.graph_key(seq) for seq in range(len(trigger_run.trace))}
+    assert len(graphs) == len(distinct) < len(events)  # one picture per distinct graph
+    assert {event["graph"] for event in events} == set(range(len(graphs)))
+    assert {event["records"] for event in events} == set(range(len(records)))
+    assert len(records) <= len(events)
+    # The words are the stepper's own: narrate's sentence and the trace line of each event.
+    sentences = ys.widgets.narrate(trigger_run.trace)
+    assert [event["words"] for event in events] == sentences
+    assert events[3]["line"].endswith(list(trigger_run.trace)[3].text)
+    # One timeline, drawn once; the cursor goes left to right inside the plot.
+    assert len(parsed.named("figure", "ys-timeline")) == 1
+    assert len(parsed.named("line", "ys-cursor")) == 1
+    xs = [event["x"] for event in events]
+    assert xs == sorted(xs)
+    assert 0 < xs[0] < xs[-1] <= data["right"]
+    kinds = [event.kind for event in trigger_run.trace]
+    crashes = [e for e, kind in zip(events, kinds, strict=True) if kind == "crash"]
+    assert crashes
+    assert all(e["tone"] == "bad" for e in crashes)
+
+
+def test_the_trigger_in_step_page_stays_under_its_size_target(
+    trigger_run: ys.SimulationRun,
+) -> None:
+    page = review_page(trigger_run)
+    assert len(page.encode()) < SIZE_TARGET
+    _, size = stepper_html(trigger_run)
+    assert size.graphs < size.events / 2
+    # No matplotlib metadata, comments or XML prologues inside the page.
+    for leftover in ("<metadata", "<!--", "<?xml", "<!DOCTYPE svg", "dc:date", "Matplotlib v"):
+        assert leftover not in page
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def test_the_report_page_holds_coverage_grid_and_each_violation(
+    trigger_report: ys.ExplorationReport,
+) -> None:
+    page = review_report_page(trigger_report)
+    parsed = parse(page)
+    text = " ".join("".join(parsed.text).split())
+    assert trigger_report.violations
+    assert " ".join(trigger_report.coverage().split()) in text
+    assert "RFC 003's Problem" in text  # the bundled scenario's story
+    assert len(parsed.named("figure", "grid")) == 1
+    assert len(parsed.named("figure", "divergence")) == len(trigger_report.violations)
+    assert len(parsed.named("section", "ys-stepper")) == len(trigger_report.violations)
+    assert len(parsed.named("section", "violation")) == len(trigger_report.violations)
+    for found in trigger_report.violations:
+        assert " ".join(found.message.split()) in text
+        for fault in found.faults:
+            assert fault in text
+    assert "nearest passing" in text
+    assert len(page.encode()) < 2 * SIZE_TARGET
+
+
+def test_a_report_with_nothing_found_says_so(tmp_path: Path) -> None:
+    report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
+    path = report.export(tmp_path / "review.html")
+    parsed = parse(path.read_text("utf-8"))
+    assert "None found." in "".join(parsed.text)
+    assert not parsed.named("section", "ys-stepper")
+    assert len(parsed.named("figure", "grid")) == 1
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def test_run_export_chooses_the_format_by_the_files_ending(
+    trigger_run: ys.SimulationRun, tmp_path: Path
+) -> None:
+    review = trigger_run.export(tmp_path / "sub" / "review.html")
+    assert review.read_text("utf-8").count('class="ys-stepper"') == 1
+    static = trigger_run.export(tmp_path / "static.html", format="html")
+    assert 'class="ys-stepper"' not in static.read_text("utf-8")
+    assert "flowchart TD" in trigger_run.export(tmp_path / "graph.mmd").read_text("utf-8")
+    with pytest.raises(ValueError, match=r"cannot tell which format.*\*\.html"):
+        trigger_run.export(tmp_path / "notes.txt")
+    with pytest.raises(ValueError, match=r"a dot export is a file named \*\.dot"):
+        export_file(trigger_run, tmp_path / "graph.svg", "dot")
+    with pytest.raises(ValueError, match="unknown export format 'jpeg'"):
+        trigger_run.export(tmp_path / "x.jpeg", format="jpeg")
+
+
+def test_the_command_line_writes_review_pages(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "yieldstar_sim.cli"]
+    run = subprocess.run(
+        [*cli, "run", "trigger-in-step", "--runtime", "memory", "--format", "review,png",
+         "--out", "out", "--quiet"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    assert "review: out/trigger-in-step-seed0-graph.review.html" in run.stdout
+    page = (tmp_path / "out" / "trigger-in-step-seed0-graph.review.html").read_text("utf-8")
+    assert page.count('class="ys-stepper"') == 1
+    explore = subprocess.run(
+        [*cli, "explore", "trigger-in-step", "--no-confirm", "--format", "review", "--json",
+         "--out", "out"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert explore.returncode == 1, explore.stderr
+    data = json.loads(explore.stdout)
+    assert data["review"] == "out/trigger-in-step-review.html"
+    report_page = (tmp_path / data["review"]).read_text("utf-8")
+    assert report_page.count('class="ys-stepper"') == len(data["violations"])
+    # The review is of the whole exploration: no review page per violation beside it.
+    assert not list((tmp_path / "out").glob("*violation*.review.html"))

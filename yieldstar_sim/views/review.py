@@ -1,0 +1,490 @@
+"""The design-review page: a run or an exploration report as one self-contained HTML file.
+
+Reviewers read documents, not notebooks. The page holds the scenario's story, the verdict and
+every violation's sentence, the fault plan, and a stepper that works with no kernel and no
+network: a slider and previous / next buttons over the run's events, the event in words, the
+execution graph and the worker timeline as of the event, and the runtime's records as of it.
+For an exploration report it adds the completeness statement, the exploration grid, and per
+violation its divergence from the nearest passing schedule and a stepper over its replay.
+
+Everything is in the file: SVG pictures drawn by matplotlib (text as paths, so no font is
+fetched), plain JavaScript and CSS inlined. It stays small because what does not change is
+shared: the timeline is drawn once and the script moves a cursor line over it; the execution
+graph is drawn once per distinct graph (it changes at a few events only); records tables that
+repeat are stored once. Every label (execution IDs, step keys, scenario text) is escaped, with
+bidirectional formatting characters shown as ``[U+202E]``, as in the other exports.
+
+>>> import yieldstar_sim as ys
+>>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+>>> page = review_page(run)
+>>> page.startswith("<!DOCTYPE html>"), page.count('class="ys-stepper"')
+(True, 1)
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.views.export import (
+    _drawable,
+    _inline_svg,
+    _writable,
+    figure_bytes,
+)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.views.records import Snapshot
+
+__all__ = [
+    "StepperSize",
+    "export_file",
+    "review_page",
+    "review_report_page",
+    "stepper_html",
+    "write_review",
+]
+
+#: The timeline's size: inches wide, and inches per lane (plus room for the axis and title).
+TIMELINE_WIDTH = 12.0
+LANE_HEIGHT = 0.9
+#: SVG user units per inch: matplotlib writes SVG in points.
+_POINTS = 72.0
+#: How much the timeline's future (after the current event) is washed out.
+FUTURE_WASH = 0.62
+_CURSOR_COLOUR = "#CC0000"
+
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
+_TONES = {"fault": "bad", "crash": "bad", "refused": "bad", "error": "warn"}
+
+
+def _text(value: object) -> str:
+    """User text for HTML: unwritable and bidirectional characters made visible, escaped."""
+    return html.escape(_writable(str(value)))
+
+
+def _asset(name: str) -> str:
+    return resources.files("yieldstar_sim.views").joinpath(name).read_text(encoding="utf-8")
+
+
+def _svg(figure: Figure) -> str:
+    """A figure as SVG markup for inside HTML: no XML prologue, no metadata, no comments
+    (matplotlib copies each drawn text into one; the text itself is drawn as paths)."""
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.fonttype": "path"}):
+        svg = figure_bytes(figure, "svg").decode("utf-8")
+    svg = _COMMENT.sub("", _METADATA.sub("", _inline_svg(svg)))
+    return _writable(svg)
+
+
+def _json_script(data: object, css_class: str) -> str:
+    """``data`` as a JSON script element no text inside it can end (``<``, ``>`` and ``&``
+    are written as ``\\u`` escapes, which JSON reads back as the same characters)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return f'<script type="application/json" class="{css_class}">{text}</script>'
+
+
+# --------------------------------------------------------------------------- the stepper
+
+
+@dataclass(frozen=True)
+class StepperSize:
+    """What one stepper holds: events, distinct graph pictures and records tables, bytes."""
+
+    events: int
+    graphs: int
+    records: int
+    bytes: int
+
+
+def _records_html(snapshot: Snapshot) -> str:
+    """The records as of one event as compact HTML (classes, no inline styles)."""
+    parts = []
+    for table in snapshot.tables:
+        note = f'<span class="ys-table-note"> · {_text(table.note)}</span>' if table.note else ""
+        head = "".join(f"<th>{_text(column)}</th>" for column in ("", *table.columns))
+        rows = [
+            f'<tr class="{row.mark or "same"}"><td class="mark">{_text(row.mark)}</td>'
+            + "".join(f"<td>{_text(cell)}</td>" for cell in row.cells)
+            + "</tr>"
+            for row in table.rows
+        ] or [f'<tr><td class="none" colspan="{len(table.columns) + 1}">none yet</td></tr>']
+        parts.append(
+            f'<div class="ys-table"><div class="ys-table-name">{_text(table.name)} '
+            f"({len(table.rows)}){note}</div><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
+    return "".join(parts)
+
+
+def _timeline(run: SimulationRun) -> tuple[str, list[float | None], float]:
+    """The timeline drawn once as SVG, with a cursor line and a future wash the script moves;
+    returns the SVG, each event's cursor x in SVG units, and the plot's right edge."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    height = LANE_HEIGHT * len(timeline.lanes) + 1.5
+    # At 72 dpi the display coordinates are the SVG's own units (points).
+    figure = Figure(figsize=(TIMELINE_WIDTH, height), dpi=_POINTS, layout="constrained")
+    axes = figure.add_subplot()
+    with matplotlib.rc_context({"text.parse_math": False}):
+        draw_timeline(timeline, ax=axes)
+        svg = _svg(figure)  # draws the figure: the layout, hence the axes' box, is final now
+    left, bottom, right, top = (float(value) for value in axes.bbox.extents)
+    page_height = height * _POINTS
+    xs: list[float | None] = []
+    for event in run.trace:
+        x = timeline.x_of.get(event.seq)
+        xs.append(None if x is None else round(float(axes.transData.transform((x, 0.0))[0]), 2))
+    first = next((x for x in xs if x is not None), left)
+    y_top, y_bottom = page_height - top, page_height - bottom
+    overlay = (
+        f'<g class="ys-overlay" pointer-events="none">'
+        f'<rect class="ys-future" x="{first + 1:.2f}" y="{y_top:.2f}" '
+        f'width="{max(right - first - 1, 0):.2f}" height="{y_bottom - y_top:.2f}" fill="#FFFFFF" '
+        f'fill-opacity="{FUTURE_WASH}"/>'
+        f'<line class="ys-cursor" x1="{first:.2f}" x2="{first:.2f}" y1="{y_top:.2f}" '
+        f'y2="{y_bottom:.2f}" stroke="{_CURSOR_COLOUR}" stroke-width="1.5"/></g>'
+    )
+    end = svg.rindex("</svg>")
+    return svg[:end] + overlay + svg[end:], xs, round(right, 2)
+
+
+def _graph_svgs(run: SimulationRun) -> tuple[list[str], list[int]]:
+    """Each distinct execution graph of the run as SVG (one size for all, that of the final
+    graph, so the picture does not jump), and for each event the index of its graph."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.views.graph import draw_execution_graph
+    from yieldstar_sim.views.pictures import RunPictures
+
+    pictures = RunPictures(run)
+    svgs: list[str] = []
+    index_of: dict[tuple[Any, ...], int] = {}
+    chosen: list[int] = []
+    for seq in range(len(run.trace)):
+        key = pictures.graph_key(seq)
+        if key not in index_of:
+            figure = Figure(figsize=pictures.graph_size, layout="constrained")
+            with matplotlib.rc_context({"text.parse_math": False}):
+                draw_execution_graph(_drawable(pictures.graph(seq)), ax=figure.add_subplot())
+                index_of[key] = len(svgs)
+                svgs.append(_svg(figure))
+        chosen.append(index_of[key])
+    return svgs, chosen
+
+
+def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSize]:
+    """A stepper over ``run`` as an HTML section (the page's script brings it to life), and
+    what it holds. ``label`` names the run above the controls (for a report's violations)."""
+    from yieldstar_sim.views.records import RecordBook
+    from yieldstar_sim.views.words import narrate
+
+    events = list(run.trace)
+    if not events:
+        return '<p class="ys-empty">The run has no events to step through.</p>', StepperSize(
+            0, 0, 0, 0
+        )
+    timeline_svg, xs, right = _timeline(run)
+    graphs, graph_of = _graph_svgs(run)
+    book = RecordBook.of_run(run)
+    records: list[str] = []
+    records_index: dict[str, int] = {}
+    sentences = narrate(events)
+    last = len(events) - 1
+    data_events = []
+    for seq, event in enumerate(events):
+        table = _records_html(book.at(seq))
+        if table not in records_index:
+            records_index[table] = len(records)
+            records.append(table)
+        where = [f"event #{seq} / #{last}", f"t={event.t:g}"]
+        if event.worker:
+            where.append(event.worker)
+        if event.point is not None:
+            where.append(f"choice point #{event.point}")
+        data_events.append(
+            {
+                "where": _writable(" · ".join(where)),
+                "words": _writable(sentences[seq]),
+                "line": _writable(f"{event.kind:<8} {event.text}"),
+                "tone": _TONES.get(event.kind, ""),
+                "graph": graph_of[seq],
+                "records": records_index[table],
+                "x": xs[seq],
+            }
+        )
+    caption = f'<h3 class="ys-run">{_text(label)}</h3>' if label else ""
+    parts = [
+        '<section class="ys-stepper" data-event="">',
+        caption,
+        '<div class="ys-controls">'
+        '<button type="button" class="ys-previous">\u25c0 previous</button>'
+        f'<input type="range" class="ys-slider" min="0" max="{last}" step="1" value="0" '
+        'aria-label="event">'
+        '<button type="button" class="ys-next">next \u25b6</button>'
+        '<span class="ys-position"></span></div>',
+        '<div class="ys-event"><div class="ys-where"></div><div class="ys-words"></div>'
+        '<div class="ys-line"></div></div>',
+        '<div class="ys-pictures"><figure class="ys-graph"></figure>'
+        f'<figure class="ys-timeline">{timeline_svg}</figure></div>',
+        '<div class="ys-records"></div>',
+        _json_script({"events": data_events, "right": right}, "ys-data"),
+        *(f'<template class="ys-graph-frame">{svg}</template>' for svg in graphs),
+        *(f'<template class="ys-records-frame">{table}</template>' for table in records),
+        "</section>",
+    ]
+    section = "\n".join(parts)
+    return section, StepperSize(len(events), len(graphs), len(records), len(section.encode()))
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def _page(title: str, body: list[str]) -> str:
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            # Nothing may leave the page: no script, style, image, font or frame from elsewhere.
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">",
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_text(title)}</title>",
+            f"<style>\n{_asset('review.css')}</style>",
+            "</head>",
+            "<body>",
+            *body,
+            "<noscript><p>The steppers need JavaScript; everything else on this page reads "
+            "without it.</p></noscript>",
+            f"<script>\n{_asset('review.js')}</script>",
+            "</body>",
+            "</html>",
+        ]
+    )
+
+
+def _story(description: str) -> list[str]:
+    if not description.strip():
+        return []
+    return ["<h2>The story</h2>", f'<div class="story">{_text(description.strip())}</div>']
+
+
+def _list(items: list[str], css_class: str, empty: str) -> str:
+    if not items:
+        return f"<p>{_text(empty)}</p>"
+    return f'<ul class="{css_class}">' + "".join(f"<li>{_text(i)}</li>" for i in items) + "</ul>"
+
+
+def _trace_table(run: SimulationRun) -> list[str]:
+    rows = "".join(
+        f"<tr><td>{e.seq}</td><td>{e.t:g}</td><td>{_text(e.worker or '')}</td>"
+        f"<td>{_text(e.kind)}</td><td>{_text(e.text)}</td></tr>"
+        for e in run.trace
+    )
+    return [
+        f"<details><summary>The whole trace ({len(run.trace)} events)</summary>",
+        '<table class="trace"><thead><tr><th>#</th><th>t</th><th>worker</th><th>kind</th>'
+        f"<th>what</th></tr></thead><tbody>{rows}</tbody></table></details>",
+    ]
+
+
+def review_page(run: SimulationRun) -> str:
+    """One self-contained HTML page to review ``run``: the story, the verdict and every
+    violation's sentence, the fault plan, and a stepper over its events (graph, timeline,
+    the event in words, the records as of it) that needs no kernel and no network."""
+    scenario = run.scenario
+    stepper, _ = stepper_html(run)
+    violations = [f"{v.invariant}: {v.message}" for v in run.violations]
+    body = [
+        f"<h1>{_text(scenario.name)}</h1>",
+        f'<p class="meta">seed {run.seed} · runtime {_text(run.runtime_kind)} · '
+        f"{len(run.trace)} events · {run.points} choice points</p>",
+        f'<p class="verdict {run.verdict}">{_text(run.verdict_text)}</p>',
+        *_story(scenario.description),
+        "<h2>Violations</h2>",
+        _list(violations, "violations sentence", "None: every invariant held."),
+    ]
+    if run.incomplete:
+        body.append(f'<p class="incomplete">Incomplete: {_text(run.incomplete)}</p>')
+    if run.warnings:
+        body += ["<h2>Warnings</h2>", _list(run.warnings, "warnings", "")]
+    body += [
+        "<h2>Fault plan</h2>",
+        _list([f.describe() for f in run.faults], "plan", "No faults: the run as scheduled."),
+        "<h2>Step through the run</h2>",
+        stepper,
+        *_trace_table(run),
+    ]
+    title = f"{scenario.name} · seed {run.seed} · {run.verdict_text}"
+    return _page(title, body) + "\n"
+
+
+def _report_story(report: ExplorationReport, scenario: Scenario | None) -> str:
+    """The explored scenario's description: from ``scenario``, else the bundled one."""
+    if scenario is not None:
+        return scenario.description
+    from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
+
+    if report.scenario in bundled_scenarios():
+        return load_scenario(report.scenario).description
+    return ""
+
+
+def _violation(number: int, found: FoundViolation, scenario: Scenario | None) -> list[str]:
+    import matplotlib
+
+    from yieldstar_sim.simulation.artifact import replay
+    from yieldstar_sim.views.exploration import draw_divergence
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        divergence = _svg(draw_divergence(found, scenario))
+    passing = found.nearest_passing
+    parts = [
+        '<section class="violation">',
+        f"<h2>Violation {number}: {_text(found.invariant)}</h2>",
+        f'<p class="sentence">{_text(found.message)}</p>',
+        f"<p>Found at schedule #{found.found_at}; the shrunk fault plan:</p>",
+        _list(found.faults, "plan", "No faults: the schedule alone breaks it."),
+        "<p>Its nearest passing schedule: "
+        + (
+            "none found."
+            if passing is None
+            else (_text("; ".join(passing)) if passing else "no faults.")
+        )
+        + (f" First divergence: {_text(found.divergence)}." if found.divergence else "")
+        + "</p>",
+    ]
+    if found.artifact_path is not None:
+        parts.append(
+            f"<p>Replay it: <code>yieldstar-sim replay {_text(found.artifact_path)}</code></p>"
+        )
+    parts += [
+        '<figure class="divergence">',
+        divergence,
+        "<figcaption>The violation (left) beside its nearest passing schedule (right); the "
+        "cursor marks the first event where they differ.</figcaption></figure>",
+    ]
+    run = replay(found.artifact, scenario=scenario, check_trace=False)
+    try:
+        stepper, _ = stepper_html(run, label=f"Step through violation {number}'s run")
+    finally:
+        run.runtime.close()
+    parts += [stepper, "</section>"]
+    return parts
+
+
+def review_report_page(report: ExplorationReport, *, scenario: Scenario | None = None) -> str:
+    """One self-contained HTML page to review an exploration: the story, the verdict and the
+    completeness statement, the exploration grid, and per violation its sentence, shrunk
+    fault plan, divergence beside its nearest passing schedule and a stepper over its replay.
+
+    ``scenario`` is the explored scenario object, needed when it is not a bundled one (the
+    violations are replayed to draw them)."""
+    import matplotlib
+
+    from yieldstar_sim.views.exploration import draw_exploration
+
+    with matplotlib.rc_context({"text.parse_math": False}):
+        grid = _svg(draw_exploration(report))
+    body = [
+        f"<h1>{_text(report.scenario)}: {_text(report.strategy)} exploration</h1>",
+        f'<p class="meta">max {report.max_faults} fault(s) · seed {report.seed} · '
+        f"runtime {_text(report.runtime)} · {report.schedules_run} schedules in "
+        f"{report.elapsed:.1f}s</p>",
+        f'<p class="verdict {report.verdict}">{_text(report.verdict)}</p>',
+        f'<p class="coverage">{_text(report.coverage())}</p>',
+        *_story(_report_story(report, scenario)),
+    ]
+    notes = [
+        *report.runtime_mismatches,
+        *(f"incomplete schedule: {reason}" for reason in report.incomplete_reasons),
+        *(f"warning: {warning}" for warning in report.warnings),
+        *report.confirmations,
+    ]
+    if notes:
+        body += ["<h2>Notes</h2>", _list(notes, "notes", "")]
+    body += [
+        "<h2>Violations</h2>",
+        _list(
+            [f"{found.invariant}: {found.message}" for found in report.violations],
+            "violations sentence",
+            "None found.",
+        ),
+        "<h2>The exploration grid</h2>",
+        f'<figure class="grid">{grid}<figcaption>Each single fault at each choice point of '
+        "the fault-free run, by verdict.</figcaption></figure>",
+    ]
+    for number, found in enumerate(report.violations, start=1):
+        body += _violation(number, found, scenario)
+    title = f"{report.scenario} · exploration · {report.verdict}"
+    return _page(title, body) + "\n"
+
+
+def write_review(
+    subject: SimulationRun | ExplorationReport,
+    path: str | Path,
+    *,
+    scenario: Scenario | None = None,
+) -> Path:
+    """Write the review page of a run or an exploration report to ``path``; returns it.
+    (``scenario``: for a report of a scenario that is not bundled.)"""
+    from yieldstar_sim.simulation.explorer import ExplorationReport
+
+    if isinstance(subject, ExplorationReport):
+        page = review_report_page(subject, scenario=scenario)
+    else:
+        page = review_page(subject)
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(page.encode("utf-8"))
+    return target
+
+
+def export_file(run: SimulationRun, path: str | Path, format: str | None = None) -> Path:
+    """Write ``run`` to ``path`` in ``format``; returns the path (``SimulationRun.export``).
+
+    Without ``format``, the path's ending chooses: ``.html`` is the review page, ``.svg``,
+    ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot`` and ``.mmd`` the formats of
+    ``export`` (``format="html"`` is the static report, without a stepper).
+    """
+    from yieldstar_sim.views.export import EXTENSIONS, RUN_FORMATS, export
+
+    target = Path(path)
+    if format is None:
+        by_ending = {ext: name for name, ext in EXTENSIONS.items() if name not in RUN_FORMATS}
+        format = "review" if target.suffix.lower() == ".html" else by_ending.get(target.suffix)
+        if format is None:
+            endings = ", ".join(["*.html", *(f"*{ext}" for ext in by_ending)])
+            raise ValueError(
+                f"cannot tell which format to write from {target.name!r}: name a file "
+                f"{endings}, or pass format="
+            )
+    if format == "review":
+        return write_review(run, target)
+    if format not in EXTENSIONS:
+        raise ValueError(f"unknown export format {format!r}: choose among {', '.join(EXTENSIONS)}")
+    ending = EXTENSIONS[format]
+    if not target.name.endswith(ending) or target.name == ending:
+        raise ValueError(f"a {format} export is a file named *{ending}, not {target.name!r}")
+    return export(run, target.parent, [format], stem=target.name[: -len(ending)])[format]
