@@ -21,7 +21,7 @@ import duckdb
 
 from yieldstar_sim.codec import durable_value_codec
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
-from yieldstar_sim.simulation.faults import PointInfo
+from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
     ExecutionsEndAsExpected,
@@ -233,13 +233,8 @@ def unfired_faults(simulator: Simulator) -> str:
         ):
             if value is not None:
                 where[part].add(value)
-    points: dict[int, PointInfo] = {}
-    for event in simulator.trace:
-        if event.point is not None and event.op is not None and event.worker is not None:
-            points.setdefault(
-                event.point,
-                PointInfo(event.worker, event.op, event.execution_id, event.step_key),
-            )
+    # The points as the plan saw them (a claim's point did not know its execution yet).
+    points = {index: info for index, (info, _) in trace_points(simulator.trace).items()}
     lines = []
     for fault in simulator.plan.unfired:
         matched = sum(1 for index, info in points.items() if fault.matches(index, info))
