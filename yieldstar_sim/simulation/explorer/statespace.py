@@ -1,0 +1,131 @@
+"""The explored state space: the distinct states an exhaustive search reached and the choices
+and faults between them.
+
+A state is named by its fingerprint (the key the search caches on). The search records each
+state the first time it reaches it (with the schedule that got there, so it can be replayed) and
+every edge it takes; the views draw it (``views.statespace``) and the stepper opens a state's
+schedule. The simulation layer keeps it as plain data: no networkx, no matplotlib here.
+
+>>> space = StateSpace()
+>>> space.add_state("s0", depth=0, label="start", plan=0)
+True
+>>> space.add_state("s1", depth=1, label="w1 claim order-42", plan=0)
+True
+>>> space.add_edge("s0", "s1", choice="w1", fault=None, plan=0)
+>>> space.mark_violation("s1", "at_most_once")
+>>> [edge.target for edge in space.path_to("s1")]
+['s1']
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class StateNode:
+    """One distinct state.
+
+    ``depth`` is the number of choice points from the initial state on the first path that
+    reached it; ``label`` the choice point (or the end of the run) it stands at; ``plan`` the
+    index of a schedule that reaches it, for replaying; ``terminal`` is true for the state a run
+    ended in; ``violations`` the invariants violated by a run that ended here.
+    """
+
+    key: str
+    depth: int
+    label: str
+    plan: int
+    terminal: bool = False
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def violating(self) -> bool:
+        """Whether a run that ended in this state violated an invariant."""
+        return bool(self.violations)
+
+
+@dataclass(frozen=True, slots=True)
+class StateEdge:
+    """A step from one state to the next: the actor that went (``choice``), and the fault
+    injected at that choice point, described as in a fault plan (``None`` for none)."""
+
+    source: str
+    target: str
+    choice: str
+    fault: str | None
+    plan: int
+
+
+@dataclass(slots=True)
+class StateSpace:
+    """The states and edges a search explored, in the order it found them."""
+
+    root: str | None = None
+    nodes: dict[str, StateNode] = field(default_factory=dict)
+    edges: dict[tuple[str, str, str, str | None], StateEdge] = field(default_factory=dict)
+
+    def add_state(
+        self, key: str, *, depth: int, label: str, plan: int, terminal: bool = False
+    ) -> bool:
+        """Record a state; returns whether it is new. The first state recorded is the root."""
+        node = self.nodes.get(key)
+        if node is not None:
+            node.terminal = node.terminal or terminal
+            return False
+        self.nodes[key] = StateNode(key, depth, label, plan, terminal)
+        if self.root is None:
+            self.root = key
+        return True
+
+    def add_edge(
+        self, source: str, target: str, *, choice: str, fault: str | None, plan: int
+    ) -> None:
+        """Record an edge (once per source, target, choice and fault)."""
+        self.edges.setdefault(
+            (source, target, choice, fault), StateEdge(source, target, choice, fault, plan)
+        )
+
+    def mark_violation(self, key: str, invariant: str) -> None:
+        """Say that a run ending in state ``key`` violated ``invariant``."""
+        node = self.nodes[key]
+        if invariant not in node.violations:
+            node.violations.append(invariant)
+
+    def violating(self) -> list[StateNode]:
+        """The states where a run ended with a violation, in the order found."""
+        return [node for node in self.nodes.values() if node.violating]
+
+    def path_to(self, key: str) -> list[StateEdge]:
+        """A shortest path (fewest edges) from the root to ``key``; ``[]`` for the root.
+
+        Raises ``KeyError`` for a state the search never reached.
+        """
+        if key not in self.nodes:
+            raise KeyError(f"no state {key!r} in this state space")
+        if key == self.root or self.root is None:
+            return []
+        out: dict[str, list[StateEdge]] = {}
+        for edge in self.edges.values():
+            out.setdefault(edge.source, []).append(edge)
+        came_by: dict[str, StateEdge] = {}
+        queue = deque([self.root])
+        seen = {self.root}
+        while queue:
+            here = queue.popleft()
+            for edge in out.get(here, ()):
+                if edge.target in seen:
+                    continue
+                seen.add(edge.target)
+                came_by[edge.target] = edge
+                if edge.target == key:
+                    path = [edge]
+                    while path[0].source != self.root:
+                        path.insert(0, came_by[path[0].source])
+                    return path
+                queue.append(edge.target)
+        raise KeyError(f"state {key!r} is not reachable from the root")
+
+    def __len__(self) -> int:
+        return len(self.nodes)
