@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     from yieldstar_sim.views.figures import draw_run
     from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
     from yieldstar_sim.views.review import review_page, review_report_page, write_review
+    from yieldstar_sim.views.statespace import (
+        draw_state_graph,
+        export_state_graph,
+        state_graph,
+    )
     from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 
 #: Where each public name lives.
@@ -50,6 +55,7 @@ _HOMES = {
     "figures": ("draw_run",),
     "graph": ("draw_execution_graph", "execution_graph", "graph_from_trace"),
     "review": ("review_page", "review_report_page", "write_review"),
+    "statespace": ("draw_state_graph", "export_state_graph", "state_graph"),
     "timeline": ("Timeline", "build_timeline", "draw_timeline"),
 }  # fmt: skip
 _MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
@@ -63,14 +69,17 @@ __all__ = [
     "draw_execution_graph",
     "draw_exploration",
     "draw_run",
+    "draw_state_graph",
     "draw_timeline",
     "execution_graph",
     "export",
+    "export_state_graph",
     "figure_bytes",
     "graph_from_trace",
     "html_report",
     "review_page",
     "review_report_page",
+    "state_graph",
     "to_dot",
     "to_graphml",
     "to_mermaid",

@@ -1,0 +1,372 @@
+"""The explored state space as a picture: distinct states, the choices and faults between them,
+violating states in red and the shortest path to each violation drawn thick.
+
+An exhaustive search (``ys.explore(..., strategy="exhaustive")``) keeps the states it reached
+as plain data (``report.state_space``); this module turns it into a networkx ``DiGraph``
+(``state_graph``), draws it with matplotlib (``draw_state_graph``) and writes it in the formats
+the execution graph has (``export_state_graph``).
+
+>>> from yieldstar_sim.simulation.explorer.statespace import StateSpace
+>>> space = StateSpace()
+>>> for key, depth in [("s0", 0), ("s1", 1), ("s2", 1), ("s3", 2)]:
+...     _ = space.add_state(key, depth=depth, label=f"point {depth}", plan=0, terminal=depth == 2)
+>>> space.add_edge("s0", "s1", choice="w1", fault=None, plan=0)
+>>> space.add_edge("s0", "s2", choice="w2", fault=None, plan=1)
+>>> space.add_edge("s1", "s3", choice="w2", fault="crash w2 at put_step", plan=0)
+>>> space.mark_violation("s3", "at_most_once")
+>>> graph = state_graph(space)
+>>> graph.nodes["s3"]["violating"], graph.edges["s1", "s3"]["shortest"]
+(True, True)
+>>> graph.edges["s1", "s3"]["label"]
+'w2 + crash w2 at put_step'
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import textwrap
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import networkx as nx
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.simulation.explorer.statespace import StateEdge, StateSpace
+
+#: Colours (Okabe-Ito, as the execution graph): plain, the initial state, an end state, a
+#: violating end state, and the shortest path to a violation.
+STATE_COLOUR = "#56B4E9"
+ROOT_COLOUR = "#F0E442"
+TERMINAL_COLOUR = "#009E73"
+VIOLATING_COLOUR = "#CC0000"
+PATH_COLOUR = "#CC0000"
+EDGE_COLOUR = "#999999"
+FAULT_COLOUR = "#D55E00"
+#: Past this many states, node labels are left off (but for the root and violating states)
+#: and the nodes and edges are rasterized: a picture of thousands of states stays small.
+LABELLED_AT_MOST = 40
+_CONTROLS = re.compile("[\x00-\x1f\x7f]")
+#: The formats ``export_state_graph`` writes.
+STATE_GRAPH_FORMATS = ("svg", "png", "pdf", "graphml", "json", "dot", "html")
+
+
+def edge_label(choice: str, fault: str | None) -> str:
+    """The text of an edge: the actor that went, and the fault injected there, if any."""
+    return choice if fault is None else f"{choice} + {fault}"
+
+
+def state_graph(space: StateSpace) -> nx.DiGraph:
+    """The state space as a ``DiGraph``: a node per distinct state, an edge per step between
+    two states (parallel choices between the same two states are one edge listing them all).
+
+    Node data: ``label`` (the choice point the state stands at), ``depth``, ``plan`` (a
+    schedule that reaches it), ``root``, ``terminal``, ``violating`` and ``violations`` (the
+    invariants, joined by ``", "``). Edge data: ``label`` (every choice, ``"; "``-joined),
+    ``choices`` and ``faults`` (counts), ``fault`` (whether any choice injected a fault),
+    ``plan`` and ``shortest`` (on a shortest path from the root to a violating state).
+    """
+    graph = nx.DiGraph(root=space.root or "")
+    for node in space.nodes.values():
+        graph.add_node(
+            node.key,
+            label=node.label,
+            depth=node.depth,
+            plan=node.plan,
+            root=node.key == space.root,
+            terminal=node.terminal,
+            violating=node.violating,
+            violations=", ".join(node.violations),
+            shortest=False,
+        )
+    for edge in space.edges.values():
+        text = edge_label(edge.choice, edge.fault)
+        if graph.has_edge(edge.source, edge.target):
+            data = graph.edges[edge.source, edge.target]
+            data["label"] += f"; {text}"
+            data["choices"] += 1
+            data["faults"] += edge.fault is not None
+            data["fault"] = data["fault"] or edge.fault is not None
+        else:
+            graph.add_edge(
+                edge.source, edge.target, label=text, choices=1,
+                faults=int(edge.fault is not None), fault=edge.fault is not None,
+                plan=edge.plan, shortest=False,
+            )  # fmt: skip
+    for path in shortest_paths(space).values():
+        for edge in path:
+            graph.edges[edge.source, edge.target]["shortest"] = True
+            graph.nodes[edge.source]["shortest"] = True
+            graph.nodes[edge.target]["shortest"] = True
+    return graph
+
+
+def shortest_paths(space: StateSpace) -> dict[str, list[StateEdge]]:
+    """For each violating state reachable from the root, a shortest path to it."""
+    paths: dict[str, list[StateEdge]] = {}
+    for node in space.violating():
+        try:
+            paths[node.key] = space.path_to(node.key)
+        except KeyError:  # recorded, but the edges that reach it were not (a cut search)
+            continue
+    return paths
+
+
+def describe_path(path: Sequence[StateEdge]) -> str:
+    """A path in words: ``"w1 → w2 + crash w2 at put_step → w1"``; ``"(the initial state)"``
+    for the empty path."""
+    if not path:
+        return "(the initial state)"
+    return " \u2192 ".join(edge_label(edge.choice, edge.fault) for edge in path)
+
+
+def _positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
+    """States in columns by depth (left to right), each column centred, in the order found."""
+    columns: dict[int, list[str]] = {}
+    for node, data in graph.nodes(data=True):
+        columns.setdefault(int(data["depth"]), []).append(node)
+    positions: dict[str, tuple[float, float]] = {}
+    for depth, nodes in columns.items():
+        top = (len(nodes) - 1) / 2
+        for i, node in enumerate(nodes):
+            positions[node] = (float(depth), top - i)
+    return positions
+
+
+def draw_state_graph(
+    space_or_graph: StateSpace | nx.DiGraph,
+    *,
+    title: str = "",
+    highlight: Sequence[StateEdge] = (),
+    ax: Axes | None = None,
+) -> Figure:
+    """Draw the state space; returns the matplotlib Figure (never shows it).
+
+    Columns are depths (choice points from the initial state). Violating end states are red,
+    other end states green, the initial state yellow; the shortest path to each violation is
+    drawn thick and red, edges that inject a fault orange and dashed. ``highlight`` draws one
+    more path (the one a reader picked) thick and black.
+    """
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+
+    graph = (
+        space_or_graph if isinstance(space_or_graph, nx.DiGraph) else state_graph(space_or_graph)
+    )
+    positions = _positions(graph)
+    depths = 1 + max((int(d) for _, d in graph.nodes(data="depth")), default=0)
+    tallest = max(
+        (sum(1 for _, d in graph.nodes(data="depth") if d == depth) for depth in range(depths)),
+        default=1,
+    )
+    big = graph.number_of_nodes() > LABELLED_AT_MOST
+    if ax is None:
+        figure = Figure(
+            figsize=(
+                min(16.0, max(6.0, 1.6 * depths + 2)),
+                min(12.0, max(3.5, 0.45 * tallest + 2)),
+            ),
+            layout="constrained",
+        )
+        axes = figure.add_subplot()
+    else:
+        figure, axes = ax.figure, ax  # type: ignore[assignment]
+    axes.set_axis_off()
+    picked = {(edge.source, edge.target) for edge in highlight}
+
+    def edges(where: Any) -> list[tuple[str, str]]:
+        return [(s, t) for s, t, data in graph.edges(data=True) if where(s, t, data)]
+
+    layers = [
+        (edges(lambda s, t, d: not d["shortest"] and not d["fault"] and (s, t) not in picked),
+         EDGE_COLOUR, 0.8, "solid"),
+        (edges(lambda s, t, d: not d["shortest"] and d["fault"] and (s, t) not in picked),
+         FAULT_COLOUR, 0.9, "dashed"),
+        (edges(lambda s, t, d: d["shortest"] and (s, t) not in picked), PATH_COLOUR, 2.4, "solid"),
+        (sorted(picked & set(graph.edges)), "#111111", 2.8, "solid"),
+    ]  # fmt: skip
+    for edgelist, colour, width, style in layers:
+        if not edgelist:
+            continue
+        if big:  # one LineCollection (left to right is the direction), drawn as pixels
+            drawn = nx.draw_networkx_edges(
+                graph, positions, edgelist=edgelist, ax=axes, edge_color=colour, width=width,
+                style=style, arrows=False,
+            )  # fmt: skip
+            drawn.set_rasterized(True)
+        else:
+            nx.draw_networkx_edges(
+                graph, positions, edgelist=edgelist, ax=axes, edge_color=colour, width=width,
+                style=style, arrows=True, arrowsize=12, node_size=300,
+            )  # fmt: skip
+    colours = [
+        VIOLATING_COLOUR if data["violating"]
+        else ROOT_COLOUR if data["root"]
+        else TERMINAL_COLOUR if data["terminal"]
+        else STATE_COLOUR
+        for _, data in graph.nodes(data=True)
+    ]  # fmt: skip
+    nodes = nx.draw_networkx_nodes(
+        graph, positions, ax=axes, node_color=colours, node_size=60 if big else 300,
+        edgecolors="#222222", linewidths=0.5,
+    )  # fmt: skip
+    nodes.set_rasterized(big)
+    labels = {
+        node: _node_text(data)
+        for node, data in graph.nodes(data=True)
+        if not big or data["root"] or data["violating"]
+    }
+    for node, text in labels.items():
+        x, y = positions[node]
+        colour = VIOLATING_COLOUR if graph.nodes[node]["violating"] else "#222222"
+        axes.text(x, y - 0.28, text, ha="center", va="top", fontsize=7, parse_math=False,
+                  color=colour)  # fmt: skip
+    if positions:
+        xs = [p[0] for p in positions.values()]
+        ys = [p[1] for p in positions.values()]
+        axes.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+        axes.set_ylim(min(ys) - 0.8, max(ys) + 0.5)
+    legend = [
+        Line2D([], [], marker="o", linestyle="", color=ROOT_COLOUR, label="initial state"),
+        Line2D([], [], marker="o", linestyle="", color=STATE_COLOUR, label="state"),
+        Line2D([], [], marker="o", linestyle="", color=TERMINAL_COLOUR, label="end: ok"),
+        Line2D([], [], marker="o", linestyle="", color=VIOLATING_COLOUR, label="end: violated"),
+        Line2D([], [], color=FAULT_COLOUR, linestyle="--", label="choice with a fault"),
+        Line2D([], [], color=PATH_COLOUR, linewidth=2.4, label="shortest path to a violation"),
+    ]
+    axes.legend(handles=legend, loc="upper left", fontsize=7, frameon=False, ncols=3,
+                bbox_to_anchor=(0, 1.0))  # fmt: skip
+    violating = sum(1 for _, v in graph.nodes(data="violating") if v)
+    axes.set_title(
+        title or f"{graph.number_of_nodes()} distinct states, {graph.number_of_edges()} steps, "
+        f"{violating} violating",
+        fontsize=11, parse_math=False,
+    )  # fmt: skip
+    return figure
+
+
+def _node_text(data: dict[str, Any]) -> str:
+    """A state's label as a font can draw it (step keys are user input), shortened."""
+    text = textwrap.shorten(_CONTROLS.sub("\ufffd", str(data["label"])), 28, placeholder="…")
+    if data["violating"]:
+        text += f"\n{textwrap.shorten(str(data['violations']), 28, placeholder='…')}"
+    return text
+
+
+def _multi(graph: nx.DiGraph) -> nx.MultiDiGraph:
+    """The graph as the exporters take it (a multigraph keyed by edge label)."""
+    multi = nx.MultiDiGraph(**graph.graph)
+    multi.add_nodes_from(graph.nodes(data=True))
+    for source, target, data in graph.edges(data=True):
+        multi.add_edge(source, target, key=data["label"], **data)
+    return multi
+
+
+def state_graph_html(space: StateSpace, *, title: str = "") -> str:
+    """A self-contained page: the drawing (SVG) and each violating state with the shortest
+    path that reaches it."""
+    from yieldstar_sim.views.export import figure_bytes
+
+    svg = figure_bytes(draw_state_graph(space, title=title), "svg").decode("utf-8")
+    svg = svg[svg.index("<svg") :]
+    rows = "".join(
+        f"<tr><td>{html.escape(', '.join(space.nodes[key].violations))}</td>"
+        f"<td>{len(path)}</td><td>{html.escape(describe_path(path))}</td></tr>"
+        for key, path in shortest_paths(space).items()
+    )
+    table = (
+        "<table><tr><th>violated</th><th>steps</th><th>shortest path</th></tr>" + rows + "</table>"
+        if rows
+        else "<p>No violating state.</p>"
+    )
+    heading = html.escape(title or "The explored state space")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{heading}</title><style>body{{font-family:sans-serif;margin:2em}}"
+        "td,th{padding:.2em .6em;text-align:left;vertical-align:top}</style></head>"
+        f"<body><h1>{heading}</h1><p>{len(space)} distinct states, {len(space.edges)} steps.</p>"
+        f"{svg}{table}</body></html>\n"
+    )
+
+
+def export_state_graph(
+    space: StateSpace,
+    folder: str | Path,
+    formats: Sequence[str] | str = ("svg", "graphml"),
+    *,
+    stem: str = "state-space",
+    title: str = "",
+) -> dict[str, Path]:
+    """Write ``folder/stem.<ext>`` in each of ``formats`` (among ``svg, png, pdf, graphml,
+    json, dot, html``); returns ``{format: path}``. Unknown formats are refused before anything
+    is written."""
+    from yieldstar_sim.views.export import figure_bytes, to_dot, to_graphml, to_node_link_json
+
+    requested = formats.split(",") if isinstance(formats, str) else list(formats)
+    chosen: list[str] = []
+    for name in (str(f).strip().lower() for f in requested):
+        if name not in STATE_GRAPH_FORMATS:
+            raise ValueError(
+                f"unknown state-space format {name!r}: "
+                f"choose among {', '.join(STATE_GRAPH_FORMATS)}"
+            )
+        if name not in chosen:
+            chosen.append(name)
+    if not stem or stem in {".", ".."} or Path(stem).name != stem or "\\" in stem:
+        raise ValueError(f"stem must be a plain file name, not {stem!r}")
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    graph = state_graph(space)
+    figure: Figure | None = None
+    written: dict[str, Path] = {}
+    for format in chosen:
+        path = out / f"{stem}.{format}"
+        if format in {"svg", "png", "pdf"}:
+            figure = figure or draw_state_graph(graph, title=title)
+            path.write_bytes(figure_bytes(figure, format))
+        elif format == "graphml":
+            path.write_text(to_graphml(_multi(graph)), encoding="utf-8")
+        elif format == "json":
+            path.write_text(to_node_link_json(_multi(graph)), encoding="utf-8")
+        elif format == "dot":
+            path.write_text(to_dot(_multi(graph), title=title), encoding="utf-8")
+        else:
+            path.write_text(state_graph_html(space, title=title), encoding="utf-8")
+        written[format] = path
+    return written
+
+
+def state_space_summary(space: StateSpace) -> dict[str, Any]:
+    """Counts a reader wants first, as plain data (``json.dumps``-able)."""
+    paths = shortest_paths(space)
+    return {
+        "states": len(space),
+        "steps": len(space.edges),
+        "end_states": sum(1 for node in space.nodes.values() if node.terminal),
+        "violating": [
+            {
+                "state": key,
+                "violations": list(space.nodes[key].violations),
+                "shortest_path": [edge_label(e.choice, e.fault) for e in path],
+            }
+            for key, path in paths.items()
+        ],
+    }
+
+
+__all__ = [
+    "STATE_GRAPH_FORMATS",
+    "describe_path",
+    "draw_state_graph",
+    "edge_label",
+    "export_state_graph",
+    "shortest_paths",
+    "state_graph",
+    "state_graph_html",
+    "state_space_summary",
+]
