@@ -15,6 +15,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE
+from yieldstar_sim.simulation.trace import (
+    BodyData,
+    CancelData,
+    EffectData,
+    FaultData,
+    OutcomeData,
+    PutStepData,
+    StartChildData,
+    StartData,
+    StatusData,
+    TraceKind,
+    WorldReadData,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -98,10 +111,11 @@ def _admission_events(run: SimulationRun) -> dict[str, TraceEvent]:
     """For each execution admitted during the run, the trace event that admitted it."""
     admitted: dict[str, TraceEvent] = {}
     for event in run.trace:
-        if event.kind == "call" and "accepted" in event.data:
-            admitted.setdefault(str(event.data["accepted"]), event)
-        elif event.kind == "effect" and event.data.get("name") == TRIGGERED:
-            admitted.setdefault(str(event.data["data"]["execution_id"]), event)
+        data = event.data
+        if isinstance(data, StartData | StartChildData) and data.accepted is not None:
+            admitted.setdefault(data.accepted, event)
+        elif isinstance(data, EffectData) and data.name == TRIGGERED:
+            admitted.setdefault(str(data.data["execution_id"]), event)
     return admitted
 
 
@@ -112,7 +126,7 @@ def _why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str
         (
             e
             for e in between
-            if e.kind == "call" and e.op == "claim" and e.execution_id == first.execution_id
+            if e.kind == TraceKind.CALL and e.op == "claim" and e.execution_id == first.execution_id
         ),
         None,
     )
@@ -123,8 +137,8 @@ def _why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str
         else ""
     )
     for event in between:
-        if event.kind == "fault" and event.worker == first.worker:
-            what = event.data.get("kind")
+        if isinstance(event.data, FaultData) and event.worker == first.worker:
+            what = event.data.kind
             call = f"{event.op} of step {event.step_key}" if event.step_key else str(event.op)
             if what == "freeze":
                 return f"after {first.worker} froze before {call} and its lease expired{again}"
@@ -140,7 +154,7 @@ def _why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str
                 return f"after {first.worker}'s {call} failed{again}"
             return f"after a fault ({event.text}){again}"
     for event in between:
-        if event.kind in ("reject", "refused", "crash"):
+        if event.kind in (TraceKind.REJECT, TraceKind.REFUSED, TraceKind.CRASH):
             return f"after {event.text}"
     return "on a replay"
 
@@ -316,7 +330,7 @@ class AcknowledgedUnderCurrentLease:
         latest: dict[str, int] = {}
         violations = []
         for event in run.trace:
-            if event.kind != "call" or event.execution_id is None or event.token is None:
+            if event.kind != TraceKind.CALL or event.execution_id is None or event.token is None:
                 continue
             if event.op == "claim":
                 latest[event.execution_id] = event.token
@@ -377,13 +391,19 @@ def _ended_events(run: SimulationRun) -> dict[str, TraceEvent]:
     ended: dict[str, TraceEvent] = {}
     for event in run.trace:
         if (
-            event.kind == "call"
-            and event.op == "acknowledge"
+            event.op == "acknowledge"
+            and isinstance(event.data, StatusData)
             and event.execution_id is not None
-            and event.data.get("status") in _ENDED
+            and event.data.status in _ENDED
         ):
             ended.setdefault(event.execution_id, event)
     return ended
+
+
+def _ended_words(ended: TraceEvent) -> str:
+    """How an acknowledgement from ``_ended_events`` ended its execution, in words."""
+    status = ended.data.status if isinstance(ended.data, StatusData) else "?"
+    return _ENDED.get(status, f"ended {status}")
 
 
 def _cancel_events(run: SimulationRun) -> dict[str, TraceEvent]:
@@ -391,9 +411,9 @@ def _cancel_events(run: SimulationRun) -> dict[str, TraceEvent]:
     (the scenario's cancel, or a worker's for a max duration), however far down it was owned."""
     requested: dict[str, TraceEvent] = {}
     for event in run.trace:
-        if event.kind == "cancel" or (event.kind == "call" and event.op == "cancel"):
-            for execution_id in event.data.get("cancelled", ()):
-                requested.setdefault(str(execution_id), event)
+        if isinstance(event.data, CancelData):
+            for execution_id in event.data.cancelled:
+                requested.setdefault(execution_id, event)
     return requested
 
 
@@ -402,9 +422,9 @@ def _stale_admission(run: SimulationRun, admission: TraceEvent) -> str:
     before = [
         e
         for e in run.trace
-        if e.seq < admission.seq and e.kind == "fault" and e.worker == admission.worker
+        if e.seq < admission.seq and e.kind == TraceKind.FAULT and e.worker == admission.worker
     ]
-    if before and before[-1].data.get("kind") == "freeze":
+    if before and isinstance(before[-1].data, FaultData) and before[-1].data.kind == "freeze":
         return (
             f"{admission.worker} froze before {admission.op} and woke after its lease "
             f"(token {admission.token}) had expired"
@@ -470,7 +490,7 @@ class OwnedTargetsFollowTheirOwner:
             return Violation(
                 self.name,
                 f"{who} was admitted {_where(admission)} for owner {owner.execution_id}, which "
-                f"{_ENDED[str(owner_end.data['status'])]} at t={owner_end.t:g} "
+                f"{_ended_words(owner_end)} at t={owner_end.t:g} "
                 f"({_stale_admission(run, admission)}): nobody will cancel it, and "
                 f"{_fate(target)}",
                 data,
@@ -554,6 +574,9 @@ class JoinedRunsKeepTheirOwner:
         return violations
 
 
+_STEP_WORK = (TraceKind.BODY, TraceKind.CALL, TraceKind.REFUSED, TraceKind.ERROR)
+
+
 def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
     """Where an execution's failing delivery was when it failed, from the trace: ``at step
     ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it)."""
@@ -561,13 +584,12 @@ def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
     for event in run.trace:
         if event.execution_id != execution_id:
             continue
-        if event.kind == "call" and event.op == "claim":
+        if event.kind == TraceKind.CALL and event.op == "claim":
             where = None  # a new delivery: what the last one did is replayed
-        elif event.step_key is not None and event.kind in ("body", "call", "refused", "error"):
-            done = event.kind == "call" and event.op == "put_step"
-            done = done and event.data.get("status") == "completed"
+        elif event.step_key is not None and event.kind in _STEP_WORK:
+            done = isinstance(event.data, PutStepData) and event.data.status == "completed"
             where = f"{'after' if done else 'at'} step {event.step_key}"
-        elif event.kind == "outcome" and event.data.get("status") == "failed":
+        elif isinstance(event.data, OutcomeData) and event.data.status == "failed":
             return where
     return where
 
@@ -666,14 +688,16 @@ def _why_diverged(run: SimulationRun, record: ExecutionRecord) -> str:
     if record.error is None or record.error.name != "NondeterminismError":
         return ""
     reads = [
-        event
-        for event in run.trace.of_kind("world")
-        if event.execution_id == record.execution_id and event.data.get("in_workflow_code")
+        (event.data, event.token)
+        for event in run.trace
+        if event.execution_id == record.execution_id
+        and isinstance(event.data, WorldReadData)
+        and event.data.in_workflow_code
     ]
     if not reads:
         return ""
-    call = "random()" if reads[0].data.get("read") == "random" else "now()"
-    seen = ", ".join(f"{e.data.get('value'):.6g} under token {e.token}" for e in reads[:4])
+    call = "random()" if reads[0][0].read == "random" else "now()"
+    seen = ", ".join(f"{read.value:.6g} under token {token}" for read, token in reads[:4])
     return (
         f"; its workflow code read step.world.{call} outside any step ({seen}), so the replay "
         "took another path: read it inside a step, whose recorded result every replay gets"
@@ -776,7 +800,7 @@ def _effect_words(effect: Effect) -> str:
 
 def _effect_event(run: SimulationRun, effect: Effect) -> TraceEvent | None:
     """The trace event that recorded ``effect`` (effects and their events are in one order)."""
-    for number, event in enumerate(run.trace.of_kind("effect")):
+    for number, event in enumerate(run.trace.of_kind(TraceKind.EFFECT)):
         if number < len(run.effects) and run.effects[number] is effect:
             return event
     return None
@@ -836,11 +860,12 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
         ended = next(
             (
                 event.text.split(": ", 1)[-1]
-                for event in run.trace.of_kind("body")
-                if event.execution_id == first.execution_id
+                for event in run.trace
+                if isinstance(event.data, BodyData)
+                and event.execution_id == first.execution_id
                 and event.step_key == first.step_key
                 and event.token == first.token
-                and event.data.get("attempt") == first.attempt
+                and event.data.attempt == first.attempt
             ),
             "failed",
         )
