@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
-from yieldstar_sim.model import StepDeclarationError, control_character
+from yieldstar_sim.model import StepDeclarationError, check_name
 
 # --------------------------------------------------------------------------- workflows
 
@@ -56,8 +56,7 @@ def workflow(
     >>> ship_order
     Workflow(name='ship-order', max_duration=None)
     """
-    if not isinstance(name, str) or not name or control_character(name) is not None:
-        raise ValueError(f"a workflow name must be a non-empty string, not {name!r}")
+    check_name(name, "a workflow name")
     if max_duration is not None and (
         isinstance(max_duration, bool)
         or not isinstance(max_duration, int | float)

@@ -433,8 +433,8 @@ def _load_trace(connection: duckdb.DuckDBPyConnection, run: SimulationRun) -> No
         connection,
         "trace_events",
         [
-            (e.seq, e.t, e.kind, e.worker, e.op, e.execution_id, e.step_key, e.token, e.point,
-             e.text, json.dumps(e.data, sort_keys=True, default=str))
+            (e.seq, e.t, str(e.kind), e.worker, e.op, e.execution_id, e.step_key, e.token,
+             e.point, e.text, json.dumps(e.data.to_json(), sort_keys=True, default=str))
             for e in run.trace
         ],
     )  # fmt: skip

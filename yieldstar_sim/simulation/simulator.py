@@ -53,7 +53,28 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTime
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
 from yieldstar_sim.simulation.scenario import Cancel, Prune
-from yieldstar_sim.simulation.trace import Admission, Trace, TraceEvent
+from yieldstar_sim.simulation.trace import (
+    NO_DATA,
+    Admission,
+    BodyData,
+    CancelData,
+    ClaimData,
+    EffectData,
+    FaultData,
+    OutcomeData,
+    Payload,
+    PutStepData,
+    RecordWakeData,
+    ReleaseData,
+    StartChildData,
+    StartData,
+    StatusData,
+    Trace,
+    TraceEvent,
+    TraceKind,
+    TriggerData,
+    WorldReadData,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -104,12 +125,13 @@ def _large(value: object) -> tuple[str, int] | None:
     return "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)
 
 
-def _traced(value: object, key: str = "value") -> dict[str, object]:
-    """A value as trace data: itself, or its digest and size when it is large."""
+def _traced(value: object) -> tuple[object, str | None, int | None]:
+    """A value as trace data: ``(value, None, None)``, or ``(None, digest, size)`` when it is
+    large."""
     large = _large(value)
     if large is None:
-        return {key: value}
-    return {f"{key}_digest": large[0], f"{key}_bytes": large[1]}
+        return value, None, None
+    return None, *large
 
 
 def _summary(value: object) -> str:
@@ -139,21 +161,20 @@ class _SimPort:
         now = sim.clock.now()
         at = now + self.elapsed
         token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
-        details: dict[str, Any] = {
-            "name": name, "data": data, "attempt": context.attempt,
-            "idempotency_key": idempotency_key,
-        }  # fmt: skip
         text = f"effect {name} {_summary(data)}"
-        if context.step_key == WORKFLOW_CODE:
-            details["in_workflow_code"] = True
+        in_workflow_code = context.step_key == WORKFLOW_CODE
+        if in_workflow_code:
             text += " in workflow code, outside any step"
         if self.elapsed > 0:
             # The body runs atomically at ``now``; the trace stays in time order, and the
             # moment the effect happened inside the body is kept beside it.
-            details["at"] = at
             text += f" (at t={at:g}, {self.elapsed:g}s into the body)"
+        details = EffectData(
+            name, data, context.attempt, idempotency_key, in_workflow_code,
+            at if self.elapsed > 0 else None,
+        )  # fmt: skip
         sim.trace.add(
-            now, "effect", text, worker=context.worker, execution_id=context.execution_id,
+            now, TraceKind.EFFECT, text, worker=context.worker, execution_id=context.execution_id,
             step_key=context.step_key, token=token, data=details,
         )  # fmt: skip
 
@@ -179,11 +200,10 @@ class _SimPort:
         )
         call = "random()" if what == "random" else "now()"
         sim.trace.add(
-            sim.clock.now(), "world", f"{where} read step.world.{call}: {value:.6g}",
+            sim.clock.now(), TraceKind.WORLD, f"{where} read step.world.{call}: {value:.6g}",
             worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
             token=context.lease.token if context.lease is not None else None,
-            data={"read": what, "value": value,
-                  "in_workflow_code": context.step_key == WORKFLOW_CODE},
+            data=WorldReadData(what, value, context.step_key == WORKFLOW_CODE),
         )  # fmt: skip
         return value
 
@@ -323,8 +343,8 @@ class Simulator:
                 reached = ", ".join(cancelled) or "nothing live"
                 text = f"cancel {item.execution_id}: requested for {reached}"
                 self.trace.add(
-                    self.clock.now(), "cancel", text, execution_id=item.execution_id,
-                    data={"cancelled": cancelled},
+                    self.clock.now(), TraceKind.CANCEL, text, execution_id=item.execution_id,
+                    data=CancelData(tuple(cancelled)),
                 )  # fmt: skip
             elif isinstance(item, Prune):
                 self._prune(item.execution_id)
@@ -337,22 +357,23 @@ class Simulator:
                     # The runtime's answer to a caller-chosen ID that exists: an event of the
                     # run, not the end of it.
                     self.trace.add(
-                        self.clock.now(), "trigger",
+                        self.clock.now(), TraceKind.TRIGGER,
                         f"trigger of {item.workflow_id} as {item.execution_id} refused: "
                         f"{refused.code}: {refused}",
-                        data={"workflow_id": item.workflow_id,
-                              "execution_id": item.execution_id, "refused": str(refused.code)},
+                        data=TriggerData(
+                            item.workflow_id, item.execution_id, str(refused.code)
+                        ),
                     )  # fmt: skip
                     continue
                 event = self.trace.add(
-                    self.clock.now(), "trigger",
+                    self.clock.now(), TraceKind.TRIGGER,
                     f"trigger admits {execution_id} ({item.workflow_id})",
-                    execution_id=execution_id, data={"workflow_id": item.workflow_id},
+                    execution_id=execution_id, data=TriggerData(item.workflow_id),
                 )  # fmt: skip
                 self.observe_admission(execution_id, "trigger", None, event)
             else:
                 names = ", ".join(w.name for w in item.workflows)
-                self.trace.add(self.clock.now(), "deploy", f"deploy new code for {names}")
+                self.trace.add(self.clock.now(), TraceKind.DEPLOY, f"deploy new code for {names}")
             self.kernel.nudge()
 
     def _prune(self, execution_id: str) -> None:
@@ -362,7 +383,7 @@ class Simulator:
             text = f"prune {execution_id} refused: {refused}"
         else:
             text = f"prune {execution_id}: its steps, wake and start requests are gone"
-        self.trace.add(self.clock.now(), "prune", text, execution_id=execution_id)
+        self.trace.add(self.clock.now(), TraceKind.PRUNE, text, execution_id=execution_id)
 
     def _worker(self, name: str) -> Actor:
         while True:
@@ -370,10 +391,13 @@ class Simulator:
                 yield from self._work(name)
                 return
             except WorkerCrashed:
-                self.trace.add(self.clock.now(), "crash", f"{name} crashed", worker=name)
+                self.trace.add(self.clock.now(), TraceKind.CRASH, f"{name} crashed", worker=name)
                 yield Wait(self.clock.now() + self.scenario.restart_delay)
                 self.trace.add(
-                    self.clock.now(), "restart", f"{name} restarted with no memory", worker=name
+                    self.clock.now(),
+                    TraceKind.RESTART,
+                    f"{name} restarted with no memory",
+                    worker=name,
                 )
 
     def _work(self, name: str) -> Actor:
@@ -408,16 +432,16 @@ class Simulator:
             )
         except InfrastructureError as rejection:
             self.trace.add(
-                self.clock.now(), "reject",
+                self.clock.now(), TraceKind.REJECT,
                 f"delivery of {record.execution_id} rejected: {rejection}",
                 worker=name, execution_id=record.execution_id, token=lease.token,
             )  # fmt: skip
             yield from self._release(name, lease)
             return
         self.trace.add(
-            self.clock.now(), "outcome", f"{record.execution_id}: {_outcome_text(outcome)}",
+            self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {_outcome_text(outcome)}",
             worker=name, execution_id=record.execution_id, token=lease.token,
-            data={"status": outcome.status},
+            data=OutcomeData(outcome.status),
         )  # fmt: skip
         try:
             yield from self._call(
@@ -436,7 +460,7 @@ class Simulator:
                 PointInfo(name, "release", lease.execution_id),
                 lambda: self.runtime.release(lease, delay=delay),
                 token=lease.token,
-                data={"delay": delay},
+                data=lambda _: ReleaseData(delay),
             )
         except InfrastructureError:
             return
@@ -454,10 +478,10 @@ class Simulator:
             ):
                 result = world.run(command)
             self.trace.add(
-                self.clock.now(), "body",
+                self.clock.now(), TraceKind.BODY,
                 f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",
                 worker=name, execution_id=command.execution_id, step_key=command.step_key,
-                token=lease.token, data={"attempt": command.attempt, "elapsed": port.elapsed},
+                token=lease.token, data=BodyData(command.attempt, port.elapsed),
             )  # fmt: skip
             if port.admitted:
                 self.kernel.nudge()
@@ -469,8 +493,9 @@ class Simulator:
                     runtime.renew(lease, lease_seconds=seconds)
                 except LeaseLostError as refused:
                     self.trace.add(
-                        self.clock.now(), "refused", f"renew refused: {refused}", worker=name,
-                        op="renew", execution_id=lease.execution_id, token=lease.token,
+                        self.clock.now(), TraceKind.REFUSED, f"renew refused: {refused}",
+                        worker=name, op="renew", execution_id=lease.execution_id,
+                        token=lease.token,
                     )  # fmt: skip
                     raise
                 yield Wait(self.clock.now() + port.elapsed)
@@ -478,13 +503,12 @@ class Simulator:
         if isinstance(command, ReadClock):
             return self.clock.now()
         call = runtime_call(command)
-        done, data = _narration(command)
         result = yield from self._call(
             PointInfo(name, call.op, lease.execution_id, call.step_key(command)),
             lambda: call.perform(runtime, command),
             token=lease.token,
-            done=done,
-            data=data,
+            done=_narration(command),
+            data=lambda result: _command_data(command, result),
         )
         if isinstance(command, StartChild):
             if isinstance(result, ChildAccepted):
@@ -511,93 +535,114 @@ class Simulator:
         *,
         token: int | None = None,
         done: str | None = None,
-        data: dict[str, Any] | None = None,
+        data: Callable[[Any], Payload] | None = None,
     ) -> Generator[Any, Any, Any]:
-        """Pass a choice point, apply its fault, and make the runtime call."""
+        """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
+        call event's payload from the result (by default, from the result alone)."""
         fault: Fault | None = yield Point(info.label, info)
         index = self.kernel.points - 1
-        where = {
+        where: dict[str, Any] = {
             "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
             "step_key": info.step_key, "token": token, "point": index,
         }  # fmt: skip
         kind = FaultKind(fault.kind) if fault is not None else None
         if fault is not None:
             self.trace.add(
-                self.clock.now(), "fault", f"{fault.action()} {info.label}",
-                data={"kind": str(kind)}, **where,
+                self.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
+                data=FaultData(str(kind)), **where,
             )  # fmt: skip
         if kind == FaultKind.FREEZE:
             assert fault is not None
             assert fault.seconds is not None
             self.trace.add(
-                self.clock.now(), "freeze", f"{info.worker} freezes for {fault.seconds:g}s", **where
+                self.clock.now(),
+                TraceKind.FREEZE,
+                f"{info.worker} freezes for {fault.seconds:g}s",
+                **where,
             )
             yield Wait(self.clock.now() + fault.seconds)
             self.trace.add(
-                self.clock.now(), "resume", f"{info.worker} wakes up and goes on", **where
+                self.clock.now(), TraceKind.RESUME, f"{info.worker} wakes up and goes on", **where
             )
         elif kind == FaultKind.CRASH:
             raise WorkerCrashed
         elif kind == FaultKind.INFRA_ERROR:
             error = InjectedFailure(f"infrastructure error at {info.label}")
-            self.trace.add(self.clock.now(), "error", f"{info.op} failed: {error}", **where)
+            self.trace.add(self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}", **where)
             raise error
         elif kind == FaultKind.CHILD_EXIT:
             rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
-            self.trace.add(self.clock.now(), "error", f"{info.op} not made: {rejected}", **where)
+            self.trace.add(
+                self.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}", **where
+            )
             raise rejected
         try:
             result = perform()
         except LeaseLostError as refused:
-            self.trace.add(self.clock.now(), "refused", f"{info.op} refused: {refused}", **where)
+            self.trace.add(
+                self.clock.now(), TraceKind.REFUSED, f"{info.op} refused: {refused}", **where
+            )
             if kind == FaultKind.CRASH_AFTER:
                 raise WorkerCrashed from refused
             raise
         except InfrastructureError as failed:
-            self.trace.add(self.clock.now(), "error", f"{info.op} failed: {failed}", **where)
+            self.trace.add(
+                self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {failed}", **where
+            )
             if kind == FaultKind.CRASH_AFTER:
                 raise WorkerCrashed from failed
             raise
         if info.op == "claim" and result is not None:
             where.update(execution_id=result.lease.execution_id, token=result.lease.token)
         self.trace.add(
-            self.clock.now(), "call", _call_text(info, result, done),
-            data={**(data or {}), **_call_data(result)},
+            self.clock.now(), TraceKind.CALL, _call_text(info, result, done),
+            data=(data or _result_data)(result),
             **where,
         )  # fmt: skip
         if kind == FaultKind.CRASH_AFTER:
             raise WorkerCrashed
         if kind == FaultKind.LOSE_RESPONSE:
-            self.trace.add(self.clock.now(), "error", f"the response of {info.op} is lost", **where)
+            self.trace.add(
+                self.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost", **where
+            )
             raise ResponseLost(f"the response of {info.label} was lost")
         return result
 
 
-def _narration(command: Command) -> tuple[str | None, dict[str, Any] | None]:
-    """What the trace says a runtime call did (None: the result says it) and the command's part
-    of the call event's data."""
+def _narration(command: Command) -> str | None:
+    """What the trace says a runtime call did (None: the result says it)."""
     if isinstance(command, PutStep):
-        return (
-            f"recorded step {command.step_key}: {command.status} {_summary(command.value)}",
-            {"status": command.status, **_traced(command.value), "attempt": command.attempt,
-             "wake_at": command.wake_at},
-        )  # fmt: skip
+        return f"recorded step {command.step_key}: {command.status} {_summary(command.value)}"
     if isinstance(command, RecordWake):
-        return f"wake at t={command.at:g}", {"at": command.at}
+        return f"wake at t={command.at:g}"
     if isinstance(command, WaitFor):
-        return f"waits for {command.execution_id}", None
+        return f"waits for {command.execution_id}"
     if isinstance(command, RequestCancel):
-        return f"cancel requested for {command.execution_id} and what it owns", None
+        return f"cancel requested for {command.execution_id} and what it owns"
+    return None
+
+
+def _command_data(command: Command, result: Any) -> Payload:
+    """A driver command's call event payload: the command's part and the result's."""
+    if isinstance(command, PutStep):
+        value, digest, size = _traced(command.value)
+        return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
+    if isinstance(command, RecordWake):
+        return RecordWakeData(command.at)
+    rejected = str(result.code) if isinstance(result, StartRejected) else None
     if isinstance(command, StartChild):
         child = command.request
-        return None, {
-            "workflow_id": child.workflow_id, "child_id": child.child_id,
-            "detached": child.detached,
-        }  # fmt: skip
+        accepted = result if isinstance(result, ChildAccepted) else None
+        return StartChildData(
+            child.workflow_id, child.child_id, child.detached,
+            None if accepted is None else accepted.execution_id,
+            None if accepted is None else accepted.created, rejected,
+        )  # fmt: skip
     if isinstance(command, CallStart):
         request = command.request
-        return None, {"workflow_id": request.workflow_id, "detached": request.detached}
-    return None, None
+        accepted_id = result.execution_id if isinstance(result, StartAccepted) else None
+        return StartData(request.workflow_id, request.detached, accepted_id, rejected)
+    return _result_data(result)
 
 
 def _call_text(info: PointInfo, result: Any, done: str | None) -> str:
@@ -627,26 +672,17 @@ def _call_text(info: PointInfo, result: Any, done: str | None) -> str:
     return f"{info.op}: ok"
 
 
-def _call_data(result: Any) -> dict[str, Any]:
+def _result_data(result: Any) -> Payload:
     """The structured part of a call's result, for invariants and views."""
-    if isinstance(result, StartAccepted):
-        return {"accepted": result.execution_id}
-    if isinstance(result, ChildAccepted):
-        return {"accepted": result.execution_id, "created": result.created}
-    if isinstance(result, StartRejected):
-        return {"rejected": str(result.code)}
     if isinstance(result, Delivery):
-        record = result.execution
-        return {
-            "claimed": result.lease.execution_id,
-            "expires_at": result.lease.expires_at,
-            "workflow_id": record.workflow_id,
-        }
+        return ClaimData(
+            result.lease.execution_id, result.lease.expires_at, result.execution.workflow_id
+        )
     if isinstance(result, ExecutionRecord):
-        return {"status": str(result.status)}
+        return StatusData(str(result.status))
     if isinstance(result, list):  # a cancellation: the executions it reached
-        return {"cancelled": result}
-    return {}
+        return CancelData(tuple(result))
+    return NO_DATA
 
 
 def _body_text(result: BodyResult) -> str:

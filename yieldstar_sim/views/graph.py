@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING, Any
 import networkx as nx
 
 from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.trace import (
+    EffectData,
+    StartChildData,
+    StartData,
+    StatusData,
+    TraceKind,
+    TriggerData,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -141,42 +149,41 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
         if upto is not None and event.seq > upto:
             break
         data = event.data
-        if event.kind == "trigger" and event.execution_id:
-            graph.add_node(event.execution_id, workflow_id=str(data.get("workflow_id", "?")),
+        if isinstance(data, TriggerData) and event.execution_id:
+            graph.add_node(event.execution_id, workflow_id=data.workflow_id,
                            status="pending", origin="trigger")  # fmt: skip
         elif (
-            event.kind == "call"
-            and event.op == "start_child"
+            isinstance(data, StartChildData)
             and event.execution_id
             and event.step_key
-            and "accepted" in data
+            and data.accepted is not None
         ):
-            child = str(data["accepted"])
-            origin = "spawn" if data.get("detached") else "child"
+            child = data.accepted
+            origin = "spawn" if data.detached else "child"
             if child not in graph:
-                graph.add_node(child, workflow_id=str(data.get("workflow_id", "?")),
+                graph.add_node(child, workflow_id=data.workflow_id,
                                status="pending", origin=origin)  # fmt: skip
-            kind = "start" if data.get("created") else "joined"
+            kind = "start" if data.created else "joined"
             if not graph.has_edge(event.execution_id, child, key=event.step_key):
                 graph.add_edge(event.execution_id, child, key=event.step_key, kind=kind,
-                               step_key=event.step_key, detached=bool(data.get("detached")),
+                               step_key=event.step_key, detached=data.detached,
                                retained=True, duplicate=False, calls=1)  # fmt: skip
-        elif event.kind == "call" and event.op == "start" and event.execution_id and event.step_key:
+        elif isinstance(data, StartData) and event.execution_id and event.step_key:
             request = (event.execution_id, event.step_key)
             calls[request] = calls.get(request, 0) + 1
-            target = data.get("accepted")
+            target = data.accepted
             if target is None:
                 continue
             if target not in graph:
-                graph.add_node(target, workflow_id=str(data.get("workflow_id", "?")),
+                graph.add_node(target, workflow_id=data.workflow_id,
                                status="pending", origin="start")  # fmt: skip
             if not graph.has_edge(event.execution_id, target, key=event.step_key):
                 graph.add_edge(event.execution_id, target, key=event.step_key, kind="start",
-                               step_key=event.step_key, detached=bool(data.get("detached")),
+                               step_key=event.step_key, detached=data.detached,
                                retained=True, duplicate=False, calls=0)  # fmt: skip
             graph.edges[event.execution_id, target, event.step_key]["calls"] = calls[request]
-        elif event.kind == "effect" and data.get("name") == TRIGGERED:
-            admitted = data["data"]
+        elif isinstance(data, EffectData) and data.name == TRIGGERED:
+            admitted = data.data
             target = str(admitted["execution_id"])
             graph.add_node(target, workflow_id=str(admitted["workflow_id"]), status="pending",
                            origin="trigger")  # fmt: skip
@@ -184,13 +191,14 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
                 graph.add_edge(event.execution_id, target, key=f"{event.step_key}#{target}",
                                kind="trigger", step_key=event.step_key, detached=True,
                                retained=False, duplicate=False, calls=1)  # fmt: skip
-        elif event.kind == "call" and event.op == "claim" and event.execution_id in graph:
+        elif event.kind == TraceKind.CALL and event.op == "claim" and event.execution_id in graph:
             if graph.nodes[event.execution_id]["status"] in ("pending", "suspended"):
                 graph.nodes[event.execution_id]["status"] = "running"
-        elif event.kind == "call" and event.op == "acknowledge" and event.execution_id in graph:
-            graph.nodes[event.execution_id]["status"] = str(data.get("status", "?"))
+        elif event.op == "acknowledge" and event.execution_id in graph:
+            status = data.status if isinstance(data, StatusData) else "?"
+            graph.nodes[event.execution_id]["status"] = status
         elif (
-            event.kind in ("crash", "reject")
+            event.kind in (TraceKind.CRASH, TraceKind.REJECT)
             and event.execution_id in graph
             and graph.nodes[event.execution_id]["status"] == "running"
         ):

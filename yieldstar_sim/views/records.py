@@ -15,13 +15,22 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 from __future__ import annotations
 
 import html
-import math
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.model import TERMINAL_STATUSES
+from yieldstar_sim.simulation.trace import (
+    BodyData,
+    ClaimData,
+    EffectData,
+    StartChildData,
+    StartData,
+    StatusData,
+    TraceKind,
+    TriggerData,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -198,39 +207,38 @@ class RecordBook:
 
     def _apply(self, event: TraceEvent) -> None:
         state, t, data = self._state, event.t, event.data
-        if event.kind == "trigger" and event.execution_id:
+        if isinstance(data, TriggerData) and event.execution_id:
             state.executions[event.execution_id] = _Execution(
-                str(data.get("workflow_id", "?")), "trigger", "", due_at=t, due_why="admitted"
+                data.workflow_id, "trigger", "", due_at=t, due_why="admitted"
             )
-        elif event.kind == "effect":
-            self._effect(event)
-        elif event.kind == "body" and float(data.get("elapsed", 0) or 0) > 0:
+        elif isinstance(data, EffectData):
+            self._effect(event, data)
+        elif isinstance(data, BodyData) and data.elapsed > 0:
             # A working worker heartbeats: its lease is renewed for the body's work (the
             # simulator's renew call is not a choice point, so it has no event of its own).
             record = state.executions.get(event.execution_id or "")
             if record is not None and record.lease_token == event.token:
-                expires = t + float(data["elapsed"]) + self.lease_seconds
+                expires = t + data.elapsed + self.lease_seconds
                 record.lease_expires_at = expires
                 lease = state.leases.get((event.execution_id or "", event.token or 0))
                 if lease is not None:
                     lease.expires_at = expires
-        elif event.kind == "call":
+        elif event.kind == TraceKind.CALL:
             self._call(event)
-        elif event.kind == "prune" and event.execution_id:
+        elif event.kind == TraceKind.PRUNE and event.execution_id:
             # Pruning removes an execution's steps and the start requests it made as a caller.
             pruned = event.execution_id
             for key in [k for k in state.steps if k[0] == pruned]:
                 del state.steps[key]
             for key in [k for k in state.requests if k[0] == pruned]:
                 del state.requests[key]
-        elif event.kind in ("crash", "freeze", "resume"):
+        elif event.kind in (TraceKind.CRASH, TraceKind.FREEZE, TraceKind.RESUME):
             self._worker(event)
 
-    def _effect(self, event: TraceEvent) -> None:
-        state, data = self._state, event.data
-        name = str(data.get("name", "?"))
+    def _effect(self, event: TraceEvent, data: EffectData) -> None:
+        state, name = self._state, data.name
         if name == TRIGGERED:
-            admitted = data.get("data", {})
+            admitted = data.data
             target = str(admitted.get("execution_id", "?"))
             state.executions[target] = _Execution(
                 str(admitted.get("workflow_id", "?")),
@@ -239,12 +247,12 @@ class RecordBook:
                 due_at=event.t,
                 due_why="admitted",
             )
-        provenance = f"{event.execution_id} / {event.step_key} (attempt {data.get('attempt', 1)})"
-        key = data.get("idempotency_key")
+        provenance = f"{event.execution_id} / {event.step_key} (attempt {data.attempt})"
+        key = data.idempotency_key
         state.effects.append(
             (
                 name,
-                _short(data.get("data")),
+                _short(data.data),
                 provenance,
                 event.worker or "",
                 f"{event.t:g}" + (f", key {key}" if key else ""),
@@ -255,9 +263,9 @@ class RecordBook:
         state, t, data, op = self._state, event.t, event.data, event.op
         execution_id = event.execution_id or ""
         record = state.executions.get(execution_id)
-        if op == "claim" and "claimed" in data:
+        if isinstance(data, ClaimData):
             token = int(event.token or 0)
-            expires = float(data.get("expires_at", math.inf))
+            expires = data.expires_at
             for lease in state.leases.values():
                 if lease.execution_id == execution_id and not lease.ended:
                     lease.ended = f"expired; taken over by token {token} at t={t:g}"
@@ -265,9 +273,7 @@ class RecordBook:
                 execution_id, event.worker or "?", token, t, expires
             )
             if record is None:  # admitted before the trace began (not in a simulation)
-                record = state.executions[execution_id] = _Execution(
-                    str(data.get("workflow_id", "?")), "?", ""
-                )
+                record = state.executions[execution_id] = _Execution(data.workflow_id, "?", "")
             record.lease_owner, record.lease_token = event.worker, token
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
         elif op in ("start", "start_child"):
@@ -287,7 +293,7 @@ class RecordBook:
             if found is not None:
                 self._wake(record, float(found.group(1)), "wake recorded")
         elif op == "acknowledge" and record is not None:
-            record.status = str(data.get("status", record.status))
+            record.status = data.status if isinstance(data, StatusData) else record.status
             record.lease_owner, record.lease_expires_at = None, None
             if record.status in TERMINAL:
                 record.due_at, record.due_why = None, ""
@@ -300,27 +306,28 @@ class RecordBook:
 
     def _start(self, event: TraceEvent) -> None:
         state, data = self._state, event.data
+        if not isinstance(data, StartData | StartChildData):
+            return
         caller, step_key = event.execution_id or "?", event.step_key or "?"
-        if data.get("created") is False and (caller, step_key) not in state.requests:
+        joined = isinstance(data, StartChildData) and data.created is False
+        if joined and (caller, step_key) not in state.requests:
             return  # joining an existing child records no request: it never takes ownership
-        request = state.requests.setdefault(
-            (caller, step_key), _Request(str(data.get("workflow_id", "?")))
-        )
+        request = state.requests.setdefault((caller, step_key), _Request(data.workflow_id))
         request.calls += 1
-        target = data.get("accepted")
+        target = data.accepted
         if target is None:
-            request.answer = f"rejected {data.get('rejected', '?')}"
+            request.answer = f"rejected {data.rejected or '?'}"
             return
         request.answer = f"accepted {target}"
         if request.target is None:
-            request.target = str(target)
-        if target not in state.executions and data.get("created", True):
-            detached = bool(data.get("detached"))
+            request.target = target
+        if target not in state.executions and not joined:
+            detached = data.detached
             parent = f"{caller} / {step_key}" + (" (detached)" if detached else "")
             # A child made by step.child or step.spawn (start_child) has its own origin.
             origin = "start" if event.op == "start" else "spawn" if detached else "child"
-            state.executions[str(target)] = _Execution(
-                str(data.get("workflow_id", "?")), origin, parent, due_at=event.t,
+            state.executions[target] = _Execution(
+                data.workflow_id, origin, parent, due_at=event.t,
                 due_why="admitted with its start request",
             )  # fmt: skip
 
@@ -336,16 +343,16 @@ class RecordBook:
 
     def _worker(self, event: TraceEvent) -> None:
         worker = event.worker or ""
-        if event.kind == "freeze":
+        if event.kind == TraceKind.FREEZE:
             self._frozen.add(worker)
-        elif event.kind == "resume":
+        elif event.kind == TraceKind.RESUME:
             self._frozen.discard(worker)
         for lease in self._state.leases.values():
             if lease.owner != worker or lease.ended:
                 continue
-            if event.kind == "crash":
+            if event.kind == TraceKind.CRASH:
                 lease.holder = f"{worker} crashed at t={event.t:g}"
-            elif event.kind == "freeze":
+            elif event.kind == TraceKind.FREEZE:
                 lease.holder = f"{worker} frozen since t={event.t:g}"
             else:
                 lease.holder = ""

@@ -31,12 +31,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.export import (
-    _drawable,
-    _inline_svg,
-    _writable,
-    figure_bytes,
-)
+from yieldstar_sim.views.export import _drawable, _inline_svg, figure_bytes
+from yieldstar_sim.views.graph_text import _writable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.trace import ClaimData, TraceKind
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -95,9 +97,9 @@ def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[f
 
 def _mark_label(event: TraceEvent) -> str:
     """The words beside a fault (which fault, at which call) or a crash; none for the rest."""
-    if event.kind == "crash":
+    if event.kind == TraceKind.CRASH:
         return f"{event.worker} crashed"
-    if event.kind != "fault":
+    if event.kind != TraceKind.FAULT:
         return ""
     # The fault event's text reads "freeze 40s before w2 put_step order-42/ship": drop the
     # worker (it is the lane) and the execution (the span says it).
@@ -107,6 +109,10 @@ def _mark_label(event: TraceEvent) -> str:
     target = words.pop() if words and "/" in words[-1] else ""
     step = target.split("/", 1)[1] if target else ""
     return " ".join([*words, step]).strip()
+
+
+#: Event kinds drawn as a mark of their own kind.
+_OWN_MARKS = (TraceKind.FAULT, TraceKind.CRASH, TraceKind.ERROR, TraceKind.EFFECT)
 
 
 def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
@@ -137,31 +143,31 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
         x = x_of[event.seq]
         lane = event.worker or SCENARIO_LANE
         kind = event.kind
-        if kind == "call" and event.op == "claim" and "claimed" in event.data:
+        if isinstance(event.data, ClaimData):
             close(lane, x, "reclaimed")
-            expires_at = float(event.data.get("expires_at", math.inf))
+            expires_at = event.data.expires_at
             open_spans[lane] = (str(event.execution_id), int(event.token or 0), x, expires_at)
-        elif kind == "call" and event.op in ("acknowledge", "release"):
+        elif kind == TraceKind.CALL and event.op in ("acknowledge", "release"):
             timeline.marks.append(Mark(lane, x, "call", event.text))
             close(lane, x, event.op)
-        elif kind == "call" and event.op == "start":
+        elif kind == TraceKind.CALL and event.op == "start":
             timeline.marks.append(Mark(lane, x, "start", event.text, f"start {event.step_key}"))
-        elif kind == "call" and event.op in ("put_step", "record_wake"):
+        elif kind == TraceKind.CALL and event.op in ("put_step", "record_wake"):
             wake = "wake" in event.text or "pending" in event.text
             timeline.marks.append(Mark(lane, x, "wake" if wake else "call", event.text))
-        elif kind == "refused":
+        elif kind == TraceKind.REFUSED:
             timeline.marks.append(Mark(lane, x, "refused", event.text))
             if event.op == "release":
                 close(lane, x, "refused")
-        elif kind in ("fault", "crash", "error", "effect"):
-            timeline.marks.append(Mark(lane, x, kind, event.text, _mark_label(event)))
-            if kind == "crash":
+        elif kind in _OWN_MARKS:
+            timeline.marks.append(Mark(lane, x, str(kind), event.text, _mark_label(event)))
+            if kind == TraceKind.CRASH:
                 close(lane, x, "crash")
-        elif kind in ("trigger", "deploy"):
+        elif kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):
             timeline.marks.append(Mark(SCENARIO_LANE, x, "trigger", event.text))
-        elif kind == "freeze":
+        elif kind == TraceKind.FREEZE:
             freezes[lane] = x
-        elif kind == "resume" and lane in freezes:
+        elif kind == TraceKind.RESUME and lane in freezes:
             timeline.frozen.append((lane, freezes.pop(lane), x))
     for worker in list(open_spans):
         close(worker, width, "open")

@@ -18,6 +18,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.trace import (
+    BodyData,
+    CancelData,
+    ClaimData,
+    EffectData,
+    StartChildData,
+    StartData,
+    StatusData,
+    TraceKind,
+    TriggerData,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -33,13 +44,12 @@ def narrate(trace: Iterable[TraceEvent]) -> list[str]:
     sentences = []
     for event in trace:
         sentence = ""
-        if event.kind == "call" and event.op == "start":
+        if isinstance(event.data, StartData):
             request = (event.execution_id or "?", event.step_key or "?")
             calls[request] = calls.get(request, 0) + 1
-            sentence = _start(event, calls[request], first_target.get(request))
-            accepted = event.data.get("accepted")
-            if accepted is not None:
-                first_target.setdefault(request, str(accepted))
+            sentence = _start(event, event.data, calls[request], first_target.get(request))
+            if event.data.accepted is not None:
+                first_target.setdefault(request, event.data.accepted)
         sentences.append(sentence or describe_event(event))
     return sentences
 
@@ -48,92 +58,90 @@ def describe_event(event: TraceEvent) -> str:
     """One event in words, without context."""
     who, eid, key, data = event.worker or "-", event.execution_id, event.step_key, event.data
     kind = event.kind
-    if kind == "trigger" and "refused" in data:
+    if isinstance(data, TriggerData) and data.refused is not None:
         return (
-            f"The scenario triggers {data.get('workflow_id', '?')} as "
-            f"{data.get('execution_id', '?')}: the runtime refuses, the caller-chosen ID exists "
+            f"The scenario triggers {data.workflow_id} as "
+            f"{data.execution_id or '?'}: the runtime refuses, the caller-chosen ID exists "
             "already, and nothing is admitted."
         )
-    if kind == "trigger":
-        return (
-            f"The scenario triggers {data.get('workflow_id', '?')}: the runtime admits {eid}, "
-            "due now."
-        )
-    if kind == "deploy":
+    if isinstance(data, TriggerData):
+        return f"The scenario triggers {data.workflow_id}: the runtime admits {eid}, due now."
+    if kind == TraceKind.DEPLOY:
         return f"New code is deployed ({event.text.removeprefix('deploy new code for ')}): " \
             "deliveries from now on run it."  # fmt: skip
-    if kind == "call":
+    if kind == TraceKind.CALL:
         return _call(event)
-    if kind == "body":
+    if isinstance(data, BodyData):
         return (
-            f"{who} runs the body of step {key} of {eid} (attempt {data.get('attempt', 1)}): "
+            f"{who} runs the body of step {key} of {eid} (attempt {data.attempt}): "
             f"it {event.text.partition(': ')[2] or 'ran'}. Nothing is recorded until the "
             "step's result is written."
         )
-    if kind == "effect":
-        if data.get("name") == TRIGGERED:
-            admitted = data.get("data", {})
+    if isinstance(data, EffectData):
+        if data.name == TRIGGERED:
+            admitted = data.data
             return (
                 f"The body of step {key} triggers {admitted.get('workflow_id', '?')} without a "
                 f"start request: the runtime admits {admitted.get('execution_id', '?')}, and "
                 "nothing durable ties it to the step. If the step runs again, so does this."
             )
         return (
-            f"In the outside world: {data.get('name', '?')} {_short(data.get('data'))}, by "
+            f"In the outside world: {data.name} {_short(data.data)}, by "
             f"{who} for {eid} / {key}. A crash never undoes an effect."
         )
-    if kind == "fault":
+    if kind == TraceKind.FAULT:
         return f"Fault injected at choice point #{event.point}: {event.text}."
-    if kind == "crash":
+    if kind == TraceKind.CRASH:
         return (
             f"{who} crashes and forgets everything. Its lease stays in the runtime until it "
             "expires; then another delivery replays the execution from its recorded steps."
         )
-    if kind == "restart":
+    if kind == TraceKind.RESTART:
         return f"{who} restarts with no memory and asks for work again."
-    if kind == "freeze":
+    if kind == TraceKind.FREEZE:
         return (
             f"{who} freezes ({event.text.partition(' for ')[2] or 'a while'}): it does not "
             "heartbeat, so its lease runs out while it is stopped."
         )
-    if kind == "resume":
+    if kind == TraceKind.RESUME:
         return (
             f"{who} wakes up and goes on as if nothing happened. If its lease expired meanwhile, "
             "its next fenced write will be refused."
         )
-    if kind == "refused" and event.op in ("start", "start_child"):
+    if kind == TraceKind.REFUSED and event.op in ("start", "start_child"):
         return (
             f"The runtime refuses {who}'s {event.op} for {eid}: {eid} has already ended, and a "
             f"terminal execution admits no new targets, so the stale delivery (token "
             f"{event.token}) cannot leave an orphan nobody would cancel. "
             f"({event.text.partition(': ')[2]})"
         )
-    if kind == "refused":
+    if kind == TraceKind.REFUSED:
         return (
             f"The runtime refuses {who}'s {event.op} on {eid}: its lease (token {event.token}) is "
             f"no longer current. This is fencing: a stale worker cannot overwrite newer records. "
             f"({event.text.partition(': ')[2]})"
         )
-    if kind == "error":
+    if kind == TraceKind.ERROR:
         detail = event.text.partition(": ")[2] or event.text
         return f"{who}'s {event.op} does not come back: {detail}."
-    if kind == "reject":
+    if kind == TraceKind.REJECT:
         return (
             f"{who} gives up the delivery of {eid} without an outcome: "
             f"{event.text.partition(': ')[2]}."
         )
-    if kind == "cancel":
-        reached = ", ".join(data.get("cancelled", [])) or "nothing live"
+    if kind == TraceKind.CANCEL:
+        cancelled = data.cancelled if isinstance(data, CancelData) else ()
+        reached = ", ".join(cancelled) or "nothing live"
         return (
             f"Cancellation is requested for {eid}: it reaches {reached} (what it owns; "
             "detached work is left alone). Each learns it at its next delivery."
         )
-    if kind == "prune":
+    if kind == TraceKind.PRUNE:
         return (
             f"{eid} is pruned: its steps, its wake and the start requests it made are gone; "
             "the executions it started keep running and keep their parent link."
         )
-    if kind == "outcome":
+    if kind == TraceKind.OUTCOME:
         return (
             f"The workflow code of {eid} returns on {who}: {event.text.partition(': ')[2]}. "
             "The outcome counts only once it is acknowledged."
@@ -144,11 +152,11 @@ def describe_event(event: TraceEvent) -> str:
 def _call(event: TraceEvent) -> str:
     who, eid, key, data, op = event.worker, event.execution_id, event.step_key, event.data, event.op
     if op == "claim":
-        if "claimed" not in data:
+        if not isinstance(data, ClaimData):
             return f"{who} asks for due work: nothing is due."
         return (
-            f"{who} claims {eid} ({data.get('workflow_id', '?')}): it holds the lease with "
-            f"fencing token {event.token} until t={data.get('expires_at', '?'):g}, and replays "
+            f"{who} claims {eid} ({data.workflow_id}): it holds the lease with "
+            f"fencing token {event.token} until t={data.expires_at:g}, and replays "
             "the workflow from its recorded steps."
         )
     if op == "put_step":
@@ -162,17 +170,17 @@ def _call(event: TraceEvent) -> str:
             f"{who} records step {key} of {eid}: {status} {value}. From now on the step is "
             "replayed from this record and never run again."
         )
-    if op == "start_child":
-        target, detached = data.get("accepted"), bool(data.get("detached"))
-        if "rejected" in data:
-            return f"{who} asks for child {key} of {eid}: refused with {data['rejected']}."
-        if data.get("created") is False:
+    if isinstance(data, StartChildData):
+        target, detached = data.accepted, data.detached
+        if data.rejected is not None:
+            return f"{who} asks for child {key} of {eid}: refused with {data.rejected}."
+        if data.created is False:
             return (
                 f"{who} joins the existing {target} for step {key} of {eid}: joining never "
                 "takes ownership, and no start request is recorded."
             )
         return (
-            f"{who} creates {target} ({data.get('workflow_id', '?')}) for step {key} of {eid}, "
+            f"{who} creates {target} ({data.workflow_id}) for step {key} of {eid}, "
             f"with its parent link{' (detached: it outlives its parent)' if detached else ''}."
         )
     if op == "wait_for":
@@ -183,10 +191,8 @@ def _call(event: TraceEvent) -> str:
     if op == "record_wake":
         return f"{who} records a wake for {eid}: {event.text.partition(': ')[2]}."
     if op == "acknowledge":
-        return (
-            f"{who} acknowledges {eid}: its record is now {data.get('status', '?')}, and the "
-            "lease is given up."
-        )
+        status = data.status if isinstance(data, StatusData) else "?"
+        return f"{who} acknowledges {eid}: its record is now {status}, and the lease is given up."
     if op == "release":
         return (
             f"{who} gives up its lease on {eid} without an outcome: it is due again after the "
@@ -195,10 +201,10 @@ def _call(event: TraceEvent) -> str:
     return f"{who}: {event.text}"
 
 
-def _start(event: TraceEvent, call: int, first: str | None) -> str:
-    who, data = event.worker, event.data
+def _start(event: TraceEvent, data: StartData, call: int, first: str | None) -> str:
+    who = event.worker
     request = f"({event.execution_id}, {event.step_key})"
-    accepted, rejected = data.get("accepted"), data.get("rejected")
+    accepted, rejected = data.accepted, data.rejected
     if rejected is not None:
         why = {
             "START_REQUEST_MISMATCH": (
@@ -210,14 +216,14 @@ def _start(event: TraceEvent, call: int, first: str | None) -> str:
                 "the parameters are not a durable value; nothing is admitted and no request "
                 "is recorded"
             ),
-        }.get(str(rejected), "")
+        }.get(rejected, "")
         return (
             f"{who} calls start for request {request}: the runtime refuses it with {rejected}"
             + (f": {why}." if why else ".")
         )
     if call == 1 or first is None:
         return (
-            f"{who} starts {data.get('workflow_id', '?')} for request {request}: in one "
+            f"{who} starts {data.workflow_id} for request {request}: in one "
             f"transaction the runtime records the request and admits {accepted} with its "
             "parent link."
         )

@@ -13,7 +13,7 @@ slider and clicking buttons.
 >>> import yieldstar_sim as ys
 >>> stepper = ys.Stepper(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
 >>> stepper.next_button.click()
->>> stepper.index, stepper.event.kind
+>>> stepper.index, str(stepper.event.kind)
 (1, 'call')
 """
 

@@ -1,0 +1,71 @@
+"""Invariants checked after every run, each violation explained in a sentence.
+
+Built in: exactly one target per start request; every target has its request record and parent
+link; at most one admitted execution per (caller, step key), counting non-durable triggers by
+their provenance; every accepted start recorded once and consistently; outcomes acknowledged
+only under the current lease; no execution lost; owned targets follow their owner; joined runs
+keep their owner. Users add ``at_most_once(effect, by=field)`` and plain callables over the
+run.
+
+The built-in invariants live by what they watch: ``starts`` (requests, admissions, leases),
+``ownership`` (owners and what they own), ``outcomes`` (how executions end) and ``effects``
+(``at_most_once``); ``evidence`` reads the trace for their sentences.
+"""
+
+from __future__ import annotations
+
+from yieldstar_sim.simulation.invariants.effects import AtMostOnce, at_most_once
+from yieldstar_sim.simulation.invariants.outcomes import ExecutionsEndAsExpected
+from yieldstar_sim.simulation.invariants.ownership import (
+    JoinedRunsKeepTheirOwner,
+    OwnedChildrenEndWithTheirOwner,
+    OwnedTargetsFollowTheirOwner,
+)
+from yieldstar_sim.simulation.invariants.protocol import (
+    FunctionInvariant,
+    Invariant,
+    Violation,
+    as_invariant,
+)
+from yieldstar_sim.simulation.invariants.starts import (
+    AcceptedStartsRecordedOnce,
+    AcknowledgedUnderCurrentLease,
+    NothingLost,
+    OneAdmissionPerStep,
+    OneTargetPerStartRequest,
+    TargetsHaveRequestAndParent,
+)
+
+BUILT_IN: tuple[Invariant, ...] = (
+    OneTargetPerStartRequest(),
+    TargetsHaveRequestAndParent(),
+    OneAdmissionPerStep(),
+    AcceptedStartsRecordedOnce(),
+    AcknowledgedUnderCurrentLease(),
+    NothingLost(),
+    OwnedChildrenEndWithTheirOwner(),
+    OwnedTargetsFollowTheirOwner(),
+    JoinedRunsKeepTheirOwner(),
+)
+"""The invariants every run is checked against, in the order their violations are listed."""
+
+
+__all__ = [
+    "BUILT_IN",
+    "AcceptedStartsRecordedOnce",
+    "AcknowledgedUnderCurrentLease",
+    "AtMostOnce",
+    "ExecutionsEndAsExpected",
+    "FunctionInvariant",
+    "Invariant",
+    "JoinedRunsKeepTheirOwner",
+    "NothingLost",
+    "OneAdmissionPerStep",
+    "OneTargetPerStartRequest",
+    "OwnedChildrenEndWithTheirOwner",
+    "OwnedTargetsFollowTheirOwner",
+    "TargetsHaveRequestAndParent",
+    "Violation",
+    "as_invariant",
+    "at_most_once",
+]

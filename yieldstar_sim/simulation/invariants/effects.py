@@ -1,0 +1,187 @@
+"""``at_most_once``: an effect in the outside world happens at most once (per value of a
+data field), and when it happened twice, why."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.engine.world import WORKFLOW_CODE
+from yieldstar_sim.simulation.invariants.evidence import why_again
+from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.trace import (
+    BodyData,
+    TraceKind,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.engine.world import Effect
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+
+@dataclass(frozen=True, slots=True)
+class AtMostOnce:
+    """The effect ``effect`` happened at most once per value of its data field ``by``.
+
+    Effects that share an idempotency key count once: the outside service deduplicated them.
+    """
+
+    effect: str
+    by: str | None = None
+    final_only = False  # a safety property: a cut run can break it too
+
+    @property
+    def name(self) -> str:
+        """``at_most_once(courier.booked, by=order)``."""
+        return f"at_most_once({self.effect}" + (f", by={self.by})" if self.by else ")")
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Count the effects per value of ``by``."""
+        groups: dict[str, list[Any]] = defaultdict(list)
+        keys: set[tuple[str, str]] = set()
+        for effect in run.effects:
+            if effect.name == self.effect:
+                key = repr(effect.data.get(self.by)) if self.by else ""
+                if effect.idempotency_key is not None:
+                    if (key, effect.idempotency_key) in keys:
+                        continue  # the same effect again, deduplicated by the service
+                    keys.add((key, effect.idempotency_key))
+                groups[key].append(effect)
+        violations = []
+        for key, effects in groups.items():
+            if len(effects) < 2:
+                continue
+            which = f" for {self.by}={key}" if self.by else ""
+            times = " and ".join(_effect_words(e) for e in effects)
+            violations.append(
+                Violation(
+                    self.name,
+                    f"{self.effect} happened {len(effects)} times{which}: {times}; "
+                    f"{_why_repeated(run, effects[0], effects[1])}",
+                    {"count": len(effects)},
+                )
+            )
+        return violations
+
+    def unwatched(self, run: SimulationRun) -> str | None:
+        """A warning when the run made no effect of this name (a misspelled name?)."""
+        if any(effect.name == self.effect for effect in run.effects):
+            return None
+        names = sorted({effect.name for effect in run.effects})
+        return (
+            f"{self.name} watched nothing: the run made no effect named {self.effect!r} "
+            f"(the effects it made: {', '.join(names) or 'none'})"
+        )
+
+
+def _effect_words(effect: Effect) -> str:
+    token = f", token {effect.token}" if effect.token is not None else ""
+    return (
+        f"at t={effect.at:g} by {effect.worker} ({effect.execution_id} / {effect.step_key}, "
+        f"attempt {effect.attempt}{token})"
+    )
+
+
+def _effect_event(run: SimulationRun, effect: Effect) -> TraceEvent | None:
+    """The trace event that recorded ``effect`` (effects and their events are in one order)."""
+    for number, event in enumerate(run.trace.of_kind(TraceKind.EFFECT)):
+        if number < len(run.effects) and run.effects[number] is effect:
+            return event
+    return None
+
+
+def _admitted_how(run: SimulationRun, execution_id: str) -> str:
+    admissions = [a for a in run.admissions if a.execution_id == execution_id]
+    if not admissions:
+        return "admitted before the run"
+    words = []
+    for admission in admissions:
+        by = f" ({admission.by[0]}, {admission.by[1]})" if admission.by else ""
+        words.append(
+            {
+                "trigger": "triggered by the scenario",
+                "body trigger": f"triggered without a request identity from step{by}",
+                "start": f"started by request{by}",
+                "child": f"created as an owned child by step{by}",
+                "spawn": f"spawned by step{by}",
+            }.get(admission.how, f"admitted ({admission.how}{by})")
+            + f" at t={admission.at:g}"
+        )
+    if len(admissions) > 1:
+        return f"admitted {len(admissions)} times, " + ", then ".join(words)
+    return words[0]
+
+
+def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
+    """Why an effect happened again: a replay, a retry, or another execution."""
+    dedup = (
+        "the service does not deduplicate it (an idempotency_key= on the effect models one that "
+        "does)"
+    )
+    if first.execution_id != second.execution_id:
+        return (
+            f"two different executions did it: {first.execution_id}, "
+            f"{_admitted_how(run, first.execution_id)}, and {second.execution_id}, "
+            f"{_admitted_how(run, second.execution_id)}"
+        )
+    if first.step_key != second.step_key:
+        return f"{first.execution_id} did it in two steps, {first.step_key} and {second.step_key}"
+    if first.step_key == WORKFLOW_CODE:
+        return (
+            f"it is made in workflow code, outside any step, and workflow code runs again on "
+            f"every delivery of {first.execution_id} (token {first.token}, then token "
+            f"{second.token}): wrap it in a step, `yield from step.run(key, lambda: "
+            f"step.world.effect(...))`, so that a replay returns the recorded result"
+        )
+    step = f"step {first.step_key} of {first.execution_id}"
+    incarnations = [a for a in run.admissions if a.execution_id == first.execution_id]
+    if len(incarnations) > 1 and any(first.at < a.at <= second.at for a in incarnations):
+        return (
+            f"{first.execution_id} was {_admitted_how(run, first.execution_id)}: its record was "
+            f"pruned and the ID admitted again, so {step} ran in a new run; {dedup}"
+        )
+    if first.attempt != second.attempt:
+        ended = next(
+            (
+                event.text.split(": ", 1)[-1]
+                for event in run.trace
+                if isinstance(event.data, BodyData)
+                and event.execution_id == first.execution_id
+                and event.step_key == first.step_key
+                and event.token == first.token
+                and event.data.attempt == first.attempt
+            ),
+            "failed",
+        )
+        timeout = "timeout" in ended
+        return (
+            f"a retry: attempt {first.attempt} of {step} acted and then "
+            + ("ran past its timeout" if timeout else ended)
+            + f", so attempt {second.attempt} ran the body again"
+            + ("" if first.token == second.token else f" (in delivery token {second.token})")
+            + f"; {dedup}"
+        )
+    if first.token != second.token:
+        cause = "on a replay"
+        before, after = _effect_event(run, first), _effect_event(run, second)
+        if before is not None and after is not None:
+            cause = why_again(run, before, after)
+        return (
+            f"the same execution ran {step} again in a new delivery (token {second.token} after "
+            f"token {first.token}) {cause}: the body acted before its result was recorded, and "
+            f"{dedup}"
+        )
+    return f"the body of {step} made it twice in one attempt"
+
+
+def at_most_once(effect: str, *, by: str | None = None) -> AtMostOnce:
+    """The effect named ``effect`` happens at most once (per value of data field ``by``).
+
+    >>> at_most_once("courier.booked", by="order").name
+    'at_most_once(courier.booked, by=order)'
+    """
+    if not isinstance(effect, str) or not effect:
+        raise ValueError(f"at_most_once needs an effect name, not {effect!r}")
+    return AtMostOnce(effect, by)

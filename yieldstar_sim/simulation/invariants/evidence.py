@@ -1,0 +1,76 @@
+"""What the trace shows about an admission: the event that admitted each execution, why a
+step ran again, where and by whom."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.trace import (
+    EffectData,
+    FaultData,
+    StartChildData,
+    StartData,
+    TraceKind,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+
+def admission_events(run: SimulationRun) -> dict[str, TraceEvent]:
+    """For each execution admitted during the run, the trace event that admitted it."""
+    admitted: dict[str, TraceEvent] = {}
+    for event in run.trace:
+        data = event.data
+        if isinstance(data, StartData | StartChildData) and data.accepted is not None:
+            admitted.setdefault(data.accepted, event)
+        elif isinstance(data, EffectData) and data.name == TRIGGERED:
+            admitted.setdefault(str(data.data["execution_id"]), event)
+    return admitted
+
+
+def why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str:
+    """What happened between two admissions for one step that made the step run again."""
+    between = [e for e in run.trace if first.seq < e.seq < second.seq]
+    redelivered = next(
+        (
+            e
+            for e in between
+            if e.kind == TraceKind.CALL and e.op == "claim" and e.execution_id == first.execution_id
+        ),
+        None,
+    )
+    again = (
+        f", and {redelivered.worker} ran the step again at t={redelivered.t:g} "
+        f"(token {redelivered.token})"
+        if redelivered is not None
+        else ""
+    )
+    for event in between:
+        if isinstance(event.data, FaultData) and event.worker == first.worker:
+            what = event.data.kind
+            call = f"{event.op} of step {event.step_key}" if event.step_key else str(event.op)
+            if what == "freeze":
+                return f"after {first.worker} froze before {call} and its lease expired{again}"
+            if what == "crash":
+                return f"after {first.worker} crashed before {call}{again}"
+            if what == "crash_after":
+                return f"after {first.worker} crashed right after {call}{again}"
+            if what == "child_exit":
+                return f"after {first.worker}'s worker process exited before {call}{again}"
+            if what == "lose_response":
+                return f"after the response of {first.worker}'s {call} was lost{again}"
+            if what == "infra_error":
+                return f"after {first.worker}'s {call} failed{again}"
+            return f"after a fault ({event.text}){again}"
+    for event in between:
+        if event.kind in (TraceKind.REJECT, TraceKind.REFUSED, TraceKind.CRASH):
+            return f"after {event.text}"
+    return "on a replay"
+
+
+def seen_at(event: TraceEvent) -> str:
+    """``at t=3 by w1``: when an event happened and on which worker."""
+    return f"at t={event.t:g} by {event.worker}"

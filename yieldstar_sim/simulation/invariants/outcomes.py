@@ -1,0 +1,169 @@
+"""The scenario's expectations of how each execution ends, and the words for how one
+did end: where it failed, what its workflow code read that made a replay diverge."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.trace import (
+    OutcomeData,
+    PutStepData,
+    TraceKind,
+    WorldReadData,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from yieldstar_sim.model import ExecutionRecord
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.scenario import Expect
+
+
+_STEP_WORK = (TraceKind.BODY, TraceKind.CALL, TraceKind.REFUSED, TraceKind.ERROR)
+
+
+def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
+    """Where an execution's failing delivery was when it failed, from the trace: ``at step
+    ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it)."""
+    where = None
+    for event in run.trace:
+        if event.execution_id != execution_id:
+            continue
+        if event.kind == TraceKind.CALL and event.op == "claim":
+            where = None  # a new delivery: what the last one did is replayed
+        elif event.step_key is not None and event.kind in _STEP_WORK:
+            done = isinstance(event.data, PutStepData) and event.data.status == "completed"
+            where = f"{'after' if done else 'at'} step {event.step_key}"
+        elif isinstance(event.data, OutcomeData) and event.data.status == "failed":
+            return where
+    return where
+
+
+def _error_words(record: ExecutionRecord) -> str:
+    if record.error is None:
+        return "an error with no record"
+    code = f" {record.error.code}" if record.error.code else ""
+    return f"{record.error.name}{code}: {record.error.message}"
+
+
+class ExecutionsEndAsExpected:
+    """Every execution ends as the scenario allows: completed, cancelled after a cancellation
+    request, or as an expectation (``ys.expect``) declares. A failure nobody declared, or one
+    other than the declared one, is a violation that names the execution, the step and the
+    error; an execution that never finished is one too."""
+
+    name = "executions end as expected"
+    final_only = True  # about how a run ends
+
+    def __init__(self, expected: Sequence[Expect] = ()) -> None:
+        self.expected = tuple(expected)
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare each execution's end with what the scenario allows of it."""
+        live = {r.execution_id for r in run.executions if not r.terminal}
+        violations = []
+        for record in run.executions:
+            wanted = [e for e in self.expected if e.names(record.execution_id, record.workflow_id)]
+            who = f"{record.execution_id} ({record.workflow_id})"
+            if not record.terminal:
+                stranded = (
+                    record.due_at is None and record.lease is None and record.waiting_on not in live
+                )
+                if not stranded:  # a stranded one is "no execution lost"'s to report
+                    waits = f", waiting for {record.waiting_on}" if record.waiting_on else ""
+                    violations.append(
+                        Violation(self.name, f"{who} never finished: it is {record.status}{waits}")
+                    )
+                continue
+            if str(record.status) != "failed" or any(_ends_as(record, e) for e in wanted):
+                continue
+            if wanted:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{who} ended {_end_words(run, record)}, but the scenario expects "
+                        + " or ".join(e.describe() for e in wanted),
+                        {"execution": record.execution_id},
+                    )
+                )
+                continue
+            step = _failed_at(run, record.execution_id)
+            where = f" {step}" if step else ""
+            hint = f'ys.expect("{record.workflow_id}"'
+            if record.error is not None:
+                hint += f', error="{record.error.name}"'
+            violations.append(
+                Violation(
+                    self.name,
+                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)} "
+                    f"(a scenario that means it to fail declares it: expected=[{hint})])",
+                    {"execution": record.execution_id, "where": step},
+                )
+            )
+        return violations
+
+    def unwatched(self, run: SimulationRun) -> str | None:
+        """A warning for each expectation that named no execution of the run, or whose
+        executions all ended otherwise (the expected failure did not happen)."""
+        warnings = []
+        idle = [
+            e.describe()
+            for e in self.expected
+            if not any(e.names(r.execution_id, r.workflow_id) for r in run.executions)
+        ]
+        if idle:
+            present = sorted({r.workflow_id for r in run.executions})
+            warnings.append(
+                f"the expectation{'s' if len(idle) > 1 else ''} {'; '.join(idle)} named no "
+                f"execution of the run (its workflows: {', '.join(present) or 'none'})"
+            )
+        for expectation in self.expected:
+            named = [r for r in run.executions if expectation.names(r.execution_id, r.workflow_id)]
+            if named and not any(_ends_as(r, expectation) for r in named):
+                ends = ", ".join(f"{r.execution_id} ended {r.status}" for r in named[:3])
+                warnings.append(
+                    f"the expectation {expectation.describe()} did not come true ({ends})"
+                )
+        return "; ".join(warnings) or None
+
+
+def _why_diverged(run: SimulationRun, record: ExecutionRecord) -> str:
+    """For a nondeterminism error: what its workflow code read outside any step, delivery by
+    delivery, that made a replay take another path."""
+    if record.error is None or record.error.name != "NondeterminismError":
+        return ""
+    reads = [
+        (event.data, event.token)
+        for event in run.trace
+        if event.execution_id == record.execution_id
+        and isinstance(event.data, WorldReadData)
+        and event.data.in_workflow_code
+    ]
+    if not reads:
+        return ""
+    call = "random()" if reads[0][0].read == "random" else "now()"
+    seen = ", ".join(f"{read.value:.6g} under token {token}" for read, token in reads[:4])
+    return (
+        f"; its workflow code read step.world.{call} outside any step ({seen}), so the replay "
+        "took another path: read it inside a step, whose recorded result every replay gets"
+    )
+
+
+def _ends_as(record: ExecutionRecord, expectation: Expect) -> bool:
+    if str(record.status) != expectation.status:
+        return False
+    error = record.error
+    if expectation.error and (error is None or error.name != expectation.error):
+        return False
+    if expectation.code and (error is None or error.code != expectation.code):
+        return False
+    return not (expectation.message and (error is None or expectation.message not in error.message))
+
+
+def _end_words(run: SimulationRun, record: ExecutionRecord) -> str:
+    if str(record.status) != "failed":
+        return str(record.status)
+    step = _failed_at(run, record.execution_id)
+    return f"failed{f' {step}' if step else ''} ({_error_words(record)})"

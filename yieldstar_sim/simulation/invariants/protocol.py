@@ -1,0 +1,77 @@
+"""What an invariant is: a name and ``check(run)`` returning violations; a plain callable
+over the run is one too."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yieldstar_sim.simulation.run import SimulationRun
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """An invariant that did not hold: its name and a sentence saying what happened."""
+
+    invariant: str
+    message: str
+    data: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.invariant}: {self.message}"
+
+
+class Invariant(Protocol):
+    """Something that must hold after a run.
+
+    Optional attributes: ``final_only`` (default True: checked only on runs that finished; a
+    safety property that a cut run can break too says False) and ``unwatched(run)``, a warning
+    when the invariant had nothing to watch in the run (or None).
+    """
+
+    @property
+    def name(self) -> str:
+        """The invariant's name, as violations report it."""
+        ...
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """The violations in ``run`` (empty when it holds)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionInvariant:
+    """A plain callable over the run: returns None/True when it holds, else a message (or
+    False, or a list of messages). It is checked on runs that finished (``final_only``): a
+    callable may well count what a cut run has not done yet."""
+
+    function: Callable[[SimulationRun], Any]
+    name: str
+    final_only: bool = True
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Call the function and turn what it says into violations."""
+        said = self.function(run)
+        if said is None or said is True:
+            return []
+        if said is False:
+            return [Violation(self.name, f"{self.name} does not hold")]
+        if isinstance(said, Violation):
+            return [said]
+        if isinstance(said, str):
+            return [Violation(self.name, said)]
+        return [v if isinstance(v, Violation) else Violation(self.name, str(v)) for v in said]
+
+
+def as_invariant(item: Invariant | Callable[[SimulationRun], Any]) -> Invariant:
+    """Accept an invariant object or a plain callable."""
+    if hasattr(item, "check") and hasattr(item, "name"):
+        return item
+    if callable(item):
+        return FunctionInvariant(item, getattr(item, "__name__", "user invariant"))
+    raise TypeError(
+        f"an invariant is an object with name and check(run), or a callable, not {item!r}"
+    )

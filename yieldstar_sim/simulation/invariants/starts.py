@@ -1,0 +1,226 @@
+"""The invariants of start requests and leases: exactly one target per request, each with
+its request record and parent link, one admission per step, accepted starts recorded once,
+outcomes acknowledged under the current lease, no execution lost."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at, why_again
+from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.trace import (
+    TraceKind,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+
+class OneTargetPerStartRequest:
+    """Exactly one target per start request, and every start-request target recorded as such."""
+
+    name = "one target per start request"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Group started executions by their parent link's request identity."""
+        by_request: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for record in run.executions:
+            if record.origin == "start" and record.parent is not None:
+                by_request[(record.parent.execution_id, record.parent.step_key)].append(
+                    record.execution_id
+                )
+        admitted = admission_events(run)
+        violations = []
+        for (caller, key), targets in sorted(by_request.items()):
+            if len(targets) > 1:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"request ({caller}, {key}) admitted {len(targets)} targets: "
+                        + ", ".join(
+                            f"{t} {seen_at(admitted[t])}" if t in admitted else t for t in targets
+                        ),
+                        {"request": [caller, key], "targets": targets},
+                    )
+                )
+        return violations
+
+
+class TargetsHaveRequestAndParent:
+    """Every started target has its start-request record (while the caller is retained) and a
+    parent link naming its caller."""
+
+    name = "every target has its request record and parent link"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare started executions with the retained start-request records."""
+        records = {r.execution_id: r for r in run.executions}
+        requests = {r.target_execution_id: r for r in run.start_requests}
+        violations = []
+        for record in run.executions:
+            if record.origin != "start":
+                continue
+            if record.parent is None:
+                violations.append(
+                    Violation(
+                        self.name, f"{record.execution_id} was started but has no parent link"
+                    )
+                )
+                continue
+            caller_retained = record.parent.execution_id in records
+            request = requests.get(record.execution_id)
+            if caller_retained and request is None:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{record.execution_id} was started by ({record.parent.execution_id}, "
+                        f"{record.parent.step_key}) but no start-request record names it",
+                    )
+                )
+            elif request is not None and (
+                request.request_id.execution_id,
+                request.request_id.step_key,
+            ) != (record.parent.execution_id, record.parent.step_key):
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{record.execution_id}'s parent link ({record.parent.execution_id}, "
+                        f"{record.parent.step_key}) differs from its request "
+                        f"({request.request_id.execution_id}, {request.request_id.step_key})",
+                    )
+                )
+        return violations
+
+
+class OneAdmissionPerStep:
+    """At most one admitted execution per (caller, step key), counting non-durable triggers made
+    from step bodies by their provenance: the invariant RFC 003's Problem section breaks."""
+
+    name = "at most one admitted execution per step"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Group admissions (starts and triggers from bodies) by the step that made them."""
+        by_step: dict[tuple[str, str], list[tuple[str, TraceEvent]]] = defaultdict(list)
+        for target, event in admission_events(run).items():
+            if event.execution_id is not None and event.step_key is not None:
+                entry = (target, event)
+                if entry not in by_step[(event.execution_id, event.step_key)]:
+                    by_step[(event.execution_id, event.step_key)].append(entry)
+        violations = []
+        for (caller, key), admitted in sorted(by_step.items()):
+            if len(admitted) < 2:
+                continue
+            admitted.sort(key=lambda item: item[1].seq)
+            (first, first_event), (second, second_event) = admitted[0], admitted[1]
+            count = "two" if len(admitted) == 2 else str(len(admitted))
+            violations.append(
+                Violation(
+                    self.name,
+                    f"step ({caller}, {key}) admitted {count} executions, {first} "
+                    f"{seen_at(first_event)} and {second} {seen_at(second_event)} "
+                    f"{why_again(run, first_event, second_event)}",
+                    {"step": [caller, key], "executions": [t for t, _ in admitted]},
+                )
+            )
+        return violations
+
+
+class AcceptedStartsRecordedOnce:
+    """Every completed start step records the target its request admitted, and no two steps
+    claim one target."""
+
+    name = "every accepted start recorded once"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Compare start steps' recorded execution IDs with the start-request records."""
+        requests = {
+            (r.request_id.execution_id, r.request_id.step_key): r.target_execution_id
+            for r in run.start_requests
+        }
+        claimed: dict[str, tuple[str, str]] = {}
+        violations = []
+        for (caller, key), target in requests.items():
+            steps = {s.step_key: s for s in run.steps.get(caller, [])}
+            step = steps.get(key)
+            if step is None or step.status != "completed" or not isinstance(step.value, dict):
+                continue
+            recorded = step.value.get("executionId")
+            if recorded != target:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"step ({caller}, {key}) recorded {recorded}, "
+                        f"but its request admitted {target}",
+                    )
+                )
+            if recorded in claimed:
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{recorded} is recorded by both {claimed[str(recorded)]} "
+                        f"and ({caller}, {key})",
+                    )
+                )
+            claimed[str(recorded)] = (caller, key)
+        return violations
+
+
+class AcknowledgedUnderCurrentLease:
+    """Every acknowledgement that took effect was made under the execution's latest lease."""
+
+    name = "outcomes acknowledged only under the current lease"
+    final_only = False  # a safety property: a cut run can break it too
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Follow claims and acknowledgements through the trace."""
+        latest: dict[str, int] = {}
+        violations = []
+        for event in run.trace:
+            if event.kind != TraceKind.CALL or event.execution_id is None or event.token is None:
+                continue
+            if event.op == "claim":
+                latest[event.execution_id] = event.token
+            elif event.op == "acknowledge":
+                current = latest.get(event.execution_id)
+                if current != event.token:
+                    violations.append(
+                        Violation(
+                            self.name,
+                            f"{event.worker} acknowledged {event.execution_id} "
+                            f"at t={event.t:g} with "
+                            f"token {event.token}, but the current lease has token {current}",
+                        )
+                    )
+        return violations
+
+
+class NothingLost:
+    """Every admitted execution reached an outcome or can still be delivered (a wake, a lease
+    that will expire, or a live execution it waits for): none is stranded."""
+
+    name = "no execution lost"
+    final_only = True  # about how a run ends
+
+    def check(self, run: SimulationRun) -> list[Violation]:
+        """Look for live executions with neither a wake, a lease, nor a live one to wait for."""
+        live = {r.execution_id for r in run.executions if not r.terminal}
+        return [
+            Violation(
+                self.name,
+                f"{record.execution_id} ({record.workflow_id}) is {record.status} with no wake "
+                "and no lease"
+                + (f", waiting for {record.waiting_on}, which is over" if record.waiting_on else "")
+                + ": nothing will ever deliver it again",
+            )
+            for record in run.executions
+            if not record.terminal
+            and record.due_at is None
+            and record.lease is None
+            and record.waiting_on not in live
+        ]
