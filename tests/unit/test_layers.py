@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "cli",
             "demo",
+            "errors",
             "examples",
             "pytest_plugin",
             "strategies",
