@@ -260,7 +260,7 @@ class ErrorInfo:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionRecord:
-    """One execution as the runtime stores it (RFC 007 as fixed in DESIGN.md).
+    """One execution as the runtime stores it (RFC 007 as fixed in docs/decisions.md).
 
     ``due_at`` is the pending wake, if any; ``lease`` the current lease, if one is held (it may
     have expired: compare ``lease.expires_at`` with the clock).

@@ -1,4 +1,4 @@
-"""RFC 003's runtime-adapter table, row by row, and the runtime rules of DESIGN.md, on every
+"""RFC 003's runtime-adapter table, row by row, and the runtime rules of docs/decisions.md, on every
 adapter through the public conformance suite."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The admission, lease, retention, ownership and failure-point rules of DESIGN.md and
+"""The admission, lease, retention, ownership and failure-point rules of
 docs/decisions.md, as runtime-adapter cases."""
 
 from __future__ import annotations
