@@ -80,18 +80,18 @@ import duckdb
 from _report import ms, table, us, verdict
 
 import yieldstar_sim as ys
-from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.model import Completed
 from yieldstar_sim.engine.worker import WorkerProcessInvoker
-from yieldstar_sim.model import Completed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
     from multiprocessing.connection import Connection
 
-    from yieldstar_sim.authoring import StepRequest, StepRunner
+    from yieldstar_sim.core.authoring import StepRequest, StepRunner
+    from yieldstar_sim.core.model import WorkflowRunOutcome
     from yieldstar_sim.engine.dispatcher import DispatchResult
     from yieldstar_sim.engine.invoker import ExecutionEvent
-    from yieldstar_sim.model import WorkflowRunOutcome
 
 InvokerName: TypeAlias = Literal["in-process", "worker"]
 AdapterName: TypeAlias = Literal["memory", "duckdb"]

@@ -14,9 +14,9 @@ faults, which the engine turns into a redelivery rather than an outcome.
 
 from __future__ import annotations
 
-from yieldstar_sim.authoring import Permanent
-from yieldstar_sim.codec import DurableValueError
-from yieldstar_sim.model import (
+from yieldstar_sim.core.authoring import Permanent
+from yieldstar_sim.core.codec import DurableValueError
+from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildFailedError,
     DeliveryRejectedError,

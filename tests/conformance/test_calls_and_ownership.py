@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.authoring import Workflow
+from yieldstar_sim.core.authoring import Workflow
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, ParentLink, Suspended
+from yieldstar_sim.core.profiles import PROFILES
 from yieldstar_sim.errors import ExecutionNotFoundError
-from yieldstar_sim.model import ExecutionRecord, ExecutionStatus, ParentLink, Suspended
-from yieldstar_sim.profiles import PROFILES
 
 
 @pytest.fixture(params=["memory", "duckdb"])

@@ -13,11 +13,8 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.driver import CallStart, Command, PutStep, RunBody, drive
-from yieldstar_sim.engine import BodyWorld, EngineWorld, Ledger, run_delivery
-from yieldstar_sim.engine.invoker import perform_runtime_call
-from yieldstar_sim.errors import InfrastructureError
-from yieldstar_sim.model import (
+from yieldstar_sim.core.driver import CallStart, Command, PutStep, RunBody, drive
+from yieldstar_sim.core.model import (
     StartAccepted,
     StartRejected,
     StartResult,
@@ -25,6 +22,9 @@ from yieldstar_sim.model import (
     Suspended,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.engine import BodyWorld, EngineWorld, Ledger, run_delivery
+from yieldstar_sim.engine.invoker import perform_runtime_call
+from yieldstar_sim.errors import InfrastructureError
 
 REQUEST = ys.RequestId("order-42", "ship")
 caught: list[str] = []

@@ -17,9 +17,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.engine import ExecutionEvent, WorkerProcessInvoker
-from yieldstar_sim.errors import DeliveryRejectedError, InfrastructureError, InjectedFailure
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     Cancelled,
     Delivery,
     ErrorInfo,
@@ -29,6 +27,8 @@ from yieldstar_sim.model import (
     Suspended,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.engine import ExecutionEvent, WorkerProcessInvoker
+from yieldstar_sim.errors import DeliveryRejectedError, InfrastructureError, InjectedFailure
 
 LEASE = 30.0
 DELAY = 5.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime, RequestId, StartRequest
-from yieldstar_sim.model import Cancelled, ChildAccepted, ChildRequest, StartAccepted
+from yieldstar_sim.core.model import Cancelled, ChildAccepted, ChildRequest, StartAccepted
 from yieldstar_sim.runtime import Runtime
 from yieldstar_sim.testing import (
     RFC003_RUNTIME_ADAPTER_CASES,

@@ -16,8 +16,8 @@ import duckdb
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import Delivery, StartAccepted, StartResult
 from yieldstar_sim.errors import LeaseLostError
-from yieldstar_sim.model import Delivery, StartAccepted, StartResult
 from yieldstar_sim.runtime.duckdb_runtime import QUERIES
 
 pytestmark = pytest.mark.duckdb

@@ -36,8 +36,7 @@ from hypothesis.stateful import (
 )
 
 from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime
-from yieldstar_sim.errors import InfrastructureError, InjectedFailure, YieldstarError
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
     ChildRequest,
@@ -54,6 +53,7 @@ from yieldstar_sim.model import (
     Suspended,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.errors import InfrastructureError, InjectedFailure, YieldstarError
 from yieldstar_sim.runtime.failpoints import FAILPOINT_NAMES
 
 if TYPE_CHECKING:

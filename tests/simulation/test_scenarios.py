@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.model import ExecutionRecord, ExecutionStatus, ParentLink
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, ParentLink
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.model import ExecutionStatus
+from yieldstar_sim.core.model import ExecutionStatus
 
 
 @pytest.fixture(params=["memory", "duckdb"])

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.authoring import Workflow
+from yieldstar_sim.core.authoring import Workflow
+from yieldstar_sim.core.model import ErrorInfo, ExecutionRecord, ExecutionStatus, Failed, Suspended
 from yieldstar_sim.errors import StepKeyError, WorkflowDefinitionError
-from yieldstar_sim.model import ErrorInfo, ExecutionRecord, ExecutionStatus, Failed, Suspended
 
 # --------------------------------------------------------------------------- helpers
 

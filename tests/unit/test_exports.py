@@ -18,7 +18,7 @@ import pydot
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.model import ExecutionStatus
+from yieldstar_sim.core.model import ExecutionStatus
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import execution_graph
 from yieldstar_sim.views.export import (

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.authoring import RetryPolicy, StepBuilder, StepDefinition, Workflow, World
+from yieldstar_sim.core.authoring import RetryPolicy, StepBuilder, StepDefinition, Workflow, World
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Failed, StepRecord, Suspended
 from yieldstar_sim.engine import Effect, ExecutionEvent, Registry
 from yieldstar_sim.errors import InjectedFailure, StepDeclarationError
-from yieldstar_sim.model import ExecutionRecord, ExecutionStatus, Failed, StepRecord, Suspended
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from yieldstar_sim.codec import DurableObject, DurableValue
+    from yieldstar_sim.core.codec import DurableObject, DurableValue
 
 # --------------------------------------------------------------------------- identities
 

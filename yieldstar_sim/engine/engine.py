@@ -16,7 +16,7 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Literal
 
-from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.dispatcher import Dispatcher, DispatchResult
 from yieldstar_sim.engine.invoker import InProcessInvoker, Invoker, Registry
 from yieldstar_sim.engine.world import EngineWorld, Ledger
@@ -26,8 +26,8 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from yieldstar_sim.authoring import StepDefinition, Workflow
-    from yieldstar_sim.profiles import DriverProfile
+    from yieldstar_sim.core.authoring import StepDefinition, Workflow
+    from yieldstar_sim.core.profiles import DriverProfile
     from yieldstar_sim.runtime.protocol import Runtime
 
 

@@ -13,13 +13,9 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.authoring import StepDefinition, Workflow
-from yieldstar_sim.driver import Command, DriverGenerator, RunBody, drive
-
-# perform_runtime_call lived here before the table of calls: its importers keep working.
-from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
-from yieldstar_sim.engine.world import BodyWorld, EngineWorld
-from yieldstar_sim.model import (
+from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.driver import Command, DriverGenerator, RunBody, drive
+from yieldstar_sim.core.model import (
     Delivery,
     DeliveryRejectedError,
     InfrastructureError,
@@ -27,7 +23,11 @@ from yieldstar_sim.model import (
     StepDeclarationError,
     WorkflowRunOutcome,
 )
-from yieldstar_sim.profiles import DriverProfile, driver_profile
+from yieldstar_sim.core.profiles import DriverProfile, driver_profile
+
+# perform_runtime_call lived here before the table of calls: its importers keep working.
+from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
+from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable

@@ -19,8 +19,8 @@ from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.model import ExecutionRecord
     from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.scenario import Expect
     from yieldstar_sim.simulation.trace import TraceEvent

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import StepDefinition, Workflow
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -200,7 +200,7 @@ class Scenario:
                     f"scenario {self.name!r}: expected holds ys.expect(...) entries, not "
                     f"{expectation!r}"
                 )
-        from yieldstar_sim.profiles import driver_profile
+        from yieldstar_sim.core.profiles import driver_profile
 
         driver_profile(self.profile)  # refuses an unknown profile now, with the known ones
         for workflow in self.workflows:

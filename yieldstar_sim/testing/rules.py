@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     Cancelled,
     ChildAccepted,

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.model import TERMINAL_STATUSES
 from yieldstar_sim.engine.world import TRIGGERED
-from yieldstar_sim.model import TERMINAL_STATUSES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
