@@ -21,7 +21,7 @@ JUPYTER_ENV := JUPYTER_CONFIG_DIR=$(JUPYTER_STATE)/config JUPYTER_DATA_DIR=$(JUP
 setup: $(VENV)/.installed
 
 # The runtime dependencies only: what `make demo` and the CLI need.
-$(VENV)/.runtime-installed: pyproject.toml
+$(VENV)/.runtime-installed: pyproject.toml setup.py
 	$(PYTHON) -c 'import sys; sys.exit("yieldstar_sim needs Python 3.11 or newer" if sys.version_info < (3, 11) else 0)'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
@@ -38,8 +38,8 @@ test: setup
 	$(BIN)/python -m pytest
 
 lint: setup
-	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios scripts docs
-	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios scripts docs
+	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios scripts docs setup.py
+	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios scripts docs setup.py
 	$(BIN)/mypy
 
 # The documentation site; --strict turns a broken link or API reference into a failure.

@@ -7,7 +7,7 @@ Run it from the repository root::
 
 The workload is one workflow of ``STEPS`` (10) ``step.run`` steps whose bodies return their
 argument: every execution completes in one delivery. It runs on the four engines
-``ys.Engine(..., invoker="test"|"worker", runtime="memory"|"duckdb")`` (DuckDB in memory).
+``ys.Engine(..., invoker="in-process"|"worker", runtime="memory"|"duckdb")`` (DuckDB in memory).
 
 What it measures:
 
@@ -80,27 +80,27 @@ import duckdb
 from _report import ms, table, us, verdict
 
 import yieldstar_sim as ys
-from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.model import Completed
 from yieldstar_sim.engine.worker import WorkerProcessInvoker
-from yieldstar_sim.model import Completed
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Sequence
     from multiprocessing.connection import Connection
 
-    from yieldstar_sim.authoring import StepRequest, StepRunner
+    from yieldstar_sim.core.authoring import StepRequest, StepRunner
+    from yieldstar_sim.core.model import WorkflowRunOutcome
     from yieldstar_sim.engine.dispatcher import DispatchResult
     from yieldstar_sim.engine.invoker import ExecutionEvent
-    from yieldstar_sim.model import WorkflowRunOutcome
 
-InvokerName: TypeAlias = Literal["test", "worker"]
+InvokerName: TypeAlias = Literal["in-process", "worker"]
 AdapterName: TypeAlias = Literal["memory", "duckdb"]
 Case: TypeAlias = tuple[InvokerName, AdapterName]
 
 CASES: tuple[Case, ...] = (
-    ("test", "memory"),
+    ("in-process", "memory"),
     ("worker", "memory"),
-    ("test", "duckdb"),
+    ("in-process", "duckdb"),
     ("worker", "duckdb"),
 )
 ADAPTERS: tuple[AdapterName, ...] = ("memory", "duckdb")
@@ -264,7 +264,7 @@ def measure_queue(queue: Queue, invoker: InvokerName) -> None:
                 engine.runtime.prune(result.execution_id)
     finally:
         engine.close()
-    times = queue.test if invoker == "test" else queue.worker
+    times = queue.test if invoker == "in-process" else queue.worker
     times.append(elapsed / (queue.q * queue.batches))
 
 
@@ -593,7 +593,7 @@ def print_timings(timings: dict[Case, Timing], probes: dict[Case, Probed]) -> No
     print("\nSet-up, outside the timed part (medians)")
     rows = [["adapter", "engine ms", "first delivery ms", "worker first ms", "child start-up ms"]]
     for adapter in ADAPTERS:
-        test, worker = timings[("test", adapter)], timings[("worker", adapter)]
+        test, worker = timings[("in-process", adapter)], timings[("worker", adapter)]
         first_test, first_worker = statistics.median(test.first), statistics.median(worker.first)
         rows.append(
             [
@@ -671,7 +671,7 @@ def print_counts(probes: dict[Case, Probed]) -> None:
         for (invoker, adapter), probed in probes.items()
         for label, ok in (
             (f"{invoker}/{adapter} calls", probed.runtime_calls == expected),
-            (f"{invoker}/{adapter} pipe", invoker == "test" or probed.pipe_calls == STEPS),
+            (f"{invoker}/{adapter} pipe", invoker == "in-process" or probed.pipe_calls == STEPS),
         )
         if not ok
     ]
@@ -782,14 +782,15 @@ def print_queues(queues: Sequence[Queue], main_n: int) -> None:
 def print_summary(
     timings: dict[Case, Timing], probes: dict[Case, Probed], floor: Floor, queues: Sequence[Queue]
 ) -> None:
-    test, worker = timings[("test", "memory")].median, timings[("worker", "memory")].median
+    test, worker = timings[("in-process", "memory")].median, timings[("worker", "memory")].median
     probed = probes[("worker", "memory")]
     calls, pipe_calls = probed.runtime_calls, probed.pipe_calls
     in_process = test / calls
     overhead = (worker - test) / pipe_calls
     ratio = worker / test
     crossing = (in_process + overhead) / in_process
-    bare_put = probes[("test", "memory")].per(probes[("test", "memory")].seconds["put_step"])
+    probe = probes[("in-process", "memory")]
+    bare_put = probe.per(probe.seconds["put_step"])
     bare_put /= STEPS
     crossing_bare = (bare_put + overhead) / bare_put
     floor_call = statistics.median(floor.call)
@@ -808,7 +809,7 @@ def print_summary(
     ]
     show(rows, [False, True])
     print("\nTargets (reported, not asserted)")
-    n = timings[("test", "memory")].n
+    n = timings[("in-process", "memory")].n
     print(
         f"  [{verdict(ratio < MAX_RATIO)}] worker-process cost per runtime call under "
         f"{MAX_RATIO:g}x the in-process cost (memory, N = {n}): {ratio:.2f}x"
@@ -869,7 +870,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 measure_probe(probes[case])
             measure_floor(floor, floor_count)
         for queue in queues:
-            for invoker in ("test", "worker") if rep % 2 == 0 else ("worker", "test"):
+            for invoker in ("in-process", "worker") if rep % 2 == 0 else ("worker", "in-process"):
                 measure_queue(queue, invoker)
     print_timings(timings, probes)
     print_counts(probes)

@@ -84,6 +84,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import ExplorationReport, FaultKind, SimulationRun
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -92,13 +93,13 @@ MAX_COST_RATIO = 1.0
 MIN_SPEEDUP = 1.7
 MAX_PEAK_MB = 300.0
 MAX_GROWTH = 1.25
-FAULT_KINDS: tuple[ys.FaultKind, ...] = tuple(ys.FaultKind)
+FAULT_KINDS: tuple[FaultKind, ...] = tuple(FaultKind)
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-def explore(scenario: ys.Scenario, **options: Any) -> tuple[float, ys.ExplorationReport]:
+def explore(scenario: ys.Scenario, **options: Any) -> tuple[float, ExplorationReport]:
     """Seconds (wall) and report of one exploration, without DuckDB confirmation."""
     options.setdefault("confirm", None)
     start = time.perf_counter()
@@ -106,7 +107,7 @@ def explore(scenario: ys.Scenario, **options: Any) -> tuple[float, ys.Exploratio
     return time.perf_counter() - start, report
 
 
-def timed_simulate(scenario: ys.Scenario, **options: Any) -> tuple[float, ys.SimulationRun]:
+def timed_simulate(scenario: ys.Scenario, **options: Any) -> tuple[float, SimulationRun]:
     """Seconds and result of one ``ys.simulate``; its runtime is closed after the clock stops."""
     start = time.perf_counter()
     run = ys.simulate(scenario, **options)
@@ -120,13 +121,13 @@ def freeze_seconds(scenario: ys.Scenario) -> float:
     return scenario.lease_seconds + scenario.redelivery_delay
 
 
-def fault(kind: ys.FaultKind, at: int, scenario: ys.Scenario) -> ys.Fault:
+def fault(kind: FaultKind, at: int, scenario: ys.Scenario) -> ys.Fault:
     """A fault at a choice point, as the explorer places it."""
-    seconds = freeze_seconds(scenario) if kind == ys.FaultKind.FREEZE else None
+    seconds = freeze_seconds(scenario) if kind == FaultKind.FREEZE else None
     return ys.Fault(kind, at=at, seconds=seconds)
 
 
-def essentials(report: ys.ExplorationReport) -> tuple[Any, ...]:
+def essentials(report: ExplorationReport) -> tuple[Any, ...]:
     """What must not depend on how an exploration was run."""
     return (
         report.schedules_run,
@@ -321,7 +322,7 @@ class Parallel:
 
 def measure_parallel(result: Parallel, scenario: ys.Scenario, rep: int, burn: int) -> None:
     """One repetition: both explorations (alternating order), start-up, and the CPU ceiling."""
-    reports: dict[int, ys.ExplorationReport] = {}
+    reports: dict[int, ExplorationReport] = {}
     for jobs in (1, 2) if rep % 2 == 0 else (2, 1):
         cpu = time.process_time()
         seconds, reports[jobs] = explore(scenario, jobs=jobs, **result.options)

@@ -58,9 +58,9 @@ from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 import duckdb
 from _report import table, us, verdict
 
-from yieldstar_sim.clock import ManualClock
-from yieldstar_sim.codec import durable_value_codec
-from yieldstar_sim.model import (
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.model import (
     Completed,
     Delivery,
     Lease,
@@ -75,8 +75,8 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from yieldstar_sim.codec import DurableObject, DurableValue
-    from yieldstar_sim.model import StartResult, StepStatus
+    from yieldstar_sim.core.codec import DurableObject, DurableValue
+    from yieldstar_sim.core.model import StartResult, StepStatus
     from yieldstar_sim.runtime.protocol import Runtime
 
 P = ParamSpec("P")

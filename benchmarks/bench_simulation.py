@@ -75,7 +75,7 @@ import duckdb
 from _report import ms, table, us, verdict
 
 import yieldstar_sim as ys
-from yieldstar_sim.codec import DurableValueCodec
+from yieldstar_sim.core.codec import DurableValueCodec
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation.faults import FaultPlan

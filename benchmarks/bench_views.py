@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
     from matplotlib.text import Text
 
+    from yieldstar_sim.simulation import SimulationRun
+
 DPI = 100
 SIZES = (10, 100, 500)
 """Executions per run: the parent and N-1 children."""
@@ -113,7 +115,7 @@ def scenario(executions: int) -> ys.Scenario:
     )
 
 
-def simulate(executions: int) -> ys.SimulationRun:
+def simulate(executions: int) -> SimulationRun:
     """The run with ``executions`` executions; refuses a run that did not finish cleanly."""
     run = ys.simulate(scenario(executions), seed=0, runtime="memory")
     finished = sum(1 for record in run.executions if str(record.status) == "completed")
@@ -156,7 +158,7 @@ class Timings:
     png_bytes: int = 0
 
 
-def measure(timings: Timings, run: ys.SimulationRun) -> None:
+def measure(timings: Timings, run: SimulationRun) -> None:
     """One repetition: build both views, draw the run, save it as PNG."""
     gc.collect()
     t0 = time.perf_counter()
@@ -179,7 +181,7 @@ def measure(timings: Timings, run: ys.SimulationRun) -> None:
     timings.pixels = (round(width), round(height))
 
 
-def rasterised(run: ys.SimulationRun) -> tuple[Figure, FigureCanvasAgg, float]:
+def rasterised(run: SimulationRun) -> tuple[Figure, FigureCanvasAgg, float]:
     """A fresh figure of the run on an Agg canvas, drawn once; the draw's seconds."""
     figure = draw_run(run)
     figure.set_dpi(DPI)
@@ -190,7 +192,7 @@ def rasterised(run: ys.SimulationRun) -> tuple[Figure, FigureCanvasAgg, float]:
     return figure, canvas, time.perf_counter() - started
 
 
-def measure_split(timings: Timings, run: ys.SimulationRun) -> None:
+def measure_split(timings: Timings, run: SimulationRun) -> None:
     """What ``savefig`` spends: one layout-and-rasterise draw, then the PNG encoding."""
     _, canvas, raster = rasterised(run)
     buffer = io.BytesIO()
@@ -273,7 +275,7 @@ class Readability:
     """Edge labels whose nearest node box is neither end of their own edge."""
 
 
-def readability(run: ys.SimulationRun, picture: str) -> Readability:
+def readability(run: SimulationRun, picture: str) -> Readability:
     """Label overlaps of the run's picture, measured on its Agg renderer; saves the picture."""
     figure, canvas, _ = rasterised(run)
     renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]

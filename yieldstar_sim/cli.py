@@ -206,9 +206,9 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from yieldstar_sim.clock import ManualClock
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import AdmissionErrorCode, ExecutionAdmissionError
     from yieldstar_sim.demo import lost_response_demo
-    from yieldstar_sim.model import AdmissionErrorCode, ExecutionAdmissionError
     from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
     from yieldstar_sim.runtime.memory import MemoryRuntime
     from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
@@ -450,7 +450,7 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     pictures = write_exploration_pictures(report, out, formats, scenario=scenario)
     review = None
     if "review" in args.format:
-        from yieldstar_sim.filenames import file_stem
+        from yieldstar_sim.core.filenames import file_stem
 
         review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
     if args.json:
@@ -524,7 +524,7 @@ def _output_folder(path: str) -> Path:
 def _output_stem(name: str, seed: int, *, replayed: bool) -> str:
     """Where a run's files go inside --out: a safe stem of the scenario's name (which is free
     text), and a replay's apart from the run it replays."""
-    from yieldstar_sim.filenames import file_stem
+    from yieldstar_sim.core.filenames import file_stem
 
     return f"{file_stem(name)}-seed{seed}" + ("-replayed" if replayed else "")
 

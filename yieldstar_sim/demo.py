@@ -14,9 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
-from yieldstar_sim.model import Cancelled, Completed, Failed, Suspended
 
 if TYPE_CHECKING:
     from yieldstar_sim.engine.dispatcher import DispatchResult

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from yieldstar_sim.filenames import file_stem
+from yieldstar_sim.core.filenames import file_stem
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

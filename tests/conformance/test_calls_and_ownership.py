@@ -9,6 +9,10 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.authoring import Workflow
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, ParentLink, Suspended
+from yieldstar_sim.core.profiles import PROFILES
+from yieldstar_sim.errors import ExecutionNotFoundError
 
 
 @pytest.fixture(params=["memory", "duckdb"])
@@ -16,11 +20,11 @@ def runtime(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def engine_for(runtime: str, *workflows: ys.Workflow, **options: Any) -> ys.Engine:
+def engine_for(runtime: str, *workflows: Workflow, **options: Any) -> ys.Engine:
     return ys.Engine(list(workflows), runtime=runtime, **options)  # type: ignore[arg-type]
 
 
-def record(engine: ys.Engine, execution_id: str) -> ys.ExecutionRecord:
+def record(engine: ys.Engine, execution_id: str) -> ExecutionRecord:
     found = engine.runtime.execution(execution_id)
     assert found is not None, f"{execution_id} does not exist"
     return found
@@ -138,7 +142,7 @@ def misuse(step: ys.StepRunner, params: Any) -> Any:
     return "admitted"
 
 
-@pytest.fixture(params=["test", "worker"])
+@pytest.fixture(params=["in-process", "worker"])
 def invoker(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -155,14 +159,14 @@ def test_a_call_returns_the_targets_result_and_its_end_wakes_the_caller(runtime:
                    execution_id="c")  # fmt: skip
     first = engine.dispatch()
     assert first is not None
-    assert first.outcome == ys.Suspended()
+    assert first.outcome == Suspended()
     waiting = record(engine, "c")
     target = waiting.waiting_on
     assert target is not None
     assert waiting.due_at is None, "a caller waiting for its target must not poll"
     engine.run_until_idle()
     assert record(engine, "c").result == {"total": 42}
-    assert record(engine, target).parent == ys.ParentLink("c", "add", detached=False)
+    assert record(engine, target).parent == ParentLink("c", "add", detached=False)
     assert [r.execution_id for r in engine.runtime.executions()] == ["c", target]
     steps = {s.step_key: s for s in engine.runtime.steps("c")}
     assert steps["add"].value == {"executionId": target, "result": 42}
@@ -176,7 +180,7 @@ def test_a_call_whose_child_fails_raises_its_id_and_error(runtime: str) -> None:
     assert isinstance(result, dict)
     assert result["status"] == "failed"
     assert result["error"] == "StepError"
-    assert record(engine, str(result["failed"])).status == ys.ExecutionStatus.FAILED
+    assert record(engine, str(result["failed"])).status == ExecutionStatus.FAILED
 
 
 # --------------------------------------------------------------------------- cancellation
@@ -199,7 +203,7 @@ def test_cancelling_reaches_owned_targets_and_not_detached_ones(runtime: str) ->
     }
     assert engine.ledger.count("long.done") == 1
     assert engine.cancel("o") == [], "cancelling a terminal execution changes nothing"
-    with pytest.raises(ys.ExecutionNotFoundError):
+    with pytest.raises(ExecutionNotFoundError):
         engine.cancel("nobody")
 
 
@@ -209,7 +213,7 @@ def test_the_cancellation_is_thrown_at_the_current_step_and_can_be_handled(runti
     engine.run_until_idle(until=0)
     engine.cancel("k")
     engine.run_until_idle()
-    assert record(engine, "k").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "k").status == ExecutionStatus.COMPLETED
     assert record(engine, "k").result == "cleaned up"
     wait = next(s for s in engine.runtime.steps("k") if s.step_key == "wait")
     assert wait.status == "failed"
@@ -220,8 +224,8 @@ def test_a_max_duration_cancels_the_workflow_and_what_it_owns(runtime: str) -> N
     engine = engine_for(runtime, *ALL)
     engine.trigger("bounded", execution_id="b")
     engine.run_until_idle()
-    assert record(engine, "b").status == ys.ExecutionStatus.CANCELLED
-    assert record(engine, "bounded-child").status == ys.ExecutionStatus.CANCELLED
+    assert record(engine, "b").status == ExecutionStatus.CANCELLED
+    assert record(engine, "bounded-child").status == ExecutionStatus.CANCELLED
     assert record(engine, "b").finished_at == 50.0
 
 
@@ -238,12 +242,12 @@ def test_joining_never_acquires_ownership(runtime: str) -> None:
     engine.run_until_idle(until=5)
     joined = {s.step_key: s.value for s in engine.runtime.steps("second")}["fulfil"]
     assert joined == {"executionId": "fulfil-42", "joined": True}
-    assert record(engine, "fulfil-42").parent == ys.ParentLink("first", "fulfil", detached=False)
+    assert record(engine, "fulfil-42").parent == ParentLink("first", "fulfil", detached=False)
     assert record(engine, "fulfil-42").params == {"by": "first"}, "a join ignores its input"
     assert engine.cancel("second") == ["second"], "the joiner owns nothing"
     engine.run_until_idle()
-    assert record(engine, "second").status == ys.ExecutionStatus.CANCELLED
-    assert record(engine, "fulfil-42").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "second").status == ExecutionStatus.CANCELLED
+    assert record(engine, "fulfil-42").status == ExecutionStatus.COMPLETED
     assert record(engine, "first").result == {"by": "first"}
 
 
@@ -267,10 +271,10 @@ def test_spawn_returns_at_once_and_the_run_outlives_its_parent(runtime: str) -> 
     engine = engine_for(runtime, *ALL)
     engine.trigger("spawner", {"child": "survey-1"}, execution_id="s")
     engine.dispatch(execution_id="s")
-    assert record(engine, "s").status == ys.ExecutionStatus.COMPLETED
+    assert record(engine, "s").status == ExecutionStatus.COMPLETED
     assert record(engine, "s").result == {"survey": "survey-1"}
-    assert record(engine, "survey-1").status == ys.ExecutionStatus.PENDING
-    assert record(engine, "survey-1").parent == ys.ParentLink("s", "survey", detached=True)
+    assert record(engine, "survey-1").status == ExecutionStatus.PENDING
+    assert record(engine, "survey-1").parent == ParentLink("s", "survey", detached=True)
     engine.trigger("spawner", {"child": "survey-1"}, execution_id="t")
     engine.dispatch(execution_id="t")
     assert record(engine, "t").result == {"survey": "survey-1"}, "an existing ID is success"
@@ -327,7 +331,7 @@ def test_the_parents_own_id_for_another_workflow_is_not_an_id_error(
     engine.trigger("bad-ids", params, execution_id="self")
     engine.run_until_idle()
     record_ = record(engine, "self")
-    assert record_.status == ys.ExecutionStatus.FAILED
+    assert record_.status == ExecutionStatus.FAILED
     assert record_.error is not None
     assert record_.error.code == "START_REQUEST_MISMATCH"
 
@@ -339,7 +343,7 @@ def test_start_and_call_take_the_workflow_itself_as_well_as_its_name(
         engine.trigger("by-object", execution_id="b")
         engine.run_until_idle()
         done = record(engine, "b")
-        assert done.status == ys.ExecutionStatus.COMPLETED, done.error
+        assert done.status == ExecutionStatus.COMPLETED, done.error
         assert isinstance(done.result, dict)
         assert done.result["total"] == 3
         assert record(engine, done.result["started"]).workflow_id == "long"
@@ -363,7 +367,7 @@ def test_an_invalid_workflow_id_is_thrown_at_the_step_and_nothing_is_admitted(
         engine.trigger("misuse", {"verb": verb, "workflow": workflow}, execution_id="m")
         engine.run_until_idle()
         failed = record(engine, "m")
-        assert failed.status == ys.ExecutionStatus.FAILED
+        assert failed.status == ExecutionStatus.FAILED
         assert failed.error is not None
         assert failed.error.name == "ValueError"
         assert failed.error.message.startswith(message)
@@ -392,7 +396,7 @@ def test_a_restate_like_profile_refuses_child_before_submission(runtime: str) ->
     engine.trigger("parent", {"child": "fulfil-1"}, execution_id="p")
     engine.run_until_idle()
     failed = record(engine, "p")
-    assert failed.status == ys.ExecutionStatus.FAILED
+    assert failed.status == ExecutionStatus.FAILED
     assert failed.error is not None
     assert failed.error.name == "ProfileError"
     assert "restate-like engines reject Child before submission" in failed.error.message
@@ -423,9 +427,9 @@ def test_a_temporal_like_profile_supports_child(runtime: str, invoker: str) -> N
             engine.trigger("parent", {"child": "fulfil-1"}, execution_id="p")
             engine.run_until_idle()
             done = record(engine, "p")
-            assert done.status == ys.ExecutionStatus.COMPLETED, (profile, done.error)
+            assert done.status == ExecutionStatus.COMPLETED, (profile, done.error)
             assert done.result == {"by": "p"}
-            assert record(engine, "fulfil-1").parent == ys.ParentLink("p", "fulfil")
+            assert record(engine, "fulfil-1").parent == ParentLink("p", "fulfil")
 
 
 flaky_send = ys.define_step(
@@ -457,7 +461,7 @@ def test_a_restate_like_profile_schedules_retries_with_millisecond_precision(
         assert record(engine, "s").due_at == delay
         engine.run_until_idle()
         done = record(engine, "s")
-        assert (done.status, done.result) == (ys.ExecutionStatus.COMPLETED, "sent")
+        assert (done.status, done.result) == (ExecutionStatus.COMPLETED, "sent")
         assert [effect.at for effect in engine.ledger.named("logged")] == [delay]
 
 
@@ -484,7 +488,7 @@ def test_a_temporal_like_spawn_waits_for_its_start_within_the_parents_budget(
         engine.run_until_idle(until=100)
         cancelled = record(engine, "late")
         assert (cancelled.status, cancelled.cancel_requested) == (
-            ys.ExecutionStatus.CANCELLED, True,
+            ExecutionStatus.CANCELLED, True,
         )  # fmt: skip
         survey = next(step for step in engine.runtime.steps("late") if step.step_key == "survey")
         assert survey.status == "failed"
@@ -496,20 +500,20 @@ def test_a_temporal_like_spawn_waits_for_its_start_within_the_parents_budget(
             "reconcile the same ID before replacing work"
         )
         started = record(engine, "survey-late")  # the error did not prove that nothing started
-        assert started.parent == ys.ParentLink("late", "survey", detached=True)
-        assert started.status != ys.ExecutionStatus.CANCELLED, "a detached run was cancelled"
+        assert started.parent == ParentLink("late", "survey", detached=True)
+        assert started.status != ExecutionStatus.CANCELLED, "a detached run was cancelled"
         engine.trigger("spawner", {"child": "survey-late"}, execution_id="reconcile")
         engine.run_until_idle()
         assert record(engine, "reconcile").result == {"survey": "survey-late"}
         joined = engine.runtime.steps("reconcile")[0]
         assert joined.value == {"executionId": "survey-late", "joined": True}
-        assert record(engine, "survey-late").status == ys.ExecutionStatus.COMPLETED
+        assert record(engine, "survey-late").status == ExecutionStatus.COMPLETED
 
 
 def test_a_restate_like_profile_rounds_retry_delays_to_milliseconds() -> None:
-    profile = ys.PROFILES["restate"]
+    profile = PROFILES["restate"]
     assert profile.round_delay(1.00049) == pytest.approx(1.0)
     assert profile.round_delay(0.0006) == pytest.approx(0.001)
-    assert ys.PROFILES["memory"].round_delay(1.00049) == 1.00049
+    assert PROFILES["memory"].round_delay(1.00049) == 1.00049
     with pytest.raises(ValueError, match="unknown driver profile 'flink'"):
         ys.Engine([add], runtime="memory", profile="flink")

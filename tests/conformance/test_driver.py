@@ -13,9 +13,18 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.driver import CallStart, Command, PutStep, RunBody, drive
+from yieldstar_sim.core.driver import CallStart, Command, PutStep, RunBody, drive
+from yieldstar_sim.core.model import (
+    StartAccepted,
+    StartRejected,
+    StartResult,
+    StepRecord,
+    Suspended,
+    WorkflowRunOutcome,
+)
 from yieldstar_sim.engine import BodyWorld, EngineWorld, Ledger, run_delivery
 from yieldstar_sim.engine.invoker import perform_runtime_call
+from yieldstar_sim.errors import InfrastructureError
 
 REQUEST = ys.RequestId("order-42", "ship")
 caught: list[str] = []
@@ -36,7 +45,7 @@ def charge_order(step: ys.StepRunner, params: Any) -> Any:
     return result
 
 
-class ClientError(ys.InfrastructureError):
+class ClientError(InfrastructureError):
     """The fake client's failure: an infrastructure error, not a rejection."""
 
 
@@ -44,10 +53,10 @@ class ClientError(ys.InfrastructureError):
 class FakeStartClient:
     """Records every request; answers with ``answer(request)``."""
 
-    answer: Callable[[ys.StartRequest], ys.StartResult]
+    answer: Callable[[ys.StartRequest], StartResult]
     calls: list[ys.StartRequest] = field(default_factory=list)
 
-    def start(self, request: ys.StartRequest) -> ys.StartResult:
+    def start(self, request: ys.StartRequest) -> StartResult:
         self.calls.append(request)
         return self.answer(request)
 
@@ -65,7 +74,7 @@ class Harness:
         self.runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
         self.world = EngineWorld(self.runtime, self.clock, Ledger())
 
-    def deliver(self) -> ys.WorkflowRunOutcome:
+    def deliver(self) -> WorkflowRunOutcome:
         self.clock.advance(60)  # past any lease of an earlier, abandoned delivery
         delivery = self.runtime.claim("w1", lease_seconds=30)
         assert delivery is not None
@@ -83,13 +92,13 @@ class Harness:
 
         try:
             outcome = run_delivery(drive(charge_order, delivery, body_world), perform)
-        except (Crash, ys.InfrastructureError):
+        except (Crash, InfrastructureError):
             self.runtime.release(delivery.lease, delay=0)
             raise
         self.runtime.acknowledge(delivery.lease, outcome)
         return outcome
 
-    def step(self, key: str = "ship") -> ys.StepRecord:
+    def step(self, key: str = "ship") -> StepRecord:
         return next(step for step in self.runtime.steps("order-42") if step.step_key == key)
 
 
@@ -97,8 +106,8 @@ class Crash(Exception):
     """The harness's stand-in for a worker that stops between two commands."""
 
 
-def accept(request: ys.StartRequest) -> ys.StartResult:
-    return ys.StartAccepted("@ship-order-7")
+def accept(request: ys.StartRequest) -> StartResult:
+    return StartAccepted("@ship-order-7")
 
 
 @pytest.fixture(autouse=True)
@@ -109,7 +118,7 @@ def _reset_caught() -> None:
 def test_returns_accepted() -> None:
     """The execution ID object is recorded and returned; replay makes no client call."""
     harness = Harness(FakeStartClient(accept))
-    assert harness.deliver() == ys.Suspended()
+    assert harness.deliver() == Suspended()
     assert harness.client.calls == [ys.StartRequest(REQUEST, "ship-order", {"order": 42})]
     step = harness.step()
     assert (step.status, step.value) == ("completed", {"executionId": "@ship-order-7"})
@@ -127,8 +136,8 @@ def test_returns_accepted() -> None:
 def test_returns_rejected(code: ys.WorkflowStartErrorCode) -> None:
     """A WorkflowStartError and its code are recorded and thrown to workflow code; replay
     restores the same class and code without a client call."""
-    harness = Harness(FakeStartClient(lambda request: ys.StartRejected(code, "no")))
-    assert harness.deliver() == ys.Suspended()
+    harness = Harness(FakeStartClient(lambda request: StartRejected(code, "no")))
+    assert harness.deliver() == Suspended()
     assert caught == [f"WorkflowStartError {code}"]
     step = harness.step()
     assert step.status == "failed"
@@ -181,16 +190,16 @@ def test_returns_invalid_start_parameters() -> None:
 def test_throws() -> None:
     """No step is recorded, workflow code cannot catch the error, and the next execution
     attempt calls the client again."""
-    answers: list[Callable[[], ys.StartResult]] = [
+    answers: list[Callable[[], StartResult]] = [
         lambda: (_ for _ in ()).throw(ClientError("connection reset")),
-        lambda: ys.StartAccepted("@ship-order-7"),
+        lambda: StartAccepted("@ship-order-7"),
     ]
     harness = Harness(FakeStartClient(lambda request: answers.pop(0)()))
     with pytest.raises(ClientError):
         harness.deliver()
     assert harness.runtime.steps("order-42") == []
     assert caught == [], f"workflow code caught the client's error: {caught}"
-    assert harness.deliver() == ys.Suspended()
+    assert harness.deliver() == Suspended()
     assert harness.step().value == {"executionId": "@ship-order-7"}
     assert [c.request_id for c in harness.client.calls] == [REQUEST, REQUEST]
 
@@ -205,7 +214,7 @@ def test_caller_stops_after_accepted_but_before_recording_the_step() -> None:
         harness.deliver()
     first_target = runtime.start_requests()[0].target_execution_id
     assert harness.runtime.steps("order-42") == []
-    assert harness.deliver() == ys.Suspended()
+    assert harness.deliver() == Suspended()
     assert [c.request_id for c in harness.client.calls] == [REQUEST, REQUEST]
     assert harness.step().value == {"executionId": first_target}
     assert len(runtime.executions()) == 2, "the repeated start admitted a second target"

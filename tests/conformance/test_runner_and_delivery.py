@@ -17,7 +17,18 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.engine import ExecutionEvent
+from yieldstar_sim.core.model import (
+    Cancelled,
+    Delivery,
+    ErrorInfo,
+    ExecutionStatus,
+    Failed,
+    ParentLink,
+    Suspended,
+    WorkflowRunOutcome,
+)
+from yieldstar_sim.engine import ExecutionEvent, WorkerProcessInvoker
+from yieldstar_sim.errors import DeliveryRejectedError, InfrastructureError, InjectedFailure
 
 LEASE = 30.0
 DELAY = 5.0
@@ -91,7 +102,7 @@ class LockedError(Exception):
         self.lock = threading.Lock()
 
 
-class LockedInfrastructureError(ys.InfrastructureError):
+class LockedInfrastructureError(InfrastructureError):
     """An infrastructure error that cannot cross a pipe."""
 
     def __init__(self, message: str) -> None:
@@ -142,7 +153,7 @@ WORKFLOWS = [
 ]  # fmt: skip
 
 
-@pytest.fixture(params=["test", "worker"])
+@pytest.fixture(params=["in-process", "worker"])
 def invoker(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -165,7 +176,7 @@ def engine(invoker: str, runtime_kind: str) -> Iterator[ys.Engine]:
         yield made
 
 
-def deliver(engine: ys.Engine, execution_id: str) -> ys.WorkflowRunOutcome:
+def deliver(engine: ys.Engine, execution_id: str) -> WorkflowRunOutcome:
     """Claim and deliver, without acknowledging: what ``deliver`` itself resolves with."""
     delivery = engine.runtime.claim("w1", lease_seconds=LEASE, execution_id=execution_id)
     assert delivery is not None
@@ -184,8 +195,8 @@ def test_workflow_returns(engine: ys.Engine) -> None:
 def test_workflow_throws_outside_a_step(engine: ys.Engine) -> None:
     """deliver resolves with failed and the error."""
     outcome = deliver(engine, engine.trigger("throws"))
-    assert isinstance(outcome, ys.Failed)
-    assert outcome.error == ys.ErrorInfo("ValueError", "card declined")
+    assert isinstance(outcome, Failed)
+    assert outcome.error == ErrorInfo("ValueError", "card declined")
 
 
 def test_workflow_throws_workflow_cancelled_error_without_a_cancellation_request(
@@ -196,11 +207,11 @@ def test_workflow_throws_workflow_cancelled_error_without_a_cancellation_request
     execution_id = engine.trigger("cancels-itself")
     result = engine.dispatch("w1")
     assert result is not None
-    assert isinstance(result.outcome, ys.Failed)
-    assert result.outcome.error == ys.ErrorInfo("WorkflowCancelledError", "gave up on its own")
+    assert isinstance(result.outcome, Failed)
+    assert result.outcome.error == ErrorInfo("WorkflowCancelledError", "gave up on its own")
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert (record.status, record.cancel_requested) == (ys.ExecutionStatus.FAILED, False)
+    assert (record.status, record.cancel_requested) == (ExecutionStatus.FAILED, False)
 
 
 def test_workflow_throws_workflow_cancelled_error_after_a_cancellation_request(
@@ -209,20 +220,20 @@ def test_workflow_throws_workflow_cancelled_error_after_a_cancellation_request(
     """With a recorded request, deliver resolves with cancelled."""
     execution_id = engine.trigger("cancels-itself")
     assert engine.cancel(execution_id) == [execution_id]
-    assert deliver(engine, execution_id) == ys.Cancelled()
+    assert deliver(engine, execution_id) == Cancelled()
 
 
 def test_an_infrastructure_operation_fails_during_a_run(engine: ys.Engine) -> None:
     """deliver rejects, the worker replies retry, and no outcome is recorded."""
     execution_id = engine.trigger("returns", {"a": 1, "b": 2})
     engine.runtime.failpoints.arm("put_step.before_commit")
-    with pytest.raises(ys.InfrastructureError) as rejected:
+    with pytest.raises(InfrastructureError) as rejected:
         deliver(engine, execution_id)
-    if isinstance(engine.invoker, ys.WorkerProcessInvoker):
+    if isinstance(engine.invoker, WorkerProcessInvoker):
         assert "the worker replied retry: InjectedFailure" in str(rejected.value)
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.PENDING
+    assert record.status == ExecutionStatus.PENDING
     assert record.result is None
     assert engine.runtime.steps(execution_id) == []
 
@@ -230,7 +241,7 @@ def test_an_infrastructure_operation_fails_during_a_run(engine: ys.Engine) -> No
 def test_a_delay_suspends_the_workflow(engine: ys.Engine) -> None:
     """The unfinished step and its wake are recorded before deliver resolves with suspended."""
     execution_id = engine.trigger("delays")
-    assert deliver(engine, execution_id) == ys.Suspended()
+    assert deliver(engine, execution_id) == Suspended()
     steps = {step.step_key: step for step in engine.runtime.steps(execution_id)}
     assert steps["wait"].status == "pending"
     assert steps["wait"].value == {"until": 60}
@@ -250,7 +261,7 @@ def test_deliver_resolves(engine: ys.Engine) -> None:
     assert result.acknowledged
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.COMPLETED
+    assert record.status == ExecutionStatus.COMPLETED
     assert record.result == {"sum": 3, "from": execution_id}
     assert record.lease is None
     assert record.lease_token == result.lease.token == 1
@@ -258,7 +269,7 @@ def test_deliver_resolves(engine: ys.Engine) -> None:
 
 @pytest.mark.parametrize(
     ("how", "invoker_kind"),
-    [("deliver rejects", "test"), ("the worker replies retry", "worker")],
+    [("deliver rejects", "in-process"), ("the worker replies retry", "worker")],
 )
 def test_a_rejected_delivery_is_delivered_again_after_the_redelivery_delay(
     runtime_kind: str, how: str, invoker_kind: str
@@ -277,7 +288,7 @@ def test_a_rejected_delivery_is_delivered_again_after_the_redelivery_delay(
         redelivery_delay=DELAY,
     ) as engine:
         execution_id = engine.trigger("returns", {"a": 1, "b": 2})
-        refused = ys.InjectedFailure("put_step refused")
+        refused = InjectedFailure("put_step refused")
         engine.runtime.failpoints.arm("put_step.before_commit", error=refused)
         first = engine.dispatch("w1")
         assert first is not None
@@ -285,8 +296,8 @@ def test_a_rejected_delivery_is_delivered_again_after_the_redelivery_delay(
         if how == "deliver rejects":
             assert first.rejection is refused, "deliver did not reject with the runtime's error"
         else:
-            assert isinstance(engine.invoker, ys.WorkerProcessInvoker)
-            assert isinstance(first.rejection, ys.DeliveryRejectedError)
+            assert isinstance(engine.invoker, WorkerProcessInvoker)
+            assert isinstance(first.rejection, DeliveryRejectedError)
             assert str(first.rejection) == (
                 "the worker replied retry: InjectedFailure: put_step refused"
             )
@@ -304,7 +315,7 @@ def test_a_rejected_delivery_is_delivered_again_after_the_redelivery_delay(
         assert again.acknowledged
         assert again.lease.token == 2
         if how == "the worker replies retry":
-            assert isinstance(engine.invoker, ys.WorkerProcessInvoker)
+            assert isinstance(engine.invoker, WorkerProcessInvoker)
             assert (engine.invoker.child_pid, engine.invoker.children_started) == (pid, 1)
 
 
@@ -317,11 +328,11 @@ def test_the_child_exits_before_an_outcome(runtime_kind: str, tmp_path: Any) -> 
         invoker="worker",
         redelivery_delay=DELAY,
     ) as engine:
-        assert isinstance(engine.invoker, ys.WorkerProcessInvoker)
+        assert isinstance(engine.invoker, WorkerProcessInvoker)
         execution_id = engine.trigger("kills-its-worker", {"marker": str(tmp_path / "died")})
         first = engine.dispatch("w1")
         assert first is not None
-        assert isinstance(first.rejection, ys.DeliveryRejectedError)
+        assert isinstance(first.rejection, DeliveryRejectedError)
         assert f"code {-signal.SIGKILL}" in str(first.rejection)
         assert [step.step_key for step in engine.runtime.steps(execution_id)] == ["before"]
         assert engine.dispatch("w1") is None
@@ -334,7 +345,7 @@ def test_the_child_exits_before_an_outcome(runtime_kind: str, tmp_path: Any) -> 
 
 
 CLIENT_ERRORS: dict[str, Callable[[], Exception]] = {
-    "an infrastructure error": lambda: ys.InjectedFailure("the start client broke"),
+    "an infrastructure error": lambda: InjectedFailure("the start client broke"),
     "a RuntimeError": lambda: RuntimeError("the start client broke"),
     "an error that cannot be pickled": lambda: LockedError("the start client broke"),
     "an infrastructure error that cannot be pickled": lambda: LockedInfrastructureError(
@@ -361,11 +372,11 @@ def test_an_answer_that_cannot_cross_the_pipe_stops_the_worker_process() -> None
     clock = ys.ManualClock()
     runtime = AnswersWithALock(clock=clock)
     with ys.Engine(WORKFLOWS, runtime=runtime, invoker="worker", redelivery_delay=DELAY) as engine:
-        assert isinstance(engine.invoker, ys.WorkerProcessInvoker)
+        assert isinstance(engine.invoker, WorkerProcessInvoker)
         execution_id = engine.trigger("returns", {"a": 1, "b": 2})
         first = engine.dispatch("w1")
         assert first is not None
-        assert isinstance(first.rejection, ys.DeliveryRejectedError)
+        assert isinstance(first.rejection, DeliveryRejectedError)
         assert "cannot pickle" in str(first.rejection)
         assert str(first.rejection).endswith("the worker process was stopped")
         assert engine.runtime.execution(execution_id).lease is None  # type: ignore[union-attr]
@@ -391,7 +402,7 @@ def test_the_workflow_start_client_throws(
     first = engine.dispatch("w1")
     assert first is not None
     assert first.outcome is None, "the client's error became an outcome"
-    assert isinstance(first.rejection, ys.InfrastructureError), "deliver did not reject"
+    assert isinstance(first.rejection, InfrastructureError), "deliver did not reject"
     assert "the start client broke" in str(first.rejection)
     assert [step.step_key for step in engine.runtime.steps(execution_id)] == ["charge"]
     assert not marker.exists(), f"workflow code caught {marker.read_text()}"
@@ -399,7 +410,7 @@ def test_the_workflow_start_client_throws(
     record = engine.runtime.execution(execution_id)
     assert record is not None
     assert (record.status, record.lease, record.lease_token) == (
-        ys.ExecutionStatus.PENDING, None, 1,
+        ExecutionStatus.PENDING, None, 1,
     ), "the lease was not released"  # fmt: skip
     assert record.due_at == DELAY
     engine.clock.advance(DELAY)
@@ -408,7 +419,7 @@ def test_the_workflow_start_client_throws(
     assert all(r.acknowledged for r in results)
     ship_orders = [r for r in engine.runtime.executions() if r.workflow_id == "ship-order"]
     assert len(ship_orders) == 1
-    assert ship_orders[0].parent == ys.ParentLink("order-42", "ship")
+    assert ship_orders[0].parent == ParentLink("order-42", "ship")
     assert [r.request_id for r in engine.runtime.start_requests()] == [REQUEST]
     done = engine.runtime.execution(execution_id)
     assert done is not None
@@ -425,13 +436,13 @@ def test_any_error_of_a_runtime_call_rejects_the_delivery(engine: ys.Engine, cal
     results = engine.run_until_idle()
     rejected = [r for r in results if r.rejection is not None]
     assert len(rejected) == 1
-    assert isinstance(rejected[0].rejection, ys.DeliveryRejectedError)
+    assert isinstance(rejected[0].rejection, DeliveryRejectedError)
     assert f"RuntimeError: {call} broke" in str(rejected[0].rejection)
     assert rejected[0].outcome is None
     assert all(r.acknowledged for r in results if r.rejection is None)
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.COMPLETED, record.error
+    assert record.status == ExecutionStatus.COMPLETED, record.error
     assert isinstance(record.result, dict)
     assert (record.result["spawned"], record.result["called"]) == ("spawned-1", 6)
     assert sorted(r.workflow_id for r in engine.runtime.executions()) == [
@@ -444,14 +455,14 @@ def test_direct_trigger_is_called(engine: ys.Engine) -> None:
     execution_id = engine.trigger("delays")
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.PENDING
+    assert record.status == ExecutionStatus.PENDING
     assert engine.ledger.effects == [], "trigger ran workflow code"
     assert engine.runtime.due() == [execution_id]
     engine.run_until_idle()
     assert [e.name for e in engine.ledger.effects] == ["before", "after"]
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.COMPLETED
+    assert record.status == ExecutionStatus.COMPLETED
 
 
 def test_a_terminal_execution_is_delivered_without_running_code(engine: ys.Engine) -> None:
@@ -460,7 +471,7 @@ def test_a_terminal_execution_is_delivered_without_running_code(engine: ys.Engin
     delivery = engine.runtime.claim("w1", lease_seconds=LEASE)
     assert delivery is not None
     record = engine.runtime.acknowledge(delivery.lease, ys.Completed("recorded"))
-    event = ExecutionEvent(ys.Delivery(delivery.lease, record, ()), "w1")
+    event = ExecutionEvent(Delivery(delivery.lease, record, ()), "w1")
     assert engine.invoker.deliver(event) == ys.Completed("recorded")
     assert engine.runtime.steps(execution_id) == []
 
@@ -482,11 +493,11 @@ SCENARIOS = [
 def _exit_child(engine: ys.Engine) -> None:
     """At the point: the worker's child process dies (SIGKILL) before the call is made; on the
     in-process invoker, where there is no child, the same point rejects the delivery."""
-    if isinstance(engine.invoker, ys.WorkerProcessInvoker):
+    if isinstance(engine.invoker, WorkerProcessInvoker):
         pid = engine.invoker.child_pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-    raise ys.InjectedFailure("the worker process exited")
+    raise InjectedFailure("the worker process exited")
 
 
 #: Fault kinds, each as the failure points it arms: (point, error or action, times).
@@ -519,7 +530,7 @@ def _trace(invoker: str, runtime_kind: str, fault: str) -> list[Any]:
         assert engine.runtime.failpoints.armed == {}, "a fault did not fire"
         deliveries = [
             (r.execution_id, r.worker, r.outcome, r.lease.token, r.acknowledged,
-             isinstance(r.rejection, ys.InfrastructureError))
+             isinstance(r.rejection, InfrastructureError))
             for r in results
         ]  # fmt: skip
         return [
@@ -541,6 +552,6 @@ def test_worker_and_test_invokers_receive_the_same_event_and_runner_behavior(
     """Their deliver results match, over a set of workflows, without faults and with each
     kind of fault: rejections, a start client that throws, lost responses, a child exit."""
     worker = _trace("worker", runtime_kind, fault)
-    assert worker == _trace("test", runtime_kind, fault)
+    assert worker == _trace("in-process", runtime_kind, fault)
     if fault != "fault-free":
         assert any(rejected for *_, rejected in worker[0]), "no delivery was rejected"

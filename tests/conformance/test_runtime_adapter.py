@@ -1,22 +1,13 @@
-"""RFC 003's runtime-adapter table, row by row, and the runtime rules of DESIGN.md, on every
+"""RFC 003's runtime-adapter table, row by row, and the runtime rules of docs/decisions.md, on every
 adapter through the public conformance suite."""
 
 from __future__ import annotations
 
 import pytest
 
-from yieldstar_sim import (
-    Cancelled,
-    ChildAccepted,
-    ChildRequest,
-    DuckDBRuntime,
-    ManualClock,
-    MemoryRuntime,
-    RequestId,
-    Runtime,
-    StartAccepted,
-    StartRequest,
-)
+from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime, RequestId, StartRequest
+from yieldstar_sim.core.model import Cancelled, ChildAccepted, ChildRequest, StartAccepted
+from yieldstar_sim.runtime import Runtime
 from yieldstar_sim.testing import (
     RFC003_RUNTIME_ADAPTER_CASES,
     RUNTIME_RULE_CASES,
@@ -78,8 +69,6 @@ def test_check_runtime_adapter_names_the_failing_case() -> None:
         """Starts a new target on every call, like a trigger."""
 
         def start(self, request):  # type: ignore[no-untyped-def]
-            from yieldstar_sim import StartAccepted
-
             return StartAccepted(self.trigger(request.workflow_id, request.params))
 
     with pytest.raises(AssertionError, match=r"^Failure before a new start commits: "):

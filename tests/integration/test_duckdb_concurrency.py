@@ -16,6 +16,8 @@ import duckdb
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import Delivery, StartAccepted, StartResult
+from yieldstar_sim.errors import LeaseLostError
 from yieldstar_sim.runtime.duckdb_runtime import QUERIES
 
 pytestmark = pytest.mark.duckdb
@@ -62,7 +64,7 @@ def _race_one_start_request(runtime: ys.DuckDBRuntime, round_: int) -> None:
     caller = runtime.trigger("charge-order", {"order": round_}, execution_id=f"order-{round_}")
     request = ship(caller)
     results = race([lambda: runtime.start(request)] * 8)
-    ids = {result.execution_id for result in results if isinstance(result, ys.StartAccepted)}
+    ids = {result.execution_id for result in results if isinstance(result, StartAccepted)}
     assert len(ids) == 1, f"round {round_}: the callers got {results}"
     targets = [
         r.execution_id
@@ -78,7 +80,7 @@ def test_eight_threads_racing_different_requests_get_different_targets() -> None
     for round_ in range(10):
         requests = [ship(caller, f"ship-{round_}-{i}") for i in range(8)]
         results = race([lambda request=request: runtime.start(request) for request in requests])
-        ids = [result.execution_id for result in results if isinstance(result, ys.StartAccepted)]
+        ids = [result.execution_id for result in results if isinstance(result, StartAccepted)]
         assert len(set(ids)) == 8, f"round {round_}: {ids}"
     assert len(runtime.executions()) == 81
 
@@ -92,7 +94,7 @@ def test_a_start_that_loses_the_race_at_commit_returns_the_winners_target() -> N
     runtime = ys.DuckDBRuntime()
     caller = runtime.trigger("charge-order", execution_id="order-42")
     request = ship(caller)
-    inner: list[ys.StartResult] = []
+    inner: list[StartResult] = []
 
     def b_runs_while_a_is_inside_its_transaction() -> None:
         thread = threading.Thread(target=lambda: inner.append(runtime.start(request)))
@@ -102,7 +104,7 @@ def test_a_start_that_loses_the_race_at_commit_returns_the_winners_target() -> N
     runtime.failpoints.arm("start.before_commit", action=b_runs_while_a_is_inside_its_transaction)
     outer = runtime.start(request)
     assert inner == [outer]
-    assert isinstance(outer, ys.StartAccepted)
+    assert isinstance(outer, StartAccepted)
     assert [r.target_execution_id for r in runtime.start_requests()] == [outer.execution_id]
     # A's uncommitted INSERT used up a sequence number: IDs are never reused, gaps are fine.
     assert outer.execution_id == "@ship-order-3"
@@ -207,7 +209,7 @@ def _race_stale_writes_against_a_claim(round_: int) -> None:
     assert first is not None
     written: list[str] = []
     refused: list[str] = []
-    claimed: list[ys.Delivery] = []
+    claimed: list[Delivery] = []
     go = threading.Barrier(3)
 
     def holder() -> None:
@@ -215,7 +217,7 @@ def _race_stale_writes_against_a_claim(round_: int) -> None:
         for i in range(400):
             try:
                 runtime.put_step(first.lease, f"s-{i}", status="completed", value=i)
-            except ys.LeaseLostError:
+            except LeaseLostError:
                 refused.append(f"s-{i}")
                 return
             written.append(f"s-{i}")
@@ -292,11 +294,11 @@ def test_eight_runtime_objects_racing_one_start_request_on_one_file(tmp_path: Pa
     first = ys.DuckDBRuntime(path)
     first.trigger("charge-order", {"order": 42}, execution_id="order-42")
 
-    def open_and_start() -> ys.StartResult:
+    def open_and_start() -> StartResult:
         return ys.DuckDBRuntime(path).start(ship("order-42"))
 
     results = race([open_and_start for _ in range(8)])
-    targets = {result.execution_id for result in results if isinstance(result, ys.StartAccepted)}
+    targets = {result.execution_id for result in results if isinstance(result, StartAccepted)}
     assert len(targets) == 1, results
     assert [r.target_execution_id for r in first.start_requests()] == [targets.pop()]
     assert [r.workflow_id for r in first.executions()].count("ship-order") == 1

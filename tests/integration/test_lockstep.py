@@ -35,35 +35,31 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from yieldstar_sim import (
+from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime
+from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
     ChildRequest,
     Completed,
     Delivery,
-    DuckDBRuntime,
     ErrorInfo,
     ExecutionRecord,
     Failed,
-    InfrastructureError,
-    InjectedFailure,
     Lease,
-    ManualClock,
-    MemoryRuntime,
     RequestId,
     StartAccepted,
     StartRequest,
     StartResult,
     Suspended,
     WorkflowRunOutcome,
-    YieldstarError,
 )
+from yieldstar_sim.errors import InfrastructureError, InjectedFailure, YieldstarError
 from yieldstar_sim.runtime.failpoints import FAILPOINT_NAMES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from yieldstar_sim import Runtime
+    from yieldstar_sim.runtime import Runtime
 
 pytestmark = [pytest.mark.duckdb, pytest.mark.slow]
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from hypothesis import find, settings
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.strategies import choice_points, fault_plans, simulate_choices
 
 PROBLEM = ys.load_scenario("trigger-in-step")
 
 
-def couriers(run: ys.SimulationRun) -> int:
+def couriers(run: SimulationRun) -> int:
     return len(run.effects_named("courier.booked"))
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import ExplorationReport
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,7 +38,7 @@ def client() -> Iterator[Any]:
         yield client
 
 
-def _essentials(report: ys.ExplorationReport) -> tuple[Any, ...]:
+def _essentials(report: ExplorationReport) -> tuple[Any, ...]:
     return (
         report.ok,
         report.schedules_run,
@@ -52,7 +53,7 @@ def _essentials(report: ys.ExplorationReport) -> tuple[Any, ...]:
     )
 
 
-def _explore(name: str, max_faults: int = 2, **options: Any) -> ys.ExplorationReport:
+def _explore(name: str, max_faults: int = 2, **options: Any) -> ExplorationReport:
     return ys.explore(
         ys.load_scenario(name),
         max_faults=max_faults,

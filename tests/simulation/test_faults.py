@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import FaultKind, SimulationRun
 from yieldstar_sim.simulation.faults import (
     CHOICE_POINT_OPS,
     DEFAULT_FREEZE,
@@ -73,9 +74,9 @@ class Runs:
     """Simulations made once per module and shared (DuckDB runtimes closed at the end)."""
 
     def __init__(self) -> None:
-        self._runs: dict[tuple[str, str, str, int], ys.SimulationRun] = {}
+        self._runs: dict[tuple[str, str, str, int], SimulationRun] = {}
 
-    def get(self, runtime: str, kind: str, op: str, seed: int) -> ys.SimulationRun:
+    def get(self, runtime: str, kind: str, op: str, seed: int) -> SimulationRun:
         key = (runtime, kind, op, seed)
         if key not in self._runs:
             self._runs[key] = ys.simulate(
@@ -88,7 +89,7 @@ class Runs:
             close(run)
 
 
-def close(run: ys.SimulationRun) -> None:
+def close(run: SimulationRun) -> None:
     closer = getattr(run.runtime, "close", None)
     if closer is not None:
         closer()
@@ -104,7 +105,7 @@ def runs() -> Iterator[Runs]:
 # --------------------------------------------------------------------------- reading a run
 
 
-def events(run: ys.SimulationRun, kind: str, **fields: Any) -> list[TraceEvent]:
+def events(run: SimulationRun, kind: str, **fields: Any) -> list[TraceEvent]:
     """The trace events of ``kind`` whose fields equal ``fields``."""
     return [
         event
@@ -118,7 +119,7 @@ def one(found: list[TraceEvent], what: str) -> TraceEvent:
     return found[0]
 
 
-def the_fault(run: ys.SimulationRun, kind: str, op: str) -> TraceEvent:
+def the_fault(run: SimulationRun, kind: str, op: str) -> TraceEvent:
     """The run's one fault event, checked to be ``kind`` at ``op`` of step ship."""
     event = one(run.trace.of_kind("fault"), "fault event")
     assert event.data["kind"] == kind
@@ -140,11 +141,11 @@ def other(worker: str | None) -> str:
     return {"w1": "w2", "w2": "w1"}[str(worker)]
 
 
-def ship_orders(run: ys.SimulationRun) -> list[str]:
+def ship_orders(run: SimulationRun) -> list[str]:
     return [r.execution_id for r in run.executions if r.workflow_id == "ship-order"]
 
 
-def assert_one_shipment(run: ys.SimulationRun) -> str:
+def assert_one_shipment(run: SimulationRun) -> str:
     """Every invariant held; one ship-order, one courier, both executions completed, and the
     ship step recorded that ship-order. Returns its execution ID."""
     assert run.ok, run.explain()
@@ -162,7 +163,7 @@ def assert_one_shipment(run: ys.SimulationRun) -> str:
     return target
 
 
-def accepted_starts(run: ys.SimulationRun) -> list[tuple[int | None, str | None, Any]]:
+def accepted_starts(run: SimulationRun) -> list[tuple[int | None, str | None, Any]]:
     """(token, worker, target) of every start call that returned an answer."""
     return [
         (e.token, e.worker, e.data.get("accepted"))
@@ -170,14 +171,12 @@ def accepted_starts(run: ys.SimulationRun) -> list[tuple[int | None, str | None,
     ]
 
 
-def start_answers(run: ys.SimulationRun) -> list[tuple[int | None, Any]]:
+def start_answers(run: SimulationRun) -> list[tuple[int | None, Any]]:
     """(token, target) of every start call that returned an answer."""
     return [(token, target) for token, _, target in accepted_starts(run)]
 
 
-def assert_the_redelivery_made_the_faulted_call(
-    run: ys.SimulationRun, op: str, target: str
-) -> None:
+def assert_the_redelivery_made_the_faulted_call(run: SimulationRun, op: str, target: str) -> None:
     """The faulted call was never made, so the redelivery (token 2) made it.
 
     When the fault hit the start, only the redelivery starts the shipment; when it hit the
@@ -189,15 +188,15 @@ def assert_the_redelivery_made_the_faulted_call(
     assert [e.token for e in ship_puts(run)] == [2]
 
 
-def claims_of_order(run: ys.SimulationRun) -> list[TraceEvent]:
+def claims_of_order(run: SimulationRun) -> list[TraceEvent]:
     return events(run, "call", op="claim", execution_id=ORDER)
 
 
-def ship_puts(run: ys.SimulationRun, kind: str = "call") -> list[TraceEvent]:
+def ship_puts(run: SimulationRun, kind: str = "call") -> list[TraceEvent]:
     return events(run, kind, op="put_step", execution_id=ORDER, step_key="ship")
 
 
-def redelivery(run: ys.SimulationRun, at: float) -> TraceEvent:
+def redelivery(run: SimulationRun, at: float) -> TraceEvent:
     """The second claim of order-42: token 2, at ``at``."""
     first, second = claims_of_order(run)
     assert (first.token, first.t, first.data["expires_at"]) == (1, 0.0, LEASE)
@@ -205,7 +204,7 @@ def redelivery(run: ys.SimulationRun, at: float) -> TraceEvent:
     return second
 
 
-def after(run: ys.SimulationRun, event: TraceEvent) -> list[TraceEvent]:
+def after(run: SimulationRun, event: TraceEvent) -> list[TraceEvent]:
     return [e for e in run.trace if e.seq > event.seq]
 
 
@@ -480,7 +479,7 @@ def test_a_fault_placed_after_the_last_point_is_a_scenario_error() -> None:
 
 
 def test_occurrence_picks_the_nth_matching_point() -> None:
-    def put_fault(occurrence: int) -> ys.SimulationRun:
+    def put_fault(occurrence: int) -> SimulationRun:
         return ys.simulate(
             SCENARIO, 0, runtime="memory", scenario_faults=False,
             faults=[ys.Fault("crash", op="put_step", execution_id=ORDER, occurrence=occurrence)],
@@ -610,7 +609,7 @@ ROUND_TRIP = [
     ys.Fault("freeze"),
     ys.Fault("freeze", op="put_step", step_key="ship", seconds=12.5),
     ys.Fault("infra_error", worker="w2", op="claim", occurrence=3),
-    ys.Fault(ys.FaultKind.CHILD_EXIT, worker="w1", op="start", execution_id=ORDER, step_key="ship"),
+    ys.Fault(FaultKind.CHILD_EXIT, worker="w1", op="start", execution_id=ORDER, step_key="ship"),
 ]
 
 
@@ -621,7 +620,7 @@ def test_fault_json_round_trips(original: ys.Fault) -> None:
     assert again == original
     assert again.label == original.label
     assert again.to_json() == data
-    assert isinstance(again.kind, ys.FaultKind)
+    assert isinstance(again.kind, FaultKind)
 
 
 def test_fault_json_leaves_defaults_out() -> None:

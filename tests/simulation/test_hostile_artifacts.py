@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.errors import ArtifactError
 from yieldstar_sim.simulation.artifact import MAX_ARTIFACT_BYTES
 from yieldstar_sim.simulation.scenario import bundled_scenarios, source_digest
 
@@ -53,7 +54,7 @@ def test_an_artifact_without_a_hash_does_not_run_the_file_it_names(
     payload.write_text(PAYLOAD)
     ref = "payload.py" if where == "relative" else str(payload)
     artifact = hostile_artifact(tmp_path, ref)
-    with pytest.raises(ys.ArtifactError, match="records no SHA-256 of it, so it is not run"):
+    with pytest.raises(ArtifactError, match="records no SHA-256 of it, so it is not run"):
         ys.replay(artifact)
     assert not (tmp_path / "PWNED").exists()
 
@@ -63,7 +64,7 @@ def test_an_artifact_whose_hash_does_not_match_does_not_run_the_file(tmp_path: P
     payload.write_text(PAYLOAD)
     innocent = source_digest(b"scenario = None\n")
     artifact = hostile_artifact(tmp_path, "payload.py", innocent)
-    with pytest.raises(ys.ArtifactError, match="--scenario FILE"):
+    with pytest.raises(ArtifactError, match="--scenario FILE"):
         ys.replay(artifact)
     assert not (tmp_path / "PWNED").exists()
 
@@ -73,7 +74,7 @@ def test_an_artifact_naming_something_that_is_not_a_file_is_refused(
     tmp_path: Path, ref: str
 ) -> None:
     artifact = hostile_artifact(tmp_path, ref, source_digest(b""))
-    with pytest.raises(ys.ArtifactError, match="cannot read the artifact's scenario file"):
+    with pytest.raises(ArtifactError, match="cannot read the artifact's scenario file"):
         ys.replay(artifact)
 
 
@@ -105,7 +106,7 @@ def test_a_chosen_scenario_replays_an_artifact_whose_file_is_gone(tmp_path: Path
     artifact = run.artifact().save(tmp_path / "shop.replay.json")
     kept = shop.read_bytes()
     shop.unlink()
-    with pytest.raises(ys.ArtifactError, match="cannot read the artifact's scenario file"):
+    with pytest.raises(ArtifactError, match="cannot read the artifact's scenario file"):
         ys.replay(artifact)
     mine = tmp_path / "mine.py"
     mine.write_bytes(kept)
@@ -125,12 +126,12 @@ def test_an_artifact_over_the_size_limit_is_refused_unread(tmp_path: Path) -> No
     path = tmp_path / "huge.replay.json"
     with path.open("wb") as file:
         file.truncate(MAX_ARTIFACT_BYTES + 1)  # sparse: no disk spent
-    with pytest.raises(ys.ArtifactError, match="larger than 16 MB, the limit for a replay"):
+    with pytest.raises(ArtifactError, match="larger than 16 MB, the limit for a replay"):
         ys.replay(path)
 
 
 def test_a_deeply_nested_artifact_is_an_artifact_error(tmp_path: Path) -> None:
     path = tmp_path / "deep.replay.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
-    with pytest.raises(ys.ArtifactError, match="nested too deeply"):
+    with pytest.raises(ArtifactError, match="nested too deeply"):
         ys.replay(path)

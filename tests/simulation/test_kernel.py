@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.simulation.kernel import (
     Choice,
     Kernel,

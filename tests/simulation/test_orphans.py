@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 
 OWNED = "owned targets follow their owner"
 
@@ -19,7 +20,7 @@ def runtime(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def statuses(run: ys.SimulationRun) -> dict[str, tuple[str, bool]]:
+def statuses(run: SimulationRun) -> dict[str, tuple[str, bool]]:
     return {r.execution_id: (str(r.status), r.cancel_requested) for r in run.executions}
 
 

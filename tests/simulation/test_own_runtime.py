@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.errors import ArtifactError
 from yieldstar_sim.examples.flawed_runtimes import DedupWhileOpenRuntime, FreshIdOnRetryRuntime
 from yieldstar_sim.runtime.factory import RuntimeChoiceError, resolve_runtime
 
@@ -100,7 +101,7 @@ def test_shards_name_the_factory_and_a_lambda_is_refused_clearly() -> None:
 def test_an_artifact_names_its_runtime_but_never_imports_it(tmp_path: Path) -> None:
     run = ys.simulate(FIX, runtime=DEDUP)
     path = run.artifact().save(tmp_path / "run.replay.json")
-    with pytest.raises(ys.ArtifactError, match="an artifact never names code to import"):
+    with pytest.raises(ArtifactError, match="an artifact never names code to import"):
         ys.replay(path)
     again = ys.replay(path, runtime=DEDUP)
     assert again.trace_digest() == run.trace_digest()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.errors import ArtifactError
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 
 
@@ -37,9 +38,9 @@ def test_a_changed_workflow_is_refused(tmp_path: Path) -> None:
     artifact = run.artifact().save(tmp_path / "shop.replay.json")
     assert ys.replay(artifact).trace_digest() == run.trace_digest()
     copy.write_text(copy.read_text().replace('"card.charged"', '"card.debited"'))
-    with pytest.raises(ys.ArtifactError, match=r"scenario file .* changed since the artifact"):
+    with pytest.raises(ArtifactError, match=r"scenario file .* changed since the artifact"):
         ys.replay(artifact)  # the file's bytes changed: it is not even imported
-    with pytest.raises(ys.ArtifactError, match=r"code of scenario .* changed since the artifact"):
+    with pytest.raises(ArtifactError, match=r"code of scenario .* changed since the artifact"):
         ys.replay(artifact, scenario=ys.load_scenario(copy))  # chosen, but the workflow differs
 
 
@@ -62,12 +63,12 @@ def test_a_bad_artifact_is_refused_with_its_reason(
 ) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
-    with pytest.raises(ys.ArtifactError, match=message):
+    with pytest.raises(ArtifactError, match=message):
         ys.replay(path)
 
 
 def test_a_missing_artifact_is_refused() -> None:
-    with pytest.raises(ys.ArtifactError, match="no artifact file"):
+    with pytest.raises(ArtifactError, match="no artifact file"):
         ys.replay("does/not/exist.json")
 
 

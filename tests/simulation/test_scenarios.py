@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, ParentLink
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -26,7 +28,7 @@ def runtime(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def run_bundled(name: str, runtime: str) -> ys.SimulationRun:
+def run_bundled(name: str, runtime: str) -> SimulationRun:
     return ys.simulate(ys.load_scenario(name), seed=0, runtime=runtime)
 
 
@@ -69,7 +71,7 @@ def test_golden_trace(name: str, runtime: str) -> None:
     assert text == expected
 
 
-def ship_orders(run: ys.SimulationRun) -> list[ys.ExecutionRecord]:
+def ship_orders(run: SimulationRun) -> list[ExecutionRecord]:
     return [r for r in run.executions if r.workflow_id == "ship-order"]
 
 
@@ -98,10 +100,10 @@ def test_durable_start_sends_one_courier(name: str, runtime: str) -> None:
     run = run_bundled(name, runtime)
     assert run.ok, run.explain()
     (ship,) = ship_orders(run)
-    assert ship.parent == ys.ParentLink("order-42", "ship")
+    assert ship.parent == ParentLink("order-42", "ship")
     assert len(run.effects_named("courier.booked")) == 1
     order = next(r for r in run.executions if r.execution_id == "order-42")
-    assert order.status == ys.ExecutionStatus.COMPLETED
+    assert order.status == ExecutionStatus.COMPLETED
     assert order.result == {"shipment": ship.execution_id}
     assert run.faults, f"{name}'s fault never fired"
 
@@ -145,11 +147,11 @@ def test_deploy_mismatch_is_refused_after_the_target_finished(runtime: str) -> N
     run = run_bundled("deploy-mismatch", runtime)
     assert run.ok, run.explain()
     order = next(r for r in run.executions if r.execution_id == "order-42")
-    assert order.status == ys.ExecutionStatus.FAILED
+    assert order.status == ExecutionStatus.FAILED
     assert order.error is not None
     assert order.error.code == "START_REQUEST_MISMATCH"
     (ship,) = ship_orders(run)
-    assert ship.status == ys.ExecutionStatus.COMPLETED
+    assert ship.status == ExecutionStatus.COMPLETED
     assert ship.finished_at is not None
     assert order.finished_at is not None
     assert ship.finished_at < order.finished_at, "the mismatch should come after ship-order ended"
@@ -191,7 +193,7 @@ def test_a_joined_child_keeps_its_owner(runtime: str) -> None:
         "fulfillment-42": "completed",
     }
     child = next(r for r in run.executions if r.execution_id == "fulfillment-42")
-    assert child.parent == ys.ParentLink("order-42", "fulfil")
+    assert child.parent == ParentLink("order-42", "fulfil")
     assert child.params == {"order": 42, "by": "order"}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.codec import durable_value_codec
+from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.simulation.simulator import TRACE_VALUE_LIMIT
 
 BIG = "x" * (5 * 1024 * 1024)

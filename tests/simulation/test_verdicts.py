@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun, Violation
 from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
 
 CASES = Path(__file__).parents[1] / "scenarios" / "verdicts"
@@ -20,12 +21,12 @@ def case(name: str) -> ys.Scenario:
     return ys.load_scenario(CASES / f"{name}.py")
 
 
-def simulate(name: str, **options: object) -> ys.SimulationRun:
+def simulate(name: str, **options: object) -> SimulationRun:
     options.setdefault("runtime", "memory")
     return ys.simulate(case(name), seed=0, **options)  # type: ignore[arg-type]
 
 
-def the_violation(run: ys.SimulationRun) -> ys.Violation:
+def the_violation(run: SimulationRun) -> Violation:
     assert run.verdict == "violated", run.explain()
     (violation,) = run.violations
     return violation

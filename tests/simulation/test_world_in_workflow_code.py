@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import ExecutionStatus
 
 
 @pytest.fixture(params=["memory", "duckdb"])
@@ -91,14 +92,14 @@ def reads(step: ys.StepRunner, params: Any) -> Any:
     return {"draw": draw, "clock": clock}
 
 
-@pytest.mark.parametrize("invoker", ["test", "worker"])
+@pytest.mark.parametrize("invoker", ["in-process", "worker"])
 def test_the_engine_reads_the_world_in_a_body_on_both_invokers(invoker: str) -> None:
     with ys.Engine([reads], runtime="memory", invoker=invoker) as engine:  # type: ignore[arg-type]
         engine.trigger("reads", execution_id="r")
         engine.run_until_idle()
         record = engine.runtime.execution("r")
         assert record is not None
-        assert record.status == ys.ExecutionStatus.COMPLETED
+        assert record.status == ExecutionStatus.COMPLETED
         result = record.result
         assert isinstance(result, dict)
         assert 0.0 <= float(result["draw"]) < 1.0  # type: ignore[arg-type]

@@ -10,20 +10,23 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.authoring import Workflow
+from yieldstar_sim.core.model import ErrorInfo, ExecutionRecord, ExecutionStatus, Failed, Suspended
+from yieldstar_sim.errors import StepKeyError, WorkflowDefinitionError
 
 # --------------------------------------------------------------------------- helpers
 
 EXECUTION = "order-42"
 
 
-def run(*workflows: ys.Workflow, params: object = None) -> tuple[ys.Engine, list[Any]]:
+def run(*workflows: Workflow, params: object = None) -> tuple[ys.Engine, list[Any]]:
     """Trigger the first workflow as ``order-42`` and run until idle; return engine, results."""
     engine = ys.Engine(list(workflows), runtime="memory")
     engine.trigger(workflows[0].name, params, execution_id=EXECUTION)
     return engine, engine.run_until_idle()
 
 
-def execution(engine: ys.Engine) -> ys.ExecutionRecord:
+def execution(engine: ys.Engine) -> ExecutionRecord:
     record = engine.runtime.execution(EXECUTION)
     assert record is not None
     return record
@@ -32,7 +35,7 @@ def execution(engine: ys.Engine) -> ys.ExecutionRecord:
 def failure(engine: ys.Engine, name: str) -> str:
     """The message of the error ``order-42`` failed with, after checking its class name."""
     record = execution(engine)
-    assert record.status == ys.ExecutionStatus.FAILED, record
+    assert record.status == ExecutionStatus.FAILED, record
     assert record.error is not None
     assert record.error.name == name, record.error
     return record.error.message
@@ -41,7 +44,7 @@ def failure(engine: ys.Engine, name: str) -> str:
 def failed_with(results: list[Any]) -> BaseException:
     """The live exception of the last delivery's failed outcome."""
     outcome = results[-1].outcome
-    assert isinstance(outcome, ys.Failed), outcome
+    assert isinstance(outcome, Failed), outcome
     assert outcome.exception is not None
     return outcome.exception
 
@@ -70,7 +73,7 @@ def test_yield_instead_of_yield_from_fails_with_a_definition_error_saying_yield_
         return value
 
     engine, results = run(charge_order)
-    assert isinstance(failed_with(results), ys.WorkflowDefinitionError)
+    assert isinstance(failed_with(results), WorkflowDefinitionError)
     message = failure(engine, "WorkflowDefinitionError")
     assert "yield from step.run(...)" in message
     assert "not `yield step.run(...)`" in message
@@ -99,7 +102,7 @@ def test_yielding_something_that_is_not_a_step_fails(yielded: object) -> None:
         yield yielded
 
     engine, results = run(charge_order)
-    assert isinstance(failed_with(results), ys.WorkflowDefinitionError)
+    assert isinstance(failed_with(results), WorkflowDefinitionError)
     message = failure(engine, "WorkflowDefinitionError")
     assert f"yielded {yielded!r} ({type(yielded).__name__})" in message
     assert "may only `yield from` step verbs such as step.run" in message
@@ -161,7 +164,7 @@ def test_a_step_key_used_twice_in_one_execution_fails_naming_the_key(second: Any
         yield from second(step, charge)
 
     engine, results = run(charge_order)
-    assert isinstance(failed_with(results), ys.StepKeyError)
+    assert isinstance(failed_with(results), StepKeyError)
     message = failure(engine, "StepKeyError")
     assert "step key 'charge' is used twice in execution 'order-42'" in message
     assert "each step needs its own key" in message
@@ -178,7 +181,7 @@ def test_a_step_key_must_be_a_non_empty_string(key: Any) -> None:
         yield from step.run(key, charge)
 
     engine, results = run(charge_order)
-    assert isinstance(failed_with(results), ys.StepKeyError)
+    assert isinstance(failed_with(results), StepKeyError)
     message = failure(engine, "StepKeyError")
     assert f"a step key must be a non-empty string, not {key!r}" in message
     assert charge.calls == 0
@@ -220,7 +223,7 @@ def test_a_plain_function_workflow_completes_with_its_return_value() -> None:
     engine, results = run(charge_order, params={"order": 42})
     assert isinstance(results[-1].outcome, ys.Completed)
     record = execution(engine)
-    assert record.status == ys.ExecutionStatus.COMPLETED
+    assert record.status == ExecutionStatus.COMPLETED
     assert record.result == {"order": 42, "charged": True}
 
 
@@ -267,7 +270,7 @@ def test_replay_that_asks_for_another_step_fails_with_a_nondeterminism_error() -
     first.trigger("charge-order", execution_id=EXECUTION)
     suspended = first.dispatch()
     assert suspended is not None
-    assert isinstance(suspended.outcome, ys.Suspended)
+    assert isinstance(suspended.outcome, Suspended)
 
     second = ys.Engine([v2], runtime=first.runtime)
     results = second.run_until_idle()
@@ -288,7 +291,7 @@ def test_replay_that_asks_for_another_step_fails_with_a_nondeterminism_error() -
     assert reserve.calls == 1  # the recorded step before the divergence was replayed, not re-run
 
 
-@pytest.mark.parametrize("invoker", ["test", "worker"])
+@pytest.mark.parametrize("invoker", ["in-process", "worker"])
 def test_workflow_code_cannot_handle_a_nondeterminism_error(invoker: str) -> None:
     """As docs/decisions.md says: the delivery ends failed at once; an `except Exception` around
     the diverged step never runs, and nothing after it is recorded."""
@@ -331,7 +334,7 @@ def test_a_recorded_step_is_not_run_again_on_replay() -> None:
         return {"payment": payment}
 
     engine, results = run(charge_order)
-    assert [type(result.outcome) for result in results] == [ys.Suspended, ys.Completed]
+    assert [type(result.outcome) for result in results] == [Suspended, ys.Completed]
     assert calls == ["charge"]
     assert engine.ledger.count("card.charged", order=42) == 1
     assert execution(engine).result == {"payment": "payment-1"}
@@ -379,7 +382,7 @@ def test_a_recorded_failure_is_raised_again_on_replay_without_running_the_body()
     expected = (
         ys.StepError,
         "charge",
-        ys.ErrorInfo("ValueError", "card declined"),
+        ErrorInfo("ValueError", "card declined"),
         1,
         "step 'charge' failed after 1 attempt: ValueError: card declined",
     )
@@ -407,7 +410,7 @@ def test_the_world_outside_a_step_body_fails_telling_to_wrap_it_in_step_run(
         yield from step.run("charge", Counter())
 
     engine, results = run(charge_order)
-    assert isinstance(failed_with(results), ys.WorkflowDefinitionError)
+    assert isinstance(failed_with(results), WorkflowDefinitionError)
     message = failure(engine, "WorkflowDefinitionError")
     assert f"step.world.{verb} was called outside a step body" in message
     assert f"yield from step.run(key, lambda: step.world.{verb}(...))" in message

@@ -17,7 +17,7 @@ import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 
-from yieldstar_sim.codec import (
+from yieldstar_sim.core.codec import (
     MAX_DEPTH,
     MAX_EXPANDED_VALUES,
     MAX_SAFE_INTEGER,

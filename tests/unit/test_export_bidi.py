@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views.export import FORMATS, export
 
 BIDI = ["\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u202a", "\u200f"]
@@ -24,7 +25,7 @@ def tricky(step: ys.StepRunner, params: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def run() -> ys.SimulationRun:
+def run() -> SimulationRun:
     scenario = ys.Scenario(
         name="bidi", workflows=[tricky], triggers=[ys.Trigger("tricky", execution_id=ORDER)]
     )
@@ -33,7 +34,7 @@ def run() -> ys.SimulationRun:
 
 @pytest.mark.parametrize("format", FORMATS)
 def test_no_export_holds_a_bidirectional_formatting_character(
-    run: ys.SimulationRun, tmp_path: Path, format: str
+    run: SimulationRun, tmp_path: Path, format: str
 ) -> None:
     (path,) = export(run, tmp_path, [format], stem="bidi").values()
     text = path.read_bytes().decode("utf-8", errors="replace")

@@ -18,6 +18,8 @@ import pydot
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import ExecutionStatus
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import execution_graph
 from yieldstar_sim.views.export import (
     EXTENSIONS,
@@ -123,7 +125,7 @@ def test_graphml_keeps_flags_as_booleans_and_writes_none_and_containers_as_text(
     graph = nx.MultiDiGraph()
     graph.add_node(
         "a",
-        status=ys.ExecutionStatus.COMPLETED,
+        status=ExecutionStatus.COMPLETED,
         nothing=None,
         params={"order": 42, "tags": ["x", "<y>"]},
         control="bell\x07here",
@@ -392,7 +394,7 @@ def hostile_caller(step: ys.StepRunner, params: object) -> Any:
     return target.execution_id
 
 
-def always_fails(run: ys.SimulationRun) -> str:
+def always_fails(run: SimulationRun) -> str:
     return f"{RUNTIME_KEY} </li></ul><script>alert(1)</script>"
 
 
@@ -405,11 +407,11 @@ HOSTILE_SCENARIO = ys.Scenario(
 
 
 @pytest.fixture(scope="module")
-def hostile_run() -> ys.SimulationRun:
+def hostile_run() -> SimulationRun:
     return ys.simulate(HOSTILE_SCENARIO, seed=0, runtime="memory")
 
 
-def test_html_report_escapes_every_piece_of_user_text(hostile_run: ys.SimulationRun) -> None:
+def test_html_report_escapes_every_piece_of_user_text(hostile_run: SimulationRun) -> None:
     page = html_report(hostile_run)
     parser = parse_html(page)
     text = "".join(parser.text)
@@ -426,7 +428,7 @@ def test_html_report_escapes_every_piece_of_user_text(hostile_run: ys.Simulation
     assert parser.tags.count("svg") == 1
 
 
-def test_html_report_is_self_contained(hostile_run: ys.SimulationRun) -> None:
+def test_html_report_is_self_contained(hostile_run: SimulationRun) -> None:
     timeline = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><rect/></svg>'
     page = html_report(hostile_run, timeline_svg=timeline)
     parser = parse_html(page)
@@ -454,7 +456,7 @@ def test_html_report_of_a_good_run_says_so() -> None:
 # --------------------------------------------------------------------------- export
 
 
-def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: ys.SimulationRun) -> None:
+def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: SimulationRun) -> None:
     paths = export(hostile_run, tmp_path / "out", FORMATS, stem="hostile")
     assert list(paths) == list(FORMATS)
     assert {path.name for path in paths.values()} == {

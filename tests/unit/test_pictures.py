@@ -8,12 +8,13 @@ import itertools
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import draw_run, graph_from_trace
 from yieldstar_sim.views.figures import violations_caption
 from yieldstar_sim.views.graph import TIMES, draw_execution_graph, group_siblings
 
 
-def run_of(name: str) -> ys.SimulationRun:
+def run_of(name: str) -> SimulationRun:
     return ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")
 
 
@@ -29,7 +30,7 @@ def order(step, params):  # type: ignore[no-untyped-def]
     return "ok"
 
 
-def fan_out(lines: int = 99) -> ys.SimulationRun:
+def fan_out(lines: int = 99) -> SimulationRun:
     """One order starts `lines` line items; a crash strikes the start of the middle one."""
     scenario = ys.Scenario(
         name="fan-out",

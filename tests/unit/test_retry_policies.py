@@ -15,6 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.authoring import RetryPolicy, StepBuilder, StepDefinition, Workflow, World
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Failed, StepRecord, Suspended
+from yieldstar_sim.engine import Effect, ExecutionEvent, Registry
+from yieldstar_sim.errors import InjectedFailure, StepDeclarationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,13 +32,13 @@ LONG_LEASE = 3600.0
 WORKFLOW = "send-welcome-flow"
 
 
-def make_engine(*workflows: ys.Workflow, runtime: str = "memory", **options: Any) -> ys.Engine:
+def make_engine(*workflows: Workflow, runtime: str = "memory", **options: Any) -> ys.Engine:
     """An engine whose leases outlast every body here (override with ``lease_seconds=``)."""
     options.setdefault("lease_seconds", LONG_LEASE)
     return ys.Engine(list(workflows), runtime=runtime, **options)  # type: ignore[arg-type]
 
 
-def one_step(definition: ys.StepDefinition | Callable[..., Any]) -> ys.Workflow:
+def one_step(definition: StepDefinition | Callable[..., Any]) -> Workflow:
     """A workflow that runs one step ``"welcome"`` with ``step.world`` as the body's argument.
 
     It returns ``{"value": ...}``, or, when the step fails for good, what the ``StepError`` said.
@@ -69,7 +73,7 @@ class Body:
         self.elapse = elapse
         self.calls = 0
 
-    def __call__(self, world: ys.World) -> str:
+    def __call__(self, world: World) -> str:
         self.calls += 1
         world.effect("attempt")
         seconds = self.elapse[min(self.calls, len(self.elapse)) - 1]
@@ -87,7 +91,7 @@ def attempts(engine: ys.Engine) -> list[tuple[int, float]]:
 
 
 def run_once(
-    definition: ys.StepDefinition | Callable[..., Any], **options: Any
+    definition: StepDefinition | Callable[..., Any], **options: Any
 ) -> tuple[ys.Engine, str, Any]:
     """Trigger the one-step workflow, run it until idle; return engine, execution ID, result."""
     engine = make_engine(one_step(definition), **options)
@@ -95,21 +99,21 @@ def run_once(
     engine.run_until_idle()
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.COMPLETED, record
+    assert record.status == ExecutionStatus.COMPLETED, record
     return engine, execution_id, record.result
 
 
-def step_record(engine: ys.Engine, execution_id: str) -> ys.StepRecord:
+def step_record(engine: ys.Engine, execution_id: str) -> StepRecord:
     (record,) = engine.runtime.steps(execution_id)
     return record
 
 
-def delays(policy: ys.RetryPolicy, count: int) -> list[float]:
+def delays(policy: RetryPolicy, count: int) -> list[float]:
     """The delays before attempts 2 .. count + 1."""
     return [policy.delay_after(attempt) for attempt in range(1, count + 1)]
 
 
-def guide_example(body: Callable[..., Any]) -> ys.StepDefinition:
+def guide_example(body: Callable[..., Any]) -> StepDefinition:
     """The guide's declaration: retry(5), backoff(1 s, 2, 1 min), timeout(30 s)."""
     return ys.define_step(
         "send-welcome", body, lambda step: step.retry(5).backoff(1, 2, 60).timeout(30)
@@ -120,8 +124,8 @@ def guide_example(body: Callable[..., Any]) -> ys.StepDefinition:
 
 
 def test_a_step_runs_once_by_default_with_a_one_minute_timeout_per_attempt() -> None:
-    default = ys.RetryPolicy(attempts=1, initial=1.0, factor=2.0, cap=30.0, timeout=60.0)
-    assert ys.RetryPolicy() == default
+    default = RetryPolicy(attempts=1, initial=1.0, factor=2.0, cap=30.0, timeout=60.0)
+    assert RetryPolicy() == default
     assert ys.define_step("send-welcome", Body()).policy == default
 
     for definition in (Body(), ys.define_step("send-welcome", Body())):
@@ -174,7 +178,7 @@ def test_a_long_body_ends_within_its_default_timeout_under_the_default_lease(
     engine.run_until_idle(max_deliveries=10)
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.COMPLETED, (
+    assert record.status == ExecutionStatus.COMPLETED, (
         f"still {record.status} after {body.calls} runs"
     )
     assert step_record(engine, execution_id).status == step_status
@@ -219,7 +223,7 @@ def test_the_guides_example_allows_five_executions_with_delays_of_1_2_4_8_second
     body = Body()
     definition = guide_example(body)
     assert definition.error is None
-    assert definition.policy == ys.RetryPolicy(
+    assert definition.policy == RetryPolicy(
         attempts=5, initial=1.0, factor=2.0, cap=60.0, timeout=30.0
     )
 
@@ -346,20 +350,20 @@ INVALID_DECLARATIONS = [
 
 @pytest.mark.parametrize(("configure", "what"), INVALID_DECLARATIONS)
 def test_negative_initial_delay_cap_or_timeout_is_a_declaration_error(
-    configure: Callable[[ys.StepBuilder], object], what: str
+    configure: Callable[[StepBuilder], object], what: str
 ) -> None:
     body = Body(failures=0)
     definition = ys.define_step("send-welcome", body, configure)
 
-    assert isinstance(definition.error, ys.StepDeclarationError)
+    assert isinstance(definition.error, StepDeclarationError)
     assert what in str(definition.error)
     assert "-1" in str(definition.error)
 
     # Registration refuses it, before any worker starts.
-    with pytest.raises(ys.StepDeclarationError, match=r"step 'send-welcome': .*" + what):
+    with pytest.raises(StepDeclarationError, match=r"step 'send-welcome': .*" + what):
         ys.Engine([one_step(definition)], steps=[definition], runtime="memory")
-    with pytest.raises(ys.StepDeclarationError, match="send-welcome"):
-        ys.Registry([], [definition])
+    with pytest.raises(StepDeclarationError, match="send-welcome"):
+        Registry([], [definition])
 
     # A workflow that calls it anyway fails the step without running the body.
     @ys.workflow(WORKFLOW)
@@ -371,7 +375,7 @@ def test_negative_initial_delay_cap_or_timeout_is_a_declaration_error(
     engine.run_until_idle()
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.FAILED
+    assert record.status == ExecutionStatus.FAILED
     assert record.error is not None
     assert record.error.name == "StepDeclarationError"
     assert what in record.error.message
@@ -384,7 +388,7 @@ def test_the_first_declaration_error_is_kept() -> None:
     definition = ys.define_step(
         "send-welcome", Body(), lambda step: step.backoff(-1, 2, 30).timeout(-5).backoff(1, 2, -2)
     )
-    assert isinstance(definition.error, ys.StepDeclarationError)
+    assert isinstance(definition.error, StepDeclarationError)
     assert "initial delay" in str(definition.error)
     assert "timeout" not in str(definition.error)
 
@@ -413,7 +417,7 @@ def test_a_declaration_error_seen_by_the_workflow_names_the_step() -> None:
 def test_permanent_stops_further_attempts() -> None:
     calls: list[int] = []
 
-    def declined(world: ys.World) -> str:
+    def declined(world: World) -> str:
         calls.append(1)
         world.effect("attempt")
         raise ys.Permanent(ValueError("card declined"))
@@ -445,14 +449,14 @@ def test_an_uncaught_step_error_fails_the_workflow_with_the_step_name() -> None:
     execution_id = engine.trigger(WORKFLOW, execution_id="order-42")
     results = engine.run_until_idle()
     outcome = results[-1].outcome
-    assert isinstance(outcome, ys.Failed)
+    assert isinstance(outcome, Failed)
     assert isinstance(outcome.exception, ys.StepError)
     assert outcome.error.name == "StepError"
     assert "step 'welcome' failed after 5 attempts" in outcome.error.message
     assert "ConnectionError: courier API down" in outcome.error.message
     record = engine.runtime.execution(execution_id)
     assert record is not None
-    assert record.status == ys.ExecutionStatus.FAILED
+    assert record.status == ExecutionStatus.FAILED
 
 
 # --------------------------------------------------------------------------- derive
@@ -500,7 +504,7 @@ def test_derive_does_not_reapply_defaults() -> None:
     )
     derived = uncapped.derive(lambda step: step.retry(2))
     # Defaults would bring back initial 1 s, factor 2, a 30 s cap and a 60 s timeout.
-    assert derived.policy == ys.RetryPolicy(
+    assert derived.policy == RetryPolicy(
         attempts=2, initial=0.0, factor=3.0, cap=None, timeout=None
     )
     assert uncapped.derive(lambda step: None).policy == uncapped.policy
@@ -515,13 +519,13 @@ def test_derive_keeps_the_first_declaration_error() -> None:
     worse = broken.derive(lambda step: step.backoff(-1, 2, 30))
     assert worse.error is first
     assert "timeout" in str(worse.error)
-    with pytest.raises(ys.StepDeclarationError, match="timeout"):
-        ys.Registry([], [worse])
+    with pytest.raises(StepDeclarationError, match="timeout"):
+        Registry([], [worse])
 
     # An error a variant introduces stays in the variant.
     good = guide_example(Body())
     variant = good.derive(lambda step: step.backoff(1, 2, -1))
-    assert isinstance(variant.error, ys.StepDeclarationError)
+    assert isinstance(variant.error, StepDeclarationError)
     assert good.error is None
 
 
@@ -534,7 +538,7 @@ def deliver_early_by_crash(engine: ys.Engine) -> None:
     engine.runtime.failpoints.arm("put_step.after_commit")
     result = engine.dispatch()
     assert result is not None
-    assert isinstance(result.rejection, ys.InjectedFailure)
+    assert isinstance(result.rejection, InjectedFailure)
 
 
 def deliver_early_by_release(engine: ys.Engine) -> None:
@@ -542,15 +546,15 @@ def deliver_early_by_release(engine: ys.Engine) -> None:
     acknowledged: the execution is due again at once."""
     delivery = engine.runtime.claim("w1", lease_seconds=30)
     assert delivery is not None
-    outcome = engine.invoker.deliver(ys.ExecutionEvent(delivery, "w1"))
-    assert isinstance(outcome, ys.Suspended)
+    outcome = engine.invoker.deliver(ExecutionEvent(delivery, "w1"))
+    assert isinstance(outcome, Suspended)
     engine.runtime.release(delivery.lease, delay=0)
 
 
 def deliver_early_by_lease_expiry(engine: ys.Engine) -> None:
     """Attempt 2's acknowledgement fails; the lease (1 s here) runs out before the retry."""
     engine.runtime.failpoints.arm("acknowledge.before_commit")
-    with pytest.raises(ys.InjectedFailure):
+    with pytest.raises(InjectedFailure):
         engine.dispatch()
 
 
@@ -584,7 +588,7 @@ def test_an_early_redelivery_during_a_backoff_resumes_at_the_right_attempt(
         return record.due_at
 
     # t=0: attempt 1 fails; its retry is due at t=1.
-    assert isinstance(engine.dispatch().outcome, ys.Suspended)  # type: ignore[union-attr]
+    assert isinstance(engine.dispatch().outcome, Suspended)  # type: ignore[union-attr]
     assert retry_record() == ("pending", 1, 1.0)
     engine.clock.set(1.0)
 
@@ -598,7 +602,7 @@ def test_an_early_redelivery_during_a_backoff_resumes_at_the_right_attempt(
     # The early replay runs nothing and re-arms the retry's wake.
     early = engine.dispatch()
     assert early is not None
-    assert isinstance(early.outcome, ys.Suspended)
+    assert isinstance(early.outcome, Suspended)
     assert attempts(engine) == [(1, 0.0), (2, 1.0)]
     assert retry_record() == ("pending", 2, 3.0)
     assert due_at() == 3.0
@@ -612,14 +616,14 @@ def test_an_early_redelivery_during_a_backoff_resumes_at_the_right_attempt(
     assert (record.status, record.attempt, record.value) == ("completed", 3, "sent")
     execution = engine.runtime.execution(execution_id)
     assert execution is not None
-    assert execution.status == ys.ExecutionStatus.COMPLETED
+    assert execution.status == ExecutionStatus.COMPLETED
     assert execution.result == {"value": "sent"}
 
 
 # --------------------------------------------------------------------------- DuckDB
 
 
-def retry_story(runtime: str) -> tuple[list[ys.StepRecord], list[ys.Effect], ys.ExecutionRecord]:
+def retry_story(runtime: str) -> tuple[list[StepRecord], list[Effect], ExecutionRecord]:
     """The guide's example twice over: one step that always fails, one that succeeds third time,
     with an early redelivery during a backoff."""
     welcome, reminder = guide_example(Body()), guide_example(Body(failures=2))
@@ -649,7 +653,7 @@ def test_the_retry_story_on_duckdb_gives_the_same_step_records_and_ledger() -> N
     memory_steps, memory_effects, memory_execution = retry_story("memory")
     duckdb_steps, duckdb_effects, duckdb_execution = retry_story("duckdb")
 
-    assert memory_execution.status == ys.ExecutionStatus.COMPLETED
+    assert memory_execution.status == ExecutionStatus.COMPLETED
     assert memory_execution.result == {
         "welcome": {"error": "ConnectionError", "attempts": 5},
         "reminder": "sent",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import ExplorationReport, SimulationRun
 from yieldstar_sim.views.pictures import RunPictures
 from yieldstar_sim.views.review import (
     export_file,
@@ -48,7 +49,7 @@ def hostile_child(step: ys.StepRunner, params: object) -> Any:
     return (yield from step.run(HOSTILE_KEY, lambda: 1))
 
 
-def always_fails(run: ys.SimulationRun) -> str:
+def always_fails(run: SimulationRun) -> str:
     return f"{HOSTILE_KEY} </li></ul><script>alert(2)</script>"
 
 
@@ -105,17 +106,17 @@ def parse(page: str) -> Page:
 
 
 @pytest.fixture(scope="module")
-def hostile_run() -> ys.SimulationRun:
+def hostile_run() -> SimulationRun:
     return ys.simulate(HOSTILE, seed=0, runtime="memory")
 
 
 @pytest.fixture(scope="module")
-def trigger_run() -> ys.SimulationRun:
+def trigger_run() -> SimulationRun:
     return ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
 
 
 @pytest.fixture(scope="module")
-def trigger_report() -> ys.ExplorationReport:
+def trigger_report() -> ExplorationReport:
     return ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
 
 
@@ -123,7 +124,7 @@ def trigger_report() -> ys.ExplorationReport:
 
 
 def test_every_hostile_label_is_escaped_and_no_bidi_mark_survives(
-    hostile_run: ys.SimulationRun,
+    hostile_run: SimulationRun,
 ) -> None:
     page = review_page(hostile_run)
     parsed = parse(page)
@@ -145,7 +146,7 @@ def test_every_hostile_label_is_escaped_and_no_bidi_mark_survives(
     assert not [tag for tag, _ in parsed.tags if tag in {"b", "i", "iframe", "img", "link"}]
 
 
-def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: ys.SimulationRun) -> None:
+def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: SimulationRun) -> None:
     page = review_page(hostile_run)
     parsed = parse(page)
     for _, attrs in parsed.tags:
@@ -164,7 +165,7 @@ def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: ys.SimulationRun)
 # --------------------------------------------------------------------------- the stepper
 
 
-def test_one_frame_per_event_with_graphs_and_records_shared(trigger_run: ys.SimulationRun) -> None:
+def test_one_frame_per_event_with_graphs_and_records_shared(trigger_run: SimulationRun) -> None:
     page = review_page(trigger_run)
     parsed = parse(page)
     (data,) = parsed.stepper_data()
@@ -197,7 +198,7 @@ def test_one_frame_per_event_with_graphs_and_records_shared(trigger_run: ys.Simu
 
 
 def test_the_trigger_in_step_page_stays_under_its_size_target(
-    trigger_run: ys.SimulationRun,
+    trigger_run: SimulationRun,
 ) -> None:
     page = review_page(trigger_run)
     assert len(page.encode()) < SIZE_TARGET
@@ -212,7 +213,7 @@ def test_the_trigger_in_step_page_stays_under_its_size_target(
 
 
 def test_the_report_page_holds_coverage_grid_and_each_violation(
-    trigger_report: ys.ExplorationReport,
+    trigger_report: ExplorationReport,
 ) -> None:
     page = review_report_page(trigger_report)
     parsed = parse(page)
@@ -245,7 +246,7 @@ def test_a_report_with_nothing_found_says_so(tmp_path: Path) -> None:
 
 
 def test_run_export_chooses_the_format_by_the_files_ending(
-    trigger_run: ys.SimulationRun, tmp_path: Path
+    trigger_run: SimulationRun, tmp_path: Path
 ) -> None:
     review = trigger_run.export(tmp_path / "sub" / "review.html")
     assert review.read_text("utf-8").count('class="ys-stepper"') == 1

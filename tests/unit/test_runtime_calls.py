@@ -7,9 +7,9 @@ import typing
 
 import pytest
 
-from yieldstar_sim import driver
+from yieldstar_sim.core import driver
+from yieldstar_sim.core.model import ChildRequest, Lease, RequestId, StartRequest
 from yieldstar_sim.engine.calls import RUNTIME_CALLS, RUNTIME_CALLS_BY_OP, runtime_call
-from yieldstar_sim.model import ChildRequest, Lease, RequestId, StartRequest
 from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS
 
 LEASE = Lease("order-42", "w1", 3, 30.0)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import build_timeline, draw_run, draw_timeline, graph_from_trace
 
 
-def run_of(name: str) -> ys.SimulationRun:
+def run_of(name: str) -> SimulationRun:
     return ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")
 
 

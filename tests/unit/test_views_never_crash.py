@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import FAULT_KINDS
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 from yieldstar_sim.views import (
@@ -37,7 +38,7 @@ for extra in ("elapse_effect", "duplicate_trigger", "loop_steps", "retried_effec
 
 
 @st.composite
-def runs(draw: st.DrawFn) -> ys.SimulationRun:
+def runs(draw: st.DrawFn) -> SimulationRun:
     scenario = SCENARIOS[draw(st.sampled_from(sorted(SCENARIOS)))]
     seed = draw(st.integers(0, 2**16))
     faults = [
@@ -57,7 +58,7 @@ def runs(draw: st.DrawFn) -> ys.SimulationRun:
     max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(run=runs())
-def test_every_view_renders_every_run(run: ys.SimulationRun, tmp_path_factory: object) -> None:
+def test_every_view_renders_every_run(run: SimulationRun, tmp_path_factory: object) -> None:
     times = [event.t for event in run.trace]
     assert times == sorted(times), "the trace is in time order"
     middle = len(run.trace) // 2

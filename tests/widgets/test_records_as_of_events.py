@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 from yieldstar_sim.views.records import CHANGED, NEW, TERMINAL
 from yieldstar_sim.widgets import RecordBook, describe_event, narrate, records_html
@@ -13,11 +14,11 @@ from yieldstar_sim.widgets.whatif import WHAT_IF_KINDS, choice_points
 SCENARIOS = sorted(bundled_scenarios())
 
 
-def book_of(run: ys.SimulationRun) -> RecordBook:
+def book_of(run: SimulationRun) -> RecordBook:
     return RecordBook.of_run(run)
 
 
-def assert_final_records_agree(run: ys.SimulationRun) -> None:
+def assert_final_records_agree(run: SimulationRun) -> None:
     """At the last event the derived tables say what the runtime holds."""
     final = book_of(run).at(len(run.trace) - 1)
     executions = {row.cells[0]: row.cells for row in final.table("executions").rows}

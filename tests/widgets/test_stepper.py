@@ -5,26 +5,27 @@ from __future__ import annotations
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.widgets import Stepper, choice_point_at, compare_runs, what_if
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
 @pytest.fixture
-def durable() -> ys.SimulationRun:
+def durable() -> SimulationRun:
     return ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
 
 
 @pytest.fixture
-def problem() -> ys.SimulationRun:
+def problem() -> SimulationRun:
     return ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
 
 
-def seq_of(run: ys.SimulationRun, kind: str, op: str | None = None, nth: int = 0) -> int:
+def seq_of(run: SimulationRun, kind: str, op: str | None = None, nth: int = 0) -> int:
     return [e.seq for e in run.trace if e.kind == kind and (op is None or e.op == op)][nth]
 
 
-def test_the_stepper_is_exported_and_starts_at_the_first_event(durable: ys.SimulationRun) -> None:
+def test_the_stepper_is_exported_and_starts_at_the_first_event(durable: SimulationRun) -> None:
     stepper = ys.Stepper(durable)
     assert stepper.index == 0
     assert stepper.slider.max == len(durable.trace) - 1 == stepper.play.max
@@ -36,7 +37,7 @@ def test_the_stepper_is_exported_and_starts_at_the_first_event(durable: ys.Simul
     assert bytes(stepper.timeline_image.value).startswith(PNG)
 
 
-def test_buttons_and_slider_move_and_everything_follows(durable: ys.SimulationRun) -> None:
+def test_buttons_and_slider_move_and_everything_follows(durable: SimulationRun) -> None:
     stepper = Stepper(durable)
     stepper.next_button.click()
     stepper.next_button.click()
@@ -60,7 +61,7 @@ def test_buttons_and_slider_move_and_everything_follows(durable: ys.SimulationRu
     assert stepper.index == stepper.slider.max
 
 
-def test_play_drives_the_slider(durable: ys.SimulationRun) -> None:
+def test_play_drives_the_slider(durable: SimulationRun) -> None:
     stepper = Stepper(durable)
     stepper.play.value = 5  # what the play button does, one tick at a time
     assert stepper.index == 5
@@ -68,7 +69,7 @@ def test_play_drives_the_slider(durable: ys.SimulationRun) -> None:
 
 
 def test_the_graph_picture_is_shared_by_events_with_the_same_graph(
-    durable: ys.SimulationRun,
+    durable: SimulationRun,
 ) -> None:
     stepper = Stepper(durable)
     pictures = stepper.view.pictures
@@ -77,7 +78,7 @@ def test_the_graph_picture_is_shared_by_events_with_the_same_graph(
     assert pictures.timeline_png(2) != pictures.timeline_png(3)
 
 
-def test_what_if_adds_a_fault_and_opens_the_new_run_with_a_diff(durable: ys.SimulationRun) -> None:
+def test_what_if_adds_a_fault_and_opens_the_new_run_with_a_diff(durable: SimulationRun) -> None:
     """The fix under a second crash: still one courier, and the stepper says what changed."""
     stepper = Stepper(durable)
     start = seq_of(durable, "call", "start", nth=1)  # the replayed start at t=30
@@ -108,7 +109,7 @@ def test_what_if_adds_a_fault_and_opens_the_new_run_with_a_diff(durable: ys.Simu
 
 
 def test_a_fault_before_the_runs_own_keeps_that_one_by_description(
-    problem: ys.SimulationRun,
+    problem: SimulationRun,
 ) -> None:
     """A freeze at the first call: the Problem's own crash, later, keeps its description."""
     stepper = Stepper(problem)
@@ -141,7 +142,7 @@ def test_a_crash_that_breaks_a_passing_run_shows_both_verdicts() -> None:
     assert "effects courier.booked: 1 &rarr; <b>2</b>" in stepper.whatif_html.value
 
 
-def test_a_rerun_makes_the_same_choices_up_to_the_fault(problem: ys.SimulationRun) -> None:
+def test_a_rerun_makes_the_same_choices_up_to_the_fault(problem: SimulationRun) -> None:
     point = choice_point_at(problem.trace, 9)
     assert point is not None
     rerun = what_if(problem, "infra_error", point.index)
@@ -164,7 +165,7 @@ def test_after_the_last_call_there_is_nowhere_to_put_a_fault() -> None:
 
 
 def test_a_failed_rerun_says_why_in_the_widget(
-    durable: ys.SimulationRun, monkeypatch: pytest.MonkeyPatch
+    durable: SimulationRun, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stepper = Stepper(durable)
 
@@ -179,12 +180,12 @@ def test_a_failed_rerun_says_why_in_the_widget(
     assert len(stepper.runs) == 1
 
 
-def test_the_stepper_displays_as_a_widget(durable: ys.SimulationRun) -> None:
+def test_the_stepper_displays_as_a_widget(durable: SimulationRun) -> None:
     bundle = Stepper(durable)._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
-def test_a_duckdb_run_steps_the_same(durable: ys.SimulationRun) -> None:
+def test_a_duckdb_run_steps_the_same(durable: SimulationRun) -> None:
     on_duckdb = ys.simulate(ys.load_scenario("durable-start"), seed=0)
     stepper = Stepper(on_duckdb, index=7)
     assert stepper.records_html.value == Stepper(durable, index=7).records_html.value

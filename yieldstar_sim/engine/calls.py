@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from yieldstar_sim.commands import (
+from yieldstar_sim.core.commands import (
     CallStart,
     Command,
     PutStep,
@@ -23,12 +23,12 @@ from yieldstar_sim.commands import (
     StartChild,
     WaitFor,
 )
-from yieldstar_sim.model import ChildRequest, RequestId, StartRequest
+from yieldstar_sim.core.model import ChildRequest, RequestId, StartRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from yieldstar_sim.model import Lease
+    from yieldstar_sim.core.model import Lease
     from yieldstar_sim.runtime.protocol import Runtime
 
 C = TypeVar("C")

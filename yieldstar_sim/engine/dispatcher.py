@@ -12,11 +12,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.model import LeaseLostError
 from yieldstar_sim.engine.invoker import ExecutionEvent, Invoker
-from yieldstar_sim.model import LeaseLostError
 
 if TYPE_CHECKING:
-    from yieldstar_sim.model import ExecutionRecord, Lease, WorkflowRunOutcome
+    from yieldstar_sim.core.model import ExecutionRecord, Lease, WorkflowRunOutcome
     from yieldstar_sim.runtime.protocol import Runtime
 
 

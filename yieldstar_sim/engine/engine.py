@@ -13,11 +13,12 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Literal
 
-from yieldstar_sim.clock import ManualClock
+from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.dispatcher import Dispatcher, DispatchResult
-from yieldstar_sim.engine.invoker import Invoker, Registry, TestInvoker
+from yieldstar_sim.engine.invoker import InProcessInvoker, Invoker, Registry
 from yieldstar_sim.engine.world import EngineWorld, Ledger
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
@@ -25,8 +26,8 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from yieldstar_sim.authoring import StepDefinition, Workflow
-    from yieldstar_sim.profiles import DriverProfile
+    from yieldstar_sim.core.authoring import StepDefinition, Workflow
+    from yieldstar_sim.core.profiles import DriverProfile
     from yieldstar_sim.runtime.protocol import Runtime
 
 
@@ -34,8 +35,9 @@ class Engine:
     """Runs registered workflows on a runtime, one delivery at a time, on a virtual clock.
 
     ``runtime`` is ``"duckdb"`` (the default, in memory), ``"memory"``, or a runtime you made
-    with this engine's clock. ``invoker`` is ``"test"`` (in this process) or ``"worker"`` (a
-    child process that sends its runtime calls here).
+    with this engine's clock. ``invoker`` is ``"in-process"`` (workflow code runs in this process)
+    or ``"worker"`` (a child process that sends its runtime calls here); ``"test"`` is the first,
+    deprecated, name of ``"in-process"``.
     """
 
     def __init__(
@@ -45,7 +47,7 @@ class Engine:
         steps: Iterable[StepDefinition] = (),
         runtime: Runtime | Literal["duckdb", "memory"] = "duckdb",
         clock: ManualClock | None = None,
-        invoker: Literal["test", "worker"] = "test",
+        invoker: Literal["in-process", "worker", "test"] = "in-process",
         lease_seconds: float = 30.0,
         redelivery_delay: float = 5.0,
         profile: str | DriverProfile = "memory",
@@ -73,13 +75,18 @@ class Engine:
         self.world = EngineWorld(self.runtime, self.clock, self.ledger, lease_seconds=lease_seconds)
         self.invoker: Invoker
         if invoker == "test":
-            self.invoker = TestInvoker(self.runtime, self.registry, self.world)
+            warnings.warn(
+                "invoker='test' is now invoker='in-process'", DeprecationWarning, stacklevel=2
+            )
+            invoker = "in-process"
+        if invoker == "in-process":
+            self.invoker = InProcessInvoker(self.runtime, self.registry, self.world)
         elif invoker == "worker":
             from yieldstar_sim.engine.worker import WorkerProcessInvoker
 
             self.invoker = WorkerProcessInvoker(self.runtime, self.registry, self.world)
         else:
-            raise ValueError(f"invoker must be 'test' or 'worker', not {invoker!r}")
+            raise ValueError(f"invoker must be 'in-process' or 'worker', not {invoker!r}")
         self.dispatcher = Dispatcher(
             self.runtime,
             self.invoker,

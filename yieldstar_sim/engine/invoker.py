@@ -1,5 +1,5 @@
 """Invokers deliver one execution event and return its outcome (RFC 003, "Delivery
-acknowledgement"). ``TestInvoker`` runs workflow code in this process; the worker-process
+acknowledgement"). ``InProcessInvoker`` runs workflow code in this process; the worker-process
 invoker (``yieldstar_sim.engine.worker``) runs it in a child process. Both run the same driver
 through ``run_delivery`` and honour the same contract: ``deliver`` returns an outcome, or raises
 an ``InfrastructureError`` (the worker replies retry) and records no outcome. Whatever a runtime
@@ -9,16 +9,13 @@ call raises, an infrastructure error or any other ``Exception`` (a start client 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.authoring import StepDefinition, Workflow
-from yieldstar_sim.driver import Command, DriverGenerator, RunBody, drive
-
-# perform_runtime_call lived here before the table of calls: its importers keep working.
-from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
-from yieldstar_sim.engine.world import BodyWorld, EngineWorld
-from yieldstar_sim.model import (
+from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.driver import Command, DriverGenerator, RunBody, drive
+from yieldstar_sim.core.model import (
     Delivery,
     DeliveryRejectedError,
     InfrastructureError,
@@ -26,7 +23,11 @@ from yieldstar_sim.model import (
     StepDeclarationError,
     WorkflowRunOutcome,
 )
-from yieldstar_sim.profiles import DriverProfile, driver_profile
+from yieldstar_sim.core.profiles import DriverProfile, driver_profile
+
+# perform_runtime_call lived here before the table of calls: its importers keep working.
+from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
+from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable
@@ -150,10 +151,8 @@ def run_delivery(driver: DriverGenerator, perform: Callable[[Command], Any]) -> 
     raise AssertionError("a delivery's perform never yields")  # pragma: no cover
 
 
-class TestInvoker:
+class InProcessInvoker:
     """Runs workflow code in this process, against the runtime directly."""
-
-    __test__ = False  # not a pytest test class
 
     def __init__(self, runtime: Runtime, registry: Registry, world: EngineWorld) -> None:
         self._runtime = runtime
@@ -188,3 +187,18 @@ class TestInvoker:
 def describe_error(error: BaseException) -> str:
     """An error as a rejection names it: its class and message."""
     return f"{type(error).__name__}: {error}"
+
+
+if not TYPE_CHECKING:  # type checkers report the old name as missing, which is what we want
+
+    def __getattr__(name: str) -> object:
+        # TestInvoker was this class's first name: it is the production in-process invoker, not a
+        # test double. The old name keeps working, with a warning, for code written against it.
+        if name == "TestInvoker":
+            warnings.warn(
+                "TestInvoker is now InProcessInvoker (yieldstar_sim.engine.InProcessInvoker)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return InProcessInvoker
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,11 +14,8 @@ import multiprocessing
 import pickle
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.driver import CallStart, Command, ReadClock, RunBody, StartChild, drive
-from yieldstar_sim.engine.calls import RUNTIME_CALLS_BY_OP, perform_runtime_call, runtime_call
-from yieldstar_sim.engine.invoker import ExecutionEvent, Registry, describe_error, run_delivery
-from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
-from yieldstar_sim.model import (
+from yieldstar_sim.core.driver import CallStart, Command, ReadClock, RunBody, StartChild, drive
+from yieldstar_sim.core.model import (
     DeliveryRejectedError,
     Failed,
     InfrastructureError,
@@ -28,6 +25,9 @@ from yieldstar_sim.model import (
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
+from yieldstar_sim.engine.calls import RUNTIME_CALLS_BY_OP, perform_runtime_call, runtime_call
+from yieldstar_sim.engine.invoker import ExecutionEvent, Registry, describe_error, run_delivery
+from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
 from yieldstar_sim.runtime import encode_start_params
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.runtime.protocol import Runtime
 
 

@@ -11,9 +11,9 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.codec import DurableObject, durable_value_codec
-from yieldstar_sim.driver import BodyResult, RunBody
-from yieldstar_sim.model import (
+from yieldstar_sim.core.codec import DurableObject, durable_value_codec
+from yieldstar_sim.core.driver import BodyResult, RunBody
+from yieldstar_sim.core.model import (
     ExitCalled,
     InfrastructureError,
     StepTimeoutError,
@@ -21,8 +21,8 @@ from yieldstar_sim.model import (
 )
 
 if TYPE_CHECKING:
-    from yieldstar_sim.clock import ManualClock
-    from yieldstar_sim.model import Lease
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import Lease
     from yieldstar_sim.runtime.protocol import ExecutionClient
 
 #: The ledger name of a non-durable trigger made from a step body.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from yieldstar_sim.authoring import StepRunner, workflow
+from yieldstar_sim.core.authoring import StepRunner, workflow
 
 
 @workflow("ship-order")

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.model import RequestId, StartAccepted, StartRequest
+from yieldstar_sim.core.model import RequestId, StartAccepted, StartRequest
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
-    from yieldstar_sim.model import StartResult
+    from yieldstar_sim.core.model import StartResult
 
 
 class _Wrapped:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.codec import DurableObject, durable_value_codec
-from yieldstar_sim.model import (
+from yieldstar_sim.core.codec import DurableObject, durable_value_codec
+from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildAccepted,
     ChildRequest,
@@ -378,7 +378,7 @@ def check_step(step_key: object, status: object, value: object, attempt: object)
 
 def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:
     """The status, encoded result and encoded error an outcome is stored as."""
-    from yieldstar_sim.model import Cancelled, Completed, Failed, Suspended
+    from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 
     match outcome:
         case Completed(result=result):

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
-from yieldstar_sim.clock import Clock, ManualClock
-from yieldstar_sim.codec import durable_value_codec
-from yieldstar_sim.model import (
+from yieldstar_sim.core.clock import Clock, ManualClock
+from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildAccepted,
     ChildRequest,

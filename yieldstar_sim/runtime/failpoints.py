@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.model import InjectedFailure
+from yieldstar_sim.core.model import InjectedFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from yieldstar_sim.clock import Clock
-    from yieldstar_sim.model import (
+    from yieldstar_sim.core.clock import Clock
+    from yieldstar_sim.core.model import (
         ChildRequest,
         ChildResult,
         Delivery,

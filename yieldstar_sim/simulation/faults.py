@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.simulation.trace import TraceEvent
 
 

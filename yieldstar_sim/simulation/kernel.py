@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class VirtualClock(Protocol):
-    """The clock the kernel moves (``yieldstar_sim.clock.ManualClock`` is one): the kernel
+    """The clock the kernel moves (``yieldstar_sim.core.clock.ManualClock`` is one): the kernel
     imports nothing of the package, so it names only what it uses."""
 
     def now(self) -> float:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from yieldstar_sim.codec import durable_value_codec
+from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
@@ -34,8 +34,8 @@ from yieldstar_sim.simulation.simulator import Simulator
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.artifact import ReplayArtifact

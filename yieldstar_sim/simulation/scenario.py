@@ -7,6 +7,7 @@ docstring tells the story.
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import importlib.util
 import inspect
 import linecache
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import StepDefinition, Workflow
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -199,7 +200,7 @@ class Scenario:
                     f"scenario {self.name!r}: expected holds ys.expect(...) entries, not "
                     f"{expectation!r}"
                 )
-        from yieldstar_sim.profiles import driver_profile
+        from yieldstar_sim.core.profiles import driver_profile
 
         driver_profile(self.profile)  # refuses an unknown profile now, with the known ones
         for workflow in self.workflows:
@@ -324,9 +325,19 @@ class FaultPlanError(ScenarioError, ValueError):
 
 
 def bundled_scenario_folder() -> Path:
-    """Where bundled scenarios live: ``$YIELDSTAR_SCENARIOS`` or the repository's scenarios/."""
+    """Where bundled scenarios live: ``$YIELDSTAR_SCENARIOS`` if set, else the package
+    ``yieldstar_sim.scenarios`` (the repository's ``scenarios/`` folder, which the wheel ships
+    under that name and an editable install maps to it)."""
     folder = os.environ.get("YIELDSTAR_SCENARIOS")
-    return Path(folder) if folder else Path(__file__).resolve().parents[2] / "scenarios"
+    if folder:
+        return Path(folder)
+    try:
+        shipped = importlib.resources.files("yieldstar_sim.scenarios")
+    except ModuleNotFoundError:
+        # A source tree put on sys.path by hand, never installed: the folder is beside the package.
+        return Path(__file__).resolve().parents[2] / "scenarios"
+    # Installed from a wheel or editable, the package is a folder on disk (not a zip archive).
+    return Path(str(shipped))
 
 
 def bundled_scenarios() -> dict[str, Path]:

@@ -13,9 +13,9 @@ import random
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.clock import ManualClock
-from yieldstar_sim.codec import EncodedValue, durable_value_codec
-from yieldstar_sim.driver import (
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.codec import EncodedValue, durable_value_codec
+from yieldstar_sim.core.driver import (
     BodyResult,
     CallStart,
     Command,
@@ -28,10 +28,7 @@ from yieldstar_sim.driver import (
     WaitFor,
     drive,
 )
-from yieldstar_sim.engine.calls import runtime_call
-from yieldstar_sim.engine.invoker import Registry, step_delivery
-from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     ChildAccepted,
     Delivery,
     DeliveryRejectedError,
@@ -48,6 +45,9 @@ from yieldstar_sim.model import (
     StartRejected,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.engine.calls import runtime_call
+from yieldstar_sim.engine.invoker import Registry, step_delivery
+from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
@@ -79,7 +79,7 @@ from yieldstar_sim.simulation.trace import (
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.scenario import Scenario
 

@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 if TYPE_CHECKING:
-    from yieldstar_sim.codec import DurableObject
+    from yieldstar_sim.core.codec import DurableObject
 
 
 class TraceKind(StrEnum):

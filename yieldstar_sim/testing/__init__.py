@@ -116,7 +116,7 @@ RFC003_RUNTIME_ADAPTER_CASES: dict[str, Case] = {
 }
 
 
-#: The admission, lease, retention and failure-point rules fixed in DESIGN.md.
+#: The admission, lease, retention and failure-point rules fixed in docs/decisions.md.
 RUNTIME_RULE_CASES: dict[str, Case] = {
     "A caller-chosen ID that exists is refused": caller_chosen_id_collision_is_refused,
     "Generated IDs never collide with caller-chosen ones": (

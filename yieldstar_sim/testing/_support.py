@@ -6,8 +6,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeAlias
 
-from yieldstar_sim.clock import ManualClock
-from yieldstar_sim.model import (
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.model import (
     ExecutionStateError,
     InjectedFailure,
     LeaseLostError,

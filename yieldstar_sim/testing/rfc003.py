@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from yieldstar_sim.codec import durable_value_codec
-from yieldstar_sim.model import (
+from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.model import (
     Completed,
     ExecutionStatus,
     InjectedFailure,

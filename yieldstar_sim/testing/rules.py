@@ -1,11 +1,11 @@
-"""The admission, lease, retention, ownership and failure-point rules of DESIGN.md and
+"""The admission, lease, retention, ownership and failure-point rules of
 docs/decisions.md, as runtime-adapter cases."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     Cancelled,
     ChildAccepted,

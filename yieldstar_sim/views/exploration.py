@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.filenames import file_stem
+from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 

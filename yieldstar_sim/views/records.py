@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.model import TERMINAL_STATUSES
 from yieldstar_sim.engine.world import TRIGGERED
-from yieldstar_sim.model import TERMINAL_STATUSES
 from yieldstar_sim.simulation.trace import (
     BodyData,
     ClaimData,

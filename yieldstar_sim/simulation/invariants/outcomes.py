@@ -16,7 +16,7 @@ from yieldstar_sim.simulation.trace import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from yieldstar_sim.model import ExecutionRecord
+    from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.simulation.run import SimulationRun
     from yieldstar_sim.simulation.scenario import Expect
 

@@ -215,7 +215,7 @@ class DurableValueCodec:
 
 
 durable_value_codec = DurableValueCodec()
-"""The codec instance to use: ``from yieldstar_sim.codec import durable_value_codec``."""
+"""The codec instance to use: ``from yieldstar_sim.core.codec import durable_value_codec``."""
 
 
 class _Frame:

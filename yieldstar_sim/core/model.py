@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 if TYPE_CHECKING:
-    from yieldstar_sim.codec import DurableObject, DurableValue
+    from yieldstar_sim.core.codec import DurableObject, DurableValue
 
 # --------------------------------------------------------------------------- identities
 
@@ -260,7 +260,7 @@ class ErrorInfo:
 
 @dataclass(frozen=True, slots=True)
 class ExecutionRecord:
-    """One execution as the runtime stores it (RFC 007 as fixed in DESIGN.md).
+    """One execution as the runtime stores it (RFC 007 as fixed in docs/decisions.md).
 
     ``due_at`` is the pending wake, if any; ``lease`` the current lease, if one is held (it may
     have expired: compare ``lease.expires_at`` with the clock).

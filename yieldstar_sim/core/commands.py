@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from yieldstar_sim.codec import DurableValue
-    from yieldstar_sim.model import ChildRequest, Lease, StartRequest, StepStatus
+    from yieldstar_sim.core.codec import DurableValue
+    from yieldstar_sim.core.model import ChildRequest, Lease, StartRequest, StepStatus
 
 
 @dataclass(frozen=True, slots=True)

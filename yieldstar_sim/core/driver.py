@@ -19,7 +19,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from yieldstar_sim.authoring import (
+from yieldstar_sim.core.authoring import (
     STEP_REQUESTS,
     CallStep,
     ChildStep,
@@ -32,8 +32,8 @@ from yieldstar_sim.authoring import (
     Workflow,
     World,
 )
-from yieldstar_sim.codec import DurableValue, durable_value_codec
-from yieldstar_sim.commands import (
+from yieldstar_sim.core.codec import DurableValue, durable_value_codec
+from yieldstar_sim.core.commands import (
     BodyResult,
     CallStart,
     Command,
@@ -46,7 +46,7 @@ from yieldstar_sim.commands import (
     StartChild,
     WaitFor,
 )
-from yieldstar_sim.model import (
+from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
     ChildFailedError,
@@ -81,11 +81,11 @@ from yieldstar_sim.model import (
     check_name,
     control_character,
 )
-from yieldstar_sim.profiles import MEMORY, DriverProfile
+from yieldstar_sim.core.profiles import MEMORY, DriverProfile
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
-# The commands live in yieldstar_sim.commands; the driver's importers find them here too.
+# The commands live in yieldstar_sim.core.commands; the driver's importers find them here too.
 __all__ = [
     "BodyResult",
     "CallStart",
@@ -200,7 +200,7 @@ def drive(
     """Replay ``workflow`` for ``delivery`` and run its first unrecorded step.
 
     Yields commands; returns the ``WorkflowRunOutcome`` for the dispatcher to acknowledge.
-    ``profile`` applies an engine's native rules (see ``yieldstar_sim.profiles``).
+    ``profile`` applies an engine's native rules (see ``yieldstar_sim.core.profiles``).
     """
     record = delivery.execution
     if record.terminal:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
-from yieldstar_sim.model import StepDeclarationError, check_name
+from yieldstar_sim.core.model import StepDeclarationError, check_name
 
 # --------------------------------------------------------------------------- workflows
 
