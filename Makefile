@@ -6,6 +6,7 @@
 #   make docs           the documentation site (mkdocs build --strict) into build/site
 #   make lab            JupyterLab on notebooks/ (installs the `lab` extra)
 #   make browser-test   Voila + Debian's Chromium: the stepper in a real browser
+#   make test-postgres  the PostgreSQL tests on a throwaway local cluster (scripts/postgres.sh)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -15,7 +16,7 @@ JUPYTER_ENV := JUPYTER_CONFIG_DIR=$(JUPYTER_STATE)/config JUPYTER_DATA_DIR=$(JUP
 	JUPYTER_RUNTIME_DIR=$(JUPYTER_STATE)/runtime IPYTHONDIR=$(JUPYTER_STATE)/ipython \
 	JUPYTER_PLATFORM_DIRS=1
 
-.PHONY: setup demo test lint docs check-notebooks bench bench-stepper lab browser-test clean
+.PHONY: setup demo test test-postgres lint docs check-notebooks bench bench-stepper lab browser-test clean
 
 # Everything: the runtime, the test tools, linters and the docs toolchain (the `dev` extra).
 setup: $(VENV)/.installed
@@ -37,6 +38,15 @@ demo: $(VENV)/.runtime-installed
 test: setup
 	$(BIN)/python -m pytest
 
+# The tests marked postgres, on a cluster started for them in a temp directory and stopped after
+# (Debian's postgresql: scripts/postgres.sh install). `make test` runs them too when
+# YIELDSTAR_PG_DSN names a server, and skips them otherwise.
+test-postgres: setup
+	scripts/postgres.sh install
+	eval "$$(scripts/postgres.sh start)" && \
+		trap 'scripts/postgres.sh stop "$$YIELDSTAR_PG_DIR"' EXIT && \
+		$(BIN)/python -m pytest -m postgres
+
 lint: setup
 	$(BIN)/ruff check yieldstar_sim tests benchmarks scenarios scripts docs setup.py
 	$(BIN)/ruff format --check yieldstar_sim tests benchmarks scenarios scripts docs setup.py
@@ -52,7 +62,7 @@ check-notebooks: setup
 
 # Every benchmark, quick; run one without --quick for the full figures (see benchmarks/README.md).
 bench: setup
-	for bench in runtime engine simulation explorer views stepper; do \
+	for bench in runtime postgres engine simulation explorer views stepper; do \
 		MPLBACKEND=Agg $(BIN)/python benchmarks/bench_$$bench.py --quick || exit 1; done
 
 bench-stepper: setup

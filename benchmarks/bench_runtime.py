@@ -496,7 +496,7 @@ def new_duckdb() -> DuckDBRuntime:
 
 def statements(runtime: Runtime) -> int:
     """SQL statements the runtime has issued (0 for an adapter without SQL)."""
-    return runtime.statements if isinstance(runtime, DuckDBRuntime) else 0
+    return int(getattr(runtime, "statements", 0))
 
 
 def time_calls(calls: Sequence[Call]) -> float:

@@ -129,8 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     explore.add_argument(
         "--runtime", type=_runtime_choice, default="memory", metavar="RUNTIME",
-        help="runtime to explore on: memory (default, the fast path), duckdb, or your own "
-        "runtime's factory as package.module:factory",
+        help="runtime to explore on: memory (default, the fast path), duckdb, postgres "
+        "(YIELDSTAR_PG_DSN), or your own runtime's factory as package.module:factory",
     )  # fmt: skip
     explore.add_argument(
         "--confirm", type=_runtime_choice, default="duckdb", metavar="RUNTIME",
@@ -182,7 +182,8 @@ def _parser() -> argparse.ArgumentParser:
 def _runtime_options(command: argparse.ArgumentParser, default: str | None = "duckdb") -> None:
     command.add_argument(
         "--runtime", type=_runtime_choice, default=default, metavar="RUNTIME",
-        help="duckdb, memory, or your own runtime's factory as package.module:factory "
+        help="duckdb, memory, postgres (the server YIELDSTAR_PG_DSN names), or your own "
+        "runtime's factory as package.module:factory "
         f"(default: {default or 'the one the artifact used, if bundled'})",
     )  # fmt: skip
     command.add_argument(
@@ -265,7 +266,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _runtime_choice(text: str) -> str:
-    """``memory``, ``duckdb`` or ``package.module:factory`` (imported now, to refuse a typo)."""
+    """``memory``, ``duckdb``, ``postgres`` or ``package.module:factory`` (imported now, to
+    refuse a typo)."""
     from yieldstar_sim.runtime.factory import RuntimeChoiceError, resolve_runtime
 
     try:

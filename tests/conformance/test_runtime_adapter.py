@@ -1,7 +1,11 @@
 """RFC 003's runtime-adapter table, row by row, and the runtime rules of docs/decisions.md, on every
-adapter through the public conformance suite."""
+adapter through the public conformance suite (PostgreSQL where YIELDSTAR_PG_DSN names a
+server)."""
 
 from __future__ import annotations
+
+import os
+from typing import Any
 
 import pytest
 
@@ -25,10 +29,25 @@ def _duckdb(clock: ManualClock) -> Runtime:
     return DuckDBRuntime(clock=clock)
 
 
-ADAPTERS: dict[str, RuntimeFactory] = {"memory": _memory, "duckdb": _duckdb}
+def _postgres(clock: ManualClock | None = None, **options: Any) -> Runtime:
+    from yieldstar_sim.runtime.postgres import PostgresRuntime
+
+    return PostgresRuntime(os.environ["YIELDSTAR_PG_DSN"], clock=clock, **options)
 
 
-@pytest.fixture(params=sorted(ADAPTERS), ids=sorted(ADAPTERS))
+ADAPTERS: dict[str, RuntimeFactory] = {
+    "memory": _memory,
+    "duckdb": _duckdb,
+    "postgres": _postgres,
+}
+#: The adapters, each marked so that the postgres one is skipped without a server.
+ADAPTER_PARAMS = [
+    pytest.param(name, marks=[pytest.mark.postgres] if name == "postgres" else [], id=name)
+    for name in sorted(ADAPTERS)
+]
+
+
+@pytest.fixture(params=ADAPTER_PARAMS)
 def make(request: pytest.FixtureRequest) -> RuntimeFactory:
     return ADAPTERS[request.param]
 
@@ -75,10 +94,14 @@ def test_check_runtime_adapter_names_the_failing_case() -> None:
         check_runtime_adapter(lambda clock: ForgetfulRuntime(clock=clock))
 
 
-RUNTIME_CLASSES = {"memory": MemoryRuntime, "duckdb": DuckDBRuntime}
+RUNTIME_CLASSES: dict[str, Any] = {
+    "memory": MemoryRuntime,
+    "duckdb": DuckDBRuntime,
+    "postgres": _postgres,
+}
 
 
-@pytest.mark.parametrize("kind", sorted(RUNTIME_CLASSES))
+@pytest.mark.parametrize("kind", ADAPTER_PARAMS)
 def test_without_the_orphan_guard_a_terminal_caller_admits_an_orphan(kind: str) -> None:
     """orphan_guard=False (for the orphan-after-cancel scenario) shows the hazard: a cancelled
     caller's new child is admitted, owned by a terminal owner and never asked to cancel, and a
@@ -103,7 +126,7 @@ def test_without_the_orphan_guard_a_terminal_caller_admits_an_orphan(kind: str) 
     }
 
 
-@pytest.mark.parametrize("kind", sorted(RUNTIME_CLASSES))
+@pytest.mark.parametrize("kind", ADAPTER_PARAMS)
 def test_the_orphan_guard_is_a_bool(kind: str) -> None:
     with pytest.raises(TypeError, match=r"^orphan_guard must be True or False, not 'no'$"):
         RUNTIME_CLASSES[kind](orphan_guard="no")  # type: ignore[arg-type]

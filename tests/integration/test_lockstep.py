@@ -19,6 +19,7 @@ The short scenarios at the end replay, through the same machine, the disagreemen
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
@@ -315,14 +316,23 @@ def _ask(call: Callable[[], T]) -> Answer[T]:
 
 
 class LockstepMachine(RuleBasedStateMachine):
-    """Drives a MemoryRuntime and a DuckDBRuntime with the same calls and compares them."""
+    """Drives a MemoryRuntime and a DuckDBRuntime with the same calls and compares them.
+
+    ``other_name`` and ``make_other`` name and make the adapter held to the memory runtime (its
+    attribute keeps the name ``duckdb``); ``PostgresLockstepMachine`` puts PostgreSQL there."""
+
+    other_name = "DuckDB"
+
+    @staticmethod
+    def make_other(clock: ManualClock) -> Runtime:
+        return DuckDBRuntime(clock=clock)
 
     def __init__(self) -> None:
         super().__init__()
         self.memory_clock = ManualClock()
         self.duckdb_clock = ManualClock()
         self.memory = MemoryRuntime(clock=self.memory_clock)
-        self.duckdb = DuckDBRuntime(clock=self.duckdb_clock)
+        self.duckdb = self.make_other(self.duckdb_clock)
         #: Every execution ID seen (chosen, generated, pruned) and some that never exist.
         self.known: list[str] = [*UNKNOWN_IDS, *CHOSEN_IDS]
         #: Every start request made, oldest first, and the target each request ID first got.
@@ -368,7 +378,7 @@ class LockstepMachine(RuleBasedStateMachine):
         # armed, and the repeat of a start request whose target was pruned.
         assert memory.signature() == duckdb.signature(), (
             f"{context}: the memory runtime {memory.describe()}, "
-            f"the DuckDB runtime {duckdb.describe()}"
+            f"the {self.other_name} runtime {duckdb.describe()}"
         )
         for answer in (memory, duckdb):
             assert answer.error is None or isinstance(answer.error, EXPECTED_ERRORS), (
@@ -799,7 +809,7 @@ class LockstepMachine(RuleBasedStateMachine):
             duckdb_steps = _ask(lambda: self.duckdb.steps(execution_id))  # noqa: B023
             assert memory_steps.signature() == duckdb_steps.signature(), (
                 f"steps({execution_id!r}): the memory runtime {memory_steps.describe()}, "
-                f"the DuckDB runtime {duckdb_steps.describe()}"
+                f"the {self.other_name} runtime {duckdb_steps.describe()}"
             )
 
     @invariant()
@@ -838,6 +848,25 @@ def test_memory_and_duckdb_runtimes_agree_call_for_call() -> None:
     """Random sequences of trigger/start/claim/clock/fenced-write/prune calls, with armed
     failure points, give the same answers and leave the same records on both adapters."""
     run_state_machine_as_test(LockstepMachine, settings=LOCKSTEP_SETTINGS)
+
+
+class PostgresLockstepMachine(LockstepMachine):
+    """The same machine with a PostgresRuntime (its own schema per example) in DuckDB's place."""
+
+    other_name = "PostgreSQL"
+
+    @staticmethod
+    def make_other(clock: ManualClock) -> Runtime:
+        from yieldstar_sim.runtime.postgres import PostgresRuntime
+
+        return PostgresRuntime(os.environ["YIELDSTAR_PG_DSN"], clock=clock)
+
+
+@pytest.mark.postgres
+def test_memory_and_postgres_runtimes_agree_call_for_call() -> None:
+    """The lockstep test against a real PostgreSQL server: the same random calls, the same
+    answers and records as the memory runtime (and so as DuckDB)."""
+    run_state_machine_as_test(PostgresLockstepMachine, settings=LOCKSTEP_SETTINGS)
 
 
 # --------------------------------------------------------------------------- scenarios

@@ -1,5 +1,5 @@
 """A run is fully determined by (scenario, seed, schedule, fault plan): the same inputs give a
-byte-identical trace, on the memory runtime and on DuckDB alike."""
+byte-identical trace, on the memory runtime, on DuckDB and on PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -46,6 +46,22 @@ def test_200_seeds_give_the_same_trace_on_memory_and_duckdb() -> None:
         duckdb = ys.simulate(scenario, seed, runtime="duckdb")
         assert memory.trace.to_jsonl() == duckdb.trace.to_jsonl(), f"seed {seed} differs"
         duckdb.runtime.close()
+
+
+@pytest.mark.postgres
+def test_seeds_give_the_same_trace_on_memory_duckdb_and_postgres() -> None:
+    """runtime="postgres" (the server YIELDSTAR_PG_DSN names, a fresh schema per run): the same
+    trace as memory and DuckDB, seed for seed. 40 seeds: each run opens and drops a schema."""
+    scenario = busy_scenario()
+    for seed in range(40):
+        memory = ys.simulate(scenario, seed, runtime="memory")
+        duckdb = ys.simulate(scenario, seed, runtime="duckdb")
+        postgres = ys.simulate(scenario, seed, runtime="postgres")
+        assert memory.trace.to_jsonl() == postgres.trace.to_jsonl(), f"seed {seed} differs"
+        assert duckdb.trace.to_jsonl() == postgres.trace.to_jsonl(), f"seed {seed} differs"
+        assert postgres.runtime_kind == "postgres"
+        duckdb.runtime.close()
+        postgres.runtime.close()
 
 
 def test_a_schedule_replays_the_same_run_whatever_the_seed() -> None:

@@ -28,6 +28,7 @@ from yieldstar_sim.core.model import (
     StartRejected,
     StartRequest,
     StartRequestRecord,
+    StepRecord,
     StepStatus,
     TerminalCallerError,
     WorkflowRunOutcome,
@@ -437,3 +438,39 @@ def step_status(value: str) -> StepStatus:
     if value == "failed":
         return "failed"
     return "pending"
+
+
+# --------------------------------------------------------------------------- step logs
+
+
+def step_entry(write: StepWrite, now: float) -> str:
+    """One line of a step log: the canonical JSON of the entry. The codec writes every part but
+    the value (already canonical), so no part can close the entry early and add another; "v"
+    sorts last, so appending it keeps the keys in canonical order."""
+    head = durable_value_codec.encode_or_raise(
+        {"a": write.attempt, "k": write.step_key, "s": write.status, "t": now}
+    )
+    return f'{head[:-1]},"v":{write.canonical}}}\n'
+
+
+def parse_step_log(execution_id: str, log: str) -> list[StepRecord]:
+    """Fold a step log into step records: first entry fixes the position, last one the state."""
+    if not log:
+        return []
+    entries = durable_value_codec.decode_trusted("[" + log.rstrip("\n").replace("\n", ",") + "]")
+    assert isinstance(entries, list)
+    steps: dict[str, StepRecord] = {}
+    for entry in entries:
+        assert isinstance(entry, dict)
+        key = str(entry["k"])
+        old = steps.get(key)
+        steps[key] = StepRecord(
+            execution_id,
+            key,
+            len(steps) if old is None else old.position,
+            step_status(str(entry["s"])),
+            entry["v"],
+            int(entry["a"]),  # type: ignore[arg-type]
+            float(entry["t"]),  # type: ignore[arg-type]
+        )
+    return list(steps.values())  # dicts keep first-insertion order: the positions' order

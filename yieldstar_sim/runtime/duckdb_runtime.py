@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import duckdb
 
 from yieldstar_sim.core.clock import Clock, ManualClock
-from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildAccepted,
@@ -368,7 +367,7 @@ class DuckDBRuntime:
     def steps(self, execution_id: str) -> list[StepRecord]:
         """The recorded steps of one execution, in the order they were first recorded."""
         rows = self._execute("step_log", {"execution_id": execution_id})
-        return _parse_step_log(execution_id, rows[0][0]) if rows else []
+        return common.parse_step_log(execution_id, rows[0][0]) if rows else []
 
     def start_requests(self) -> list[StartRequestRecord]:
         """Every retained start request with its target."""
@@ -411,7 +410,7 @@ class DuckDBRuntime:
             record = common.execution_record(columns)
             assert record.lease is not None
             delivery = Delivery(
-                record.lease, record, tuple(_parse_step_log(record.execution_id, step_log))
+                record.lease, record, tuple(common.parse_step_log(record.execution_id, step_log))
             )
         self._failpoints.hit("claim.after_commit")
         return delivery
@@ -454,7 +453,7 @@ class DuckDBRuntime:
         write = common.check_step(step_key, status, value, attempt)
         if wake_at is not None:
             wake_at = common.check_seconds(wake_at, "wake_at")
-        entry = _step_entry(write, self._clock.now())
+        entry = common.step_entry(write, self._clock.now())
         self._fenced("put_step", lease, {"entry": entry, "wake_at": wake_at})
         self._failpoints.hit("put_step.after_commit")
 
@@ -530,36 +529,3 @@ class DuckDBRuntime:
                     "can be pruned"
                 )
         self._failpoints.hit("prune.after_commit")
-
-
-def _step_entry(write: common.StepWrite, now: float) -> str:
-    """One line of a step log: the canonical JSON of the entry. The codec writes every part but
-    the value (already canonical), so no part can close the entry early and add another; "v"
-    sorts last, so appending it keeps the keys in canonical order."""
-    head = durable_value_codec.encode_or_raise(
-        {"a": write.attempt, "k": write.step_key, "s": write.status, "t": now}
-    )
-    return f'{head[:-1]},"v":{write.canonical}}}\n'
-
-
-def _parse_step_log(execution_id: str, log: str) -> list[StepRecord]:
-    """Fold a step log into step records: first entry fixes the position, last one the state."""
-    if not log:
-        return []
-    entries = durable_value_codec.decode_trusted("[" + log.rstrip("\n").replace("\n", ",") + "]")
-    assert isinstance(entries, list)
-    steps: dict[str, StepRecord] = {}
-    for entry in entries:
-        assert isinstance(entry, dict)
-        key = str(entry["k"])
-        old = steps.get(key)
-        steps[key] = StepRecord(
-            execution_id,
-            key,
-            len(steps) if old is None else old.position,
-            common.step_status(str(entry["s"])),
-            entry["v"],
-            int(entry["a"]),  # type: ignore[arg-type]
-            float(entry["t"]),  # type: ignore[arg-type]
-        )
-    return list(steps.values())  # dicts keep first-insertion order: the positions' order

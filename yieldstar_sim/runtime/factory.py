@@ -1,4 +1,7 @@
-"""Which runtime a run uses: ``"memory"``, ``"duckdb"``, or your own.
+"""Which runtime a run uses: ``"memory"``, ``"duckdb"``, ``"postgres"``, or your own.
+
+``"postgres"`` opens a ``PostgresRuntime`` (the ``postgres`` extra) on the server the environment
+variable ``YIELDSTAR_PG_DSN`` names, in a schema of its own that closing the runtime drops.
 
 Your own runtime is a *factory*: a callable that takes the simulator's virtual clock as
 ``clock=`` (as the bundled adapters do) and returns an object satisfying the runtime Protocols
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 RuntimeFactory: TypeAlias = Callable[..., Runtime]
 RuntimeChoice: TypeAlias = "str | RuntimeFactory"
 
-BUNDLED = ("memory", "duckdb")
+BUNDLED = ("memory", "duckdb", "postgres")
 
 #: What the simulator and the engine call on a runtime: a factory's object must have them all.
 REQUIRED = (
@@ -54,7 +57,8 @@ def resolve_runtime(choice: RuntimeChoice) -> tuple[str, RuntimeFactory | None]:
         module_name, colon, attribute = choice.partition(":")
         if not colon or not module_name or not attribute:
             raise RuntimeChoiceError(
-                f"runtime must be 'memory', 'duckdb' or 'package.module:factory', not {choice!r}"
+                "runtime must be 'memory', 'duckdb', 'postgres' or 'package.module:factory', "
+                f"not {choice!r}"
             )
         try:
             target: Any = importlib.import_module(module_name)
@@ -72,8 +76,8 @@ def resolve_runtime(choice: RuntimeChoice) -> tuple[str, RuntimeFactory | None]:
     if callable(choice):
         return runtime_label(choice), choice
     raise RuntimeChoiceError(
-        f"runtime must be 'memory', 'duckdb', 'package.module:factory' or a callable, not "
-        f"{choice!r}"
+        "runtime must be 'memory', 'duckdb', 'postgres', 'package.module:factory' or a "
+        f"callable, not {choice!r}"
     )
 
 
@@ -110,6 +114,8 @@ def open_runtime(
         return MemoryRuntime(clock=clock, **options)
     if label == "duckdb":
         return DuckDBRuntime(":memory:" if db is None else db, clock=clock, **options)
+    if label == "postgres":
+        return _open_postgres(clock, db, options)
     assert factory is not None
     if db is not None:
         raise RuntimeChoiceError(f"a database file needs runtime='duckdb', not {label!r}")
@@ -127,3 +133,16 @@ def open_runtime(
             f"{', '.join(missing)}: a runtime satisfies ExecutionClient and WorkflowStartClient"
         )
     return runtime
+
+
+def _open_postgres(clock: Any, db: str | Path | None, options: dict[str, Any]) -> Runtime:
+    """A ``PostgresRuntime`` from ``YIELDSTAR_PG_DSN``; psycopg is an optional dependency."""
+    if db is not None:
+        raise RuntimeChoiceError("a database file needs runtime='duckdb', not 'postgres'")
+    try:
+        from yieldstar_sim.runtime.postgres import from_env
+    except ImportError as error:
+        raise RuntimeChoiceError(
+            f"runtime 'postgres' needs psycopg: pip install 'yieldstar-sim[postgres]' ({error})"
+        ) from None
+    return from_env(clock=clock, **options)
