@@ -22,7 +22,6 @@ environment variable ``YIELDSTAR_PG_DSN`` names (a libpq connection string), by 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import secrets
@@ -30,11 +29,9 @@ import threading
 import time
 import weakref
 from dataclasses import replace
-from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
-from psycopg import errors
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
@@ -63,36 +60,28 @@ from yieldstar_sim.core.model import (
     check_name,
 )
 from yieldstar_sim.runtime import _common as common
-from yieldstar_sim.runtime.duckdb_runtime import load_queries
 from yieldstar_sim.runtime.failpoints import FailPoints
+from yieldstar_sim.runtime.postgres_connections import (
+    CREATE_SCHEMA,
+    DSN_VARIABLE,
+    MAX_BACKOFF_SECONDS,
+    MAX_RETRIES,
+    QUERIES,
+    RETRYABLE,
+    SCHEMA,
+    SESSION,
+    Connections,
+    Holder,
+    check_schema,
+    first_line,
+    storable,
+    where,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     Connection = psycopg.Connection[tuple[Any, ...]]
-
-#: The environment variable ``from_env`` (and so ``runtime="postgres"``) reads the server from.
-DSN_VARIABLE = "YIELDSTAR_PG_DSN"
-
-#: A race lost to another connection: run the call again on a fresh snapshot.
-RETRYABLE = (errors.SerializationFailure, errors.DeadlockDetected, errors.UniqueViolation)
-#: How many races in a row one call may lose before it gives up (InfrastructureError).
-MAX_RETRIES = 100
-#: The longest pause between two tries; pauses grow from 1 ms, jittered so racers spread out.
-MAX_BACKOFF_SECONDS = 0.05
-
-_PACKAGE = resources.files("yieldstar_sim.runtime")
-SCHEMA = (_PACKAGE / "postgres_schema.sql").read_text(encoding="utf-8")
-QUERIES = load_queries((_PACKAGE / "postgres_queries.sql").read_text(encoding="utf-8"))
-
-# Identifiers cannot be bound parameters: these are composed with psycopg.sql.Identifier.
-_SESSION = (
-    "SET search_path TO {schema}, pg_catalog; SET default_transaction_isolation TO 'serializable'"
-)
-_CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
-_DROP_SCHEMA = "DROP SCHEMA IF EXISTS {schema} CASCADE"
-#: PostgreSQL's limit on an identifier's length, in bytes.
-_MAX_IDENTIFIER_BYTES = 63
 
 R = TypeVar("R")
 
@@ -109,106 +98,6 @@ def from_env(*, clock: Clock | None = None, **options: Any) -> PostgresRuntime:
             "string, e.g. 'host=/tmp/pg dbname=postgres' (scripts/postgres.sh start makes one)"
         )
     return PostgresRuntime(dsn, clock=clock, **options)
-
-
-def _where(dsn: str) -> str:
-    """The server a DSN names, for messages (never its password)."""
-    try:
-        parts = psycopg.conninfo.conninfo_to_dict(dsn)
-    except psycopg.ProgrammingError:
-        return "(an unreadable connection string)"
-    host = parts.get("host") or "localhost"
-    port = f":{parts['port']}" if parts.get("port") else ""
-    return f"{host}{port}/{parts.get('dbname') or 'the default database'}"
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _check_schema(schema: object) -> str:
-    if not isinstance(schema, str) or not schema.strip():
-        raise ValueError(f"schema must be a non-empty name, not {schema!r}")
-    if "\x00" in schema or len(schema.encode("utf-8")) > _MAX_IDENTIFIER_BYTES:
-        raise ValueError(
-            f"schema {schema!r} cannot name a PostgreSQL schema (at most "
-            f"{_MAX_IDENTIFIER_BYTES} bytes, no NUL)"
-        )
-    return schema
-
-
-def _storable(text: object) -> bool:
-    """Whether ``text`` can be stored in a PostgreSQL text column (no NUL): a lookup of one
-    that cannot finds nothing, as it would in the other adapters."""
-    return not (isinstance(text, str) and "\x00" in text)
-
-
-class _Connections:
-    """The runtime's connections and the schema it owns: what must be released when the runtime
-    closes or is collected, without referring to it. A thread holds one connection while it
-    lives; when it ends, the connection waits for the next thread (threads come and go, a
-    server's connections are few)."""
-
-    def __init__(self, dsn: str, schema: str, *, owned: bool) -> None:
-        self.dsn = dsn
-        self.schema = schema
-        self.owned = owned
-        self.created = False
-        """Whether the owned schema was made (an open that failed to connect made nothing)."""
-        self.pid = os.getpid()
-        self.lock = threading.Lock()
-        self.open: list[Connection] = []
-        self.idle: list[Connection] = []
-
-    def take(self) -> Connection | None:
-        """An idle connection a finished thread left, if there is one."""
-        with self.lock:
-            return self.idle.pop() if self.idle else None
-
-    def give_back(self, connection: Connection) -> None:
-        """Keep a finished thread's connection for the next one; one left inside a transaction
-        is closed instead (ending it would take a statement on a thread that is not its own)."""
-        if connection.closed:
-            return
-        if connection.info.transaction_status != TransactionStatus.IDLE:
-            with self.lock:
-                if connection in self.open:
-                    self.open.remove(connection)
-            connection.close()
-            return
-        with self.lock:
-            if connection in self.open:
-                self.idle.append(connection)
-
-    def release(self) -> None:
-        """Drop the owned schema (on a connection still open), then close every connection. A
-        forked child leaves its parent's connections and schema alone."""
-        if os.getpid() != self.pid:
-            return
-        with self.lock:
-            connections, self.open, self.idle = self.open, [], []
-        try:
-            if self.owned and self.created:
-                alive = [connection for connection in connections if not connection.closed]
-                if not alive:
-                    with contextlib.suppress(psycopg.OperationalError):  # the server is gone
-                        alive.append(psycopg.connect(self.dsn, autocommit=True))
-                        connections.append(alive[0])
-                if alive:
-                    if alive[0].info.transaction_status != TransactionStatus.IDLE:
-                        alive[0].execute("ROLLBACK")
-                    drop = pgsql.SQL(_DROP_SCHEMA).format(schema=pgsql.Identifier(self.schema))
-                    alive[0].execute(drop)
-        finally:
-            for connection in connections:
-                connection.close()
-
-
-class _Holder:
-    """A thread's hold on its connection: collected when the thread ends, giving it back."""
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
 
 
 class PostgresRuntime:
@@ -244,10 +133,10 @@ class PostgresRuntime:
         self._dsn = dsn
         owned = schema is None
         self.schema = (
-            f"yieldstar_{secrets.token_hex(6)}" if schema is None else _check_schema(schema)
+            f"yieldstar_{secrets.token_hex(6)}" if schema is None else check_schema(schema)
         )
         """The schema holding this runtime's tables."""
-        self._connections = _Connections(dsn, self.schema, owned=owned)
+        self._connections = Connections(dsn, self.schema, owned=owned)
         self._release = weakref.finalize(self, self._connections.release)
         self._local = threading.local()
         self._count_lock = threading.Lock()
@@ -269,14 +158,14 @@ class PostgresRuntime:
                 row = found.fetchone()
                 if row is not None and row[0]:
                     return
-                connection.execute(pgsql.SQL(_CREATE_SCHEMA).format(schema=identifier))
+                connection.execute(pgsql.SQL(CREATE_SCHEMA).format(schema=identifier))
                 connection.execute(SCHEMA)
             self._connections.created = True
         except psycopg.Error as error:
             self.close()
             raise InfrastructureError(
                 f"creating the runtime's tables in schema {self.schema!r} on "
-                f"{_where(self._dsn)}: {_first_line(error)}"
+                f"{where(self._dsn)}: {first_line(error)}"
             ) from None
 
     def __repr__(self) -> str:
@@ -311,13 +200,13 @@ class PostgresRuntime:
     # ------------------------------------------------------------------ plumbing
 
     def _connection_of_thread(self) -> Connection:
-        holder: _Holder | None = getattr(self._local, "holder", None)
+        holder: Holder | None = getattr(self._local, "holder", None)
         if holder is not None and not holder.connection.closed:
             return holder.connection
         if not self._release.alive:
             raise InfrastructureError(f"the PostgreSQL runtime (schema {self.schema!r}) is closed")
         connection = self._connections.take() or self._connect()
-        holder = _Holder(connection)
+        holder = Holder(connection)
         weakref.finalize(holder, self._connections.give_back, connection)
         self._local.holder = holder
         return connection
@@ -327,12 +216,12 @@ class PostgresRuntime:
             connection = psycopg.connect(self._dsn, autocommit=True)
         except psycopg.Error as error:
             raise InfrastructureError(
-                f"cannot connect to PostgreSQL at {_where(self._dsn)}: {_first_line(error)}"
+                f"cannot connect to PostgreSQL at {where(self._dsn)}: {first_line(error)}"
             ) from None
         with self._connections.lock:
             self._connections.open.append(connection)
         # SERIALIZABLE for every transaction, explicit or single-statement.
-        connection.execute(pgsql.SQL(_SESSION).format(schema=pgsql.Identifier(self.schema)))
+        connection.execute(pgsql.SQL(SESSION).format(schema=pgsql.Identifier(self.schema)))
         return connection
 
     def _execute(
@@ -346,8 +235,8 @@ class PostgresRuntime:
             raise
         except psycopg.OperationalError as error:
             raise InfrastructureError(
-                f"PostgreSQL runtime, {name}: the server at {_where(self._dsn)} failed: "
-                f"{_first_line(error)}"
+                f"PostgreSQL runtime, {name}: the server at {where(self._dsn)} failed: "
+                f"{first_line(error)}"
             ) from None
         return cursor.fetchall() if cursor.description is not None else []
 
@@ -366,7 +255,7 @@ class PostgresRuntime:
     def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
         return InfrastructureError(
             f"{name}: gave up after {self.max_retries} lost races in a row (serialization failures "
-            f"or deadlocks; the last: {_first_line(error) if error else 'none'})"
+            f"or deadlocks; the last: {first_line(error) if error else 'none'})"
         )
 
     def _write(
@@ -537,7 +426,7 @@ class PostgresRuntime:
         self._failpoints.hit("cancel.before_commit")
         rows = (
             self._write("cancel", {"execution_id": execution_id, "now": self._clock.now()})
-            if _storable(execution_id)
+            if storable(execution_id)
             else []
         )
         if not rows and self.execution(execution_id) is None:
@@ -549,7 +438,7 @@ class PostgresRuntime:
 
     def execution(self, execution_id: str) -> ExecutionRecord | None:
         """The record of one execution, or ``None``."""
-        if not _storable(execution_id):
+        if not storable(execution_id):
             return None
         rows = self._read("execution", {"execution_id": execution_id})
         return common.execution_record(rows[0]) if rows else None
@@ -560,7 +449,7 @@ class PostgresRuntime:
 
     def steps(self, execution_id: str) -> list[StepRecord]:
         """The recorded steps of one execution, in the order they were first recorded."""
-        if not _storable(execution_id):
+        if not storable(execution_id):
             return []
         rows = self._read("step_log", {"execution_id": execution_id})
         return common.parse_step_log(execution_id, rows[0][0]) if rows else []
@@ -601,7 +490,7 @@ class PostgresRuntime:
                     "now": now,
                 },
             )
-            if _storable(execution_id)
+            if storable(execution_id)
             else []
         )
         delivery = None
@@ -627,7 +516,7 @@ class PostgresRuntime:
             token=lease.token,
             now=now,
         )
-        rows = self._write(name, params) if _storable(lease.execution_id) else []
+        rows = self._write(name, params) if storable(lease.execution_id) else []
         if not rows:
             raise common.lease_lost(lease, self.execution(lease.execution_id), now)
         return rows
@@ -688,7 +577,7 @@ class PostgresRuntime:
             "result": result,
             "error": error,
         }
-        rows = self._write("acknowledge_terminal", params) if _storable(lease.execution_id) else []
+        rows = self._write("acknowledge_terminal", params) if storable(lease.execution_id) else []
         mine = [row for row in rows if row[0] == lease.execution_id]
         if not mine:
             raise common.lease_lost(lease, self.execution(lease.execution_id), now)
@@ -715,11 +604,9 @@ class PostgresRuntime:
         """Remove a terminal execution with its steps, wake and start-request records."""
         self._failpoints.hit("prune.before_commit")
         target = {"execution_id": execution_id}
-        deleted = self._write("prune", target) if _storable(execution_id) else []
+        deleted = self._write("prune", target) if storable(execution_id) else []
         if not any(row[0] == execution_id for row in deleted):
-            tombstoned = (
-                self._write("prune_to_tombstone", target) if _storable(execution_id) else []
-            )
+            tombstoned = self._write("prune_to_tombstone", target) if storable(execution_id) else []
             if tombstoned:
                 self._write("prune_requests", {"seq": tombstoned[0][0]})
             else:
