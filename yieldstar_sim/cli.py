@@ -13,19 +13,23 @@ import math
 import os
 import signal
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from yieldstar_sim.cli_files import (
+    UsageError,
+    database_path,
+    output_folder,
+    output_stem,
+    refuse_used_database,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported in one line, exit code 2."""
 
 
 #: The exit code of each verdict.
@@ -214,7 +218,7 @@ def _demo(args: argparse.Namespace) -> int:
     from yieldstar_sim.runtime.memory import MemoryRuntime
     from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
 
-    out = _output_folder(args.out)
+    out = output_folder(args.out)
     clock = ManualClock()
     runtime: Runtime
     if args.runtime == "memory":
@@ -222,7 +226,7 @@ def _demo(args: argparse.Namespace) -> int:
             raise UsageError("--db needs --runtime duckdb")
         runtime = MemoryRuntime(clock=clock)
     else:
-        runtime = DuckDBRuntime(_database_path(args.db), clock=clock)
+        runtime = DuckDBRuntime(database_path(args.db), clock=clock)
     try:
         result = lost_response_demo(runtime)
         graph = execution_graph(runtime)
@@ -340,12 +344,12 @@ def _run(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
     from yieldstar_sim.views.export import export
 
-    out = _output_folder(args.out)
-    db = _database_path(args.db) if args.db else None
+    out = output_folder(args.out)
+    db = database_path(args.db) if args.db else None
     if db is not None and args.runtime not in ("duckdb", None):
         raise UsageError("--db needs --runtime duckdb")
     if db is not None and not args.continue_db:
-        _refuse_used_database(db)
+        refuse_used_database(db)
     started = time.perf_counter()
     run: SimulationRun
     try:
@@ -362,7 +366,7 @@ def _run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
     name = run.scenario.name
-    stem = out / _output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
+    stem = out / output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
     drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
     image = next(iter(drawn.values()))
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
@@ -420,7 +424,7 @@ def _explore(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
     _warn_above_cpus(args.jobs)
-    out = _output_folder(args.out)
+    out = output_folder(args.out)
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)
         return _explore_scenario(args, scenario, out)
@@ -499,71 +503,6 @@ def _warn_above_cpus(jobs: int) -> None:
             f"yieldstar-sim: warning: --jobs {jobs} is more than the {cpus} CPUs this process "
             "may use; the worker processes will share them",
             file=sys.stderr,
-        )
-
-
-def _output_folder(path: str) -> Path:
-    """The ``--out`` folder, made and checked writable before any run starts."""
-    import tempfile
-
-    folder = Path(path)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"cannot create the output folder {path!r}: {error.strerror}") from error
-    if not folder.is_dir():
-        raise UsageError(f"the output path {path!r} is not a folder")
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as error:
-        raise UsageError(
-            f"cannot write in the output folder {path!r}: {error.strerror or error}"
-        ) from error
-    return folder
-
-
-def _output_stem(name: str, seed: int, *, replayed: bool) -> str:
-    """Where a run's files go inside --out: a safe stem of the scenario's name (which is free
-    text), and a replay's apart from the run it replays."""
-    from yieldstar_sim.core.filenames import file_stem
-
-    return f"{file_stem(name)}-seed{seed}" + ("-replayed" if replayed else "")
-
-
-def _database_path(path: str | None) -> str:
-    if path is None:
-        return ":memory:"
-    db = Path(path)
-    if db.is_dir():
-        raise UsageError(f"--db {path!r} is a folder; give a file path such as run.duckdb")
-    if not db.parent.is_dir():
-        raise UsageError(f"--db {path!r}: the folder {str(db.parent)!r} does not exist")
-    return str(db)
-
-
-_HAS_EXECUTIONS = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
-_EXECUTIONS_HELD = "SELECT count(*) FROM executions"
-
-
-def _refuse_used_database(path: str) -> None:
-    """Refuse a --db file that already holds executions: a second run on it continues the
-    first one's records (and its artifact then replays something else)."""
-    import duckdb
-
-    if not Path(path).exists():
-        return
-    try:
-        with duckdb.connect(path, read_only=True) as connection:
-            tables = connection.execute(_HAS_EXECUTIONS).fetchall()[0][0]
-            held = connection.execute(_EXECUTIONS_HELD).fetchall()[0][0] if tables else 0
-    except duckdb.Error as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise UsageError(f"--db {path!r} cannot be opened as a DuckDB database: {first}") from error
-    if held:
-        raise UsageError(
-            f"--db {path!r} already holds {held} execution(s) from an earlier run; give a new "
-            "file, delete that one, or pass --continue-db to run on its records"
         )
 
 

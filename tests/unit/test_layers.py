@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "entry points",
         (
             "cli",
+            "cli_files",
             "demo",
             "errors",
             "examples",

@@ -1,0 +1,76 @@
+"""Where the command line reads and writes: the ``--out`` folder, the stems of the files a
+run writes there, and the ``--db`` file a DuckDB run keeps its records in. Each refuses a path it
+cannot use before any run starts, in one line (``UsageError``, exit code 2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit code 2."""
+
+
+def output_folder(path: str) -> Path:
+    """The ``--out`` folder, made and checked writable before any run starts."""
+    import tempfile
+
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot create the output folder {path!r}: {error.strerror}") from error
+    if not folder.is_dir():
+        raise UsageError(f"the output path {path!r} is not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise UsageError(
+            f"cannot write in the output folder {path!r}: {error.strerror or error}"
+        ) from error
+    return folder
+
+
+def output_stem(name: str, seed: int, *, replayed: bool) -> str:
+    """Where a run's files go inside --out: a safe stem of the scenario's name (which is free
+    text), and a replay's apart from the run it replays."""
+    from yieldstar_sim.core.filenames import file_stem
+
+    return f"{file_stem(name)}-seed{seed}" + ("-replayed" if replayed else "")
+
+
+def database_path(path: str | None) -> str:
+    if path is None:
+        return ":memory:"
+    db = Path(path)
+    if db.is_dir():
+        raise UsageError(f"--db {path!r} is a folder; give a file path such as run.duckdb")
+    if not db.parent.is_dir():
+        raise UsageError(f"--db {path!r}: the folder {str(db.parent)!r} does not exist")
+    return str(db)
+
+
+_HAS_EXECUTIONS = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
+_EXECUTIONS_HELD = "SELECT count(*) FROM executions"
+
+
+def refuse_used_database(path: str) -> None:
+    """Refuse a --db file that already holds executions: a second run on it continues the
+    first one's records (and its artifact then replays something else)."""
+    import duckdb
+
+    if not Path(path).exists():
+        return
+    try:
+        with duckdb.connect(path, read_only=True) as connection:
+            tables = connection.execute(_HAS_EXECUTIONS).fetchall()[0][0]
+            held = connection.execute(_EXECUTIONS_HELD).fetchall()[0][0] if tables else 0
+    except duckdb.Error as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise UsageError(f"--db {path!r} cannot be opened as a DuckDB database: {first}") from error
+    if held:
+        raise UsageError(
+            f"--db {path!r} already holds {held} execution(s) from an earlier run; give a new "
+            "file, delete that one, or pass --continue-db to run on its records"
+        )
