@@ -279,7 +279,12 @@ class Scenario:
 
 
 #: The options the built-in runtimes take (``Scenario.runtime_options``), with their types.
-RUNTIME_OPTIONS: dict[str, type] = {"orphan_guard": bool}
+RUNTIME_OPTIONS: dict[str, type] = {"orphan_guard": bool, "on_existing_id": str}
+
+#: The values an option takes when they are fewer than its type's (checked at load time).
+RUNTIME_OPTION_VALUES: dict[str, tuple[object, ...]] = {
+    "on_existing_id": ("refuse", "return_existing"),
+}
 
 
 def _check_runtime_options(scenario: str, options: object) -> dict[str, object]:
@@ -300,6 +305,12 @@ def _check_runtime_options(scenario: str, options: object) -> dict[str, object]:
             raise TypeError(
                 f"scenario {scenario!r}: runtime option {name!r} must be a {kind.__name__}, "
                 f"not {value!r}"
+            )
+        allowed = RUNTIME_OPTION_VALUES.get(name)
+        if allowed is not None and value not in allowed:
+            raise ValueError(
+                f"scenario {scenario!r}: runtime option {name!r} is one of "
+                f"{', '.join(map(repr, allowed))}, not {value!r}"
             )
     return dict(options)
 
