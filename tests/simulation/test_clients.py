@@ -243,3 +243,10 @@ def test_a_client_without_faults_leaves_the_schedule_to_the_workers() -> None:
 def test_a_mistake_in_a_client_is_refused_in_one_line(make: object, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message.replace("(", r"\(")):
         make()  # type: ignore[operator]
+
+
+def test_the_bundled_concurrent_clients_record_both_answers(runtime: str) -> None:
+    run = ys.simulate(ys.load_scenario("concurrent-clients"), runtime=runtime)
+    assert run.verdict == "ok"
+    assert charge_orders(run) == ["order-42"]
+    assert sorted(a.answer for a in answers(run)) == ["admitted", "refused"]
