@@ -210,7 +210,9 @@ class Scenario:
     beside the built-in ones. ``expected`` declares the executions meant to fail (or to end
     otherwise than completed): ``[ys.expect("charge-order", code="START_REQUEST_MISMATCH")]``.
     ``max_time`` (virtual seconds) and ``max_points`` (choice points) bound a run; a run they
-    cut is ``incomplete``, never ``ok``.
+    cut is ``incomplete``, never ``ok``. A trigger or cancel with ``client=ys.Client(...)`` is
+    made by that client, an actor whose calls are choice points (a fault names it as its
+    ``worker``); the others are made without faults.
     """
 
     name: str
