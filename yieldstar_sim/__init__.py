@@ -47,6 +47,8 @@ from yieldstar_sim.runtime import (
 )
 from yieldstar_sim.simulation import (
     Cancel,
+    Client,
+    ClientRetry,
     Deploy,
     Fault,
     FaultPlanError,
@@ -87,6 +89,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Cancel",
     "ChildFailedError",
+    "Client",
+    "ClientRetry",
     "Completed",
     "Deploy",
     "DuckDBRuntime",

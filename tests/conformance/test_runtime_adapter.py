@@ -13,6 +13,7 @@ from yieldstar_sim import DuckDBRuntime, ManualClock, MemoryRuntime, RequestId, 
 from yieldstar_sim.core.model import Cancelled, ChildAccepted, ChildRequest, StartAccepted
 from yieldstar_sim.runtime import Runtime
 from yieldstar_sim.testing import (
+    RETURN_EXISTING_ID_CASES,
     RFC003_RUNTIME_ADAPTER_CASES,
     RUNTIME_RULE_CASES,
     Case,
@@ -52,6 +53,19 @@ def make(request: pytest.FixtureRequest) -> RuntimeFactory:
     return ADAPTERS[request.param]
 
 
+#: The same adapters made with the DBOS-style business-ID policy.
+RETURNING_EXISTING: dict[str, RuntimeFactory] = {
+    "memory": lambda clock: MemoryRuntime(clock=clock, on_existing_id="return_existing"),
+    "duckdb": lambda clock: DuckDBRuntime(clock=clock, on_existing_id="return_existing"),
+    "postgres": lambda clock: _postgres(clock, on_existing_id="return_existing"),
+}
+
+
+@pytest.fixture(params=ADAPTER_PARAMS)
+def make_returning_existing(request: pytest.FixtureRequest) -> RuntimeFactory:
+    return RETURNING_EXISTING[request.param]
+
+
 @pytest.mark.parametrize(
     "case", list(RFC003_RUNTIME_ADAPTER_CASES.values()), ids=list(RFC003_RUNTIME_ADAPTER_CASES)
 )
@@ -62,6 +76,22 @@ def test_rfc003_runtime_adapter_table(make: RuntimeFactory, case: Case) -> None:
 @pytest.mark.parametrize("case", list(RUNTIME_RULE_CASES.values()), ids=list(RUNTIME_RULE_CASES))
 def test_runtime_rules(make: RuntimeFactory, case: Case) -> None:
     case(make)
+
+
+@pytest.mark.parametrize(
+    "case", list(RETURN_EXISTING_ID_CASES.values()), ids=list(RETURN_EXISTING_ID_CASES)
+)
+def test_the_return_existing_business_id_policy(
+    make_returning_existing: RuntimeFactory, case: Case
+) -> None:
+    case(make_returning_existing)
+
+
+@pytest.mark.parametrize("adapter", ["memory", "duckdb"])
+def test_an_unknown_business_id_policy_is_refused_in_one_line(adapter: str) -> None:
+    runtime_class = {"memory": MemoryRuntime, "duckdb": DuckDBRuntime}[adapter]
+    with pytest.raises(ValueError, match="on_existing_id must be one of 'refuse', 'return_exist"):
+        runtime_class(on_existing_id="merge")
 
 
 def test_the_table_has_every_row_of_the_rfc() -> None:

@@ -16,6 +16,7 @@ HAZARDS = {
     "orphan-after-cancel": "owned targets follow their owner",
     "effect-in-workflow-code": "at_most_once(email.sent, by=order)",
     "random-in-workflow-code": "executions end as expected",
+    "client-retry-new-request-id": "one execution per client request",
 }
 
 

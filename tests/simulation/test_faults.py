@@ -561,8 +561,8 @@ SECONDS = "a freeze lasts a positive number of seconds, not "
         (
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe'; the ops are claim, put_step, record_wake, wait_for, "
-            "start, start_child, cancel, acknowledge, release (yieldstar-sim list --faults says "
-            "what each is)",
+            "start, start_child, cancel, acknowledge, release, trigger (yieldstar-sim list "
+            "--faults says what each is)",
         ),
     ],
 )

@@ -36,6 +36,9 @@ def test_every_bundled_scenario_tells_its_story() -> None:
     assert SCENARIOS == [
         "call-child-fails",
         "cancel-owner",
+        "client-retry-new-request-id",
+        "client-retry-same-request-id",
+        "concurrent-clients",
         "concurrent-starts",
         "deploy-mismatch",
         "durable-start",

@@ -26,6 +26,8 @@ from yieldstar_sim.simulation.trace import (
 )
 
 PACKAGE = Path(ys.__file__).parent
+#: Kinds added after the trace was typed: no trace ever wrote them with dict payloads.
+BORN_TYPED = {TraceKind.CLIENT_ATTEMPT, TraceKind.CLIENT_ANSWER, TraceKind.CLIENT_GIVE_UP}
 #: One event of every shape a trace had while its data was a dict, written by that version.
 WRITTEN_BEFORE = Path(__file__).parent / "data" / "trace-with-dict-payloads.jsonl"
 
@@ -46,7 +48,7 @@ def test_a_trace_written_when_data_was_a_dict_loads_into_typed_payloads() -> Non
     for line, event in zip(text.splitlines(), trace, strict=True):
         assert isinstance(event.data, NoData) == (json.loads(line)["data"] == {}), line
     kinds = {event.kind for event in trace}
-    assert kinds == set(TraceKind)
+    assert kinds == set(TraceKind) - BORN_TYPED
     (large,) = [e.data for e in trace if isinstance(e.data, PutStepData) and e.data.value_bytes]
     assert large.value is None
     assert "value" not in large

@@ -38,6 +38,8 @@ PROMISED = {
 #: A name joins only when the documentation starts using it at the top level.
 EXPORTED = {
     "Cancel",
+    "Client",
+    "ClientRetry",
     "ChildFailedError",
     "Completed",
     "Deploy",

@@ -336,6 +336,42 @@ def check_orphan_guard(value: object) -> bool:
     return value
 
 
+#: What a runtime answers a trigger whose caller-chosen execution ID (its business ID) exists:
+#: ``refuse`` (RFC 001's EXECUTION_EXISTS, the default) or ``return_existing`` (DBOS-style:
+#: the existing execution's ID, when it runs the same workflow). docs/decisions.md says why.
+EXISTING_ID_POLICIES = ("refuse", "return_existing")
+
+
+def check_on_existing_id(value: object) -> str:
+    """Return ``value`` if it names a policy: the ``on_existing_id`` option of the runtimes."""
+    if value not in EXISTING_ID_POLICIES:
+        raise ValueError(
+            f"on_existing_id must be one of {', '.join(map(repr, EXISTING_ID_POLICIES))}, "
+            f"not {value!r}"
+        )
+    return str(value)
+
+
+def existing_id_answer(
+    policy: str, execution_id: str, workflow_id: str, existing_workflow_id: str | None
+) -> str:
+    """The answer to a trigger whose caller-chosen ID exists (``existing_workflow_id`` is the
+    workflow the existing execution runs): its ID under ``return_existing`` when the workflow
+    is the same, else the refusal is raised. Returning another workflow's execution would hide
+    the conflict, as RFC 003 refuses a mismatched start request."""
+    if policy == "return_existing" and existing_workflow_id == workflow_id:
+        return execution_id
+    raise ExecutionAdmissionError(
+        AdmissionErrorCode.EXECUTION_EXISTS,
+        f"execution {execution_id!r} already exists"
+        + (
+            f" and runs {existing_workflow_id}, not {workflow_id}"
+            if policy == "return_existing" and existing_workflow_id is not None
+            else ""
+        ),
+    )
+
+
 def check_lease(lease: object) -> Lease:
     """Return ``lease`` if it is a ``Lease``."""
     if not isinstance(lease, Lease):

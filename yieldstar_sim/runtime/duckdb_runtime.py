@@ -25,12 +25,10 @@ import duckdb
 
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
-    AdmissionErrorCode,
     ChildAccepted,
     ChildRequest,
     ChildResult,
     Delivery,
-    ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionRecord,
     ExecutionStateError,
@@ -99,7 +97,9 @@ class DuckDBRuntime:
     is refused with ``TerminalCallerError`` (a repeat of a request it made is still answered),
     and an owned target admitted while its owner's cancellation is requested starts with its
     own cancellation requested. Switch it off only to show the hazard it prevents (the bundled
-    ``orphan-after-cancel`` scenario).
+    ``orphan-after-cancel`` scenario). ``on_existing_id`` is the answer to a trigger whose
+    caller-chosen ID exists: ``"refuse"`` (EXECUTION_EXISTS, the default) or
+    ``"return_existing"`` (the existing execution's ID, for the same workflow).
     """
 
     def __init__(
@@ -108,9 +108,11 @@ class DuckDBRuntime:
         *,
         clock: Clock | None = None,
         orphan_guard: bool = True,
+        on_existing_id: str = "refuse",
     ) -> None:
         self._clock: Clock = clock if clock is not None else ManualClock()
         self._orphan_guard = common.check_orphan_guard(orphan_guard)
+        self._on_existing_id = common.check_on_existing_id(on_existing_id)
         self._failpoints = FailPoints()
         self.path = str(path)
         # duckdb.connect of one file twice in a process shares one database instance, so
@@ -217,9 +219,14 @@ class DuckDBRuntime:
             },
         )
         if not rows:
-            raise ExecutionAdmissionError(
-                AdmissionErrorCode.EXECUTION_EXISTS, f"execution {execution_id!r} already exists"
-            )
+            # The ID exists (only a caller-chosen one can): the policy answers. A pruned
+            # execution has no record to return, and is refused as before.
+            assert execution_id is not None
+            existing = self.execution(execution_id)
+            return common.existing_id_answer(
+                self._on_existing_id, execution_id, workflow_id,
+                None if existing is None else existing.workflow_id,
+            )  # fmt: skip
         self._failpoints.hit("trigger.after_commit")
         return str(rows[0][0])
 

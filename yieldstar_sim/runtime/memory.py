@@ -20,12 +20,10 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
-    AdmissionErrorCode,
     ChildAccepted,
     ChildRequest,
     ChildResult,
     Delivery,
-    ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionRecord,
     ExecutionStateError,
@@ -124,12 +122,21 @@ class MemoryRuntime:
     terminal caller is refused with ``TerminalCallerError`` (a repeat of a request it made is
     still answered), and an owned target admitted while its owner's cancellation is requested
     starts with its own cancellation requested. Switch it off only to show the hazard it
-    prevents (the bundled ``orphan-after-cancel`` scenario).
+    prevents (the bundled ``orphan-after-cancel`` scenario). ``on_existing_id`` is the
+    answer to a trigger whose caller-chosen ID exists: ``"refuse"`` (EXECUTION_EXISTS, the
+    default) or ``"return_existing"`` (the existing execution's ID, for the same workflow).
     """
 
-    def __init__(self, *, clock: Clock | None = None, orphan_guard: bool = True) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        orphan_guard: bool = True,
+        on_existing_id: str = "refuse",
+    ) -> None:
         self._clock: Clock = clock if clock is not None else ManualClock()
         self._orphan_guard = common.check_orphan_guard(orphan_guard)
+        self._on_existing_id = common.check_on_existing_id(on_existing_id)
         self._failpoints = FailPoints()
         self._lock = threading.RLock()
         self._rows: dict[str, _Row] = {}
@@ -172,10 +179,10 @@ class MemoryRuntime:
             now = self._clock.now()
             self._failpoints.hit("trigger.before_commit")
             if execution_id is not None and execution_id in self._rows:
-                raise ExecutionAdmissionError(
-                    AdmissionErrorCode.EXECUTION_EXISTS,
-                    f"execution {execution_id!r} already exists",
-                )
+                return common.existing_id_answer(
+                    self._on_existing_id, execution_id, workflow_id,
+                    self._rows[execution_id].workflow_id,
+                )  # fmt: skip
             seq = self._next_seq()
             new_id = execution_id or generated_execution_id(workflow_id, seq)
             self._rows[new_id] = self._live[new_id] = _Row(

@@ -37,12 +37,10 @@ from psycopg.pq import TransactionStatus
 
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
-    AdmissionErrorCode,
     ChildAccepted,
     ChildRequest,
     ChildResult,
     Delivery,
-    ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionRecord,
     ExecutionStateError,
@@ -107,9 +105,9 @@ class PostgresRuntime:
     ``postgresql://`` URL). Without ``schema`` the runtime creates a fresh schema and drops it
     on ``close`` (or when it is garbage collected, or at exit); with ``schema`` it opens that
     schema, creating its tables if they are missing, and leaves it in place on close. ``clock``
-    supplies virtual time (without one, time stands at 0); ``orphan_guard`` is as on
-    ``DuckDBRuntime``. Each thread gets its own connection. A call that loses
-    ``max_retries`` races in a row raises ``InfrastructureError``.
+    supplies virtual time (without one, time stands at 0); ``orphan_guard`` and
+    ``on_existing_id`` are as on ``DuckDBRuntime``. Each thread gets its own connection. A call
+    that loses ``max_retries`` races in a row raises ``InfrastructureError``.
     """
 
     def __init__(
@@ -118,6 +116,7 @@ class PostgresRuntime:
         *,
         clock: Clock | None = None,
         orphan_guard: bool = True,
+        on_existing_id: str = "refuse",
         schema: str | None = None,
         max_retries: int = MAX_RETRIES,
     ) -> None:
@@ -125,6 +124,7 @@ class PostgresRuntime:
             raise ValueError(f"dsn must be a libpq connection string, not {dsn!r}")
         self._clock: Clock = clock if clock is not None else ManualClock()
         self._orphan_guard = common.check_orphan_guard(orphan_guard)
+        self._on_existing_id = common.check_on_existing_id(on_existing_id)
         self._failpoints = FailPoints()
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 1:
             raise ValueError(f"max_retries must be a whole number from 1, not {max_retries!r}")
@@ -293,9 +293,14 @@ class PostgresRuntime:
             },
         )
         if not rows:
-            raise ExecutionAdmissionError(
-                AdmissionErrorCode.EXECUTION_EXISTS, f"execution {execution_id!r} already exists"
-            )
+            # The ID exists (only a caller-chosen one can): the policy answers. A pruned
+            # execution has no record to return, and is refused as before.
+            assert execution_id is not None
+            existing = self.execution(execution_id)
+            return common.existing_id_answer(
+                self._on_existing_id, execution_id, workflow_id,
+                None if existing is None else existing.workflow_id,
+            )  # fmt: skip
         self._failpoints.hit("trigger.after_commit")
         return str(rows[0][0])
 

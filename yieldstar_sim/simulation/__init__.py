@@ -17,6 +17,8 @@ from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_on
 from yieldstar_sim.simulation.run import SimulationRun, simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
+    Client,
+    ClientRetry,
     Deploy,
     Expect,
     FaultPlanError,
@@ -36,6 +38,8 @@ __all__ = [
     "KIND_EFFECTS",
     "ArtifactError",
     "Cancel",
+    "Client",
+    "ClientRetry",
     "Deploy",
     "Expect",
     "ExplorationReport",

@@ -65,9 +65,11 @@ CHOICE_POINT_OPS: dict[str, str] = {
     "start": "the durable start of a target (step.start, step.call): one per start request",
     "start_child": "create or join an owned child, or spawn a detached one (step.child, "
     "step.spawn)",
-    "cancel": "request cancellation of an execution and what it owns",
+    "cancel": "request cancellation of an execution and what it owns (a workflow's, or a client's)",
     "acknowledge": "report the execution's outcome and end the lease",
     "release": "hand a delivery back (a rejected delivery, a worker process exit)",
+    "trigger": "a client (ys.Client) admits an execution: a scenario trigger, or an external "
+    "start with a caller-chosen request ID",
 }
 
 

@@ -261,9 +261,12 @@ def unfired_faults(simulator: Simulator) -> str:
             sentence += f"; no {fault.op} happens in it"
         lines.append(sentence)
     ops = ", ".join(sorted(seen)) or "none"
+    clients = simulator.scenario.client_names
     return (
         f"{'; '.join(lines)} (the ops the run makes: {ops}; the workers: "
-        f"{', '.join(simulator.scenario.worker_names)})"
+        f"{', '.join(simulator.scenario.worker_names)}"
+        + (f"; the clients: {', '.join(clients)}" if clients else "")
+        + ")"
     )
 
 

@@ -28,21 +28,85 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientRetry:
+    """How a client retries a request it got no answer to (an infrastructure error, a lost
+    response): up to ``attempts`` attempts in all, ``backoff`` seconds apart.
+
+    ``reuse_request_id`` (the default, what RFC 003 asks of every caller) sends each retry
+    with the same request ID, so the runtime can tell it from a new request; ``False`` mints a
+    fresh ID per retry (``order-42~retry-2``): the bug that admits a second execution.
+    """
+
+    attempts: int = 3
+    backoff: float = 1.0
+    reuse_request_id: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
+            raise ValueError(f"a client's attempts are a whole number >= 1, not {self.attempts!r}")
+        if self.attempts < 1:
+            raise ValueError(f"a client's attempts are a whole number >= 1, not {self.attempts!r}")
+        if (
+            isinstance(self.backoff, bool)
+            or not isinstance(self.backoff, int | float)
+            or not self.backoff >= 0
+        ):
+            raise ValueError(f"a client's backoff is seconds >= 0, not {self.backoff!r}")
+        if not isinstance(self.reuse_request_id, bool):
+            raise TypeError(f"reuse_request_id is True or False, not {self.reuse_request_id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """Who makes a trigger or a cancel when it is not the scenario itself: an actor of the
+    simulation (an API server, a CLI) whose calls are choice points, so a fault plan can crash
+    it, lose its response or fail its call, and whose ``retry`` policy decides what it does
+    then. A fault names it as its ``worker``.
+
+    >>> Client("api", ClientRetry(reuse_request_id=False)).retry.attempts
+    3
+    """
+
+    name: str
+    retry: ClientRetry = field(default_factory=ClientRetry)
+
+    def __post_init__(self) -> None:
+        from yieldstar_sim.core.model import control_character
+
+        if not isinstance(self.name, str) or not self.name or control_character(self.name):
+            raise ValueError(
+                f"a client's name is a non-empty string without control characters, not "
+                f"{self.name!r}"
+            )
+        if not isinstance(self.retry, ClientRetry):
+            raise TypeError(f"client {self.name!r}: retry is a ys.ClientRetry, not {self.retry!r}")
+
+
+@dataclass(frozen=True, slots=True)
 class Trigger:
-    """A direct trigger the scenario makes at virtual time ``at`` (default: the start)."""
+    """A direct trigger the scenario makes at virtual time ``at`` (default: the start).
+
+    With ``client``, a ``ys.Client`` makes it as an actor with a choice point, faults and
+    retries; with a caller-chosen ``execution_id`` too, that is an external start with a
+    request ID (the business ID), and the runtime's ``on_existing_id`` policy answers a repeat.
+    Without ``client`` it is made without faults, as before.
+    """
 
     workflow_id: str
     params: object = None
     execution_id: str | None = None
     at: float = 0.0
+    client: Client | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
-    """The scenario requests cancellation of ``execution_id`` at virtual time ``at`` (RFC 009)."""
+    """The scenario requests cancellation of ``execution_id`` at virtual time ``at`` (RFC 009);
+    with ``client``, a ``ys.Client`` requests it, with a choice point, faults and retries."""
 
     execution_id: str
     at: float = 0.0
+    client: Client | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +210,9 @@ class Scenario:
     beside the built-in ones. ``expected`` declares the executions meant to fail (or to end
     otherwise than completed): ``[ys.expect("charge-order", code="START_REQUEST_MISMATCH")]``.
     ``max_time`` (virtual seconds) and ``max_points`` (choice points) bound a run; a run they
-    cut is ``incomplete``, never ``ok``.
+    cut is ``incomplete``, never ``ok``. A trigger or cancel with ``client=ys.Client(...)`` is
+    made by that client, an actor whose calls are choice points (a fault names it as its
+    ``worker``); the others are made without faults.
     """
 
     name: str
@@ -213,15 +279,22 @@ class Scenario:
             raise ValueError(f"scenario {self.name!r} has no triggers: nothing would run")
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
+        self._check_clients()
         from yieldstar_sim.simulation.faults import Fault
 
         for fault in self.faults:
             if not isinstance(fault, Fault):
                 raise TypeError(f"scenario {self.name!r}: {fault!r} is not a ys.Fault")
-            if fault.worker is not None and fault.worker not in self.worker_names:
+            actors = [*self.worker_names, *self.client_names]
+            if fault.worker is not None and fault.worker not in actors:
                 raise ValueError(
                     f"scenario {self.name!r}: the fault '{fault.describe()}' names worker "
                     f"{fault.worker!r}, but the workers are {', '.join(self.worker_names)}"
+                    + (
+                        f" and the clients {', '.join(self.client_names)}"
+                        if self.client_names
+                        else ""
+                    )
                 )
         if (
             isinstance(self.max_points, bool)
@@ -256,6 +329,41 @@ class Scenario:
         return [str(name) for name in self.workers]
 
     @property
+    def client_names(self) -> list[str]:
+        """The names of the clients that make triggers or cancels, in order of appearance."""
+        names: list[str] = []
+        for item in (*self.triggers, *self.cancels):
+            client = getattr(item, "client", None)
+            if client is not None and client.name not in names:
+                names.append(client.name)
+        return names
+
+    def _check_clients(self) -> None:
+        for cancel in self.cancels:
+            if not isinstance(cancel, Cancel):
+                raise TypeError(f"scenario {self.name!r}: {cancel!r} is not a ys.Cancel")
+        policies: dict[str, Client] = {}
+        items: list[Trigger | Cancel] = [*self.triggers, *self.cancels]
+        for item in items:
+            client = item.client
+            if client is None:
+                continue
+            if not isinstance(client, Client):
+                raise TypeError(
+                    f"scenario {self.name!r}: client= takes a ys.Client, not {client!r}"
+                )
+            if client.name in self.worker_names or client.name.startswith("~"):
+                raise ValueError(
+                    f"scenario {self.name!r}: client {client.name!r} has the name of a worker "
+                    "(or starts with '~'): clients and workers need names of their own"
+                )
+            if policies.setdefault(client.name, client) != client:
+                raise ValueError(
+                    f"scenario {self.name!r}: client {client.name!r} is declared twice with "
+                    "different retry policies: declare it once and reuse it"
+                )
+
+    @property
     def story(self) -> str:
         """The description's first line."""
         return (self.description.strip().splitlines() or [""])[0]
@@ -279,7 +387,12 @@ class Scenario:
 
 
 #: The options the built-in runtimes take (``Scenario.runtime_options``), with their types.
-RUNTIME_OPTIONS: dict[str, type] = {"orphan_guard": bool}
+RUNTIME_OPTIONS: dict[str, type] = {"orphan_guard": bool, "on_existing_id": str}
+
+#: The values an option takes when they are fewer than its type's (checked at load time).
+RUNTIME_OPTION_VALUES: dict[str, tuple[object, ...]] = {
+    "on_existing_id": ("refuse", "return_existing"),
+}
 
 
 def _check_runtime_options(scenario: str, options: object) -> dict[str, object]:
@@ -300,6 +413,12 @@ def _check_runtime_options(scenario: str, options: object) -> dict[str, object]:
             raise TypeError(
                 f"scenario {scenario!r}: runtime option {name!r} must be a {kind.__name__}, "
                 f"not {value!r}"
+            )
+        allowed = RUNTIME_OPTION_VALUES.get(name)
+        if allowed is not None and value not in allowed:
+            raise ValueError(
+                f"scenario {scenario!r}: runtime option {name!r} is one of "
+                f"{', '.join(map(repr, allowed))}, not {value!r}"
             )
     return dict(options)
 

@@ -49,6 +49,7 @@ from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import Registry, step_delivery
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
+from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
@@ -272,6 +273,8 @@ class Simulator:
         self.kernel.spawn("~client", self._client())
         for name in scenario.worker_names:
             self.kernel.spawn(name, self._worker(name))
+        for name, requests in client_requests(scenario).items():
+            self.kernel.spawn(name, client_actor(self, name, requests))
         with self.deadline:
             try:
                 stopped = self.kernel.run(
@@ -329,11 +332,14 @@ class Simulator:
         )  # fmt: skip
 
     def _client(self) -> Actor:
-        """Makes the scenario's direct triggers and announces deploys, at their times."""
+        """Makes the scenario's direct triggers and announces deploys, at their times (the
+        triggers and cancels a ``ys.Client`` makes are its own actor's: ``clients.py``)."""
         scenario = self.scenario
-        timeline: list[tuple[float, int, Any]] = [(t.at, 0, t) for t in scenario.triggers]
+        timeline: list[tuple[float, int, Any]] = [
+            (t.at, 0, t) for t in scenario.triggers if t.client is None
+        ]
         timeline += [(d.at, 1, d) for d in scenario.deploys if d.at > 0]
-        timeline += [(c.at, 2, c) for c in scenario.cancels]
+        timeline += [(c.at, 2, c) for c in scenario.cancels if c.client is None]
         timeline += [(p.at, 3, p) for p in scenario.prunes]
         for at, _, item in sorted(timeline, key=lambda entry: entry[:2]):
             if at > self.clock.now():

@@ -61,6 +61,15 @@ class TraceKind(StrEnum):
     """A delivery ended with an outcome (`OutcomeData`)."""
     REJECT = "reject"
     """A delivery ended without an outcome."""
+    CLIENT_ATTEMPT = "client_attempt"
+    """A client (``ys.Client``) sent one attempt of its trigger or cancel, past its choice
+    point (`ClientAttemptData`)."""
+    CLIENT_ANSWER = "client_answer"
+    """The runtime's answer to a client's attempt, seen by the client or lost on the way
+    (`ClientAnswerData`)."""
+    CLIENT_GIVE_UP = "client_give_up"
+    """A client stopped without an answer: its attempts ran out, or it crashed
+    (`ClientGiveUpData`)."""
 
 
 _OMIT = "omitted while default"
@@ -301,6 +310,55 @@ class StartChildData(Payload):
     rejected: str | None = omittable()
 
 
+@payload(TraceKind.CLIENT_ATTEMPT)
+@dataclass(frozen=True, slots=True)
+class ClientAttemptData(Payload):
+    """One attempt of a client's request: which client, ``trigger`` or ``cancel``, the
+    attempt's number, the workflow and the request ID sent (None: the runtime generates one);
+    ``fresh_id`` marks a retry that minted a new request ID instead of reusing its own."""
+
+    client: str
+    action: str
+    attempt: int
+    workflow_id: str | None = omittable()
+    request_id: str | None = omittable()
+    fresh_id: bool = omittable(False)
+
+
+@payload(TraceKind.CLIENT_ANSWER)
+@dataclass(frozen=True, slots=True)
+class ClientAnswerData(Payload):
+    """The runtime's answer to a client's attempt: ``admitted`` (a new execution),
+    ``existing`` (the execution the ID names, returned), ``refused`` (with ``code``) or
+    ``cancel requested`` (reaching ``cancelled``); ``lost`` when the client never saw it.
+    ``workflow_id`` is the workflow a trigger asked for."""
+
+    client: str
+    action: str
+    attempt: int
+    answer: str
+    execution_id: str | None = omittable()
+    workflow_id: str | None = omittable()
+    code: str | None = omittable()
+    cancelled: tuple[str, ...] = omittable(())
+    lost: bool = omittable(False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cancelled", tuple(self.cancelled))
+
+
+@payload(TraceKind.CLIENT_GIVE_UP)
+@dataclass(frozen=True, slots=True)
+class ClientGiveUpData(Payload):
+    """A client that stopped without an answer: after ``attempts`` attempts, ``why``
+    (``attempts used up`` or ``crashed``)."""
+
+    client: str
+    action: str
+    attempts: int
+    why: str
+
+
 def payload_from_json(kind: TraceKind, op: str | None, data: Mapping[str, Any]) -> Payload:
     """The typed payload of a ``kind`` event (of call ``op``) from its JSON form."""
     if not data:
@@ -380,8 +438,10 @@ class Admission:
 
     ``seq`` is the record's admission number: an ID pruned and admitted again is a second
     admission, while a replayed start that answers for the same record is not. ``how`` is
-    ``trigger`` (by the scenario), ``body trigger`` (a non-durable trigger from a step body),
-    ``start``, ``child`` or ``spawn``; ``by`` is the (caller, step key) that asked for it.
+    ``trigger`` (by the scenario), ``client trigger`` (by a scenario's ``ys.Client``; ``by``
+    is then the client and the request it was retrying), ``body trigger`` (a non-durable
+    trigger from a step body), ``start``, ``child`` or ``spawn``; ``by`` is the (caller, step
+    key) that asked for it.
     ``event`` is the sequence number of the trace event that first showed it, if any.
     """
 

@@ -10,13 +10,22 @@ Each case is also available on its own, by the name of its row in RFC 003's tabl
 from the factory, drives its clock, arms its failure points, and raises ``AssertionError``
 with a sentence naming what was expected and what happened.
 
-The cases live in ``rfc003`` (the RFC's table) and ``rules`` (our admission, lease, retention
-and failure-point rules); ``_support`` holds what they share.
+The cases live in ``rfc003`` (the RFC's table), ``rules`` (our admission, lease, retention
+and failure-point rules) and ``business_ids`` (a caller-chosen ID that exists, under each
+``on_existing_id`` policy: ``RETURN_EXISTING_ID_CASES`` run against runtimes made with
+``on_existing_id="return_existing"``); ``_support`` holds what they share.
 """
 
 from __future__ import annotations
 
 from yieldstar_sim.testing._support import Case, RuntimeFactory
+from yieldstar_sim.testing.business_ids import (
+    a_repeated_trigger_returns_the_existing_execution,
+    another_workflow_under_an_existing_id_is_refused,
+    concurrent_triggers_of_one_id_admit_one_execution,
+    concurrent_triggers_of_one_id_share_one_execution,
+    the_existing_execution_is_returned_after_it_ended,
+)
 from yieldstar_sim.testing.rfc003 import (
     a_matching_request_repeats_after_the_target_is_terminal,
     a_new_start_commits,
@@ -54,6 +63,7 @@ from yieldstar_sim.testing.rules import (
 )
 
 __all__ = [
+    "RETURN_EXISTING_ID_CASES",
     "RFC003_RUNTIME_ADAPTER_CASES",
     "RUNTIME_ADAPTER_CASES",
     "RUNTIME_RULE_CASES",
@@ -68,6 +78,7 @@ __all__ = [
     "a_released_lease_is_redelivered_after_the_delay",
     "a_renewed_lease_lasts_longer",
     "a_repeated_request_changes_the_workflow_id_or_parameters",
+    "a_repeated_trigger_returns_the_existing_execution",
     "a_request_outlives_its_pruned_target",
     "a_stale_lease_holder_is_fenced",
     "a_start_from_an_unknown_caller_is_refused",
@@ -78,8 +89,11 @@ __all__ = [
     "a_terminal_outcome_wakes_its_waiters",
     "an_expired_lease_fences_its_holder_even_unclaimed",
     "an_owned_target_follows_its_owners_cancellation",
+    "another_workflow_under_an_existing_id_is_refused",
     "caller_chosen_id_collision_is_refused",
     "check_runtime_adapter",
+    "concurrent_triggers_of_one_id_admit_one_execution",
+    "concurrent_triggers_of_one_id_share_one_execution",
     "failure_before_a_new_start_commits",
     "failure_points_before_and_after_commit",
     "generated_ids_never_collide_with_caller_chosen_ones",
@@ -90,6 +104,7 @@ __all__ = [
     "runtime_adapter_failures",
     "start_commit_followed_by_a_lost_response",
     "steps_and_wakes_are_recorded_under_the_lease",
+    "the_existing_execution_is_returned_after_it_ended",
     "two_concurrent_calls_with_one_start_request_id",
     "two_different_start_request_ids",
 ]
@@ -155,6 +170,27 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
         an_owned_target_follows_its_owners_cancellation
     ),
     "Failure points fail before and after commit": failure_points_before_and_after_commit,
+    "Concurrent triggers of one caller-chosen ID admit one execution": (
+        concurrent_triggers_of_one_id_admit_one_execution
+    ),
+}
+
+
+#: The cases of the ``on_existing_id="return_existing"`` policy (DBOS-style): run them
+#: against runtimes made with that option (``check_runtime_adapter`` runs the default's).
+RETURN_EXISTING_ID_CASES: dict[str, Case] = {
+    "A repeated trigger returns the existing execution": (
+        a_repeated_trigger_returns_the_existing_execution
+    ),
+    "The existing execution is returned after it ended": (
+        the_existing_execution_is_returned_after_it_ended
+    ),
+    "Another workflow under an existing ID is refused": (
+        another_workflow_under_an_existing_id_is_refused
+    ),
+    "Concurrent triggers of one caller-chosen ID share one execution": (
+        concurrent_triggers_of_one_id_share_one_execution
+    ),
 }
 
 

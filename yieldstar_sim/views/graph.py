@@ -19,6 +19,7 @@ import networkx as nx
 
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
+    ClientAnswerData,
     EffectData,
     StartChildData,
     StartData,
@@ -139,9 +140,10 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
 def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx.MultiDiGraph:
     """The execution graph as of trace event ``upto`` (inclusive; default: the end).
 
-    Built from the trace alone (admissions, accepted starts, body triggers, claims and
-    acknowledgements), so a stepper can show the graph at any event. Edges of started targets
-    carry ``calls``: how many start calls their request took (replays included).
+    Built from the trace alone (admissions, clients' admissions, accepted starts, body
+    triggers, claims and acknowledgements), so a stepper can show the graph at any event.
+    Edges of started targets carry ``calls``: how many start calls their request took (replays
+    included).
     """
     graph = nx.MultiDiGraph()
     calls: dict[tuple[str, str], int] = {}
@@ -151,6 +153,9 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
         data = event.data
         if isinstance(data, TriggerData) and event.execution_id:
             graph.add_node(event.execution_id, workflow_id=data.workflow_id,
+                           status="pending", origin="trigger")  # fmt: skip
+        elif isinstance(data, ClientAnswerData) and data.answer == "admitted":
+            graph.add_node(str(data.execution_id), workflow_id=data.workflow_id or "?",
                            status="pending", origin="trigger")  # fmt: skip
         elif (
             isinstance(data, StartChildData)

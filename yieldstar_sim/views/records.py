@@ -24,6 +24,7 @@ from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     BodyData,
     ClaimData,
+    ClientAnswerData,
     EffectData,
     StartChildData,
     StartData,
@@ -210,6 +211,10 @@ class RecordBook:
         if isinstance(data, TriggerData) and event.execution_id:
             state.executions[event.execution_id] = _Execution(
                 data.workflow_id, "trigger", "", due_at=t, due_why="admitted"
+            )
+        elif isinstance(data, ClientAnswerData) and data.answer == "admitted":
+            state.executions[str(data.execution_id)] = _Execution(
+                data.workflow_id or "?", "trigger", "", due_at=t, due_why="admitted"
             )
         elif isinstance(data, EffectData):
             self._effect(event, data)

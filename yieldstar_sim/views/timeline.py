@@ -13,7 +13,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.trace import ClaimData, TraceKind
+from yieldstar_sim.simulation.trace import (
+    ClaimData,
+    ClientAnswerData,
+    ClientAttemptData,
+    ClientGiveUpData,
+    TraceKind,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -115,10 +121,29 @@ def _mark_label(event: TraceEvent) -> str:
 _OWN_MARKS = (TraceKind.FAULT, TraceKind.CRASH, TraceKind.ERROR, TraceKind.EFFECT)
 
 
+def _lanes(events: list[TraceEvent], workers: list[str] | None) -> list[str]:
+    """The workers' lanes, then a lane for each client (``ys.Client``): clients are actors."""
+    names = list(workers or sorted({e.worker for e in events if e.worker}))
+    clients = dict.fromkeys(
+        e.data.client
+        for e in events
+        if isinstance(e.data, ClientAttemptData | ClientAnswerData | ClientGiveUpData)
+    )
+    return names + [client for client in clients if client not in names]
+
+
+def _client_mark(data: ClientAnswerData | ClientGiveUpData) -> str:
+    """A client's answer is drawn as a trigger (an error when it was lost), its giving up as a
+    crash."""
+    if isinstance(data, ClientGiveUpData):
+        return "crash"
+    return "error" if data.lost else "trigger"
+
+
 def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     """Lay out a run's trace as lanes, spans and marks."""
     events = list(trace)
-    names = workers or sorted({e.worker for e in events if e.worker})
+    names = _lanes(events, workers)
     x_of, ticks, width = _positions(events)
     timeline = Timeline([*names, SCENARIO_LANE], ticks=ticks, x_of=x_of, width=width)
     open_spans: dict[str, tuple[str, int, float, float]] = {}
@@ -163,6 +188,8 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             timeline.marks.append(Mark(lane, x, str(kind), event.text, _mark_label(event)))
             if kind == TraceKind.CRASH:
                 close(lane, x, "crash")
+        elif isinstance(event.data, ClientAnswerData | ClientGiveUpData):
+            timeline.marks.append(Mark(lane, x, _client_mark(event.data), event.text))
         elif kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):
             timeline.marks.append(Mark(SCENARIO_LANE, x, "trigger", event.text))
         elif kind == TraceKind.FREEZE:

@@ -22,6 +22,9 @@ from yieldstar_sim.simulation.trace import (
     BodyData,
     CancelData,
     ClaimData,
+    ClientAnswerData,
+    ClientAttemptData,
+    ClientGiveUpData,
     EffectData,
     StartChildData,
     StartData,
@@ -66,6 +69,8 @@ def describe_event(event: TraceEvent) -> str:
         )
     if isinstance(data, TriggerData):
         return f"The scenario triggers {data.workflow_id}: the runtime admits {eid}, due now."
+    if isinstance(data, ClientAttemptData | ClientAnswerData | ClientGiveUpData):
+        return _client(data)
     if kind == TraceKind.DEPLOY:
         return f"New code is deployed ({event.text.removeprefix('deploy new code for ')}): " \
             "deliveries from now on run it."  # fmt: skip
@@ -231,6 +236,56 @@ def _start(event: TraceEvent, data: StartData, call: int, first: str | None) -> 
         f"{who} calls start again for request {request} (call {call}): the runtime finds the "
         f"request record and returns the same target, {accepted}. Nothing new is admitted."
     )
+
+
+def _client(data: ClientAttemptData | ClientAnswerData | ClientGiveUpData) -> str:
+    """A client's attempt, the runtime's answer to it, or the client giving up, in words."""
+    who = f"The client {data.client}"
+    if isinstance(data, ClientGiveUpData):
+        if data.why == "crashed":
+            return (
+                f"{who} crashes and forgets its {data.action}: it never learns what the runtime "
+                "did with it, and nothing it sent is undone."
+            )
+        return f"{who} gives up its {data.action} after {data.attempts} attempts without an answer."
+    if isinstance(data, ClientAttemptData):
+        if data.action == "cancel":
+            return f"{who} asks to cancel {data.request_id} (attempt {data.attempt})."
+        if data.request_id is None:
+            how = "without a request ID: the runtime generates one, so it cannot tell a retry"
+            how += " from a new request"
+        elif data.fresh_id:
+            how = (
+                f"with a fresh request ID, {data.request_id}: to the runtime this retry is a new "
+                "request"
+            )
+        elif data.attempt > 1:
+            how = f"with the same request ID, {data.request_id}, so the runtime can recognise it"
+        else:
+            how = f"with the request ID {data.request_id}"
+        return f"{who} asks to start {data.workflow_id} {how} (attempt {data.attempt})."
+    lost = (
+        f" The response is lost on the way back: {data.client} does not know, and retries."
+        if data.lost
+        else ""
+    )
+    if data.answer == "admitted":
+        return f"The runtime admits {data.execution_id} for {data.client}, due now.{lost}"
+    if data.answer == "existing":
+        return (
+            f"The runtime finds {data.execution_id} exists and returns it (its on_existing_id "
+            f"policy is return_existing): nothing new is admitted.{lost}"
+        )
+    if data.answer == "cancel requested":
+        reached = ", ".join(data.cancelled) or "nothing live"
+        return f"Cancellation of {data.execution_id} is requested for {reached}.{lost}"
+    if data.action == "trigger" and data.code == "EXECUTION_EXISTS":
+        return (
+            f"The runtime refuses {data.client}'s start of {data.execution_id} with "
+            "EXECUTION_EXISTS: the ID exists already and nothing is admitted (to a client that "
+            f"retries, this says its earlier attempt committed).{lost}"
+        )
+    return f"The runtime refuses {data.client}'s {data.action}: {data.code}.{lost}"
 
 
 def _short(value: object, limit: int = 60) -> str:

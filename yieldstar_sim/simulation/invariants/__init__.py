@@ -4,16 +4,18 @@ Built in: exactly one target per start request; every target has its request rec
 link; at most one admitted execution per (caller, step key), counting non-durable triggers by
 their provenance; every accepted start recorded once and consistently; outcomes acknowledged
 only under the current lease; no execution lost; owned targets follow their owner; joined runs
-keep their owner. Users add ``at_most_once(effect, by=field)`` and plain callables over the
-run.
+keep their owner; one execution per client request, however many attempts it took. Users add
+``at_most_once(effect, by=field)`` and plain callables over the run.
 
 The built-in invariants live by what they watch: ``starts`` (requests, admissions, leases),
-``ownership`` (owners and what they own), ``outcomes`` (how executions end) and ``effects``
-(``at_most_once``); ``evidence`` reads the trace for their sentences.
+``ownership`` (owners and what they own), ``clients`` (clients' requests), ``outcomes`` (how
+executions end) and ``effects`` (``at_most_once``); ``evidence`` reads the trace for their
+sentences.
 """
 
 from __future__ import annotations
 
+from yieldstar_sim.simulation.invariants.clients import OneExecutionPerClientRequest
 from yieldstar_sim.simulation.invariants.effects import AtMostOnce, at_most_once
 from yieldstar_sim.simulation.invariants.outcomes import ExecutionsEndAsExpected
 from yieldstar_sim.simulation.invariants.ownership import (
@@ -46,6 +48,7 @@ BUILT_IN: tuple[Invariant, ...] = (
     OwnedChildrenEndWithTheirOwner(),
     OwnedTargetsFollowTheirOwner(),
     JoinedRunsKeepTheirOwner(),
+    OneExecutionPerClientRequest(),
 )
 """The invariants every run is checked against, in the order their violations are listed."""
 
@@ -61,6 +64,7 @@ __all__ = [
     "JoinedRunsKeepTheirOwner",
     "NothingLost",
     "OneAdmissionPerStep",
+    "OneExecutionPerClientRequest",
     "OneTargetPerStartRequest",
     "OwnedChildrenEndWithTheirOwner",
     "OwnedTargetsFollowTheirOwner",

@@ -106,6 +106,7 @@ def _admitted_how(run: SimulationRun, execution_id: str) -> str:
                 "start": f"started by request{by}",
                 "child": f"created as an owned child by step{by}",
                 "spawn": f"spawned by step{by}",
+                "client trigger": f"triggered by a client for its request{by}",
             }.get(admission.how, f"admitted ({admission.how}{by})")
             + f" at t={admission.at:g}"
         )

@@ -1,0 +1,245 @@
+"""Clients as actors: the scenario's triggers and cancels made by a ``ys.Client``.
+
+A client (an API server, a CLI) is an actor of the kernel like a worker: each attempt of its
+request passes a choice point (``api trigger order-42``, ``ops cancel order-42``), so a fault
+plan can crash it, freeze it, lose the response or fail the call. Its ``ClientRetry`` policy
+decides what follows a failed or unanswered attempt: another attempt after ``backoff``
+seconds, with the same request ID (RFC 003's rule) or a fresh one (the bug). The trace records
+each attempt (``client_attempt``), the runtime's answer, seen or lost (``client_answer``), and
+a client that stops without an answer (``client_give_up``).
+
+A trigger with a caller-chosen ``execution_id`` is an external start whose request ID is that
+business ID: the runtime's ``on_existing_id`` policy answers a repeat (refused, or the
+existing execution returned), and the answer is an event of the run like any other.
+
+The simulator spawns one actor per client; triggers and cancels without a client are made by
+the scenario's own actor, without faults, exactly as before (so no existing trace changes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.core.model import (
+    ExecutionAdmissionError,
+    ExecutionNotFoundError,
+    ExecutionStateError,
+    InfrastructureError,
+)
+from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.scenario import Cancel, Trigger
+from yieldstar_sim.simulation.trace import (
+    ClientAnswerData,
+    ClientAttemptData,
+    ClientGiveUpData,
+    FaultData,
+    TraceKind,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.simulation.simulator import Simulator
+
+Actor = Generator[Wait | Park | Point, Any, None]
+
+#: The runtime calls a client makes, by the op its choice points and faults name.
+CLIENT_OPS = ("trigger", "cancel")
+
+
+def client_requests(scenario: Scenario) -> dict[str, list[Trigger | Cancel]]:
+    """Each client's triggers and cancels, in time order (the order written breaks ties)."""
+    requests: dict[str, list[tuple[float, int, Trigger | Cancel]]] = {}
+    items: list[Trigger | Cancel] = [*scenario.triggers, *scenario.cancels]
+    for number, item in enumerate(items):
+        if item.client is not None:
+            requests.setdefault(item.client.name, []).append((item.at, number, item))
+    return {name: [item for *_, item in sorted(queue)] for name, queue in requests.items()}
+
+
+def fresh_request_id(request_id: str, attempt: int) -> str:
+    """The ID a client that does not reuse its request ID sends on attempt ``attempt``.
+
+    >>> fresh_request_id("order-42", 2)
+    'order-42~retry-2'
+    """
+    return f"{request_id}~retry-{attempt}"
+
+
+def client_actor(sim: Simulator, name: str, requests: list[Trigger | Cancel]) -> Actor:
+    """The actor of client ``name``: makes its requests at their times, one at a time."""
+    for number, request in enumerate(requests, 1):
+        if request.at > sim.clock.now():
+            yield Wait(request.at)
+        crashed = yield from _Request(sim, name, request, number).run()
+        if crashed:
+            # A crashed client forgets its request; it comes back for its next one.
+            yield Wait(sim.clock.now() + sim.scenario.restart_delay)
+
+
+class _Request:
+    """One request of a client, attempt after attempt."""
+
+    def __init__(self, sim: Simulator, client: str, request: Trigger | Cancel, number: int):
+        self.sim = sim
+        self.client = client
+        self.request = request
+        assert request.client is not None
+        self.retry = request.client.retry
+        self.action = "cancel" if isinstance(request, Cancel) else "trigger"
+        # The request the client means, whatever ID its attempts carry: what the one-execution
+        # invariant groups admissions by.
+        self.meant = request.execution_id or f"request {number}"
+
+    def run(self) -> Generator[Any, Any, bool]:
+        """Attempt until answered or out of attempts; True when the client crashed."""
+        sim, attempts = self.sim, self.retry.attempts
+        for attempt in range(1, attempts + 1):
+            if attempt > 1:
+                yield Wait(sim.clock.now() + self.retry.backoff)
+            outcome = yield from self._attempt(attempt)
+            if outcome == "answered":
+                return False
+            if outcome == "crashed":
+                self._give_up(attempt, "crashed")
+                return True
+        self._give_up(attempts, "attempts used up")
+        return False
+
+    def _request_id(self, attempt: int) -> tuple[str | None, bool]:
+        """The ID attempt ``attempt`` carries, and whether it is a freshly minted one."""
+        asked = self.request.execution_id
+        if asked is None or attempt == 1 or self.retry.reuse_request_id:
+            return asked, False
+        if self.action == "cancel":
+            return asked, False  # a cancel names the execution: there is no ID to mint
+        return fresh_request_id(asked, attempt), True
+
+    def _attempt(self, attempt: int) -> Generator[Any, Any, str]:
+        """One attempt past its choice point: ``answered``, ``retry`` or ``crashed``."""
+        sim = self.sim
+        request_id, fresh = self._request_id(attempt)
+        info = PointInfo(self.client, self.action, request_id)
+        fault: Fault | None = yield Point(info.label, info)
+        where: dict[str, Any] = {
+            "worker": self.client, "op": self.action, "execution_id": request_id,
+            "point": sim.kernel.points - 1,
+        }  # fmt: skip
+        kind = FaultKind(fault.kind) if fault is not None else None
+        if fault is not None:
+            sim.trace.add(
+                sim.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
+                data=FaultData(str(kind)), **where,
+            )  # fmt: skip
+        if kind == FaultKind.FREEZE:
+            assert fault is not None
+            assert fault.seconds is not None
+            yield Wait(sim.clock.now() + fault.seconds)  # the client stalls, then sends
+        elif kind == FaultKind.CRASH:
+            return "crashed"
+        workflow_id = self.request.workflow_id if isinstance(self.request, Trigger) else None
+        what = f"trigger {workflow_id}" if workflow_id else f"cancel {request_id}"
+        if workflow_id and request_id:
+            what += f" as {request_id}"
+        sim.trace.add(
+            sim.clock.now(), TraceKind.CLIENT_ATTEMPT,
+            f"sends {what} (attempt {attempt}"
+            + (", a fresh request ID" if fresh else "") + ")",
+            data=ClientAttemptData(
+                self.client, self.action, attempt, workflow_id, request_id, fresh
+            ),
+            **where,
+        )  # fmt: skip
+        if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
+            sim.trace.add(
+                sim.clock.now(), TraceKind.ERROR,
+                f"{self.action} failed: infrastructure error at {info.label}", **where,
+            )  # fmt: skip
+            return "retry"
+        lost = kind == FaultKind.LOSE_RESPONSE
+        try:
+            seen = self._call(attempt, request_id, where, lost=lost)
+        except InfrastructureError as failed:
+            sim.trace.add(
+                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}", **where
+            )
+            seen = False
+        if kind == FaultKind.CRASH_AFTER:
+            return "crashed"
+        return "answered" if seen and not lost else "retry"
+
+    def _call(
+        self, attempt: int, request_id: str | None, where: dict[str, Any], *, lost: bool
+    ) -> bool:
+        """Make the runtime call and record its answer; False when the call failed."""
+        sim, request = self.sim, self.request
+        unseen = "; the response is lost" if lost else ""
+        answer: ClientAnswerData
+        if isinstance(request, Cancel):
+            try:
+                reached = sim.runtime.cancel(request.execution_id)
+            except (ExecutionNotFoundError, ExecutionStateError) as refused:
+                answer = ClientAnswerData(
+                    self.client, "cancel", attempt, "refused", request.execution_id,
+                    code=type(refused).__name__, lost=lost,
+                )  # fmt: skip
+                text = f"cancel {request.execution_id} refused: {refused}"
+            else:
+                answer = ClientAnswerData(
+                    self.client, "cancel", attempt, "cancel requested", request.execution_id,
+                    cancelled=tuple(reached), lost=lost,
+                )  # fmt: skip
+                text = f"cancel {request.execution_id}: requested for " + (
+                    ", ".join(reached) or "nothing live"
+                )
+            sim.trace.add(
+                sim.clock.now(), TraceKind.CLIENT_ANSWER, text + unseen, data=answer, **where
+            )
+            sim.kernel.nudge()
+            return True
+        before = sim.runtime.execution(request_id) if request_id is not None else None
+        try:
+            admitted = sim.runtime.trigger(
+                request.workflow_id, request.params, execution_id=request_id
+            )
+        except ExecutionAdmissionError as refused:
+            answer = ClientAnswerData(
+                self.client, "trigger", attempt, "refused", request_id, request.workflow_id,
+                code=str(refused.code), lost=lost,
+            )  # fmt: skip
+            sim.trace.add(
+                sim.clock.now(), TraceKind.CLIENT_ANSWER,
+                f"trigger of {request.workflow_id} as {request_id} refused: {refused.code}: "
+                f"{refused}{unseen}",
+                data=answer, **where,
+            )  # fmt: skip
+            return True
+        record = sim.runtime.execution(admitted)
+        existing = before is not None and record is not None and record.seq == before.seq
+        answer = ClientAnswerData(
+            self.client, "trigger", attempt, "existing" if existing else "admitted", admitted,
+            request.workflow_id, lost=lost,
+        )  # fmt: skip
+        text = (
+            f"trigger returns the existing {admitted}"
+            if existing
+            else f"trigger admits {admitted} ({request.workflow_id})"
+        )
+        event = sim.trace.add(
+            sim.clock.now(), TraceKind.CLIENT_ANSWER, text + unseen, data=answer,
+            **{**where, "execution_id": admitted},
+        )  # fmt: skip
+        if not existing:
+            sim.observe_admission(admitted, "client trigger", (self.client, self.meant), event)
+            sim.kernel.nudge()
+        return True
+
+    def _give_up(self, attempts: int, why: str) -> None:
+        sim = self.sim
+        sim.trace.add(
+            sim.clock.now(), TraceKind.CLIENT_GIVE_UP,
+            f"gives up its {self.action} of {self.meant}: {why}",
+            worker=self.client, op=self.action, execution_id=self.request.execution_id,
+            data=ClientGiveUpData(self.client, self.action, attempts, why),
+        )  # fmt: skip
