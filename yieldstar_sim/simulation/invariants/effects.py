@@ -163,6 +163,14 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
             + ("" if first.token == second.token else f" (in delivery token {second.token})")
             + f"; {dedup}"
         )
+    if first.token is not None and second.token is not None and second.token < first.token:
+        # The later effect comes from the older delivery: an attempt that outlived its lease.
+        return (
+            f"a zombie attempt: attempt {second.attempt} of {step} under token {second.token} "
+            f"outlived its lease, the retry under token {first.token} acted, then the stale "
+            f"attempt went on and acted again (fencing refuses its writes, not its effects); "
+            f"{dedup}"
+        )
     if first.token != second.token:
         cause = "on a replay"
         before, after = _effect_event(run, first), _effect_event(run, second)
