@@ -4,6 +4,8 @@ writes, and the effects that escaped fencing are in the ledger."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import yieldstar_sim as ys
@@ -235,3 +237,23 @@ def test_the_new_events_read_as_sentences(kind: TraceKind) -> None:
     sentence = describe_event(event)
     assert sentence.endswith(".")
     assert sentence != event.text
+
+
+def test_a_stall_found_by_the_explorer_replays_from_its_artifact_on_duckdb(tmp_path: Path) -> None:
+    report = ys.explore(
+        ys.load_scenario("zombie-attempt"), kinds=["stall"], confirm=None, out=tmp_path
+    )
+    (violation,) = report.violations
+    assert violation.artifact_path is not None
+    again = ys.replay(violation.artifact_path, runtime="duckdb")
+    assert [v.invariant for v in again.violations] == [violation.invariant]
+    assert any(event.kind == TraceKind.UNSTALL for event in again.trace)
+
+
+def test_two_workers_behind_their_clocks_never_finish_work_longer_than_a_lease() -> None:
+    """Neither heartbeats in time: each delivery is fenced and the next one starts over, until
+    max_time cuts the run: an honest incomplete, not a pass."""
+    scenario = ys.load_scenario("skewed-lease")
+    skews = [ys.Fault("skew", worker=w, op="elapse", seconds=140) for w in ("w1", "w2")]
+    run = ys.simulate(scenario, seed=0, runtime="memory", faults=skews)
+    assert run.verdict == "incomplete"
