@@ -1,7 +1,7 @@
 """The zombie attempt, fixed: the charge carries the order's idempotency key.
 
-The same stall as zombie-attempt: w2's attempt at order 42 hangs for 60 s while w2 takes order
-43, the lease expires, w1 charges and completes the order, and at t=65 the stalled attempt
+The same stall as zombie-attempt: w2's attempt at order 42 hangs for 50 s while w2 takes order
+43, the lease expires, w1 charges and completes the order, and at t=55 the stalled attempt
 resumes and charges again. This time the payment service deduplicates by the key
 ``charge-42``: two calls, one charge. The stale attempt's writes are still refused by fencing
 (token 1). A step that may outlive its lease needs an effect that is safe to repeat.
@@ -30,6 +30,6 @@ scenario = ys.Scenario(
         ys.Trigger("checkout", {"order": 42, "work": 5}, execution_id="order-42"),
         ys.Trigger("checkout", {"order": 43, "work": 30}, execution_id="order-43", at=10),
     ],
-    faults=[ys.Fault("stall", op="elapse", execution_id="order-42", seconds=60)],
+    faults=[ys.Fault("stall", op="elapse", execution_id="order-42", seconds=50)],
     invariants=[ys.at_most_once("card.charged", by="order")],
 )

@@ -12,7 +12,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.trace import HeartbeatData, SkewData, StallData, TraceKind
-from yieldstar_sim.views.timeline import build_timeline, clock_lane, stalled_lane
+from yieldstar_sim.views.timeline import abandoned_lane, build_timeline, clock_lane, stalled_lane
 from yieldstar_sim.views.words import describe_event
 
 OLD_KINDS = [kind for kind in FAULT_KINDS if kind not in (FaultKind.STALL, FaultKind.SKEW)]
@@ -82,7 +82,7 @@ def test_a_call_fault_passes_an_elapse_by_and_fires_at_the_next_call() -> None:
 def test_a_stalled_attempt_resumes_after_its_retry_and_charges_again(runtime: str) -> None:
     run = bundled("zombie-attempt", runtime)
     charges = [e for e in run.effects_named("card.charged") if e.execution_id == "order-42"]
-    assert [(c.worker, c.token, c.at) for c in charges] == [("w1", 2, 35.0), ("w2", 1, 65.0)]
+    assert [(c.worker, c.token, c.at) for c in charges] == [("w1", 2, 35.0), ("w2", 1, 55.0)]
     (violation,) = run.violations
     assert "a zombie attempt" in violation.message
     assert "fencing refuses its writes, not its effects" in violation.message
@@ -100,7 +100,7 @@ def test_the_stalled_attempts_worker_goes_on_with_other_work() -> None:
     assert ("w2", "order-43", 1) in claims  # the stalled attempt's worker took other work
     assert ("w1", "order-42", 2) in claims  # and the retry ran on another worker
     assert isinstance(stall.data, StallData)
-    assert (stall.data.seconds, stall.data.until) == (60.0, 65.0)
+    assert (stall.data.seconds, stall.data.until) == (50.0, 55.0)
 
 
 def test_a_stalled_attempts_fenced_writes_are_refused_with_its_token() -> None:
@@ -257,3 +257,38 @@ def test_two_workers_behind_their_clocks_never_finish_work_longer_than_a_lease()
     skews = [ys.Fault("skew", worker=w, op="elapse", seconds=140) for w in ("w1", "w2")]
     run = ys.simulate(scenario, seed=0, runtime="memory", faults=skews)
     assert run.verdict == "incomplete"
+
+
+# --------------------------------------------------------------------------- past its timeout
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_an_attempt_given_up_at_its_timeout_acts_after_its_retry(runtime: str) -> None:
+    run = bundled("timed-out-attempt", runtime)
+    stall = next(e for e in run.trace if e.kind == TraceKind.STALL)
+    assert isinstance(stall.data, StallData)
+    assert stall.data.timed_out
+    gave_up = next(e for e in run.trace if e.kind == TraceKind.BODY)
+    assert (gave_up.t, "StepTimeoutError" in gave_up.text) == (20.0, True)
+    charges = [(e.attempt, e.token, e.at) for e in run.effects_named("card.charged")]
+    assert charges == [(2, 2, 26.0), (1, 1, 45.0)]
+    # The attempt it gave up on makes no call: nothing of it is fenced, its result is dropped.
+    assert [e for e in run.trace if e.kind == TraceKind.REFUSED] == []
+    (violation,) = run.violations
+    assert "outlived its timeout (its worker gave up on it and retried)" in violation.message
+
+
+def test_the_timeline_draws_a_timed_out_attempt_apart_from_its_delivery() -> None:
+    timeline = build_timeline(bundled("timed-out-attempt").trace)
+    lane = abandoned_lane("w2", 1, 1)
+    assert lane in timeline.lanes
+    assert [s.worker for s in timeline.spans] == ["w2", "w2"]  # both deliveries on w2
+    assert [m.kind for m in timeline.marks if m.lane == lane] == ["effect"]
+    ((stalled, _, _),) = timeline.stalled
+    assert stalled == lane
+
+
+def test_the_explorer_finds_the_timed_out_attempt_with_one_stall() -> None:
+    report = ys.explore(ys.load_scenario("timed-out-attempt"), kinds=["stall"], confirm=None)
+    (violation,) = report.violations
+    assert "outlived its timeout" in violation.message

@@ -53,6 +53,7 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "skewed-lease",
         "skewed-lease-unfenced",
         "spawn-after-prune",
+        "timed-out-attempt",
         "trigger-in-step",
         "zombie-attempt",
         "zombie-attempt-fixed",

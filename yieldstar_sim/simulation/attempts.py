@@ -6,9 +6,11 @@ starts it. What it does to the world is played back in time instead: what it did
 first elapse lands at once, and each elapse is a choice point after which the worker waits out
 the work before the next part lands. A fault there falls between two parts of the body: a
 crash loses the effects after it, a freeze stops the worker, a stall hangs this attempt alone
-(its worker goes on to other work; the attempt resumes later, a zombie), a skew sets the
-worker's clock back. Reads of the clock inside a body see the time the body computed, not a
-stall's: a stalled attempt does not know it stalled.
+(its worker goes on to other work; the attempt resumes later, a zombie; or, when the stall
+outlasts the step's timeout, the worker gives up on it at the timeout and retries while the
+attempt hangs on apart), a skew sets the worker's clock back. Reads of the clock inside a
+body see the time the body computed, not a stall's: a stalled attempt does not know it
+stalled.
 
 Before each elapse the worker judges its lease by its own clock: it renews the lease (a
 heartbeat) when, by that clock, the lease would end during the work. A worker whose clock runs
@@ -123,16 +125,23 @@ def play_body(
     attempt: int,
     ops: list[BodyOp],
     crashed: type[BaseException],
-) -> Generator[Any, Any, None]:
-    """Land what a body did, in order, passing a choice point at each of its elapses."""
-    for op in ops:
+    timeout: float | None = None,
+) -> Generator[Any, Any, bool]:
+    """Land what a body did, in order, passing a choice point at each of its elapses. False
+    when the worker gave up on the attempt at its ``timeout`` (a stall outlasted it): the rest
+    of the attempt goes on apart, and the worker treats the attempt as timed out."""
+    deadline = None if timeout is None else simulator.clock.now() + timeout
+    for index, op in enumerate(ops):
         if callable(op):
             op()
-        else:
-            yield from _elapse(
-                simulator, name, lease, step_key=step_key, attempt=attempt, seconds=op,
-                crashed=crashed,
-            )  # fmt: skip
+            continue
+        kept = yield from _elapse(
+            simulator, name, lease, step_key=step_key, attempt=attempt, seconds=op,
+            crashed=crashed, deadline=deadline, rest=ops[index + 1 :],
+        )  # fmt: skip
+        if not kept:
+            return False
+    return True
 
 
 def _elapse(
@@ -144,7 +153,9 @@ def _elapse(
     attempt: int,
     seconds: float,
     crashed: type[BaseException],
-) -> Generator[Any, Any, None]:
+    deadline: float | None,
+    rest: list[BodyOp],
+) -> Generator[Any, Any, bool]:
     sim = simulator
     info = PointInfo(name, "elapse", lease.execution_id, step_key)
     fault: Fault | None = yield Point(info.label, info)
@@ -176,8 +187,23 @@ def _elapse(
     heartbeat(sim, name, lease, seconds, where)
     if stall is None:
         yield Wait(sim.clock.now() + seconds)
-        return
+        return True
     until = sim.clock.now() + stall + seconds
+    if deadline is not None and deadline < until:
+        # The worker waits for the attempt until its timeout, then gives up on it and retries;
+        # the attempt itself hangs on and acts later, beside its retry.
+        sim.trace.add(
+            sim.clock.now(), TraceKind.STALL,
+            f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until "
+            f"t={until:g}); at its timeout (t={deadline:g}) {name} gives up on it",
+            data=StallData(attempt, stall, until, timed_out=True), **where,
+        )  # fmt: skip
+        actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
+        sim.kernel.spawn(
+            actor, _abandoned(sim, StallData(attempt, stall, until, timed_out=True), where, rest),
+        )  # fmt: skip
+        yield Wait(max(deadline, sim.clock.now()))
+        return False
     sim.trace.add(
         sim.clock.now(), TraceKind.STALL,
         f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until t={until:g}); "
@@ -192,6 +218,27 @@ def _elapse(
         "lost",
         data=StallData(attempt, stall, until), **where,
     )  # fmt: skip
+    return True
+
+
+def _abandoned(
+    simulator: Simulator, stall: StallData, where: dict[str, Any], rest: list[BodyOp]
+) -> Generator[Any, Any, None]:
+    """An attempt its worker gave up on at its timeout: it resumes after its stall and does
+    the rest of what its body did (no call of its own: its worker owns the delivery)."""
+    sim = simulator
+    yield Wait(stall.until)
+    sim.trace.add(
+        sim.clock.now(), TraceKind.UNSTALL,
+        f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} resumes after "
+        "its worker gave up on it at its timeout; what it does still reaches the world",
+        data=stall, **{**where, "point": None},
+    )  # fmt: skip
+    for op in rest:
+        if callable(op):
+            op()
+        else:
+            yield Wait(sim.clock.now() + op)
 
 
 def skew(simulator: Simulator, name: str, seconds: float, where: dict[str, Any]) -> None:

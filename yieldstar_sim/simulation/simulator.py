@@ -43,6 +43,7 @@ from yieldstar_sim.core.model import (
     LeaseLostError,
     StartAccepted,
     StartRejected,
+    StepTimeoutError,
     WorkflowRunOutcome,
 )
 from yieldstar_sim.engine.calls import runtime_call
@@ -518,10 +519,17 @@ class Simulator:
                 self.kernel.nudge()
             # What the body did lands in time, each elapse a choice point (a heartbeat, and
             # where a stall, crash, freeze or skew may fall).
-            yield from play_body(
+            kept = yield from play_body(
                 self, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
-                crashed=WorkerCrashed,
+                crashed=WorkerCrashed, timeout=command.timeout,
             )  # fmt: skip
+            if not kept:
+                result = BodyResult(
+                    error=StepTimeoutError(
+                        f"step {command.step_key!r} attempt {command.attempt} ran past its "
+                        f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
+                    )
+                )
             self.trace.add(
                 self.clock.now(), TraceKind.BODY,
                 f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",

@@ -229,6 +229,9 @@ class StallData(Payload):
     attempt: int
     seconds: float
     until: float
+    timed_out: bool = omittable(False)
+    """The stall outlasted the attempt's timeout: its worker gave up on it and retried, while
+    the attempt hung on apart."""
 
 
 @payload(TraceKind.SKEW)

@@ -16,7 +16,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.trace import ClaimData, HeartbeatData, SkewData, TraceKind
+from yieldstar_sim.simulation.trace import (
+    ClaimData,
+    EffectData,
+    HeartbeatData,
+    SkewData,
+    StallData,
+    TraceKind,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -90,6 +97,11 @@ def clock_lane(worker: str) -> str:
     return f"{worker}'s clock"
 
 
+def abandoned_lane(worker: str, attempt: int, token: int) -> str:
+    """The lane of an attempt ``worker`` gave up on at its timeout (its delivery went on)."""
+    return f"{worker}: timed-out attempt {attempt} (token {token})"
+
+
 def stalled_lane(worker: str, token: int) -> str:
     """The lane of ``worker``'s attempt that stalled under fencing token ``token``."""
     return f"{worker}: stalled attempt (token {token})"
@@ -143,19 +155,35 @@ class _Attempts:
         delivery goes there, from its claim, so its worker's lane shows what it went on with."""
         self.behind: dict[str, float] = {}
         self.read_at: set[tuple[str, float]] = set()
+        self.abandoned: dict[tuple[str, str, int, int], tuple[str, int]] = {}
+        """Attempts their worker gave up on at their timeout, by worker, execution, token and
+        attempt: their lane, and the event after which what they do goes there (the delivery
+        stays on its worker's lane)."""
         for event in events:
-            if isinstance(event.data, SkewData) and event.worker:
+            data = event.data
+            if isinstance(data, SkewData) and event.worker:
                 lane = clock_lane(event.worker)
                 if lane not in timeline.lanes:
                     timeline.lanes.insert(timeline.lanes.index(event.worker) + 1, lane)
-            if event.kind == TraceKind.STALL and event.worker:
+            if isinstance(data, StallData) and event.kind == TraceKind.STALL and event.worker:
                 lane = stalled_lane(event.worker, int(event.token or 0))
-                self.stalled[(event.worker, str(event.execution_id), int(event.token or 0))] = lane
+                key = (event.worker, str(event.execution_id), int(event.token or 0))
+                if data.timed_out:
+                    lane = abandoned_lane(event.worker, data.attempt, int(event.token or 0))
+                    self.abandoned[(*key, data.attempt)] = (lane, event.seq)
+                else:
+                    self.stalled[key] = lane
                 timeline.lanes.insert(timeline.lanes.index(event.worker) + 1, lane)
 
     def lane(self, event: TraceEvent, lane: str) -> str:
         """The lane of an event: a stalled attempt's own, or its worker's."""
-        return self.stalled.get((lane, str(event.execution_id), int(event.token or 0)), lane)
+        key = (lane, str(event.execution_id), int(event.token or 0))
+        attempt = event.data.attempt if isinstance(event.data, EffectData | StallData) else None
+        if attempt is not None and (*key, attempt) in self.abandoned:
+            own, after = self.abandoned[(*key, attempt)]
+            if event.seq >= after:
+                return own
+        return self.stalled.get(key, lane)
 
     def take(
         self, event: TraceEvent, x: float, open_spans: dict[str, tuple[str, int, float, float]]
