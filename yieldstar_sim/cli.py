@@ -314,24 +314,34 @@ def _list(args: argparse.Namespace) -> int:
 
 def _list_faults(args: argparse.Namespace) -> int:
     """The fault kinds and choice-point ops, from the simulator's own tables."""
-    from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, DEFAULT_FREEZE, KIND_EFFECTS
+    from yieldstar_sim.simulation.faults import (
+        CHOICE_POINT_OPS,
+        DEFAULT_FREEZE,
+        DEFAULT_SKEW,
+        DEFAULT_STALL,
+        KIND_EFFECTS,
+    )
 
     kinds = {str(kind): effect for kind, effect in KIND_EFFECTS.items()}
     if args.json:
         print(json.dumps({"fault_kinds": kinds, "ops": CHOICE_POINT_OPS}))
         return 0
-    print("Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point):")
+    print(
+        "Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point where it "
+        "applies:\na stall and a skew at elapses, a call's faults at calls):"
+    )
     width = max(map(len, kinds))
     for kind, effect in kinds.items():
         print(f"  {kind:<{width}}  {effect}")
-    print("\nOps: the runtime calls that are choice points (ys.Fault(..., op=OP)):")
+    print("\nOps: the runtime calls, and a body's elapse, that are choice points (op=OP):")
     width = max(map(len, CHOICE_POINT_OPS))
     for op, what in CHOICE_POINT_OPS.items():
         print(f"  {op:<{width}}  {what}")
     print(
         '\nPlace a fault by description, e.g. ys.Fault("crash", op="put_step", '
-        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze takes '
-        f"seconds=, default {DEFAULT_FREEZE:g}), or by choice-point index with at=."
+        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze, a stall and a '
+        f"skew take seconds=, default {DEFAULT_FREEZE:g}, {DEFAULT_STALL:g} and "
+        f"{DEFAULT_SKEW:g}), or by choice-point index with at=."
     )
     return 0
 

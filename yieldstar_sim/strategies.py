@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
-from yieldstar_sim.simulation.faults import DEFAULT_FREEZE, FAULT_KINDS, Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.faults import (
+    DEFAULT_FREEZE,
+    FAULT_KINDS,
+    Fault,
+    FaultKind,
+    PointInfo,
+    applies_at,
+    explored_seconds,
+)
 from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
@@ -79,15 +87,18 @@ def fault_plans(
         seen[info] = seen.get(info, 0) + 1
         occurrences.append(seen[info])
 
-    def place(index: int, kind: FaultKind) -> Fault:
+    def place(index: int, kind: FaultKind) -> Fault | None:
         info = points[index]
+        if not applies_at(kind, info.op, exploring=True):
+            return None  # no call to lose at an elapse; no attempt to stall elsewhere
         return Fault(
             kind, worker=info.worker, op=info.op, execution_id=info.execution_id,
             step_key=info.step_key, occurrence=occurrences[index],
-            seconds=freeze if kind == FaultKind.FREEZE else None,
+            seconds=explored_seconds(kind, freeze),
         )  # fmt: skip
 
-    one = st.builds(place, st.integers(0, len(points) - 1), st.sampled_from(chosen))
+    placed = st.builds(place, st.integers(0, len(points) - 1), st.sampled_from(chosen))
+    one: st.SearchStrategy[Fault] = placed.filter(lambda fault: fault is not None)  # type: ignore[assignment]
     return st.lists(one, max_size=max_faults)
 
 

@@ -17,6 +17,9 @@ HAZARDS = {
     "effect-in-workflow-code": "at_most_once(email.sent, by=order)",
     "random-in-workflow-code": "executions end as expected",
     "client-retry-new-request-id": "one execution per client request",
+    "zombie-attempt": "at_most_once(card.charged, by=order)",
+    "timed-out-attempt": "at_most_once(card.charged, by=order)",
+    "skewed-lease-unfenced": "at_most_once(card.charged, by=order)",
 }
 
 

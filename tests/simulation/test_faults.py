@@ -420,8 +420,8 @@ def test_every_fault_gives_the_same_trace_on_memory_and_duckdb(
         assert memory.schedule == duckdb.schedule
 
 
-def test_fault_kinds_are_the_six_documented_ones() -> None:
-    assert [str(kind) for kind in FAULT_KINDS] == KINDS
+def test_fault_kinds_are_the_documented_ones() -> None:
+    assert [str(kind) for kind in FAULT_KINDS] == [*KINDS, "stall", "skew"]
 
 
 # --------------------------------------------------------------------------- placing faults
@@ -537,6 +537,7 @@ def test_replaying_the_schedule_and_placed_faults_gives_the_identical_trace() ->
 
 AT = "a fault's choice point must be a whole number >= 0, not "
 SECONDS = "a freeze lasts a positive number of seconds, not "
+TIMED = "only a freeze, a stall or a skew takes seconds, not a "
 
 
 @pytest.mark.parametrize(
@@ -545,13 +546,13 @@ SECONDS = "a freeze lasts a positive number of seconds, not "
         (
             {"kind": "explode"},
             "unknown fault kind 'explode'; the kinds are crash, crash_after, lose_response, "
-            "freeze, infra_error, child_exit",
+            "freeze, infra_error, child_exit, stall, skew",
         ),
         ({"kind": "crash", "at": -1}, AT + "-1"),
         ({"kind": "crash", "at": 1.5}, AT + "1.5"),
         ({"kind": "crash", "at": True}, AT + "True"),
-        ({"kind": "crash", "seconds": 5}, "only a freeze takes seconds, not a crash"),
-        ({"kind": "infra_error", "seconds": 0}, "only a freeze takes seconds, not a infra_error"),
+        ({"kind": "crash", "seconds": 5}, TIMED + "crash"),
+        ({"kind": "infra_error", "seconds": 0}, TIMED + "infra_error"),
         ({"kind": "freeze", "seconds": 0}, SECONDS + "0"),
         ({"kind": "freeze", "seconds": -3.0}, SECONDS + "-3.0"),
         ({"kind": "freeze", "seconds": math.inf}, SECONDS + "inf"),
@@ -561,8 +562,24 @@ SECONDS = "a freeze lasts a positive number of seconds, not "
         (
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe'; the ops are claim, put_step, record_wake, wait_for, "
-            "start, start_child, cancel, acknowledge, release, trigger (yieldstar-sim list "
+            "start, start_child, cancel, acknowledge, release, trigger, elapse (yieldstar-sim list "
             "--faults says what each is)",
+        ),
+        ({"kind": "stall", "seconds": -5}, "a stall lasts a positive number of seconds, not -5"),
+        ({"kind": "stall", "seconds": 0}, "a stall lasts a positive number of seconds, not 0"),
+        (
+            {"kind": "skew", "seconds": -60},
+            "a skew sets a worker's clock back by a positive number of seconds, not -60",
+        ),
+        (
+            {"kind": "stall", "op": "put_step"},
+            "a stall cannot be placed at put_step: it applies at elapse (a step body's "
+            "step.world.elapse)",
+        ),
+        (
+            {"kind": "lose_response", "op": "elapse"},
+            "a lose_response cannot be placed at elapse: it applies at acknowledge, cancel, "
+            "claim, put_step, record_wake, release, start, start_child, trigger, wait_for",
         ),
     ],
 )

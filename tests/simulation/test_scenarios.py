@@ -53,8 +53,13 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "random-in-workflow-code",
         "random-in-workflow-code-fixed",
         "retry-backoff",
+        "skewed-lease",
+        "skewed-lease-unfenced",
         "spawn-after-prune",
+        "timed-out-attempt",
         "trigger-in-step",
+        "zombie-attempt",
+        "zombie-attempt-fixed",
     ]
     for name in SCENARIOS:
         scenario = ys.load_scenario(name)

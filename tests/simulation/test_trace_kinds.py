@@ -48,10 +48,21 @@ def test_a_trace_written_when_data_was_a_dict_loads_into_typed_payloads() -> Non
     for line, event in zip(text.splitlines(), trace, strict=True):
         assert isinstance(event.data, NoData) == (json.loads(line)["data"] == {}), line
     kinds = {event.kind for event in trace}
-    assert kinds == set(TraceKind) - BORN_TYPED
+    assert kinds == set(TraceKind) - BORN_TYPED - KINDS_SINCE
     (large,) = [e.data for e in trace if isinstance(e.data, PutStepData) and e.data.value_bytes]
     assert large.value is None
     assert "value" not in large
+
+
+#: Kinds added after traces had typed payloads: the bundled scenarios emit each of them.
+KINDS_SINCE = {TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW, TraceKind.HEARTBEAT}
+
+
+def test_the_kinds_of_attempts_and_clocks_are_emitted_by_bundled_scenarios() -> None:
+    names = ("zombie-attempt", "skewed-lease")
+    runs = [ys.simulate(ys.load_scenario(name), seed=0, runtime="memory") for name in names]
+    emitted = {event.kind for run in runs for event in run.trace}
+    assert emitted.issuperset(KINDS_SINCE)
 
 
 def test_every_kind_is_emitted_by_the_package() -> None:

@@ -32,6 +32,8 @@ class FaultKind(enum.StrEnum):
     FREEZE = "freeze"
     INFRA_ERROR = "infra_error"
     CHILD_EXIT = "child_exit"
+    STALL = "stall"
+    SKEW = "skew"
 
     @property
     def effect(self) -> str:
@@ -53,6 +55,12 @@ KIND_EFFECTS: dict[FaultKind, str] = {
     "error.",
     FaultKind.CHILD_EXIT: "The worker's child process exits before the call; the parent releases "
     "the lease and the execution is delivered again.",
+    FaultKind.STALL: "One step attempt (not the worker) hangs for `seconds` at its elapse "
+    "(default 90): the worker goes on, the lease expires, the retry runs elsewhere, then the "
+    "attempt resumes: its effects land and its fenced writes are refused.",
+    FaultKind.SKEW: "From this point on the worker's clock runs `seconds` behind (default 60): it "
+    "heartbeats by its own clock and may think an expired lease still holds; fencing judges by "
+    "true time.",
 }
 
 #: The runtime calls that are choice points, by the ``op`` a ``Fault`` names, and what each is.
@@ -70,11 +78,64 @@ CHOICE_POINT_OPS: dict[str, str] = {
     "release": "hand a delivery back (a rejected delivery, a worker process exit)",
     "trigger": "a client (ys.Client) admits an execution: a scenario trigger, or an external "
     "start with a caller-chosen request ID",
+    "elapse": "a step body lets time pass (step.world.elapse): its later effects wait for it",
 }
+
+#: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at
+#: a point passes it by: there is no call at an elapse to lose the response of, and only a
+#: step body's elapse has an attempt to stall.
+KIND_OPS: dict[FaultKind, frozenset[str] | None] = {
+    FaultKind.CRASH: None,
+    FaultKind.CRASH_AFTER: frozenset(CHOICE_POINT_OPS) - {"elapse"},
+    FaultKind.LOSE_RESPONSE: frozenset(CHOICE_POINT_OPS) - {"elapse"},
+    FaultKind.FREEZE: None,
+    FaultKind.INFRA_ERROR: frozenset(CHOICE_POINT_OPS) - {"elapse"},
+    FaultKind.CHILD_EXIT: frozenset(CHOICE_POINT_OPS) - {"elapse"},
+    FaultKind.STALL: frozenset({"elapse"}),
+    FaultKind.SKEW: None,
+}
+
+#: The ops the explorer places each kind at, where it differs from ``KIND_OPS``: a skew
+#: changes what a worker does only where it reads its clock to heartbeat (at an elapse), so
+#: the explorer tries it there and nowhere else.
+EXPLORED_OPS: dict[FaultKind, frozenset[str]] = {FaultKind.SKEW: frozenset({"elapse"})}
+
+
+def applies_at(kind: FaultKind | str, op: str, *, exploring: bool = False) -> bool:
+    """Whether a fault of ``kind`` can fire at a choice point of ``op`` (with ``exploring``,
+    whether the explorer places it there).
+
+    >>> applies_at("stall", "put_step"), applies_at("crash", "elapse")
+    (False, True)
+    """
+    kind = FaultKind(kind)
+    ops = EXPLORED_OPS.get(kind) if exploring else None
+    ops = ops if ops is not None else KIND_OPS[kind]
+    return ops is None or op in ops
 
 
 FAULT_KINDS = tuple(FaultKind)
 DEFAULT_FREEZE = 40.0
+DEFAULT_STALL = 90.0
+DEFAULT_SKEW = 60.0
+
+#: The kinds that take ``seconds``, with their default and what the seconds are.
+TIMED_KINDS: dict[FaultKind, tuple[float, str]] = {
+    FaultKind.FREEZE: (DEFAULT_FREEZE, "a freeze lasts"),
+    FaultKind.STALL: (DEFAULT_STALL, "a stall lasts"),
+    FaultKind.SKEW: (DEFAULT_SKEW, "a skew sets a worker's clock back by"),
+}
+
+
+def explored_seconds(kind: FaultKind, freeze: float) -> float | None:
+    """The seconds the explorer gives a fault of ``kind``, from its freeze length (the lease
+    plus the redelivery delay): a stall twice that, so the lease expires and a retry has time
+    to run before the attempt resumes; a skew twice that, so a heartbeat falls behind."""
+    if kind == FaultKind.FREEZE:
+        return freeze
+    if kind in (FaultKind.STALL, FaultKind.SKEW):
+        return 2 * freeze
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,21 +200,31 @@ class Fault:
             or self.occurrence < 1
         ):
             raise ValueError(f"occurrence counts from 1, not {self.occurrence!r}")
-        if self.kind == FaultKind.FREEZE:
-            seconds = DEFAULT_FREEZE if self.seconds is None else self.seconds
+        kind = FaultKind(self.kind)
+        if kind in TIMED_KINDS:
+            default, what = TIMED_KINDS[kind]
+            seconds = default if self.seconds is None else self.seconds
             if (
                 isinstance(seconds, bool)
                 or not isinstance(seconds, int | float)
                 or not math.isfinite(seconds)
                 or seconds <= 0
             ):
-                raise ValueError(f"a freeze lasts a positive number of seconds, not {seconds!r}")
+                raise ValueError(f"{what} a positive number of seconds, not {seconds!r}")
             object.__setattr__(self, "seconds", float(seconds))
         elif self.seconds is not None:
-            raise ValueError(f"only a freeze takes seconds, not a {self.kind}")
+            raise ValueError(f"only a freeze, a stall or a skew takes seconds, not a {self.kind}")
+        if self.op is not None and not applies_at(kind, self.op):
+            where = ", ".join(sorted(KIND_OPS[kind] or ()))
+            raise ValueError(
+                f"a {kind} cannot be placed at {self.op}: it applies at {where}"
+                + (" (a step body's step.world.elapse)" if kind == FaultKind.STALL else "")
+            )
 
     def matches(self, index: int, point: PointInfo) -> bool:
         """Whether this fault's placement names this point (ignoring ``occurrence``)."""
+        if not applies_at(self.kind, point.op):
+            return False
         if self.at is not None:
             return self.at == index
         return all(
@@ -186,6 +257,10 @@ class Fault:
         kind = FaultKind(self.kind)
         if kind == FaultKind.FREEZE:
             return f"freeze {self.seconds:g}s before"
+        if kind == FaultKind.STALL:
+            return f"stall the attempt {self.seconds:g}s at"
+        if kind == FaultKind.SKEW:
+            return f"set the worker's clock {self.seconds:g}s back at"
         return {
             FaultKind.CRASH: "crash before",
             FaultKind.CRASH_AFTER: "crash after",

@@ -43,12 +43,14 @@ from yieldstar_sim.core.model import (
     LeaseLostError,
     StartAccepted,
     StartRejected,
+    StepTimeoutError,
     WorkflowRunOutcome,
 )
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import Registry, step_delivery
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
+from yieldstar_sim.simulation.attempts import BodyOp, WorkerClocks, detachable, play_body, skew
 from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
@@ -150,6 +152,8 @@ class _SimPort:
         self.simulator = simulator
         self.elapsed = 0.0
         self.admitted = False
+        self.ops: list[BodyOp] | None = None
+        """What the running step body did, to land in time (``attempts.play_body``)."""
 
     def effect(
         self,
@@ -158,21 +162,37 @@ class _SimPort:
         data: DurableObject,
         idempotency_key: str | None = None,
     ) -> None:
+        if self.ops is not None:
+            self.ops.append(lambda: self._land(context, name, data, idempotency_key, 0.0))
+        else:
+            self._land(context, name, data, idempotency_key, self.elapsed)
+
+    def _land(
+        self,
+        context: BodyContext,
+        name: str,
+        data: DurableObject,
+        idempotency_key: str | None,
+        elapsed: float,
+    ) -> None:
         sim = self.simulator
         now = sim.clock.now()
-        at = now + self.elapsed
+        at = now + elapsed
         token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
         text = f"effect {name} {_summary(data)}"
         in_workflow_code = context.step_key == WORKFLOW_CODE
         if in_workflow_code:
             text += " in workflow code, outside any step"
-        if self.elapsed > 0:
-            # The body runs atomically at ``now``; the trace stays in time order, and the
-            # moment the effect happened inside the body is kept beside it.
-            text += f" (at t={at:g}, {self.elapsed:g}s into the body)"
+        behind = sim.clocks.behind.get(context.worker)
+        if behind:
+            text += f" ({context.worker}'s clock reads t={sim.clocks.now(context.worker):g})"
+        if elapsed > 0:
+            # Workflow code that let time pass runs atomically at ``now``; the trace stays in
+            # time order, and the moment the effect happened is kept beside it.
+            text += f" (at t={at:g}, {elapsed:g}s into the body)"
         details = EffectData(
             name, data, context.attempt, idempotency_key, in_workflow_code,
-            at if self.elapsed > 0 else None,
+            at if elapsed > 0 else None,
         )  # fmt: skip
         sim.trace.add(
             now, TraceKind.EFFECT, text, worker=context.worker, execution_id=context.execution_id,
@@ -190,10 +210,21 @@ class _SimPort:
 
     def elapse(self, context: BodyContext, seconds: float) -> None:
         self.elapsed += seconds
+        if self.ops is not None:
+            self.ops.append(float(seconds))  # a choice point when the body is played back
 
     def read(self, context: BodyContext, what: str) -> float:
         sim = self.simulator
-        value = sim.world_random.random() if what == "random" else sim.clock.now() + self.elapsed
+        clock = sim.clocks.now(context.worker)  # a skewed worker reads its own clock
+        value = sim.world_random.random() if what == "random" else clock + self.elapsed
+        if self.ops is not None:
+            self.ops.append(lambda: self._traced_read(context, what, value))
+        else:
+            self._traced_read(context, what, value)
+        return value
+
+    def _traced_read(self, context: BodyContext, what: str, value: float) -> None:
+        sim = self.simulator
         where = (
             "workflow code, outside any step"
             if context.step_key == WORKFLOW_CODE
@@ -206,7 +237,6 @@ class _SimPort:
             token=context.lease.token if context.lease is not None else None,
             data=WorldReadData(what, value, context.step_key == WORKFLOW_CODE),
         )  # fmt: skip
-        return value
 
 
 class Simulator:
@@ -243,6 +273,10 @@ class Simulator:
         )
         self.trace = Trace()
         self.ledger = Ledger()
+        self.clocks = WorkerClocks(self.clock.now)
+        """Each worker's own clock: true time, less what a skew fault set it back by."""
+        self.lease_ends: dict[tuple[str, int], float] = {}
+        """Where each lease (by execution and fencing token) ends after its heartbeats."""
         # The world's own random numbers: a stream apart from the scheduler's, so that reading
         # one never changes which worker goes next.
         self.world_random = random.Random(f"world-{seed}")
@@ -419,7 +453,8 @@ class Simulator:
             if delivery is None:
                 yield Park()
                 continue
-            yield from self._deliver(name, delivery)
+            # A stalled attempt detaches: the rest of its delivery becomes an actor apart.
+            yield from detachable(self, self._deliver(name, delivery), WorkerCrashed)
 
     def _deliver(self, name: str, delivery: Delivery) -> Actor:
         lease = delivery.lease
@@ -477,36 +512,40 @@ class Simulator:
     ) -> Generator[Any, Any, Any]:
         runtime = self.runtime
         if isinstance(command, RunBody):
-            port.elapsed, port.admitted = 0.0, False
-            with self.deadline.user_code(
-                f"step {command.step_key} of {command.execution_id} (attempt {command.attempt}, "
-                f"{name})"
-            ):
-                result = world.run(command)
+            port.elapsed, port.admitted, port.ops = 0.0, False, []
+            try:
+                with self.deadline.user_code(
+                    f"step {command.step_key} of {command.execution_id} (attempt "
+                    f"{command.attempt}, {name})"
+                ):
+                    result = world.run(command)
+            finally:
+                ops, port.ops = port.ops, None
+            if port.admitted:
+                self.kernel.nudge()
+            # What the body did lands in time, each elapse a choice point (a heartbeat, and
+            # where a stall, crash, freeze or skew may fall).
+            kept = yield from play_body(
+                self, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
+                crashed=WorkerCrashed, timeout=command.timeout,
+            )  # fmt: skip
+            if not kept:
+                result = BodyResult(
+                    error=StepTimeoutError(
+                        f"step {command.step_key!r} attempt {command.attempt} ran past its "
+                        f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
+                    )
+                )
             self.trace.add(
                 self.clock.now(), TraceKind.BODY,
                 f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",
                 worker=name, execution_id=command.execution_id, step_key=command.step_key,
                 token=lease.token, data=BodyData(command.attempt, port.elapsed),
             )  # fmt: skip
-            if port.admitted:
-                self.kernel.nudge()
-            if port.elapsed > 0:
-                # A working worker heartbeats: its lease outlasts the body's work. (A frozen one
-                # does not: that is the freeze fault.)
-                seconds = port.elapsed + self.scenario.lease_seconds
-                try:
-                    runtime.renew(lease, lease_seconds=seconds)
-                except LeaseLostError as refused:
-                    self.trace.add(
-                        self.clock.now(), TraceKind.REFUSED, f"renew refused: {refused}",
-                        worker=name, op="renew", execution_id=lease.execution_id,
-                        token=lease.token,
-                    )  # fmt: skip
-                    raise
-                yield Wait(self.clock.now() + port.elapsed)
             return result
         if isinstance(command, ReadClock):
+            # Durable timers keep true time, skew or not: deliveries take no virtual time, so
+            # a timer judged by a clock behind would be redelivered at one instant forever.
             return self.clock.now()
         call = runtime_call(command)
         result = yield from self._call(
@@ -582,6 +621,10 @@ class Simulator:
                 self.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}", **where
             )
             raise rejected
+        elif kind == FaultKind.SKEW:
+            assert fault is not None
+            assert fault.seconds is not None
+            skew(self, info.worker, fault.seconds, where)
         try:
             result = perform()
         except LeaseLostError as refused:

@@ -70,6 +70,15 @@ class TraceKind(StrEnum):
     CLIENT_GIVE_UP = "client_give_up"
     """A client stopped without an answer: its attempts ran out, or it crashed
     (`ClientGiveUpData`)."""
+    STALL = "stall"
+    """One step attempt hung at its elapse while its worker went on (`StallData`)."""
+    UNSTALL = "unstall"
+    """A stalled attempt resumed, unaware of the time it lost (`StallData`)."""
+    SKEW = "skew"
+    """A worker's clock was set back: from now on it runs behind true time (`SkewData`)."""
+    HEARTBEAT = "heartbeat"
+    """A worker, about to let a step body work, judged its lease by its own clock and renewed
+    it, or (its clock behind) believed it did not need to (`HeartbeatData`)."""
 
 
 _OMIT = "omitted while default"
@@ -217,6 +226,44 @@ class WorldReadData(Payload):
     read: str
     value: float
     in_workflow_code: bool
+
+
+@payload(TraceKind.STALL)
+@payload(TraceKind.UNSTALL)
+@dataclass(frozen=True, slots=True)
+class StallData(Payload):
+    """A stalled attempt: its number, how long it hung and the time it resumes (or
+    resumed)."""
+
+    attempt: int
+    seconds: float
+    until: float
+    timed_out: bool = omittable(False)
+    """The stall outlasted the attempt's timeout: its worker gave up on it and retried, while
+    the attempt hung on apart."""
+
+
+@payload(TraceKind.SKEW)
+@dataclass(frozen=True, slots=True)
+class SkewData(Payload):
+    """How far behind true time a worker's clock runs from this event on, and what it reads
+    at the event (the event's ``t`` is the true time)."""
+
+    behind: float
+    believed: float
+
+
+@payload(TraceKind.HEARTBEAT)
+@dataclass(frozen=True, slots=True)
+class HeartbeatData(Payload):
+    """A lease judged by the worker's clock before ``work`` seconds of a body: the time it
+    believed (the event's ``t`` is the true time), when the lease ends, and whether the worker
+    renewed it (``expires_at`` is then the new end)."""
+
+    believed: float
+    expires_at: float
+    work: float
+    renewed: bool
 
 
 @payload(TraceKind.OUTCOME)

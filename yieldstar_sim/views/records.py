@@ -26,6 +26,7 @@ from yieldstar_sim.simulation.trace import (
     ClaimData,
     ClientAnswerData,
     EffectData,
+    HeartbeatData,
     StartChildData,
     StartData,
     StatusData,
@@ -179,6 +180,7 @@ class RecordBook:
         self.redelivery_delay = redelivery_delay
         self._state = _State()
         self._frozen: set[str] = set()
+        self._heartbeats = False
         self._snapshots: list[Snapshot] = []
 
     @classmethod
@@ -218,16 +220,20 @@ class RecordBook:
             )
         elif isinstance(data, EffectData):
             self._effect(event, data)
-        elif isinstance(data, BodyData) and data.elapsed > 0:
-            # A working worker heartbeats: its lease is renewed for the body's work (the
-            # simulator's renew call is not a choice point, so it has no event of its own).
-            record = state.executions.get(event.execution_id or "")
-            if record is not None and record.lease_token == event.token:
-                expires = t + data.elapsed + self.lease_seconds
-                record.lease_expires_at = expires
-                lease = state.leases.get((event.execution_id or "", event.token or 0))
-                if lease is not None:
-                    lease.expires_at = expires
+        elif isinstance(data, HeartbeatData) and data.renewed:
+            # A working worker heartbeats before a body's work: its lease is renewed (the
+            # renew call is not a choice point; the heartbeat event says where it ends).
+            self._heartbeats = True
+            self._renewed(event, data.expires_at)
+        elif isinstance(data, BodyData) and data.elapsed > 0 and not self._heartbeats:
+            # A trace written before heartbeats had events: the body's one renewal covered
+            # its work.
+            self._renewed(event, t + data.elapsed + self.lease_seconds)
+        elif event.kind in (TraceKind.STALL, TraceKind.UNSTALL):
+            lease = state.leases.get((event.execution_id or "", event.token or 0))
+            if lease is not None and not lease.ended:
+                stalled = event.kind == TraceKind.STALL
+                lease.holder = f"its attempt stalled since t={event.t:g}" if stalled else ""
         elif event.kind == TraceKind.CALL:
             self._call(event)
         elif event.kind == TraceKind.PRUNE and event.execution_id:
@@ -239,6 +245,15 @@ class RecordBook:
                 del state.requests[key]
         elif event.kind in (TraceKind.CRASH, TraceKind.FREEZE, TraceKind.RESUME):
             self._worker(event)
+
+    def _renewed(self, event: TraceEvent, expires: float) -> None:
+        state = self._state
+        record = state.executions.get(event.execution_id or "")
+        if record is not None and record.lease_token == event.token:
+            record.lease_expires_at = expires
+            lease = state.leases.get((event.execution_id or "", event.token or 0))
+            if lease is not None:
+                lease.expires_at = expires
 
     def _effect(self, event: TraceEvent, data: EffectData) -> None:
         state, name = self._state, data.name

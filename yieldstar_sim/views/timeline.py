@@ -2,7 +2,10 @@
 
 Deliveries are lease spans (from the claim to the acknowledgement, release, crash or expiry),
 labelled with the execution and fencing token; runtime calls are ticks; refused fenced writes,
-faults, crashes, freezes, lost responses, wakes and effects are marks. Most of a simulation
+faults, crashes, freezes, lost responses, wakes and effects are marks. An attempt that stalls
+past its lease gets a lane of its own under its worker, so that it and its retry are drawn side
+by side; a worker whose clock was set back shows what it believed beside the true time. Most of
+a simulation
 happens at a few instants, so the axis is *stretched*: each instant gets room for its events in
 order, and the gaps between instants are compressed; the ticks name the real virtual times.
 """
@@ -18,6 +21,10 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
+    EffectData,
+    HeartbeatData,
+    SkewData,
+    StallData,
     TraceKind,
 )
 
@@ -63,6 +70,8 @@ class Timeline:
     lanes: list[str]
     spans: list[Span] = field(default_factory=list)
     frozen: list[tuple[str, float, float]] = field(default_factory=list)
+    stalled: list[tuple[str, float, float]] = field(default_factory=list)
+    """Where an attempt hung on its own lane (its worker went on)."""
     marks: list[Mark] = field(default_factory=list)
     ticks: list[tuple[float, str]] = field(default_factory=list)
     x_of: dict[int, float] = field(default_factory=dict)
@@ -81,7 +90,24 @@ MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
     "effect": ("P", "#009E73", 90, "effect in the world"),
     "wake": ("v", "#56B4E9", 70, "wake recorded"),
     "trigger": ("D", "#0072B2", 60, "trigger / deploy"),
+    "skew": ("<", "#7B3294", 90, "clock set back (skew)"),
+    "belief": ("o", "#7B3294", 45, "the time a skewed worker's clock reads"),
 }
+
+
+def clock_lane(worker: str) -> str:
+    """The lane under a skewed worker's that shows what its clock reads, against true time."""
+    return f"{worker}'s clock"
+
+
+def abandoned_lane(worker: str, attempt: int, token: int) -> str:
+    """The lane of an attempt ``worker`` gave up on at its timeout (its delivery went on)."""
+    return f"{worker}: timed-out attempt {attempt} (token {token})"
+
+
+def stalled_lane(worker: str, token: int) -> str:
+    """The lane of ``worker``'s attempt that stalled under fencing token ``token``."""
+    return f"{worker}: stalled attempt (token {token})"
 
 
 def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[float, str]], float]:
@@ -140,6 +166,96 @@ def _client_mark(data: ClientAnswerData | ClientGiveUpData) -> str:
     return "error" if data.lost else "trigger"
 
 
+class _Attempts:
+    """Lays out stalled attempts (a lane each) and skewed workers' beliefs."""
+
+    def __init__(self, timeline: Timeline, events: list[TraceEvent]) -> None:
+        self.timeline = timeline
+        self.stalls: dict[str, float] = {}
+        self.stalled: dict[tuple[str, str, int], str] = {}
+        """Each stalled attempt's lane, by worker, execution and fencing token: the whole
+        delivery goes there, from its claim, so its worker's lane shows what it went on with."""
+        self.behind: dict[str, float] = {}
+        self.read_at: set[tuple[str, float]] = set()
+        self.abandoned: dict[tuple[str, str, int, int], tuple[str, int]] = {}
+        """Attempts their worker gave up on at their timeout, by worker, execution, token and
+        attempt: their lane, and the event after which what they do goes there (the delivery
+        stays on its worker's lane)."""
+        for event in events:
+            data = event.data
+            if isinstance(data, SkewData) and event.worker:
+                lane = clock_lane(event.worker)
+                if lane not in timeline.lanes:
+                    timeline.lanes.insert(timeline.lanes.index(event.worker) + 1, lane)
+            if isinstance(data, StallData) and event.kind == TraceKind.STALL and event.worker:
+                lane = stalled_lane(event.worker, int(event.token or 0))
+                key = (event.worker, str(event.execution_id), int(event.token or 0))
+                if data.timed_out:
+                    lane = abandoned_lane(event.worker, data.attempt, int(event.token or 0))
+                    self.abandoned[(*key, data.attempt)] = (lane, event.seq)
+                else:
+                    self.stalled[key] = lane
+                timeline.lanes.insert(timeline.lanes.index(event.worker) + 1, lane)
+
+    def lane(self, event: TraceEvent, lane: str) -> str:
+        """The lane of an event: a stalled attempt's own, or its worker's."""
+        key = (lane, str(event.execution_id), int(event.token or 0))
+        attempt = event.data.attempt if isinstance(event.data, EffectData | StallData) else None
+        if attempt is not None and (*key, attempt) in self.abandoned:
+            own, after = self.abandoned[(*key, attempt)]
+            if event.seq >= after:
+                return own
+        return self.stalled.get(key, lane)
+
+    def take(
+        self, event: TraceEvent, x: float, open_spans: dict[str, tuple[str, int, float, float]]
+    ) -> bool:
+        """Lay out a stall, an attempt's resumption, a skew, a heartbeat or a belief; False
+        for the rest."""
+        timeline, kind = self.timeline, event.kind
+        lane = self.lane(event, event.worker or SCENARIO_LANE)
+        data = event.data
+        if isinstance(data, SkewData) and event.worker:
+            self.behind[event.worker] = data.behind
+        self._clock(event, x)
+        if kind == TraceKind.STALL:
+            self.stalls[lane] = x
+        elif kind == TraceKind.UNSTALL and lane in self.stalls:
+            timeline.stalled.append((lane, self.stalls.pop(lane), x))
+        elif isinstance(data, SkewData):
+            label = f"clock {data.behind:g}s behind"
+            timeline.marks.append(Mark(lane, x, "skew", event.text, label))
+        elif isinstance(data, HeartbeatData):
+            held = open_spans.get(lane)
+            if data.renewed and held is not None and held[1] == event.token:
+                open_spans[lane] = (*held[:3], data.expires_at)  # the lease runs on
+        else:
+            return False
+        return True
+
+    def _clock(self, event: TraceEvent, x: float) -> None:
+        """Under a skewed worker's lane, once per instant, the time its clock reads: belief
+        against the true time of the axis."""
+        worker = event.worker or ""
+        if worker not in self.behind or (worker, event.t) in self.read_at:
+            return
+        self.read_at.add((worker, event.t))
+        believed = event.t - self.behind[worker]
+        text = f"{worker}'s clock reads t={believed:g} at true t={event.t:g}"
+        label = f"reads t={believed:g}"
+        self.timeline.marks.append(Mark(clock_lane(worker), x, "belief", text, label))
+
+
+def _outside_mark(event: TraceEvent) -> str | None:
+    """The mark of what comes from outside the workers: a client's answer or giving up on its
+    lane, a scenario's trigger or deploy (which carry no worker) on the scenario's lane."""
+    if isinstance(event.data, ClientAnswerData | ClientGiveUpData):
+        return _client_mark(event.data)
+    if event.kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):
+        return "trigger"
+    return None
+
+
 def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     """Lay out a run's trace as lanes, spans and marks."""
     events = list(trace)
@@ -148,6 +264,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     timeline = Timeline([*names, SCENARIO_LANE], ticks=ticks, x_of=x_of, width=width)
     open_spans: dict[str, tuple[str, int, float, float]] = {}
     freezes: dict[str, float] = {}
+    attempts = _Attempts(timeline, events)
 
     def x_at(t: float) -> float:
         """The x of virtual time ``t``: just before the first event at or after it."""
@@ -166,9 +283,11 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
 
     for event in events:
         x = x_of[event.seq]
-        lane = event.worker or SCENARIO_LANE
+        lane = attempts.lane(event, event.worker or SCENARIO_LANE)
         kind = event.kind
-        if isinstance(event.data, ClaimData):
+        if attempts.take(event, x, open_spans):
+            pass
+        elif isinstance(event.data, ClaimData):
             close(lane, x, "reclaimed")
             expires_at = event.data.expires_at
             open_spans[lane] = (str(event.execution_id), int(event.token or 0), x, expires_at)
@@ -188,10 +307,8 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             timeline.marks.append(Mark(lane, x, str(kind), event.text, _mark_label(event)))
             if kind == TraceKind.CRASH:
                 close(lane, x, "crash")
-        elif isinstance(event.data, ClientAnswerData | ClientGiveUpData):
-            timeline.marks.append(Mark(lane, x, _client_mark(event.data), event.text))
-        elif kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):
-            timeline.marks.append(Mark(SCENARIO_LANE, x, "trigger", event.text))
+        elif (style := _outside_mark(event)) is not None:
+            timeline.marks.append(Mark(lane, x, style, event.text))
         elif kind == TraceKind.FREEZE:
             freezes[lane] = x
         elif kind == TraceKind.RESUME and lane in freezes:
@@ -200,6 +317,8 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
         close(worker, width, "open")
     for lane, start in freezes.items():
         timeline.frozen.append((lane, start, width))
+    for lane, start in attempts.stalls.items():
+        timeline.stalled.append((lane, start, width))
     return timeline
 
 
@@ -234,6 +353,14 @@ def _legend(timeline: Timeline, seen: set[str]) -> list[Any]:
         handles.append(
             Patch(facecolor="none", edgecolor="#555555", hatch="///", label="worker frozen")
         )
+    if timeline.stalled:
+        handles.append(
+            Patch(
+                facecolor="none", edgecolor="#7B3294", hatch="\\\\",
+                label="attempt stalled (its worker goes on)",
+            )
+        )  # fmt: skip
+
     handles += [
         Line2D(
             [],
@@ -288,6 +415,10 @@ def draw_timeline(
         y = lane_y[lane]
         ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
                        edgecolor="#555555", hatch="///", linewidth=0.8)  # fmt: skip
+    for lane, start, end in timeline.stalled:
+        y = lane_y[lane]
+        ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
+                       edgecolor="#7B3294", hatch="\\\\", linewidth=0.8)  # fmt: skip
     by_kind: dict[str, list[Mark]] = {}
     for mark in timeline.marks:
         by_kind.setdefault(mark.kind, []).append(mark)
@@ -319,7 +450,7 @@ def draw_timeline(
 #: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
 LABEL_ROWS = (-0.36, -0.52)
 #: Which marks get labels, most important first: a fault and a crash before start calls.
-LABELLED = ("fault", "crash", "start")
+LABELLED = ("fault", "crash", "skew", "belief", "start")
 
 
 def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:

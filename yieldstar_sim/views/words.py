@@ -26,6 +26,9 @@ from yieldstar_sim.simulation.trace import (
     ClientAttemptData,
     ClientGiveUpData,
     EffectData,
+    HeartbeatData,
+    SkewData,
+    StallData,
     StartChildData,
     StartData,
     StatusData,
@@ -112,6 +115,43 @@ def describe_event(event: TraceEvent) -> str:
         return (
             f"{who} wakes up and goes on as if nothing happened. If its lease expired meanwhile, "
             "its next fenced write will be refused."
+        )
+    if kind == TraceKind.STALL and isinstance(data, StallData):
+        return (
+            f"Attempt {data.attempt} of step {key} of {eid} hangs for {data.seconds:g}s, but "
+            f"{who} does not: it goes on with other work. Nobody heartbeats this lease (token "
+            f"{event.token}), so it runs out and the step may be retried elsewhere."
+        )
+    if kind == TraceKind.UNSTALL and isinstance(data, StallData):
+        return (
+            f"The stalled attempt {data.attempt} of step {key} of {eid} resumes on {who}, "
+            "unaware of the time it lost: what it does to the world lands (a second time, if "
+            "its retry ran), and its fenced writes under token "
+            f"{event.token} will be refused."
+        )
+    if kind == TraceKind.SKEW and isinstance(data, SkewData):
+        return (
+            f"{who}'s clock falls {data.behind:g}s behind true time: it reads "
+            f"t={data.believed:g} at t={event.t:g}. {who} acts on what its clock says; the "
+            "runtime judges leases by true time."
+        )
+    if kind == TraceKind.HEARTBEAT and isinstance(data, HeartbeatData):
+        belief = "" if data.believed == event.t else f" (its clock reads t={data.believed:g})"
+        if data.renewed:
+            return (
+                f"{who} is about to work {data.work:g}s on step {key} of {eid}{belief}: it "
+                f"heartbeats, and its lease runs to t={data.expires_at:g}."
+            )
+        truth = (
+            f" By true time it has expired: another worker may claim {eid}, and {who}'s next "
+            "fenced write will be refused."
+            if event.t >= data.expires_at
+            else ""
+        )
+        return (
+            f"{who} is about to work {data.work:g}s on step {key} of {eid}{belief}: by its "
+            f"clock its lease (to t={data.expires_at:g}) outlasts the work, so it does not "
+            f"renew.{truth}"
         )
     if kind == TraceKind.REFUSED and event.op in ("start", "start_child"):
         return (

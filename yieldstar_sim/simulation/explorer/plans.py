@@ -50,6 +50,8 @@ class Outcome:
     keys: tuple[str, ...] = ()
     incomplete: str | None = None
     warnings: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    """The op of each choice point: which fault kinds apply there."""
 
     @property
     def verdict(self) -> str:
@@ -129,6 +131,8 @@ def run_plan(
     simulator = _simulator(scenario, plan, runtime, timeout)
     labels: list[str] = []
     keys: list[str] = []
+    ops: list[str] = []
+    simulator.kernel.observers.append(lambda index, name, point, fault: ops.append(point.info.op))
     if expand:
 
         def observe(index: int, name: str, point: Point, fault: Any) -> None:
@@ -149,6 +153,7 @@ def run_plan(
         keys=tuple(keys),
         incomplete=run.incomplete,
         warnings=tuple(run.warnings),
+        ops=tuple(ops),
     )
     run.runtime.close()
     return outcome

@@ -7,7 +7,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
-from yieldstar_sim.simulation.faults import Fault, FaultKind
+from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -117,6 +117,8 @@ class Search:
                 for kind, point in (
                     (kind, point) for kind in kinds for point in range(first, outcome.points)
                 ):
+                    if not _applies(kind, outcome, point):
+                        continue  # no call to lose at an elapse; no attempt to stall elsewhere
                     total += 1
                     key = (outcome.keys[point], kind)
                     if key in seen:
@@ -127,7 +129,7 @@ class Search:
                         continue
                     seen.add(key)
                     fault = Fault(
-                        kind, at=point, seconds=freeze if kind == FaultKind.FREEZE else None,
+                        kind, at=point, seconds=explored_seconds(kind, freeze),
                         label=outcome.labels[point],
                     )  # fmt: skip
                     plans.append(
@@ -161,10 +163,11 @@ class Search:
                 )
                 faults = []
                 for point in points:
-                    kind = rng.choice(kinds)
-                    faults.append(
-                        Fault(kind, at=point, seconds=freeze if kind == FaultKind.FREEZE else None)
-                    )
+                    applicable = [kind for kind in kinds if _applies(kind, base, point)]
+                    if not applicable:
+                        continue
+                    kind = rng.choice(applicable)
+                    faults.append(Fault(kind, at=point, seconds=explored_seconds(kind, freeze)))
                 priorities: tuple[str, ...] = ()
                 changes: tuple[int, ...] = ()
                 if pct_depth:
@@ -183,3 +186,10 @@ class Search:
                     )
                 )
             self._run(batch, expand=False)
+
+
+def _applies(kind: FaultKind, outcome: Outcome, point: int) -> bool:
+    """Whether the explorer places ``kind`` at ``point`` of the run ``outcome`` describes."""
+    if point >= len(outcome.ops):
+        return True  # a point past the run's end: no fault fires there anyway
+    return applies_at(kind, outcome.ops[point], exploring=True)

@@ -12,6 +12,7 @@ from yieldstar_sim.simulation.invariants.evidence import why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
     BodyData,
+    StallData,
     TraceKind,
 )
 
@@ -115,6 +116,13 @@ def _admitted_how(run: SimulationRun, execution_id: str) -> str:
     return words[0]
 
 
+def _older(later: Effect, earlier: Effect) -> bool:
+    """Whether ``later`` came from an older delivery (token), or an older attempt under one."""
+    if later.token is None or earlier.token is None:
+        return False
+    return (later.token, later.attempt) < (earlier.token, earlier.attempt)
+
+
 def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
     """Why an effect happened again: a replay, a retry, or another execution."""
     dedup = (
@@ -142,6 +150,34 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
         return (
             f"{first.execution_id} was {_admitted_how(run, first.execution_id)}: its record was "
             f"pruned and the ID admitted again, so {step} ran in a new run; {dedup}"
+        )
+    if _older(second, first):
+        # The later effect comes from an older attempt or delivery: it outlived its timeout or
+        # its lease while its retry ran.
+        timed_out = any(
+            isinstance(event.data, StallData)
+            and event.data.timed_out
+            and event.execution_id == second.execution_id
+            and event.step_key == second.step_key
+            and event.token == second.token
+            and event.data.attempt == second.attempt
+            for event in run.trace
+        )
+        outlived = (
+            "outlived its timeout (its worker gave up on it and retried)"
+            if timed_out
+            else "outlived its lease"
+        )
+        return (
+            f"a zombie attempt: attempt {second.attempt} of {step} under token {second.token} "
+            f"{outlived}, the retry (attempt {first.attempt}, token {first.token}) acted, then "
+            f"the stale attempt went on and acted again ("
+            + (
+                "its result is dropped, not its effects"
+                if timed_out
+                else "fencing refuses its writes, not its effects"
+            )
+            + f"); {dedup}"
         )
     if first.attempt != second.attempt:
         ended = next(

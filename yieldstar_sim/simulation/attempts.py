@@ -1,0 +1,299 @@
+"""Step attempts that take time: each ``step.world.elapse`` in a body is a choice point, one
+attempt can stall apart from its worker, and each worker heartbeats by its own clock.
+
+A step body is a plain function: it cannot stop halfway, so it runs to its end when its worker
+starts it. What it does to the world is played back in time instead: what it did before its
+first elapse lands at once, and each elapse is a choice point after which the worker waits out
+the work before the next part lands. A fault there falls between two parts of the body: a
+crash loses the effects after it, a freeze stops the worker, a stall hangs this attempt alone
+(its worker goes on to other work; the attempt resumes later, a zombie; or, when the stall
+outlasts the step's timeout, the worker gives up on it at the timeout and retries while the
+attempt hangs on apart), a skew sets the worker's clock back. Reads of the clock inside a
+body see the time the body computed, not a stall's: a stalled attempt does not know it
+stalled.
+
+Before each elapse the worker judges its lease by its own clock: it renews the lease (a
+heartbeat) when, by that clock, the lease would end during the work. A worker whose clock runs
+behind believes its lease holds when by true time it has expired; the runtime judges by true
+time, and fencing refuses the worker's next write.
+
+>>> clocks = WorkerClocks(lambda: 100.0)
+>>> clocks.behind["w1"] = 60.0
+>>> clocks.now("w1"), clocks.now("w2")
+(40.0, 100.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.core.model import LeaseLostError
+from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.kernel import Point, Wait
+from yieldstar_sim.simulation.trace import (
+    FaultData,
+    HeartbeatData,
+    SkewData,
+    StallData,
+    TraceKind,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.core.model import Lease
+    from yieldstar_sim.simulation.simulator import Simulator
+
+#: What a body did, in order: an effect or a read to land now (a callable), or seconds of work.
+BodyOp = Callable[[], None] | float
+
+
+@dataclass
+class WorkerClocks:
+    """Each worker's clock: true time less how far behind a skew set it."""
+
+    true_now: Callable[[], float]
+    behind: dict[str, float] = field(default_factory=dict)
+    """Seconds each skewed worker's clock runs behind true time."""
+
+    def now(self, worker: str) -> float:
+        """The time ``worker`` believes it is."""
+        return self.true_now() - self.behind.get(worker, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Detach:
+    """Yielded by a stalling attempt: the rest of the delivery goes on as actor ``actor``, and
+    the worker that ran it is free again. The kernel never sees it (``detachable`` takes it)."""
+
+    actor: str
+
+
+def detachable(
+    simulator: Simulator, delivery: Generator[Any, Any, None], crashed: type[BaseException]
+) -> Generator[Any, Any, None]:
+    """Drive ``delivery`` for its worker; when it detaches (a stall), hand the rest of it to a
+    new actor of the kernel and return, so that the worker claims other work meanwhile."""
+    running: Generator[Any, Any, None] | None = delivery
+    value: Any = None
+    try:
+        while True:
+            try:
+                request = delivery.send(value)
+            except StopIteration:
+                return
+            if isinstance(request, Detach):
+                simulator.kernel.spawn(request.actor, _stalled(simulator, delivery, crashed))
+                running = None
+                return
+            value = yield request
+    finally:
+        if running is not None:
+            running.close()
+
+
+def _stalled(
+    simulator: Simulator, delivery: Generator[Any, Any, None], crashed: type[BaseException]
+) -> Generator[Any, Any, None]:
+    """The rest of a stalled delivery, as an actor of its own."""
+    value: Any = None
+    try:
+        while True:
+            try:
+                request = delivery.send(value)
+            except StopIteration:
+                return
+            except crashed:
+                # A crash fault at one of the attempt's later calls ends this attempt; the
+                # worker it stalled away from lives on.
+                simulator.trace.add(
+                    simulator.clock.now(), TraceKind.CRASH,
+                    "the stalled attempt dies with its process's crash fault",
+                )  # fmt: skip
+                return
+            value = None if isinstance(request, Detach) else (yield request)
+    finally:
+        delivery.close()
+
+
+def play_body(
+    simulator: Simulator,
+    name: str,
+    lease: Lease,
+    *,
+    step_key: str,
+    attempt: int,
+    ops: list[BodyOp],
+    crashed: type[BaseException],
+    timeout: float | None = None,
+) -> Generator[Any, Any, bool]:
+    """Land what a body did, in order, passing a choice point at each of its elapses. False
+    when the worker gave up on the attempt at its ``timeout`` (a stall outlasted it): the rest
+    of the attempt goes on apart, and the worker treats the attempt as timed out."""
+    deadline = None if timeout is None else simulator.clock.now() + timeout
+    for index, op in enumerate(ops):
+        if callable(op):
+            op()
+            continue
+        kept = yield from _elapse(
+            simulator, name, lease, step_key=step_key, attempt=attempt, seconds=op,
+            crashed=crashed, deadline=deadline, rest=ops[index + 1 :],
+        )  # fmt: skip
+        if not kept:
+            return False
+    return True
+
+
+def _elapse(
+    simulator: Simulator,
+    name: str,
+    lease: Lease,
+    *,
+    step_key: str,
+    attempt: int,
+    seconds: float,
+    crashed: type[BaseException],
+    deadline: float | None,
+    rest: list[BodyOp],
+) -> Generator[Any, Any, bool]:
+    sim = simulator
+    info = PointInfo(name, "elapse", lease.execution_id, step_key)
+    fault: Fault | None = yield Point(info.label, info)
+    where: dict[str, Any] = {
+        "worker": name, "op": "elapse", "execution_id": lease.execution_id,
+        "step_key": step_key, "token": lease.token, "point": sim.kernel.points - 1,
+    }  # fmt: skip
+    kind = FaultKind(fault.kind) if fault is not None else None
+    if fault is not None:
+        sim.trace.add(
+            sim.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
+            data=FaultData(str(kind)), **where,
+        )  # fmt: skip
+    stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None
+    if kind == FaultKind.CRASH:
+        raise crashed
+    if kind == FaultKind.FREEZE:
+        assert fault is not None
+        assert fault.seconds is not None
+        sim.trace.add(
+            sim.clock.now(), TraceKind.FREEZE, f"{name} freezes for {fault.seconds:g}s", **where
+        )
+        yield Wait(sim.clock.now() + fault.seconds)
+        sim.trace.add(sim.clock.now(), TraceKind.RESUME, f"{name} wakes up and goes on", **where)
+    elif kind == FaultKind.SKEW:
+        assert fault is not None
+        assert fault.seconds is not None
+        skew(sim, name, fault.seconds, where)
+    heartbeat(sim, name, lease, seconds, where)
+    if stall is None:
+        yield Wait(sim.clock.now() + seconds)
+        return True
+    until = sim.clock.now() + stall + seconds
+    if deadline is not None and deadline < until:
+        # The worker waits for the attempt until its timeout, then gives up on it and retries;
+        # the attempt itself hangs on and acts later, beside its retry.
+        sim.trace.add(
+            sim.clock.now(), TraceKind.STALL,
+            f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until "
+            f"t={until:g}); at its timeout (t={deadline:g}) {name} gives up on it",
+            data=StallData(attempt, stall, until, timed_out=True), **where,
+        )  # fmt: skip
+        actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
+        sim.kernel.spawn(
+            actor, _abandoned(sim, StallData(attempt, stall, until, timed_out=True), where, rest),
+        )  # fmt: skip
+        yield Wait(max(deadline, sim.clock.now()))
+        return False
+    sim.trace.add(
+        sim.clock.now(), TraceKind.STALL,
+        f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until t={until:g}); "
+        f"{name} goes on with other work",
+        data=StallData(attempt, stall, until), **where,
+    )  # fmt: skip
+    yield Detach(f"{name}~{lease.execution_id}~{lease.token}")
+    yield Wait(until)
+    sim.trace.add(
+        sim.clock.now(), TraceKind.UNSTALL,
+        f"{name}'s attempt {attempt} of step {step_key} resumes, unaware of the {stall:g}s it "
+        "lost",
+        data=StallData(attempt, stall, until), **where,
+    )  # fmt: skip
+    return True
+
+
+def _abandoned(
+    simulator: Simulator, stall: StallData, where: dict[str, Any], rest: list[BodyOp]
+) -> Generator[Any, Any, None]:
+    """An attempt its worker gave up on at its timeout: it resumes after its stall and does
+    the rest of what its body did (no call of its own: its worker owns the delivery)."""
+    sim = simulator
+    yield Wait(stall.until)
+    sim.trace.add(
+        sim.clock.now(), TraceKind.UNSTALL,
+        f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} resumes after "
+        "its worker gave up on it at its timeout; what it does still reaches the world",
+        data=stall, **{**where, "point": None},
+    )  # fmt: skip
+    for op in rest:
+        if callable(op):
+            op()
+        else:
+            yield Wait(sim.clock.now() + op)
+
+
+def skew(simulator: Simulator, name: str, seconds: float, where: dict[str, Any]) -> None:
+    """Set ``name``'s clock ``seconds`` back, from now on, and say so in the trace."""
+    sim = simulator
+    sim.clocks.behind[name] = sim.clocks.behind.get(name, 0.0) + seconds
+    believed = sim.clocks.now(name)
+    sim.trace.add(
+        sim.clock.now(), TraceKind.SKEW,
+        f"{name}'s clock falls {sim.clocks.behind[name]:g}s behind: it reads t={believed:g} at "
+        f"true t={sim.clock.now():g}",
+        data=SkewData(sim.clocks.behind[name], believed), **where,
+    )  # fmt: skip
+
+
+def heartbeat(
+    simulator: Simulator, name: str, lease: Lease, work: float, where: dict[str, Any]
+) -> None:
+    """Before ``work`` seconds of a body, renew the lease if by the worker's clock it would end
+    during them (with half a lease to spare). A refused renewal raises ``LeaseLostError``."""
+    sim = simulator
+    lease_seconds = sim.scenario.lease_seconds
+    believed = sim.clocks.now(name)
+    ends = sim.lease_ends.get((lease.execution_id, lease.token), lease.expires_at)
+    behind = sim.clocks.behind.get(name, 0.0)
+    now = sim.clock.now()
+    clock = f" (its clock reads t={believed:g})" if behind else ""
+    if believed + work + lease_seconds / 2 <= ends:
+        truth = ""
+        if behind:
+            truth = f"; true t={now:g}: " + ("it has expired" if now >= ends else "it holds")
+        sim.trace.add(
+            now, TraceKind.HEARTBEAT,
+            f"{name} works {work:g}s{clock}: it believes its lease (to t={ends:g}) outlasts the "
+            f"work and does not renew{truth}",
+            data=HeartbeatData(believed, ends, work, renewed=False), **where,
+        )  # fmt: skip
+        return
+    try:
+        sim.runtime.renew(lease, lease_seconds=work + lease_seconds)
+    except LeaseLostError as refused:
+        sim.trace.add(
+            now, TraceKind.HEARTBEAT,
+            f"{name} works {work:g}s{clock} and asks to renew its lease (to t={ends:g})",
+            data=HeartbeatData(believed, ends, work, renewed=False), **where,
+        )  # fmt: skip
+        sim.trace.add(
+            now, TraceKind.REFUSED, f"renew refused: {refused}",
+            **{**where, "op": "renew", "point": None},
+        )  # fmt: skip
+        raise
+    ends = now + work + lease_seconds
+    sim.lease_ends[(lease.execution_id, lease.token)] = ends
+    sim.trace.add(
+        now, TraceKind.HEARTBEAT,
+        f"{name} works {work:g}s{clock} and heartbeats: its lease runs to t={ends:g}",
+        data=HeartbeatData(believed, ends, work, renewed=True), **where,
+    )  # fmt: skip
