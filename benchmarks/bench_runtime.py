@@ -36,8 +36,15 @@ start after a lost response). For each: the calls and statements by kind, the av
 statements per runtime call, and the mean cost per call (the statement tally comes from one
 extra, untimed run; the timed runs include a thin call-counting wrapper, about 0.3 us a call).
 
+Then the *set-up share of a run*: a whole ``ys.simulate`` of the bundled ``durable-start`` on
+DuckDB (median wall time), beside the cost of making and closing its runtime, both with the
+per-process pool of reset in-memory databases (``duckdb_runtime.POOL``, what runs use) and
+without it (the pool emptied before each: a fresh connection and schema, as before the pool).
+Set-up / run is the share; the pooled and fresh runs alternate within one repetition.
+
 Targets, reported as PASS/MISS (never asserted):
 
+* set-up at most 5% of a pooled DuckDB run;
 * at most 1.5 SQL statements per runtime call on average over the workloads;
 * every DuckDB call within 1.3x the bare cost of its own statements.
 """
@@ -58,6 +65,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 import duckdb
 from _report import table, us, verdict
 
+import yieldstar_sim as ys
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
@@ -69,7 +77,7 @@ from yieldstar_sim.core.model import (
     StartRequest,
     Suspended,
 )
-from yieldstar_sim.runtime.duckdb_runtime import QUERIES, DuckDBRuntime
+from yieldstar_sim.runtime.duckdb_runtime import POOL, QUERIES, DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -96,6 +104,7 @@ WARMUP = 5
 STEPS_PER_DELIVERY = 10
 MAX_STATEMENTS_PER_CALL = 1.5
 MAX_RATIO = 1.3
+MAX_SETUP_SHARE = 0.05
 
 
 # --------------------------------------------------------------------------- sample values
@@ -892,6 +901,80 @@ def print_summary(results: Sequence[Result], workloads: Sequence[WorkloadResult]
         )
 
 
+# --------------------------------------------------------------------------- set-up share
+
+
+@dataclass
+class SetupShare:
+    """Run and set-up medians (seconds) of ``durable-start`` on DuckDB, pooled and fresh."""
+
+    run: dict[str, float]
+    setup: dict[str, float]
+
+    def share(self, mode: str) -> float:
+        """Set-up as a fraction of a run."""
+        return self.setup[mode] / self.run[mode]
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    gc.disable()
+    try:
+        began = time.perf_counter()
+        fn()
+        return time.perf_counter() - began
+    finally:
+        gc.enable()
+
+
+def _make_and_close() -> None:
+    DuckDBRuntime(clock=ManualClock()).close()
+
+
+def _simulate(scenario: ys.Scenario) -> None:
+    ys.simulate(scenario, 0, runtime="duckdb").runtime.close()
+
+
+def measure_setup_share(reps: int) -> SetupShare:
+    """Alternate pooled and fresh (pool emptied first) runs and set-ups, ``reps`` times each."""
+    scenario = ys.load_scenario("durable-start")
+    _simulate(scenario)  # warm imports and the pool
+    runs: dict[str, list[float]] = {"pooled": [], "fresh": []}
+    setups: dict[str, list[float]] = {"pooled": [], "fresh": []}
+    for _ in range(reps):
+        for mode in ("pooled", "fresh"):
+            if mode == "fresh":
+                POOL.clear()
+            runs[mode].append(_timed(partial(_simulate, scenario)))
+            if mode == "fresh":
+                POOL.clear()
+            setups[mode].append(_timed(_make_and_close))
+    return SetupShare(
+        {mode: statistics.median(times) for mode, times in runs.items()},
+        {mode: statistics.median(times) for mode, times in setups.items()},
+    )
+
+
+def print_setup_share(result: SetupShare) -> None:
+    """The set-up share table and its target."""
+    print("\nSet-up share of a DuckDB run (durable-start, seed 0; medians, ms)\n")
+    rows = [["database", "run", "set-up", "share"]]
+    rows.extend(
+        [
+            mode,
+            f"{result.run[mode] * 1e3:.1f}",
+            f"{result.setup[mode] * 1e3:.2f}",
+            f"{result.share(mode):.1%}",
+        ]
+        for mode in ("fresh", "pooled")
+    )
+    print("\n".join(table(rows, [False, True, True, True], "  ")))
+    print(
+        f"\n  pooled run / fresh run: {result.run['pooled'] / result.run['fresh']:.2f}x; "
+        f"set-up <= {MAX_SETUP_SHARE:.0%} of a pooled run: "
+        f"{verdict(result.share('pooled') <= MAX_SETUP_SHARE)}"
+    )
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -900,6 +983,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke test)")
     parser.add_argument("--reps", type=int, help="repetitions per measurement")
     parser.add_argument("--batch", type=int, help="timed calls per batch")
+    parser.add_argument(
+        "--setup-only", action="store_true", help="only the set-up share of a DuckDB run"
+    )
     args = parser.parse_args(argv)
     reps: int = args.reps or (3 if args.quick else 7)
     batch: int = args.batch or (20 if args.quick else 100)
@@ -910,6 +996,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"duckdb {duckdb.__version__}, {platform.machine()}; {reps} repetitions, "
         f"batches of {batch} calls (+{WARMUP} warm-up){', quick' if args.quick else ''}\n"
     )
+    print("  set-up share", file=sys.stderr, flush=True)
+    setup = measure_setup_share(reps * 3)
+    print_setup_share(setup)
+    if args.setup_only:
+        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        return 0
     results = [Result(bench, max(1, round(batch * bench.scale))) for bench in BENCHES]
     for rep in range(reps):
         print(f"  repetition {rep + 1}/{reps}", file=sys.stderr, flush=True)
