@@ -74,6 +74,10 @@ class _Row:
     cancel_requested: bool = False
     waiting_on: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
+    revision: int = 0
+    """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
+    step_writes: list[str] = field(default_factory=list)
+    """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
 
     def columns(self) -> tuple[object, ...]:
         return (
@@ -306,6 +310,7 @@ class MemoryRuntime:
             for target_id in owned:
                 row = self._rows[target_id]
                 if target_id in self._live and not row.cancel_requested:
+                    row.revision += 1
                     row.cancel_requested = True
                     row.due_at = now if row.due_at is None else min(row.due_at, now)
                     cancelled.append(target_id)
@@ -324,6 +329,28 @@ class MemoryRuntime:
         """Every execution, in admission order."""
         with self._lock:
             return [row.record() for row in self._ordered()]
+
+    def revisions(self) -> list[tuple[str, int, int]]:
+        """``(execution ID, incarnation, revision)`` of every execution, in admission order.
+
+        The revision grows with every write to the execution's record or steps, so a reader
+        can keep what it derived from them until it changes (the explorer's state
+        fingerprints do).
+        """
+        with self._lock:
+            return [(row.execution_id, row.seq, row.revision) for row in self._ordered()]
+
+    def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
+        """``(writes, steps)``: how many step writes the execution has had, and the current
+        records of the steps written after the first ``since`` of them (each once, in no
+        particular order), so a reader that saw ``since`` writes can catch up in time
+        proportional to what changed."""
+        with self._lock:
+            row = self._rows.get(execution_id)
+            if row is None:
+                return 0, []
+            keys = dict.fromkeys(row.step_writes[since:])
+            return len(row.step_writes), [row.steps[key] for key in keys]
 
     def _ordered(self) -> Iterator[_Row]:
         return iter(sorted(self._rows.values(), key=lambda row: row.seq))
@@ -384,6 +411,7 @@ class MemoryRuntime:
             delivery = None
             if candidates:
                 row = candidates[0]
+                row.revision += 1
                 row.lease_owner = owner
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
@@ -412,6 +440,7 @@ class MemoryRuntime:
         lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
         with self._lock:
             row, now = self._fenced("renew", lease)
+            row.revision += 1
             row.lease_expires_at = now + lease_seconds
             renewed = replace(lease, expires_at=row.lease_expires_at)
         self._failpoints.hit("renew.after_commit")
@@ -433,7 +462,9 @@ class MemoryRuntime:
             wake_at = common.check_seconds(wake_at, "wake_at")
         with self._lock:
             row, now = self._fenced("put_step", lease)
+            row.revision += 1
             old = row.steps.get(write.step_key)
+            row.step_writes.append(write.step_key)
             row.steps[write.step_key] = StepRecord(
                 row.execution_id,
                 write.step_key,
@@ -452,6 +483,7 @@ class MemoryRuntime:
         at = common.check_seconds(at, "the wake time")
         with self._lock:
             row, _ = self._fenced("record_wake", lease)
+            row.revision += 1
             row.due_at = at if row.due_at is None else min(row.due_at, at)
         self._failpoints.hit("record_wake.after_commit")
 
@@ -460,6 +492,7 @@ class MemoryRuntime:
         status, result, error = common.outcome_columns(outcome)
         with self._lock:
             row, now = self._fenced("acknowledge", lease)
+            row.revision += 1
             terminal = ExecutionStatus(status).terminal
             row.status = status
             row.result = result
@@ -472,6 +505,7 @@ class MemoryRuntime:
                 del self._live[row.execution_id]
                 for waiter in self._live.values():
                     if waiter.waiting_on == row.execution_id:
+                        waiter.revision += 1
                         waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
@@ -483,6 +517,7 @@ class MemoryRuntime:
         check_name(execution_id, "the execution to wait for")
         with self._lock:
             row, _ = self._fenced("wait_for", lease)
+            row.revision += 1
             row.waiting_on = execution_id
             target = self._rows.get(execution_id)
             record = None if target is None else target.record()
@@ -494,6 +529,7 @@ class MemoryRuntime:
         delay = common.check_seconds(delay, "the redelivery delay")
         with self._lock:
             row, now = self._fenced("release", lease)
+            row.revision += 1
             row.lease_owner = None
             row.lease_expires_at = None
             row.due_at = now + delay
@@ -514,11 +550,13 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
+            row.revision += 1
             if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).
                 row.status = ExecutionStatus.PRUNED
                 row.steps, row.result, row.error = {}, None, None
+                row.step_writes = []
                 self._tombstones[execution_id] = row
             elif (row.parent_seq, row.parent_step_key) in self._requests:
                 # A business ID: its protection expires with its record (the steps guide).
