@@ -25,12 +25,15 @@ from yieldstar_sim.core.model import (
     ChildRequest,
     ChildResult,
     Delivery,
+    ErrorInfo,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
+    ExecutionOrigin,
     ExecutionRecord,
     ExecutionStateError,
     ExecutionStatus,
     Lease,
+    ParentLink,
     StartAccepted,
     StartRejected,
     StartRequest,
@@ -48,10 +51,49 @@ from yieldstar_sim.runtime.failpoints import FailPoints
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from yieldstar_sim.core.codec import DurableValue
+
+_ORIGINS: dict[str, ExecutionOrigin] = {
+    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
+}  # fmt: skip
+
+
+def _fresh(value: DurableValue) -> DurableValue:
+    """A copy of a decoded durable value whose containers are new: what a reader gets, so that
+    changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
+    immutable and shared."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is list:
+        return [_fresh(item) for item in value]  # type: ignore[union-attr]
+    return value
+
+
+#: Types whose checked values decode to themselves (an int within the safe range, which the
+#: codec checked): no need to decode their canonical JSON again.
+_SELF_DECODING = frozenset({str, int, bool, type(None)})
+
+
+def _stored(value: object, canonical: str) -> DurableValue:
+    """The decoded form of a checked value: the value itself when decoding gives it back."""
+    if type(value) in _SELF_DECODING:
+        return value  # type: ignore[return-value]
+    return durable_value_codec.decode_trusted(canonical)
+
+
+def _decode(canonical: str | None) -> DurableValue:
+    return None if canonical is None else durable_value_codec.decode_trusted(canonical)
+
 
 @dataclass(slots=True)
 class _Row:
-    """One execution as stored: the same columns as the DuckDB table."""
+    """One execution as stored: the same columns as the DuckDB table.
+
+    Values are kept twice: as canonical JSON (what a repeated start request is compared with)
+    and decoded, once, when they are written, so that a read builds its record without
+    decoding JSON again (each read gets fresh containers, never the stored ones).
+    """
 
     execution_id: str
     seq: int
@@ -74,10 +116,30 @@ class _Row:
     cancel_requested: bool = False
     waiting_on: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
+    """By step key, in the order of their positions (a rewrite keeps a key's place)."""
     revision: int = 0
     """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
     step_writes: list[str] = field(default_factory=list)
     """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
+    params_value: DurableValue = None
+    """``params`` decoded (set on admission)."""
+    result_value: DurableValue = None
+    error_info: ErrorInfo | None = None
+    parent: ParentLink | None = None
+
+    def __post_init__(self) -> None:
+        self.params_value = _decode(self.params)
+        if self.parent_execution_id is not None:
+            self.parent = ParentLink(
+                self.parent_execution_id, str(self.parent_step_key), bool(self.parent_detached)
+            )
+
+    def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
+        """Store an outcome's columns, decoded once."""
+        self.status, self.result, self.error = status, result, error
+        self.result_value = _decode(result)
+        decoded = _decode(error)
+        self.error_info = None if decoded is None else ErrorInfo.from_value(decoded)
 
     def columns(self) -> tuple[object, ...]:
         return (
@@ -103,7 +165,37 @@ class _Row:
         )
 
     def record(self) -> ExecutionRecord:
-        return common.execution_record(self.columns())
+        """The public record, built from the stored (already decoded) values: the same record
+        ``common.execution_record(self.columns())`` gives, without decoding JSON."""
+        lease = (
+            Lease(
+                self.execution_id,
+                self.lease_owner,
+                self.lease_token,
+                self.lease_expires_at,  # type: ignore[arg-type]
+                self.seq,
+            )
+            if self.lease_owner is not None
+            else None
+        )
+        return ExecutionRecord(
+            self.execution_id,
+            self.workflow_id,
+            _fresh(self.params_value),  # type: ignore[arg-type]
+            _ORIGINS.get(self.origin, "trigger"),
+            self.parent,
+            ExecutionStatus(self.status),
+            self.created_at,
+            self.seq,
+            _fresh(self.result_value),
+            self.error_info,
+            self.finished_at,
+            self.due_at,
+            lease,
+            self.lease_token,
+            self.cancel_requested,
+            self.waiting_on,
+        )
 
     def ready_at(self) -> float | None:
         """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
@@ -359,7 +451,7 @@ class MemoryRuntime:
         """The recorded steps of one execution, in the order they were first recorded."""
         with self._lock:
             row = self._rows.get(execution_id)
-            return [] if row is None else sorted(row.steps.values(), key=lambda s: s.position)
+            return [] if row is None else list(row.steps.values())
 
     def start_requests(self) -> list[StartRequestRecord]:
         """Every retained start request with its target."""
@@ -377,6 +469,21 @@ class MemoryRuntime:
         """The executions a claim could take now, in claim order."""
         with self._lock:
             return [row.execution_id for row in self._claimable(self._clock.now())]
+
+    def _first_claimable(self, now: float, execution_id: str | None) -> _Row | None:
+        """What a claim takes: the named execution if claimable, else the first in claim
+        order (one pass, no sort: a claim looks at every live execution)."""
+        if execution_id is not None:
+            row = self._live.get(execution_id)
+            at = None if row is None else row.ready_at()
+            return row if at is not None and at <= now else None
+        first: _Row | None = None
+        first_key = (0.0, 0)
+        for row in self._live.values():
+            at = row.ready_at()
+            if at is not None and at <= now and (first is None or (at, row.seq) < first_key):
+                first, first_key = row, (at, row.seq)
+        return first
 
     def _claimable(self, now: float) -> list[_Row]:
         ready = [
@@ -403,14 +510,10 @@ class MemoryRuntime:
         with self._lock:
             now = self._clock.now()
             self._failpoints.hit("claim.before_commit")
-            candidates = [
-                row
-                for row in self._claimable(now)
-                if execution_id is None or row.execution_id == execution_id
-            ]
+            row_or_none = self._first_claimable(now, execution_id)
             delivery = None
-            if candidates:
-                row = candidates[0]
+            if row_or_none is not None:
+                row = row_or_none
                 row.revision += 1
                 row.lease_owner = owner
                 row.lease_token += 1
@@ -420,7 +523,7 @@ class MemoryRuntime:
                 lease = Lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
-                steps = tuple(sorted(row.steps.values(), key=lambda s: s.position))
+                steps = tuple(row.steps.values())
                 delivery = Delivery(lease, row.record(), steps)
         self._failpoints.hit("claim.after_commit")
         return delivery
@@ -470,7 +573,7 @@ class MemoryRuntime:
                 write.step_key,
                 len(row.steps) if old is None else old.position,
                 write.status,
-                durable_value_codec.decode_trusted(write.canonical),
+                _stored(value, write.canonical),
                 write.attempt,
                 now,
             )
@@ -494,9 +597,7 @@ class MemoryRuntime:
             row, now = self._fenced("acknowledge", lease)
             row.revision += 1
             terminal = ExecutionStatus(status).terminal
-            row.status = status
-            row.result = result
-            row.error = error
+            row.set_outcome(status, result, error)
             row.lease_owner = None
             row.lease_expires_at = None
             if terminal:
@@ -554,9 +655,8 @@ class MemoryRuntime:
             if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).
-                row.status = ExecutionStatus.PRUNED
-                row.steps, row.result, row.error = {}, None, None
-                row.step_writes = []
+                row.steps, row.step_writes = {}, []
+                row.set_outcome(ExecutionStatus.PRUNED, None, None)
                 self._tombstones[execution_id] = row
             elif (row.parent_seq, row.parent_step_key) in self._requests:
                 # A business ID: its protection expires with its record (the steps guide).
