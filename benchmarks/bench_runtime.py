@@ -46,7 +46,7 @@ Then *memory against its previous version*: the memory runtime as it is beside t
 revision ``--baseline`` (default ``f8dc05f``, before it kept decoded values; loaded from
 ``git show`` as a module of its own, on today's shared helpers and codec, so the ratio leaves
 out what those gained), alternating, medians: a whole ``ys.simulate`` of bundled scenarios
-(batches of 20 runs) and the runtime calls alone (the *delivery* and *mixed* workloads).
+(batches of 40 runs) and the runtime calls alone (the *delivery* and *mixed* workloads).
 ``--memory-only`` runs just this section.
 
 Targets, reported as PASS/MISS (never asserted):
@@ -1020,7 +1020,7 @@ def measure_memory_versions(
     makers: dict[str, Callable[..., Runtime]] = {"now": MemoryRuntime, "baseline": baseline}
     times: dict[str, dict[str, list[float]]] = {}
     scenarios = {name: ys.load_scenario(name) for name in MEMORY_SCENARIOS}
-    batch = 20
+    batch = 40
     for rep in range(reps):
         order = ("now", "baseline") if rep % 2 == 0 else ("baseline", "now")
         for name, scenario in scenarios.items():
@@ -1088,10 +1088,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"duckdb {duckdb.__version__}, {platform.machine()}; {reps} repetitions, "
         f"batches of {batch} calls (+{WARMUP} warm-up){', quick' if args.quick else ''}\n"
     )
-    baseline = baseline_memory(args.baseline)
-    if baseline is None:
+    baseline = None if args.setup_only else baseline_memory(args.baseline)
+    if baseline is None and not args.setup_only:
         print(f"  (no git or no revision {args.baseline}: the memory comparison is left out)")
-    else:
+    elif baseline is not None:
         print("  memory against the baseline", file=sys.stderr, flush=True)
         versions = measure_memory_versions(baseline, reps * 3, rounds)
         print_memory_versions(versions, args.baseline)

@@ -430,7 +430,8 @@ class MemoryRuntime:
         fingerprints do).
         """
         with self._lock:
-            return [(row.execution_id, row.seq, row.revision) for row in self._ordered()]
+            # Rows are inserted as their number is drawn, under the lock: in admission order.
+            return [(row.execution_id, row.seq, row.revision) for row in self._rows.values()]
 
     def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
         """``(writes, steps)``: how many step writes the execution has had, and the current
