@@ -4,6 +4,8 @@ file-backed database is never pooled."""
 
 from __future__ import annotations
 
+import multiprocessing
+import multiprocessing.queues
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -81,3 +83,22 @@ def test_a_file_backed_database_holds_exactly_one_run(tmp_path: Path) -> None:
         "@ship-order-2",
     ]
     reopened.close()
+
+
+def _takes_from_pool(queue: multiprocessing.queues.Queue[bool]) -> None:
+    queue.put(POOL.take() is None)
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"
+)
+def test_a_forked_child_does_not_use_its_parents_databases() -> None:
+    POOL.clear()
+    DuckDBRuntime().close()  # one idle database in this process
+    context = multiprocessing.get_context("fork")
+    queue: multiprocessing.queues.Queue[bool] = context.Queue()
+    child = context.Process(target=_takes_from_pool, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    assert queue.get(timeout=60) is True
+    assert POOL.take() is not None  # the parent's is still there, for the parent

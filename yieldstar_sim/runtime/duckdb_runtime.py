@@ -111,6 +111,7 @@ class DatabasePool:
         self.size = size
         """The most idle databases kept."""
         self._idle: list[duckdb.DuckDBPyConnection] = []
+        self._inherited: list[duckdb.DuckDBPyConnection] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
@@ -118,9 +119,16 @@ class DatabasePool:
         """An idle database, reset, or ``None`` when there is none."""
         with self._lock:
             if self._pid != os.getpid():
-                # A forked child must not share its parent's databases: forget them.
-                self._idle, self._pid = [], os.getpid()
+                self.after_fork()
             return self._idle.pop() if self._idle else None
+
+    def after_fork(self) -> None:
+        """In a forked child: never use the parent's databases, nor close them (a destructor
+        could wait on a lock another parent thread held at the fork): keep them referenced,
+        unused, and start with a fresh lock and no idle database."""
+        self._lock = threading.Lock()
+        self._inherited.extend(self._idle)
+        self._idle, self._pid = [], os.getpid()
 
     def give(self, connection: duckdb.DuckDBPyConnection) -> None:
         """Reset ``connection`` and keep it for the next run, or close it when the pool is
@@ -148,6 +156,8 @@ class DatabasePool:
 
 POOL = DatabasePool()
 """The process's pool of in-memory DuckDB databases."""
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=POOL.after_fork)
 
 
 class DuckDBRuntime:
