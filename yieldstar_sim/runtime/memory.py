@@ -172,7 +172,7 @@ class _Row:
                 self.execution_id,
                 self.lease_owner,
                 self.lease_token,
-                self.lease_expires_at,  # type: ignore[arg-type]
+                float(self.lease_expires_at),  # type: ignore[arg-type]
                 self.seq,
             )
             if self.lease_owner is not None
@@ -185,12 +185,12 @@ class _Row:
             _ORIGINS.get(self.origin, "trigger"),
             self.parent,
             ExecutionStatus(self.status),
-            self.created_at,
+            float(self.created_at),  # times as floats, as execution_record makes them
             self.seq,
             _fresh(self.result_value),
             self.error_info,
-            self.finished_at,
-            self.due_at,
+            None if self.finished_at is None else float(self.finished_at),
+            None if self.due_at is None else float(self.due_at),
             lease,
             self.lease_token,
             self.cancel_requested,
