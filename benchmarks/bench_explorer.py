@@ -42,6 +42,13 @@ What it measures:
   under the bound, run, skipped, the time per schedule (and per schedule and choice point),
   total, and the whole bound extrapolated; the cost of the base run (the fault-free run with
   every choice point fingerprinted: ``budget=1``) beside a plain run.
+* **fingerprints**: for the same N-step workflows, one schedule with one fault (a crash after
+  the call at the middle choice point) run three ways, alternating, medians of repetitions:
+  plain (``run_plan``), fingerprinting every choice point with the per-run cache
+  (``run_plan(expand=True)``, what the systematic search does), and fingerprinting by reading
+  every record and formatting the whole state at every point (the fingerprint before the
+  cache, kept in this file). Ratios to the plain run; ``--fingerprints-only`` runs just this
+  section.
 * **memory**: a 10,000-schedule exploration of ``durable-start`` (random strategy,
   ``max_faults=2``; and systematic, ``max_faults=3``) in a fresh child process, sampled every
   1,000 schedules (``--quick``: 800 schedules, every 200) through the ``progress``
@@ -54,6 +61,7 @@ Targets, reported as PASS/MISS (never asserted):
 * the explorer's cost per schedule at most 1.0x one plain run;
 * ``jobs=2`` at least 1.7x faster than ``jobs=1``;
 * systematic exploration needs the fewest schedules to the first violation;
+* a fingerprinted run at most 1.2x a plain run at every length;
 * peak RSS under 300 MB over 10,000 schedules, and flat: resident memory after 10,000
   schedules within 1.25x of resident memory after 1,000.
 """
@@ -62,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import multiprocessing
 import os
@@ -85,6 +94,7 @@ from hypothesis.errors import NoSuchExample
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import ExplorationReport, FaultKind, SimulationRun
+from yieldstar_sim.simulation.explorer import plans
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -93,6 +103,7 @@ MAX_COST_RATIO = 1.0
 MIN_SPEEDUP = 1.7
 MAX_PEAK_MB = 300.0
 MAX_GROWTH = 1.25
+MAX_FINGERPRINT_RATIO = 1.2
 FAULT_KINDS: tuple[FaultKind, ...] = tuple(FaultKind)
 
 
@@ -402,7 +413,12 @@ def hypothesis_search(scenario: ys.Scenario, seed: int, max_examples: int) -> in
     def violates(faults: list[ys.Fault]) -> bool:
         nonlocal calls, first
         calls += 1
-        run = ys.simulate(scenario, seed, runtime="memory", faults=faults, scenario_faults=False)
+        # Two faults drawn at one choice point, or one a crash left unreached, cannot all
+        # fire: the explorer would never run that plan, so it is not a violation either.
+        run = ys.simulate(
+            scenario, seed, runtime="memory", faults=faults, scenario_faults=False,
+            check_faults=False,
+        )  # fmt: skip
         run.runtime.close()
         if not run.ok and first is None:
             first = calls
@@ -587,6 +603,116 @@ def print_growth(results: Sequence[Growth]) -> None:
         "cut the run short. Every exploration held every invariant: "
         f"{'yes' if all(r.ok for r in results) else 'NO'}."
     )
+
+
+# --------------------------------------------------------------------------- fingerprints
+
+
+def _state_key_before(simulator: Any, name: str, point: Any, cache: Any = None) -> str:
+    """The fingerprint as it was before the cache: every record and step read again, and
+    the whole state formatted, at every choice point."""
+    runtime = simulator.runtime
+    records = []
+    for record in runtime.executions():
+        lease = record.lease
+        records.append(
+            (
+                record.execution_id,
+                str(record.status),
+                record.due_at,
+                record.lease_token,
+                None if lease is None else lease.expires_at,
+                record.cancel_requested,
+                record.waiting_on,
+                tuple(
+                    (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
+                ),
+            )
+        )
+    others = sorted(
+        state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
+    )
+    info = point.info
+    ledger = [
+        (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
+        for e in simulator.ledger.effects
+    ]
+    text = repr(
+        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
+    )
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+@dataclass
+class FingerprintCost:
+    steps: int
+    points: int = 0
+    times: dict[str, list[float]] = field(
+        default_factory=lambda: {"plain": [], "cached": [], "before": []}
+    )
+
+    def ratio(self, mode: str) -> float:
+        """Median over repetitions of this mode's time / the plain run's."""
+        return median([t / p for t, p in zip(self.times[mode], self.times["plain"], strict=True)])
+
+
+def measure_fingerprints(steps: int, reps: int) -> FingerprintCost:
+    """Plain, cached and full-read fingerprinted runs of one single-fault schedule."""
+    scenario = chain_scenario(steps)
+    base = plans.run_plan(scenario, plans.Plan(0, 0))
+    plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
+    result = FingerprintCost(steps, plans.run_plan(scenario, plan).points)
+    cached = plans._state_key
+    plans.run_plan(scenario, plan, expand=True)  # warm-up
+    for rep in range(reps):
+        modes = ["plain", "cached", "before"]
+        for mode in modes if rep % 2 == 0 else modes[::-1]:
+            plans._state_key = _state_key_before if mode == "before" else cached
+            try:
+                start = time.perf_counter()
+                plans.run_plan(scenario, plan, expand=mode != "plain")
+                result.times[mode].append(time.perf_counter() - start)
+            finally:
+                plans._state_key = cached
+    return result
+
+
+def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
+    print(
+        "\nFingerprints: one schedule with one fault (crash after the middle point) of one "
+        "workflow of N step.run steps; medians, ms, ratios to the plain run"
+    )
+    rows = [["N", "points", "plain", "cached", "before", "cached/plain", "before/plain",
+             "before/cached"]]  # fmt: skip
+    rows.extend(
+        [
+            f"{r.steps:,}",
+            f"{r.points:,}",
+            *(ms(median(r.times[mode])) for mode in ("plain", "cached", "before")),
+            f"{r.ratio('cached'):.2f}x",
+            f"{r.ratio('before'):.2f}x",
+            f"{median(r.times['before']) / median(r.times['cached']):.2f}x",
+        ]
+        for r in results
+    )
+    print("\n".join(table(rows, [True] * 8, indent="  ")))
+    ok = all(r.ratio("cached") <= MAX_FINGERPRINT_RATIO for r in results)
+    print(
+        f"  [{verdict(ok)}] a fingerprinted run at most {MAX_FINGERPRINT_RATIO}x a plain run at "
+        "every length"
+    )
+    return ok
+
+
+def fingerprint_section(config: Config) -> bool:
+    """Measure and print the fingerprint costs at 10, 100 and 1,000 steps."""
+    costs = []
+    for steps in (10, 100, 1000):
+        progress(f"fingerprints, {steps} steps")
+        # Short runs are noisier: more repetitions of them.
+        reps = (3 if config.quick else 7) * (5 if steps <= 10 else 1)
+        costs.append(measure_fingerprints(steps, reps))
+    return print_fingerprints(costs)
 
 
 # --------------------------------------------------------------------------- memory
@@ -792,6 +918,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="smaller explorations (smoke test)")
     parser.add_argument("--reps", type=int, help="repetitions on memory (default 5; quick 1)")
+    parser.add_argument(
+        "--fingerprints-only", action="store_true", help="only the fingerprint cost section"
+    )
     parser.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -808,6 +937,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{os.cpu_count()} CPUs (load {load}); {config.reps} repetitions"
         f"{', quick' if config.quick else ''}\n"
     )
+    if args.fingerprints_only:
+        fingerprint_section(config)
+        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        return 0
     fixed = ys.load_scenario("durable-start")
     problem = ys.load_scenario("trigger-in-step")
     explore(fixed, max_faults=1)  # warm-up: imports, caches, DuckDB's first connection
@@ -836,6 +969,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         progress(f"scaling, {steps} steps")
         growths.append(measure_growth(steps, budget))
     print_growth(growths)
+
+    fingerprint_section(config)
 
     runs = []
     for strategy in ("random", "systematic"):

@@ -36,8 +36,23 @@ start after a lost response). For each: the calls and statements by kind, the av
 statements per runtime call, and the mean cost per call (the statement tally comes from one
 extra, untimed run; the timed runs include a thin call-counting wrapper, about 0.3 us a call).
 
+Then the *set-up share of a run*: a whole ``ys.simulate`` of the bundled ``durable-start`` on
+DuckDB (median wall time), beside the cost of making and closing its runtime, both with the
+per-process pool of reset in-memory databases (``duckdb_runtime.POOL``, what runs use) and
+without it (the pool emptied before each: a fresh connection and schema, as before the pool).
+Set-up / run is the share; the pooled and fresh runs alternate within one repetition.
+
+Then *memory against its previous version*: the memory runtime as it is beside the one at git
+revision ``--baseline`` (default ``f8dc05f``, before it kept decoded values; loaded from
+``git show`` as a module of its own, on today's shared helpers and codec, so the ratio leaves
+out what those gained), alternating, medians: a whole ``ys.simulate`` of bundled scenarios
+(batches of 40 runs) and the runtime calls alone (the *delivery* and *mixed* workloads).
+``--memory-only`` runs just this section.
+
 Targets, reported as PASS/MISS (never asserted):
 
+* set-up at most 5% of a pooled DuckDB run;
+* a memory run at most 0.6x its cost at the baseline;
 * at most 1.5 SQL statements per runtime call on average over the workloads;
 * every DuckDB call within 1.3x the bare cost of its own statements.
 """
@@ -49,15 +64,19 @@ import gc
 import math
 import platform
 import statistics
+import subprocess
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, ParamSpec, TypeAlias, TypeVar
 
 import duckdb
 from _report import table, us, verdict
 
+import yieldstar_sim as ys
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
@@ -69,7 +88,7 @@ from yieldstar_sim.core.model import (
     StartRequest,
     Suspended,
 )
-from yieldstar_sim.runtime.duckdb_runtime import QUERIES, DuckDBRuntime
+from yieldstar_sim.runtime.duckdb_runtime import POOL, QUERIES, DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -96,6 +115,10 @@ WARMUP = 5
 STEPS_PER_DELIVERY = 10
 MAX_STATEMENTS_PER_CALL = 1.5
 MAX_RATIO = 1.3
+MAX_SETUP_SHARE = 0.05
+MAX_MEMORY_RATIO = 0.6
+BASELINE = "f8dc05f"
+"""The revision whose memory runtime the current one is measured against."""
 
 
 # --------------------------------------------------------------------------- sample values
@@ -892,6 +915,154 @@ def print_summary(results: Sequence[Result], workloads: Sequence[WorkloadResult]
         )
 
 
+# --------------------------------------------------------------------------- set-up share
+
+
+@dataclass
+class SetupShare:
+    """Run and set-up medians (seconds) of ``durable-start`` on DuckDB, pooled and fresh."""
+
+    run: dict[str, float]
+    setup: dict[str, float]
+
+    def share(self, mode: str) -> float:
+        """Set-up as a fraction of a run."""
+        return self.setup[mode] / self.run[mode]
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    gc.disable()
+    try:
+        began = time.perf_counter()
+        fn()
+        return time.perf_counter() - began
+    finally:
+        gc.enable()
+
+
+def _make_and_close() -> None:
+    DuckDBRuntime(clock=ManualClock()).close()
+
+
+def _simulate(scenario: ys.Scenario) -> None:
+    ys.simulate(scenario, 0, runtime="duckdb").runtime.close()
+
+
+def measure_setup_share(reps: int) -> SetupShare:
+    """Alternate pooled and fresh (pool emptied first) runs and set-ups, ``reps`` times each."""
+    scenario = ys.load_scenario("durable-start")
+    _simulate(scenario)  # warm imports and the pool
+    runs: dict[str, list[float]] = {"pooled": [], "fresh": []}
+    setups: dict[str, list[float]] = {"pooled": [], "fresh": []}
+    for _ in range(reps):
+        for mode in ("pooled", "fresh"):
+            if mode == "fresh":
+                POOL.clear()
+            runs[mode].append(_timed(partial(_simulate, scenario)))
+            if mode == "fresh":
+                POOL.clear()
+            setups[mode].append(_timed(_make_and_close))
+    return SetupShare(
+        {mode: statistics.median(times) for mode, times in runs.items()},
+        {mode: statistics.median(times) for mode, times in setups.items()},
+    )
+
+
+def print_setup_share(result: SetupShare) -> None:
+    """The set-up share table and its target."""
+    print("\nSet-up share of a DuckDB run (durable-start, seed 0; medians, ms)\n")
+    rows = [["database", "run", "set-up", "share"]]
+    rows.extend(
+        [
+            mode,
+            f"{result.run[mode] * 1e3:.1f}",
+            f"{result.setup[mode] * 1e3:.2f}",
+            f"{result.share(mode):.1%}",
+        ]
+        for mode in ("fresh", "pooled")
+    )
+    print("\n".join(table(rows, [False, True, True, True], "  ")))
+    print(
+        f"\n  pooled run / fresh run: {result.run['pooled'] / result.run['fresh']:.2f}x; "
+        f"set-up <= {MAX_SETUP_SHARE:.0%} of a pooled run: "
+        f"{verdict(result.share('pooled') <= MAX_SETUP_SHARE)}"
+    )
+
+
+# --------------------------------------------------------------------------- memory vs baseline
+
+
+def baseline_memory(revision: str) -> type[MemoryRuntime] | None:
+    """``MemoryRuntime`` as it was at ``revision`` (``git show``), or None without git."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{revision}:yieldstar_sim/runtime/memory.py"],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    module = types.ModuleType("_memory_baseline")
+    module.__file__ = f"<memory.py at {revision}>"
+    sys.modules[module.__name__] = module  # dataclasses look their module up
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    runtime: type[MemoryRuntime] = module.MemoryRuntime
+    return runtime
+
+
+MEMORY_SCENARIOS = ("durable-start", "cancel-owner", "retry-backoff")
+
+
+def measure_memory_versions(
+    baseline: type[MemoryRuntime], reps: int, rounds: int
+) -> dict[str, dict[str, float]]:
+    """Median seconds per run (scenarios) and per call (workloads), now and at the baseline."""
+    makers: dict[str, Callable[..., Runtime]] = {"now": MemoryRuntime, "baseline": baseline}
+    times: dict[str, dict[str, list[float]]] = {}
+    scenarios = {name: ys.load_scenario(name) for name in MEMORY_SCENARIOS}
+    batch = 40
+    for rep in range(reps):
+        order = ("now", "baseline") if rep % 2 == 0 else ("baseline", "now")
+        for name, scenario in scenarios.items():
+            for version in order:
+                make = makers[version]
+                gc.collect()
+                start = time.perf_counter()
+                for _ in range(batch):
+                    ys.simulate(scenario, 0, runtime=make, timeout=None).runtime.close()
+                seconds = (time.perf_counter() - start) / batch
+                times.setdefault(f"run {name}", {}).setdefault(version, []).append(seconds)
+        for workload in WORKLOADS:
+            for version in order:
+                make = makers[version]
+                seconds, _ = run_workload(make, workload, rounds, tally=False)
+                times.setdefault(f"calls {workload.name}", {}).setdefault(version, []).append(
+                    seconds
+                )
+    return {
+        what: {version: statistics.median(values) for version, values in by.items()}
+        for what, by in times.items()
+    }
+
+
+def print_memory_versions(results: dict[str, dict[str, float]], revision: str) -> bool:
+    """The table and its target (every whole run at most MAX_MEMORY_RATIO of the baseline)."""
+    print(f"\nThe memory runtime now against it at {revision} (medians; us per run or call)\n")
+    rows = [["measure", f"at {revision}", "now", "now / then"]]
+    rows.extend(
+        [what, us(by["baseline"]), us(by["now"]), f"{by['now'] / by['baseline']:.2f}x"]
+        for what, by in results.items()
+    )
+    print("\n".join(table(rows, [False, True, True, True], "  ")))
+    runs = [by["now"] / by["baseline"] for what, by in results.items() if what.startswith("run")]
+    ok = all(ratio <= MAX_MEMORY_RATIO for ratio in runs)
+    print(
+        f"\n  a memory run at most {MAX_MEMORY_RATIO}x its cost at {revision}: "
+        f"{verdict(ok)} (whole runs {min(runs):.2f}x-{max(runs):.2f}x)"
+    )
+    return ok
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -900,6 +1071,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke test)")
     parser.add_argument("--reps", type=int, help="repetitions per measurement")
     parser.add_argument("--batch", type=int, help="timed calls per batch")
+    parser.add_argument(
+        "--setup-only", action="store_true", help="only the set-up share of a DuckDB run"
+    )
+    parser.add_argument(
+        "--memory-only", action="store_true", help="only the memory runtime against --baseline"
+    )
+    parser.add_argument("--baseline", default=BASELINE, help="git revision to compare memory with")
     args = parser.parse_args(argv)
     reps: int = args.reps or (3 if args.quick else 7)
     batch: int = args.batch or (20 if args.quick else 100)
@@ -910,6 +1088,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"duckdb {duckdb.__version__}, {platform.machine()}; {reps} repetitions, "
         f"batches of {batch} calls (+{WARMUP} warm-up){', quick' if args.quick else ''}\n"
     )
+    baseline = None if args.setup_only else baseline_memory(args.baseline)
+    if baseline is None and not args.setup_only:
+        print(f"  (no git or no revision {args.baseline}: the memory comparison is left out)")
+    elif baseline is not None:
+        print("  memory against the baseline", file=sys.stderr, flush=True)
+        versions = measure_memory_versions(baseline, reps * 3, rounds)
+        print_memory_versions(versions, args.baseline)
+    if args.memory_only:
+        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        return 0
+    print("  set-up share", file=sys.stderr, flush=True)
+    setup = measure_setup_share(reps * 3)
+    print_setup_share(setup)
+    if args.setup_only:
+        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        return 0
     results = [Result(bench, max(1, round(batch * bench.scale))) for bench in BENCHES]
     for rep in range(reps):
         print(f"  repetition {rep + 1}/{reps}", file=sys.stderr, flush=True)

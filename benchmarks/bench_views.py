@@ -37,6 +37,12 @@ delivery labels; the number of overlapping pairs of each (touching is not overla
 tall the text would be with the picture scaled to fit a 1920-pixel-wide screen. The picture is
 saved to ``/tmp/views-100.png`` (``--picture``) for a look.
 
+Then the timeline alone, drawn and saved as PNG (``draw_timeline`` + ``savefig``), as it is
+(bars batched: one ``broken_barh`` collection per lane and look) beside one artist per bar (as
+it was: ``Axes.broken_barh`` patched for the measurement to make one collection per bar),
+alternating, medians; ``--timeline-only`` runs just this section (and saves both pictures next
+to ``--picture`` for a look).
+
 Target, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
 executions.
 """
@@ -44,6 +50,7 @@ executions.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import io
 import platform
@@ -56,6 +63,7 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from _report import table, verdict
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.image import imsave
 
@@ -212,6 +220,75 @@ def measure_split(timings: Timings, run: SimulationRun) -> None:
     draw_timeline(timeline)
     timings.draw_timeline.append(time.perf_counter() - started)
     timings.marks, timings.spans = len(timeline.marks), len(timeline.spans)
+
+
+# --------------------------------------------------------------------------- batched bars
+
+
+@contextlib.contextmanager
+def one_artist_per_bar() -> Generator[None, None, None]:
+    """Make ``Axes.broken_barh`` draw one collection per bar, as the timeline did before its
+    bars were batched."""
+    original = Axes.broken_barh
+
+    def per_bar(self: Axes, xranges: Any, yrange: Any, **options: Any) -> Any:
+        return [original(self, [bar], yrange, **options) for bar in xranges][-1]
+
+    Axes.broken_barh = per_bar  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Axes.broken_barh = original  # type: ignore[method-assign]
+
+
+def timeline_png(run: SimulationRun, *, batched: bool, save: str | None = None) -> float:
+    """Seconds to build, draw and save the run's timeline alone as PNG."""
+    gc.collect()
+    with contextlib.nullcontext() if batched else one_artist_per_bar():
+        started = time.perf_counter()
+        figure = draw_timeline(build_timeline(run.trace, run.scenario.worker_names))
+        data = png(figure)
+        seconds = time.perf_counter() - started
+    if save:
+        with open(save, "wb") as file:
+            file.write(data)
+    return seconds
+
+
+def measure_bars(
+    runs: dict[int, SimulationRun], reps: int, picture: str
+) -> dict[int, dict[str, float]]:
+    """Median seconds of the timeline alone, batched and one artist per bar, by run size."""
+    results = {}
+    for executions, run in runs.items():
+        if executions < TARGET_SIZE:
+            continue
+        times: dict[str, list[float]] = {"per bar": [], "batched": []}
+        stem = picture.removesuffix(".png")
+        for rep in range(reps):
+            order = ("per bar", "batched") if rep % 2 == 0 else ("batched", "per bar")
+            for mode in order:
+                save = None
+                if rep == 0 and executions == TARGET_SIZE:
+                    save = f"{stem}-timeline-{mode.replace(' ', '-')}.png"
+                times[mode].append(timeline_png(run, batched=mode == "batched", save=save))
+        results[executions] = {mode: statistics.median(t) for mode, t in times.items()}
+    return results
+
+
+def print_bars(results: dict[int, dict[str, float]]) -> None:
+    print("\nThe timeline alone, built, drawn and saved as PNG (medians, ms)")
+    rows = [["executions", "one artist per bar", "batched", "batched / per bar"]]
+    rows += [
+        [
+            str(executions),
+            ms(times["per bar"]),
+            ms(times["batched"]),
+            f"{times['batched'] / times['per bar']:.2f}x",
+        ]
+        for executions, times in results.items()
+    ]
+    print("\n".join("  " + line for line in table(rows, [True] * 4)))
 
 
 # --------------------------------------------------------------------------- readability
@@ -443,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
     parser.add_argument("--reps", type=int, help="repetitions for every size")
     parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
+    parser.add_argument(
+        "--timeline-only", action="store_true", help="only the batched-bars timeline section"
+    )
     args = parser.parse_args(argv)
     matplotlib.use("Agg")
     reps = dict(zip(SIZES, (3, 2, 1) if args.quick else (7, 5, 3), strict=True))
@@ -457,6 +537,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     runs = {executions: simulate(executions) for executions in SIZES}
     png(draw_run(runs[SIZES[0]]))  # imports, font caches
+    bar_reps = 3 if args.quick else 7
+    if args.timeline_only:
+        print_bars(measure_bars(runs, bar_reps, args.picture))
+        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        return 0
     results = []
     for executions, run in runs.items():
         timings = Timings(executions, len(run.trace))
@@ -469,6 +554,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results.append(timings)
     print_timings(results)
     print_split(results)
+    print_bars(measure_bars(runs, bar_reps, args.picture))
     print("  readability", file=sys.stderr, flush=True)
     seen = readability(runs[TARGET_SIZE], args.picture)
     print_readability(seen, args.picture)

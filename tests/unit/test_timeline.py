@@ -88,3 +88,31 @@ def test_the_exploration_grid_and_the_divergence_render() -> None:
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png")
         assert buffer.getvalue().startswith(b"\x89PNG")
+
+
+def test_bars_are_batched_one_collection_per_lane_and_look() -> None:
+    # A hundred deliveries as a hundred artists made big timelines slow to draw and encode;
+    # every bar is still drawn, at its place, in one collection per lane and look.
+    from matplotlib.collections import PolyCollection
+
+    run = run_of("frozen-worker")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    figure = draw_timeline(timeline)
+    bars = [c for c in figure.axes[0].collections if isinstance(c, PolyCollection)]
+    looks = {(span.worker, span.how in ("crash", "refused")) for span in timeline.spans}
+    stale_lanes = {span.worker for span in timeline.spans if span.expires is not None}
+    frozen_lanes = {lane for lane, _, _ in timeline.frozen}
+    assert len(bars) == len(looks) + len(stale_lanes) + len(frozen_lanes)
+    drawn = sum(len(c.get_paths()) for c in bars)
+    stale = sum(span.expires is not None for span in timeline.spans)
+    assert drawn == len(timeline.spans) + stale + len(timeline.frozen)
+    starts = sorted(round(float(p.vertices[:, 0].min()), 6) for c in bars for p in c.get_paths())
+    expected = sorted(
+        round(x, 6)
+        for x in [
+            *(span.start for span in timeline.spans),
+            *(span.expires for span in timeline.spans if span.expires is not None),
+            *(start for _, start, _ in timeline.frozen),
+        ]
+    )
+    assert starts == expected

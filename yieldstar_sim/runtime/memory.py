@@ -24,11 +24,14 @@ from yieldstar_sim.core.model import (
     ChildRequest,
     ChildResult,
     Delivery,
+    ErrorInfo,
     ExecutionNotFoundError,
+    ExecutionOrigin,
     ExecutionRecord,
     ExecutionStateError,
     ExecutionStatus,
     Lease,
+    ParentLink,
     StartAccepted,
     StartRejected,
     StartRequest,
@@ -46,10 +49,49 @@ from yieldstar_sim.runtime.failpoints import FailPoints
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from yieldstar_sim.core.codec import DurableValue
+
+_ORIGINS: dict[str, ExecutionOrigin] = {
+    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
+}  # fmt: skip
+
+
+def _fresh(value: DurableValue) -> DurableValue:
+    """A copy of a decoded durable value whose containers are new: what a reader gets, so that
+    changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
+    immutable and shared."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is list:
+        return [_fresh(item) for item in value]  # type: ignore[union-attr]
+    return value
+
+
+#: Types whose checked values decode to themselves (an int within the safe range, which the
+#: codec checked): no need to decode their canonical JSON again.
+_SELF_DECODING = frozenset({str, int, bool, type(None)})
+
+
+def _stored(value: object, canonical: str) -> DurableValue:
+    """The decoded form of a checked value: the value itself when decoding gives it back."""
+    if type(value) in _SELF_DECODING:
+        return value  # type: ignore[return-value]
+    return durable_value_codec.decode_trusted(canonical)
+
+
+def _decode(canonical: str | None) -> DurableValue:
+    return None if canonical is None else durable_value_codec.decode_trusted(canonical)
+
 
 @dataclass(slots=True)
 class _Row:
-    """One execution as stored: the same columns as the DuckDB table."""
+    """One execution as stored: the same columns as the DuckDB table.
+
+    Values are kept twice: as canonical JSON (what a repeated start request is compared with)
+    and decoded, once, when they are written, so that a read builds its record without
+    decoding JSON again (each read gets fresh containers, never the stored ones).
+    """
 
     execution_id: str
     seq: int
@@ -72,6 +114,30 @@ class _Row:
     cancel_requested: bool = False
     waiting_on: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
+    """By step key, in the order of their positions (a rewrite keeps a key's place)."""
+    revision: int = 0
+    """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
+    step_writes: list[str] = field(default_factory=list)
+    """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
+    params_value: DurableValue = None
+    """``params`` decoded (set on admission)."""
+    result_value: DurableValue = None
+    error_info: ErrorInfo | None = None
+    parent: ParentLink | None = None
+
+    def __post_init__(self) -> None:
+        self.params_value = _decode(self.params)
+        if self.parent_execution_id is not None:
+            self.parent = ParentLink(
+                self.parent_execution_id, str(self.parent_step_key), bool(self.parent_detached)
+            )
+
+    def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
+        """Store an outcome's columns, decoded once."""
+        self.status, self.result, self.error = status, result, error
+        self.result_value = _decode(result)
+        decoded = _decode(error)
+        self.error_info = None if decoded is None else ErrorInfo.from_value(decoded)
 
     def columns(self) -> tuple[object, ...]:
         return (
@@ -97,7 +163,37 @@ class _Row:
         )
 
     def record(self) -> ExecutionRecord:
-        return common.execution_record(self.columns())
+        """The public record, built from the stored (already decoded) values: the same record
+        ``common.execution_record(self.columns())`` gives, without decoding JSON."""
+        lease = (
+            Lease(
+                self.execution_id,
+                self.lease_owner,
+                self.lease_token,
+                float(self.lease_expires_at),  # type: ignore[arg-type]
+                self.seq,
+            )
+            if self.lease_owner is not None
+            else None
+        )
+        return ExecutionRecord(
+            self.execution_id,
+            self.workflow_id,
+            _fresh(self.params_value),  # type: ignore[arg-type]
+            _ORIGINS.get(self.origin, "trigger"),
+            self.parent,
+            ExecutionStatus(self.status),
+            float(self.created_at),  # times as floats, as execution_record makes them
+            self.seq,
+            _fresh(self.result_value),
+            self.error_info,
+            None if self.finished_at is None else float(self.finished_at),
+            None if self.due_at is None else float(self.due_at),
+            lease,
+            self.lease_token,
+            self.cancel_requested,
+            self.waiting_on,
+        )
 
     def ready_at(self) -> float | None:
         """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
@@ -313,6 +409,7 @@ class MemoryRuntime:
             for target_id in owned:
                 row = self._rows[target_id]
                 if target_id in self._live and not row.cancel_requested:
+                    row.revision += 1
                     row.cancel_requested = True
                     row.due_at = now if row.due_at is None else min(row.due_at, now)
                     cancelled.append(target_id)
@@ -332,6 +429,29 @@ class MemoryRuntime:
         with self._lock:
             return [row.record() for row in self._ordered()]
 
+    def revisions(self) -> list[tuple[str, int, int]]:
+        """``(execution ID, incarnation, revision)`` of every execution, in admission order.
+
+        The revision grows with every write to the execution's record or steps, so a reader
+        can keep what it derived from them until it changes (the explorer's state
+        fingerprints do).
+        """
+        with self._lock:
+            # Rows are inserted as their number is drawn, under the lock: in admission order.
+            return [(row.execution_id, row.seq, row.revision) for row in self._rows.values()]
+
+    def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
+        """``(writes, steps)``: how many step writes the execution has had, and the current
+        records of the steps written after the first ``since`` of them (each once, in no
+        particular order), so a reader that saw ``since`` writes can catch up in time
+        proportional to what changed."""
+        with self._lock:
+            row = self._rows.get(execution_id)
+            if row is None:
+                return 0, []
+            keys = dict.fromkeys(row.step_writes[since:])
+            return len(row.step_writes), [row.steps[key] for key in keys]
+
     def _ordered(self) -> Iterator[_Row]:
         return iter(sorted(self._rows.values(), key=lambda row: row.seq))
 
@@ -339,7 +459,7 @@ class MemoryRuntime:
         """The recorded steps of one execution, in the order they were first recorded."""
         with self._lock:
             row = self._rows.get(execution_id)
-            return [] if row is None else sorted(row.steps.values(), key=lambda s: s.position)
+            return [] if row is None else list(row.steps.values())
 
     def start_requests(self) -> list[StartRequestRecord]:
         """Every retained start request with its target."""
@@ -357,6 +477,21 @@ class MemoryRuntime:
         """The executions a claim could take now, in claim order."""
         with self._lock:
             return [row.execution_id for row in self._claimable(self._clock.now())]
+
+    def _first_claimable(self, now: float, execution_id: str | None) -> _Row | None:
+        """What a claim takes: the named execution if claimable, else the first in claim
+        order (one pass, no sort: a claim looks at every live execution)."""
+        if execution_id is not None:
+            row = self._live.get(execution_id)
+            at = None if row is None else row.ready_at()
+            return row if at is not None and at <= now else None
+        first: _Row | None = None
+        first_key = (0.0, 0)
+        for row in self._live.values():
+            at = row.ready_at()
+            if at is not None and at <= now and (first is None or (at, row.seq) < first_key):
+                first, first_key = row, (at, row.seq)
+        return first
 
     def _claimable(self, now: float) -> list[_Row]:
         ready = [
@@ -383,14 +518,11 @@ class MemoryRuntime:
         with self._lock:
             now = self._clock.now()
             self._failpoints.hit("claim.before_commit")
-            candidates = [
-                row
-                for row in self._claimable(now)
-                if execution_id is None or row.execution_id == execution_id
-            ]
+            row_or_none = self._first_claimable(now, execution_id)
             delivery = None
-            if candidates:
-                row = candidates[0]
+            if row_or_none is not None:
+                row = row_or_none
+                row.revision += 1
                 row.lease_owner = owner
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
@@ -399,7 +531,7 @@ class MemoryRuntime:
                 lease = Lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
-                steps = tuple(sorted(row.steps.values(), key=lambda s: s.position))
+                steps = tuple(row.steps.values())
                 delivery = Delivery(lease, row.record(), steps)
         self._failpoints.hit("claim.after_commit")
         return delivery
@@ -419,6 +551,7 @@ class MemoryRuntime:
         lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
         with self._lock:
             row, now = self._fenced("renew", lease)
+            row.revision += 1
             row.lease_expires_at = now + lease_seconds
             renewed = replace(lease, expires_at=row.lease_expires_at)
         self._failpoints.hit("renew.after_commit")
@@ -440,13 +573,15 @@ class MemoryRuntime:
             wake_at = common.check_seconds(wake_at, "wake_at")
         with self._lock:
             row, now = self._fenced("put_step", lease)
+            row.revision += 1
             old = row.steps.get(write.step_key)
+            row.step_writes.append(write.step_key)
             row.steps[write.step_key] = StepRecord(
                 row.execution_id,
                 write.step_key,
                 len(row.steps) if old is None else old.position,
                 write.status,
-                durable_value_codec.decode_trusted(write.canonical),
+                _stored(value, write.canonical),
                 write.attempt,
                 now,
             )
@@ -459,6 +594,7 @@ class MemoryRuntime:
         at = common.check_seconds(at, "the wake time")
         with self._lock:
             row, _ = self._fenced("record_wake", lease)
+            row.revision += 1
             row.due_at = at if row.due_at is None else min(row.due_at, at)
         self._failpoints.hit("record_wake.after_commit")
 
@@ -467,10 +603,9 @@ class MemoryRuntime:
         status, result, error = common.outcome_columns(outcome)
         with self._lock:
             row, now = self._fenced("acknowledge", lease)
+            row.revision += 1
             terminal = ExecutionStatus(status).terminal
-            row.status = status
-            row.result = result
-            row.error = error
+            row.set_outcome(status, result, error)
             row.lease_owner = None
             row.lease_expires_at = None
             if terminal:
@@ -479,6 +614,7 @@ class MemoryRuntime:
                 del self._live[row.execution_id]
                 for waiter in self._live.values():
                     if waiter.waiting_on == row.execution_id:
+                        waiter.revision += 1
                         waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
@@ -490,6 +626,7 @@ class MemoryRuntime:
         check_name(execution_id, "the execution to wait for")
         with self._lock:
             row, _ = self._fenced("wait_for", lease)
+            row.revision += 1
             row.waiting_on = execution_id
             target = self._rows.get(execution_id)
             record = None if target is None else target.record()
@@ -501,6 +638,7 @@ class MemoryRuntime:
         delay = common.check_seconds(delay, "the redelivery delay")
         with self._lock:
             row, now = self._fenced("release", lease)
+            row.revision += 1
             row.lease_owner = None
             row.lease_expires_at = None
             row.due_at = now + delay
@@ -521,11 +659,12 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
+            row.revision += 1
             if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).
-                row.status = ExecutionStatus.PRUNED
-                row.steps, row.result, row.error = {}, None, None
+                row.steps, row.step_writes = {}, []
+                row.set_outcome(ExecutionStatus.PRUNED, None, None)
                 self._tombstones[execution_id] = row
             elif (row.parent_seq, row.parent_step_key) in self._requests:
                 # A business ID: its protection expires with its record (the steps guide).

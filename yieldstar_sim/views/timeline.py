@@ -396,29 +396,42 @@ def draw_timeline(
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
     char_units = 0.055 * (timeline.width + 2) / axes_inches
     free_from: dict[str, float] = {}
+    # Bars are batched, one collection per lane and look: an artist per bar made a timeline
+    # of a hundred deliveries slow to build and to draw.
+    held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    stale_bars: dict[str, list[tuple[float, float]]] = {}
     for span in timeline.spans:
-        y = lane_y[span.worker]
         colour = "#D55E00" if span.how in ("crash", "refused") else "#56B4E9"
         held = span.end if span.expires is None else span.expires
-        ax.broken_barh([(span.start, max(held - span.start, 0.6))], (y - 0.3, 0.6),
-                       facecolors=colour, alpha=0.25, edgecolor=colour)  # fmt: skip
+        held_bars.setdefault((span.worker, colour), []).append(
+            (span.start, max(held - span.start, 0.6))
+        )
         if span.expires is not None:
             # The worker goes on past its lease: a stale holder, fenced on its next write.
-            ax.broken_barh([(span.expires, span.end - span.expires)], (y - 0.3, 0.6),
-                           facecolors="none", edgecolor="#D55E00", linestyle="--")  # fmt: skip
+            stale_bars.setdefault(span.worker, []).append((span.expires, span.end - span.expires))
         label = f"{span.execution_id} · token {span.token}"
         if span.start >= free_from.get(span.worker, -math.inf):  # labels never print over labels
             free_from[span.worker] = span.start + 0.2 + char_units * (len(label) + 1)
-            ax.text(span.start + 0.2, y + 0.18, label, fontsize=7, va="bottom", ha="left",
-                    clip_on=True, parse_math=False)  # fmt: skip
+            ax.text(span.start + 0.2, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom",
+                    ha="left", clip_on=True, parse_math=False)  # fmt: skip
+    for (lane, colour), bars in held_bars.items():
+        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors=colour, alpha=0.25,
+                       edgecolor=colour)  # fmt: skip
+    for lane, bars in stale_bars.items():
+        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#D55E00",
+                       linestyle="--")  # fmt: skip
+    frozen_bars: dict[str, list[tuple[float, float]]] = {}
     for lane, start, end in timeline.frozen:
-        y = lane_y[lane]
-        ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
-                       edgecolor="#555555", hatch="///", linewidth=0.8)  # fmt: skip
+        frozen_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
+    for lane, bars in frozen_bars.items():
+        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#555555",
+                       hatch="///", linewidth=0.8)  # fmt: skip
+    stalled_bars: dict[str, list[tuple[float, float]]] = {}
     for lane, start, end in timeline.stalled:
-        y = lane_y[lane]
-        ax.broken_barh([(start, max(end - start, 0.6))], (y - 0.3, 0.6), facecolors="none",
-                       edgecolor="#7B3294", hatch="\\\\", linewidth=0.8)  # fmt: skip
+        stalled_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
+    for lane, bars in stalled_bars.items():
+        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
+                       hatch="\\\\", linewidth=0.8)  # fmt: skip
     by_kind: dict[str, list[Mark]] = {}
     for mark in timeline.marks:
         by_kind.setdefault(mark.kind, []).append(mark)

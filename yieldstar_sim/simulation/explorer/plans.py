@@ -13,8 +13,10 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
+    from yieldstar_sim.core.model import ExecutionRecord, StepRecord
+    from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault, PointInfo
     from yieldstar_sim.simulation.kernel import Point
@@ -82,13 +84,39 @@ class _PctChooser:
         return chosen
 
 
-def _state_key(simulator: Simulator, name: str, point: Point) -> str:
-    """A fingerprint of the state at a choice point, blind to which worker is which."""
-    runtime = simulator.runtime
-    records = []
-    for record in runtime.executions():
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=16).digest(), "big")
+
+
+_MASK = (1 << 128) - 1
+
+
+class _Execution:
+    """What one execution contributes to a fingerprint, kept up to date from its changes."""
+
+    __slots__ = ("part", "revision", "step_hashes", "steps_sum", "writes")
+
+    def __init__(self) -> None:
+        self.revision = -1
+        self.writes = 0
+        self.step_hashes: dict[int, int] = {}
+        self.steps_sum = 0
+        self.part = ""
+
+    def add_steps(self, steps: Iterable[StepRecord]) -> None:
+        """Fold in the current state of ``steps``: a step's hash includes its position, and
+        the steps' hashes are summed, so replacing one costs one hash whatever the count."""
+        hashes = self.step_hashes
+        total = self.steps_sum
+        for s in steps:
+            new = _digest(repr((s.position, s.step_key, s.status, s.attempt)))
+            total += new - hashes.get(s.position, 0)
+            hashes[s.position] = new
+        self.steps_sum = total & _MASK
+
+    def set_record(self, record: ExecutionRecord) -> None:
         lease = record.lease
-        records.append(
+        head = repr(
             (
                 record.execution_id,
                 str(record.status),
@@ -97,21 +125,93 @@ def _state_key(simulator: Simulator, name: str, point: Point) -> str:
                 None if lease is None else lease.expires_at,
                 record.cancel_requested,
                 record.waiting_on,
-                tuple(
-                    (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
-                ),
             )
         )
+        self.part = f"{head}:{len(self.step_hashes)}:{self.steps_sum:032x}"
+
+
+class Fingerprints:
+    """One run's state fingerprints, each in time proportional to what changed since the last.
+
+    An execution's part is its record's fields and a sum of its steps' hashes (each hash
+    covers a step's position, key, status and attempt), so a step written changes one term.
+    On a runtime that reports changes (``revisions()`` and ``steps_written()``, as the memory
+    runtime does) only the executions whose revision moved are read again, and of their steps
+    only those written since; any other runtime is read whole at every point, to the same
+    fingerprint. The ledger's effects, only ever appended, are chained into one hash, each
+    once.
+    """
+
+    __slots__ = ("_effects", "_ledger", "_records")
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, int], _Execution] = {}
+        self._effects = 0
+        self._ledger = hashlib.blake2b(digest_size=16)
+
+    def records(self, runtime: Any) -> list[str]:
+        """Each execution's part of the fingerprint, in admission order."""
+        revisions = getattr(runtime, "revisions", None)
+        steps_written = getattr(runtime, "steps_written", None)
+        if revisions is None or steps_written is None:
+            return [_read_whole(runtime, record).part for record in runtime.executions()]
+        parts = []
+        cache = self._records
+        for execution_id, incarnation, revision in revisions():
+            entry = cache.get((execution_id, incarnation))
+            if entry is None:
+                entry = cache[execution_id, incarnation] = _Execution()
+            if entry.revision != revision:
+                entry.writes, changed = steps_written(execution_id, entry.writes)
+                entry.add_steps(changed)
+                entry.set_record(runtime.execution(execution_id))
+                entry.revision = revision
+            parts.append(entry.part)
+        return parts
+
+    def ledger(self, simulator: Simulator) -> str:
+        """A hash of the ledger's effects, in order."""
+        effects = simulator.ledger.effects
+        if len(effects) < self._effects:
+            # Not this run's ledger: start again.
+            self._effects, self._ledger = 0, hashlib.blake2b(digest_size=16)
+        for effect in effects[self._effects :]:
+            self._ledger.update(_effect_text(effect).encode() + b"\n")
+        self._effects = len(effects)
+        return self._ledger.hexdigest()
+
+
+def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:
+    entry = _Execution()
+    entry.add_steps(runtime.steps(record.execution_id))
+    entry.set_record(record)
+    return entry
+
+
+def _effect_text(effect: Effect) -> str:
+    return repr((effect.name, sorted(effect.data.items()), effect.execution_id, effect.step_key))
+
+
+def _state_key(
+    simulator: Simulator, name: str, point: Point, cache: Fingerprints | None = None
+) -> str:
+    """A fingerprint of the state at a choice point, blind to which worker is which: the
+    runtime's records, the clock, the ledger, what every other actor is doing, and the call.
+
+    With ``cache`` (one per run), only what changed since its last fingerprint is read again.
+    """
+    cache = cache if cache is not None else Fingerprints()
     others = sorted(
         state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
     )
     info: PointInfo = point.info
-    ledger = [
-        (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
-        for e in simulator.ledger.effects
-    ]
-    text = repr(
-        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
+    text = "\n".join(
+        (
+            *cache.records(simulator.runtime),
+            repr(simulator.clock.now()),
+            cache.ledger(simulator),
+            repr((others, info.op, info.execution_id, info.step_key)),
+        )
     )
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
@@ -134,10 +234,11 @@ def run_plan(
     ops: list[str] = []
     simulator.kernel.observers.append(lambda index, name, point, fault: ops.append(point.info.op))
     if expand:
+        fingerprints = Fingerprints()
 
         def observe(index: int, name: str, point: Point, fault: Any) -> None:
             labels.append(point.label)
-            keys.append(_state_key(simulator, name, point))
+            keys.append(_state_key(simulator, name, point, fingerprints))
 
         simulator.kernel.observers.append(observe)
     simulator.run()

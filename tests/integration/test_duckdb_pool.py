@@ -1,0 +1,104 @@
+"""The per-process pool of in-memory DuckDB databases: a pooled database starts every run in
+the state a fresh one has, a closed runtime cannot reach the database it gave back, and a
+file-backed database is never pooled."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.queues
+from typing import TYPE_CHECKING
+
+import duckdb
+import pytest
+
+from yieldstar_sim.core.model import RequestId, StartAccepted, StartRequest
+from yieldstar_sim.runtime.duckdb_runtime import POOL, DuckDBRuntime
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _fill(runtime: DuckDBRuntime) -> None:
+    runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    runtime.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
+    delivery = runtime.claim("worker-1", lease_seconds=30.0)
+    assert delivery is not None
+
+
+def test_a_pooled_database_starts_empty_with_the_sequence_at_one() -> None:
+    POOL.clear()
+    first = DuckDBRuntime()
+    _fill(first)
+    pooled = first._connection
+    first.close()
+    second = DuckDBRuntime()
+    assert second._connection is pooled  # reused, not reopened
+    assert second.executions() == []
+    assert second.next_wake_at() is None
+    second.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    started = second.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
+    # The same ID a fresh database gives: the admission sequence restarted.
+    assert started == StartAccepted("@ship-order-2")
+    second.close()
+
+
+def test_a_closed_runtime_cannot_reach_the_database_it_gave_back() -> None:
+    POOL.clear()
+    stale = DuckDBRuntime()
+    _fill(stale)
+    stale.close()
+    fresh = DuckDBRuntime()
+    with pytest.raises(duckdb.ConnectionException):
+        stale.trigger("charge-order", None, execution_id="intruder")
+    with pytest.raises(duckdb.ConnectionException):
+        stale.executions()
+    assert fresh.executions() == []
+    fresh.close()
+
+
+def test_a_database_used_for_queries_of_your_own_is_not_pooled() -> None:
+    POOL.clear()
+    runtime = DuckDBRuntime()
+    runtime.sql("CREATE TABLE mine (x INTEGER)")
+    used = runtime._connection
+    runtime.close()
+    again = DuckDBRuntime()
+    assert again._connection is not used
+    assert again.sql("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'mine'") == [(0,)]
+    again.close()
+
+
+def test_a_file_backed_database_holds_exactly_one_run(tmp_path: Path) -> None:
+    POOL.clear()
+    path = tmp_path / "run.duckdb"
+    runtime = DuckDBRuntime(path)
+    _fill(runtime)
+    runtime.close()
+    other = DuckDBRuntime()  # does not get the file's database
+    assert other.executions() == []
+    other.close()
+    reopened = DuckDBRuntime(path)
+    assert [record.execution_id for record in reopened.executions()] == [
+        "order-42",
+        "@ship-order-2",
+    ]
+    reopened.close()
+
+
+def _takes_from_pool(queue: multiprocessing.queues.Queue[bool]) -> None:
+    queue.put(POOL.take() is None)
+
+
+@pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"
+)
+def test_a_forked_child_does_not_use_its_parents_databases() -> None:
+    POOL.clear()
+    DuckDBRuntime().close()  # one idle database in this process
+    context = multiprocessing.get_context("fork")
+    queue: multiprocessing.queues.Queue[bool] = context.Queue()
+    child = context.Process(target=_takes_from_pool, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    assert queue.get(timeout=60) is True
+    assert POOL.take() is not None  # the parent's is still there, for the parent

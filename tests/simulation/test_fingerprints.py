@@ -1,0 +1,130 @@
+"""Incremental state fingerprints: the explorer's keys are exactly those that reading every
+record at every choice point gives, they tell states apart exactly as the fingerprint before
+the cache did, and so the explorer's results do not change."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation.explorer import plans
+from yieldstar_sim.simulation.faults import Fault, FaultKind
+from yieldstar_sim.simulation.scenario import bundled_scenarios
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.simulator import Simulator
+
+SCENARIOS = sorted(bundled_scenarios())
+
+
+def _full_key(simulator: Simulator, name: str, point: Point) -> str:
+    """The fingerprint as the explorer computed it before the cache: every record re-read."""
+    runtime: Any = simulator.runtime
+    records = []
+    for record in runtime.executions():
+        lease = record.lease
+        records.append(
+            (
+                record.execution_id,
+                str(record.status),
+                record.due_at,
+                record.lease_token,
+                None if lease is None else lease.expires_at,
+                record.cancel_requested,
+                record.waiting_on,
+                tuple(
+                    (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
+                ),
+            )
+        )
+    others = sorted(
+        state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
+    )
+    info = point.info
+    ledger = [
+        (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
+        for e in simulator.ledger.effects
+    ]
+    text = repr(
+        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
+    )
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _keys_three_ways(
+    scenario: ys.Scenario, plan: plans.Plan
+) -> tuple[list[str], list[str], list[str]]:
+    """At every choice point: the old fingerprint, the cached one, and the new one read
+    whole."""
+    simulator = plans._simulator(scenario, plan, "memory")
+    cache = plans.Fingerprints()
+    old: list[str] = []
+    cached: list[str] = []
+    whole: list[str] = []
+
+    def observe(index: int, name: str, point: Point, fault: object) -> None:
+        old.append(_full_key(simulator, name, point))
+        cached.append(plans._state_key(simulator, name, point, cache))
+        whole.append(plans._state_key(simulator, name, point, _FullReads()))
+
+    simulator.kernel.observers.append(observe)
+    simulator.run()
+    simulator.runtime.close()
+    return old, cached, whole
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_cached_keys_equal_full_reads_and_part_states_as_before(name: str) -> None:
+    scenario = ys.load_scenario(name)
+    clean = plans.run_plan(scenario, plans.Plan(0, 0), expand=True)
+    # The fault-free run, then one run per fault kind placed a third of the way in: crashes,
+    # lost responses and freezes write records in orders the clean run does not.
+    plan_list = [plans.Plan(0, 0)]
+    at = clean.points // 3
+    for kind in (FaultKind.CRASH_AFTER, FaultKind.LOSE_RESPONSE, FaultKind.FREEZE):
+        seconds = 90.0 if kind is FaultKind.FREEZE else None
+        plan_list.append(plans.Plan(0, 0, (Fault(kind, at=at, seconds=seconds),)))
+    pairs: set[tuple[str, str]] = set()
+    for plan in plan_list:
+        old, cached, whole = _keys_three_ways(scenario, plan)
+        assert cached == whole, plan
+        pairs.update(zip(old, cached, strict=True))
+    # Across every point of every run: two points share a new key exactly when they shared
+    # an old one (the new keys are another name for the same classes of states).
+    assert len({o for o, _ in pairs}) == len({c for _, c in pairs}) == len(pairs)
+
+
+class _FullReads(plans.Fingerprints):
+    """The cache switched off: every execution read again at every point."""
+
+    def records(self, runtime: Any) -> list[str]:
+        return [plans._read_whole(runtime, record).part for record in runtime.executions()]
+
+
+def _summary(report: ys.ExplorationReport) -> tuple[object, ...]:
+    return (
+        report.schedules_run,
+        report.skipped_equivalent,
+        report.incomplete_schedules,
+        sorted(report.verdicts.items()),
+        [
+            (v.invariant, v.message, v.faults, v.artifact.trace_digest, v.nearest_passing)
+            for v in report.violations
+        ],
+    )
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_exploration_results_do_not_depend_on_the_cache(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = ys.load_scenario(name)
+    options: dict[str, Any] = {"confirm": None, "budget": 150, "max_faults": 2}
+    cached = ys.explore(scenario, **options)
+    monkeypatch.setattr(plans, "Fingerprints", _FullReads)
+    full = ys.explore(scenario, **options)
+    assert _summary(cached) == _summary(full)
