@@ -28,6 +28,7 @@ from yieldstar_sim.simulation.trace import (
     StartChildData,
     StartData,
     StatusData,
+    StoreWriteData,
     TraceKind,
     TriggerData,
 )
@@ -139,6 +140,8 @@ class _State:
     steps: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)
     leases: dict[tuple[str, int], _Lease] = field(default_factory=dict)
     effects: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    world: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """The world's key-value store: each key's value, who wrote it last, and when."""
 
 
 _WAKE = re.compile(r"wake at t=([0-9.eE+-]+|inf)")
@@ -213,6 +216,9 @@ class RecordBook:
             )
         elif isinstance(data, EffectData):
             self._effect(event, data)
+        elif isinstance(data, StoreWriteData):
+            writer = f"{event.execution_id} / {event.step_key} (attempt {data.attempt})"
+            state.world[data.key] = (_short(data.value), writer, f"{t:g}")
         elif isinstance(data, BodyData) and data.elapsed > 0:
             # A working worker heartbeats: its lease is renewed for the body's work (the
             # simulator's renew call is not a choice point, so it has no event of its own).
@@ -412,6 +418,12 @@ class RecordBook:
             Table("effects", ("#", "effect", "data", "made by", "worker", "t"), tuple(effects),
                   "the outside world's ledger: crashes never undo an effect"),
         ]  # fmt: skip
+        if state.world:  # only for runs whose bodies wrote to the world's key-value store
+            world = [Row(k, (k, *v)) for k, v in sorted(state.world.items())]
+            tables.append(
+                Table("world", ("key", "value", "written by", "t"), tuple(world),
+                      "the outside world's key-value store: crashes never undo a write"),
+            )  # fmt: skip
         tables = [
             _mark(table, None if previous is None else previous.table(table.name))
             for table in tables

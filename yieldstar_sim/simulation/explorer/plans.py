@@ -108,9 +108,11 @@ def _state_key(simulator: Simulator, name: str, point: Point) -> str:
         (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
         for e in simulator.ledger.effects
     ]
+    store = sorted(simulator.store.canonical.items())
     text = repr(
-        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
-    )
+        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key,
+         store)
+    )  # fmt: skip
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
