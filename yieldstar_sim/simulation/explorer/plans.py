@@ -13,7 +13,7 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault, PointInfo
@@ -30,6 +30,9 @@ class Plan:
     faults: tuple[Fault, ...] = ()
     priorities: tuple[str, ...] = ()
     change_points: tuple[int, ...] = ()
+    schedule: tuple[str, ...] = ()
+    """The actor to choose at each choice point (the exhaustive search's schedules): followed
+    while it names a ready actor, so a shrunk plan with fewer faults still runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +81,17 @@ class _PctChooser:
             self.lowest -= 1
             self.rank[chosen] = self.lowest
         return chosen
+
+
+class _ScheduleChooser:
+    """Follows a recorded schedule while it names a ready actor, else takes the first one."""
+
+    def __init__(self, schedule: Sequence[str]) -> None:
+        self.schedule = schedule
+
+    def __call__(self, index: int, ready: list[str]) -> str:
+        wanted = self.schedule[index] if index < len(self.schedule) else None
+        return wanted if wanted is not None and wanted in ready else ready[0]
 
 
 def _state_key(simulator: Simulator, name: str, point: Point) -> str:
@@ -159,7 +173,11 @@ def run_plan(
 def _simulator(
     scenario: Scenario, plan: Plan, runtime: RuntimeChoice, timeout: float | None = DEFAULT_TIMEOUT
 ) -> Simulator:
-    chooser = _PctChooser(plan.priorities, plan.change_points) if plan.priorities else None
+    chooser: Callable[[int, list[str]], str] | None = None
+    if plan.priorities:
+        chooser = _PctChooser(plan.priorities, plan.change_points)
+    elif plan.schedule:
+        chooser = _ScheduleChooser(plan.schedule)
     return Simulator(
         scenario, seed=plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
         chooser=chooser, timeout=timeout,
