@@ -268,7 +268,7 @@ class ExhaustiveSearch:
 
     def _budget_spent(self) -> bool:
         if self.budget is not None and len(self.plans) >= self.budget:
-            self._cut(f"the budget of {self.budget} schedules")
+            self._cut(f"the budget of {self.budget} schedule{'s' if self.budget != 1 else ''}")
             return True
         if self.time_budget is not None and time.perf_counter() - self._started > self.time_budget:
             self._cut(f"the time budget of {self.time_budget:g}s")
