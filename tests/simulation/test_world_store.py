@@ -112,3 +112,18 @@ def test_the_engine_world_has_the_same_store(invoker: str) -> None:
         close = getattr(engine, "close", None)
         if callable(close):
             close()
+
+
+def test_the_stepper_records_show_the_store_as_of_each_event() -> None:
+    from yieldstar_sim.views.records import RecordBook
+
+    run = ys.simulate(scenario(count_visit), runtime="memory")
+    book = RecordBook.of_run(run)
+    (write,) = run.trace.of_kind(TraceKind.STORE_WRITE)
+    before = book.at(write.seq - 1)
+    after = book.at(write.seq)
+    assert "world" not in [table.name for table in before.tables]
+    world = after.table("world")
+    assert world is not None
+    (row,) = world.rows
+    assert row.cells == ("visits", "1", "visit-1 / write (attempt 1)", "0")

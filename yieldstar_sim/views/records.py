@@ -424,10 +424,8 @@ class RecordBook:
                 Table("world", ("key", "value", "written by", "t"), tuple(world),
                       "the outside world's key-value store: crashes never undo a write"),
             )  # fmt: skip
-        tables = [
-            _mark(table, None if previous is None else previous.table(table.name))
-            for table in tables
-        ]
+        before = {} if previous is None else {table.name: table for table in previous.tables}
+        tables = [_mark(table, before.get(table.name)) for table in tables]
         return Snapshot(event.seq, t, tuple(tables))
 
 
