@@ -218,3 +218,11 @@ def test_the_reduced_search_finds_a_violation_whenever_the_naive_search_does(
     assert bool(reduced.violations) == bool(naive.violations)
     assert reduced.distinct_states == naive.distinct_states
     assert reduced.schedules_run <= naive.schedules_run
+
+
+def test_a_search_stopped_at_its_first_violation_is_not_exhausted_in_either_order() -> None:
+    for order in ("dfs", "shortest"):
+        report = exhaustive("booking-race", max_faults=1, kinds=["crash"], order=order)
+        assert report.violations
+        assert not report.exhausted
+        assert report.coverage().startswith("not exhausted: stopped at the first violation")

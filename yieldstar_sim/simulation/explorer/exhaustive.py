@@ -324,7 +324,8 @@ class ExhaustiveSearch:
         report.max_depth = self.max_depth
         report.workers = len(self.scenario.worker_names)
         naive = not (self.reduce or self.cache)
-        exhausted = not self.cut_by and not (self.done and self.order == "dfs")
+        # Stopping at a violation (either order) leaves paths, or fault levels, unsearched.
+        exhausted = not self.cut_by and not self.done
         if naive and exhausted:
             report.naive_schedules, report.naive_how = len(self.plans), "computed"
         elif exhausted:
