@@ -226,3 +226,15 @@ def test_a_search_stopped_at_its_first_violation_is_not_exhausted_in_either_orde
         assert report.violations
         assert not report.exhausted
         assert report.coverage().startswith("not exhausted: stopped at the first violation")
+
+
+@pytest.mark.parametrize("name", ["concurrent-starts", "frozen-worker", "durable-start"])
+def test_the_rfc_stories_are_verified_under_every_interleaving_and_any_single_fault(
+    name: str,
+) -> None:
+    """The bound chosen for the bundled stories: every fault kind, one fault, two workers (two
+    faults take about 16 s each and verify too: 7,840 states)."""
+    report = exhaustive(name, max_faults=1)
+    assert report.exhausted, report.coverage()
+    assert report.ok
+    assert report.coverage().startswith("verified: all ")

@@ -214,6 +214,8 @@ class ExhaustiveSearch:
         self.lengths: list[int] = []
         """The trace length of each schedule run (shortest-first picks by it)."""
         self.attempts = 0
+        self.paths: list[tuple[tuple[str, str | None], ...]] = []
+        """Each attempt's moves (actor, fault kind) in order: ``StateNode.plan`` indexes it."""
         self.pruned_by_reduction = 0
         self.pruned_by_cache = 0
         self.cut_by: list[str] = []
@@ -313,9 +315,24 @@ class ExhaustiveSearch:
                 return None, estimate
         return None, 0.0
 
+    def _keep_path(self) -> None:
+        """Remember the moves this attempt made: a state it reached first replays from them."""
+        self.paths.append(
+            tuple(
+                (
+                    node.current.actor,
+                    None if node.current.fault is None else str(node.current.fault),
+                )
+                for node in self._stack
+                if node.current is not None
+            )
+        )
+
     def fill(self, report: ExplorationReport) -> None:
         """Write the completeness counts into ``report``."""
         report.state_space = self.space
+        report.state_paths = self.paths
+        report.freeze_seconds = self.freeze
         report.distinct_states = len(self.space)
         report.pruned_by_reduction = self.pruned_by_reduction
         report.pruned_by_cache = self.pruned_by_cache
@@ -354,6 +371,7 @@ class ExhaustiveSearch:
         try:
             simulator.run()
         except _Cut as cut:
+            self._keep_path()
             if cut.why == "cache":
                 self.pruned_by_cache += 1
                 if self._stack:
@@ -361,6 +379,7 @@ class ExhaustiveSearch:
             simulator.runtime.close()
             return
         probe.close_span()
+        self._keep_path()
         run = finish(simulator)
         final = state_key(simulator, probe.histories, None)
         last = self._stack[-1] if self._stack else None

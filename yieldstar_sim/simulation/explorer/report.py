@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.explorer.plans import Plan
     from yieldstar_sim.simulation.explorer.statespace import StateSpace
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -95,6 +96,9 @@ class ExplorationReport:
     workers: int = 0
     searched_to_the_end: bool = False
     """The exhaustive search backtracked out of its last choice point (nothing cut it)."""
+    state_paths: list[tuple[tuple[str, str | None], ...]] = field(default_factory=list)
+    """Each attempt of an exhaustive search: its moves (actor, fault kind or None), in order."""
+    freeze_seconds: float | None = None
 
     @property
     def exhausted(self) -> bool:
@@ -234,6 +238,24 @@ class ExplorationReport:
         return view("export_state_graph")(
             self._space(), folder, formats, stem=f"{self.scenario}-states"
         )
+
+    def plan_to_state(self, key: str) -> Plan:
+        """A plan whose run passes through state ``key`` of the explored state space (the
+        attempt that reached it first, its moves up to there; the run goes on from there with
+        the first ready worker at each choice point, without faults)."""
+        from yieldstar_sim.simulation.explorer.plans import Plan
+        from yieldstar_sim.simulation.faults import Fault, FaultKind
+
+        node = self._space().nodes.get(key)
+        if node is None:
+            raise KeyError(f"no state {key!r} in this state space")
+        moves = self.state_paths[node.plan][: node.depth]
+        faults = tuple(
+            Fault(kind, at=index, seconds=self.freeze_seconds if kind == FaultKind.FREEZE else None)
+            for index, (_, kind) in enumerate(moves)
+            if kind is not None
+        )
+        return Plan(node.plan, self.seed, faults, schedule=tuple(actor for actor, _ in moves))
 
     def _space(self) -> StateSpace:
         if self.state_space is None:
