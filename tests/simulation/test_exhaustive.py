@@ -238,3 +238,13 @@ def test_the_rfc_stories_are_verified_under_every_interleaving_and_any_single_fa
     assert report.exhausted, report.coverage()
     assert report.ok
     assert report.coverage().startswith("verified: all ")
+
+
+def test_with_a_fault_the_reduced_search_reaches_every_state_the_naive_one_does() -> None:
+    options = {"max_faults": 1, "kinds": ["crash_after"], "stop_at_first": False}
+    naive = exhaustive("booking-race", reduction=False, **options)
+    reduced = exhaustive("booking-race", **options)
+    assert naive.exhausted
+    assert reduced.exhausted
+    assert set(naive.state_space.nodes) == set(reduced.state_space.nodes)  # type: ignore[union-attr]
+    assert {v.invariant for v in naive.violations} == {v.invariant for v in reduced.violations}
