@@ -4,6 +4,7 @@ Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_explorer.py            # full run, about 3-5 minutes
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
+    .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
 
 Every exploration is ``ys.explore(..., confirm=None)`` (no DuckDB confirmation), timed with
 ``time.perf_counter`` around the call, garbage collector on (as in use). The machines are
@@ -921,6 +922,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--fingerprints-only", action="store_true", help="only the fingerprint cost section"
     )
+    parser.add_argument(
+        "--only",
+        choices=("exhaustive",),
+        help="run one section: exhaustive (benchmarks/_exhaustive.py)",
+    )
     parser.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -928,6 +934,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         strategy, budget, every = args.memory_child
         memory_child(strategy, int(budget), int(every), args.trace)
         return 0
+    if args.only == "exhaustive":
+        from _exhaustive import run_exhaustive
+
+        return run_exhaustive(args.quick)
     config = Config.make(args.quick, args.reps)
     began = time.perf_counter()
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())

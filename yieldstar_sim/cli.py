@@ -13,7 +13,7 @@ import math
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.cli_files import (
     UsageError,
@@ -121,9 +121,28 @@ def _parser() -> argparse.ArgumentParser:
         "--max-faults", type=int, default=1, metavar="K", help="faults per schedule (default 1)"
     )
     explore.add_argument(
-        "--strategy", choices=("systematic", "random", "pct"), default="systematic"
-    )
+        "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
+        help="systematic (default): every fault at every point of one interleaving; random, "
+        "pct: samples; exhaustive: every interleaving and every fault up to --max-faults",
+    )  # fmt: skip
     explore.add_argument("--budget", type=int, metavar="N", help="at most N schedules")
+    explore.add_argument(
+        "--max-depth", type=int, metavar="N",
+        help="exhaustive: branch at the first N choice points of each schedule only",
+    )  # fmt: skip
+    explore.add_argument(
+        "--time-budget", type=float, metavar="SECONDS",
+        help="exhaustive: stop searching after SECONDS (the report says the budget cut it)",
+    )  # fmt: skip
+    explore.add_argument(
+        "--order", choices=("dfs", "shortest"), default="dfs",
+        help="exhaustive: depth first (default), or shortest first: the violation with the "
+        "fewest faults, then events",
+    )  # fmt: skip
+    explore.add_argument(
+        "--no-reduction", action="store_true",
+        help="exhaustive: no sleep sets and no state caching (the naive search, to compare)",
+    )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     explore.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
     explore.add_argument(
@@ -433,6 +452,22 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget must be at least 1, not {args.budget}")
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    exhaustive_only = [
+        option
+        for option, given in (
+            ("--max-depth", args.max_depth is not None),
+            ("--time-budget", args.time_budget is not None),
+            ("--order", args.order != "dfs"),
+            ("--no-reduction", args.no_reduction),
+        )
+        if given
+    ]
+    if exhaustive_only and args.strategy != "exhaustive":
+        raise UsageError(f"{exhaustive_only[0]} is an option of --strategy exhaustive only")
+    if args.max_depth is not None and args.max_depth < 1:
+        raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
     try:
@@ -460,6 +495,7 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         out=out,
         progress=args.progress,
         timeout=args.timeout,
+        **_exhaustive_options(args),
     )
     # The review page is of the whole exploration, not one more file per violation.
     formats = [format for format in args.format if format != "review"]
@@ -469,9 +505,12 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         from yieldstar_sim.core.filenames import file_stem
 
         review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
+    states = _state_graph_files(report, out, formats)
     if args.json:
         data = report.to_json()
         data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
+        if states:
+            data["state_graph"] = {format: str(path) for format, path in states.items()}
         if review is not None:
             data["review"] = str(review)
         for found, divergence, graph in zip(
@@ -485,12 +524,46 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     else:
         print(report.summary())
         print("\n".join(pictures.lines()))
+        if states:
+            print(f"state graph: {', '.join(str(path) for path in states.values())}")
         if review is not None:
             print(f"review page: {review}")
     if report.interrupted:
         print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
         return INTERRUPTED
     return EXIT_CODES[report.verdict]
+
+
+def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The exhaustive strategy's options, given only to it."""
+    if args.strategy != "exhaustive":
+        return {}
+    return {
+        "max_depth": args.max_depth,
+        "time_budget": args.time_budget,
+        "order": args.order,
+        "reduction": not args.no_reduction,
+    }
+
+
+#: Past this many states the state graph is not drawn: a picture of it would say nothing.
+STATE_GRAPH_AT_MOST = 2000
+
+
+def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:
+    """The exhaustive search's state space, written in the requested formats it has."""
+    if report.state_space is None or not 0 < len(report.state_space) <= STATE_GRAPH_AT_MOST:
+        return {}
+    from yieldstar_sim.core.filenames import file_stem
+    from yieldstar_sim.views.statespace import STATE_GRAPH_FORMATS, export_state_graph
+
+    wanted = [format for format in formats if format in STATE_GRAPH_FORMATS]
+    if not wanted:
+        return {}
+    return export_state_graph(
+        report.state_space, out, wanted, stem=f"{file_stem(report.scenario)}-states",
+        title=f"{report.scenario}: {report.distinct_states} distinct states",
+    )  # fmt: skip
 
 
 def _explore_verdict(report: ExplorationReport) -> str:

@@ -302,3 +302,30 @@ def test_explore_bad_input(tmp_path: Path, args: list[str], message: str) -> Non
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_explore_exhaustive_states_its_completeness_and_writes_the_state_graph(
+    tmp_path: Path,
+) -> None:
+    result = run(
+        "explore", "booking-race-fixed", "--strategy", "exhaustive", "--max-faults", "0",
+        "--no-confirm", "--json", "--format", "svg,graphml", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["completeness"]["exhausted"] is True
+    assert report["completeness"]["statement"].startswith("verified: all ")
+    assert (tmp_path / report["state_graph"]["graphml"]).is_file()
+    cut = run(
+        "explore", "booking-race-fixed", "--strategy", "exhaustive", "--budget", "1",
+        "--no-confirm", cwd=tmp_path,
+    )  # fmt: skip
+    assert cut.returncode == 3
+    assert "not exhausted: the budget of 1 schedule cut the search" in cut.stdout
+    assert "verified" not in cut.stdout
+
+
+def test_exhaustive_options_need_the_exhaustive_strategy(tmp_path: Path) -> None:
+    result = run("explore", "booking-race", "--order", "shortest", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--order is an option of --strategy exhaustive only" in result.stderr

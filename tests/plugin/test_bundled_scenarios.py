@@ -10,6 +10,7 @@ from yieldstar_sim.pytest_plugin import Yieldstar
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 
 HAZARDS = {
+    "booking-race": "no_oversell",
     "trigger-in-step": "at most one admitted execution per step",
     "spawn-after-prune": "one_survey_run_per_order",
     "join-child": "executions end as expected",

@@ -133,7 +133,11 @@ def test_a_budget_bounds_the_schedules() -> None:
 def test_bad_arguments_are_refused() -> None:
     scenario = ys.load_scenario("durable-start")
     with pytest.raises(ValueError, match="strategy must be one of"):
-        ys.explore(scenario, strategy="exhaustive")
+        ys.explore(scenario, strategy="bogus")  # "exhaustive" is one now
+    with pytest.raises(ValueError, match="order must be one of dfs, shortest"):
+        ys.explore(scenario, strategy="exhaustive", order="widest")
+    with pytest.raises(ValueError, match="max_depth must be a whole number >= 1"):
+        ys.explore(scenario, strategy="exhaustive", max_depth=0)
     with pytest.raises(ValueError, match="max_faults"):
         ys.explore(scenario, max_faults=-1)
     with pytest.raises(ValueError, match="unknown fault kind"):

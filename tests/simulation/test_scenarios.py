@@ -34,6 +34,8 @@ def run_bundled(name: str, runtime: str) -> SimulationRun:
 
 def test_every_bundled_scenario_tells_its_story() -> None:
     assert SCENARIOS == [
+        "booking-race",
+        "booking-race-fixed",
         "call-child-fails",
         "cancel-owner",
         "client-retry-new-request-id",

@@ -323,6 +323,14 @@ class World(Protocol):
         """Admit a new execution with a fresh ID: the non-durable trigger of RFC 003's Problem."""
         ...
 
+    def read(self, key: str, default: object = None) -> Any:
+        """Read ``key`` from the outside world's key-value store (``default`` when unwritten)."""
+        ...
+
+    def write(self, key: str, value: object) -> None:
+        """Write a durable JSON value under ``key`` in the outside world's key-value store."""
+        ...
+
     def elapse(self, seconds: float) -> None:
         """Let the current step body take ``seconds`` of virtual time."""
         ...

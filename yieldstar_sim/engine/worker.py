@@ -145,6 +145,11 @@ class WorkerProcessInvoker:
                 return ("ok", None)
             if kind == "read":
                 return ("ok", self._world.read(context, message[2]))
+            if kind == "get":
+                return ("ok", self._world.get(context, message[2], message[3]))
+            if kind == "put":
+                self._world.put(context, message[2], message[3])
+                return ("ok", None)
             raise ValueError(f"unknown message from the worker: {kind!r}")
         except Exception as error:
             return ("error", _portable(error))
@@ -248,6 +253,12 @@ class _ParentPort:
 
     def read(self, context: BodyContext, what: str) -> float:
         return float(self.ask("read", context, what))
+
+    def get(self, context: BodyContext, key: str, default: object) -> Any:
+        return self.ask("get", context, key, default)
+
+    def put(self, context: BodyContext, key: str, value: object) -> None:
+        self.ask("put", context, key, value)
 
 
 @contextlib.contextmanager

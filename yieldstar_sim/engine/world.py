@@ -2,7 +2,9 @@
 
 Effects go to a ledger that crashes never roll back, so a duplicate effect stays visible. Each
 effect carries its provenance: the execution, step key and attempt whose body made it, the
-worker that ran it and the virtual time.
+worker that ran it and the virtual time. A small key-value store (``step.world.read`` and
+``step.world.write``) holds the outside state that workflows race on: a stock level, a
+balance, a flag in another service. Like the ledger, crashes never roll it back.
 """
 
 from __future__ import annotations
@@ -103,6 +105,53 @@ class Ledger:
         return effect
 
 
+@dataclass
+class WorldStore:
+    """The outside world's key-value store: durable JSON values by key, kept as canonical JSON
+    so that a value read is a fresh copy (mutating it changes nothing until it is written).
+
+    >>> store = WorldStore()
+    >>> store.write("seats_left", 1)
+    '1'
+    >>> store.read("seats_left"), store.read("holders", [])
+    (1, [])
+    >>> store.write("bad", object())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: step.world.write('bad', ...) takes a durable JSON value: value: object is not ...
+    """
+
+    canonical: dict[str, str] = field(default_factory=dict)
+    """Each key's value as canonical JSON (what state fingerprints hash)."""
+
+    def read(self, key: str, default: object = None) -> Any:
+        """The value under ``key`` (a fresh copy), or ``default`` when none was written."""
+        _check_key(key, "read")
+        text = self.canonical.get(key)
+        return default if text is None else durable_value_codec.decode(text)
+
+    def write(self, key: str, value: object) -> str:
+        """Store ``value`` under ``key``; returns its canonical JSON. Only durable JSON values
+        (None, bools, numbers, strings, lists, string-keyed dicts) can be stored."""
+        _check_key(key, "write")
+        encoded = durable_value_codec.encode(value, path="value")
+        if encoded.status == "invalid":
+            raise ValueError(
+                f"step.world.write({key!r}, ...) takes a durable JSON value: {encoded.message}"
+            )
+        self.canonical[key] = encoded.canonical
+        return encoded.canonical
+
+    def values(self) -> dict[str, Any]:
+        """Every key and its value (fresh copies), sorted by key."""
+        return {k: durable_value_codec.decode(v) for k, v in sorted(self.canonical.items())}
+
+
+def _check_key(key: object, what: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"step.world.{what} takes a non-empty string key, not {key!r}")
+
+
 class WorldPort(Protocol):
     """Where a body's world operations are carried out (in-process, or across a pipe)."""
 
@@ -124,6 +173,14 @@ class WorldPort(Protocol):
         """A reading from the world: ``random`` (a number in [0, 1)) or ``clock``."""
         ...
 
+    def get(self, context: BodyContext, key: str, default: object) -> Any:
+        """Read ``key`` from the world's key-value store (``default`` when unwritten)."""
+        ...
+
+    def put(self, context: BodyContext, key: str, value: object) -> None:
+        """Write a durable value under ``key`` in the world's key-value store."""
+        ...
+
 
 class EngineWorld:
     """The world as the engine carries it out: a ledger, the runtime and its virtual clock."""
@@ -135,11 +192,14 @@ class EngineWorld:
         ledger: Ledger,
         *,
         lease_seconds: float = 30.0,
+        store: WorldStore | None = None,
     ) -> None:
         self.runtime = runtime
         self.clock = clock
         self.ledger = ledger
         self.lease_seconds = lease_seconds
+        self.store = store if store is not None else WorldStore()
+        """The key-value store step bodies read and write (``step.world.read``/``write``)."""
 
     def effect(
         self,
@@ -177,6 +237,14 @@ class EngineWorld:
     def read(self, context: BodyContext, what: str) -> float:
         """A random number, or the virtual clock (the engine's only clock)."""
         return random.random() if what == "random" else self.clock.now()
+
+    def get(self, context: BodyContext, key: str, default: object) -> Any:
+        """Read ``key`` from the store."""
+        return self.store.read(key, default)
+
+    def put(self, context: BodyContext, key: str, value: object) -> None:
+        """Write ``key`` in the store."""
+        self.store.write(key, value)
 
 
 class BodyWorld:
@@ -248,6 +316,26 @@ class BodyWorld:
         it moves between deliveries, so workflow code that branches on it replays another
         path. Read it inside a step to make it durable."""
         return self._port.read(self._current("now"), "clock")
+
+    def read(self, key: str, default: object = None) -> Any:
+        """Read ``key`` from the outside world's key-value store (``default`` when nothing was
+        written there), e.g. ``step.world.read("seats_left", 1)``. What a body reads may be
+        stale by the time it acts: the check-then-act race the exhaustive search finds."""
+        context = self._current("read")
+        _check_key(key, "read")
+        return self._port.get(context, key, default)
+
+    def write(self, key: str, value: object) -> None:
+        """Write a durable JSON value under ``key`` in the outside world's key-value store.
+        Crashes never roll a write back; a replayed step writes again."""
+        context = self._current("write")
+        _check_key(key, "write")
+        encoded = durable_value_codec.encode(value, path="value")
+        if encoded.status == "invalid":
+            raise ValueError(
+                f"step.world.write({key!r}, ...) takes a durable JSON value: {encoded.message}"
+            )
+        self._port.put(context, key, durable_value_codec.decode(encoded.canonical))
 
     def trigger(self, workflow_id: str, params: object = None) -> str:
         """Admit a new execution with a fresh ID: RFC 003's non-durable trigger.

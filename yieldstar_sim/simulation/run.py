@@ -78,6 +78,9 @@ class SimulationRun:
     warnings: list[str] = field(default_factory=list)
     admissions: list[Admission] = field(default_factory=list)
     """Every admission of the run, once per incarnation (from the runtime's records)."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """The world's key-value store as the run left it (what ``step.world.write`` wrote), for
+    invariants: ``run.world.get("seats_left")``."""
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
@@ -301,6 +304,7 @@ def finish(simulator: Simulator) -> SimulationRun:
         ended_at=simulator.clock.now(),
         incomplete=incomplete,
         admissions=_all_admissions(simulator, executions),
+        world=simulator.store.values(),
     )
     scenario = simulator.scenario
     invariants = (

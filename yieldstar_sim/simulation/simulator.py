@@ -48,7 +48,14 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import Registry, step_delivery
-from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, BodyWorld, Ledger
+from yieldstar_sim.engine.world import (
+    TRIGGERED,
+    WORKFLOW_CODE,
+    BodyContext,
+    BodyWorld,
+    Ledger,
+    WorldStore,
+)
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
 from yieldstar_sim.simulation.attempts import BodyOp, WorkerClocks, detachable, play_body, skew
 from yieldstar_sim.simulation.clients import client_actor, client_requests
@@ -72,6 +79,8 @@ from yieldstar_sim.simulation.trace import (
     StartChildData,
     StartData,
     StatusData,
+    StoreReadData,
+    StoreWriteData,
     Trace,
     TraceEvent,
     TraceKind,
@@ -238,6 +247,33 @@ class _SimPort:
             data=WorldReadData(what, value, context.step_key == WORKFLOW_CODE),
         )  # fmt: skip
 
+    def get(self, context: BodyContext, key: str, default: object) -> Any:
+        sim = self.simulator
+        found = key in sim.store.canonical
+        value = sim.store.read(key, default)
+        shown = _summary(value) if found else f"nothing (default {_summary(default)})"
+        sim.trace.add(
+            sim.clock.now(), TraceKind.STORE_READ,
+            f"step {context.step_key} read {key}: {shown}",
+            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
+            token=context.lease.token if context.lease is not None else None,
+            data=StoreReadData(key, sim.store.read(key) if found else None, found,
+                               context.attempt),
+        )  # fmt: skip
+        return value
+
+    def put(self, context: BodyContext, key: str, value: object) -> None:
+        sim = self.simulator
+        previous = sim.store.read(key)
+        sim.store.write(key, value)
+        sim.trace.add(
+            sim.clock.now(), TraceKind.STORE_WRITE,
+            f"step {context.step_key} wrote {key}: {_summary(value)}",
+            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
+            token=context.lease.token if context.lease is not None else None,
+            data=StoreWriteData(key, sim.store.read(key), previous, context.attempt),
+        )  # fmt: skip
+
 
 class Simulator:
     """One simulation run of a scenario: build it, ``run()`` it, read its parts."""
@@ -277,6 +313,8 @@ class Simulator:
         """Each worker's own clock: true time, less what a skew fault set it back by."""
         self.lease_ends: dict[tuple[str, int], float] = {}
         """Where each lease (by execution and fencing token) ends after its heartbeats."""
+        self.store = WorldStore()
+        """The world's key-value store, empty at the start of every run."""
         # The world's own random numbers: a stream apart from the scheduler's, so that reading
         # one never changes which worker goes next.
         self.world_random = random.Random(f"world-{seed}")

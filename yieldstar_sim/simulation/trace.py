@@ -57,6 +57,10 @@ class TraceKind(StrEnum):
     """An effect reached the outside world (`EffectData`)."""
     WORLD = "world"
     """A read of the world's clock or random numbers (`WorldReadData`)."""
+    STORE_READ = "store_read"
+    """A step body read a key of the world's key-value store (`StoreReadData`)."""
+    STORE_WRITE = "store_write"
+    """A step body wrote a key of the world's key-value store (`StoreWriteData`)."""
     OUTCOME = "outcome"
     """A delivery ended with an outcome (`OutcomeData`)."""
     REJECT = "reject"
@@ -264,6 +268,31 @@ class HeartbeatData(Payload):
     expires_at: float
     work: float
     renewed: bool
+
+
+@payload(TraceKind.STORE_READ)
+@dataclass(frozen=True, slots=True)
+class StoreReadData(Payload):
+    """``step.world.read(key)``: the value it gave (``found`` False: nothing was written there
+    and the body got its default), and the attempt of the body that read it (the event holds
+    the execution, step key, worker and fencing token)."""
+
+    key: str
+    value: object
+    found: bool
+    attempt: int
+
+
+@payload(TraceKind.STORE_WRITE)
+@dataclass(frozen=True, slots=True)
+class StoreWriteData(Payload):
+    """``step.world.write(key, value)``: the value written, the one it replaced (``previous``,
+    None when the key was new) and the attempt of the body that wrote it."""
+
+    key: str
+    value: object
+    previous: object
+    attempt: int
 
 
 @payload(TraceKind.OUTCOME)

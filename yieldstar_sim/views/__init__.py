@@ -12,6 +12,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.explorer.statespace import register_view
 from yieldstar_sim.simulation.run import register_exporter
 
 if TYPE_CHECKING:
@@ -112,6 +113,19 @@ def _export_report(report: Any, path: str | Path, *, scenario: Any = None) -> Pa
 
 register_exporter("run", _export_run)
 register_exporter("report", _export_report)
+
+
+def _state_view(name: str) -> Any:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        from yieldstar_sim.views import statespace
+
+        return getattr(statespace, name)(*args, **kwargs)
+
+    return call
+
+
+for _name in ("state_graph", "draw_state_graph", "export_state_graph"):
+    register_view(_name, _state_view(_name))
 
 
 class _Views(types.ModuleType):

@@ -30,6 +30,7 @@ from yieldstar_sim.simulation.trace import (
     StartChildData,
     StartData,
     StatusData,
+    StoreWriteData,
     TraceKind,
     TriggerData,
 )
@@ -141,6 +142,8 @@ class _State:
     steps: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)
     leases: dict[tuple[str, int], _Lease] = field(default_factory=dict)
     effects: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    world: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """The world's key-value store: each key's value, who wrote it last, and when."""
 
 
 _WAKE = re.compile(r"wake at t=([0-9.eE+-]+|inf)")
@@ -220,6 +223,9 @@ class RecordBook:
             )
         elif isinstance(data, EffectData):
             self._effect(event, data)
+        elif isinstance(data, StoreWriteData):
+            writer = f"{event.execution_id} / {event.step_key} (attempt {data.attempt})"
+            state.world[data.key] = (_short(data.value), writer, f"{t:g}")
         elif isinstance(data, HeartbeatData) and data.renewed:
             # A working worker heartbeats before a body's work: its lease is renewed (the
             # renew call is not a choice point; the heartbeat event says where it ends).
@@ -432,10 +438,14 @@ class RecordBook:
             Table("effects", ("#", "effect", "data", "made by", "worker", "t"), tuple(effects),
                   "the outside world's ledger: crashes never undo an effect"),
         ]  # fmt: skip
-        tables = [
-            _mark(table, None if previous is None else previous.table(table.name))
-            for table in tables
-        ]
+        if state.world:  # only for runs whose bodies wrote to the world's key-value store
+            world = [Row(k, (k, *v)) for k, v in sorted(state.world.items())]
+            tables.append(
+                Table("world", ("key", "value", "written by", "t"), tuple(world),
+                      "the outside world's key-value store: crashes never undo a write"),
+            )  # fmt: skip
+        before = {} if previous is None else {table.name: table for table in previous.tables}
+        tables = [_mark(table, before.get(table.name)) for table in tables]
         return Snapshot(event.seq, t, tuple(tables))
 
 

@@ -9,7 +9,11 @@ Strategies:
   so symmetric workers and repeated idle polls are tried once);
 - ``random``: seeded random fault plans (and seeds, hence interleavings);
 - ``pct``: PCT-style priority scheduling with ``depth`` priority change points, plus random
-  faults.
+  faults;
+- ``exhaustive``: every interleaving (which ready worker goes at each choice point) and every
+  fault kind at every choice point up to ``max_faults``, by stateless depth-first search with
+  sleep-set reduction and state caching (``exhaustive``); ``order="shortest"`` returns the
+  violation with the fewest faults, then events, first.
 
 A violation is shrunk by delta debugging over its faults (kept as descriptions, so removing one
 does not move the others) to a minimal plan that violates the same invariant, saved as a replay
@@ -24,12 +28,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
 from yieldstar_sim.simulation.explorer.search import STRATEGIES, Search, progress_bar
@@ -81,6 +86,10 @@ def explore(
     progress: bool | Callable[[int], None] = False,
     timeout: float | None = DEFAULT_TIMEOUT,
     check_adapter: bool = False,
+    max_depth: int | None = None,
+    time_budget: float | None = None,
+    order: str = "dfs",
+    reduction: bool = True,
 ) -> ExplorationReport:
     """Search ``scenario``'s faults and interleavings for invariant violations.
 
@@ -100,23 +109,19 @@ def explore(
     conformance cases on ``runtime``; each case it fails is in ``report.adapter_failures`` and
     makes the verdict ``violated``.
 
+    ``strategy="exhaustive"`` covers every interleaving and every fault up to ``max_faults``
+    (0: interleavings only), in this process. ``max_depth`` bounds the choice points it
+    branches at, ``budget`` the schedules and ``time_budget`` the seconds; the report says which
+    cut it, or that the bound was exhausted. ``order="shortest"`` finds the violation with the
+    fewest faults, then events, first. ``reduction=False`` switches off the sleep sets and the
+    state caching: the naive search, for comparison.
+
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
     >>> report.ok, report.schedules_run > 0
     (True, True)
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
-    if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 0:
-        raise ValueError(f"max_faults must be a whole number >= 0, not {max_faults!r}")
-    if budget is not None and budget < 1:
-        raise ValueError(f"budget must be at least 1, not {budget!r}")
-    unknown = [kind for kind in kinds if kind not in FAULT_KINDS]
-    if unknown:
-        raise ValueError(
-            f"unknown fault kind {unknown[0]!r}; the kinds are {', '.join(FAULT_KINDS)}"
-        )
-    fault_kinds = tuple(FaultKind(kind) for kind in kinds)
+    fault_kinds = _checked(strategy, max_faults, budget, kinds)
     freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
     if scenario.faults:
         # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
@@ -135,12 +140,19 @@ def explore(
     runner = Runner(scenario, runtime, jobs, executor, timeout)
     tick = progress if callable(progress) else None
     bar = progress_bar(progress, budget) if progress is True else None
-    search = Search(
-        report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick, bar=bar
-    )
+    search = _search(
+        report, runner, strategy, seed=seed, budget=budget, stop_at_first=stop_at_first,
+        tick=tick, bar=bar, max_faults=max_faults, kinds=fault_kinds, freeze=freeze,
+        max_depth=max_depth, time_budget=time_budget, order=order, reduction=reduction,
+    )  # fmt: skip
     try:
         try:
-            if strategy == "systematic":
+            if isinstance(search, ExhaustiveSearch):
+                try:
+                    search.run()
+                finally:
+                    search.fill(report)
+            elif strategy == "systematic":
                 search.systematic(max_faults, fault_kinds, freeze)
             else:
                 search.randomized(
@@ -171,3 +183,59 @@ def explore(
             )
     report.elapsed = time.perf_counter() - started
     return report
+
+
+def _search(
+    report: ExplorationReport,
+    runner: Runner,
+    strategy: str,
+    *,
+    seed: int,
+    budget: int | None,
+    stop_at_first: bool,
+    tick: Callable[[int], None] | None,
+    bar: Any,
+    max_faults: int,
+    kinds: tuple[FaultKind, ...],
+    freeze: float,
+    max_depth: int | None,
+    time_budget: float | None,
+    order: str,
+    reduction: bool,
+) -> Search | ExhaustiveSearch:
+    """The search a strategy runs; the exhaustive strategy's options are refused elsewhere."""
+    if strategy == "exhaustive":
+        if bar is not None:
+            tick = lambda count: bar.update(1)  # noqa: E731
+        return ExhaustiveSearch(
+            report, runner, seed=seed, max_faults=max_faults, kinds=kinds, freeze=freeze,
+            budget=budget, time_budget=time_budget, max_depth=max_depth,
+            stop_at_first=stop_at_first, reduce=reduction, cache=reduction, order=order,
+            tick=tick,
+        )  # fmt: skip
+    if order != "dfs" or max_depth is not None or time_budget is not None:
+        raise ValueError(
+            "order, max_depth and time_budget are options of strategy='exhaustive', not of "
+            f"{strategy!r}"
+        )
+    return Search(
+        report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick, bar=bar
+    )
+
+
+def _checked(
+    strategy: str, max_faults: int, budget: int | None, kinds: Sequence[FaultKind | str]
+) -> tuple[FaultKind, ...]:
+    """The fault kinds, once the options are known to be sound (else a one-line error)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+    if isinstance(max_faults, bool) or not isinstance(max_faults, int) or max_faults < 0:
+        raise ValueError(f"max_faults must be a whole number >= 0, not {max_faults!r}")
+    if budget is not None and budget < 1:
+        raise ValueError(f"budget must be at least 1, not {budget!r}")
+    unknown = [kind for kind in kinds if kind not in FAULT_KINDS]
+    if unknown:
+        raise ValueError(
+            f"unknown fault kind {unknown[0]!r}; the kinds are {', '.join(FAULT_KINDS)}"
+        )
+    return tuple(FaultKind(kind) for kind in kinds)

@@ -10,6 +10,7 @@ from yieldstar_sim.simulation.explorer.plans import run_plan
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
     from yieldstar_sim.simulation.explorer.report import ExplorationReport
     from yieldstar_sim.simulation.explorer.search import Search
     from yieldstar_sim.simulation.scenario import Scenario
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 def confirm_on(
     scenario: Scenario,
     report: ExplorationReport,
-    search: Search,
+    search: Search | ExhaustiveSearch,
     *,
     against: RuntimeChoice,
     samples: int,

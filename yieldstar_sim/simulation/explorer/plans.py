@@ -13,7 +13,7 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from yieldstar_sim.core.model import ExecutionRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -32,6 +32,9 @@ class Plan:
     faults: tuple[Fault, ...] = ()
     priorities: tuple[str, ...] = ()
     change_points: tuple[int, ...] = ()
+    schedule: tuple[str, ...] = ()
+    """The actor to choose at each choice point (the exhaustive search's schedules): followed
+    while it names a ready actor, so a shrunk plan with fewer faults still runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,17 @@ class _PctChooser:
             self.lowest -= 1
             self.rank[chosen] = self.lowest
         return chosen
+
+
+class _ScheduleChooser:
+    """Follows a recorded schedule while it names a ready actor, else takes the first one."""
+
+    def __init__(self, schedule: Sequence[str]) -> None:
+        self.schedule = schedule
+
+    def __call__(self, index: int, ready: list[str]) -> str:
+        wanted = self.schedule[index] if index < len(self.schedule) else None
+        return wanted if wanted is not None and wanted in ready else ready[0]
 
 
 def _digest(text: str) -> int:
@@ -196,7 +210,8 @@ def _state_key(
     simulator: Simulator, name: str, point: Point, cache: Fingerprints | None = None
 ) -> str:
     """A fingerprint of the state at a choice point, blind to which worker is which: the
-    runtime's records, the clock, the ledger, what every other actor is doing, and the call.
+    runtime's records, the clock, the ledger, the world's store, what every other actor is
+    doing, and the call.
 
     With ``cache`` (one per run), only what changed since its last fingerprint is read again.
     """
@@ -210,6 +225,7 @@ def _state_key(
             *cache.records(simulator.runtime),
             repr(simulator.clock.now()),
             cache.ledger(simulator),
+            repr(sorted(simulator.store.canonical.items())),
             repr((others, info.op, info.execution_id, info.step_key)),
         )
     )
@@ -263,7 +279,11 @@ def run_plan(
 def _simulator(
     scenario: Scenario, plan: Plan, runtime: RuntimeChoice, timeout: float | None = DEFAULT_TIMEOUT
 ) -> Simulator:
-    chooser = _PctChooser(plan.priorities, plan.change_points) if plan.priorities else None
+    chooser: Callable[[int, list[str]], str] | None = None
+    if plan.priorities:
+        chooser = _PctChooser(plan.priorities, plan.change_points)
+    elif plan.schedule:
+        chooser = _ScheduleChooser(plan.schedule)
     return Simulator(
         scenario, seed=plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
         chooser=chooser, timeout=timeout,

@@ -6,12 +6,18 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.explorer.statespace import view
 from yieldstar_sim.simulation.faults import FAULT_KINDS
 
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import networkx as nx
+    from matplotlib.figure import Figure
+
     from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.explorer.plans import Plan
+    from yieldstar_sim.simulation.explorer.statespace import StateSpace
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -71,10 +77,41 @@ class ExplorationReport:
     """Ctrl-C stopped the search; what it had found is kept."""
     adapter_failures: list[str] = field(default_factory=list)
     """The conformance cases the runtime failed (``check_adapter=True``), one sentence each."""
+    state_space: StateSpace | None = None
+    """The states and edges an exhaustive search explored (``state_graph()`` draws them)."""
+    distinct_states: int = 0
+    """Distinct states (fingerprints) an exhaustive search reached."""
+    pruned_by_reduction: int = 0
+    """Branches the sleep sets skipped: an independent order of transitions already tried."""
+    pruned_by_cache: int = 0
+    """Runs cut where they reached a state explored already (state caching)."""
+    naive_schedules: int | None = None
+    """How many schedules the search without reduction or caching would run under the bound
+    (``naive_how`` says whether it was ``computed`` or ``estimated``)."""
+    naive_how: str | None = None
+    cut_by: list[str] = field(default_factory=list)
+    """The bounds and budgets that cut an exhaustive search (empty: none did)."""
+    order: str = "dfs"
+    max_depth: int | None = None
+    workers: int = 0
+    searched_to_the_end: bool = False
+    """The exhaustive search backtracked out of its last choice point (nothing cut it)."""
+    state_paths: list[tuple[tuple[str, str | None], ...]] = field(default_factory=list)
+    """Each attempt of an exhaustive search: its moves (actor, fault kind or None), in order."""
+    freeze_seconds: float | None = None
 
     @property
     def exhausted(self) -> bool:
-        """Whether every schedule under the bound was covered, up to equivalence."""
+        """Whether every schedule under the bound was covered, up to equivalence (for the
+        exhaustive strategy: up to the reduction and state caching, with no bound or budget,
+        no stop at a violation and no cut schedule in the way)."""
+        if self.strategy == "exhaustive":
+            return (
+                self.searched_to_the_end
+                and not self.interrupted
+                and not self.cut_by
+                and not self.incomplete_schedules
+            )
         return (
             self.strategy == "systematic"
             and not self.interrupted
@@ -89,7 +126,7 @@ class ExplorationReport:
             return "violated"
         if self.interrupted or self.incomplete_schedules:
             return "incomplete"
-        if self.strategy == "systematic" and not self.exhausted:
+        if self.strategy in ("systematic", "exhaustive") and not self.exhausted:
             return "incomplete"
         return "ok"
 
@@ -112,6 +149,8 @@ class ExplorationReport:
             if self.skipped_equivalent
             else ""
         )
+        if self.strategy == "exhaustive":
+            return self._completeness()
         if self.strategy != "systematic":
             return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
         total = self.total_under_bound
@@ -135,6 +174,96 @@ class ExplorationReport:
                 f"{total} under {bound}"
             )
         return f"{run}{skipped} of {total} under {bound}"
+
+    def _completeness(self) -> str:
+        """The exhaustive search's completeness statement: "verified" only when exhausted."""
+        faults = f"{self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
+        every = f"every interleaving of {self.workers} worker{'s' if self.workers != 1 else ''}"
+        schedules = f"{self.schedules_run:,} schedule{'s' if self.schedules_run != 1 else ''}"
+        counts = (
+            f"{schedules} run, {self.pruned_by_reduction:,} branches pruned by the reduction, "
+            f"{self.pruned_by_cache:,} by state caching"
+        )
+        if self.naive_schedules is not None:
+            counts += f"; naive search: {self.naive_schedules:,} schedules ({self.naive_how})"
+        states = f"{self.distinct_states:,} distinct states"
+        if self.exhausted and not self.violations:
+            return f"verified: all {states} under {faults} and {every}, none violates ({counts})"
+        if self.exhausted:
+            return f"exhausted: all {states} under {faults} and {every} searched ({counts})"
+        if self.interrupted:
+            why = "interrupted (Ctrl-C)"
+        elif self.cut_by:
+            why = " and ".join(self.cut_by) + " cut the search"
+        elif self.violations and self.stopped_at_first:
+            why = "stopped at the first violation"
+        elif self.incomplete_schedules:
+            why = f"{self.incomplete_schedules} schedule(s) did not finish"
+        else:
+            why = "the search did not finish"
+        found = "violations found" if self.violations else "no violation"
+        return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts})"
+
+    def completeness(self) -> dict[str, Any]:
+        """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
+        return {
+            "exhausted": self.exhausted,
+            "cut_by": self.cut_by,
+            "interrupted": self.interrupted,
+            "distinct_states": self.distinct_states,
+            "schedules_run": self.schedules_run,
+            "pruned_by_reduction": self.pruned_by_reduction,
+            "pruned_by_cache": self.pruned_by_cache,
+            "naive_schedules": self.naive_schedules,
+            "naive_schedules_how": self.naive_how,
+            "max_faults": self.max_faults,
+            "max_depth": self.max_depth,
+            "order": self.order,
+            "statement": self._completeness(),
+        }
+
+    def state_graph(self) -> nx.DiGraph:
+        """The explored state space as a networkx ``DiGraph`` (an exhaustive search's): nodes
+        are distinct states, edges choices and faults, violating states marked."""
+        return view("state_graph")(self._space())
+
+    def draw_state_graph(self, **options: Any) -> Figure:
+        """Draw the explored state space with matplotlib (``views.draw_state_graph``)."""
+        options.setdefault("title", f"{self.scenario}: {self._completeness()}"[:120])
+        return view("draw_state_graph")(self._space(), **options)  # type: ignore[no-any-return]
+
+    def export_state_graph(self, folder: str | Path, formats: Any = ("svg", "graphml")) -> Any:
+        """Write the state space to ``folder`` in ``formats`` (svg, png, pdf, graphml, json,
+        dot, html); returns ``{format: path}``."""
+        return view("export_state_graph")(
+            self._space(), folder, formats, stem=f"{self.scenario}-states"
+        )
+
+    def plan_to_state(self, key: str) -> Plan:
+        """A plan whose run passes through state ``key`` of the explored state space (the
+        attempt that reached it first, its moves up to there; the run goes on from there with
+        the first ready worker at each choice point, without faults)."""
+        from yieldstar_sim.simulation.explorer.plans import Plan
+        from yieldstar_sim.simulation.faults import Fault, FaultKind
+
+        node = self._space().nodes.get(key)
+        if node is None:
+            raise KeyError(f"no state {key!r} in this state space")
+        moves = self.state_paths[node.plan][: node.depth]
+        faults = tuple(
+            Fault(kind, at=index, seconds=self.freeze_seconds if kind == FaultKind.FREEZE else None)
+            for index, (_, kind) in enumerate(moves)
+            if kind is not None
+        )
+        return Plan(node.plan, self.seed, faults, schedule=tuple(actor for actor, _ in moves))
+
+    def _space(self) -> StateSpace:
+        if self.state_space is None:
+            raise ValueError(
+                "only strategy='exhaustive' explores a state space; this report is "
+                f"{self.strategy!r}"
+            )
+        return self.state_space
 
     def export(self, path: str | Path, *, scenario: Scenario | None = None) -> Path:
         """Write the design-review page of this exploration to ``path`` (one self-contained
@@ -167,6 +296,11 @@ class ExplorationReport:
             if found.faults:
                 lines.append(
                     f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
+                )
+            elif self.strategy == "exhaustive":
+                lines.append(
+                    "    with no fault: the interleaving alone violates it (its schedule is in "
+                    "the replay artifact)"
                 )
             else:
                 lines.append(
@@ -279,5 +413,6 @@ class ExplorationReport:
             "runtime_mismatches": self.runtime_mismatches,
             "adapter_failures": self.adapter_failures,
             "confirmations": self.confirmations,
+            **({"completeness": self.completeness()} if self.strategy == "exhaustive" else {}),
             "elapsed_seconds": round(self.elapsed, 3),
         }

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer.report import ExplorationReport
     from yieldstar_sim.simulation.explorer.shards import Runner
 
-STRATEGIES = ("systematic", "random", "pct")
+STRATEGIES = ("systematic", "random", "pct", "exhaustive")
 
 
 def progress_bar(enabled: bool, total: int | None) -> Any:

@@ -21,6 +21,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @dataclass(slots=True)
@@ -129,3 +133,23 @@ class StateSpace:
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+
+_VIEWS: dict[str, Callable[..., Any]] = {}
+
+
+def register_view(name: str, function: Callable[..., Any]) -> None:
+    """Let the views layer draw state spaces (``state_graph``, ``draw_state_graph``,
+    ``export_state_graph``): the simulation layer never imports the views; they register
+    themselves when ``yieldstar_sim.views`` is imported (``import yieldstar_sim`` does)."""
+    _VIEWS[name] = function
+
+
+def view(name: str) -> Callable[..., Any]:
+    """The registered view ``name``, or an error that says how to get one."""
+    try:
+        return _VIEWS[name]
+    except KeyError:
+        raise RuntimeError(
+            f"no view {name!r} is registered: import yieldstar_sim.views first"
+        ) from None

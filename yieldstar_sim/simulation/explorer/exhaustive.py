@@ -1,0 +1,622 @@
+"""The exhaustive strategy: every interleaving, and every fault kind at every choice point up to
+``max_faults``, by stateless depth-first search that replays each path from the start.
+
+At each choice point the search may let any ready actor go (a *transition*), with or without a
+fault. A path is a prefix of transitions; each run replays its prefix, then goes on with the
+first transition not yet tried, to the end of the run, where the invariants are checked. Then
+it backtracks to the deepest choice point with a transition left to try.
+
+Two things keep this from being the naive product of every choice:
+
+- **sleep sets** (partial-order reduction): after exploring transition ``t`` from a state,
+  a sibling ``u`` that is independent of ``t`` need not be tried again after ``u`` in the
+  subtree where ``t`` came first: both orders reach the same state. ``dependent`` is the
+  relation (docs/decisions.md): two transitions are dependent when they touch one execution's
+  records (which covers its start requests and business ID), the queue of due work (claims,
+  acknowledgements, releases, starts, cancels: anything that changes what a claim returns),
+  the same key of the world's store with at least one write, the effect ledger, the world's
+  random numbers, or virtual time, or when either is a fault;
+- **state caching**: a state reached again (same fingerprint, with no fewer faults and no
+  more depth left, and a sleep set no larger) is not explored again.
+
+The footprint of a transition is read from the trace events it left, so the simulator needs no
+hooks beyond the kernel's chooser and observers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
+from yieldstar_sim.simulation.explorer.statespace import StateSpace
+from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
+from yieldstar_sim.simulation.run import finish
+from yieldstar_sim.simulation.trace import (
+    BodyData,
+    CancelData,
+    ClaimData,
+    EffectData,
+    StartChildData,
+    StartData,
+    StoreReadData,
+    StoreWriteData,
+    TraceKind,
+    WorldReadData,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from yieldstar_sim.simulation.explorer.report import ExplorationReport
+    from yieldstar_sim.simulation.explorer.shards import Runner
+    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.simulator import Simulator
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+#: A footprint item that conflicts with everything: a fault, a move of virtual time.
+EVERYTHING = "*"
+#: The queue of due work: what a claim reads, and every call that changes it.
+QUEUE = "queue"
+#: The orders the search can take: depth first, or shortest first (fewest faults, then events).
+ORDERS = ("dfs", "shortest")
+
+Footprint = frozenset[str]
+
+
+def dependent(first: Footprint, second: Footprint) -> bool:
+    """Whether two transitions' footprints conflict: they share an execution, the queue, the
+    ledger or the random numbers, or one writes a store key the other reads or writes, or either
+    is a fault or moved time. Two reads of one key commute.
+
+    >>> dependent(frozenset({"x:booking-1", "r:seats"}), frozenset({"x:booking-2", "r:seats"}))
+    False
+    >>> dependent(frozenset({"x:booking-1", "r:seats"}), frozenset({"x:booking-2", "w:seats"}))
+    True
+    >>> dependent(frozenset({"x:a"}), frozenset({EVERYTHING}))
+    True
+    """
+    if EVERYTHING in first or EVERYTHING in second:
+        return True
+    for item in first:
+        if item.startswith("r:"):
+            if "w:" + item[2:] in second:
+                return True
+        elif item in second or (item.startswith("w:") and "r:" + item[2:] in second):
+            return True
+    return False
+
+
+def footprint(events: Sequence[TraceEvent], *, fault: bool, time_moved: bool) -> Footprint:
+    """What a transition touched, from the trace events it left (see ``dependent``)."""
+    if fault or time_moved:
+        return frozenset({EVERYTHING})
+    items: set[str] = set()
+    for event in events:
+        kind, data = event.kind, event.data
+        if kind in (
+            TraceKind.FAULT, TraceKind.CRASH, TraceKind.RESTART, TraceKind.FREEZE,
+            TraceKind.RESUME, TraceKind.DEPLOY, TraceKind.PRUNE, TraceKind.CANCEL,
+            TraceKind.TRIGGER, TraceKind.CLIENT_ATTEMPT, TraceKind.CLIENT_ANSWER,
+            TraceKind.CLIENT_GIVE_UP, TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW,
+        ):  # fmt: skip
+            return frozenset({EVERYTHING})
+        if event.execution_id:
+            items.add("x:" + event.execution_id)
+        if kind == TraceKind.CALL and event.op != "put_step":
+            items.add(QUEUE)
+        if isinstance(data, ClaimData):
+            items.add("x:" + data.claimed)
+        elif isinstance(data, StartData | StartChildData) and data.accepted:
+            items.add("x:" + data.accepted)
+        elif isinstance(data, CancelData):
+            items.update("x:" + reached for reached in data.cancelled)
+        elif isinstance(data, StoreReadData):
+            items.add("r:" + data.key)
+        elif isinstance(data, StoreWriteData):
+            items.add("w:" + data.key)
+        elif isinstance(data, EffectData):
+            if data.name == TRIGGERED:
+                return frozenset({EVERYTHING})  # a body's trigger admits a new execution
+            items.add("ledger")
+        elif isinstance(data, WorldReadData) and data.read == "random":
+            items.add("random")
+        elif isinstance(data, BodyData) and data.elapsed > 0:
+            return frozenset({EVERYTHING})  # the body's work moves time and renews its lease
+    return frozenset(items)
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One transition: ``actor`` goes at a choice point, with ``fault`` injected (or none)."""
+
+    actor: str
+    fault: FaultKind | None = None
+
+
+@dataclass
+class _Node:
+    """A choice point on the current path."""
+
+    key: str
+    ready: tuple[str, ...]
+    labels: dict[str, str]
+    sleep: dict[str, tuple[str, Footprint]]
+    """Asleep actors: their normalised point label and the footprint of their transition."""
+    pending: list[Move]
+    faults_used: int
+    current: Move | None = None
+    current_fp: Footprint | None = None
+    done: list[tuple[Move, Footprint]] = field(default_factory=list)
+    options: int = 0
+    """How many transitions the naive search would try here."""
+    explored: int = 0
+    subtotal: float = 0.0
+
+
+class _Cut(BaseException):
+    """Ends a run early: its state was explored already, or every ready actor is asleep."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class ExhaustiveSearch:
+    """The search and its counts; ``explore(strategy="exhaustive")`` builds and runs one.
+
+    ``reduce`` (sleep sets) and ``cache`` (state caching) can be switched off, giving the naive
+    search the reduction is measured against.
+    """
+
+    def __init__(
+        self,
+        report: ExplorationReport,
+        runner: Runner,
+        *,
+        seed: int,
+        max_faults: int,
+        kinds: tuple[FaultKind, ...],
+        freeze: float,
+        budget: int | None = None,
+        time_budget: float | None = None,
+        max_depth: int | None = None,
+        stop_at_first: bool = True,
+        reduce: bool = True,
+        cache: bool = True,
+        order: str = "dfs",
+        tick: Callable[[int], None] | None = None,
+    ) -> None:
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
+        if max_depth is not None and (isinstance(max_depth, bool) or max_depth < 1):
+            raise ValueError(f"max_depth must be a whole number >= 1, not {max_depth!r}")
+        if time_budget is not None and not time_budget > 0:
+            raise ValueError(
+                f"time_budget must be a positive number of seconds, not {time_budget!r}"
+            )
+        self.report = report
+        self.runner = runner
+        self.scenario = runner.scenario
+        self.seed, self.max_faults, self.kinds, self.freeze = seed, max_faults, kinds, freeze
+        self.budget, self.time_budget, self.max_depth = budget, time_budget, max_depth
+        self.stop_at_first, self.order = stop_at_first, order
+        self.reduce, self.cache = reduce, cache
+        self.tick = tick
+        self.space = StateSpace()
+        self.plans: list[Plan] = []
+        self.outcomes: list[Outcome] = []
+        self.failures: list[tuple[int, Outcome, str]] = []
+        self.warnings: set[str] | None = None
+        self.lengths: list[int] = []
+        """The trace length of each schedule run (shortest-first picks by it)."""
+        self.attempts = 0
+        self.paths: list[tuple[tuple[str, str | None], ...]] = []
+        """Each attempt's moves (actor, fault kind) in order: ``StateNode.plan`` indexes it."""
+        self.pruned_by_reduction = 0
+        self.pruned_by_cache = 0
+        self.cut_by: list[str] = []
+        self.naive_estimate = 0.0
+        self._limit = max_faults
+        self._stack: list[_Node] = []
+        self._seen: dict[str, list[tuple[int, int, Counter[tuple[str, Footprint]]]]] = {}
+        self._estimates: dict[str, float] = {}
+        self._started = time.perf_counter()
+        self.done = False
+
+    # ------------------------------------------------------------------ the search
+
+    def run(self) -> None:
+        """Search until every path under the bound is covered, or a bound or budget cuts it."""
+        levels = range(self.max_faults + 1) if self.order == "shortest" else [self.max_faults]
+        for limit in levels:
+            self._limit = limit
+            self._stack, self._seen, self._estimates = [], {}, {}
+            before = len(self.failures)
+            self._level()
+            if self.order == "shortest" and len(self.failures) > before:
+                # The reduction keeps every state, not every path to it: the shortest path to
+                # a violation is found by searching this level again without it.
+                reduce, cache = self.reduce, self.cache
+                self.reduce = self.cache = False
+                self._stack, self._seen, self._estimates = [], {}, {}
+                del self.failures[before:]
+                self._level()
+                self.reduce, self.cache = reduce, cache
+                self._shortest_first(before)
+                if self.stop_at_first:
+                    self.done = True
+            if self.done or self.cut_by:
+                break
+
+    def _level(self) -> None:
+        prefix: list[Move] = []
+        estimate = 0.0
+        while True:
+            if self._budget_spent():
+                return
+            self._run_once(prefix)
+            if self.done and self.order == "dfs":
+                return
+            next_prefix, popped = self._backtrack()
+            estimate += popped
+            if next_prefix is None:
+                self.naive_estimate += max(estimate, 1.0)
+                return
+            prefix = next_prefix
+
+    def _budget_spent(self) -> bool:
+        if self.budget is not None and len(self.plans) >= self.budget:
+            self._cut(f"the budget of {self.budget} schedule{'s' if self.budget != 1 else ''}")
+            return True
+        if self.time_budget is not None and time.perf_counter() - self._started > self.time_budget:
+            self._cut(f"the time budget of {self.time_budget:g}s")
+            return True
+        return False
+
+    def _cut(self, why: str) -> None:
+        if why not in self.cut_by:
+            self.cut_by.append(why)
+
+    def _shortest_first(self, start: int) -> None:
+        """Keep, per invariant, the violation of this level with the fewest faults, then
+        events (every violating schedule of the level was kept)."""
+        best: dict[str, tuple[int, Outcome, str]] = {}
+        for failure in self.failures[start:]:
+            index, outcome, name = failure
+            mine = (len(outcome.faults), self.lengths[index])
+            held = best.get(name)
+            if held is None or mine < (len(held[1].faults), self.lengths[held[0]]):
+                best[name] = failure
+        self.failures[start:] = sorted(
+            best.values(), key=lambda f: (len(f[1].faults), self.lengths[f[0]])
+        )
+
+    def _backtrack(self) -> tuple[list[Move] | None, float]:
+        """The next prefix to run, and the naive-count estimate of any root finished."""
+        while self._stack:
+            node = self._stack[-1]
+            if node.current is not None:
+                node.done.append((node.current, node.current_fp or frozenset({EVERYTHING})))
+                node.current, node.current_fp = None, None
+            if node.pending:
+                node.current = node.pending.pop(0)
+                node.explored += 1
+                return [n.current for n in self._stack if n.current is not None], 0.0
+            self._stack.pop()
+            estimate = max(node.subtotal, 1.0) * node.options / max(node.explored, 1)
+            self._estimates[node.key] = estimate
+            if self._stack:
+                self._stack[-1].subtotal += estimate
+            else:
+                return None, estimate
+        return None, 0.0
+
+    def _keep_path(self) -> None:
+        """Remember the moves this attempt made: a state it reached first replays from them."""
+        self.paths.append(
+            tuple(
+                (
+                    node.current.actor,
+                    None if node.current.fault is None else str(node.current.fault),
+                )
+                for node in self._stack
+                if node.current is not None
+            )
+        )
+
+    def fill(self, report: ExplorationReport) -> None:
+        """Write the completeness counts into ``report``."""
+        report.state_space = self.space
+        report.state_paths = self.paths
+        report.freeze_seconds = self.freeze
+        report.distinct_states = len(self.space)
+        report.pruned_by_reduction = self.pruned_by_reduction
+        report.pruned_by_cache = self.pruned_by_cache
+        report.cut_by = list(self.cut_by)
+        report.order = self.order
+        report.max_depth = self.max_depth
+        report.workers = len(self.scenario.worker_names)
+        naive = not (self.reduce or self.cache)
+        # Stopping at a violation (either order) leaves paths, or fault levels, unsearched.
+        exhausted = not self.cut_by and not self.done
+        if naive and exhausted:
+            report.naive_schedules, report.naive_how = len(self.plans), "computed"
+        elif exhausted:
+            report.naive_schedules = max(round(self.naive_estimate), len(self.plans))
+            report.naive_how = "estimated"
+        report.searched_to_the_end = exhausted
+
+    # ------------------------------------------------------------------ one run
+
+    def _run_once(self, prefix: list[Move]) -> None:
+        faults = tuple(
+            Fault(
+                move.fault, at=index,
+                seconds=explored_seconds(move.fault, self.freeze),
+                label=self._stack[index].labels.get(move.actor),
+            )
+            for index, move in enumerate(prefix)
+            if move.fault is not None
+        )  # fmt: skip
+        plan = Plan(len(self.plans), self.seed, faults)
+        simulator = _simulator(self.scenario, plan, self.runner.runtime, self.runner.timeout)
+        probe = _Probe(self, simulator, prefix)
+        simulator.kernel.chooser = probe.choose
+        simulator.kernel.observers.append(probe.observe)
+        self.attempts += 1
+        try:
+            simulator.run()
+        except _Cut as cut:
+            self._keep_path()
+            if cut.why == "cache":
+                self.pruned_by_cache += 1
+                if self._stack:
+                    self._stack[-1].subtotal += self._estimates.get(probe.cut_key or "", 1.0)
+            simulator.runtime.close()
+            return
+        probe.close_span()
+        self._keep_path()
+        run = finish(simulator)
+        final = state_key(simulator, probe.histories, None)
+        last = self._stack[-1] if self._stack else None
+        self.space.add_state(final, depth=simulator.kernel.points, label="end of the run",
+                             plan=self.attempts - 1, terminal=True)  # fmt: skip
+        if last is not None and last.current is not None:
+            self.space.add_edge(
+                last.key, final, choice=last.current.actor,
+                fault=str(last.current.fault) if last.current.fault else None,
+                plan=self.attempts - 1,
+            )  # fmt: skip
+            last.subtotal += 1.0
+        for violation in run.violations:
+            self.space.mark_violation(final, violation.invariant)
+        index = len(self.plans)
+        plan = Plan(index, self.seed, tuple(run.faults), schedule=tuple(run.schedule))
+        outcome = Outcome(
+            index=index, ok=run.ok,
+            violations=tuple((v.invariant, v.message) for v in run.violations),
+            digest="", points=run.points, faults=tuple(run.faults), incomplete=run.incomplete,
+            warnings=tuple(run.warnings),
+        )  # fmt: skip
+        run.runtime.close()
+        self.plans.append(plan)
+        self.outcomes.append(outcome)
+        self.lengths.append(len(run.trace))
+        self.report.schedules_run += 1
+        if outcome.incomplete is not None and not outcome.violations:
+            self.report.incomplete_schedules += 1
+            if len(self.report.incomplete_reasons) < 3:
+                self.report.incomplete_reasons.append(f"schedule #{index}: {outcome.incomplete}")
+        warnings = set(outcome.warnings)
+        self.warnings = warnings if self.warnings is None else self.warnings & warnings
+        seen = {name for _, failure, name in self.failures}
+        for name, _ in outcome.violations:
+            if name not in seen or self.order == "shortest":
+                seen.add(name)
+                self.failures.append((index, outcome, name))
+            if self.stop_at_first:
+                self.done = True
+        if self.tick is not None:
+            self.tick(self.report.schedules_run)
+
+    # ------------------------------------------------------------------ choice points
+
+    def arrive(self, probe: _Probe, index: int, ready: tuple[str, ...], key: str, *,
+               labels: dict[str, str], ops: dict[str, str]) -> None:  # fmt: skip
+        """A run reached choice point ``index`` past its prefix: make its node (or cut)."""
+        parent = self._stack[index - 1] if index > 0 else None
+        sleep: dict[str, tuple[str, Footprint]] = {}
+        faults_used = 0
+        if parent is not None and parent.current is not None:
+            fp = parent.current_fp or frozenset({EVERYTHING})
+            faults_used = parent.faults_used + (parent.current.fault is not None)
+            if self.reduce and parent.current.fault is None:
+                candidates = dict(parent.sleep)
+                for move, done_fp in parent.done:
+                    if move.fault is None:
+                        candidates[move.actor] = (_norm(parent.labels[move.actor], move.actor),
+                                                  done_fp)  # fmt: skip
+                sleep = {
+                    actor: entry
+                    for actor, entry in candidates.items()
+                    if actor != parent.current.actor and actor in ready
+                    and not dependent(entry[1], fp)
+                }  # fmt: skip
+            self.space.add_state(key, depth=index, label=_state_label(labels),
+                                 plan=self.attempts - 1)  # fmt: skip
+            self.space.add_edge(
+                parent.key, key, choice=parent.current.actor,
+                fault=str(parent.current.fault) if parent.current.fault else None,
+                plan=self.attempts - 1,
+            )  # fmt: skip
+        else:
+            self.space.add_state(key, depth=index, label=_state_label(labels),
+                                 plan=self.attempts - 1)  # fmt: skip
+        depth_left = None if self.max_depth is None else self.max_depth - index
+        if self.cache:
+            asleep = Counter(sleep.values())
+            for faults_left, depth_room, slept in self._seen.get(key, ()):
+                if (
+                    faults_left >= self._limit - faults_used
+                    and (depth_left is None or depth_room >= depth_left)
+                    and not slept - asleep
+                ):
+                    probe.cut_key = key
+                    raise _Cut("cache")
+            self._seen.setdefault(key, []).append(
+                (self._limit - faults_used, depth_left or 0, asleep)
+            )
+        moves = [Move(actor) for actor in ready if actor not in sleep]
+        self.pruned_by_reduction += len(ready) - len(moves)
+        options = len(ready)
+        if faults_used < self._limit:
+            # A kind is tried only where it can fire (a stall at a body's elapse, no lost
+            # response where there is no call): elsewhere it would pass the point by, a
+            # fault spent on nothing.
+            faulted = [
+                Move(actor, kind)
+                for actor in ready
+                for kind in self.kinds
+                if applies_at(kind, ops.get(actor, ""), exploring=True)
+            ]
+            moves += faulted
+            options += len(faulted)
+        if depth_left is not None and depth_left <= 0:
+            if len(moves) > 1:
+                self._cut(f"the depth bound of {self.max_depth} choice points")
+            moves = moves[:1]
+        node = _Node(key, ready, labels, sleep, moves, faults_used, options=options)
+        self._stack.append(node)
+        if not moves or moves[0].fault is not None:
+            raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
+        node.current = moves.pop(0)
+        node.explored = 1
+
+
+class _Probe:
+    """Steers one run along its prefix, then along the first untried transitions, and reads
+    each transition's footprint from the trace."""
+
+    def __init__(self, search: ExhaustiveSearch, simulator: Simulator, prefix: list[Move]):
+        self.search, self.simulator, self.prefix = search, simulator, prefix
+        self.histories: dict[str, list[str]] = {}
+        self.arrived = -1
+        self.span = 0
+        self.clock = simulator.clock.now()
+        self.cut_key: str | None = None
+
+    def choose(self, index: int, ready: list[str]) -> str:
+        """The kernel's chooser: the prefix's actor, then the node's first untried one."""
+        self._arrive(index, tuple(ready), None)
+        move = self._move(index)
+        return ready[0] if move is None else move.actor
+
+    def observe(self, index: int, name: str, point: Point, fault: Any) -> None:
+        """The kernel's observer: a choice point with one ready actor arrives here."""
+        if self.arrived < index:
+            self._arrive(index, tuple(self.simulator.kernel.choices[-1].among), (name, point))
+
+    def _move(self, index: int) -> Move | None:
+        if index < len(self.prefix):
+            return self.prefix[index]
+        stack = self.search._stack
+        return stack[index].current if index < len(stack) else None
+
+    def close_span(self) -> None:
+        """The footprint of the transition that just ended (at the last choice point)."""
+        sim, index = self.simulator, self.arrived
+        events = sim.trace.events[self.span :]
+        moved = sim.clock.now() != self.clock
+        self._remember(events)
+        self.span, self.clock = len(sim.trace.events), sim.clock.now()
+        if index < max(0, len(self.prefix) - 1) or index >= len(self.search._stack):
+            return  # before the first choice, inside the replayed prefix, or past the depth
+        node = self.search._stack[index]
+        if node.current is not None:
+            node.current_fp = footprint(
+                events, fault=node.current.fault is not None, time_moved=moved
+            )
+
+    def _remember(self, events: Sequence[TraceEvent]) -> None:
+        """Each actor's delivery so far, as its trace reads: the state its generator holds."""
+        for event in events:
+            worker = event.worker
+            if worker is None:
+                continue
+            history = self.histories.setdefault(worker, [])
+            if event.kind in (TraceKind.CRASH, TraceKind.OUTCOME, TraceKind.REJECT) or (
+                event.kind == TraceKind.CALL and event.op == "claim"
+            ):
+                history.clear()
+            history.append(f"{event.kind} {event.text}".replace(worker, "~"))
+
+    def _arrive(self, index: int, ready: tuple[str, ...], chosen: tuple[str, Point] | None) -> None:
+        self.close_span()
+        self.arrived = index
+        search = self.search
+        if index < len(self.prefix):
+            return
+        if search.max_depth is not None and index > search.max_depth:
+            return
+        at_point = dict(self.simulator.kernel._at_point)
+        if chosen is not None:
+            at_point[chosen[0]] = chosen[1]
+        labels = {name: point.label for name, point in at_point.items()}
+        ops = {name: point.info.op for name, point in at_point.items()}
+        key = state_key(self.simulator, self.histories, chosen)
+        search.arrive(self, index, ready, key, labels=labels, ops=ops)
+
+
+def _norm(label: str, actor: str) -> str:
+    return label.replace(actor, "~")
+
+
+def _state_label(labels: dict[str, str]) -> str:
+    return " | ".join(labels[name] for name in sorted(labels)) or "(no one ready)"
+
+
+def state_key(
+    simulator: Simulator, histories: dict[str, list[str]], chosen: tuple[str, Point] | None
+) -> str:
+    """The fingerprint of the state at a choice point (before the choice), blind to which
+    worker is which: the records with their step values, the start requests, the clock, the
+    ledger, the world's store, and each actor's state (what it waits for, and its delivery so
+    far as the trace reads: what its generator holds)."""
+    runtime = simulator.runtime
+    records = []
+    for record in runtime.executions():
+        lease = record.lease
+        steps = tuple(
+            (s.step_key, str(s.status), s.attempt, repr(s.value))
+            for s in runtime.steps(record.execution_id)
+        )
+        records.append((
+            record.execution_id, str(record.status), record.due_at, record.lease_token,
+            None if lease is None else lease.expires_at, record.cancel_requested,
+            record.waiting_on, repr(record.result), steps,
+        ))  # fmt: skip
+    requests = sorted(
+        repr((r.request_id, r.workflow_id, r.target_execution_id)) for r in runtime.start_requests()
+    )
+    waiting = list(simulator.kernel.waiting())
+    if chosen is not None:
+        waiting.append((chosen[0], f"point {chosen[1].label}"))
+    actors = sorted(
+        (state.replace(name, "~"), tuple(histories.get(name, ()))) for name, state in waiting
+    )
+    ledger = [
+        (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt)
+        for e in simulator.ledger.effects
+    ]
+    store = sorted(simulator.store.canonical.items())
+    # What workers believe: how far behind each skewed clock runs, and where each lease ends
+    # after its heartbeats (worker names are blinded like the actors').
+    clocks = sorted(simulator.clocks.behind.values())
+    leases = sorted(simulator.lease_ends.items())
+    text = repr((records, requests, simulator.clock.now(), ledger, store, actors, clocks, leases))
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
