@@ -248,3 +248,33 @@ def test_with_a_fault_the_reduced_search_reaches_every_state_the_naive_one_does(
     assert reduced.exhausted
     assert set(naive.state_space.nodes) == set(reduced.state_space.nodes)  # type: ignore[union-attr]
     assert {v.invariant for v in naive.violations} == {v.invariant for v in reduced.violations}
+
+
+def test_a_stall_is_tried_only_at_a_body_elapse_and_finds_the_zombie_attempt() -> None:
+    report = exhaustive("zombie-attempt", max_faults=1, kinds=["stall"])
+    (found,) = report.violations
+    assert found.invariant == "at_most_once(card.charged, by=order)"
+    (fault,) = found.faults
+    assert fault.startswith("stall the attempt ")
+    assert "'s elapse of step charge" in fault
+
+
+def test_a_stall_where_no_body_elapses_is_never_spent() -> None:
+    """No choice point of booking-race is an elapse: a stall applies nowhere, so the search
+    with stalls only is the search without faults."""
+    stalls = exhaustive("booking-race-fixed", max_faults=1, kinds=["stall"])
+    none = exhaustive("booking-race-fixed", max_faults=0)
+    assert stalls.exhausted
+    assert none.exhausted
+    assert stalls.schedules_run == none.schedules_run
+    assert stalls.distinct_states == none.distinct_states
+
+
+def test_a_client_that_mints_a_new_request_id_on_retry_is_found_and_one_that_reuses_it_verified() -> (
+    None
+):
+    buggy = exhaustive("client-retry-new-request-id", max_faults=1, kinds=["lose_response"])
+    assert "one execution per client request" in {v.invariant for v in buggy.violations}
+    fixed = exhaustive("client-retry-same-request-id", max_faults=1)
+    assert fixed.exhausted, fixed.coverage()
+    assert fixed.ok
