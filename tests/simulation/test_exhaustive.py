@@ -270,9 +270,7 @@ def test_a_stall_where_no_body_elapses_is_never_spent() -> None:
     assert stalls.distinct_states == none.distinct_states
 
 
-def test_a_client_that_mints_a_new_request_id_on_retry_is_found_and_one_that_reuses_it_verified() -> (
-    None
-):
+def test_a_client_minting_a_new_request_id_is_found_and_one_reusing_it_verified() -> None:
     buggy = exhaustive("client-retry-new-request-id", max_faults=1, kinds=["lose_response"])
     assert "one execution per client request" in {v.invariant for v in buggy.violations}
     fixed = exhaustive("client-retry-same-request-id", max_faults=1)
