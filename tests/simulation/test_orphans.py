@@ -131,7 +131,7 @@ def test_runtime_options_are_checked_when_the_scenario_is_made() -> None:
     with pytest.raises(
         ValueError,
         match=r"^scenario 'x': unknown runtime option 'orphan_gaurd'; the runtimes take: "
-        r"orphan_guard$",
+        r"on_existing_id, orphan_guard$",
     ):
         dataclasses.replace(base, name="x", runtime_options={"orphan_gaurd": False})
     with pytest.raises(

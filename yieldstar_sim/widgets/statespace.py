@@ -17,7 +17,6 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.pictures import figure_png
-from yieldstar_sim.views.statespace import describe_path, draw_state_graph, shortest_paths
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport
@@ -35,6 +34,9 @@ class StateSpaceView:
 
     def __init__(self, report: ExplorationReport, *, scenario: Scenario | None = None) -> None:
         import ipywidgets as widgets  # type: ignore[import-untyped]
+
+        # networkx comes with the drawing, not with the package's import.
+        from yieldstar_sim.views.statespace import describe_path, draw_state_graph, shortest_paths
 
         space = report.state_space
         if space is None:
