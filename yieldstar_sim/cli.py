@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -227,65 +226,6 @@ def _runtime_options(command: argparse.ArgumentParser, default: str | None = "du
         "page with a stepper, for design reviews)",
     )  # fmt: skip
     command.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from yieldstar_sim.core.clock import ManualClock
-    from yieldstar_sim.core.model import AdmissionErrorCode, ExecutionAdmissionError
-    from yieldstar_sim.demo import lost_response_demo
-    from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
-    from yieldstar_sim.runtime.memory import MemoryRuntime
-    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
-
-    out = output_folder(args.out)
-    clock = ManualClock()
-    runtime: Runtime
-    if args.runtime == "memory":
-        if args.db:
-            raise UsageError("--db needs --runtime duckdb")
-        runtime = MemoryRuntime(clock=clock)
-    else:
-        runtime = DuckDBRuntime(database_path(args.db), clock=clock)
-    try:
-        result = lost_response_demo(runtime)
-        graph = execution_graph(runtime)
-    except ExecutionAdmissionError as error:
-        if error.code != AdmissionErrorCode.EXECUTION_EXISTS:
-            raise
-        raise UsageError(
-            f"the database {args.db!r} already holds order-42 from an earlier run; "
-            "give a new --db file, or delete that one"
-        ) from error
-    finally:
-        runtime.close()
-    verdict = (
-        "one ship-order, one courier: the promise held"
-        if result.ok
-        else f"{len(result.ship_orders)} ship-orders, {result.couriers} couriers"
-    )
-    figure = draw_execution_graph(
-        graph, title=f"order-42 after a lost start response ({args.runtime})\n{verdict}"
-    )
-    image = out / "order-42-graph.png"
-    figure.savefig(image, dpi=120)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "scenario": "lost-response-demo",
-                    "runtime": args.runtime,
-                    "ok": result.ok,
-                    "ship_orders": result.ship_orders,
-                    "couriers": result.couriers,
-                    "events": result.lines,
-                    "graph": str(image),
-                }
-            )
-        )
-    else:
-        print("\n".join(result.lines))
-        print(f"\n{verdict}; graph written to {image}")
-    return 0 if result.ok else 1
 
 
 def _runtime_choice(text: str) -> str:
@@ -610,7 +550,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         if args.command == "demo":
-            return _demo(args)
+            from yieldstar_sim.demo import demo_command
+
+            return demo_command(args)
         if args.command == "list":
             return _list(args)
         if args.command in ("run", "replay"):

@@ -14,11 +14,14 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.cli_files import UsageError, database_path, output_folder
 from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
 
 if TYPE_CHECKING:
+    import argparse
+
     from yieldstar_sim.engine.dispatcher import DispatchResult
     from yieldstar_sim.runtime.protocol import Runtime
 
@@ -106,3 +109,63 @@ def lost_response_demo(runtime: Runtime | None = None) -> DemoResult:
             f"parent link {parent}"
         )
     return result
+
+
+def demo_command(args: argparse.Namespace) -> int:
+    """``yieldstar-sim demo``: the shop story on the engine (``--runtime``, ``--db``, ``--out``,
+    ``--json``), its graph written to ``--out``; exit code 0 when one courier came."""
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import AdmissionErrorCode, ExecutionAdmissionError
+    from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
+    from yieldstar_sim.runtime.memory import MemoryRuntime
+    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
+
+    out = output_folder(args.out)
+    clock = ManualClock()
+    runtime: Runtime
+    if args.runtime == "memory":
+        if args.db:
+            raise UsageError("--db needs --runtime duckdb")
+        runtime = MemoryRuntime(clock=clock)
+    else:
+        runtime = DuckDBRuntime(database_path(args.db), clock=clock)
+    try:
+        result = lost_response_demo(runtime)
+        graph = execution_graph(runtime)
+    except ExecutionAdmissionError as error:
+        if error.code != AdmissionErrorCode.EXECUTION_EXISTS:
+            raise
+        raise UsageError(
+            f"the database {args.db!r} already holds order-42 from an earlier run; "
+            "give a new --db file, or delete that one"
+        ) from error
+    finally:
+        runtime.close()
+    verdict = (
+        "one ship-order, one courier: the promise held"
+        if result.ok
+        else f"{len(result.ship_orders)} ship-orders, {result.couriers} couriers"
+    )
+    figure = draw_execution_graph(
+        graph, title=f"order-42 after a lost start response ({args.runtime})\n{verdict}"
+    )
+    image = out / "order-42-graph.png"
+    figure.savefig(image, dpi=120)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "scenario": "lost-response-demo",
+                    "runtime": args.runtime,
+                    "ok": result.ok,
+                    "ship_orders": result.ship_orders,
+                    "couriers": result.couriers,
+                    "events": result.lines,
+                    "graph": str(image),
+                }
+            )
+        )
+    else:
+        print("\n".join(result.lines))
+        print(f"\n{verdict}; graph written to {image}")
+    return 0 if result.ok else 1
