@@ -77,7 +77,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import duckdb
-from _report import ms, table, us, verdict
+from _harness import ms, table, us, verdict
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.clock import ManualClock

@@ -88,7 +88,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 import hypothesis
-from _report import ms, table, verdict
+from _harness import ms, table, verdict
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample

@@ -72,7 +72,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import duckdb
-from _report import ms, table, us, verdict
+from _harness import ms, table, us, verdict
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.codec import DurableValueCodec

@@ -62,7 +62,7 @@ from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
-from _report import table, verdict
+from _harness import table, verdict
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.image import imsave
