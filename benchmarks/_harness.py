@@ -49,9 +49,9 @@ def parser(
 
 
 def load() -> str:
-    """The one-minute load average, or ``?`` where the platform has none."""
+    """The 1, 5 and 15-minute load averages, or ``?`` where the platform has none."""
     try:
-        return f"{os.getloadavg()[0]:.2f}"
+        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
     except (AttributeError, OSError):
         return "?"
 
