@@ -132,9 +132,9 @@ def us(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f}"
 
 
-def ms(seconds: float) -> str:
-    """Seconds as milliseconds with two decimals: ``ms(0.0012)`` is ``'1.20'``."""
-    return f"{seconds * 1e3:,.2f}"
+def ms(seconds: float, digits: int = 2) -> str:
+    """Seconds as milliseconds with ``digits`` decimals: ``ms(0.0012)`` is ``'1.20'``."""
+    return f"{seconds * 1e3:,.{digits}f}"
 
 
 def pct(share: float) -> str:
