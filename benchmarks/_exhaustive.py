@@ -13,13 +13,11 @@
 from __future__ import annotations
 
 import dataclasses
-import time
-from typing import TYPE_CHECKING, Any
+
+from _explorer_kit import explore, timed_simulate
+from _harness import median
 
 import yieldstar_sim as ys
-
-if TYPE_CHECKING:
-    from yieldstar_sim.simulation.explorer import ExplorationReport
 
 #: The target the issue sets for the 3-booking race: the reduction runs 10x fewer schedules.
 MIN_REDUCTION = 10.0
@@ -35,20 +33,10 @@ def bookings(count: int) -> ys.Scenario:
     return dataclasses.replace(race, name=f"booking-race-{count}", triggers=triggers, workers=count)
 
 
-def timed(scenario: ys.Scenario, **options: Any) -> tuple[float, ExplorationReport]:
-    options.setdefault("confirm", None)
-    began = time.perf_counter()
-    report = ys.explore(scenario, **options)
-    return time.perf_counter() - began, report
-
-
 def plain_run_seconds(scenario: ys.Scenario, reps: int = 11) -> float:
-    times = []
-    for _ in range(reps):
-        began = time.perf_counter()
-        ys.simulate(scenario, 0, runtime="memory", scenario_faults=False).runtime.close()
-        times.append(time.perf_counter() - began)
-    return sorted(times)[len(times) // 2]
+    runs = (timed_simulate(scenario, seed=0, runtime="memory", scenario_faults=False)[0]
+            for _ in range(reps))  # fmt: skip
+    return median(runs)
 
 
 def run_exhaustive(quick: bool) -> int:
@@ -70,10 +58,10 @@ def run_exhaustive(quick: bool) -> int:
     ratios: dict[str, float] = {}
     for scenario, k in cases:
         kinds = {"kinds": ["crash", "freeze"]} if k else {}
-        reduced_s, reduced = timed(
+        reduced_s, reduced = explore(
             scenario, strategy="exhaustive", max_faults=k, stop_at_first=False, **kinds
         )
-        _, naive = timed(
+        _, naive = explore(
             scenario, strategy="exhaustive", max_faults=k, stop_at_first=False,
             reduction=False, time_budget=naive_seconds, **kinds,
         )  # fmt: skip
@@ -111,7 +99,7 @@ def run_exhaustive(quick: bool) -> int:
         ("random", {"max_faults": 0, "budget": 2000}),
         ("pct", {"max_faults": 0, "budget": 2000}),
     ):
-        seconds, report = timed(race, strategy=strategy, **options)
+        seconds, report = explore(race, strategy=strategy, **options)
         found = "found" if report.violations else "not found"
         print(
             f"  {strategy:<10} {found} after {report.schedules_run:,} schedules, "

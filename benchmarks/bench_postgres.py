@@ -30,16 +30,15 @@ the workloads; every call within 1.5x the bare cost of its own statements.
 
 from __future__ import annotations
 
-import argparse
 import os
-import platform
 import statistics
 import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-import bench_runtime as base
-from _report import table, us, verdict
+from _harness import footer, header, parser, per_call, progress, show, spread, targets, us, verdict
+from _runtime_calls import BENCHES, WARMUP, BareOp, Batch, Bench, populate, time_adapter
+from _runtime_workloads import WORKLOADS, run_workload
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.clock import ManualClock
@@ -65,7 +64,7 @@ def new_postgres() -> PostgresRuntime:
     return PostgresRuntime(DSN, clock=ManualClock())
 
 
-def translate(op: base.BareOp) -> list[tuple[str, dict[str, object] | None]]:
+def translate(op: BareOp) -> list[tuple[str, dict[str, object] | None]]:
     """bench_runtime's bare statements (DuckDB's text) as the PostgreSQL adapter issues them."""
     from yieldstar_sim.runtime.postgres import QUERIES
 
@@ -82,7 +81,7 @@ def translate(op: base.BareOp) -> list[tuple[str, dict[str, object] | None]]:
     return out
 
 
-def time_bare(runtime: PostgresRuntime, batch: base.Batch) -> float:
+def time_bare(runtime: PostgresRuntime, batch: Batch) -> float:
     """Seconds per call of the batch's bare statements, after its warm-up ones."""
     connection = runtime.connection
     ops = [translate(op) for op in batch.bare]
@@ -93,18 +92,18 @@ def time_bare(runtime: PostgresRuntime, batch: base.Batch) -> float:
             if cursor.description is not None:
                 cursor.fetchall()
 
-    for op in ops[: base.WARMUP]:
+    for op in ops[:WARMUP]:
         run(op)
-    return base.time_calls([lambda op=op: run(op) for op in ops[base.WARMUP :]])
+    return per_call([lambda op=op: run(op) for op in ops[WARMUP:]])
 
 
 def measure_calls(
     reps: int, batch: int
-) -> list[tuple[base.Bench, list[float], list[float], set[float]]]:
+) -> list[tuple[Bench, list[float], list[float], set[float]]]:
     """Per bench: adapter seconds, bare seconds, statements per call, one per repetition."""
     results = []
-    for bench in base.BENCHES:
-        n = max(1, round(batch * bench.scale)) + base.WARMUP
+    for bench in BENCHES:
+        n = max(1, round(batch * bench.scale)) + WARMUP
         adapter: list[float] = []
         bare: list[float] = []
         counts: set[float] = set()
@@ -114,10 +113,10 @@ def measure_calls(
                 runtime = new_postgres()
                 try:
                     if bench.read:
-                        base.populate(runtime)
+                        populate(runtime)
                     prepared = bench.prepare(runtime, n)
                     if which == "adapter":
-                        trial = base.time_adapter(runtime, prepared)
+                        trial = time_adapter(runtime, prepared)
                         adapter.append(trial.seconds_per_call)
                         counts.add(trial.statements_per_call)
                     else:
@@ -125,11 +124,11 @@ def measure_calls(
                 finally:
                     runtime.close()
         results.append((bench, adapter, bare, counts))
-        print(f"  {bench.name}", file=sys.stderr, flush=True)
+        progress(bench.name)
     return results
 
 
-def print_calls(results: Sequence[tuple[base.Bench, list[float], list[float], set[float]]]) -> int:
+def print_calls(results: Sequence[tuple[Bench, list[float], list[float], set[float]]]) -> int:
     rows = [
         ["call", "postgres us", "bare us", "overhead us", "ratio", "SQL/call", f"<={MAX_RATIO}x"]
     ]
@@ -144,24 +143,22 @@ def print_calls(results: Sequence[tuple[base.Bench, list[float], list[float], se
                 us(statistics.median(bare)),
                 us(statistics.median(adapter) - statistics.median(bare)),
                 f"{ratio:.2f}",
-                base.count_text(counts),
+                spread(counts),
                 verdict(ratio <= MAX_RATIO),
             ]
         )
-    print("\n".join(table(rows, [False, True, True, True, True, True, False])))
+    show(rows, [False, True, True, True, True, True, False])
     return misses
 
 
 def measure_workloads(rounds: int, reps: int) -> list[tuple[str, float, float]]:
     """Per workload: statements per call, and the median cost per call on PostgreSQL."""
     out = []
-    for workload in base.WORKLOADS:
-        _, counted = base.run_workload(new_postgres, workload, rounds, tally=True)
-        per_call = sum(c for _, c in counted.kinds.values()) / counted.calls
-        costs = [
-            base.run_workload(new_postgres, workload, rounds, tally=False)[0] for _ in range(reps)
-        ]
-        out.append((workload.name, per_call, statistics.median(costs)))
+    for workload in WORKLOADS:
+        _, counted = run_workload(new_postgres, workload, rounds, tally=True)
+        statements = sum(c for _, c in counted.kinds.values()) / counted.calls
+        costs = [run_workload(new_postgres, workload, rounds, tally=False)[0] for _ in range(reps)]
+        out.append((workload.name, statements, statistics.median(costs)))
     return out
 
 
@@ -178,18 +175,13 @@ def simulate_rate(runtime: str, seeds: int, reps: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke test)")
-    args = parser.parse_args(argv)
-    reps = 3 if args.quick else 5
+    args = parser(__doc__).parse_args(argv)
+    reps = args.reps or (3 if args.quick else 5)
     batch = 20 if args.quick else 60
     rounds = 5 if args.quick else 20
     seeds = 10 if args.quick else 40
-    began = time.perf_counter()
-    print(
-        f"yieldstar_sim PostgreSQL benchmark: python {platform.python_version()}, "
-        f"{platform.machine()}; {reps} repetitions{', quick' if args.quick else ''}\n"
-    )
+    began = header("PostgreSQL", details=f"{reps} repetitions{', quick' if args.quick else ''}")
+    print()
     misses = 0
     workloads: list[tuple[str, float, float]] = []
     if DSN:
@@ -201,8 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         misses = print_calls(measure_calls(reps, batch))
         workloads = measure_workloads(rounds, reps)
         print()
-        for name, per_call, cost in workloads:
-            print(f"workload '{name}': {per_call:.2f} SQL/call, {us(cost)} us per call")
+        for name, statements, cost in workloads:
+            print(f"workload '{name}': {statements:.2f} SQL/call, {us(cost)} us per call")
     else:
         print("PostgreSQL: skipped (YIELDSTAR_PG_DSN is not set; scripts/postgres.sh start)")
     print(f"\nsimulate runs per second, durable-start, {seeds} seeds (median of {reps})")
@@ -210,22 +202,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     rates: dict[str, Any] = {kind: simulate_rate(kind, seeds, reps) for kind in kinds}
     rows = [["runtime", "runs/s", "vs memory"]]
     rows += [[k, f"{r:,.1f}", f"{r / rates['memory']:.2f}x"] for k, r in rates.items()]
-    print("\n".join(table(rows, [False, True, True], indent="  ")))
+    show(rows, [False, True, True], indent="  ")
     if not DSN:
         print("  postgres: skipped (YIELDSTAR_PG_DSN is not set)")
     if DSN:
-        print("\nTargets (reported, not asserted)")
-        for name, per_call, _ in workloads:
-            print(
-                f"  [{verdict(per_call <= MAX_STATEMENTS_PER_CALL)}] SQL statements per runtime "
-                f"call, {name} workload: {per_call:.2f} (target <= {MAX_STATEMENTS_PER_CALL})"
+        total = len(BENCHES)
+        lines = [
+            (
+                statements <= MAX_STATEMENTS_PER_CALL,
+                f"SQL statements per runtime call, {name} workload: {statements:.2f} "
+                f"(target <= {MAX_STATEMENTS_PER_CALL})",
             )
-        total = len(base.BENCHES)
-        print(
-            f"  [{verdict(not misses)}] PostgreSQL call cost within {MAX_RATIO}x of its bare "
-            f"statements: {total - misses} of {total} calls"
+            for name, statements, _ in workloads
+        ]
+        lines.append(
+            (
+                not misses,
+                f"PostgreSQL call cost within {MAX_RATIO}x of its bare statements: "
+                f"{total - misses} of {total} calls",
+            )
         )
-    print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        targets(lines)
+    footer(began)
     return 0
 
 

@@ -54,49 +54,50 @@ Target, reported as PASS/MISS (never asserted):
 
 from __future__ import annotations
 
-import argparse
-import cProfile
-import functools
-import gc
-import math
-import os
-import platform
-import pstats
 import statistics
 import sys
-import sysconfig
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING
 
 import duckdb
-from _report import ms, table, us, verdict
+from _harness import (
+    TARGETS,
+    footer,
+    gc_paused,
+    header,
+    median,
+    ms,
+    parser,
+    pct,
+    progress,
+    show,
+    spread,
+    target,
+    us,
+)
+from _simulation_meter import (
+    KERNEL,
+    REST,
+    RUNTIME,
+    Instrumented,
+    Meter,
+    Profile,
+    measure_profile,
+    switch_cost,
+)
 
 import yieldstar_sim as ys
-from yieldstar_sim.core.codec import DurableValueCodec
-from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
-from yieldstar_sim.runtime.memory import MemoryRuntime
-from yieldstar_sim.simulation.faults import FaultPlan
-from yieldstar_sim.simulation.kernel import Kernel
 from yieldstar_sim.simulation.run import finish
 from yieldstar_sim.simulation.simulator import Simulator
-from yieldstar_sim.simulation.trace import Trace
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Generator, Iterator, Sequence
-
-P = ParamSpec("P")
-R = TypeVar("R")
+    from collections.abc import Sequence
 
 SCENARIOS = ("durable-start", "trigger-in-step")
 RUNTIMES = ("memory", "duckdb")
 MAX_KERNEL_SHARE = 0.20
-PACKAGE = Path(ys.__file__).resolve().parent
-KERNEL_FILE = PACKAGE / "simulation" / "kernel.py"
-RUNTIME_DIR = PACKAGE / "runtime"
-STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
 
 
 def close_runtime(runtime: object) -> None:
@@ -136,9 +137,7 @@ class Case:
 
 def timed_run(scenario: ys.Scenario, seed: int, runtime: str) -> tuple[Sample, str]:
     """One run as ``ys.simulate`` makes it, its phases timed apart; returns its trace digest."""
-    gc.collect()
-    gc.disable()
-    try:
+    with gc_paused():
         began = time.perf_counter()
         simulator = Simulator(scenario, seed=seed, runtime=runtime)
         built = time.perf_counter()
@@ -146,8 +145,6 @@ def timed_run(scenario: ys.Scenario, seed: int, runtime: str) -> tuple[Sample, s
         ran = time.perf_counter()
         result = finish(simulator)
         checked = time.perf_counter()
-    finally:
-        gc.enable()
     sample = Sample(
         built - began,
         ran - built,
@@ -169,148 +166,6 @@ def measure_case(case: Case, seeds: range) -> None:
 
 
 # --------------------------------------------------------------------------- timing wrappers
-
-KERNEL, RUNTIME = "kernel", "runtime"
-REST = {
-    "actors": "the simulator's actors, the driver, step bodies, the world",
-    "codec": "the durable-value codec, outside the runtime (driver, world)",
-    "trace": "Trace.add",
-    "fault plan": "FaultPlan.fault_at, the kernel's fault source",
-    "setup": "Simulator(...) construction, less runtime and kernel",
-    "check": "finish(): invariants and collecting records, less runtime",
-}
-CODEC_METHODS = ("encode", "encode_or_raise", "decode", "decode_trusted", "validate_object")
-
-
-class Meter:
-    """A stack of categories; the time between two switches goes to the one on top (none
-    while paused)."""
-
-    def __init__(self) -> None:
-        self.stack: list[str] = ["other"]
-        self.spent: dict[str, float] = defaultdict(float)
-        self.switches = 0
-        self.paused = True
-        self.mark = time.perf_counter()
-
-    def push(self, category: str) -> None:
-        if not self.paused:
-            now = time.perf_counter()
-            self.spent[self.stack[-1]] += now - self.mark
-            self.mark = now
-            self.switches += 1
-        self.stack.append(category)
-
-    def pop(self) -> None:
-        if not self.paused:
-            now = time.perf_counter()
-            self.spent[self.stack[-1]] += now - self.mark
-            self.mark = now
-            self.switches += 1
-        self.stack.pop()
-
-    def start(self) -> None:
-        """Count from now (at the start of a run)."""
-        self.stack = ["other"]
-        self.paused = False
-        self.mark = time.perf_counter()
-
-    def pause(self) -> None:
-        """Stop counting (at the end of a run)."""
-        self.paused = True
-
-
-def metered(
-    meter: Meter, category: str, function: Callable[P, R], *, unless_in: str | None = None
-) -> Callable[P, R]:
-    """``function``, its time charged to ``category`` (left to ``unless_in`` when called
-    from there)."""
-
-    @functools.wraps(function)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if meter.stack[-1] == unless_in:
-            return function(*args, **kwargs)
-        meter.push(category)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            meter.pop()
-
-    return wrapper
-
-
-class MeteredActor:
-    """Wraps an actor generator: time inside its ``send`` and ``close`` is not the kernel's."""
-
-    __slots__ = ("actor", "meter")
-
-    def __init__(self, actor: Generator[Any, Any, None], meter: Meter) -> None:
-        self.actor = actor
-        self.meter = meter
-
-    def send(self, value: Any) -> Any:
-        self.meter.push("actors")
-        try:
-            return self.actor.send(value)
-        finally:
-            self.meter.pop()
-
-    def close(self) -> None:
-        self.meter.push("actors")
-        try:
-            self.actor.close()
-        finally:
-            self.meter.pop()
-
-
-class Instrumented:
-    """Class-level timing wrappers on the runtime, kernel, codec, trace and fault plan, for a
-    ``with`` block (class level, so bound methods taken at construction are wrapped too)."""
-
-    def __init__(self, meter: Meter) -> None:
-        self.meter = meter
-        self.saved: list[tuple[type, str, Any]] = []
-
-    def wrap(self, owner: type, name: str, category: str, *, unless_in: str | None = None) -> None:
-        original = owner.__dict__[name]
-        self.saved.append((owner, name, original))
-        setattr(owner, name, metered(self.meter, category, original, unless_in=unless_in))
-
-    def __enter__(self) -> Instrumented:
-        meter = self.meter
-        for runtime in (MemoryRuntime, DuckDBRuntime):
-            for name, value in list(runtime.__dict__.items()):
-                if callable(value) and (name == "__init__" or not name.startswith("_")):
-                    self.wrap(runtime, name, RUNTIME)
-        for name in ("__init__", "run", "nudge", "close"):
-            self.wrap(Kernel, name, KERNEL)
-        for name in CODEC_METHODS:
-            self.wrap(DurableValueCodec, name, "codec", unless_in=RUNTIME)
-        self.wrap(Trace, "add", "trace")
-        self.wrap(FaultPlan, "fault_at", "fault plan")
-        spawn = Kernel.spawn
-
-        def spawn_metered(
-            kernel: Kernel,
-            name: str,
-            actor: Generator[Any, Any, None],
-            *,
-            at: float | None = None,
-        ) -> None:
-            meter.push(KERNEL)
-            try:
-                spawn(kernel, name, MeteredActor(actor, meter), at=at)  # type: ignore[arg-type]
-            finally:
-                meter.pop()
-
-        self.saved.append((Kernel, "spawn", spawn))
-        setattr(Kernel, "spawn", spawn_metered)  # noqa: B010 (a method, replaced for a while)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for owner, name, original in reversed(self.saved):
-            setattr(owner, name, original)
-        self.saved.clear()
 
 
 @dataclass
@@ -350,9 +205,7 @@ def measure_split(split: Split, seeds: range) -> None:
     meter = Meter()
     with Instrumented(meter):
         for seed in seeds:
-            gc.collect()
-            gc.disable()
-            try:
+            with gc_paused():
                 meter.start()
                 began = time.perf_counter()
                 meter.push("setup")
@@ -366,8 +219,6 @@ def measure_split(split: Split, seeds: range) -> None:
                 meter.pop()
                 split.totals.append(time.perf_counter() - began)
                 meter.pause()
-            finally:
-                gc.enable()
             split.samples.append(dict(meter.spent))
             meter.spent.clear()
             split.digests.add(f"{seed}:{result.trace_digest()}")
@@ -375,143 +226,7 @@ def measure_split(split: Split, seeds: range) -> None:
     split.switches += meter.switches
 
 
-def switch_cost(pairs: int = 20_000) -> float:
-    """Seconds one metered call adds (two switches and the wrapper), over a bare call."""
-
-    def nothing() -> None:
-        return None
-
-    meter = Meter()
-    meter.start()
-    wrapped = metered(meter, "x", nothing)
-    best = math.inf
-    for _ in range(5):
-        began = time.perf_counter()
-        for _ in range(pairs):
-            nothing()
-        bare = time.perf_counter() - began
-        began = time.perf_counter()
-        for _ in range(pairs):
-            wrapped()
-        best = min(best, (time.perf_counter() - began - bare) / pairs)
-    return best
-
-
-# --------------------------------------------------------------------------- profile
-
-
-Func = tuple[str, int, str]
-
-
-@dataclass
-class Profile:
-    """``tottime`` per file and per function, run by run (each run profiled on its own, so a
-    preemption distorts one run, not the medians); builtins charged to their callers' files."""
-
-    files: list[dict[str, float]] = field(default_factory=list)
-    functions: list[dict[str, float]] = field(default_factory=list)
-
-    @property
-    def runs(self) -> int:
-        return len(self.files)
-
-    @staticmethod
-    def part(run: dict[str, float], name: str) -> float:
-        if name == "all":
-            return sum(run.values())
-        if name == "other":
-            return sum(run.values()) - run.get(KERNEL, 0.0) - run.get(RUNTIME, 0.0)
-        return run.get(name, 0.0)
-
-    def seconds(self, name: str, *, function: bool = False) -> float:
-        """Median tottime per run of a file (or "all", "other"), or of a function."""
-        if function:
-            return median(run.get(name, 0.0) for run in self.functions)
-        return median(self.part(run, name) for run in self.files)
-
-    def share(self, name: str, of: str = "all", *, function: bool = False) -> float:
-        """Median per-run share of a file's (or function's) tottime in ``of``'s."""
-        runs = zip(self.functions if function else self.files, self.files, strict=True)
-        return median(
-            (mine.get(name, 0.0) if function else self.part(mine, name)) / self.part(run, of)
-            for mine, run in runs
-        )
-
-
-def bucket(filename: str) -> str:
-    """``kernel``, ``runtime`` or a short file name for a profiled source file."""
-    path = Path(filename)
-    if path == KERNEL_FILE:
-        return "kernel"
-    if RUNTIME_DIR in path.parents:
-        return "runtime"
-    if PACKAGE in path.parents:
-        return str(path.relative_to(PACKAGE.parent))
-    if "site-packages" in path.parts:
-        index = path.parts.index("site-packages")
-        return f"{path.parts[index + 1]} (site-packages)"
-    if STDLIB in path.parents:
-        return f"{path.relative_to(STDLIB).as_posix()} (stdlib)"
-    return filename
-
-
-def function_name(func: Func) -> str:
-    filename, line, name = func
-    if filename == "~":
-        return name
-    return f"{bucket(filename)}:{line} {name}"
-
-
-def measure_profile(profile: Profile, scenario: ys.Scenario, seeds: range) -> None:
-    for seed in seeds:
-        profiler = cProfile.Profile()
-        gc.collect()
-        gc.disable()
-        try:
-            profiler.enable()
-            simulator = Simulator(scenario, seed=seed, runtime="memory")
-            simulator.run()
-            finish(simulator)
-            profiler.disable()
-        finally:
-            gc.enable()
-        by_file: dict[str, float] = defaultdict(float)
-        by_function: dict[str, float] = defaultdict(float)
-        stats: dict[Func, Any] = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-        for func, (_, _, tottime, _, callers) in stats.items():
-            filename = func[0]
-            if filename != "~":
-                by_file[bucket(filename)] += tottime
-                by_function[function_name(func)] += tottime
-                continue
-            # A C builtin: charge it to its callers' files, in proportion to each edge's time.
-            by_function[func[2]] += tottime
-            edges = {caller: edge[2] for caller, edge in callers.items()}
-            weight = sum(edges.values())
-            if weight <= 0:
-                by_file["builtins (no caller)"] += tottime
-                continue
-            for caller, edge_time in edges.items():
-                owner = bucket(caller[0]) if caller[0] != "~" else "builtins (no caller)"
-                by_file[owner] += tottime * edge_time / weight
-        profile.files.append(dict(by_file))
-        profile.functions.append(dict(by_function))
-
-
 # --------------------------------------------------------------------------- report
-
-
-def pct(share: float) -> str:
-    return f"{share * 100:.1f}%"
-
-
-def span(values: Sequence[int]) -> str:
-    low, high = min(values), max(values)
-    return f"{low}" if low == high else f"{low}-{high}"
-
-
-def median(values: Iterator[float] | Sequence[float]) -> float:
-    return statistics.median(list(values))
 
 
 def print_cases(cases: Sequence[Case]) -> None:
@@ -538,8 +253,8 @@ def print_cases(cases: Sequence[Case]) -> None:
                 case.scenario.name,
                 case.runtime,
                 str(len(samples)),
-                span([s.points for s in samples]),
-                span([s.events for s in samples]),
+                spread([s.points for s in samples]),
+                spread([s.events for s in samples]),
                 f"{sum(s.ok for s in samples)}/{len(samples)}",
                 ms(median(s.total for s in samples)),
                 ms(min(s.total for s in samples)),
@@ -550,7 +265,7 @@ def print_cases(cases: Sequence[Case]) -> None:
                 us(median(s.total / s.points for s in samples)),
             ]
         )
-    print("\n".join(table(rows, [False, False, *([True] * 11)])))
+    show(rows, [False, False, *([True] * 11)])
     print(
         "\n  medians over every run (repetitions x seeds); points and events: range over the\n"
         "  seeds; ok: runs where every invariant held (trigger-in-step is the broken story: two\n"
@@ -616,7 +331,7 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
         ]
         for split in splits
     ]
-    print("\n".join(table(rows, [False, False, *([True] * 10)])))
+    show(rows, [False, False, *([True] * 10)])
     splits = [split for split in splits if split.runtime == "memory"]
     pairs = statistics.mean(split.switches / split.runs / 2 for split in splits)
     print(
@@ -639,7 +354,7 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
             ]
         )
     print()
-    print("\n".join("  " + line for line in table(rows, [False, *([True] * len(splits)), False])))
+    show(rows, [False, *([True] * len(splits)), False], "  ")
     print("\n  median us per run, and median share of the whole run.")
 
 
@@ -661,7 +376,7 @@ def print_profile(profile: Profile, top: int) -> None:
         ]
         for name in files[:top]
     ]
-    print("\n".join("  " + line for line in table(rows, [False, True, True, True])))
+    show(rows, [False, True, True, True], "  ")
     names = {name for run in profile.functions for name in run}
     functions = sorted(
         (name for name in names if not name.startswith((f"{KERNEL}:", f"{RUNTIME}:"))),
@@ -677,7 +392,7 @@ def print_profile(profile: Profile, top: int) -> None:
         for name in functions[:top]
     ]
     print()
-    print("\n".join("  " + line for line in table(rows, [False, True, True])))
+    show(rows, [False, True, True], "  ")
     print(
         "\n  builtins are listed by name among functions; among files they are charged to their\n"
         "  callers. The codec, json and rfc8785 work here is mostly the runtime's (decoding and\n"
@@ -686,13 +401,14 @@ def print_profile(profile: Profile, top: int) -> None:
 
 
 def print_summary(splits: Sequence[Split], profile: Profile) -> None:
-    print("\nTargets (reported, not asserted)")
+    print(f"\n{TARGETS}")
     splits = [split for split in splits if split.runtime == "memory"]
     for split in splits:
         share = split.share(KERNEL)
-        print(
-            f"  [{verdict(share < MAX_KERNEL_SHARE)}] kernel share of a memory-runtime run, "
-            f"{split.scenario.name}: {pct(share)} (target < {pct(MAX_KERNEL_SHARE)})"
+        target(
+            share < MAX_KERNEL_SHARE,
+            f"kernel share of a memory-runtime run, {split.scenario.name}: {pct(share)} "
+            f"(target < {pct(MAX_KERNEL_SHARE)})",
         )
     print(
         f"         cProfile's reading, both scenarios: kernel.py and the builtins it calls "
@@ -710,34 +426,33 @@ def print_summary(splits: Sequence[Split], profile: Profile) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer runs (smoke test)")
-    parser.add_argument("--seeds", type=int, help="seeds per repetition (default 30; quick 10)")
-    parser.add_argument("--reps", type=int, help="repetitions on memory (default 20; quick 3)")
-    parser.add_argument(
+    args_parser = parser(__doc__, reps="repetitions on memory (default 20; quick 3)")
+    args_parser.add_argument(
+        "--seeds", type=int, help="seeds per repetition (default 30; quick 10)"
+    )
+    args_parser.add_argument(
         "--duckdb-reps", type=int, help="repetitions on DuckDB (default 5; quick 1)"
     )
-    args = parser.parse_args(argv)
+    args = args_parser.parse_args(argv)
     seeds = range(args.seeds or (10 if args.quick else 30))
     reps: dict[str, int] = {
         "memory": args.reps or (3 if args.quick else 20),
         "duckdb": args.duckdb_reps or (1 if args.quick else 5),
     }
-    began = time.perf_counter()
-    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    print(
-        f"yieldstar_sim simulation benchmark: python {platform.python_version()}, duckdb "
-        f"{duckdb.__version__}, {platform.machine()}, {os.cpu_count()} CPUs (load {load}); "
-        f"seeds 0-{len(seeds) - 1}, {reps['memory']} repetitions on memory, {reps['duckdb']} "
-        f"on duckdb{', quick' if args.quick else ''}\n"
+    began = header(
+        "simulation",
+        f"duckdb {duckdb.__version__}",
+        details=f"seeds 0-{len(seeds) - 1}, {reps['memory']} repetitions on memory, "
+        f"{reps['duckdb']} on duckdb{', quick' if args.quick else ''}",
     )
+    print()
     scenarios = [ys.load_scenario(name) for name in SCENARIOS]
     cases = [Case(scenario, runtime) for scenario in scenarios for runtime in RUNTIMES]
     splits = [Split(scenario, runtime) for runtime in RUNTIMES for scenario in scenarios]
     for case in cases:  # warm-up: imports, caches, DuckDB's first connection
         timed_run(case.scenario, 0, case.runtime)
     for rep in range(max(reps.values())):
-        print(f"  repetition {rep + 1}/{max(reps.values())}", file=sys.stderr, flush=True)
+        progress(f"repetition {rep + 1}/{max(reps.values())}")
         order = cases if rep % 2 == 0 else list(reversed(cases))
         for case in order:
             if rep < reps[case.runtime]:
@@ -760,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     print_profile(profile, top=10)
     print_summary(splits, profile)
-    print(f"\n(took {time.perf_counter() - began:.1f} s)")
+    footer(began)
     return 0
 
 

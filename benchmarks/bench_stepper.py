@@ -28,21 +28,21 @@ asserted: under 200 ms per event, cold, for a 100-event run.
 
 from __future__ import annotations
 
-import argparse
 import gc
-import platform
 import random
 import statistics
 import sys
 import time
 from typing import TYPE_CHECKING
 
+from _harness import footer, header, parser, timed, verdict
+
 import yieldstar_sim as ys
 from yieldstar_sim.views import draw_run
 from yieldstar_sim.widgets import figure_png
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Iterable
 
 TARGET_SECONDS = 0.200
 ORDERS = (41, 42, 43, 44)
@@ -78,12 +78,6 @@ SCENARIO = ys.Scenario(
 )
 
 
-def timed(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
 def visit(stepper: ys.Stepper, order: Iterable[int]) -> list[float]:
     """Seconds to show each event, in the order given."""
     times = []
@@ -92,25 +86,23 @@ def visit(stepper: ys.Stepper, order: Iterable[int]) -> list[float]:
         def move(target: int = seq) -> None:
             stepper.slider.value = target
 
-        times.append(timed(move))
+        times.append(timed(move, pause_gc=False))
     return times
 
 
 def ms(seconds: float) -> str:
+    """Milliseconds, padded for the table: ``'   12.5 ms'``."""
     return f"{seconds * 1000:7.1f} ms"
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="3 repetitions, 3 naive draws")
-    parser.add_argument("--reps", type=int, default=None)
-    args = parser.parse_args()
+    args = parser(__doc__).parse_args()
     reps = args.reps or (3 if args.quick else 5)
     naive_events = 3 if args.quick else 6
 
     run = ys.simulate(SCENARIO, seed=0)
     events = len(run.trace)
-    print(f"yieldstar_sim stepper benchmark: python {platform.python_version()}, {sys.platform}")
+    began = header("stepper", details=sys.platform)
     print(f"run: {SCENARIO.name}, {events} events, {run.points} choice points, {run.verdict_text}")
     # The first stepper pays for importing ipywidgets, matplotlib and PIL: keep that out.
     ys.Stepper(run).view.pictures.timeline_png(0)
@@ -141,7 +133,7 @@ def main() -> int:
         gc.enable()
     worst["build"] = max(rows["build"])
     naive = [
-        timed(lambda seq=seq: figure_png(draw_run(run, upto=seq)))
+        timed(lambda seq=seq: figure_png(draw_run(run, upto=seq)), pause_gc=False)
         for seq in range(0, events, max(events // naive_events, 1))[:naive_events]
     ]
     rows["naive (draw_run + PNG)"] = [statistics.median(naive)]
@@ -152,12 +144,12 @@ def main() -> int:
         print(f"{name:<34}{ms(statistics.median(values)):>10}{ms(worst[name]):>11}")
     cold = max(statistics.median(rows["cold, in order"]),
                statistics.median(rows["cold, random jumps"]))  # fmt: skip
-    verdict = "PASS" if cold < TARGET_SECONDS else "MISS"
     print(
         f"\ntarget: under {TARGET_SECONDS * 1000:.0f} ms per event, cold, for a ~100-event run: "
-        f"{verdict} ({ms(cold).strip()} median; worst single event {ms(max(worst['cold, in order'], worst['cold, random jumps'])).strip()})"  # noqa: E501
+        f"{verdict(cold < TARGET_SECONDS)} ({ms(cold).strip()} median; worst single event {ms(max(worst['cold, in order'], worst['cold, random jumps'])).strip()})"  # noqa: E501
     )
     run.runtime.close()
+    footer(began)
     return 0
 
 

@@ -49,22 +49,19 @@ executions.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import io
-import platform
 import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
-from _report import table, verdict
+from _harness import footer, header, ms, parser, progress, show, targets
+from _views_labels import DPI, Readability, rasterised, readability
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.image import imsave
 
 import yieldstar_sim as ys
@@ -80,11 +77,9 @@ if TYPE_CHECKING:
     from collections.abc import Generator, Sequence
 
     from matplotlib.figure import Figure
-    from matplotlib.text import Text
 
     from yieldstar_sim.simulation import SimulationRun
 
-DPI = 100
 SIZES = (10, 100, 500)
 """Executions per run: the parent and N-1 children."""
 TARGET_SIZE = 100
@@ -189,17 +184,6 @@ def measure(timings: Timings, run: SimulationRun) -> None:
     timings.pixels = (round(width), round(height))
 
 
-def rasterised(run: SimulationRun) -> tuple[Figure, FigureCanvasAgg, float]:
-    """A fresh figure of the run on an Agg canvas, drawn once; the draw's seconds."""
-    figure = draw_run(run)
-    figure.set_dpi(DPI)
-    canvas = FigureCanvasAgg(figure)
-    gc.collect()
-    started = time.perf_counter()
-    canvas.draw()  # type: ignore[no-untyped-call]
-    return figure, canvas, time.perf_counter() - started
-
-
 def measure_split(timings: Timings, run: SimulationRun) -> None:
     """What ``savefig`` spends: one layout-and-rasterise draw, then the PNG encoding."""
     _, canvas, raster = rasterised(run)
@@ -282,134 +266,26 @@ def print_bars(results: dict[int, dict[str, float]]) -> None:
     rows += [
         [
             str(executions),
-            ms(times["per bar"]),
-            ms(times["batched"]),
+            ms1(times["per bar"]),
+            ms1(times["batched"]),
             f"{times['batched'] / times['per bar']:.2f}x",
         ]
         for executions, times in results.items()
     ]
-    print("\n".join("  " + line for line in table(rows, [True] * 4)))
-
-
-# --------------------------------------------------------------------------- readability
-
-
-@dataclass
-class Labels:
-    """Overlaps among the rendered labels of one picture."""
-
-    name: str
-    count: int
-    overlapping_pairs: int
-    labels_involved: int
-    fontsize: float
-
-
-def extent(artist: Any, renderer: Any) -> tuple[float, float, float, float]:
-    box = artist.get_window_extent(renderer)
-    return box.x0, box.y0, box.x1, box.y1
-
-
-def overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-    """Strict overlap of two extents (sharing an edge does not count)."""
-    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def overlap_count(
-    name: str,
-    extents: Sequence[tuple[float, float, float, float]],
-    others: Sequence[tuple[float, float, float, float]] | None,
-    fontsize: float,
-) -> Labels:
-    """Overlapping pairs within ``extents`` (or between ``extents`` and ``others``)."""
-    if others is None:
-        pairs = combinations(range(len(extents)), 2)
-        hits = [(i, j) for i, j in pairs if overlaps(extents[i], extents[j])]
-        involved = {i for pair in hits for i in pair}
-    else:
-        hits = [
-            (i, j)
-            for i in range(len(extents))
-            for j in range(len(others))
-            if overlaps(extents[i], others[j])
-        ]
-        involved = {i for i, _ in hits}
-    return Labels(name, len(extents), len(hits), len(involved), fontsize)
-
-
-def centre(box: tuple[float, float, float, float]) -> tuple[float, float]:
-    return (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
-
-
-@dataclass
-class Readability:
-    """What the picture's reader gets: label overlaps, size, stray edge labels."""
-
-    labels: list[Labels]
-    pixels: tuple[int, int]
-    edge_labels: int
-    stray_edge_labels: int
-    """Edge labels whose nearest node box is neither end of their own edge."""
-
-
-def readability(run: SimulationRun, picture: str) -> Readability:
-    """Label overlaps of the run's picture, measured on its Agg renderer; saves the picture."""
-    figure, canvas, _ = rasterised(run)
-    renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
-    graph_axes, timeline_axes = figure.axes[0], figure.axes[1]
-    graph = graph_from_trace(run.trace)
-    step_keys = {str(data["step_key"]) for _, _, data in graph.edges(data=True)}
-
-    def first_line(text: Text) -> str:
-        return text.get_text().split("\n", 1)[0]
-
-    nodes = [t for t in graph_axes.texts if first_line(t) in graph.nodes]
-    edges = [t for t in graph_axes.texts if first_line(t) in step_keys]
-    spans = [t for t in timeline_axes.texts if " · token " in t.get_text()]
-    if len(nodes) != graph.number_of_nodes():
-        print(f"  [WARN] found {len(nodes)} node labels for {graph.number_of_nodes()} nodes")
-
-    def boxes(texts: list[Text]) -> list[tuple[float, float, float, float]]:
-        """The visible box around each text (its bbox patch), or the text itself."""
-        result = []
-        for text in texts:
-            patch = text.get_bbox_patch()
-            result.append(extent(patch if patch is not None else text, renderer))
-        return result
-
-    def size(texts: list[Text]) -> float:
-        return max((float(t.get_fontsize()) for t in texts), default=0.0)
-
-    node_text = [extent(t, renderer) for t in nodes]
-    node_boxes, edge_boxes = boxes(nodes), boxes(edges)
-    span_text = [extent(t, renderer) for t in spans]
-    results = [
-        overlap_count("graph node labels (text)", node_text, None, size(nodes)),
-        overlap_count("graph node labels (box)", node_boxes, None, size(nodes)),
-        overlap_count("graph edge labels (box)", edge_boxes, None, size(edges)),
-        overlap_count("edge label (box) on a node box", edge_boxes, node_boxes, size(edges)),
-        overlap_count("timeline delivery labels (text)", span_text, None, size(spans)),
-    ]
-    ends = {str(d["step_key"]): {str(a), str(b)} for a, b, d in graph.edges(data=True)}
-    node_at = [(first_line(t), centre(box)) for t, box in zip(nodes, node_boxes, strict=True)]
-    stray = 0
-    for text, box in zip(edges, edge_boxes, strict=True):
-        x, y = centre(box)
-        nearest, _ = min(node_at, key=lambda item: (item[1][0] - x) ** 2 + (item[1][1] - y) ** 2)
-        stray += nearest not in ends[first_line(text)]
-    figure.savefig(picture, format="png", dpi=DPI)
-    return Readability(results, canvas.get_width_height(), len(edges), stray)
+    show(rows, [True] * 4, "  ")
 
 
 # --------------------------------------------------------------------------- report
 
 
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:,.1f}"
+def ms1(seconds: float) -> str:
+    """Milliseconds with one decimal."""
+    return ms(seconds, 1)
 
 
-def median(values: Sequence[float]) -> str:
-    return ms(statistics.median(values)) if values else "-"
+def median_ms(values: Sequence[float]) -> str:
+    """The median of ``values`` in milliseconds, or ``-`` when there are none."""
+    return ms1(statistics.median(values)) if values else "-"
 
 
 def print_timings(results: Sequence[Timings]) -> None:
@@ -423,16 +299,16 @@ def print_timings(results: Sequence[Timings]) -> None:
                 str(t.executions),
                 str(t.events),
                 str(len(t.total)),
-                median(t.graph),
-                median(t.timeline),
-                median(t.drawing),
-                median(t.png),
-                median(t.total),
+                median_ms(t.graph),
+                median_ms(t.timeline),
+                median_ms(t.drawing),
+                median_ms(t.png),
+                median_ms(t.total),
                 f"{width:,} x {height:,}" if width else "-",
                 f"{t.png_bytes / 1024:,.0f}",
             ]
         )
-    print("\n".join(table(rows, [True] * len(header))))
+    show(rows, [True] * len(header))
     print(
         "\n  medians over the repetitions; drawing = draw_run - the graph and timeline builds;"
         "\n  PNG = savefig(png, dpi=100); total = draw_run + savefig (it includes both builds)."
@@ -449,23 +325,23 @@ def print_split(results: Sequence[Timings]) -> None:
             [
                 str(t.executions),
                 str(len(t.raster)),
-                ms(saved),
-                median(t.raster),
-                ms(encode),
+                ms1(saved),
+                median_ms(t.raster),
+                ms1(encode),
                 f"{encode / saved:.0%}",
             ]
         )
     print("\nWhat savefig spends (fresh figures; its extra layout pass is the rest of 'PNG ms')")
-    print("\n".join("  " + line for line in table(rows, [True] * len(rows[0]))))
+    show(rows, True, "  ")
     rows = [["executions", "reps", "drawing ms", "graph alone ms", "timeline alone ms", "marks",
              "spans"]]  # fmt: skip
     rows += [
         [
             str(t.executions),
             str(len(t.draw_graph)),
-            median(t.drawing),
-            median(t.draw_graph),
-            median(t.draw_timeline),
+            median_ms(t.drawing),
+            median_ms(t.draw_graph),
+            median_ms(t.draw_timeline),
             str(t.marks),
             str(t.spans),
         ]
@@ -476,7 +352,7 @@ def print_split(results: Sequence[Timings]) -> None:
         "\nFigure construction by view: draw_execution_graph(graph) and draw_timeline(timeline),"
         "\neach on its own figure (the timeline adds one scatter collection per mark)"
     )
-    print("\n".join("  " + line for line in table(rows, [True] * len(rows[0]))))
+    show(rows, True, "  ")
 
 
 def print_readability(seen: Readability, picture: str) -> None:
@@ -501,7 +377,7 @@ def print_readability(seen: Readability, picture: str) -> None:
                 f"{px * scale:.1f}",
             ]
         )
-    print("\n".join("  " + line for line in table(rows, [False, *[True] * 6])))
+    show(rows, [False, *[True] * 6], "  ")
     print(
         "\n  window extents on the figure's Agg renderer; 'px' is the font size in pixels, the"
         f"\n  last column the same with the whole picture scaled down to {SCREEN_WIDTH} px wide."
@@ -516,38 +392,36 @@ def print_readability(seen: Readability, picture: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions (smoke test)")
-    parser.add_argument("--reps", type=int, help="repetitions for every size")
-    parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
-    parser.add_argument(
+    args_parser = parser(__doc__, reps="repetitions for every size")
+    args_parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
+    args_parser.add_argument(
         "--timeline-only", action="store_true", help="only the batched-bars timeline section"
     )
-    args = parser.parse_args(argv)
+    args = args_parser.parse_args(argv)
     matplotlib.use("Agg")
     reps = dict(zip(SIZES, (3, 2, 1) if args.quick else (7, 5, 3), strict=True))
     split_reps = dict(zip(SIZES, (1, 1, 0) if args.quick else (3, 3, 1), strict=True))
     if args.reps:
         reps = dict.fromkeys(SIZES, args.reps)
-    began = time.perf_counter()
-    print(
-        f"yieldstar_sim views benchmark: python {platform.python_version()}, matplotlib "
-        f"{matplotlib.__version__}, {platform.machine()}; fan-out runs on 2 workers, memory "
-        f"runtime, seed 0{', quick' if args.quick else ''}\n"
+    began = header(
+        "views",
+        f"matplotlib {matplotlib.__version__}",
+        details="fan-out runs on 2 workers, memory runtime, seed 0"
+        + (", quick" if args.quick else ""),
     )
+    print()
     runs = {executions: simulate(executions) for executions in SIZES}
     png(draw_run(runs[SIZES[0]]))  # imports, font caches
     bar_reps = 3 if args.quick else 7
     if args.timeline_only:
         print_bars(measure_bars(runs, bar_reps, args.picture))
-        print(f"\n(took {time.perf_counter() - began:.1f} s)")
+        footer(began)
         return 0
     results = []
     for executions, run in runs.items():
         timings = Timings(executions, len(run.trace))
         for rep in range(reps[executions]):
-            print(f"  {executions} executions: repetition {rep + 1}/{reps[executions]}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            progress(f"{executions} executions: repetition {rep + 1}/{reps[executions]}")
             measure(timings, run)
         for _ in range(split_reps[executions]):
             measure_split(timings, run)
@@ -555,18 +429,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_timings(results)
     print_split(results)
     print_bars(measure_bars(runs, bar_reps, args.picture))
-    print("  readability", file=sys.stderr, flush=True)
+    progress("readability")
     seen = readability(runs[TARGET_SIZE], args.picture)
     print_readability(seen, args.picture)
 
-    target = next(t for t in results if t.executions == TARGET_SIZE)
-    total = statistics.median(target.total)
+    sized = next(t for t in results if t.executions == TARGET_SIZE)
+    total = statistics.median(sized.total)
     node_text, node_boxes = seen.labels[0], seen.labels[1]
-    print("\nTargets (reported, not asserted)")
-    print(
-        f"  [{verdict(total < TARGET_SECONDS)}] build + render under {TARGET_SECONDS:g} s for "
-        f"{TARGET_SIZE} executions: {total:.2f} s (drawing "
-        f"{median(target.drawing)} ms, PNG {median(target.png)} ms)"
+    targets(
+        [
+            (
+                total < TARGET_SECONDS,
+                f"build + render under {TARGET_SECONDS:g} s for {TARGET_SIZE} executions: "
+                f"{total:.2f} s (drawing {median_ms(sized.drawing)} ms, PNG "
+                f"{median_ms(sized.png)} ms)",
+            )
+        ]
     )
     print(
         f"  [info] {TARGET_SIZE}-execution graph: {node_boxes.overlapping_pairs} overlapping "
@@ -574,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for run in runs.values():
         run.runtime.close()
-    print(f"\n(took {time.perf_counter() - began:.1f} s)")
+    footer(began)
     return 0
 
 

@@ -1,0 +1,213 @@
+"""bench_explorer's scaling sections, on one workflow of N ``step.run`` steps (2 workers):
+
+* **scaling**: single-fault systematic exploration (``max_faults=1``) for N = 10, 100 and 1,000
+  (with a budget where the whole bound would take too long): choice points, schedules under
+  the bound, run, skipped, the time per schedule (and per schedule and choice point), total,
+  and the whole bound extrapolated; the cost of the base run (the fault-free run with every
+  choice point fingerprinted: ``budget=1``) beside a plain run.
+* **fingerprints**: one schedule with one fault (a crash after the call at the middle choice
+  point) run three ways, alternating, medians of repetitions: plain (``run_plan``),
+  fingerprinting every choice point with the per-run cache (``run_plan(expand=True)``, what the
+  systematic search does), and fingerprinting by reading every record and formatting the whole
+  state at every point (the fingerprint before the cache, kept here). Ratios to the plain run;
+  ``--fingerprints-only`` runs just this section.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from _explorer_kit import chain_scenario, explore, fault, timed_simulate
+from _harness import median, ms, progress, show, target
+
+from yieldstar_sim.simulation import FaultKind
+from yieldstar_sim.simulation.explorer import plans
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+MAX_FINGERPRINT_RATIO = 1.2
+
+
+@dataclass
+class Growth:
+    steps: int
+    budget: int | None
+    points: int = 0
+    plain: float = 0.0
+    base: float = 0.0
+    seconds: float = 0.0
+    schedules: int = 0
+    skipped: int = 0
+    bound: int = 0
+    ok: bool = True
+
+
+def measure_growth(steps: int, budget: int | None) -> Growth:
+    scenario = chain_scenario(steps)
+    result = Growth(steps, budget)
+    runs = [timed_simulate(scenario, seed=0, runtime="memory") for _ in range(3)]
+    result.plain = median([s for s, _ in runs])
+    result.points = runs[0][1].points
+    result.base = median([explore(scenario, max_faults=1, budget=1)[0] for _ in range(3)])
+    result.seconds, report = explore(scenario, max_faults=1, stop_at_first=False, budget=budget)
+    result.schedules, result.skipped = report.schedules_run, report.skipped_equivalent
+    result.bound = report.total_under_bound or 0
+    result.ok = report.ok
+    return result
+
+
+def print_growth(results: Sequence[Growth]) -> None:
+    print(
+        "\nScaling: single-fault systematic exploration (max_faults=1) of one workflow of N "
+        "step.run steps, 2 workers"
+    )
+    rows = [
+        [
+            "N",
+            "points",
+            "under bound",
+            "run",
+            "skipped",
+            "budget",
+            "total s",
+            "ms/schedule",
+            "us/sched/point",
+            "whole bound s",
+            "plain run ms",
+            "base run ms",
+        ]
+    ]
+    for r in results:
+        per = r.seconds / r.schedules
+        rows.append(
+            [
+                f"{r.steps:,}",
+                f"{r.points:,}",
+                f"{r.bound:,}",
+                f"{r.schedules:,}",
+                str(r.skipped),
+                "none" if r.budget is None else str(r.budget),
+                f"{r.seconds:.2f}",
+                ms(per),
+                f"{per / r.points * 1e6:.1f}",
+                f"{r.seconds if r.budget is None else per * (r.bound - r.skipped):,.1f}"
+                + ("" if r.budget is None else " (est.)"),
+                ms(r.plain),
+                ms(r.base),
+            ]
+        )
+    show(rows, [True] * 12, "  ")
+    print(
+        "  base run: the fault-free run with every choice point fingerprinted (explore with "
+        "budget=1); whole bound (est.): ms/schedule x (under bound - skipped), where a budget "
+        "cut the run short. Every exploration held every invariant: "
+        f"{'yes' if all(r.ok for r in results) else 'NO'}."
+    )
+
+
+def _state_key_before(simulator: Any, name: str, point: Any, cache: Any = None) -> str:
+    """The fingerprint as it was before the cache: every record and step read again, and
+    the whole state formatted, at every choice point."""
+    runtime = simulator.runtime
+    records = []
+    for record in runtime.executions():
+        lease = record.lease
+        records.append(
+            (
+                record.execution_id,
+                str(record.status),
+                record.due_at,
+                record.lease_token,
+                None if lease is None else lease.expires_at,
+                record.cancel_requested,
+                record.waiting_on,
+                tuple(
+                    (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
+                ),
+            )
+        )
+    others = sorted(
+        state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
+    )
+    info = point.info
+    ledger = [
+        (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
+        for e in simulator.ledger.effects
+    ]
+    text = repr(
+        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
+    )
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+@dataclass
+class FingerprintCost:
+    steps: int
+    points: int = 0
+    times: dict[str, list[float]] = field(
+        default_factory=lambda: {"plain": [], "cached": [], "before": []}
+    )
+
+    def ratio(self, mode: str) -> float:
+        """Median over repetitions of this mode's time / the plain run's."""
+        return median([t / p for t, p in zip(self.times[mode], self.times["plain"], strict=True)])
+
+
+def measure_fingerprints(steps: int, reps: int) -> FingerprintCost:
+    """Plain, cached and full-read fingerprinted runs of one single-fault schedule."""
+    scenario = chain_scenario(steps)
+    base = plans.run_plan(scenario, plans.Plan(0, 0))
+    plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
+    result = FingerprintCost(steps, plans.run_plan(scenario, plan).points)
+    cached = plans._state_key
+    plans.run_plan(scenario, plan, expand=True)  # warm-up
+    for rep in range(reps):
+        modes = ["plain", "cached", "before"]
+        for mode in modes if rep % 2 == 0 else modes[::-1]:
+            plans._state_key = _state_key_before if mode == "before" else cached
+            try:
+                start = time.perf_counter()
+                plans.run_plan(scenario, plan, expand=mode != "plain")
+                result.times[mode].append(time.perf_counter() - start)
+            finally:
+                plans._state_key = cached
+    return result
+
+
+def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
+    print(
+        "\nFingerprints: one schedule with one fault (crash after the middle point) of one "
+        "workflow of N step.run steps; medians, ms, ratios to the plain run"
+    )
+    rows = [["N", "points", "plain", "cached", "before", "cached/plain", "before/plain",
+             "before/cached"]]  # fmt: skip
+    rows.extend(
+        [
+            f"{r.steps:,}",
+            f"{r.points:,}",
+            *(ms(median(r.times[mode])) for mode in ("plain", "cached", "before")),
+            f"{r.ratio('cached'):.2f}x",
+            f"{r.ratio('before'):.2f}x",
+            f"{median(r.times['before']) / median(r.times['cached']):.2f}x",
+        ]
+        for r in results
+    )
+    show(rows, [True] * 8, "  ")
+    ok = all(r.ratio("cached") <= MAX_FINGERPRINT_RATIO for r in results)
+    target(ok, f"a fingerprinted run at most {MAX_FINGERPRINT_RATIO}x a plain run at every length")
+    return ok
+
+
+def fingerprint_section(quick: bool) -> bool:
+    """Measure and print the fingerprint costs at 10, 100 and 1,000 steps."""
+    costs = []
+    for steps in (10, 100, 1000):
+        progress(f"fingerprints, {steps} steps")
+        # Short runs are noisier: more repetitions of them.
+        reps = (3 if quick else 7) * (5 if steps <= 10 else 1)
+        costs.append(measure_fingerprints(steps, reps))
+    return print_fingerprints(costs)
