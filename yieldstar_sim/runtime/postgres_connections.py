@@ -1,7 +1,8 @@
 """The PostgreSQL runtime's connections: one per thread, handed on when a thread ends, and the
 schema a runtime owns, dropped when it closes; with the settings every session runs under.
 
-``postgres.py`` holds the runtime's calls; this module what must outlive none of them.
+``postgres.py`` holds how the runtime's statements run (``_sql_calls.py`` the calls over them);
+this module what must outlive none of them.
 """
 
 from __future__ import annotations
