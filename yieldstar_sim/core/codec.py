@@ -240,6 +240,13 @@ class _Frame:
 
 def _find_invalid(root: object, root_path: str) -> str | None:
     """Return the message for the first invalid path in ``root``, or None if it is durable."""
+    kind = type(root)
+    if root is None or kind is bool:
+        return None
+    if kind is int or kind is float or kind is str:
+        # A scalar needs no walk: the same check as ``_Walk.visit``, without its set-up.
+        message = _scalar_problem(root)
+        return None if message is None else f"{root_path}: {message}"
     return _Walk(root_path).run(root)
 
 

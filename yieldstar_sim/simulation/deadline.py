@@ -20,10 +20,10 @@ import contextlib
 import ctypes
 import threading
 import time
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from types import TracebackType
 
 DEFAULT_TIMEOUT = 60.0
@@ -105,26 +105,50 @@ class Deadline:
             _raise_in(self._thread_id, None)
             self._pending = False
 
-    @contextlib.contextmanager
-    def user_code(self, where: str) -> Iterator[None]:
+    def user_code(self, where: str) -> AbstractContextManager[None]:
         """Run user code that the deadline may interrupt; ``where`` says what it is."""
-        if self.expired:
-            self.where = self.where or where
+        if self.seconds is None:
+            # No limit, nothing can fire: a run enters user code a hundred times, and the
+            # guard below costs more than the code it guards in a short run.
+            return _UNGUARDED
+        return _UserCode(self, where)
+
+
+_UNGUARDED: AbstractContextManager[None] = contextlib.nullcontext()
+
+
+class _UserCode:
+    """``Deadline.user_code``'s guard: a class, not a generator-based context manager, as it
+    is entered around every step of a workflow's code."""
+
+    __slots__ = ("deadline", "where")
+
+    def __init__(self, deadline: Deadline, where: str) -> None:
+        self.deadline = deadline
+        self.where = where
+
+    def __enter__(self) -> None:
+        deadline = self.deadline
+        if deadline.expired:
+            deadline.where = deadline.where or self.where
             raise RunTimedOut
-        with self._lock:
-            self._inside = where
+        with deadline._lock:
+            deadline._inside = self.where
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        deadline = self.deadline
         fired = False
-        try:
-            yield
-        except RunTimedOut:
-            with self._lock:
-                self._pending = False
-            raise
-        finally:
-            with self._lock:
-                self._inside = None
-                if self._pending:  # fired as the code returned: raise it here, not later
-                    self._clear_pending()
-                    fired = True
-        if fired:
+        with deadline._lock:
+            if kind is not None and issubclass(kind, RunTimedOut):
+                deadline._pending = False  # it fired inside the code: it propagates as is
+            deadline._inside = None
+            if deadline._pending:  # fired as the code returned: raise it here, not later
+                deadline._clear_pending()
+                fired = True
+        if fired and kind is None:
             raise RunTimedOut

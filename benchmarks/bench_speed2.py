@@ -1,0 +1,110 @@
+"""A whole memory run against the same run at another git revision (default: ``main``).
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/bench_speed2.py --quick
+    .venv/bin/python benchmarks/bench_speed2.py --baseline b7db4fa --scenario durable-start
+
+The baseline's ``yieldstar_sim`` package is unpacked with ``git archive`` into a temporary
+directory; each side is timed in its own child process (one per repetition, the two sides
+alternating so load on a shared machine falls on both), ``simulate(scenario, 0,
+runtime="memory", timeout=None)`` in batches after a warm-up run, in CPU seconds of the child
+(``time.process_time``: other sessions' load on the machine then counts less). The figures are
+the ratios of the medians and of the minima, now / baseline; the target is at most 0.6x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("durable-start", "cancel-owner", "retry-backoff")
+MAX_RATIO = 0.6
+
+CHILD = """
+import gc, json, sys, time
+import yieldstar_sim as ys
+names, batch = json.loads(sys.argv[1]), int(sys.argv[2])
+out = {}
+for name in names:
+    scenario = ys.load_scenario(name)
+    ys.simulate(scenario, 0, runtime="memory", timeout=None)
+    gc.collect()
+    start = time.process_time()
+    for _ in range(batch):
+        ys.simulate(scenario, 0, runtime="memory", timeout=None)
+    out[name] = (time.process_time() - start) / batch
+print(json.dumps(out))
+"""
+
+
+def unpack(revision: str, into: Path) -> None:
+    """The package as it is at ``revision``, under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "yieldstar_sim"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+
+
+def time_side(path: Path, names: Sequence[str], batch: int) -> dict[str, float]:
+    """Seconds per run of each scenario, in a child importing the package from ``path``."""
+    env = dict(os.environ, PYTHONPATH=str(path))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(list(names)), str(batch)],
+        cwd=path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table; exit status 0 (it reports, it does not judge)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
+    args = parser.parse_args(argv)
+    names = args.scenario or list(SCENARIOS)
+    reps, batch = (5, 30) if args.quick else (11, 60)
+    times: dict[str, dict[str, list[float]]] = {name: {"now": [], "then": []} for name in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(args.baseline, Path(tmp))
+        sides = {"now": ROOT, "then": Path(tmp)}
+        for rep in range(reps):
+            order = ("now", "then") if rep % 2 == 0 else ("then", "now")
+            for side in order:
+                for name, seconds in time_side(sides[side], names, batch).items():
+                    times[name][side].append(seconds)
+    print(f"A whole memory run, now against {args.baseline} (medians of {reps} x {batch} runs)")
+    ratios = []
+    for name in names:
+        now, then = (statistics.median(times[name][s]) for s in ("now", "then"))
+        best_now, best_then = (min(times[name][s]) for s in ("now", "then"))
+        ratios.append(now / then)
+        print(
+            f"  {name:<16} then {then * 1e6:6.0f} us  now {now * 1e6:6.0f} us  {now / then:.2f}x"
+            f"  (minima {best_then * 1e6:.0f} / {best_now * 1e6:.0f} us: "
+            f"{best_now / best_then:.2f}x)"
+        )
+    verdict = "PASS" if max(ratios) <= MAX_RATIO else "MISS"
+    print(f"  a memory run at most {MAX_RATIO}x: {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
