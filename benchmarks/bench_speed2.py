@@ -8,9 +8,11 @@ Run it from the repository root::
 The baseline's ``yieldstar_sim`` package is unpacked with ``git archive`` into a temporary
 directory; each side is timed in its own child process (one per repetition, the two sides
 alternating so load on a shared machine falls on both), ``simulate(scenario, 0,
-runtime="memory", timeout=None)`` in batches after a warm-up run, in CPU seconds of the child
-(``time.process_time``: other sessions' load on the machine then counts less). The figures are
-the ratios of the medians and of the minima, now / baseline; the target is at most 0.6x.
+runtime="memory")`` as a user calls it (its default wall-clock limit armed), then with
+``timeout=None`` (no limit, as ``bench_runtime.py`` times it), in batches after a warm-up run,
+in wall-clock seconds. The figures are the ratios of the medians and of the minima (the
+minimum is the figure least touched by other sessions' load), now / baseline; the target is
+at most 0.6x.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ names, batch = json.loads(sys.argv[1]), int(sys.argv[2])
 out = {}
 for name in names:
     scenario = ys.load_scenario(name)
-    ys.simulate(scenario, 0, runtime="memory", timeout=None)
-    gc.collect()
-    start = time.process_time()
-    for _ in range(batch):
-        ys.simulate(scenario, 0, runtime="memory", timeout=None)
-    out[name] = (time.process_time() - start) / batch
+    for mode, options in (("as called", {}), ("timeout=None", {"timeout": None})):
+        ys.simulate(scenario, 0, runtime="memory", **options)
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(batch):
+            ys.simulate(scenario, 0, runtime="memory", **options)
+        out[f"{name}, {mode}"] = (time.perf_counter() - start) / batch
 print(json.dumps(out))
 """
 
@@ -81,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.scenario or list(SCENARIOS)
     reps, batch = (5, 30) if args.quick else (11, 60)
-    times: dict[str, dict[str, list[float]]] = {name: {"now": [], "then": []} for name in names}
+    times: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         unpack(args.baseline, Path(tmp))
         sides = {"now": ROOT, "then": Path(tmp)}
@@ -89,20 +92,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             order = ("now", "then") if rep % 2 == 0 else ("then", "now")
             for side in order:
                 for name, seconds in time_side(sides[side], names, batch).items():
-                    times[name][side].append(seconds)
+                    times.setdefault(name, {}).setdefault(side, []).append(seconds)
     print(f"A whole memory run, now against {args.baseline} (medians of {reps} x {batch} runs)")
     ratios = []
-    for name in names:
+    for name in times:
         now, then = (statistics.median(times[name][s]) for s in ("now", "then"))
         best_now, best_then = (min(times[name][s]) for s in ("now", "then"))
         ratios.append(now / then)
         print(
-            f"  {name:<16} then {then * 1e6:6.0f} us  now {now * 1e6:6.0f} us  {now / then:.2f}x"
+            f"  {name:<30} then {then * 1e6:6.0f} us  now {now * 1e6:6.0f} us  {now / then:.2f}x"
             f"  (minima {best_then * 1e6:.0f} / {best_now * 1e6:.0f} us: "
             f"{best_now / best_then:.2f}x)"
         )
-    verdict = "PASS" if max(ratios) <= MAX_RATIO else "MISS"
-    print(f"  a memory run at most {MAX_RATIO}x: {verdict}")
+    for mode in ("as called", "timeout=None"):
+        worst = max(ratio for name, ratio in zip(times, ratios, strict=True) if mode in name)
+        verdict = "PASS" if worst <= MAX_RATIO else "MISS"
+        print(f"  a memory run ({mode}) at most {MAX_RATIO}x: {verdict} (worst {worst:.2f}x)")
     return 0
 
 
