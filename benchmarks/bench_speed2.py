@@ -13,6 +13,10 @@ runtime="memory")`` as a user calls it (its default wall-clock limit armed), the
 in wall-clock seconds. The figures are the ratios of the medians and of the minima (the
 minimum is the figure least touched by other sessions' load), now / baseline; the target is
 at most 0.6x.
+
+With ``--views``, instead: ``draw_run(run, group=False)`` + ``savefig(png, dpi=100)`` of
+``bench_views.py``'s 100-execution fan-out (every execution its own box: a 4320 x 2300 picture;
+``bench_views.py`` draws the grouped one), medians of 3 after a warm-up, against the 1 s target.
 """
 
 from __future__ import annotations
@@ -75,13 +79,48 @@ def time_side(path: Path, names: Sequence[str], batch: int) -> dict[str, float]:
     return result
 
 
+def views() -> None:
+    """Time the ungrouped 100-execution picture (graph beside timeline) built and saved."""
+    import time
+    from io import BytesIO
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_views
+
+    from yieldstar_sim.views.figures import draw_run
+
+    run = bench_views.simulate(100)
+    draw_run(run, group=False).savefig(BytesIO(), format="png", dpi=100)
+    totals, drawn, saved = [], [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        figure = draw_run(run, group=False)
+        middle = time.perf_counter()
+        figure.savefig(BytesIO(), format="png", dpi=100)
+        end = time.perf_counter()
+        totals.append(end - start)
+        drawn.append(middle - start)
+        saved.append(end - middle)
+    width, height = figure.get_size_inches() * 100
+    total = statistics.median(totals)
+    print(
+        f"100 executions, ungrouped, {width:.0f} x {height:.0f} px: draw_run "
+        f"{statistics.median(drawn) * 1e3:.0f} ms + PNG {statistics.median(saved) * 1e3:.0f} ms"
+        f" = {total:.2f} s; under 1 s: {'PASS' if total < 1 else 'MISS'}"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 0 (it reports, it does not judge)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument("--baseline", default="main", help="git revision to compare with")
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
+    parser.add_argument("--views", action="store_true", help="the ungrouped picture instead")
     args = parser.parse_args(argv)
+    if args.views:
+        views()
+        return 0
     names = args.scenario or list(SCENARIOS)
     reps, batch = (5, 30) if args.quick else (11, 60)
     times: dict[str, dict[str, list[float]]] = {}
