@@ -17,6 +17,12 @@ at most 0.6x.
 With ``--views``, instead: ``draw_run(run, group=False)`` + ``savefig(png, dpi=100)`` of
 ``bench_views.py``'s 100-execution fan-out (every execution its own box: a 4320 x 2300 picture;
 ``bench_views.py`` draws the grouped one), medians of 3 after a warm-up, against the 1 s target.
+
+With ``--jobs``, instead: ``explore(durable-start, max_faults=2)`` with ``jobs=1`` and
+``jobs=2`` (alternating, 3 repetitions), beside the CPU ceiling of the moment: two forked
+processes of pure-Python arithmetic against one (``bench_explorer.py``'s parallel section
+measures the same, but its ``--quick`` run stops earlier, at a stall fault its throughput
+section places where no step elapses).
 """
 
 from __future__ import annotations
@@ -110,6 +116,49 @@ def views() -> None:
     )
 
 
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def jobs() -> None:
+    """jobs=2 against jobs=1 on one exploration, and the CPU ceiling, per repetition."""
+    import concurrent.futures
+    import multiprocessing
+    import time
+
+    import yieldstar_sim as ys
+
+    scenario = ys.load_scenario("durable-start")
+    ys.explore(scenario, max_faults=1, jobs=2)  # warm-up: imports, the DuckDB pool
+    speedups, ceilings = [], []
+    context = multiprocessing.get_context("fork")
+    for rep in range(3):
+        seconds: dict[int, float] = {}
+        for count in (1, 2) if rep % 2 == 0 else (2, 1):
+            start = time.perf_counter()
+            ys.explore(scenario, max_faults=2, jobs=count)
+            seconds[count] = time.perf_counter() - start
+        speedups.append(seconds[1] / seconds[2])
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+            pool.submit(_burn, 1).result()
+            start = time.perf_counter()
+            _burn(3_000_000)
+            _burn(3_000_000)
+            serial = time.perf_counter() - start
+            start = time.perf_counter()
+            list(pool.map(_burn, [3_000_000, 3_000_000]))
+            ceilings.append(serial / (time.perf_counter() - start))
+    speedup, ceiling = statistics.median(speedups), statistics.median(ceilings)
+    print(
+        f"explore(durable-start, max_faults=2): jobs=2 {speedup:.2f}x jobs=1 (per repetition "
+        f"{', '.join(f'{x:.2f}' for x in speedups)}); CPU ceiling {ceiling:.2f}x (per "
+        f"repetition {', '.join(f'{x:.2f}' for x in ceilings)}): {speedup / ceiling:.0%} of it"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 0 (it reports, it does not judge)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
@@ -117,7 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baseline", default="main", help="git revision to compare with")
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
     parser.add_argument("--views", action="store_true", help="the ungrouped picture instead")
+    parser.add_argument("--jobs", action="store_true", help="jobs=2 against jobs=1 instead")
     args = parser.parse_args(argv)
+    if args.jobs:
+        jobs()
+        return 0
     if args.views:
         views()
         return 0
