@@ -134,9 +134,11 @@ class DurableValueCodec:
         """
         root = path if type(path) is str else "value"
         try:
-            message = _find_invalid(value, root)
+            message, plain = _inspect(value, root)
             if message is not None:
                 return InvalidValue(message)
+            if plain:
+                return EncodedValue(_PLAIN_JSON.encode(value))
             canonical: bytes = rfc8785.dumps(cast("DurableValue", value))
             return EncodedValue(canonical.decode("utf-8"))
         except Exception as exc:
@@ -240,14 +242,36 @@ class _Frame:
 
 def _find_invalid(root: object, root_path: str) -> str | None:
     """Return the message for the first invalid path in ``root``, or None if it is durable."""
+    return _inspect(root, root_path)[0]
+
+
+def _inspect(root: object, root_path: str) -> tuple[str | None, bool]:
+    """``_find_invalid``'s message, and whether a durable ``root`` is *plain*: it holds no
+    float and no object key with a character beyond U+FFFF.
+
+    A plain value's RFC 8785 form is exactly what ``json`` writes with sorted keys, no
+    spaces and no ASCII escaping (the same escapes; integers as digits; code-point order of
+    keys is their UTF-16 order below U+10000), in C, ten times faster than ``rfc8785``.
+
+    >>> _inspect({"a": [1, "x"]}, "value"), _inspect({"a": 0.5}, "value")
+    ((None, True), (None, False))
+    """
     kind = type(root)
     if root is None or kind is bool:
-        return None
+        return None, True
     if kind is int or kind is float or kind is str:
         # A scalar needs no walk: the same check as ``_Walk.visit``, without its set-up.
         message = _scalar_problem(root)
-        return None if message is None else f"{root_path}: {message}"
-    return _Walk(root_path).run(root)
+        return (None if message is None else f"{root_path}: {message}"), kind is not float
+    walk = _Walk(root_path)
+    message = walk.run(root)
+    return message, walk.plain
+
+
+#: RFC 8785 for plain values (``_inspect``): validated first, so no cycle check.
+_PLAIN_JSON = json.JSONEncoder(
+    ensure_ascii=False, check_circular=False, sort_keys=True, separators=(",", ":")
+)
 
 
 class _Walk:
@@ -259,9 +283,11 @@ class _Walk:
     exponential.
     """
 
-    __slots__ = ("on_path", "path", "stack", "walked")
+    __slots__ = ("on_path", "path", "plain", "stack", "walked")
 
     def __init__(self, root_path: str) -> None:
+        # No float and no key beyond U+FFFF seen so far (``_inspect``).
+        self.plain = True
         # Segments of the path of the item being visited; joined only for messages.
         self.path = [root_path]
         self.stack: list[_Frame] = []
@@ -302,7 +328,10 @@ class _Walk:
             message = _key_problem(key)
             if message is not None:
                 return f"{self.here()}: {message}"
-            self.path.append(_key_segment(cast("str", key)))
+            text = cast("str", key)
+            if self.plain and not text.isascii() and max(text) > "\uffff":
+                self.plain = False  # its UTF-16 order is not its code-point order
+            self.path.append(_key_segment(text))
 
     def visit(self, value: object) -> str | tuple[int, int]:
         """Check the item at ``self.path``.
@@ -314,6 +343,8 @@ class _Walk:
         if value is None or kind is bool:
             return (0, 1)
         if kind is int or kind is float or kind is str:
+            if kind is float:
+                self.plain = False
             message = _scalar_problem(value)
             return (0, 1) if message is None else f"{self.here()}: {message}"
         if kind is not list and kind is not dict:
