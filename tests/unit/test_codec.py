@@ -10,13 +10,14 @@ import fractions
 import json
 import math
 import uuid
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import hypothesis.strategies as st
 import pytest
 import rfc8785
 from hypothesis import HealthCheck, given, settings
 
+from yieldstar_sim.core import codec as codec_module
 from yieldstar_sim.core.codec import (
     MAX_DEPTH,
     MAX_EXPANDED_VALUES,
@@ -632,10 +633,28 @@ def test_unexpected_exception_becomes_an_invalid_value(monkeypatch: pytest.Monke
     def explode(value: object) -> bytes:
         raise MemoryError
 
+    # A value with a float goes through rfc8785; a plain one through the json encoder.
     monkeypatch.setattr(rfc8785, "dumps", explode)
+    assert invalid_message({"a": 1.5}, path="params") == (
+        "params: value is not a durable value: MemoryError raised while encoding it"
+    )
+    monkeypatch.setattr(codec_module._PLAIN_JSON, "encode", explode)
     assert invalid_message({"a": 1}, path="params") == (
         "params: value is not a durable value: MemoryError raised while encoding it"
     )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": 1, "a": [True, None, 'x\u2028\x7f\x00\n"\\'], "é": {"\ue000": 0, "z": -3}},
+        {"\U0001f600": 1, "\uffff": 2, "a": "\U0001f600"},  # UTF-16 order differs: rfc8785
+        [{"k": "\x1f\t\b\f\r"}, [], {}, 2**53 - 1, -(2**53 - 1), ""],
+        "plain \u0085 text",
+    ],
+)
+def test_plain_values_encode_as_rfc8785_does(value: object) -> None:
+    assert codec.encode_or_raise(value) == rfc8785.dumps(cast("Any", value)).decode()
 
 
 def test_non_str_path_falls_back_to_value() -> None:

@@ -440,6 +440,25 @@ class MemoryRuntime:
             # Rows are inserted as their number is drawn, under the lock: in admission order.
             return [(row.execution_id, row.seq, row.revision) for row in self._rows.values()]
 
+    def record_state(self, execution_id: str) -> tuple[object, ...] | None:
+        """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
+        waiting on)`` of one execution, as its record would show them, or ``None``: what of a
+        record changes as it runs, without building the record and copying its values (the
+        explorer's fingerprints read it at every choice point that wrote)."""
+        with self._lock:
+            row = self._rows.get(execution_id)
+            if row is None:
+                return None
+            return (
+                row.execution_id,
+                str(row.status),
+                None if row.due_at is None else float(row.due_at),
+                row.lease_token,
+                None if row.lease_owner is None else float(row.lease_expires_at),  # type: ignore[arg-type]
+                row.cancel_requested,
+                row.waiting_on,
+            )
+
     def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
         """``(writes, steps)``: how many step writes the execution has had, and the current
         records of the steps written after the first ``since`` of them (each once, in no

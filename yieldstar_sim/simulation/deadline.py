@@ -3,9 +3,10 @@ scenario files that may spin forever.
 
 Virtual time bounds a run's *simulated* work (``max_time``, ``max_points``), but a ``while
 True:`` in pure Python never reaches a choice point, so only the wall clock can stop it. A
-watchdog thread raises ``RunTimedOut`` asynchronously in the thread that runs user code, and only
-while that code is running (never inside the runtime, mid-transaction); outside user code the
-simulator polls ``expired`` between choice points and stops there.
+watchdog thread (one per process, shared by every deadline: starting a thread per run cost a
+third of a short run) raises ``RunTimedOut`` asynchronously in the thread that runs user code,
+and only while that code is running (never inside the runtime, mid-transaction); outside user
+code the simulator polls ``expired`` between choice points and stops there.
 
 >>> deadline = Deadline(None)
 >>> with deadline.user_code("a body"):
@@ -18,12 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import heapq
+import itertools
+import os
 import threading
 import time
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from types import TracebackType
 
 DEFAULT_TIMEOUT = 60.0
@@ -64,16 +69,14 @@ class Deadline:
         self._inside: str | None = None
         self._pending = False
         self._thread_id = 0
-        self._timer: threading.Timer | None = None
+        self._armed: _Armed | None = None
         self._started = 0.0
 
     def __enter__(self) -> Deadline:
         self._thread_id = threading.get_ident()
         self._started = time.monotonic()
         if self.seconds is not None:
-            self._timer = threading.Timer(self.seconds, self._fire)
-            self._timer.daemon = True
-            self._timer.start()
+            self._armed = _WATCHDOG.arm(self, self.seconds)
         return self
 
     def __exit__(
@@ -82,8 +85,9 @@ class Deadline:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._armed is not None:
+            _WATCHDOG.cancel(self._armed)
+            self._armed = None
         with self._lock:
             self._clear_pending()
 
@@ -105,26 +109,118 @@ class Deadline:
             _raise_in(self._thread_id, None)
             self._pending = False
 
-    @contextlib.contextmanager
-    def user_code(self, where: str) -> Iterator[None]:
+    def user_code(self, where: str) -> AbstractContextManager[None]:
         """Run user code that the deadline may interrupt; ``where`` says what it is."""
-        if self.expired:
-            self.where = self.where or where
+        if self.seconds is None:
+            # No limit, nothing can fire: a run enters user code a hundred times, and the
+            # guard below costs more than the code it guards in a short run.
+            return _UNGUARDED
+        return _UserCode(self, where)
+
+
+_UNGUARDED: AbstractContextManager[None] = contextlib.nullcontext()
+
+
+class _UserCode:
+    """``Deadline.user_code``'s guard: a class, not a generator-based context manager, as it
+    is entered around every step of a workflow's code."""
+
+    __slots__ = ("deadline", "where")
+
+    def __init__(self, deadline: Deadline, where: str) -> None:
+        self.deadline = deadline
+        self.where = where
+
+    def __enter__(self) -> None:
+        deadline = self.deadline
+        if deadline.expired:
+            deadline.where = deadline.where or self.where
             raise RunTimedOut
-        with self._lock:
-            self._inside = where
+        with deadline._lock:
+            deadline._inside = self.where
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        deadline = self.deadline
         fired = False
-        try:
-            yield
-        except RunTimedOut:
-            with self._lock:
-                self._pending = False
-            raise
-        finally:
-            with self._lock:
-                self._inside = None
-                if self._pending:  # fired as the code returned: raise it here, not later
-                    self._clear_pending()
-                    fired = True
-        if fired:
+        with deadline._lock:
+            if kind is not None and issubclass(kind, RunTimedOut):
+                deadline._pending = False  # it fired inside the code: it propagates as is
+            deadline._inside = None
+            if deadline._pending:  # fired as the code returned: raise it here, not later
+                deadline._clear_pending()
+                fired = True
+        if fired and kind is None:
             raise RunTimedOut
+
+
+@dataclass(order=True, slots=True)
+class _Armed:
+    """A deadline waiting for the watchdog: due at ``due`` (``time.monotonic``); ``deadline``
+    is None once cancelled."""
+
+    due: float
+    seq: int
+    deadline: Deadline | None = field(compare=False)
+
+
+class _Watchdog:
+    """One daemon thread that fires each armed deadline when it is due.
+
+    A ``threading.Timer`` per run started and joined a thread for every simulation, a third
+    of a short memory run. Cancelled deadlines stay in the heap until they reach its top (a
+    run's deadlines are cancelled in about the order they were armed, so few wait there).
+    """
+
+    def __init__(self) -> None:
+        self._reset()
+        # A forked explorer worker has no watchdog thread: it starts its own when it arms one.
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._heap: list[_Armed] = []
+        self._thread: threading.Thread | None = None
+        self._seq = itertools.count()
+
+    def arm(self, deadline: Deadline, seconds: float) -> _Armed:
+        """Fire ``deadline`` in ``seconds`` unless cancelled first."""
+        armed = _Armed(time.monotonic() + seconds, next(self._seq), deadline)
+        with self._condition:
+            heapq.heappush(self._heap, armed)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="yieldstar-deadline", daemon=True
+                )
+                self._thread.start()
+            elif self._heap[0] is armed:
+                self._condition.notify()  # due before what the thread waits for
+        return armed
+
+    def cancel(self, armed: _Armed) -> None:
+        """Forget an armed deadline (it may be firing already: ``_fire`` takes its lock)."""
+        with self._condition:
+            armed.deadline = None
+
+    def _run(self) -> None:
+        condition = self._condition
+        while True:
+            due: list[Deadline] = []
+            with condition:
+                heap = self._heap
+                now = time.monotonic()
+                while heap and (heap[0].deadline is None or heap[0].due <= now):
+                    deadline = heapq.heappop(heap).deadline
+                    if deadline is not None:
+                        due.append(deadline)
+                if not due:
+                    condition.wait(heap[0].due - now if heap else None)
+            for deadline in due:
+                deadline._fire()
+
+
+_WATCHDOG = _Watchdog()

@@ -124,10 +124,53 @@ TRACE_VALUE_LIMIT = 4096
 digest and size, the runtime's records hold the value."""
 
 
+_INT_BOUND = 2**63
+
+
+def _size_bound(value: object, budget: int) -> int | None:
+    """An upper bound on the bytes of ``value``'s canonical JSON, or None when it passes
+    ``budget`` or holds a type this does not know (then only encoding it can tell).
+
+    Encoding a value to learn that it is small cost about a tenth of a whole memory run;
+    most trace values are far below the limit, and a string's canonical form is at most 6
+    bytes a character (``\\u00XX``) plus its quotes."""
+    kind = type(value)
+    if kind is str:
+        return 6 * len(value) + 2  # type: ignore[arg-type]
+    if value is None or kind is bool or kind is float:
+        return 25  # the longest ECMAScript number, ``-1.2345678901234567e-308``
+    if kind is int:
+        return 25 if -_INT_BOUND < value < _INT_BOUND else None  # type: ignore[operator]
+    if kind is dict:
+        total = 2
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return None
+            inner = _size_bound(item, budget - total)
+            if inner is None:
+                return None
+            total += 6 * len(key) + 4 + inner
+            if total > budget:
+                return None
+        return total
+    if kind is list or kind is tuple:
+        total = 2
+        for item in value:  # type: ignore[attr-defined]
+            inner = _size_bound(item, budget - total)
+            if inner is None:
+                return None
+            total += inner + 1
+            if total > budget:
+                return None
+        return total
+    return None
+
+
 def _large(value: object) -> tuple[str, int] | None:
     """``(digest, size)`` of a value too big for the trace, or ``None`` to keep it there."""
-    if value is None or isinstance(value, bool | int | float):
-        return None
+    bound = _size_bound(value, TRACE_VALUE_LIMIT)
+    if bound is not None and bound <= TRACE_VALUE_LIMIT:
+        return None  # small, durable or not: kept in the trace either way
     encoded = durable_value_codec.encode(value)
     if not isinstance(encoded, EncodedValue):
         return None  # not durable: the runtime refuses it, and says why

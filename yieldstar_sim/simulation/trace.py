@@ -90,6 +90,7 @@ _OMIT = "omitted while default"
 _PAYLOADS: dict[tuple[TraceKind, str | None], type[Payload]] = {}
 
 P = TypeVar("P", bound="type[Payload]")
+T = TypeVar("T")
 
 
 def payload(kind: TraceKind, *, op: str | None = None) -> Callable[[P], P]:
@@ -535,6 +536,23 @@ class Trace:
 
     def __init__(self, events: Sequence[TraceEvent] = ()) -> None:
         self.events: list[TraceEvent] = list(events)
+        self._derived: dict[str, tuple[int, object]] = {}
+
+    def derived(self, name: str, compute: Callable[[Trace], T]) -> T:
+        """``compute(self)``, kept under ``name`` until an event is added: several invariants
+        read the same summary of a trace, and each scan of it costs a whole pass.
+
+        >>> trace = Trace()
+        >>> trace.derived("n", len), trace.derived("n", lambda t: -1)
+        (0, 0)
+        """
+        length = len(self.events)
+        kept = self._derived.get(name)
+        if kept is not None and kept[0] == length:
+            return cast("T", kept[1])
+        value = compute(self)
+        self._derived[name] = (length, value)
+        return value
 
     def add(
         self,

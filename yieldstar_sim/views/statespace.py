@@ -29,11 +29,10 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import networkx as nx
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -71,6 +70,8 @@ def state_graph(space: StateSpace) -> nx.DiGraph:
     ``choices`` and ``faults`` (counts), ``fault`` (whether any choice injected a fault),
     ``plan`` and ``shortest`` (on a shortest path from the root to a violating state).
     """
+    import networkx as nx  # here, not at the top: ``import yieldstar_sim`` imports this module
+
     graph = nx.DiGraph(root=space.root or "")
     for node in space.nodes.values():
         graph.add_node(
@@ -152,6 +153,7 @@ def draw_state_graph(
     drawn thick and red, edges that inject a fault orange and dashed. ``highlight`` draws one
     more path (the one a reader picked) thick and black.
     """
+    import networkx as nx
     from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
 
@@ -260,6 +262,8 @@ def _node_text(data: dict[str, Any]) -> str:
 
 def _multi(graph: nx.DiGraph) -> nx.MultiDiGraph:
     """The graph as the exporters take it (a multigraph keyed by edge label)."""
+    import networkx as nx
+
     multi = nx.MultiDiGraph(**graph.graph)
     multi.add_nodes_from(graph.nodes(data=True))
     for source, target, data in graph.edges(data=True):

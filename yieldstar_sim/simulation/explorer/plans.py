@@ -123,25 +123,32 @@ class _Execution:
         hashes = self.step_hashes
         total = self.steps_sum
         for s in steps:
-            new = _digest(repr((s.position, s.step_key, s.status, s.attempt)))
+            new = _digest(f"{s.position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}")
             total += new - hashes.get(s.position, 0)
             hashes[s.position] = new
         self.steps_sum = total & _MASK
 
     def set_record(self, record: ExecutionRecord) -> None:
-        lease = record.lease
-        head = repr(
-            (
-                record.execution_id,
-                str(record.status),
-                record.due_at,
-                record.lease_token,
-                None if lease is None else lease.expires_at,
-                record.cancel_requested,
-                record.waiting_on,
-            )
-        )
-        self.part = f"{head}:{len(self.step_hashes)}:{self.steps_sum:032x}"
+        """Take the record's changing fields (``record_head``) as this execution's head."""
+        self.set_head(record_head(record))
+
+    def set_head(self, head: tuple[object, ...]) -> None:
+        self.part = f"{head!r}:{len(self.step_hashes)}:{self.steps_sum:032x}"
+
+
+def record_head(record: ExecutionRecord) -> tuple[object, ...]:
+    """What of an execution's record its fingerprint covers: the fields that change as it
+    runs (``MemoryRuntime.record_state`` gives the same without building the record)."""
+    lease = record.lease
+    return (
+        record.execution_id,
+        str(record.status),
+        record.due_at,
+        record.lease_token,
+        None if lease is None else lease.expires_at,
+        record.cancel_requested,
+        record.waiting_on,
+    )
 
 
 class Fingerprints:
@@ -156,17 +163,31 @@ class Fingerprints:
     once.
     """
 
-    __slots__ = ("_effects", "_ledger", "_records")
+    __slots__ = ("_effects", "_ledger", "_ledger_hex", "_readers", "_records")
 
     def __init__(self) -> None:
         self._records: dict[tuple[str, int], _Execution] = {}
         self._effects = 0
         self._ledger = hashlib.blake2b(digest_size=16)
+        self._ledger_hex = self._ledger.hexdigest()
+        self._readers: tuple[Any, Any, Any, Any] | None = None
+
+    def _methods(self, runtime: Any) -> tuple[Any, Any, Any]:
+        """The runtime's change-reporting methods (looked up once per runtime: this runs at
+        every choice point)."""
+        readers = self._readers
+        if readers is None or readers[0] is not runtime:
+            readers = self._readers = (
+                runtime,
+                getattr(runtime, "revisions", None),
+                getattr(runtime, "steps_written", None),
+                getattr(runtime, "record_state", None),
+            )
+        return readers[1], readers[2], readers[3]
 
     def records(self, runtime: Any) -> list[str]:
         """Each execution's part of the fingerprint, in admission order."""
-        revisions = getattr(runtime, "revisions", None)
-        steps_written = getattr(runtime, "steps_written", None)
+        revisions, steps_written, record_state = self._methods(runtime)
         if revisions is None or steps_written is None:
             return [_read_whole(runtime, record).part for record in runtime.executions()]
         parts = []
@@ -178,7 +199,10 @@ class Fingerprints:
             if entry.revision != revision:
                 entry.writes, changed = steps_written(execution_id, entry.writes)
                 entry.add_steps(changed)
-                entry.set_record(runtime.execution(execution_id))
+                if record_state is not None:
+                    entry.set_head(record_state(execution_id))
+                else:
+                    entry.set_record(runtime.execution(execution_id))
                 entry.revision = revision
             parts.append(entry.part)
         return parts
@@ -186,13 +210,16 @@ class Fingerprints:
     def ledger(self, simulator: Simulator) -> str:
         """A hash of the ledger's effects, in order."""
         effects = simulator.ledger.effects
+        if len(effects) == self._effects:
+            return self._ledger_hex  # most points add no effect
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
             self._effects, self._ledger = 0, hashlib.blake2b(digest_size=16)
         for effect in effects[self._effects :]:
             self._ledger.update(_effect_text(effect).encode() + b"\n")
         self._effects = len(effects)
-        return self._ledger.hexdigest()
+        self._ledger_hex = self._ledger.hexdigest()
+        return self._ledger_hex
 
 
 def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:

@@ -16,17 +16,24 @@ from yieldstar_sim.simulation.trace import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.run import SimulationRun
-    from yieldstar_sim.simulation.trace import TraceEvent
+    from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 
 def admission_events(run: SimulationRun) -> dict[str, TraceEvent]:
-    """For each execution admitted during the run, the trace event that admitted it."""
+    """For each execution admitted during the run, the trace event that admitted it (kept
+    on the trace: three invariants ask for it)."""
+    return dict(run.trace.derived("admission_events", _admission_events))
+
+
+def _admission_events(trace: Trace) -> dict[str, TraceEvent]:
     admitted: dict[str, TraceEvent] = {}
-    for event in run.trace:
+    for event in trace.events:
         data = event.data
-        if isinstance(data, StartData | StartChildData) and data.accepted is not None:
-            admitted.setdefault(data.accepted, event)
-        elif isinstance(data, EffectData) and data.name == TRIGGERED:
+        # Exact types, not isinstance: this runs over every event of every run.
+        if type(data) is StartData or type(data) is StartChildData:
+            if data.accepted is not None:
+                admitted.setdefault(data.accepted, event)
+        elif type(data) is EffectData and data.name == TRIGGERED:
             admitted.setdefault(str(data.data["execution_id"]), event)
     return admitted
 

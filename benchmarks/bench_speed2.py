@@ -1,0 +1,207 @@
+"""A whole memory run against the same run at another git revision (default: ``main``).
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/bench_speed2.py --quick
+    .venv/bin/python benchmarks/bench_speed2.py --baseline b7db4fa --scenario durable-start
+
+The baseline's ``yieldstar_sim`` package is unpacked with ``git archive`` into a temporary
+directory; each side is timed in its own child process (one per repetition, the two sides
+alternating so load on a shared machine falls on both), ``simulate(scenario, 0,
+runtime="memory")`` as a user calls it (its default wall-clock limit armed), then with
+``timeout=None`` (no limit, as ``bench_runtime.py`` times it), in batches after a warm-up run,
+in wall-clock seconds. The figures are the ratios of the medians and of the minima (the
+minimum is the figure least touched by other sessions' load), now / baseline; the target is
+at most 0.6x.
+
+With ``--views``, instead: ``draw_run(run, group=False)`` + ``savefig(png, dpi=100)`` of
+``bench_views.py``'s 100-execution fan-out (every execution its own box: a 4320 x 2300 picture;
+``bench_views.py`` draws the grouped one), medians of 3 after a warm-up, against the 1 s target.
+
+With ``--jobs``, instead: ``explore(durable-start, max_faults=2)`` with ``jobs=1`` and
+``jobs=2`` (alternating, 3 repetitions), beside the CPU ceiling of the moment: two forked
+processes of pure-Python arithmetic against one (``bench_explorer.py``'s parallel section
+measures the same, but its ``--quick`` run stops earlier, at a stall fault its throughput
+section places where no step elapses).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+SCENARIOS = ("durable-start", "cancel-owner", "retry-backoff")
+MAX_RATIO = 0.6
+
+CHILD = """
+import gc, json, sys, time
+import yieldstar_sim as ys
+names, batch = json.loads(sys.argv[1]), int(sys.argv[2])
+out = {}
+for name in names:
+    scenario = ys.load_scenario(name)
+    for mode, options in (("as called", {}), ("timeout=None", {"timeout": None})):
+        ys.simulate(scenario, 0, runtime="memory", **options)
+        gc.collect()
+        start = time.perf_counter()
+        for _ in range(batch):
+            ys.simulate(scenario, 0, runtime="memory", **options)
+        out[f"{name}, {mode}"] = (time.perf_counter() - start) / batch
+print(json.dumps(out))
+"""
+
+
+def unpack(revision: str, into: Path) -> None:
+    """The package as it is at ``revision``, under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "yieldstar_sim"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+
+
+def time_side(path: Path, names: Sequence[str], batch: int) -> dict[str, float]:
+    """Seconds per run of each scenario, in a child importing the package from ``path``."""
+    env = dict(os.environ, PYTHONPATH=str(path))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(list(names)), str(batch)],
+        cwd=path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: dict[str, float] = json.loads(done.stdout)
+    return result
+
+
+def views() -> None:
+    """Time the ungrouped 100-execution picture (graph beside timeline) built and saved."""
+    import time
+    from io import BytesIO
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_views
+
+    from yieldstar_sim.views.figures import draw_run
+
+    run = bench_views.simulate(100)
+    draw_run(run, group=False).savefig(BytesIO(), format="png", dpi=100)
+    totals, drawn, saved = [], [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        figure = draw_run(run, group=False)
+        middle = time.perf_counter()
+        figure.savefig(BytesIO(), format="png", dpi=100)
+        end = time.perf_counter()
+        totals.append(end - start)
+        drawn.append(middle - start)
+        saved.append(end - middle)
+    width, height = figure.get_size_inches() * 100
+    total = statistics.median(totals)
+    print(
+        f"100 executions, ungrouped, {width:.0f} x {height:.0f} px: draw_run "
+        f"{statistics.median(drawn) * 1e3:.0f} ms + PNG {statistics.median(saved) * 1e3:.0f} ms"
+        f" = {total:.2f} s; under 1 s: {'PASS' if total < 1 else 'MISS'}"
+    )
+
+
+def _burn(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i * i
+    return total
+
+
+def jobs() -> None:
+    """jobs=2 against jobs=1 on one exploration, and the CPU ceiling, per repetition."""
+    import concurrent.futures
+    import multiprocessing
+    import time
+
+    import yieldstar_sim as ys
+
+    scenario = ys.load_scenario("durable-start")
+    ys.explore(scenario, max_faults=1, jobs=2)  # warm-up: imports, the DuckDB pool
+    speedups, ceilings = [], []
+    context = multiprocessing.get_context("fork")
+    for rep in range(3):
+        seconds: dict[int, float] = {}
+        for count in (1, 2) if rep % 2 == 0 else (2, 1):
+            start = time.perf_counter()
+            ys.explore(scenario, max_faults=2, jobs=count)
+            seconds[count] = time.perf_counter() - start
+        speedups.append(seconds[1] / seconds[2])
+        with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
+            pool.submit(_burn, 1).result()
+            start = time.perf_counter()
+            _burn(3_000_000)
+            _burn(3_000_000)
+            serial = time.perf_counter() - start
+            start = time.perf_counter()
+            list(pool.map(_burn, [3_000_000, 3_000_000]))
+            ceilings.append(serial / (time.perf_counter() - start))
+    speedup, ceiling = statistics.median(speedups), statistics.median(ceilings)
+    print(
+        f"explore(durable-start, max_faults=2): jobs=2 {speedup:.2f}x jobs=1 (per repetition "
+        f"{', '.join(f'{x:.2f}' for x in speedups)}); CPU ceiling {ceiling:.2f}x (per "
+        f"repetition {', '.join(f'{x:.2f}' for x in ceilings)}): {speedup / ceiling:.0%} of it"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table; exit status 0 (it reports, it does not judge)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
+    parser.add_argument("--views", action="store_true", help="the ungrouped picture instead")
+    parser.add_argument("--jobs", action="store_true", help="jobs=2 against jobs=1 instead")
+    args = parser.parse_args(argv)
+    if args.jobs:
+        jobs()
+        return 0
+    if args.views:
+        views()
+        return 0
+    names = args.scenario or list(SCENARIOS)
+    reps, batch = (5, 30) if args.quick else (11, 60)
+    times: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(args.baseline, Path(tmp))
+        sides = {"now": ROOT, "then": Path(tmp)}
+        for rep in range(reps):
+            order = ("now", "then") if rep % 2 == 0 else ("then", "now")
+            for side in order:
+                for name, seconds in time_side(sides[side], names, batch).items():
+                    times.setdefault(name, {}).setdefault(side, []).append(seconds)
+    print(f"A whole memory run, now against {args.baseline} (medians of {reps} x {batch} runs)")
+    ratios = []
+    for name in times:
+        now, then = (statistics.median(times[name][s]) for s in ("now", "then"))
+        best_now, best_then = (min(times[name][s]) for s in ("now", "then"))
+        ratios.append(now / then)
+        print(
+            f"  {name:<30} then {then * 1e6:6.0f} us  now {now * 1e6:6.0f} us  {now / then:.2f}x"
+            f"  (minima {best_then * 1e6:.0f} / {best_now * 1e6:.0f} us: "
+            f"{best_now / best_then:.2f}x)"
+        )
+    for mode in ("as called", "timeout=None"):
+        worst = max(ratio for name, ratio in zip(times, ratios, strict=True) if mode in name)
+        verdict = "PASS" if worst <= MAX_RATIO else "MISS"
+        print(f"  a memory run ({mode}) at most {MAX_RATIO}x: {verdict} (worst {worst:.2f}x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
