@@ -2,8 +2,8 @@
 
 Run it from the repository root::
 
-    .venv/bin/python benchmarks/bench_speed2.py --quick
-    .venv/bin/python benchmarks/bench_speed2.py --baseline b7db4fa --scenario durable-start
+    .venv/bin/python benchmarks/bench_baseline.py --quick
+    .venv/bin/python benchmarks/bench_baseline.py --baseline b7db4fa --scenario durable-start
 
 The baseline's ``yieldstar_sim`` package is unpacked with ``git archive`` into a temporary
 directory; each side is timed in its own child process (one per repetition, the two sides
