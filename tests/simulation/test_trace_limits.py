@@ -10,7 +10,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.codec import durable_value_codec
-from yieldstar_sim.simulation.simulator import TRACE_VALUE_LIMIT
+from yieldstar_sim.simulation.trace_values import TRACE_VALUE_LIMIT
 
 BIG = "x" * (5 * 1024 * 1024)
 

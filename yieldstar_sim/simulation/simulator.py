@@ -8,24 +8,19 @@ choice points and act on the simulated world, whose ledger crashes never roll ba
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.clock import ManualClock
-from yieldstar_sim.core.codec import EncodedValue, durable_value_codec
 from yieldstar_sim.core.driver import (
     BodyResult,
     CallStart,
     Command,
-    PutStep,
     ReadClock,
-    RecordWake,
     RequestCancel,
     RunBody,
     StartChild,
-    WaitFor,
     drive,
 )
 from yieldstar_sim.core.model import (
@@ -34,64 +29,54 @@ from yieldstar_sim.core.model import (
     DeliveryRejectedError,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
-    ExecutionRecord,
     ExecutionStateError,
-    Failed,
     InfrastructureError,
     InjectedFailure,
     Lease,
     LeaseLostError,
     StartAccepted,
-    StartRejected,
     StepTimeoutError,
-    WorkflowRunOutcome,
 )
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import Registry, step_delivery
 from yieldstar_sim.engine.world import (
-    TRIGGERED,
-    WORKFLOW_CODE,
-    BodyContext,
     BodyWorld,
     Ledger,
     WorldStore,
 )
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
-from yieldstar_sim.simulation.attempts import BodyOp, WorkerClocks, detachable, play_body, skew
+from yieldstar_sim.simulation.attempts import WorkerClocks, detachable, play_body, skew
 from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
+from yieldstar_sim.simulation.narration import (
+    body_text,
+    call_text,
+    command_data,
+    narration,
+    outcome_text,
+    result_data,
+)
+from yieldstar_sim.simulation.port import SimPort
 from yieldstar_sim.simulation.scenario import Cancel, Prune
 from yieldstar_sim.simulation.trace import (
-    NO_DATA,
     Admission,
     BodyData,
     CancelData,
-    ClaimData,
-    EffectData,
     FaultData,
     OutcomeData,
     Payload,
-    PutStepData,
-    RecordWakeData,
     ReleaseData,
-    StartChildData,
-    StartData,
-    StatusData,
-    StoreReadData,
-    StoreWriteData,
     Trace,
     TraceEvent,
     TraceKind,
     TriggerData,
-    WorldReadData,
 )
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -117,205 +102,6 @@ def make_runtime(
     ``clock=``, or ``"package.module:factory"``) on ``clock``, made with the keyword
     ``options`` (a scenario's ``runtime_options``)."""
     return open_runtime(kind, clock, db, options)
-
-
-TRACE_VALUE_LIMIT = 4096
-"""Bytes of canonical JSON above which a value is kept out of the trace: the trace holds its
-digest and size, the runtime's records hold the value."""
-
-
-_INT_BOUND = 2**63
-
-
-def _size_bound(value: object, budget: int) -> int | None:
-    """An upper bound on the bytes of ``value``'s canonical JSON, or None when it passes
-    ``budget`` or holds a type this does not know (then only encoding it can tell).
-
-    Encoding a value to learn that it is small cost about a tenth of a whole memory run;
-    most trace values are far below the limit, and a string's canonical form is at most 6
-    bytes a character (``\\u00XX``) plus its quotes."""
-    kind = type(value)
-    if kind is str:
-        return 6 * len(value) + 2  # type: ignore[arg-type]
-    if value is None or kind is bool or kind is float:
-        return 25  # the longest ECMAScript number, ``-1.2345678901234567e-308``
-    if kind is int:
-        return 25 if -_INT_BOUND < value < _INT_BOUND else None  # type: ignore[operator]
-    if kind is dict:
-        total = 2
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str:
-                return None
-            inner = _size_bound(item, budget - total)
-            if inner is None:
-                return None
-            total += 6 * len(key) + 4 + inner
-            if total > budget:
-                return None
-        return total
-    if kind is list or kind is tuple:
-        total = 2
-        for item in value:  # type: ignore[attr-defined]
-            inner = _size_bound(item, budget - total)
-            if inner is None:
-                return None
-            total += inner + 1
-            if total > budget:
-                return None
-        return total
-    return None
-
-
-def _large(value: object) -> tuple[str, int] | None:
-    """``(digest, size)`` of a value too big for the trace, or ``None`` to keep it there."""
-    bound = _size_bound(value, TRACE_VALUE_LIMIT)
-    if bound is not None and bound <= TRACE_VALUE_LIMIT:
-        return None  # small, durable or not: kept in the trace either way
-    encoded = durable_value_codec.encode(value)
-    if not isinstance(encoded, EncodedValue):
-        return None  # not durable: the runtime refuses it, and says why
-    raw = encoded.canonical.encode()
-    if len(raw) <= TRACE_VALUE_LIMIT:
-        return None
-    return "sha256:" + hashlib.sha256(raw).hexdigest(), len(raw)
-
-
-def _traced(value: object) -> tuple[object, str | None, int | None]:
-    """A value as trace data: ``(value, None, None)``, or ``(None, digest, size)`` when it is
-    large."""
-    large = _large(value)
-    if large is None:
-        return value, None, None
-    return None, *large
-
-
-def _summary(value: object) -> str:
-    large = _large(value)
-    if large is not None:
-        return f"<{large[1]} bytes, {large[0][:19]}>"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-class _SimPort:
-    """Carries out a step body's world operations inside the simulation."""
-
-    def __init__(self, simulator: Simulator) -> None:
-        self.simulator = simulator
-        self.elapsed = 0.0
-        self.admitted = False
-        self.ops: list[BodyOp] | None = None
-        """What the running step body did, to land in time (``attempts.play_body``)."""
-
-    def effect(
-        self,
-        context: BodyContext,
-        name: str,
-        data: DurableObject,
-        idempotency_key: str | None = None,
-    ) -> None:
-        if self.ops is not None:
-            self.ops.append(lambda: self._land(context, name, data, idempotency_key, 0.0))
-        else:
-            self._land(context, name, data, idempotency_key, self.elapsed)
-
-    def _land(
-        self,
-        context: BodyContext,
-        name: str,
-        data: DurableObject,
-        idempotency_key: str | None,
-        elapsed: float,
-    ) -> None:
-        sim = self.simulator
-        now = sim.clock.now()
-        at = now + elapsed
-        token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
-        text = f"effect {name} {_summary(data)}"
-        in_workflow_code = context.step_key == WORKFLOW_CODE
-        if in_workflow_code:
-            text += " in workflow code, outside any step"
-        behind = sim.clocks.behind.get(context.worker)
-        if behind:
-            text += f" ({context.worker}'s clock reads t={sim.clocks.now(context.worker):g})"
-        if elapsed > 0:
-            # Workflow code that let time pass runs atomically at ``now``; the trace stays in
-            # time order, and the moment the effect happened is kept beside it.
-            text += f" (at t={at:g}, {elapsed:g}s into the body)"
-        details = EffectData(
-            name, data, context.attempt, idempotency_key, in_workflow_code,
-            at if elapsed > 0 else None,
-        )  # fmt: skip
-        sim.trace.add(
-            now, TraceKind.EFFECT, text, worker=context.worker, execution_id=context.execution_id,
-            step_key=context.step_key, token=token, data=details,
-        )  # fmt: skip
-
-    def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
-        execution_id = self.simulator.runtime.trigger(workflow_id, params)
-        self.admitted = True
-        self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
-        self.simulator.observe_admission(
-            execution_id, "body trigger", (context.execution_id, context.step_key)
-        )
-        return execution_id
-
-    def elapse(self, context: BodyContext, seconds: float) -> None:
-        self.elapsed += seconds
-        if self.ops is not None:
-            self.ops.append(float(seconds))  # a choice point when the body is played back
-
-    def read(self, context: BodyContext, what: str) -> float:
-        sim = self.simulator
-        clock = sim.clocks.now(context.worker)  # a skewed worker reads its own clock
-        value = sim.world_random.random() if what == "random" else clock + self.elapsed
-        if self.ops is not None:
-            self.ops.append(lambda: self._traced_read(context, what, value))
-        else:
-            self._traced_read(context, what, value)
-        return value
-
-    def _traced_read(self, context: BodyContext, what: str, value: float) -> None:
-        sim = self.simulator
-        where = (
-            "workflow code, outside any step"
-            if context.step_key == WORKFLOW_CODE
-            else f"step {context.step_key}"
-        )
-        call = "random()" if what == "random" else "now()"
-        sim.trace.add(
-            sim.clock.now(), TraceKind.WORLD, f"{where} read step.world.{call}: {value:.6g}",
-            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
-            token=context.lease.token if context.lease is not None else None,
-            data=WorldReadData(what, value, context.step_key == WORKFLOW_CODE),
-        )  # fmt: skip
-
-    def get(self, context: BodyContext, key: str, default: object) -> Any:
-        sim = self.simulator
-        found = key in sim.store.canonical
-        value = sim.store.read(key, default)
-        shown = _summary(value) if found else f"nothing (default {_summary(default)})"
-        sim.trace.add(
-            sim.clock.now(), TraceKind.STORE_READ,
-            f"step {context.step_key} read {key}: {shown}",
-            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
-            token=context.lease.token if context.lease is not None else None,
-            data=StoreReadData(key, sim.store.read(key) if found else None, found,
-                               context.attempt),
-        )  # fmt: skip
-        return value
-
-    def put(self, context: BodyContext, key: str, value: object) -> None:
-        sim = self.simulator
-        previous = sim.store.read(key)
-        sim.store.write(key, value)
-        sim.trace.add(
-            sim.clock.now(), TraceKind.STORE_WRITE,
-            f"step {context.step_key} wrote {key}: {_summary(value)}",
-            worker=context.worker, execution_id=context.execution_id, step_key=context.step_key,
-            token=context.lease.token if context.lease is not None else None,
-            data=StoreWriteData(key, sim.store.read(key), previous, context.attempt),
-        )  # fmt: skip
 
 
 class Simulator:
@@ -541,7 +327,7 @@ class Simulator:
         lease = delivery.lease
         record = delivery.execution
         workflow = self.registry().get(record.workflow_id)
-        port = _SimPort(self)
+        port = SimPort(self)
         world = BodyWorld(port, name, lease, in_workflow_code=self.scenario.world_in_workflow_code)
         driver = drive(workflow, delivery, world, self.registry().profile)
         code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
@@ -561,7 +347,7 @@ class Simulator:
             yield from self._release(name, lease)
             return
         self.trace.add(
-            self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {_outcome_text(outcome)}",
+            self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_text(outcome)}",
             worker=name, execution_id=record.execution_id, token=lease.token,
             data=OutcomeData(outcome.status),
         )  # fmt: skip
@@ -589,7 +375,7 @@ class Simulator:
         self.kernel.nudge()
 
     def _perform(
-        self, name: str, lease: Lease, command: Command, world: BodyWorld, port: _SimPort
+        self, name: str, lease: Lease, command: Command, world: BodyWorld, port: SimPort
     ) -> Generator[Any, Any, Any]:
         runtime = self.runtime
         if isinstance(command, RunBody):
@@ -619,7 +405,7 @@ class Simulator:
                 )
             self.trace.add(
                 self.clock.now(), TraceKind.BODY,
-                f"ran step {command.step_key} (attempt {command.attempt}): {_body_text(result)}",
+                f"ran step {command.step_key} (attempt {command.attempt}): {body_text(result)}",
                 worker=name, execution_id=command.execution_id, step_key=command.step_key,
                 token=lease.token, data=BodyData(command.attempt, port.elapsed),
             )  # fmt: skip
@@ -633,8 +419,8 @@ class Simulator:
             PointInfo(name, call.op, lease.execution_id, call.step_key(command)),
             lambda: call.perform(runtime, command),
             token=lease.token,
-            done=_narration(command),
-            data=lambda result: _command_data(command, result),
+            done=narration(command),
+            data=lambda result: command_data(command, result),
         )
         if isinstance(command, StartChild):
             if isinstance(result, ChildAccepted):
@@ -725,8 +511,8 @@ class Simulator:
         if info.op == "claim" and result is not None:
             where.update(execution_id=result.lease.execution_id, token=result.lease.token)
         self.trace.add(
-            self.clock.now(), TraceKind.CALL, _call_text(info, result, done),
-            data=(data or _result_data)(result),
+            self.clock.now(), TraceKind.CALL, call_text(info, result, done),
+            data=(data or result_data)(result),
             **where,
         )  # fmt: skip
         if kind == FaultKind.CRASH_AFTER:
@@ -737,93 +523,3 @@ class Simulator:
             )
             raise ResponseLost(f"the response of {info.label} was lost")
         return result
-
-
-def _narration(command: Command) -> str | None:
-    """What the trace says a runtime call did (None: the result says it)."""
-    if isinstance(command, PutStep):
-        return f"recorded step {command.step_key}: {command.status} {_summary(command.value)}"
-    if isinstance(command, RecordWake):
-        return f"wake at t={command.at:g}"
-    if isinstance(command, WaitFor):
-        return f"waits for {command.execution_id}"
-    if isinstance(command, RequestCancel):
-        return f"cancel requested for {command.execution_id} and what it owns"
-    return None
-
-
-def _command_data(command: Command, result: Any) -> Payload:
-    """A driver command's call event payload: the command's part and the result's."""
-    if isinstance(command, PutStep):
-        value, digest, size = _traced(command.value)
-        return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
-    if isinstance(command, RecordWake):
-        return RecordWakeData(command.at)
-    rejected = str(result.code) if isinstance(result, StartRejected) else None
-    if isinstance(command, StartChild):
-        child = command.request
-        accepted = result if isinstance(result, ChildAccepted) else None
-        return StartChildData(
-            child.workflow_id, child.child_id, child.detached,
-            None if accepted is None else accepted.execution_id,
-            None if accepted is None else accepted.created, rejected,
-        )  # fmt: skip
-    if isinstance(command, CallStart):
-        request = command.request
-        accepted_id = result.execution_id if isinstance(result, StartAccepted) else None
-        return StartData(request.workflow_id, request.detached, accepted_id, rejected)
-    return _result_data(result)
-
-
-def _call_text(info: PointInfo, result: Any, done: str | None) -> str:
-    if done is not None:
-        return f"{info.op}: {done}"
-    if info.op == "claim":
-        if result is None:
-            return "claim: nothing due"
-        lease = result.lease
-        expires = f"until t={lease.expires_at:g}"
-        return f"claim: {lease.execution_id} leased with token {lease.token} {expires}"
-    if info.op == "start_child":
-        if isinstance(result, ChildAccepted):
-            how = "created" if result.created else "joined"
-            return (
-                f"start_child ({info.execution_id}, {info.step_key}): {how} {result.execution_id}"
-            )
-        return f"start_child ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "start":
-        if isinstance(result, StartAccepted):
-            return f"start ({info.execution_id}, {info.step_key}): accepted {result.execution_id}"
-        return f"start ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "acknowledge":
-        return f"acknowledge: {result.execution_id} is {result.status}"
-    if info.op == "release":
-        return "release: lease given up; redelivery after the delay"
-    return f"{info.op}: ok"
-
-
-def _result_data(result: Any) -> Payload:
-    """The structured part of a call's result, for invariants and views."""
-    if isinstance(result, Delivery):
-        return ClaimData(
-            result.lease.execution_id, result.lease.expires_at, result.execution.workflow_id
-        )
-    if isinstance(result, ExecutionRecord):
-        return StatusData(str(result.status))
-    if isinstance(result, list):  # a cancellation: the executions it reached
-        return CancelData(tuple(result))
-    return NO_DATA
-
-
-def _body_text(result: BodyResult) -> str:
-    if result.error is None:
-        return f"returned {_summary(result.value)}"
-    return f"raised {type(result.error).__name__}: {result.error}"
-
-
-def _outcome_text(outcome: WorkflowRunOutcome) -> str:
-    if isinstance(outcome, Failed):
-        return f"failed ({outcome.error.name}: {outcome.error.message})"
-    if outcome.status == "completed":
-        return f"completed with {_summary(getattr(outcome, 'result', None))}"
-    return outcome.status
