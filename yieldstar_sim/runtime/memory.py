@@ -14,24 +14,20 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.clock import Clock, ManualClock
-from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
     ChildResult,
     Delivery,
-    ErrorInfo,
     ExecutionNotFoundError,
-    ExecutionOrigin,
     ExecutionRecord,
     ExecutionStateError,
     ExecutionStatus,
     Lease,
-    ParentLink,
     StartAccepted,
     StartRejected,
     StartRequest,
@@ -45,169 +41,10 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.failpoints import FailPoints
+from yieldstar_sim.runtime.memory_rows import Row, stored
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from yieldstar_sim.core.codec import DurableValue
-
-_ORIGINS: dict[str, ExecutionOrigin] = {
-    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
-}  # fmt: skip
-
-
-def _fresh(value: DurableValue) -> DurableValue:
-    """A copy of a decoded durable value whose containers are new: what a reader gets, so that
-    changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
-    immutable and shared."""
-    kind = type(value)
-    if kind is dict:
-        return {key: _fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
-    if kind is list:
-        return [_fresh(item) for item in value]  # type: ignore[union-attr]
-    return value
-
-
-#: Types whose checked values decode to themselves (an int within the safe range, which the
-#: codec checked): no need to decode their canonical JSON again.
-_SELF_DECODING = frozenset({str, int, bool, type(None)})
-
-
-def _stored(value: object, canonical: str) -> DurableValue:
-    """The decoded form of a checked value: the value itself when decoding gives it back."""
-    if type(value) in _SELF_DECODING:
-        return value  # type: ignore[return-value]
-    return durable_value_codec.decode_trusted(canonical)
-
-
-def _decode(canonical: str | None) -> DurableValue:
-    return None if canonical is None else durable_value_codec.decode_trusted(canonical)
-
-
-@dataclass(slots=True)
-class _Row:
-    """One execution as stored: the same columns as the DuckDB table.
-
-    Values are kept twice: as canonical JSON (what a repeated start request is compared with)
-    and decoded, once, when they are written, so that a read builds its record without
-    decoding JSON again (each read gets fresh containers, never the stored ones).
-    """
-
-    execution_id: str
-    seq: int
-    workflow_id: str
-    params: str | None
-    origin: str
-    parent_execution_id: str | None
-    parent_seq: int | None
-    parent_step_key: str | None
-    parent_detached: bool | None
-    status: str
-    created_at: float
-    result: str | None = None
-    error: str | None = None
-    finished_at: float | None = None
-    due_at: float | None = None
-    lease_owner: str | None = None
-    lease_token: int = 0
-    lease_expires_at: float | None = None
-    cancel_requested: bool = False
-    waiting_on: str | None = None
-    steps: dict[str, StepRecord] = field(default_factory=dict)
-    """By step key, in the order of their positions (a rewrite keeps a key's place)."""
-    revision: int = 0
-    """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
-    step_writes: list[str] = field(default_factory=list)
-    """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
-    params_value: DurableValue = None
-    """``params`` decoded (set on admission)."""
-    result_value: DurableValue = None
-    error_info: ErrorInfo | None = None
-    parent: ParentLink | None = None
-
-    def __post_init__(self) -> None:
-        self.params_value = _decode(self.params)
-        if self.parent_execution_id is not None:
-            self.parent = ParentLink(
-                self.parent_execution_id, str(self.parent_step_key), bool(self.parent_detached)
-            )
-
-    def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
-        """Store an outcome's columns, decoded once."""
-        self.status, self.result, self.error = status, result, error
-        self.result_value = _decode(result)
-        decoded = _decode(error)
-        self.error_info = None if decoded is None else ErrorInfo.from_value(decoded)
-
-    def columns(self) -> tuple[object, ...]:
-        return (
-            self.execution_id,
-            self.seq,
-            self.workflow_id,
-            self.params,
-            self.origin,
-            self.parent_execution_id,
-            self.parent_step_key,
-            self.parent_detached,
-            self.status,
-            self.result,
-            self.error,
-            self.created_at,
-            self.finished_at,
-            self.due_at,
-            self.lease_owner,
-            self.lease_token,
-            self.lease_expires_at,
-            self.cancel_requested,
-            self.waiting_on,
-        )
-
-    def record(self) -> ExecutionRecord:
-        """The public record, built from the stored (already decoded) values: the same record
-        ``common.execution_record(self.columns())`` gives, without decoding JSON."""
-        lease = (
-            Lease(
-                self.execution_id,
-                self.lease_owner,
-                self.lease_token,
-                float(self.lease_expires_at),  # type: ignore[arg-type]
-                self.seq,
-            )
-            if self.lease_owner is not None
-            else None
-        )
-        return ExecutionRecord(
-            self.execution_id,
-            self.workflow_id,
-            _fresh(self.params_value),  # type: ignore[arg-type]
-            _ORIGINS.get(self.origin, "trigger"),
-            self.parent,
-            ExecutionStatus(self.status),
-            float(self.created_at),  # times as floats, as execution_record makes them
-            self.seq,
-            _fresh(self.result_value),
-            self.error_info,
-            None if self.finished_at is None else float(self.finished_at),
-            None if self.due_at is None else float(self.due_at),
-            lease,
-            self.lease_token,
-            self.cancel_requested,
-            self.waiting_on,
-        )
-
-    def ready_at(self) -> float | None:
-        """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
-        return self.due_at if self.lease_owner is None else self.lease_expires_at
-
-    def holds(self, lease: Lease, now: float) -> bool:
-        return (
-            not ExecutionStatus(self.status).terminal
-            and self.seq == lease.incarnation
-            and self.lease_owner == lease.owner
-            and self.lease_token == lease.token
-            and self.lease_expires_at is not None
-            and self.lease_expires_at > now
-        )
 
 
 class MemoryRuntime:
@@ -235,13 +72,13 @@ class MemoryRuntime:
         self._on_existing_id = common.check_on_existing_id(on_existing_id)
         self._failpoints = FailPoints()
         self._lock = threading.RLock()
-        self._rows: dict[str, _Row] = {}
+        self._rows: dict[str, Row] = {}
         # Executions that are not terminal: the only ones claims and wakes need to look at.
-        self._live: dict[str, _Row] = {}
+        self._live: dict[str, Row] = {}
         # (caller incarnation, step key) -> target ID: the retained start-request records.
         self._requests: dict[tuple[int, str], str] = {}
         # Pruned targets whose caller is retained: their request records still name them.
-        self._tombstones: dict[str, _Row] = {}
+        self._tombstones: dict[str, Row] = {}
         self._last_seq = 0
 
     def __repr__(self) -> str:
@@ -281,7 +118,7 @@ class MemoryRuntime:
                 )  # fmt: skip
             seq = self._next_seq()
             new_id = execution_id or generated_execution_id(workflow_id, seq)
-            self._rows[new_id] = self._live[new_id] = _Row(
+            self._rows[new_id] = self._live[new_id] = Row(
                 new_id, seq, workflow_id, encoded, "trigger", None, None, None, None,
                 ExecutionStatus.PENDING, now, due_at=now,
             )  # fmt: skip
@@ -316,7 +153,7 @@ class MemoryRuntime:
                 seq = self._next_seq()
                 self._failpoints.hit("start.before_commit")
                 target_id = generated_execution_id(checked.workflow_id, seq)
-                self._rows[target_id] = self._live[target_id] = _Row(
+                self._rows[target_id] = self._live[target_id] = Row(
                     target_id, seq, checked.workflow_id, checked.params, "start",
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
@@ -346,7 +183,7 @@ class MemoryRuntime:
             ):
                 seq = self._next_seq()
                 self._failpoints.hit("start_child.before_commit")
-                row = _Row(
+                row = Row(
                     checked.child_id, seq, checked.workflow_id, checked.params, checked.origin,
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
@@ -376,11 +213,11 @@ class MemoryRuntime:
         self._failpoints.hit("start_child.after_commit")
         return result
 
-    def _refuses(self, caller: _Row) -> bool:
+    def _refuses(self, caller: Row) -> bool:
         """Whether the orphan guard refuses a new target of ``caller``: it is terminal."""
         return self._orphan_guard and ExecutionStatus(caller.status).terminal
 
-    def _inherits(self, caller: _Row, *, detached: bool) -> bool:
+    def _inherits(self, caller: Row, *, detached: bool) -> bool:
         return common.inherits_cancellation(
             self._orphan_guard, detached=detached, caller_cancel_requested=caller.cancel_requested
         )
@@ -471,7 +308,7 @@ class MemoryRuntime:
             keys = dict.fromkeys(row.step_writes[since:])
             return len(row.step_writes), [row.steps[key] for key in keys]
 
-    def _ordered(self) -> Iterator[_Row]:
+    def _ordered(self) -> Iterator[Row]:
         return iter(sorted(self._rows.values(), key=lambda row: row.seq))
 
     def steps(self, execution_id: str) -> list[StepRecord]:
@@ -497,14 +334,14 @@ class MemoryRuntime:
         with self._lock:
             return [row.execution_id for row in self._claimable(self._clock.now())]
 
-    def _first_claimable(self, now: float, execution_id: str | None) -> _Row | None:
+    def _first_claimable(self, now: float, execution_id: str | None) -> Row | None:
         """What a claim takes: the named execution if claimable, else the first in claim
         order (one pass, no sort: a claim looks at every live execution)."""
         if execution_id is not None:
             row = self._live.get(execution_id)
             at = None if row is None else row.ready_at()
             return row if at is not None and at <= now else None
-        first: _Row | None = None
+        first: Row | None = None
         first_key = (0.0, 0)
         for row in self._live.values():
             at = row.ready_at()
@@ -512,7 +349,7 @@ class MemoryRuntime:
                 first, first_key = row, (at, row.seq)
         return first
 
-    def _claimable(self, now: float) -> list[_Row]:
+    def _claimable(self, now: float) -> list[Row]:
         ready = [
             (at, row.seq, row)
             for row in self._live.values()
@@ -555,7 +392,7 @@ class MemoryRuntime:
         self._failpoints.hit("claim.after_commit")
         return delivery
 
-    def _fenced(self, operation: str, lease: Lease) -> tuple[_Row, float]:
+    def _fenced(self, operation: str, lease: Lease) -> tuple[Row, float]:
         """The row ``lease`` still fences, after passing ``operation``'s before point."""
         common.check_lease(lease)
         now = self._clock.now()
@@ -600,7 +437,7 @@ class MemoryRuntime:
                 write.step_key,
                 len(row.steps) if old is None else old.position,
                 write.status,
-                _stored(value, write.canonical),
+                stored(value, write.canonical),
                 write.attempt,
                 now,
             )

@@ -1,0 +1,180 @@
+"""The memory runtime's rows: one execution's record as plain Python, with its steps, lease and
+outcome, and durable values stored decoded (each reader gets fresh containers, so a changed
+record changes nothing stored)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.model import (
+    ErrorInfo,
+    ExecutionOrigin,
+    ExecutionRecord,
+    ExecutionStatus,
+    Lease,
+    ParentLink,
+    StepRecord,
+)
+
+if TYPE_CHECKING:
+    from yieldstar_sim.core.codec import DurableValue
+
+ORIGINS: dict[str, ExecutionOrigin] = {
+    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
+}  # fmt: skip
+
+
+def fresh(value: DurableValue) -> DurableValue:
+    """A copy of a decoded durable value whose containers are new: what a reader gets, so that
+    changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
+    immutable and shared."""
+    kind = type(value)
+    if kind is dict:
+        return {key: fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
+    if kind is list:
+        return [fresh(item) for item in value]  # type: ignore[union-attr]
+    return value
+
+
+#: Types whose checked values decode to themselves (an int within the safe range, which the
+#: codec checked): no need to decode their canonical JSON again.
+_SELF_DECODING = frozenset({str, int, bool, type(None)})
+
+
+def stored(value: object, canonical: str) -> DurableValue:
+    """The decoded form of a checked value: the value itself when decoding gives it back."""
+    if type(value) in _SELF_DECODING:
+        return value  # type: ignore[return-value]
+    return durable_value_codec.decode_trusted(canonical)
+
+
+def decode(canonical: str | None) -> DurableValue:
+    return None if canonical is None else durable_value_codec.decode_trusted(canonical)
+
+
+@dataclass(slots=True)
+class Row:
+    """One execution as stored: the same columns as the DuckDB table.
+
+    Values are kept twice: as canonical JSON (what a repeated start request is compared with)
+    and decoded, once, when they are written, so that a read builds its record without
+    decoding JSON again (each read gets fresh containers, never the stored ones).
+    """
+
+    execution_id: str
+    seq: int
+    workflow_id: str
+    params: str | None
+    origin: str
+    parent_execution_id: str | None
+    parent_seq: int | None
+    parent_step_key: str | None
+    parent_detached: bool | None
+    status: str
+    created_at: float
+    result: str | None = None
+    error: str | None = None
+    finished_at: float | None = None
+    due_at: float | None = None
+    lease_owner: str | None = None
+    lease_token: int = 0
+    lease_expires_at: float | None = None
+    cancel_requested: bool = False
+    waiting_on: str | None = None
+    steps: dict[str, StepRecord] = field(default_factory=dict)
+    """By step key, in the order of their positions (a rewrite keeps a key's place)."""
+    revision: int = 0
+    """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
+    step_writes: list[str] = field(default_factory=list)
+    """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
+    params_value: DurableValue = None
+    """``params`` decoded (set on admission)."""
+    result_value: DurableValue = None
+    error_info: ErrorInfo | None = None
+    parent: ParentLink | None = None
+
+    def __post_init__(self) -> None:
+        self.params_value = decode(self.params)
+        if self.parent_execution_id is not None:
+            self.parent = ParentLink(
+                self.parent_execution_id, str(self.parent_step_key), bool(self.parent_detached)
+            )
+
+    def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
+        """Store an outcome's columns, decoded once."""
+        self.status, self.result, self.error = status, result, error
+        self.result_value = decode(result)
+        decoded = decode(error)
+        self.error_info = None if decoded is None else ErrorInfo.from_value(decoded)
+
+    def columns(self) -> tuple[object, ...]:
+        return (
+            self.execution_id,
+            self.seq,
+            self.workflow_id,
+            self.params,
+            self.origin,
+            self.parent_execution_id,
+            self.parent_step_key,
+            self.parent_detached,
+            self.status,
+            self.result,
+            self.error,
+            self.created_at,
+            self.finished_at,
+            self.due_at,
+            self.lease_owner,
+            self.lease_token,
+            self.lease_expires_at,
+            self.cancel_requested,
+            self.waiting_on,
+        )
+
+    def record(self) -> ExecutionRecord:
+        """The public record, built from the stored (already decoded) values: the same record
+        ``common.execution_record(self.columns())`` gives, without decoding JSON."""
+        lease = (
+            Lease(
+                self.execution_id,
+                self.lease_owner,
+                self.lease_token,
+                float(self.lease_expires_at),  # type: ignore[arg-type]
+                self.seq,
+            )
+            if self.lease_owner is not None
+            else None
+        )
+        return ExecutionRecord(
+            self.execution_id,
+            self.workflow_id,
+            fresh(self.params_value),  # type: ignore[arg-type]
+            ORIGINS.get(self.origin, "trigger"),
+            self.parent,
+            ExecutionStatus(self.status),
+            float(self.created_at),  # times as floats, as execution_record makes them
+            self.seq,
+            fresh(self.result_value),
+            self.error_info,
+            None if self.finished_at is None else float(self.finished_at),
+            None if self.due_at is None else float(self.due_at),
+            lease,
+            self.lease_token,
+            self.cancel_requested,
+            self.waiting_on,
+        )
+
+    def ready_at(self) -> float | None:
+        """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
+        return self.due_at if self.lease_owner is None else self.lease_expires_at
+
+    def holds(self, lease: Lease, now: float) -> bool:
+        return (
+            not ExecutionStatus(self.status).terminal
+            and self.seq == lease.incarnation
+            and self.lease_owner == lease.owner
+            and self.lease_token == lease.token
+            and self.lease_expires_at is not None
+            and self.lease_expires_at > now
+        )
