@@ -140,3 +140,12 @@ def test_a_forked_schedule_that_spins_is_cut_by_the_wall_clock_as_when_replayed(
     incomplete, reasons = reports[0]["incomplete"]
     assert incomplete > 0
     assert "timed out after 0.3s of wall-clock time in step second" in reasons[0]
+
+
+def test_a_fork_that_fails_falls_back_to_replaying(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused() -> int:
+        raise OSError("out of processes")
+
+    monkeypatch.setattr(prefix.os, "fork", refused)
+    options = {"stop_at_first": False}
+    assert explored("lost-response", True, **options) == explored("lost-response", False, **options)

@@ -206,17 +206,22 @@ class _Forks:
 
     def _fork(self, plan: Plan) -> Outcome | None:
         simulator = self.simulator
-        read, write = os.pipe()
         # Python 3.12 warns on forking with threads alive (the deadline's watchdog): the child
         # takes no lock another thread may hold (the deadline's is made anew) and exits with
-        # os._exit.
-        # The child never collects what it inherited (``frozen_heap``: garbage of DuckDB's
-        # left by earlier runs would crash it), so the parent freezes the heap for the fork
-        # and unfreezes it at once; the child keeps it frozen.
+        # os._exit. The child never collects what it inherited (``frozen_heap``: garbage of
+        # DuckDB's left by earlier runs would crash it), so the parent freezes the heap for the
+        # fork and unfreezes it at once; the child keeps it frozen.
+        read, write = os.pipe()
         gc.freeze()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                pid = os.fork()
+        except OSError:  # out of processes or memory: replay instead
+            gc.unfreeze()
+            os.close(read)
+            os.close(write)
+            return None
         if pid != 0:
             gc.unfreeze()
         else:
