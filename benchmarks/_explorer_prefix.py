@@ -11,12 +11,13 @@ kind (every kind's schedule runs to the same end).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from _explorer_kit import chain_scenario, essentials, explore
 from _harness import median, progress, show, target
 
-from yieldstar_sim.simulation.explorer import Plan, prefix
+from yieldstar_sim.simulation.explorer import Plan, prefix, run_plan
 
 MIN_RATIO = 1.7
 
@@ -51,9 +52,10 @@ def measure_prefix(steps: int, reps: int, kinds: tuple[str, ...] = ("crash",)) -
             result.times[mode].append(seconds)
             reports[mode] = (essentials(report), report.verdicts, report.warnings)
             result.schedules = report.schedules_run
-    # The point forking starts at, as the explorer measures it (one timed run of the parent).
-    sharing = prefix.PrefixSharing(scenario, "memory", None, forced=False)
-    result.threshold = sharing._threshold(Plan(-1, 0))
+    # The point forking starts at, as the explorer measures it (a run timed, points counted).
+    started = time.perf_counter()
+    points = run_plan(scenario, Plan(0, 0)).points
+    result.threshold = prefix.threshold(time.perf_counter() - started, points)
     result.identical = reports["replay"] == reports["shared"]
     return result
 

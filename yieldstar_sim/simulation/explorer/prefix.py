@@ -7,7 +7,10 @@ point of a sweep; at each plan's point it forks a child process that installs th
 faults (nothing before that point could tell the two apart), runs to the end and sends its
 outcome back over a pipe. Forking costs 5-8 ms here, more than a whole short schedule, so a
 plan whose prefix replays faster than that is replayed instead (the threshold is measured
-once per exploration, from one timed run of the parent).
+once per exploration, by timing the first sweep's first plan, which is replayed anyway).
+
+Like shards in other processes, a forked schedule's user code (an invariant that counts its
+calls in a module-level variable) changes that process's state, not the explorer's.
 
 Only on the memory runtime (DuckDB's connections and threads do not survive a fork, and a
 runtime of your own may hold anything), on POSIX, in one process. Each child re-arms the
@@ -53,6 +56,13 @@ if TYPE_CHECKING:
 FORK_SECONDS = 0.006
 """What forking a child and collecting its outcome costs here (4.4-8 ms measured): a prefix
 that replays in less is replayed."""
+
+
+def threshold(seconds: float, points: int) -> int:
+    """The first choice point worth forking at, for a run of ``points`` points that took
+    ``seconds``: where replaying the prefix costs ``FORK_SECONDS``."""
+    per_point = seconds / max(points, 1)
+    return math.ceil(FORK_SECONDS / max(per_point, 1e-9))
 
 
 def supported(runtime: RuntimeChoice) -> bool:
@@ -108,27 +118,30 @@ class PrefixSharing:
         self.forced = forced
         """Fork at every point, however short the prefix (for tests: every point is shared)."""
         self.threshold: int | None = 0 if forced else None
-        """The first choice point worth forking at (measured on first use)."""
+        """The first choice point worth forking at (measured on the first sweep)."""
 
     def _replay(self, plan: Plan, expand: bool) -> Outcome:
         return run_plan(self.scenario, plan, self.runtime, expand=expand, timeout=self.timeout)
 
-    def _threshold(self, parent: Plan) -> int:
-        if self.threshold is None:
-            started = time.perf_counter()
-            points = self._replay(parent, False).points
-            per_point = (time.perf_counter() - started) / max(points, 1)
-            self.threshold = math.ceil(FORK_SECONDS / max(per_point, 1e-9))
-        return self.threshold
-
     def run(self, plans: Sequence[Plan], *, expand: bool, take: Take) -> None:
         """Run ``plans``, handing each outcome to ``take`` in plan order until it says stop."""
         for parent, group in sweeps(plans):
+            rest = group
+            if parent is not None and len(group) > 1 and self.threshold is None:
+                # The sweep's first plan is replayed anyway (its prefix is the shortest):
+                # timed, it tells where forking starts to pay. No run is added for it, so
+                # user code (an invariant counting its calls) sees the runs replaying makes.
+                started = time.perf_counter()
+                outcome = self._replay(group[0], expand)
+                self.threshold = threshold(time.perf_counter() - started, outcome.points)
+                if not take(group[0], outcome):
+                    return
+                rest = group[1:]
             forked: list[Plan] = []
-            if parent is not None and len(group) > 1:
-                threshold = self._threshold(parent)
-                forked = [plan for plan in group if (plan.faults[-1].at or 0) >= threshold]
-            for plan in group[: len(group) - len(forked)]:
+            if parent is not None and len(rest) > 1:
+                at = self.threshold or 0
+                forked = [plan for plan in rest if (plan.faults[-1].at or 0) >= at]
+            for plan in rest[: len(rest) - len(forked)]:
                 if not take(plan, self._replay(plan, expand)):
                     return
             if parent is not None and forked and not self._serve(parent, forked, expand, take):
