@@ -5,6 +5,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_explorer.py            # full run, about 3-5 minutes
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
     .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
+    .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~2 min
 
 Every exploration is ``ys.explore(..., confirm=None)`` (no DuckDB confirmation), timed with
 ``time.perf_counter`` around the call, garbage collector on (as in use). The machines are
@@ -31,6 +32,9 @@ What it measures:
   processes (the ceiling, measured in the same repetition; "of ceiling" is the median of the
   per-repetition speed-up / ceiling).
 * **search power**: schedules to the first violation by strategy, see ``_explorer_search.py``.
+* **prefix sharing** (``--prefix-only``): single-fault exploration of a 1,000-step workflow,
+  every schedule replayed against schedules forked from a shared prefix: see
+  ``_explorer_prefix.py``.
 * **scaling** and **fingerprints**: see ``_explorer_scaling.py``; **memory** over 10,000
   schedules: see ``_explorer_memory.py``.
 
@@ -66,6 +70,7 @@ from _explorer_memory import (
     print_memory,
     run_child,
 )
+from _explorer_prefix import prefix_section
 from _explorer_scaling import fingerprint_section, measure_growth, print_growth
 from _explorer_search import Search, measure_search, print_search
 from _harness import TARGETS, footer, header, median, ms, parser, progress, show, target
@@ -403,6 +408,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--fingerprints-only", action="store_true", help="only the fingerprint cost section"
     )
     args_parser.add_argument(
+        "--prefix-only", action="store_true", help="only the prefix-sharing section"
+    )
+    args_parser.add_argument(
         "--only",
         choices=("exhaustive",),
         help="run one section: exhaustive (benchmarks/_exhaustive.py)",
@@ -428,6 +436,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print()
     if args.fingerprints_only:
         fingerprint_section(config.quick)
+        footer(began)
+        return 0
+    if args.prefix_only:
+        prefix_section(config.quick)
         footer(began)
         return 0
     fixed = ys.load_scenario("durable-start")
@@ -460,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_growth(growths)
 
     fingerprint_section(config.quick)
+    prefix_section(config.quick)
 
     runs = []
     for strategy in ("random", "systematic"):

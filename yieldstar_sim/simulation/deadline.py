@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from types import TracebackType
 
 DEFAULT_TIMEOUT = 60.0
@@ -108,6 +109,32 @@ class Deadline:
         if self._pending:
             _raise_in(self._thread_id, None)
             self._pending = False
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Stop the clock while the run waits on something that is not its own work (a
+        forked child finishing its schedule): the run keeps what was left of its seconds."""
+        if self._armed is None or self.seconds is None:
+            yield
+            return
+        _WATCHDOG.cancel(self._armed)
+        self._armed = None
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            self._started += time.monotonic() - began
+            self._armed = _WATCHDOG.arm(self, max(self.seconds - self.elapsed, 0.0))
+
+    def after_fork(self) -> None:
+        """In a child forked while this deadline was armed (its watchdog thread did not come
+        along, and a lock the parent's watchdog held would stay held): arm it again, here, for
+        what is left of its seconds."""
+        self._lock = threading.Lock()
+        self._thread_id = threading.get_ident()
+        self._pending = False
+        if self._armed is not None and self.seconds is not None:
+            self._armed = _WATCHDOG.arm(self, max(self.seconds - self.elapsed, 0.0))
 
     def user_code(self, where: str) -> AbstractContextManager[None]:
         """Run user code that the deadline may interrupt; ``where`` says what it is."""

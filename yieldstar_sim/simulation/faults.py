@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -332,6 +332,15 @@ class FaultPlan:
             self.applied.append((index, placed))
             return fault
         return None
+
+    def extended(self, faults: Sequence[Fault]) -> FaultPlan:
+        """This plan with ``faults`` added after its own, as if they had been in it from the
+        start: right for faults placed at choice points not passed yet (a forked run's)."""
+        plan = FaultPlan((*self.faults, *faults))
+        plan._seen[: len(self.faults)] = self._seen
+        plan._fired[: len(self.faults)] = self._fired
+        plan.applied = list(self.applied)
+        return plan
 
     @property
     def unfired(self) -> list[Fault]:

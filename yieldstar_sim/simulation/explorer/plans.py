@@ -272,6 +272,14 @@ def run_plan(
     with ``digest``, the trace's digest (serialising a trace costs a fifth of a schedule, so
     the search leaves it out and confirmation asks for it)."""
     simulator = _simulator(scenario, plan, runtime, timeout)
+    seen = observe_points(simulator, expand=expand)
+    simulator.run()
+    return outcome_of(simulator, plan.index, seen, digest=digest)
+
+
+def observe_points(simulator: Simulator, *, expand: bool) -> tuple[list[str], list[str], list[str]]:
+    """Record each choice point's op, and with ``expand`` its label and state key, as the
+    simulator passes it: the lists ``(labels, keys, ops)`` ``outcome_of`` reports."""
     labels: list[str] = []
     keys: list[str] = []
     ops: list[str] = []
@@ -284,10 +292,22 @@ def run_plan(
             keys.append(_state_key(simulator, name, point, fingerprints))
 
         simulator.kernel.observers.append(observe)
-    simulator.run()
+    return labels, keys, ops
+
+
+def outcome_of(
+    simulator: Simulator,
+    index: int,
+    seen: tuple[list[str], list[str], list[str]],
+    *,
+    digest: bool = False,
+) -> Outcome:
+    """The outcome of plan number ``index`` from its finished simulator (whose runtime it
+    closes) and what ``observe_points`` saw."""
+    labels, keys, ops = seen
     run = finish(simulator)
     outcome = Outcome(
-        index=plan.index,
+        index=index,
         ok=run.ok,
         violations=tuple((v.invariant, v.message) for v in run.violations),
         digest=run.trace_digest() if digest else "",

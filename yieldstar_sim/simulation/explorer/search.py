@@ -57,29 +57,27 @@ class Search:
     def _room(self) -> int | None:
         return None if self.budget is None else self.budget - len(self.plans)
 
-    def _run(self, plans: list[Plan], *, expand: bool) -> list[Outcome]:
-        """Run plans in chunks, in order; stop after the chunk holding the first violation."""
+    def _run(self, plans: list[Plan], *, expand: bool, share: bool = False) -> list[Outcome]:
+        """Run plans in order; stop after the first violation (``stop_at_first``). With
+        ``share``, plans that extend one parent share its prefix where that pays."""
         results: list[Outcome] = []
-        chunk = 1 if self.runner.jobs == 1 else self.runner.jobs * 64
-        for start in range(0, len(plans), chunk):
-            if self.done:
-                break
-            batch = plans[start : start + chunk]
-            outcomes = self.runner.run(batch, expand=expand)
-            for plan, outcome in zip(batch, outcomes, strict=True):
-                if self.done:
-                    break
-                self.plans.append(plan)
-                self.outcomes.append(outcome)
-                results.append(outcome)
-                self.report.schedules_run += 1
-                self._record(plan, outcome)
-                if self.bar is not None:
-                    self.bar.update(1)
-                if self.tick is not None:
-                    self.tick(self.report.schedules_run)
-                if outcome.violations and self.stop_at_first:
-                    self.done = True
+
+        def take(plan: Plan, outcome: Outcome) -> bool:
+            self.plans.append(plan)
+            self.outcomes.append(outcome)
+            results.append(outcome)
+            self.report.schedules_run += 1
+            self._record(plan, outcome)
+            if self.bar is not None:
+                self.bar.update(1)
+            if self.tick is not None:
+                self.tick(self.report.schedules_run)
+            if outcome.violations and self.stop_at_first:
+                self.done = True
+            return not self.done
+
+        if not self.done:
+            self.runner.each(plans, expand=expand, take=take, share=share)
         return results
 
     def _record(self, plan: Plan, outcome: Outcome) -> None:
@@ -140,7 +138,7 @@ class Search:
             room = self._room()
             if room is not None:
                 plans = plans[:room]
-            outcomes = self._run(plans, expand=remaining > 1)
+            outcomes = self._run(plans, expand=remaining > 1, share=True)
             level = list(zip(plans, outcomes, strict=False))
             if self.done or (room is not None and self._room() == 0):
                 break

@@ -12,10 +12,11 @@ from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
+from yieldstar_sim.simulation.explorer.prefix import PrefixSharing, supported
 from yieldstar_sim.simulation.scenario import load_scenario
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.scenario import Scenario
@@ -52,6 +53,8 @@ class Runner:
         jobs: int,
         executor: concurrent.futures.Executor | None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        *,
+        prefix_sharing: bool | None = None,
     ) -> None:
         self.scenario = scenario
         self.runtime = runtime
@@ -66,6 +69,36 @@ class Runner:
         self._asked = self.jobs
         self._own: concurrent.futures.Executor | None = None
         self.executor = executor
+        self.sharing: PrefixSharing | None = None
+        """Runs sweeps of plans by forking one run where prefixes are long (one process,
+        the memory runtime, POSIX; ``prefix_sharing=False`` switches it off)."""
+        if (
+            prefix_sharing is not False
+            and executor is None
+            and self.jobs == 1
+            and supported(runtime)
+        ):
+            self.sharing = PrefixSharing(scenario, runtime, timeout, forced=prefix_sharing is True)
+
+    def each(
+        self,
+        plans: Sequence[Plan],
+        *,
+        expand: bool,
+        take: Callable[[Plan, Outcome], bool],
+        share: bool = False,
+    ) -> None:
+        """Run ``plans``, handing each outcome to ``take`` in plan order until it returns
+        False; with ``share``, sweeps of plans share their prefixes where that pays."""
+        if share and self.sharing is not None:
+            self.sharing.run(plans, expand=expand, take=take)
+            return
+        chunk = 1 if self.jobs == 1 else self.jobs * 64
+        for start in range(0, len(plans), chunk):
+            batch = plans[start : start + chunk]
+            for plan, outcome in zip(batch, self.run(batch, expand=expand), strict=True):
+                if not take(plan, outcome):
+                    return
 
     def _size_pool(self, plans: int) -> None:
         """Size our own process pool for a batch of ``plans``: never more processes than plans
