@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 #: The exit code of each verdict.
 EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
 INTERRUPTED = 130
+#: The most faults per schedule ``explore`` searches without a budget: each fault more
+#: multiplies the schedules by the choice points times the fault kinds.
+MAX_FAULTS_UNBUDGETED = 3
 
 
 def _timeout(text: str) -> float | None:
@@ -117,8 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
-        "--max-faults", type=int, default=1, metavar="K", help="faults per schedule (default 1)"
-    )
+        "--max-faults", type=int, default=1, metavar="K",
+        help="faults per schedule (default 1; more than 3 need --budget or --time-budget)",
+    )  # fmt: skip
     explore.add_argument(
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
         help="systematic (default): every fault at every point of one interleaving; random, "
@@ -143,7 +147,10 @@ def _parser() -> argparse.ArgumentParser:
         help="exhaustive: no sleep sets and no state caching (the naive search, to compare)",
     )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    explore.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
+    explore.add_argument(
+        "--jobs", type=int, default=1, metavar="N",
+        help="worker processes (not with --strategy exhaustive: one search, one process)",
+    )  # fmt: skip
     explore.add_argument(
         "--all",
         action="store_true",
@@ -408,6 +415,21 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
+    if args.strategy == "exhaustive" and args.jobs > 1:
+        # Accepted and ignored, it would promise a speed-up the search never gives: its sleep
+        # sets and state cache belong to one depth-first search in one process.
+        raise UsageError(
+            f"--jobs {args.jobs} is not an option of --strategy exhaustive: its search runs in "
+            "one process (the sleep sets and the state cache are one search's)"
+        )
+    if args.max_faults > MAX_FAULTS_UNBUDGETED and args.budget is None and args.time_budget is None:
+        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
+        # budget such a search runs for days and prints nothing.
+        raise UsageError(
+            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
+            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
+            f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"
+        )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
     try:

@@ -329,3 +329,26 @@ def test_exhaustive_options_need_the_exhaustive_strategy(tmp_path: Path) -> None
     result = run("explore", "booking-race", "--order", "shortest", cwd=tmp_path)
     assert result.returncode == 2
     assert "--order is an option of --strategy exhaustive only" in result.stderr
+
+
+def test_exhaustive_refuses_jobs_it_would_ignore(tmp_path: Path) -> None:
+    result = run(
+        "explore", "booking-race", "--strategy", "exhaustive", "--jobs", "2", cwd=tmp_path
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--jobs 2 is not an option of --strategy exhaustive" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("strategy", ["systematic", "exhaustive"])
+def test_many_faults_without_a_budget_are_refused_not_searched_forever(
+    tmp_path: Path, strategy: str
+) -> None:
+    result = run("explore", "durable-start", "--strategy", strategy, "--max-faults", "99",
+                 cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--max-faults 99 tries every combination of 99 faults" in result.stderr
+    budgeted = run("explore", "booking-race", "--strategy", strategy, "--max-faults", "99",
+                   "--budget", "3", "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
+    assert budgeted.returncode in (1, 3), budgeted.stderr
