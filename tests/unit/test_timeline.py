@@ -116,3 +116,16 @@ def test_bars_are_batched_one_collection_per_lane_and_look() -> None:
         ]
     )
     assert starts == expected
+
+
+def test_an_exploration_with_no_single_fault_schedule_says_so_instead_of_empty_axes() -> None:
+    from yieldstar_sim.views import draw_exploration
+
+    report = ys.explore(
+        ys.load_scenario("booking-race-fixed"), strategy="exhaustive", max_faults=0, confirm=None
+    )
+    (axes,) = draw_exploration(report).axes
+    assert not axes.axison
+    assert axes.get_legend() is None
+    (text,) = axes.texts
+    assert "no single-fault schedules to grid (max 0 faults: interleavings only)" in text.get_text()
