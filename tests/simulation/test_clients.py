@@ -250,3 +250,27 @@ def test_the_bundled_concurrent_clients_record_both_answers(runtime: str) -> Non
     assert run.verdict == "ok"
     assert charge_orders(run) == ["order-42"]
     assert sorted(a.answer for a in answers(run)) == ["admitted", "refused"]
+
+
+def test_a_clients_cancel_of_an_execution_the_run_never_had_is_a_scenario_error() -> None:
+    # A misspelled ID was an ordinary refused answer, and the run came back green.
+    scenario = shop(order(None), cancels=(ys.Cancel("order-24", at=1.0, client=ys.Client("ops")),))
+    with pytest.raises(ys.ScenarioError, match="client ops's cancel names execution 'order-24'"):
+        ys.simulate(scenario, runtime="memory")
+    with pytest.raises(ys.ScenarioError, match="which the run never had"):
+        ys.explore(scenario, confirm=None)
+
+
+def test_a_scenario_cancel_of_no_execution_is_a_scenario_error_that_names_the_cancel() -> None:
+    scenario = shop(order(None), cancels=(ys.Cancel("order-24", at=1.0),))
+    with pytest.raises(ys.ScenarioError, match=r"ys.Cancel\('order-24'\) at t=1 names no exec"):
+        ys.simulate(scenario, runtime="memory")
+
+
+def test_a_clients_cancel_that_comes_before_its_execution_is_an_answer_not_an_error() -> None:
+    # The execution exists later in the run: the refusal is the runtime's answer to a race.
+    ops = ys.Client("ops", ys.ClientRetry(attempts=1))
+    late = ys.Trigger("charge-order", {"order": 42}, execution_id="order-42", at=5.0)
+    run = ys.simulate(shop(late, cancels=(ys.Cancel("order-42", at=1.0, client=ops),)),
+                      runtime="memory")  # fmt: skip
+    assert [(a.action, a.answer) for a in answers(run)] == [("cancel", "refused")]
