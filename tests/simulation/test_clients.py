@@ -274,3 +274,13 @@ def test_a_clients_cancel_that_comes_before_its_execution_is_an_answer_not_an_er
     run = ys.simulate(shop(late, cancels=(ys.Cancel("order-42", at=1.0, client=ops),)),
                       runtime="memory")  # fmt: skip
     assert [(a.action, a.answer) for a in answers(run)] == [("cancel", "refused")]
+
+
+def test_the_timeline_draws_a_refused_trigger_as_a_refusal_not_a_second_admission() -> None:
+    run = ys.simulate(ys.load_scenario("concurrent-clients"), runtime="memory")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    marks = {m.lane: (m.kind, m.label) for m in timeline.marks if m.lane in ("web", "mobile")}
+    assert marks == {
+        "web": ("trigger", ""),
+        "mobile": ("declined", "refused: EXECUTION_EXISTS"),
+    }
