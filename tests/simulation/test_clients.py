@@ -3,6 +3,8 @@ faults and retry by their policy, and the trace records each attempt and the run
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import yieldstar_sim as ys
@@ -221,7 +223,8 @@ def test_a_client_without_faults_leaves_the_schedule_to_the_workers() -> None:
     [
         (lambda: ys.Client(""), "a client's name is a non-empty string"),
         (lambda: ys.ClientRetry(attempts=0), "a client's attempts are a whole number >= 1"),
-        (lambda: ys.ClientRetry(backoff=-1), "a client's backoff is seconds >= 0"),
+        (lambda: ys.ClientRetry(backoff=-1), "a client's backoff is finite seconds >= 0"),
+        (lambda: ys.ClientRetry(backoff=math.inf), "a client's backoff is finite seconds >= 0"),
         (
             lambda: shop(order(ys.Client("w1"))),
             "client 'w1' has the name of a worker",

@@ -11,6 +11,7 @@ import importlib.resources
 import importlib.util
 import inspect
 import linecache
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -49,9 +50,10 @@ class ClientRetry:
         if (
             isinstance(self.backoff, bool)
             or not isinstance(self.backoff, int | float)
-            or not self.backoff >= 0
+            or not 0 <= self.backoff < math.inf
         ):
-            raise ValueError(f"a client's backoff is seconds >= 0, not {self.backoff!r}")
+            # An infinite backoff passed and left the run cut at max_time, saying nothing.
+            raise ValueError(f"a client's backoff is finite seconds >= 0, not {self.backoff!r}")
         if not isinstance(self.reuse_request_id, bool):
             raise TypeError(f"reuse_request_id is True or False, not {self.reuse_request_id!r}")
 
