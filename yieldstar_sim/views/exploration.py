@@ -47,7 +47,16 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         ]
         for label in labels
     ]
-    size = (2.5 + 1.1 * len(kinds), 1.6 + 0.28 * len(labels)) if labels and kinds else (6.0, 1.8)
+    title = f"{report.scenario}: {report.schedules_run} schedules, {report.verdict}" + (
+        f", {len(report.violations)} violation(s)" if report.violations else ""
+    )
+    # Wide enough for the title and tall enough for the axis label: a search that stopped at
+    # its first violation has one column and few rows, and both were cut off.
+    size = (
+        (max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * len(title)), max(1.6 + 0.28 * len(labels), 2.8))
+        if labels and kinds
+        else (6.0, 1.8)
+    )
     figure = Figure(figsize=size, layout="constrained")
     ax = figure.add_subplot()
     if labels and kinds:
@@ -56,9 +65,6 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                   vmax=len(order) - 1, aspect="auto", interpolation="nearest")  # fmt: skip
         ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(labels)), labels, fontsize=7, parse_math=False)
-    title = f"{report.scenario}: {report.schedules_run} schedules, {report.verdict}" + (
-        f", {len(report.violations)} violation(s)" if report.violations else ""
-    )
     if not (labels and kinds):
         # An empty grid drew bare 0-1 axes, clipped labels and a legend of colours it did not
         # use (max_faults=0: interleavings only): say in words what there is instead.
