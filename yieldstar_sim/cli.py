@@ -488,6 +488,12 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         print("\n".join(pictures.lines()))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
+        elif report.state_space is not None and len(report.state_space) > STATE_GRAPH_AT_MOST:
+            # Said, not silently left out: the reader looks for the file the other runs wrote.
+            print(
+                f"state graph: not drawn: {len(report.state_space):,} states, more than the "
+                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() has them all)"
+            )
         if review is not None:
             print(f"review page: {review}")
     if report.interrupted:

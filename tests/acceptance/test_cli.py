@@ -352,3 +352,17 @@ def test_many_faults_without_a_budget_are_refused_not_searched_forever(
     budgeted = run("explore", "booking-race", "--strategy", strategy, "--max-faults", "99",
                    "--budget", "3", "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
     assert budgeted.returncode in (1, 3), budgeted.stderr
+
+
+def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from yieldstar_sim import cli
+
+    monkeypatch.setattr(cli, "STATE_GRAPH_AT_MOST", 10)  # booking-race-fixed has 27 states
+    code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
+                     "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "state graph: not drawn: 27 states, more than the 10 a picture can show" in out
+    assert not list(tmp_path.glob("*-states.*"))
