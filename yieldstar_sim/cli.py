@@ -443,6 +443,8 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     from yieldstar_sim.simulation.explorer import explore
     from yieldstar_sim.views.exploration import write_exploration_pictures
 
+    if not args.no_confirm:
+        _check_confirm_runtime(args.confirm, scenario)
     report = explore(
         scenario,
         max_faults=args.max_faults,
@@ -500,6 +502,19 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
         return INTERRUPTED
     return EXIT_CODES[report.verdict]
+
+
+def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:
+    """Open the ``--confirm`` runtime once before the search: a server that is not there was
+    found only after the whole search, and blamed on the artifact ("does not replay")."""
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import InfrastructureError
+    from yieldstar_sim.runtime.factory import RuntimeChoiceError, open_runtime
+
+    try:
+        open_runtime(choice, ManualClock(), options=scenario.runtime_options).close()
+    except (RuntimeChoiceError, InfrastructureError) as error:
+        raise UsageError(f"--confirm {choice}: {error} (or --no-confirm)") from error
 
 
 def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -366,3 +366,18 @@ def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     out = capsys.readouterr().out
     assert "state graph: not drawn: 27 states, more than the 10 a picture can show" in out
     assert not list(tmp_path.glob("*-states.*"))
+
+
+def test_a_confirm_runtime_that_cannot_open_is_refused_before_the_search(tmp_path: Path) -> None:
+    # It was found after the whole search, as "ArtifactError: the artifact does not replay".
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key != "YIELDSTAR_PG_DSN"}
+    result = subprocess.run(
+        [*CLI, "explore", "booking-race", "--confirm", "postgres", "--out", "found"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("yieldstar-sim: error: --confirm postgres: runtime 'postgres'")
+    assert "ArtifactError" not in result.stderr
+    assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())
