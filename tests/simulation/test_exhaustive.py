@@ -290,3 +290,9 @@ def test_a_client_minting_a_new_request_id_is_found_and_one_reusing_it_verified(
     fixed = exhaustive("client-retry-same-request-id", max_faults=1)
     assert fixed.exhausted, fixed.coverage()
     assert fixed.ok
+
+
+def test_one_pruned_branch_is_one_branch() -> None:
+    report = exhaustive("skewed-lease")  # 2 schedules, 1 branch pruned by the reduction
+    assert report.pruned_by_reduction == 1
+    assert "1 branch pruned by the reduction" in report.coverage()
