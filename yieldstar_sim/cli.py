@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
         "--max-faults", type=int, default=1, metavar="K",
-        help="faults per schedule (default 1; more than 3 need --budget or --time-budget)",
+        help="faults per schedule (default 1; systematic and exhaustive: more than 3 need "
+        "--budget or --time-budget)",
     )  # fmt: skip
     explore.add_argument(
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
@@ -422,7 +423,12 @@ def _explore(args: argparse.Namespace) -> int:
             f"--jobs {args.jobs} is not an option of --strategy exhaustive: its search runs in "
             "one process (the sleep sets and the state cache are one search's)"
         )
-    if args.max_faults > MAX_FAULTS_UNBUDGETED and args.budget is None and args.time_budget is None:
+    if (
+        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
+        and args.max_faults > MAX_FAULTS_UNBUDGETED
+        and args.budget is None
+        and args.time_budget is None
+    ):
         # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
         # budget such a search runs for days and prints nothing.
         raise UsageError(

@@ -354,6 +354,15 @@ def test_many_faults_without_a_budget_are_refused_not_searched_forever(
     assert budgeted.returncode in (1, 3), budgeted.stderr
 
 
+def test_a_sampling_strategy_takes_many_faults_it_samples_within_its_default_budget(
+    tmp_path: Path,
+) -> None:
+    result = run("explore", "durable-start", "--strategy", "random", "--max-faults", "5",
+                 "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
+    assert result.returncode in (0, 1, 3), result.stderr
+    assert "--max-faults" not in result.stderr
+
+
 def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
