@@ -295,7 +295,8 @@ def _list_faults(args: argparse.Namespace) -> int:
         return 0
     print(
         "Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point where it "
-        "applies:\na stall and a skew at elapses, a call's faults at calls):"
+        "applies:\na stall and a skew at elapses, a crash and a freeze at calls and elapses, "
+        "the rest at calls):"
     )
     width = max(map(len, kinds))
     for kind, effect in kinds.items():

@@ -116,6 +116,20 @@ def test_list_faults_names_every_fault_kind_and_op_from_the_simulators_tables(
     assert "lease expires" in text.stdout
 
 
+def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
+    tmp_path: Path,
+) -> None:
+    # It said "a call's faults at calls", and explore puts a crash and a freeze at elapses too.
+    from yieldstar_sim.simulation.faults import FAULT_KINDS, applies_at
+
+    text = run("list", "--faults", cwd=tmp_path).stdout
+    assert "a stall and a skew at elapses, a crash and a freeze at calls and elapses" in text
+    at_elapses = {str(k) for k in FAULT_KINDS if applies_at(k, "elapse", exploring=True)}
+    at_calls = {str(k) for k in FAULT_KINDS if applies_at(k, "put_step", exploring=True)}
+    assert at_elapses == {"crash", "freeze", "stall", "skew"}
+    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew"}
+
+
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
     result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
