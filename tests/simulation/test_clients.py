@@ -287,3 +287,12 @@ def test_the_timeline_draws_a_refused_trigger_as_a_refusal_not_a_second_admissio
         "web": ("trigger", ""),
         "mobile": ("declined", "refused: EXECUTION_EXISTS"),
     }
+
+
+@pytest.mark.parametrize("client", [None, SAME], ids=["scenario", "client"])
+def test_a_trigger_with_an_id_no_caller_may_choose_is_refused_at_construction(
+    client: ys.Client | None,
+) -> None:
+    # The runtime refused it on every run, the refusal passed for an answer: a green run.
+    with pytest.raises(ValueError, match=r"names an execution ID no caller may choose: .*'@bad'"):
+        shop(order(client, execution_id="@bad"))

@@ -341,9 +341,23 @@ class Scenario:
         return names
 
     def _check_clients(self) -> None:
+        from yieldstar_sim.core.model import InvalidIDError, check_execution_id
+
         for cancel in self.cancels:
             if not isinstance(cancel, Cancel):
                 raise TypeError(f"scenario {self.name!r}: {cancel!r} is not a ys.Cancel")
+        for trigger in self.triggers:
+            if trigger.execution_id is None:
+                continue
+            try:
+                check_execution_id(trigger.execution_id)
+            except InvalidIDError as invalid:
+                # The runtime refuses it on every run: the refusal was taken for an answer and
+                # the run, with nothing admitted, came back green.
+                raise ValueError(
+                    f"scenario {self.name!r}: the trigger of {trigger.workflow_id} names an "
+                    f"execution ID no caller may choose: {invalid.message}"
+                ) from None
         policies: dict[str, Client] = {}
         items: list[Trigger | Cancel] = [*self.triggers, *self.cancels]
         for item in items:
