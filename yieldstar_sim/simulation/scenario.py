@@ -104,7 +104,9 @@ class Trigger:
 @dataclass(frozen=True, slots=True)
 class Cancel:
     """The scenario requests cancellation of ``execution_id`` at virtual time ``at`` (RFC 009);
-    with ``client``, a ``ys.Client`` requests it, with a choice point, faults and retries."""
+    with ``client``, a ``ys.Client`` requests it, with a choice point, faults and retries. An
+    ID the run never has is a ``ScenarioError`` (a client's cancel refused because its
+    execution does not exist *yet* is the runtime's answer)."""
 
     execution_id: str
     at: float = 0.0
