@@ -354,10 +354,15 @@ def finish(simulator: Simulator) -> SimulationRun:
         *map(as_invariant, scenario.invariants),
     )
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
+    written = bool(run.world)
     with deadline:
         for invariant in invariants:
             if incomplete is not None and getattr(invariant, "final_only", True):
                 continue  # about how a run ends: a cut run has not ended
+            if written:
+                # Each invariant reads the world as the run left it: one that popped a key
+                # (or appended to a list) hid it from the next, which could then hold.
+                run.world = simulator.store.values()
             try:
                 with deadline.user_code(f"the invariant {invariant.name}"):
                     run.violations.extend(invariant.check(run))
@@ -385,6 +390,8 @@ def finish(simulator: Simulator) -> SimulationRun:
                 )
             if warning:
                 run.warnings.append(warning)
+    if written:
+        run.world = simulator.store.values()
     return run
 
 
