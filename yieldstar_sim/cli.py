@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 #: The exit code of each verdict.
 EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
 INTERRUPTED = 130
+#: The most faults per schedule ``explore`` searches without a budget: each fault more
+#: multiplies the schedules by the choice points times the fault kinds.
+MAX_FAULTS_UNBUDGETED = 3
 
 
 def _timeout(text: str) -> float | None:
@@ -117,8 +120,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
-        "--max-faults", type=int, default=1, metavar="K", help="faults per schedule (default 1)"
-    )
+        "--max-faults", type=int, default=1, metavar="K",
+        help="faults per schedule (default 1; systematic and exhaustive: more than 3 need "
+        "--budget or --time-budget)",
+    )  # fmt: skip
     explore.add_argument(
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
         help="systematic (default): every fault at every point of one interleaving; random, "
@@ -143,7 +148,10 @@ def _parser() -> argparse.ArgumentParser:
         help="exhaustive: no sleep sets and no state caching (the naive search, to compare)",
     )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    explore.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes")
+    explore.add_argument(
+        "--jobs", type=int, default=1, metavar="N",
+        help="worker processes (not with --strategy exhaustive: one search, one process)",
+    )  # fmt: skip
     explore.add_argument(
         "--all",
         action="store_true",
@@ -287,7 +295,8 @@ def _list_faults(args: argparse.Namespace) -> int:
         return 0
     print(
         "Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point where it "
-        "applies:\na stall and a skew at elapses, a call's faults at calls):"
+        "applies:\na stall and a skew at elapses, a crash and a freeze at calls and elapses, "
+        "the rest at calls):"
     )
     width = max(map(len, kinds))
     for kind, effect in kinds.items():
@@ -408,6 +417,26 @@ def _explore(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
+    if args.strategy == "exhaustive" and args.jobs > 1:
+        # Accepted and ignored, it would promise a speed-up the search never gives: its sleep
+        # sets and state cache belong to one depth-first search in one process.
+        raise UsageError(
+            f"--jobs {args.jobs} is not an option of --strategy exhaustive: its search runs in "
+            "one process (the sleep sets and the state cache are one search's)"
+        )
+    if (
+        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
+        and args.max_faults > MAX_FAULTS_UNBUDGETED
+        and args.budget is None
+        and args.time_budget is None
+    ):
+        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
+        # budget such a search runs for days and prints nothing.
+        raise UsageError(
+            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
+            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
+            f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"
+        )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
     try:
@@ -421,6 +450,8 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     from yieldstar_sim.simulation.explorer import explore
     from yieldstar_sim.views.exploration import write_exploration_pictures
 
+    if not args.no_confirm:
+        _check_confirm_runtime(args.confirm, scenario)
     report = explore(
         scenario,
         max_faults=args.max_faults,
@@ -466,12 +497,31 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         print("\n".join(pictures.lines()))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
+        elif report.state_space is not None and len(report.state_space) > STATE_GRAPH_AT_MOST:
+            # Said, not silently left out: the reader looks for the file the other runs wrote.
+            print(
+                f"state graph: not drawn: {len(report.state_space):,} states, more than the "
+                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() has them all)"
+            )
         if review is not None:
             print(f"review page: {review}")
     if report.interrupted:
         print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
         return INTERRUPTED
     return EXIT_CODES[report.verdict]
+
+
+def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:
+    """Open the ``--confirm`` runtime once before the search: a server that is not there was
+    found only after the whole search, and blamed on the artifact ("does not replay")."""
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import InfrastructureError
+    from yieldstar_sim.runtime.factory import RuntimeChoiceError, open_runtime
+
+    try:
+        open_runtime(choice, ManualClock(), options=scenario.runtime_options).close()
+    except (RuntimeChoiceError, InfrastructureError) as error:
+        raise UsageError(f"--confirm {choice}: {error} (or --no-confirm)") from error
 
 
 def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -116,6 +116,20 @@ def test_list_faults_names_every_fault_kind_and_op_from_the_simulators_tables(
     assert "lease expires" in text.stdout
 
 
+def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
+    tmp_path: Path,
+) -> None:
+    # It said "a call's faults at calls", and explore puts a crash and a freeze at elapses too.
+    from yieldstar_sim.simulation.faults import FAULT_KINDS, applies_at
+
+    text = run("list", "--faults", cwd=tmp_path).stdout
+    assert "a stall and a skew at elapses, a crash and a freeze at calls and elapses" in text
+    at_elapses = {str(k) for k in FAULT_KINDS if applies_at(k, "elapse", exploring=True)}
+    at_calls = {str(k) for k in FAULT_KINDS if applies_at(k, "put_step", exploring=True)}
+    assert at_elapses == {"crash", "freeze", "stall", "skew"}
+    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew"}
+
+
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
     result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -329,3 +343,64 @@ def test_exhaustive_options_need_the_exhaustive_strategy(tmp_path: Path) -> None
     result = run("explore", "booking-race", "--order", "shortest", cwd=tmp_path)
     assert result.returncode == 2
     assert "--order is an option of --strategy exhaustive only" in result.stderr
+
+
+def test_exhaustive_refuses_jobs_it_would_ignore(tmp_path: Path) -> None:
+    result = run(
+        "explore", "booking-race", "--strategy", "exhaustive", "--jobs", "2", cwd=tmp_path
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--jobs 2 is not an option of --strategy exhaustive" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("strategy", ["systematic", "exhaustive"])
+def test_many_faults_without_a_budget_are_refused_not_searched_forever(
+    tmp_path: Path, strategy: str
+) -> None:
+    result = run("explore", "durable-start", "--strategy", strategy, "--max-faults", "99",
+                 cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert "--max-faults 99 tries every combination of 99 faults" in result.stderr
+    budgeted = run("explore", "booking-race", "--strategy", strategy, "--max-faults", "99",
+                   "--budget", "3", "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
+    assert budgeted.returncode in (1, 3), budgeted.stderr
+
+
+def test_a_sampling_strategy_takes_many_faults_it_samples_within_its_default_budget(
+    tmp_path: Path,
+) -> None:
+    result = run("explore", "durable-start", "--strategy", "random", "--max-faults", "5",
+                 "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
+    assert result.returncode in (0, 1, 3), result.stderr
+    assert "--max-faults" not in result.stderr
+
+
+def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from yieldstar_sim import cli
+
+    monkeypatch.setattr(cli, "STATE_GRAPH_AT_MOST", 10)  # booking-race-fixed has 27 states
+    code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
+                     "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "state graph: not drawn: 27 states, more than the 10 a picture can show" in out
+    assert not list(tmp_path.glob("*-states.*"))
+
+
+def test_a_confirm_runtime_that_cannot_open_is_refused_before_the_search(tmp_path: Path) -> None:
+    # It was found after the whole search, as "ArtifactError: the artifact does not replay".
+    import os
+
+    env = {key: value for key, value in os.environ.items() if key != "YIELDSTAR_PG_DSN"}
+    result = subprocess.run(
+        [*CLI, "explore", "booking-race", "--confirm", "postgres", "--out", "found"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("yieldstar-sim: error: --confirm postgres: runtime 'postgres'")
+    assert "ArtifactError" not in result.stderr
+    assert not (tmp_path / "found").exists() or not list((tmp_path / "found").iterdir())

@@ -3,6 +3,8 @@ faults and retry by their policy, and the trace records each attempt and the run
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 import yieldstar_sim as ys
@@ -221,7 +223,8 @@ def test_a_client_without_faults_leaves_the_schedule_to_the_workers() -> None:
     [
         (lambda: ys.Client(""), "a client's name is a non-empty string"),
         (lambda: ys.ClientRetry(attempts=0), "a client's attempts are a whole number >= 1"),
-        (lambda: ys.ClientRetry(backoff=-1), "a client's backoff is seconds >= 0"),
+        (lambda: ys.ClientRetry(backoff=-1), "a client's backoff is finite seconds >= 0"),
+        (lambda: ys.ClientRetry(backoff=math.inf), "a client's backoff is finite seconds >= 0"),
         (
             lambda: shop(order(ys.Client("w1"))),
             "client 'w1' has the name of a worker",
@@ -250,3 +253,46 @@ def test_the_bundled_concurrent_clients_record_both_answers(runtime: str) -> Non
     assert run.verdict == "ok"
     assert charge_orders(run) == ["order-42"]
     assert sorted(a.answer for a in answers(run)) == ["admitted", "refused"]
+
+
+def test_a_clients_cancel_of_an_execution_the_run_never_had_is_a_scenario_error() -> None:
+    # A misspelled ID was an ordinary refused answer, and the run came back green.
+    scenario = shop(order(None), cancels=(ys.Cancel("order-24", at=1.0, client=ys.Client("ops")),))
+    with pytest.raises(ys.ScenarioError, match="client ops's cancel names execution 'order-24'"):
+        ys.simulate(scenario, runtime="memory")
+    with pytest.raises(ys.ScenarioError, match="which the run never had"):
+        ys.explore(scenario, confirm=None)
+
+
+def test_a_scenario_cancel_of_no_execution_is_a_scenario_error_that_names_the_cancel() -> None:
+    scenario = shop(order(None), cancels=(ys.Cancel("order-24", at=1.0),))
+    with pytest.raises(ys.ScenarioError, match=r"ys.Cancel\('order-24'\) at t=1 names no exec"):
+        ys.simulate(scenario, runtime="memory")
+
+
+def test_a_clients_cancel_that_comes_before_its_execution_is_an_answer_not_an_error() -> None:
+    # The execution exists later in the run: the refusal is the runtime's answer to a race.
+    ops = ys.Client("ops", ys.ClientRetry(attempts=1))
+    late = ys.Trigger("charge-order", {"order": 42}, execution_id="order-42", at=5.0)
+    run = ys.simulate(shop(late, cancels=(ys.Cancel("order-42", at=1.0, client=ops),)),
+                      runtime="memory")  # fmt: skip
+    assert [(a.action, a.answer) for a in answers(run)] == [("cancel", "refused")]
+
+
+def test_the_timeline_draws_a_refused_trigger_as_a_refusal_not_a_second_admission() -> None:
+    run = ys.simulate(ys.load_scenario("concurrent-clients"), runtime="memory")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    marks = {m.lane: (m.kind, m.label) for m in timeline.marks if m.lane in ("web", "mobile")}
+    assert marks == {
+        "web": ("trigger", ""),
+        "mobile": ("declined", "refused: EXECUTION_EXISTS"),
+    }
+
+
+@pytest.mark.parametrize("client", [None, SAME], ids=["scenario", "client"])
+def test_a_trigger_with_an_id_no_caller_may_choose_is_refused_at_construction(
+    client: ys.Client | None,
+) -> None:
+    # The runtime refused it on every run, the refusal passed for an answer: a green run.
+    with pytest.raises(ValueError, match=r"names an execution ID no caller may choose: .*'@bad'"):
+        shop(order(client, execution_id="@bad"))

@@ -153,6 +153,20 @@ def test_exhaustive_options_are_refused_for_other_strategies() -> None:
         ys.explore(ys.load_scenario("booking-race"), order="shortest", confirm=None)
 
 
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"reduction": "no"}, TypeError, "reduction is True or False, not 'no'"),
+        ({"max_depth": 2.5}, ValueError, "max_depth must be a whole number >= 1, not 2.5"),
+    ],
+)
+def test_an_exhaustive_option_of_the_wrong_type_is_refused_not_taken_as_truthy(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message.replace(".", r"\.")):
+        exhaustive("booking-race-fixed", **options)
+
+
 def test_independent_transitions_commute_and_faults_depend_on_everything() -> None:
     one, other = frozenset({"x:a", "r:k"}), frozenset({"x:b", "r:k"})
     assert not dependent(one, other)
@@ -276,3 +290,9 @@ def test_a_client_minting_a_new_request_id_is_found_and_one_reusing_it_verified(
     fixed = exhaustive("client-retry-same-request-id", max_faults=1)
     assert fixed.exhausted, fixed.coverage()
     assert fixed.ok
+
+
+def test_one_pruned_branch_is_one_branch() -> None:
+    report = exhaustive("skewed-lease")  # 2 schedules, 1 branch pruned by the reduction
+    assert report.pruned_by_reduction == 1
+    assert "1 branch pruned by the reduction" in report.coverage()

@@ -614,6 +614,8 @@ def test_a_freeze_defaults_to_40_seconds() -> None:
     assert ys.Fault("freeze").seconds == DEFAULT_FREEZE == 40.0
     assert ys.Fault("freeze", seconds=3).seconds == 3.0
     assert ys.Fault("freeze", seconds=3).describe() == "freeze 3s before any call"
+    assert ys.Fault("crash", worker="api").describe() == "crash before any call of api"
+    assert ys.Fault("stall", worker="w2").describe() == "stall the attempt 90s at any elapse of w2"
 
 
 # --------------------------------------------------------------------------- JSON form

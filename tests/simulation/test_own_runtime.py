@@ -36,6 +36,17 @@ def test_a_factory_runs_a_scenario_and_names_the_run() -> None:
     assert run.sql("select count(*) from executions") == [(2,)]
 
 
+def test_a_factory_that_takes_no_runtime_options_is_refused_naming_them() -> None:
+    # The message ran together: "with clock= and on_existing_id(make() got ...".
+    scenario = ys.load_scenario("client-retry-same-request-id")
+    with pytest.raises(
+        RuntimeChoiceError,
+        match=r"could not be called with clock=, on_existing_id= \(the scenario's "
+        r"runtime_options\): memory_runtime\(\) got an unexpected keyword argument",
+    ):
+        ys.simulate(scenario, runtime=memory_runtime)
+
+
 def test_a_factory_that_makes_no_runtime_is_refused_with_what_it_lacks() -> None:
     class Half:
         def __init__(self, *, clock: Any) -> None:

@@ -127,3 +127,15 @@ def test_the_stepper_records_show_the_store_as_of_each_event() -> None:
     assert world is not None
     (row,) = world.rows
     assert row.cells == ("visits", "1", "visit-1 / write (attempt 1)", "0")
+
+
+def test_an_invariant_that_changes_run_world_does_not_change_what_the_next_one_reads() -> None:
+    def takes_it(run: Any) -> None:
+        run.world.pop("visits")  # a user's invariant with a side effect
+
+    def counts(run: Any) -> str | None:
+        return None if run.world.get("visits") == 1 else f"visits read {run.world}"
+
+    run = ys.simulate(scenario(count_visit, invariants=[takes_it, counts]), runtime="memory")
+    assert run.ok, run.explain()
+    assert run.world == {"visits": 1}

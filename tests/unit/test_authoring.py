@@ -399,6 +399,7 @@ def test_a_recorded_failure_is_raised_again_on_replay_without_running_the_body()
         pytest.param(lambda world: world.effect("card.charged", order=42), "effect", id="effect"),
         pytest.param(lambda world: world.elapse(5), "elapse", id="elapse"),
         pytest.param(lambda world: world.trigger("ship-order"), "trigger", id="trigger"),
+        pytest.param(lambda world: world.read("seats_left"), "read", id="read"),
     ],
 )
 def test_the_world_outside_a_step_body_fails_telling_to_wrap_it_in_step_run(
@@ -413,6 +414,7 @@ def test_the_world_outside_a_step_body_fails_telling_to_wrap_it_in_step_run(
     assert isinstance(failed_with(results), WorkflowDefinitionError)
     message = failure(engine, "WorkflowDefinitionError")
     assert f"step.world.{verb} was called outside a step body" in message
+    assert "so wrap the call in a step" in message  # a read or an elapse is no effect
     assert f"yield from step.run(key, lambda: step.world.{verb}(...))" in message
     assert engine.ledger.effects == []
     assert engine.clock.now() == 0.0

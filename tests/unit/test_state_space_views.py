@@ -139,3 +139,20 @@ def test_the_summary_is_plain_data() -> None:
         {"state": "bad", "violations": ["seats are never oversold"],
          "shortest_path": ["w2", "w1"]},
     ]  # fmt: skip
+
+
+def legend_labels(space: StateSpace) -> list[str]:
+    legend = draw_state_graph(space).axes[0].get_legend()
+    return [text.get_text() for text in legend.get_texts()]
+
+
+def test_the_legend_names_only_what_the_picture_shows() -> None:
+    assert legend_labels(diamond()) == [
+        "initial state", "state", "end: ok", "end: violated", "choice with a fault",
+        "shortest path to a violation",
+    ]  # fmt: skip
+    verified = StateSpace()
+    verified.add_state("s0", depth=0, label="start", plan=0)
+    verified.add_state("end", depth=1, label="end", plan=0, terminal=True)
+    verified.add_edge("s0", "end", choice="w1", fault=None, plan=0)
+    assert legend_labels(verified) == ["initial state", "end: ok"]

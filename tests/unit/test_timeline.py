@@ -116,3 +116,37 @@ def test_bars_are_batched_one_collection_per_lane_and_look() -> None:
         ]
     )
     assert starts == expected
+
+
+def test_an_exploration_with_no_single_fault_schedule_says_so_instead_of_empty_axes() -> None:
+    from yieldstar_sim.views import draw_exploration
+
+    report = ys.explore(
+        ys.load_scenario("booking-race-fixed"), strategy="exhaustive", max_faults=0, confirm=None
+    )
+    (axes,) = draw_exploration(report).axes
+    assert not axes.axison
+    assert axes.get_legend() is None
+    (text,) = axes.texts
+    assert "no single-fault schedules to grid (max 0 faults: interleavings only)" in text.get_text()
+
+
+def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_picture() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from yieldstar_sim.views import draw_exploration
+
+    report = ys.explore(ys.load_scenario("zombie-attempt"), confirm=None)  # stops at the first
+    _labels, kinds, _verdicts = report.by_point()
+    assert kinds == ["crash"]
+    figure = draw_exploration(report)
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    (axes,) = [a for a in figure.axes if a.get_title()]
+    page = figure.bbox
+    for text in (axes.title, axes.yaxis.label):
+        box = text.get_window_extent(renderer)
+        assert page.x0 <= box.x0, text.get_text()
+        assert box.x1 <= page.x1, text.get_text()
+        assert page.y0 <= box.y0, text.get_text()
+        assert box.y1 <= page.y1, text.get_text()

@@ -196,3 +196,21 @@ def test_a_run_is_stepped_through_the_widget_not_a_method() -> None:
     run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
     assert not hasattr(run, "stepper")
     assert isinstance(ys.Stepper(run), ys.Stepper)
+
+
+def test_a_what_if_of_a_fault_that_cannot_go_at_the_point_is_refused_not_a_silent_no_op() -> None:
+    run = ys.simulate(ys.load_scenario("zombie-attempt-fixed"), runtime="memory")
+    elapse = next(e for e in run.trace.events if e.op == "elapse" and e.point is not None)
+    assert elapse.point is not None
+    with pytest.raises(ValueError, match=r"a lose_response cannot go at choice point #1 .*elapse"):
+        what_if(run, "lose_response", elapse.point)
+    claim = next(e for e in run.trace.events if e.op == "claim" and e.point is not None)
+    assert claim.point is not None
+    with pytest.raises(ValueError, match="a stall cannot go at choice point"):
+        what_if(run, "stall", claim.point)
+    stepper = Stepper(run)
+    stepper.slider.value = elapse.seq
+    stepper.fault_kind.value = "lose_response"
+    stepper._rerun_clicked()
+    assert "the re-run failed: ValueError: a lose_response cannot go" in stepper.whatif_html.value
+    assert len(stepper.runs) == 1

@@ -275,7 +275,7 @@ class BodyWorld:
         if self._context is None:
             raise WorkflowDefinitionError(
                 f"step.world.{what} was called outside a step body; workflow code is replayed, "
-                f"so wrap the effect in a step: `yield from step.run(key, lambda: "
+                f"so wrap the call in a step: `yield from step.run(key, lambda: "
                 f"step.world.{what}(...))`"
             )
         return self._context

@@ -122,9 +122,11 @@ def open_runtime(
     try:
         runtime = factory(clock=clock, **options)
     except TypeError as error:
+        # The scenario's runtime_options are passed on: say so, a factory may not know them.
+        given = "clock=" + "".join(f", {name}=" for name in options)
+        whose = " (the scenario's runtime_options)" if options else ""
         raise RuntimeChoiceError(
-            f"the runtime factory {label} could not be called with clock= "
-            f"{'and ' + ', '.join(options) if options else ''}({error})"
+            f"the runtime factory {label} could not be called with {given}{whose}: {error}"
         ) from None
     missing = [name for name in REQUIRED if not hasattr(runtime, name)]
     if missing:

@@ -242,8 +242,12 @@ class Fault:
         what = self.action()
         if self.at is not None:
             return f"{what} choice point #{self.at}" + (f" ({self.label})" if self.label else "")
-        where = f"{self.worker}'s " if self.worker else ""
-        where += self.op or "any call"
+        if self.op:
+            where = (f"{self.worker}'s " if self.worker else "") + self.op
+        else:
+            # "api's any call" read badly, and a stall goes at elapses only, never at calls.
+            where = "any elapse" if FaultKind(self.kind) == FaultKind.STALL else "any call"
+            where += f" of {self.worker}" if self.worker else ""
         if self.step_key:
             where += f" of step {self.step_key}"
         if self.execution_id:

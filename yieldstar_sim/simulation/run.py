@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.model import ExecutionNotFoundError
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
@@ -28,8 +29,9 @@ from yieldstar_sim.simulation.invariants import (
     Violation,
     as_invariant,
 )
-from yieldstar_sim.simulation.scenario import FaultPlanError
+from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.simulator import Simulator
+from yieldstar_sim.simulation.trace import ClientAnswerData
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -219,7 +221,46 @@ def simulate(
     if check_faults and simulator.plan.unfired and run.incomplete is None:
         run.runtime.close()
         raise FaultPlanError(unfired_faults(simulator))
+    unknown = unknown_cancel_targets(simulator) if check_faults else None
+    if unknown is not None:
+        run.runtime.close()
+        raise ScenarioError(unknown)
     return run
+
+
+def unknown_cancel_targets(simulator: Simulator) -> str | None:
+    """A client's cancel that the runtime refused because its execution never existed in the
+    run: a misspelled ID, which would otherwise pass as an ordinary refused answer (and a
+    green verdict). None when every cancel named an execution the run had."""
+    clients = set(simulator.scenario.client_names)
+    missing: dict[str, str] = {}
+    had: set[str] = set()
+    for event in simulator.trace:
+        data = event.data
+        if event.worker in clients and event.op == "cancel":
+            if (
+                isinstance(data, ClientAnswerData)
+                and data.code == ExecutionNotFoundError.__name__
+                and data.execution_id is not None
+            ):
+                missing.setdefault(data.execution_id, data.client)
+            continue
+        if event.execution_id is not None:
+            had.add(event.execution_id)
+    never = {
+        execution_id: client for execution_id, client in missing.items() if execution_id not in had
+    }
+    if not never:
+        return None
+    known = ", ".join(sorted(had)) or "none"
+    return (
+        f"scenario {simulator.scenario.name!r}: "
+        + "; ".join(
+            f"client {client}'s cancel names execution {execution_id!r}, which the run never had"
+            for execution_id, client in never.items()
+        )
+        + f" (its executions: {known})"
+    )
 
 
 def unfired_faults(simulator: Simulator) -> str:
@@ -313,10 +354,15 @@ def finish(simulator: Simulator) -> SimulationRun:
         *map(as_invariant, scenario.invariants),
     )
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
+    written = bool(run.world)
     with deadline:
         for invariant in invariants:
             if incomplete is not None and getattr(invariant, "final_only", True):
                 continue  # about how a run ends: a cut run has not ended
+            if written:
+                # Each invariant reads the world as the run left it: one that popped a key
+                # (or appended to a list) hid it from the next, which could then hold.
+                run.world = simulator.store.values()
             try:
                 with deadline.user_code(f"the invariant {invariant.name}"):
                     run.violations.extend(invariant.check(run))
@@ -344,6 +390,8 @@ def finish(simulator: Simulator) -> SimulationRun:
                 )
             if warning:
                 run.warnings.append(warning)
+    if written:
+        run.world = simulator.store.values()
     return run
 
 

@@ -11,6 +11,7 @@ import importlib.resources
 import importlib.util
 import inspect
 import linecache
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -49,9 +50,10 @@ class ClientRetry:
         if (
             isinstance(self.backoff, bool)
             or not isinstance(self.backoff, int | float)
-            or not self.backoff >= 0
+            or not 0 <= self.backoff < math.inf
         ):
-            raise ValueError(f"a client's backoff is seconds >= 0, not {self.backoff!r}")
+            # An infinite backoff passed and left the run cut at max_time, saying nothing.
+            raise ValueError(f"a client's backoff is finite seconds >= 0, not {self.backoff!r}")
         if not isinstance(self.reuse_request_id, bool):
             raise TypeError(f"reuse_request_id is True or False, not {self.reuse_request_id!r}")
 
@@ -102,7 +104,9 @@ class Trigger:
 @dataclass(frozen=True, slots=True)
 class Cancel:
     """The scenario requests cancellation of ``execution_id`` at virtual time ``at`` (RFC 009);
-    with ``client``, a ``ys.Client`` requests it, with a choice point, faults and retries."""
+    with ``client``, a ``ys.Client`` requests it, with a choice point, faults and retries. An
+    ID the run never has is a ``ScenarioError`` (a client's cancel refused because its
+    execution does not exist *yet* is the runtime's answer)."""
 
     execution_id: str
     at: float = 0.0
@@ -339,9 +343,23 @@ class Scenario:
         return names
 
     def _check_clients(self) -> None:
+        from yieldstar_sim.core.model import InvalidIDError, check_execution_id
+
         for cancel in self.cancels:
             if not isinstance(cancel, Cancel):
                 raise TypeError(f"scenario {self.name!r}: {cancel!r} is not a ys.Cancel")
+        for trigger in self.triggers:
+            if trigger.execution_id is None:
+                continue
+            try:
+                check_execution_id(trigger.execution_id)
+            except InvalidIDError as invalid:
+                # The runtime refuses it on every run: the refusal was taken for an answer and
+                # the run, with nothing admitted, came back green.
+                raise ValueError(
+                    f"scenario {self.name!r}: the trigger of {trigger.workflow_id} names an "
+                    f"execution ID no caller may choose: {invalid.message}"
+                ) from None
         policies: dict[str, Client] = {}
         items: list[Trigger | Cancel] = [*self.triggers, *self.cancels]
         for item in items:

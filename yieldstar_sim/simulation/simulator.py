@@ -59,7 +59,7 @@ from yieldstar_sim.simulation.narration import (
     result_data,
 )
 from yieldstar_sim.simulation.port import SimPort
-from yieldstar_sim.simulation.scenario import Cancel, Prune
+from yieldstar_sim.simulation.scenario import Cancel, Prune, ScenarioError
 from yieldstar_sim.simulation.trace import (
     Admission,
     BodyData,
@@ -246,7 +246,17 @@ class Simulator:
             if at > self.clock.now():
                 yield Wait(at)
             if isinstance(item, Cancel):
-                cancelled = self.runtime.cancel(item.execution_id)
+                try:
+                    cancelled = self.runtime.cancel(item.execution_id)
+                except ExecutionNotFoundError as missing:
+                    # A scenario's own cancel has no client to answer: a misspelled ID is the
+                    # scenario's mistake, named as such (it read "ExecutionNotFoundError: ...").
+                    known = ", ".join(r.execution_id for r in self.runtime.executions())
+                    raise ScenarioError(
+                        f"scenario {scenario.name!r}: ys.Cancel({item.execution_id!r}) at "
+                        f"t={at:g} names no execution of the run (at that time: "
+                        f"{known or 'none'})"
+                    ) from missing
                 reached = ", ".join(cancelled) or "nothing live"
                 text = f"cancel {item.execution_id}: requested for {reached}"
                 self.trace.add(

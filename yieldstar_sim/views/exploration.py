@@ -47,8 +47,17 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         ]
         for label in labels
     ]
-    figure = Figure(figsize=(2.5 + 1.1 * max(len(kinds), 1), 1.6 + 0.28 * max(len(labels), 1)),
-                    layout="constrained")  # fmt: skip
+    title = f"{report.scenario}: {report.schedules_run} schedules, {report.verdict}" + (
+        f", {len(report.violations)} violation(s)" if report.violations else ""
+    )
+    # Wide enough for the title and tall enough for the axis label: a search that stopped at
+    # its first violation has one column and few rows, and both were cut off.
+    size = (
+        (max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * len(title)), max(1.6 + 0.28 * len(labels), 2.8))
+        if labels and kinds
+        else (6.0, 1.8)
+    )
+    figure = Figure(figsize=size, layout="constrained")
     ax = figure.add_subplot()
     if labels and kinds:
         masked = [[value if value >= 0 else float("nan") for value in row] for row in grid]
@@ -56,17 +65,17 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                   vmax=len(order) - 1, aspect="auto", interpolation="nearest")  # fmt: skip
         ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(labels)), labels, fontsize=7, parse_math=False)
-    else:
-        ax.text(0.5, 0.5, "no single-fault schedules", ha="center", transform=ax.transAxes)
+    if not (labels and kinds):
+        # An empty grid drew bare 0-1 axes, clipped labels and a legend of colours it did not
+        # use (max_faults=0: interleavings only): say in words what there is instead.
+        ax.set_axis_off()
+        why = " (max 0 faults: interleavings only)" if report.max_faults == 0 else ""
+        ax.text(0.5, 0.5, f"{title}\nno single-fault schedules to grid{why}", ha="center",
+                va="center", fontsize=10, transform=ax.transAxes, parse_math=False)  # fmt: skip
+        return figure
     ax.set_xlabel("fault kind")
     ax.set_ylabel("choice point of the fault-free run")
-    ax.set_title(
-        f"{report.scenario}: {report.schedules_run} schedules, "
-        f"{report.verdict}"
-        + (f", {len(report.violations)} violation(s)" if report.violations else ""),
-        fontsize=10,
-        parse_math=False,
-    )
+    ax.set_title(title, fontsize=10, parse_math=False)
     ax.legend(
         handles=[Patch(color=c, label=v) for v, c in VERDICT_COLOURS.items()],
         loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,

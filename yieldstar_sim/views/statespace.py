@@ -233,6 +233,16 @@ def draw_state_graph(
         ys = [p[1] for p in positions.values()]
         axes.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
         axes.set_ylim(min(ys) - 0.8, max(ys) + 0.5)
+    # Only what the picture shows: a search with no fault draws no fault edge, a verified one
+    # no red state and no path to it.
+    shown = {
+        "initial state": ROOT_COLOUR in colours,
+        "state": STATE_COLOUR in colours,
+        "end: ok": TERMINAL_COLOUR in colours,
+        "end: violated": VIOLATING_COLOUR in colours,
+        "choice with a fault": bool(layers[1][0]),
+        "shortest path to a violation": bool(layers[2][0]),
+    }
     legend = [
         Line2D([], [], marker="o", linestyle="", color=ROOT_COLOUR, label="initial state"),
         Line2D([], [], marker="o", linestyle="", color=STATE_COLOUR, label="state"),
@@ -241,6 +251,7 @@ def draw_state_graph(
         Line2D([], [], color=FAULT_COLOUR, linestyle="--", label="choice with a fault"),
         Line2D([], [], color=PATH_COLOUR, linewidth=2.4, label="shortest path to a violation"),
     ]
+    legend = [entry for entry in legend if shown[str(entry.get_label())]]
     axes.legend(handles=legend, loc="upper left", fontsize=7, frameon=False, ncols=3,
                 bbox_to_anchor=(0, 1.0))  # fmt: skip
     violating = sum(1 for _, v in graph.nodes(data="violating") if v)

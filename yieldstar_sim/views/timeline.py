@@ -26,6 +26,7 @@ from yieldstar_sim.simulation.trace import (
     SkewData,
     StallData,
     TraceKind,
+    TriggerData,
 )
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
     "effect": ("P", "#009E73", 90, "effect in the world"),
     "wake": ("v", "#56B4E9", 70, "wake recorded"),
     "trigger": ("D", "#0072B2", 60, "trigger / deploy"),
+    "declined": ("d", "#D55E00", 80, "request refused (the runtime's answer)"),
     "skew": ("<", "#7B3294", 90, "clock set back (skew)"),
     "belief": ("o", "#7B3294", 45, "the time a skewed worker's clock reads"),
 }
@@ -159,11 +161,26 @@ def _lanes(events: list[TraceEvent], workers: list[str] | None) -> list[str]:
 
 
 def _client_mark(data: ClientAnswerData | ClientGiveUpData) -> str:
-    """A client's answer is drawn as a trigger (an error when it was lost), its giving up as a
-    crash."""
+    """A client's answer is drawn as a trigger (an error when it was lost, a refusal when the
+    runtime refused it), its giving up as a crash."""
     if isinstance(data, ClientGiveUpData):
         return "crash"
-    return "error" if data.lost else "trigger"
+    if data.lost:
+        return "error"
+    # A refused trigger admitted nothing: drawn as a trigger, two clients racing for one
+    # business ID looked like two admissions.
+    return "declined" if data.answer == "refused" else "trigger"
+
+
+def _declined_label(event: TraceEvent, style: str) -> str:
+    """The words beside a refused request: the refusal's code; none beside other marks."""
+    if style != "declined":
+        return ""
+    data = event.data
+    code = data.code if isinstance(data, ClientAnswerData) else None
+    if isinstance(data, TriggerData):
+        code = data.refused
+    return f"refused: {code}" if code else "refused"
 
 
 class _Attempts:
@@ -251,6 +268,8 @@ def _outside_mark(event: TraceEvent) -> str | None:
     lane, a scenario's trigger or deploy (which carry no worker) on the scenario's lane."""
     if isinstance(event.data, ClientAnswerData | ClientGiveUpData):
         return _client_mark(event.data)
+    if isinstance(event.data, TriggerData) and event.data.refused:
+        return "declined"
     if event.kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):
         return "trigger"
     return None
@@ -308,7 +327,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             if kind == TraceKind.CRASH:
                 close(lane, x, "crash")
         elif (style := _outside_mark(event)) is not None:
-            timeline.marks.append(Mark(lane, x, style, event.text))
+            timeline.marks.append(Mark(lane, x, style, event.text, _declined_label(event, style)))
         elif kind == TraceKind.FREEZE:
             freezes[lane] = x
         elif kind == TraceKind.RESUME and lane in freezes:
@@ -463,7 +482,7 @@ def draw_timeline(
 #: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
 LABEL_ROWS = (-0.36, -0.52)
 #: Which marks get labels, most important first: a fault and a crash before start calls.
-LABELLED = ("fault", "crash", "skew", "belief", "start")
+LABELLED = ("fault", "crash", "declined", "skew", "belief", "start")
 
 
 def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:

@@ -30,6 +30,7 @@ from yieldstar_sim.simulation.faults import (
     Fault,
     FaultKind,
     PointInfo,
+    applies_at,
     by_description,
     trace_points,
 )
@@ -135,6 +136,14 @@ def what_if(
     points = choice_points(run.trace)
     if at not in points:
         raise ValueError(f"the run has no choice point #{at} (it has {run.points})")
+    if not applies_at(kind, points[at].info.op):
+        # Such a fault never fires: the re-run came back as the old run with the point's own
+        # fault replaced, and read as "this fault changes nothing".
+        raise ValueError(
+            f"a {FaultKind(kind)} cannot go at choice point #{at} ({points[at].label}): there "
+            + ("is no call to fail at an elapse" if points[at].info.op == "elapse"
+               else "is no step body's elapse to stall at a call")
+        )  # fmt: skip
     new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) == FaultKind.FREEZE else None)
     plan, _ = fault_plan(run, new)
     kind_of_runtime = runtime or run.runtime_choice or run.runtime_kind

@@ -130,9 +130,10 @@ def explore(
     """
     fault_kinds = _checked(strategy, max_faults, budget, kinds)
     freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
-    if scenario.faults:
+    if scenario.faults or any(cancel.client is not None for cancel in scenario.cancels):
         # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
-        # a mistake in the scenario all the same (FaultPlanError names it).
+        # a mistake in the scenario all the same (FaultPlanError names it); so is a client's
+        # cancel of an execution the run never has, which the search would take for an answer.
         simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
     runtime_name = resolve_runtime(runtime)[0]
     report = ExplorationReport(

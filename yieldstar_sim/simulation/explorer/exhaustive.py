@@ -193,8 +193,14 @@ class ExhaustiveSearch:
     ) -> None:
         if order not in ORDERS:
             raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
-        if max_depth is not None and (isinstance(max_depth, bool) or max_depth < 1):
+        if max_depth is not None and (
+            isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1
+        ):
             raise ValueError(f"max_depth must be a whole number >= 1, not {max_depth!r}")
+        if not isinstance(reduce, bool) or not isinstance(cache, bool):
+            # reduction="no" is truthy: the reduced search ran where the naive one was asked for.
+            wrong = reduce if not isinstance(reduce, bool) else cache
+            raise TypeError(f"reduction is True or False, not {wrong!r}")
         if time_budget is not None and not time_budget > 0:
             raise ValueError(
                 f"time_budget must be a positive number of seconds, not {time_budget!r}"

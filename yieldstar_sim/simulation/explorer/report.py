@@ -181,7 +181,8 @@ class ExplorationReport:
         every = f"every interleaving of {self.workers} worker{'s' if self.workers != 1 else ''}"
         schedules = f"{self.schedules_run:,} schedule{'s' if self.schedules_run != 1 else ''}"
         counts = (
-            f"{schedules} run, {self.pruned_by_reduction:,} branches pruned by the reduction, "
+            f"{schedules} run, {self.pruned_by_reduction:,} "
+            f"branch{'es' if self.pruned_by_reduction != 1 else ''} pruned by the reduction, "
             f"{self.pruned_by_cache:,} by state caching"
         )
         if self.naive_schedules is not None:
