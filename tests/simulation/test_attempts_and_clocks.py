@@ -292,3 +292,10 @@ def test_the_explorer_finds_the_timed_out_attempt_with_one_stall() -> None:
     report = ys.explore(ys.load_scenario("timed-out-attempt"), kinds=["stall"], confirm=None)
     (violation,) = report.violations
     assert "outlived its timeout" in violation.message
+
+
+def test_a_second_effect_after_a_skewed_clock_says_the_worker_believed_its_lease_held() -> None:
+    run = ys.simulate(ys.load_scenario("skewed-lease-unfenced"), seed=0, runtime="memory")
+    (violation,) = run.violations
+    assert "w2's clock ran 60s behind: at true t=40 it read t=-20" in violation.message
+    assert "believed its lease still held" in violation.message

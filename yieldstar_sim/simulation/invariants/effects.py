@@ -12,6 +12,7 @@ from yieldstar_sim.simulation.invariants.evidence import why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
     BodyData,
+    SkewData,
     StallData,
     TraceKind,
 )
@@ -207,10 +208,27 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
             cause = why_again(run, before, after)
         return (
             f"the same execution ran {step} again in a new delivery (token {second.token} after "
-            f"token {first.token}) {cause}: the body acted before its result was recorded, and "
-            f"{dedup}"
+            f"token {first.token}) {cause}{_skewed(run, first)}: the body acted before its "
+            f"result was recorded, and {dedup}"
         )
     return f"the body of {step} made it twice in one attempt"
+
+
+def _skewed(run: SimulationRun, effect: Effect) -> str:
+    """Words for a worker whose clock ran behind when it made ``effect`` (it went on by its
+    own clock while its lease had truly run out), or nothing."""
+    behind = None
+    for event in run.trace:
+        if event.t > effect.at:
+            break
+        if isinstance(event.data, SkewData) and event.worker == effect.worker:
+            behind = event.data.behind
+    if not behind:
+        return ""
+    return (
+        f" ({effect.worker}'s clock ran {behind:g}s behind: at true t={effect.at:g} it read "
+        f"t={effect.at - behind:g} and believed its lease still held)"
+    )
 
 
 def at_most_once(effect: str, *, by: str | None = None) -> AtMostOnce:
