@@ -284,3 +284,12 @@ def test_the_command_line_writes_review_pages(tmp_path: Path) -> None:
     assert report_page.count('class="ys-stepper"') == len(data["violations"])
     # The review is of the whole exploration: no review page per violation beside it.
     assert not list((tmp_path / "out").glob("*violation*.review.html"))
+
+
+def test_a_story_s_code_spans_are_code_and_its_markup_stays_text() -> None:
+    from yieldstar_sim.views.review import _story
+
+    (_, story) = _story('wrap it: `step.run("k", fn)` <b>not bold</b> and a stray `tick')
+    assert "<code>step.run(&quot;k&quot;, fn)</code>" in story
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in story
+    assert "a stray `tick" in story

@@ -280,10 +280,16 @@ def _page(title: str, body: list[str]) -> str:
     )
 
 
+#: A `code span` in a story, as the scenarios write names of code (found in escaped text:
+#: the backticks survive escaping and the span holds no markup).
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
 def _story(description: str) -> list[str]:
     if not description.strip():
         return []
-    return ["<h2>The story</h2>", f'<div class="story">{_text(description.strip())}</div>']
+    text = _CODE_SPAN.sub(r"<code>\1</code>", _text(description.strip()))
+    return ["<h2>The story</h2>", f'<div class="story">{text}</div>']
 
 
 def _list(items: list[str], css_class: str, empty: str) -> str:
