@@ -10,7 +10,9 @@ from pathlib import Path
 import networkx as nx
 import pydot
 import pytest
+from matplotlib.legend import Legend
 
+import yieldstar_sim as ys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.views.statespace import (
     describe_path,
@@ -156,3 +158,13 @@ def test_the_legend_names_only_what_the_picture_shows() -> None:
     verified.add_state("end", depth=1, label="end", plan=0, terminal=True)
     verified.add_edge("s0", "end", choice="w1", fault=None, plan=0)
     assert legend_labels(verified) == ["initial state", "end: ok"]
+
+
+def test_a_state_the_search_did_not_go_on_from_is_drawn_and_explained() -> None:
+    report = ys.explore(
+        ys.load_scenario("booking-race-fixed"), strategy="exhaustive", max_faults=0, confirm=None
+    )
+    figure = report.draw_state_graph()
+    (legend,) = [child for child in figure.axes[0].get_children() if isinstance(child, Legend)]
+    texts = [text.get_text() for text in legend.get_texts()]
+    assert "not expanded (pruned, cached or past a bound)" in texts

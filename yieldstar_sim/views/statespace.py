@@ -47,6 +47,9 @@ VIOLATING_COLOUR = "#CC0000"
 PATH_COLOUR = "#CC0000"
 EDGE_COLOUR = "#999999"
 FAULT_COLOUR = "#D55E00"
+#: A state the search reached and did not go on from: every move from it slept (the
+#: reduction), led to a state already searched, or lay past a bound.
+UNEXPANDED_COLOUR = "#D9D9D9"
 #: Past this many states, node labels are left off (but for the root and violating states)
 #: and the nodes and edges are rasterized: a picture of thousands of states stays small.
 LABELLED_AT_MOST = 40
@@ -210,8 +213,9 @@ def draw_state_graph(
         VIOLATING_COLOUR if data["violating"]
         else ROOT_COLOUR if data["root"]
         else TERMINAL_COLOUR if data["terminal"]
+        else UNEXPANDED_COLOUR if graph.out_degree(node) == 0
         else STATE_COLOUR
-        for _, data in graph.nodes(data=True)
+        for node, data in graph.nodes(data=True)
     ]  # fmt: skip
     nodes = nx.draw_networkx_nodes(
         graph, positions, ax=axes, node_color=colours, node_size=60 if big else 300,
@@ -240,6 +244,7 @@ def draw_state_graph(
         "state": STATE_COLOUR in colours,
         "end: ok": TERMINAL_COLOUR in colours,
         "end: violated": VIOLATING_COLOUR in colours,
+        "not expanded (pruned, cached or past a bound)": UNEXPANDED_COLOUR in colours,
         "choice with a fault": bool(layers[1][0]),
         "shortest path to a violation": bool(layers[2][0]),
     }
@@ -248,6 +253,14 @@ def draw_state_graph(
         Line2D([], [], marker="o", linestyle="", color=STATE_COLOUR, label="state"),
         Line2D([], [], marker="o", linestyle="", color=TERMINAL_COLOUR, label="end: ok"),
         Line2D([], [], marker="o", linestyle="", color=VIOLATING_COLOUR, label="end: violated"),
+        Line2D(
+            [],
+            [],
+            marker="o",
+            linestyle="",
+            color=UNEXPANDED_COLOUR,
+            label="not expanded (pruned, cached or past a bound)",
+        ),
         Line2D([], [], color=FAULT_COLOUR, linestyle="--", label="choice with a fault"),
         Line2D([], [], color=PATH_COLOUR, linewidth=2.4, label="shortest path to a violation"),
     ]
