@@ -487,7 +487,8 @@ LABELLED = ("fault", "crash", "declined", "skew", "belief", "start")
 
 def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
     """Label faults, crashes and start calls under their lane, each only where it fits: a label
-    that would print over another (or past the axis) is left out."""
+    that would print over another is left out, one that would run past the axis ends at its
+    mark."""
     taken: dict[tuple[str, float], list[tuple[float, float]]] = {}
     marks = sorted(
         (m for m in timeline.marks if m.label and m.kind in LABELLED),
@@ -497,7 +498,10 @@ def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_unit
         width = char_units * 0.9 * (len(mark.label) + 1)
         left, right = mark.x - 0.3, mark.x - 0.3 + width
         if right > timeline.width + 1:
-            continue
+            # Near the right edge the label ends at its mark instead of starting there.
+            left, right = mark.x + 0.3 - width, mark.x + 0.3
+            if left < -0.5:
+                continue
         for row in LABEL_ROWS:
             spans = taken.setdefault((mark.lane, row), [])
             if all(right <= start or left >= end for start, end in spans):
