@@ -150,3 +150,11 @@ def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_pict
         assert box.x1 <= page.x1, text.get_text()
         assert page.y0 <= box.y0, text.get_text()
         assert box.y1 <= page.y1, text.get_text()
+
+
+def test_a_label_at_the_right_edge_ends_at_its_mark_instead_of_being_left_out() -> None:
+    run = run_of("skewed-lease")
+    figure = draw_timeline(build_timeline(run.trace, run.scenario.worker_names))
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    beliefs = [m.label for m in build_timeline(run.trace).marks if m.kind == "belief"]
+    assert beliefs[-1] in texts
