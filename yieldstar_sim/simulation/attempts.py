@@ -30,10 +30,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import LeaseLostError
-from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
-from yieldstar_sim.simulation.kernel import Point, Wait
+from yieldstar_sim.simulation.faults import FaultKind, PointInfo
+from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.trace import (
-    FaultData,
     HeartbeatData,
     SkewData,
     StallData,
@@ -158,17 +157,8 @@ def _elapse(
 ) -> Generator[Any, Any, bool]:
     sim = simulator
     info = PointInfo(name, "elapse", lease.execution_id, step_key)
-    fault: Fault | None = yield Point(info.label, info)
-    where: dict[str, Any] = {
-        "worker": name, "op": "elapse", "execution_id": lease.execution_id,
-        "step_key": step_key, "token": lease.token, "point": sim.kernel.points - 1,
-    }  # fmt: skip
+    fault, where = yield from sim.pass_point(info, token=lease.token)
     kind = FaultKind(fault.kind) if fault is not None else None
-    if fault is not None:
-        sim.trace.add(
-            sim.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-            data=FaultData(str(kind)), **where,
-        )  # fmt: skip
     stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None
     if kind == FaultKind.CRASH:
         raise crashed

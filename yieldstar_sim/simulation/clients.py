@@ -27,14 +27,13 @@ from yieldstar_sim.core.model import (
     ExecutionStateError,
     InfrastructureError,
 )
-from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Park, Point, Wait
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
 from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
-    FaultData,
     TraceKind,
 )
 
@@ -121,17 +120,8 @@ class _Request:
         sim = self.sim
         request_id, fresh = self._request_id(attempt)
         info = PointInfo(self.client, self.action, request_id)
-        fault: Fault | None = yield Point(info.label, info)
-        where: dict[str, Any] = {
-            "worker": self.client, "op": self.action, "execution_id": request_id,
-            "point": sim.kernel.points - 1,
-        }  # fmt: skip
+        fault, where = yield from sim.pass_point(info)
         kind = FaultKind(fault.kind) if fault is not None else None
-        if fault is not None:
-            sim.trace.add(
-                sim.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-                data=FaultData(str(kind)), **where,
-            )  # fmt: skip
         if kind == FaultKind.FREEZE:
             assert fault is not None
             assert fault.seconds is not None

@@ -450,6 +450,24 @@ class Simulator:
             self.kernel.nudge()
         return result
 
+    def pass_point(
+        self, info: PointInfo, *, token: int | None = None
+    ) -> Generator[Point, Any, tuple[Fault | None, dict[str, Any]]]:
+        """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
+        and trace the fault the plan injects there, if any; return the fault and where it
+        struck, the keywords of every event that follows from it."""
+        fault: Fault | None = yield Point(info.label, info)
+        where: dict[str, Any] = {
+            "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
+            "step_key": info.step_key, "token": token, "point": self.kernel.points - 1,
+        }  # fmt: skip
+        if fault is not None:
+            self.trace.add(
+                self.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
+                data=FaultData(str(FaultKind(fault.kind))), **where,
+            )  # fmt: skip
+        return fault, where
+
     def _call(
         self,
         info: PointInfo,
@@ -461,18 +479,8 @@ class Simulator:
     ) -> Generator[Any, Any, Any]:
         """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
         call event's payload from the result (by default, from the result alone)."""
-        fault: Fault | None = yield Point(info.label, info)
-        index = self.kernel.points - 1
-        where: dict[str, Any] = {
-            "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
-            "step_key": info.step_key, "token": token, "point": index,
-        }  # fmt: skip
+        fault, where = yield from self.pass_point(info, token=token)
         kind = FaultKind(fault.kind) if fault is not None else None
-        if fault is not None:
-            self.trace.add(
-                self.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-                data=FaultData(str(kind)), **where,
-            )  # fmt: skip
         if kind == FaultKind.FREEZE:
             assert fault is not None
             assert fault.seconds is not None
