@@ -128,3 +128,24 @@ def test_exploration_results_do_not_depend_on_the_cache(
     monkeypatch.setattr(plans, "Fingerprints", _FullReads)
     full = ys.explore(scenario, **options)
     assert _summary(cached) == _summary(full)
+
+
+def test_a_worker_s_skewed_clock_is_part_of_the_state_it_acts_in() -> None:
+    """A skewed worker acts on its own belief: the same records with its clock behind are
+    another state, so the systematic search does not skip a fault there as equivalent."""
+    simulator = plans._simulator(ys.load_scenario("skewed-lease"), plans.Plan(0, 0), "memory")
+    keys: list[str] = []
+
+    def observe(index: int, name: str, point: Point, fault: Any) -> None:
+        if index == 0:
+            keys.append(plans._state_key(simulator, name, point))
+            simulator.clocks.behind[name] = 60.0
+            keys.append(plans._state_key(simulator, name, point))
+            del simulator.clocks.behind[name]
+            keys.append(plans._state_key(simulator, name, point))
+
+    simulator.kernel.observers.append(observe)
+    simulator.run()
+    plain, skewed, again = keys
+    assert skewed != plain
+    assert again == plain

@@ -238,7 +238,7 @@ def _state_key(
 ) -> str:
     """A fingerprint of the state at a choice point, blind to which worker is which: the
     runtime's records, the clock, the ledger, the world's store, what every other actor is
-    doing, and the call.
+    doing, the call, and how far behind each skewed worker's clock runs.
 
     With ``cache`` (one per run), only what changed since its last fingerprint is read again.
     """
@@ -254,9 +254,20 @@ def _state_key(
             cache.ledger(simulator),
             repr(sorted(simulator.store.canonical.items())),
             repr((others, info.op, info.execution_id, info.step_key)),
+            _clocks(simulator, name),
         )
     )
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def _clocks(simulator: Simulator, name: str) -> str:
+    """How far behind true time the acting worker's clock runs, and the others' (blind to
+    which is which): a skewed worker acts on its own belief, so two states that differ only
+    there are not one state."""
+    behind = simulator.clocks.behind
+    if not behind:
+        return ""
+    return repr((behind.get(name, 0.0), sorted(v for w, v in behind.items() if w != name)))
 
 
 def run_plan(
