@@ -638,10 +638,16 @@ def test_unexpected_exception_becomes_an_invalid_value(monkeypatch: pytest.Monke
     assert invalid_message({"a": 1.5}, path="params") == (
         "params: value is not a durable value: MemoryError raised while encoding it"
     )
-    monkeypatch.setattr(codec_module._PLAIN_JSON, "encode", explode)
+    monkeypatch.setattr(codec_module, "_plain_json", explode)
     assert invalid_message({"a": 1}, path="params") == (
         "params: value is not a durable value: MemoryError raised while encoding it"
     )
+    for value in ({"a": 1.5}, {"a": 1}):
+        refused = codec.round_trip(value, path="params")
+        assert isinstance(refused, InvalidValue)
+        assert refused.message == (
+            "params: value is not a durable value: MemoryError raised while encoding it"
+        )
 
 
 @pytest.mark.parametrize(
@@ -860,6 +866,40 @@ def test_property_non_canonical_json_decodes_to_the_same_canonical_text(
     assert canonical(codec.decode(loose)) == canonical(value)
 
 
+def shape(value: object) -> object:
+    """``value`` with every dict as the list of its items in order: equality that sees key
+    order, which workflow code iterating over a dict sees."""
+    if isinstance(value, dict):
+        return [(key, shape(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [shape(item) for item in value]
+    return (type(value).__name__, value)
+
+
+@deterministic
+@given(durable_values)
+def test_property_round_trip_is_encode_then_decode(value: DurableValue) -> None:
+    # What a reader of the stored value sees, key order and types included, whether the
+    # value is plain (copied without parsing) or not (decoded).
+    result = codec.round_trip(value)
+    assert not isinstance(result, InvalidValue)
+    text, decoded = result
+    assert text == canonical(value)
+    assert shape(decoded) == shape(codec.decode(text))
+
+
+@deterministic
+@given(durable_values)
+def test_property_round_trip_gives_new_containers(value: DurableValue) -> None:
+    result = codec.round_trip([value])
+    assert not isinstance(result, InvalidValue)
+    copied = result[1]
+    assert isinstance(copied, list)
+    copied.append("changed")
+    if isinstance(copied[0], dict | list) and isinstance(value, dict | list):
+        assert copied[0] is not value
+
+
 def make_cycle(value: object) -> list[object]:
     """Return a list that contains ``value`` and, nested inside, itself."""
     outer: list[object] = [value]
@@ -954,3 +994,15 @@ def test_property_every_finite_float_round_trips(number: float) -> None:
     decoded = codec.decode(canonical(number))
     assert decoded == number
     assert not (isinstance(decoded, float) and math.isnan(decoded))
+
+
+@settings(deterministic, max_examples=300)
+@given(junk)
+def test_property_round_trip_refuses_what_encode_refuses(value: object) -> None:
+    encoded = codec.encode(value, path="params")
+    result = codec.round_trip(value, path="params")
+    if isinstance(encoded, InvalidValue):
+        assert result == encoded
+    else:
+        assert not isinstance(result, InvalidValue)
+        assert result[0] == encoded.canonical

@@ -138,7 +138,7 @@ class DurableValueCodec:
             if message is not None:
                 return InvalidValue(message)
             if plain:
-                return EncodedValue(_PLAIN_JSON.encode(value))
+                return EncodedValue(_plain_json(value))
             canonical: bytes = rfc8785.dumps(cast("DurableValue", value))
             return EncodedValue(canonical.decode("utf-8"))
         except Exception as exc:
@@ -146,6 +146,37 @@ class DurableValueCodec:
                 f"{root}: value is not a durable value: "
                 f"{_exception_name(exc)} raised while encoding it"
             )
+
+    def round_trip(
+        self, value: object, *, path: str = "value"
+    ) -> tuple[str, DurableValue] | InvalidValue:
+        """Validate ``value``; return its canonical JSON and the value decoding that JSON gives
+        back (what a reader of the stored value sees: object keys in canonical order, new
+        containers), or why it is invalid. Never raises, like :meth:`encode`.
+
+        The same as ``encode`` then ``decode``, without parsing the JSON for a plain value
+        (no float, no key beyond U+FFFF), whose decoded form is a copy with sorted keys.
+
+        >>> codec = DurableValueCodec()
+        >>> codec.round_trip({"b": [1], "a": "x"})
+        ('{"a":"x","b":[1]}', {'a': 'x', 'b': [1]})
+        >>> codec.round_trip(float("inf")).message
+        'value: float inf is not a durable value'
+        """
+        root = path if type(path) is str else "value"
+        try:
+            message, plain = _inspect(value, root)
+            if message is not None:
+                return InvalidValue(message)
+            if plain:
+                return _plain_json(value), _canonical_copy(value)
+            canonical = rfc8785.dumps(cast("DurableValue", value)).decode("utf-8")
+        except Exception as exc:
+            return InvalidValue(
+                f"{root}: value is not a durable value: "
+                f"{_exception_name(exc)} raised while encoding it"
+            )
+        return canonical, self.decode_trusted(canonical)
 
     def encode_or_raise(self, value: object, *, path: str = "value") -> str:
         """Like :meth:`encode`, but return the canonical JSON or raise :class:`DurableValueError`.
@@ -321,6 +352,43 @@ def _quick_check(value: object, ancestors: int, seen: list[int]) -> int:
 _PLAIN_JSON = json.JSONEncoder(
     ensure_ascii=False, check_circular=False, sort_keys=True, separators=(",", ":")
 )
+
+
+def _never(value: object) -> object:
+    raise TypeError(f"{type(value).__name__} is not JSON")  # a validated value never gets here
+
+
+# ``JSONEncoder.encode`` builds its C encoder again on every call, which cost as much as
+# encoding a small value: this one is built once, with ``_PLAIN_JSON``'s settings.
+_C_PLAIN: Any = (
+    None
+    if json.encoder.c_make_encoder is None  # type: ignore[attr-defined]
+    else json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, _never, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+)
+
+
+def _plain_json(value: object) -> str:
+    """``_PLAIN_JSON.encode(value)`` for a value ``_inspect`` found durable and plain.
+
+    >>> _plain_json({"b": [1, "é"], "a": None}) == _PLAIN_JSON.encode({"b": [1, "é"], "a": None})
+    True
+    """
+    if _C_PLAIN is None or type(value) is str:
+        return _PLAIN_JSON.encode(value)
+    return "".join(_C_PLAIN(value, 0))
+
+
+def _canonical_copy(value: object) -> Any:
+    """What decoding a plain value's canonical JSON gives: the same scalars, new containers,
+    object keys in sorted order (code-point order, the canonical one for a plain value)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _canonical_copy(value[key]) for key in sorted(value)}  # type: ignore[index, call-overload]
+    if kind is list:
+        return [_canonical_copy(item) for item in value]  # type: ignore[attr-defined]
+    return value
 
 
 class _Walk:

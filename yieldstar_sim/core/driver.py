@@ -32,7 +32,7 @@ from yieldstar_sim.core.authoring import (
     Workflow,
     World,
 )
-from yieldstar_sim.core.codec import DurableValue, durable_value_codec
+from yieldstar_sim.core.codec import DurableValue, InvalidValue, durable_value_codec
 from yieldstar_sim.core.commands import (
     BodyResult,
     CallStart,
@@ -355,15 +355,15 @@ def _run(
         request.policy.timeout,
     )  # fmt: skip
     if result.error is None:
-        encoding = durable_value_codec.encode(result.value, path=f"step {key!r} result")
-        if encoding.status == "invalid":
+        encoding = durable_value_codec.round_trip(result.value, path=f"step {key!r} result")
+        if isinstance(encoding, InvalidValue):
             raise _Throw(
                 WorkflowDefinitionError(
                     f"{encoding.message}; a step body must return plain data (None, bool, "
                     "number, str, list, dict with str keys)"
                 )
             )
-        value = durable_value_codec.decode(encoding.canonical)
+        value = encoding[1]
         yield PutStep(lease, key, "completed", value, attempt)
         return value
     error = result.error
@@ -576,15 +576,15 @@ def _completed(execution_id: str, result: object, runner: StepRunner) -> Workflo
                 "write `value = yield from step.run(...)` (the verbs are generators)"
             )
         )
-    encoding = durable_value_codec.encode(result, path="result")
-    if encoding.status == "invalid":
+    encoding = durable_value_codec.round_trip(result, path="result")
+    if isinstance(encoding, InvalidValue):
         return _failed(
             WorkflowDefinitionError(
                 f"workflow {execution_id!r} returned a value that is not durable: "
                 f"{encoding.message}"
             )
         )
-    return Completed(durable_value_codec.decode(encoding.canonical))
+    return Completed(encoding[1])
 
 
 def _recorded_outcome(

@@ -445,7 +445,7 @@ def check_name(value: object, what: str) -> str:
     """Return ``value`` if it is a non-empty string without control characters."""
     if not isinstance(value, str) or not value:
         raise ValueError(f"{what} must be a non-empty string, not {value!r}")
-    if control_character(value) is not None:
+    if _CONTROL_CHARACTER.search(value) is not None:  # checked at every runtime call
         raise ValueError(f"{what} {value!r} contains an ASCII control character")
     return value
 

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.core.codec import DurableObject, durable_value_codec
+from yieldstar_sim.core.codec import DurableObject, InvalidValue, durable_value_codec
 from yieldstar_sim.core.driver import BodyResult, RunBody
 from yieldstar_sim.core.model import (
     ExitCalled,
@@ -298,10 +298,10 @@ class BodyWorld:
             raise ValueError(f"an effect needs a name, not {name!r}")
         if idempotency_key is not None and not isinstance(idempotency_key, str):
             raise TypeError(f"an idempotency key is a string, not {idempotency_key!r}")
-        encoded = durable_value_codec.validate_object(data, path=f"effect {name!r} data")
-        if encoded.status == "invalid":
+        encoded = durable_value_codec.round_trip(data, path=f"effect {name!r} data")
+        if isinstance(encoded, InvalidValue):
             raise ValueError(encoded.message)
-        value = durable_value_codec.decode(encoded.canonical)
+        value = encoded[1]
         assert isinstance(value, dict)
         self._port.effect(context, name, value, idempotency_key)
 
@@ -330,12 +330,12 @@ class BodyWorld:
         Crashes never roll a write back; a replayed step writes again."""
         context = self._current("write")
         _check_key(key, "write")
-        encoded = durable_value_codec.encode(value, path="value")
-        if encoded.status == "invalid":
+        encoded = durable_value_codec.round_trip(value, path="value")
+        if isinstance(encoded, InvalidValue):
             raise ValueError(
                 f"step.world.write({key!r}, ...) takes a durable JSON value: {encoded.message}"
             )
-        self._port.put(context, key, durable_value_codec.decode(encoded.canonical))
+        self._port.put(context, key, encoded[1])
 
     def trigger(self, workflow_id: str, params: object = None) -> str:
         """Admit a new execution with a fresh ID: RFC 003's non-durable trigger.

@@ -9,7 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.core.codec import DurableObject, durable_value_codec
+from yieldstar_sim.core.codec import (
+    DurableObject,
+    DurableValue,
+    DurableValueError,
+    InvalidValue,
+    durable_value_codec,
+)
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildAccepted,
@@ -396,6 +402,9 @@ class StepWrite:
     status: StepStatus
     attempt: int
     canonical: str
+    value: DurableValue
+    """What decoding ``canonical`` gives (new containers): what a runtime that keeps values
+    decoded stores."""
 
 
 def check_step(step_key: object, status: object, value: object, attempt: object) -> StepWrite:
@@ -409,8 +418,13 @@ def check_step(step_key: object, status: object, value: object, attempt: object)
         raise ValueError(f"step status must be one of {sorted(STEP_STATUSES)}, not {status!r}")
     if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
         raise ValueError(f"attempt must be a whole number from 1, not {attempt!r}")
-    canonical = durable_value_codec.encode_or_raise(value, path=f"step {step_key!r} value")
-    return StepWrite(step_key, step_status(str(plain_status)), int.__int__(attempt), canonical)
+    encoded = durable_value_codec.round_trip(value, path=f"step {step_key!r} value")
+    if isinstance(encoded, InvalidValue):
+        raise DurableValueError(encoded.message)
+    canonical, decoded = encoded
+    return StepWrite(
+        step_key, step_status(str(plain_status)), int.__int__(attempt), canonical, decoded
+    )
 
 
 def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:

@@ -41,7 +41,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.failpoints import FailPoints
-from yieldstar_sim.runtime.memory_rows import Row, stored
+from yieldstar_sim.runtime.memory_rows import Row, read_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -215,7 +215,7 @@ class MemoryRuntime:
 
     def _refuses(self, caller: Row) -> bool:
         """Whether the orphan guard refuses a new target of ``caller``: it is terminal."""
-        return self._orphan_guard and ExecutionStatus(caller.status).terminal
+        return self._orphan_guard and caller.status.terminal
 
     def _inherits(self, caller: Row, *, detached: bool) -> bool:
         return common.inherits_cancellation(
@@ -300,7 +300,8 @@ class MemoryRuntime:
         """``(writes, steps)``: how many step writes the execution has had, and the current
         records of the steps written after the first ``since`` of them (each once, in no
         particular order), so a reader that saw ``since`` writes can catch up in time
-        proportional to what changed."""
+        proportional to what changed. The records are the stored ones, values shared: for a
+        reader that only hashes them (the explorer's fingerprints), never changes them."""
         with self._lock:
             row = self._rows.get(execution_id)
             if row is None:
@@ -315,7 +316,7 @@ class MemoryRuntime:
         """The recorded steps of one execution, in the order they were first recorded."""
         with self._lock:
             row = self._rows.get(execution_id)
-            return [] if row is None else list(row.steps.values())
+            return [] if row is None else list(map(read_step, row.steps.values()))
 
     def start_requests(self) -> list[StartRequestRecord]:
         """Every retained start request with its target."""
@@ -387,7 +388,7 @@ class MemoryRuntime:
                 lease = Lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
-                steps = tuple(row.steps.values())
+                steps = tuple(map(read_step, row.steps.values()))
                 delivery = Delivery(lease, row.record(), steps)
         self._failpoints.hit("claim.after_commit")
         return delivery
@@ -437,7 +438,7 @@ class MemoryRuntime:
                 write.step_key,
                 len(row.steps) if old is None else old.position,
                 write.status,
-                stored(value, write.canonical),
+                write.value,
                 write.attempt,
                 now,
             )
@@ -509,7 +510,7 @@ class MemoryRuntime:
             row = self._rows.get(execution_id)
             if row is None:
                 raise ExecutionNotFoundError(f"execution {execution_id!r} does not exist")
-            if not ExecutionStatus(row.status).terminal:
+            if not row.status.terminal:
                 raise ExecutionStateError(
                     f"execution {execution_id!r} is {row.status}; only a terminal execution "
                     "can be pruned"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
+    TERMINAL_STATUSES,
     ErrorInfo,
     ExecutionOrigin,
     ExecutionRecord,
@@ -38,16 +39,16 @@ def fresh(value: DurableValue) -> DurableValue:
     return value
 
 
-#: Types whose checked values decode to themselves (an int within the safe range, which the
-#: codec checked): no need to decode their canonical JSON again.
-_SELF_DECODING = frozenset({str, int, bool, type(None)})
-
-
-def stored(value: object, canonical: str) -> DurableValue:
-    """The decoded form of a checked value: the value itself when decoding gives it back."""
-    if type(value) in _SELF_DECODING:
-        return value  # type: ignore[return-value]
-    return durable_value_codec.decode_trusted(canonical)
+def read_step(record: StepRecord) -> StepRecord:
+    """A stored step as a reader gets it: its value with new containers (a scalar value is
+    shared, the record being immutable)."""
+    value = record.value
+    if type(value) is not dict and type(value) is not list:
+        return record
+    return StepRecord(
+        record.execution_id, record.step_key, record.position, record.status, fresh(value),
+        record.attempt, record.recorded_at,
+    )  # fmt: skip
 
 
 def decode(canonical: str | None) -> DurableValue:
@@ -72,7 +73,7 @@ class Row:
     parent_seq: int | None
     parent_step_key: str | None
     parent_detached: bool | None
-    status: str
+    status: ExecutionStatus
     created_at: float
     result: str | None = None
     error: str | None = None
@@ -96,6 +97,8 @@ class Row:
     parent: ParentLink | None = None
 
     def __post_init__(self) -> None:
+        # Kept as the enum member: every record built from the row would convert it again.
+        self.status = ExecutionStatus(self.status)
         self.params_value = decode(self.params)
         if self.parent_execution_id is not None:
             self.parent = ParentLink(
@@ -104,7 +107,7 @@ class Row:
 
     def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
         """Store an outcome's columns, decoded once."""
-        self.status, self.result, self.error = status, result, error
+        self.status, self.result, self.error = ExecutionStatus(status), result, error
         self.result_value = decode(result)
         decoded = decode(error)
         self.error_info = None if decoded is None else ErrorInfo.from_value(decoded)
@@ -152,7 +155,7 @@ class Row:
             fresh(self.params_value),  # type: ignore[arg-type]
             ORIGINS.get(self.origin, "trigger"),
             self.parent,
-            ExecutionStatus(self.status),
+            self.status,
             float(self.created_at),  # times as floats, as execution_record makes them
             self.seq,
             fresh(self.result_value),
@@ -171,7 +174,7 @@ class Row:
 
     def holds(self, lease: Lease, now: float) -> bool:
         return (
-            not ExecutionStatus(self.status).terminal
+            self.status not in TERMINAL_STATUSES
             and self.seq == lease.incarnation
             and self.lease_owner == lease.owner
             and self.lease_token == lease.token

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -108,7 +108,10 @@ def applies_at(kind: FaultKind | str, op: str, *, exploring: bool = False) -> bo
     >>> applies_at("stall", "put_step"), applies_at("crash", "elapse")
     (False, True)
     """
-    kind = FaultKind(kind)
+    # Asked at every choice point for every fault of a plan: a kind already a FaultKind skips
+    # the enum's lookup.
+    if kind.__class__ is not FaultKind:
+        kind = FaultKind(kind)
     ops = EXPLORED_OPS.get(kind) if exploring else None
     ops = ops if ops is not None else KIND_OPS[kind]
     return ops is None or op in ops
@@ -227,14 +230,12 @@ class Fault:
             return False
         if self.at is not None:
             return self.at == index
-        return all(
-            want is None or want == have
-            for want, have in (
-                (self.worker, point.worker),
-                (self.op, point.op),
-                (self.execution_id, point.execution_id),
-                (self.step_key, point.step_key),
-            )
+        # Spelled out rather than a loop over pairs: asked at every choice point.
+        return (
+            (self.worker is None or self.worker == point.worker)
+            and (self.op is None or self.op == point.op)
+            and (self.execution_id is None or self.execution_id == point.execution_id)
+            and (self.step_key is None or self.step_key == point.step_key)
         )
 
     def describe(self) -> str:
@@ -306,6 +307,20 @@ class Fault:
         return cls(**data)
 
 
+def _placed(fault: Fault, index: int, label: str) -> Fault:
+    """``fault`` placed by index at choice point ``index`` (labelled ``label``): what
+    ``dataclasses.replace`` gives, without checking again the fields of a checked fault (one
+    placement per fired fault, and the check cost more than a short run's choice point)."""
+    placed = object.__new__(Fault)
+    for name, value in (
+        ("kind", fault.kind), ("at", index), ("worker", None), ("op", None),
+        ("execution_id", None), ("step_key", None), ("occurrence", 1),
+        ("seconds", fault.seconds), ("label", label),
+    ):  # fmt: skip
+        object.__setattr__(placed, name, value)
+    return placed
+
+
 class FaultPlan:
     """Faults to inject, each at most once; the kernel asks it at every choice point."""
 
@@ -329,11 +344,7 @@ class FaultPlan:
             if fault.at is None and self._seen[number] < fault.occurrence:
                 continue
             self._fired[number] = True
-            placed = replace(
-                fault, at=index, worker=None, op=None, execution_id=None, step_key=None,
-                occurrence=1, label=info.label,
-            )  # fmt: skip
-            self.applied.append((index, placed))
+            self.applied.append((index, _placed(fault, index, info.label)))
             return fault
         return None
 

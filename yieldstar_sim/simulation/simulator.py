@@ -144,9 +144,7 @@ class Simulator:
         """Where each lease (by execution and fencing token) ends after its heartbeats."""
         self.store = WorldStore()
         """The world's key-value store, empty at the start of every run."""
-        # The world's own random numbers: a stream apart from the scheduler's, so that reading
-        # one never changes which worker goes next.
-        self.world_random = random.Random(f"world-{seed}")
+        self._world_random: random.Random | None = None
         profile = scenario.profile
         self._registries = [(0.0, Registry(scenario.workflows, scenario.steps, profile))] + [
             (deploy.at, Registry(deploy.workflows, scenario.steps, profile))
@@ -160,6 +158,16 @@ class Simulator:
         self.admissions: list[Admission] = []
         """Every admission seen, once per incarnation, from the runtime's records."""
         self._admitted: set[tuple[str, int]] = set()
+
+    @property
+    def world_random(self) -> random.Random:
+        """The world's own random numbers: a stream apart from the scheduler's, so that reading
+        one never changes which worker goes next."""
+        # Made on first use: seeding a generator from a string is a noticeable part of a short
+        # run, and most runs read no random number.
+        if self._world_random is None:
+            self._world_random = random.Random(f"world-{self.seed}")
+        return self._world_random
 
     # ------------------------------------------------------------------ running
 

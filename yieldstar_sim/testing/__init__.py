@@ -52,6 +52,7 @@ from yieldstar_sim.testing.rules import (
     a_terminal_callers_repeated_request_gets_its_target,
     a_terminal_outcome_is_stored,
     a_terminal_outcome_wakes_its_waiters,
+    a_value_read_is_a_copy,
     an_expired_lease_fences_its_holder_even_unclaimed,
     an_owned_target_follows_its_owners_cancellation,
     caller_chosen_id_collision_is_refused,
@@ -87,6 +88,7 @@ __all__ = [
     "a_terminal_callers_repeated_request_gets_its_target",
     "a_terminal_outcome_is_stored",
     "a_terminal_outcome_wakes_its_waiters",
+    "a_value_read_is_a_copy",
     "an_expired_lease_fences_its_holder_even_unclaimed",
     "an_owned_target_follows_its_owners_cancellation",
     "another_workflow_under_an_existing_id_is_refused",
@@ -155,6 +157,7 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     ),
     "Steps and wakes are recorded under the lease": steps_and_wakes_are_recorded_under_the_lease,
     "A terminal outcome is stored": a_terminal_outcome_is_stored,
+    "A value read is a copy": a_value_read_is_a_copy,
     "Pruning removes a caller's start requests": pruning_removes_a_callers_start_requests,
     "A request outlives its pruned target": a_request_outlives_its_pruned_target,
     "A lease of a pruned incarnation fences nothing": (

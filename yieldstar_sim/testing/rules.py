@@ -247,6 +247,49 @@ def steps_and_wakes_are_recorded_under_the_lease(make: RuntimeFactory) -> None:
     _expect(record.due_at == 80.0, f"the earliest wake should win: {record}")
 
 
+def _change(value: object, key: str) -> None:
+    """Append to the list under ``key`` of a value a reader got, as workflow code might."""
+    assert isinstance(value, dict)
+    items = value[key]
+    assert isinstance(items, list)
+    items.append("changed")
+
+
+def a_value_read_is_a_copy(make: RuntimeFactory) -> None:
+    """Changing a value a reader got (a step's, a delivery's, a record's parameters or result)
+    changes nothing stored: workflow code that appends to a list a step returned must find
+    the step as it was recorded when it replays."""
+    runtime, _ = _fresh(make)
+    caller = runtime.trigger("charge-order", {"items": ["a"]})
+    delivery = runtime.claim("w1", lease_seconds=LEASE)
+    assert delivery is not None
+    runtime.put_step(delivery.lease, "load", status="completed", value={"items": ["a"]})
+    _change(runtime.steps(caller)[0].value, "items")
+    record = runtime.execution(caller)
+    assert record is not None
+    _change(record.params, "items")
+    runtime.release(delivery.lease, delay=0)
+    again = runtime.claim("w2", lease_seconds=LEASE, execution_id=caller)
+    assert again is not None
+    _expect(
+        [step.value for step in again.steps] == [{"items": ["a"]}],
+        f"a step value a reader changed came back changed: {again.steps}",
+    )
+    _change(again.steps[0].value, "items")
+    _change(again.execution.params, "items")
+    runtime.acknowledge(again.lease, Completed({"courier": ["c-1"]}))
+    done = runtime.execution(caller)
+    assert done is not None
+    _change(done.result, "courier")
+    stored = runtime.execution(caller)
+    assert stored is not None
+    _expect(
+        (stored.params, stored.result, [s.value for s in runtime.steps(caller)])
+        == ({"items": ["a"]}, {"courier": ["c-1"]}, [{"items": ["a"]}]),
+        f"values readers changed came back changed: {stored}, {runtime.steps(caller)}",
+    )
+
+
 def a_terminal_outcome_is_stored(make: RuntimeFactory) -> None:
     """Completed and failed outcomes keep their result or error; terminal clears the wake."""
     runtime, clock = _fresh(make)
