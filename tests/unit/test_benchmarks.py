@@ -38,6 +38,22 @@ def test_a_benchmark_imports_and_takes_smoke(name: str, capsys: pytest.CaptureFi
 
 
 @pytest.mark.usefixtures("benchmarks_path")
+def test_the_smoke_run_runs_every_benchmark() -> None:
+    smoke = importlib.import_module("smoke")
+    assert sorted({script.removesuffix(".py") for script, *_ in smoke.RUNS}) == SCRIPTS
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_a_benchmark_that_crashes_fails_the_smoke_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    smoke = importlib.import_module("smoke")
+    monkeypatch.setattr(smoke, "RUNS", (("bench_that_is_not_there.py",),))
+    assert smoke.main() == 1
+    assert "bench_that_is_not_there.py --smoke  FAILED (exit 2)" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("benchmarks_path")
 def test_smoke_implies_quick_in_every_parser() -> None:
     harness = importlib.import_module("_harness")
     args = harness.parser("A benchmark.").parse_args(["--smoke"])
