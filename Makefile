@@ -7,6 +7,7 @@
 #   make lab            JupyterLab on notebooks/ (installs the `lab` extra)
 #   make browser-test   Voila + Debian's Chromium: the stepper in a real browser
 #   make test-postgres  the PostgreSQL tests on a throwaway local cluster (scripts/postgres.sh)
+#   make bench-smoke    every benchmark once at its smallest (--smoke), as CI runs them
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,7 +17,8 @@ JUPYTER_ENV := JUPYTER_CONFIG_DIR=$(JUPYTER_STATE)/config JUPYTER_DATA_DIR=$(JUP
 	JUPYTER_RUNTIME_DIR=$(JUPYTER_STATE)/runtime IPYTHONDIR=$(JUPYTER_STATE)/ipython \
 	JUPYTER_PLATFORM_DIRS=1
 
-.PHONY: setup demo test test-postgres lint docs check-notebooks bench bench-stepper lab browser-test clean
+.PHONY: setup demo test test-postgres lint docs check-notebooks bench bench-smoke bench-stepper lab \
+	browser-test clean
 
 # Everything: the runtime, the test tools, linters and the docs toolchain (the `dev` extra).
 setup: $(VENV)/.installed
@@ -64,6 +66,12 @@ check-notebooks: setup
 bench: setup
 	for bench in runtime postgres engine simulation explorer views stepper; do \
 		MPLBACKEND=Agg $(BIN)/python benchmarks/bench_$$bench.py --quick || exit 1; done
+
+# Every benchmark and section once, at the tiniest sizes (benchmarks/smoke.py): a benchmark an
+# API change broke fails it; a missed target never does. Well under 90 s on 2 cores.
+# bench_postgres runs on the server YIELDSTAR_PG_DSN names (CI starts one) and skips without.
+bench-smoke: setup
+	MPLBACKEND=Agg $(BIN)/python benchmarks/smoke.py
 
 bench-stepper: setup
 	MPLBACKEND=Agg $(BIN)/python benchmarks/bench_stepper.py

@@ -60,9 +60,10 @@ def measure_prefix(steps: int, reps: int, kinds: tuple[str, ...] = ("crash",)) -
     return result
 
 
-def prefix_section(quick: bool) -> bool:
-    """Measure and print the prefix-sharing speed-up; True when the target is met."""
-    steps, reps = (1000, 1) if quick else (1000, 3)
+def prefix_section(quick: bool, smoke: bool = False) -> bool:
+    """Measure and print the prefix-sharing speed-up; True when the target is met (smoke: 20
+    steps, once)."""
+    steps, reps = (20, 1) if smoke else (1000, 1) if quick else (1000, 3)
     cost = measure_prefix(steps, reps)
     print(
         "\nPrefix sharing: single-fault systematic exploration (max_faults=1, crashes at every "

@@ -42,9 +42,11 @@ def hypothesis_search(scenario: ys.Scenario, seed: int, max_examples: int) -> in
             check_faults=False,
         )  # fmt: skip
         run.runtime.close()
-        if not run.ok and first is None:
+        # A violation, as the explorer counts one (a run cut short is no find).
+        found = bool(run.violations)
+        if found and first is None:
             first = calls
-        return not run.ok
+        return found
 
     placed = st.tuples(st.sampled_from(FAULT_KINDS), st.integers(0, max(base.points - 1, 0)))
     plans = st.lists(
@@ -93,7 +95,8 @@ def measure_search(scenario: ys.Scenario, seeds: Sequence[int], budget: int) -> 
                 _, report = explore(
                     scenario, strategy=search.method, max_faults=2, seed=seed, budget=budget
                 )
-                count = None if report.ok else report.schedules_run
+                # Not report.ok: a systematic search its budget cut is incomplete, not a find.
+                count = report.schedules_run if report.violations else None
             search.counts.append(count)
             search.seconds.append(time.perf_counter() - start)
     return searches

@@ -5,7 +5,8 @@ imported from the script's own folder rather than from the package: it is not pa
 yieldstar_sim's public surface. A benchmark keeps only what it measures and the figures it
 reports; everything here is the same for all of them:
 
-* ``parser`` makes the ``--quick`` and ``--reps`` flags every benchmark takes;
+* ``parser`` makes the ``--quick``, ``--smoke`` and ``--reps`` flags every benchmark takes, and
+  ``sizes`` names the sizes chosen (for the first line);
 * ``header`` prints the first line (versions, machine, CPUs, load) and ``footer`` the last
   (``(took N s)``); ``progress`` writes a progress line to stderr, so stdout holds figures only;
 * ``timed``, ``per_call`` and ``median`` time with ``time.perf_counter`` and summarise with
@@ -37,15 +38,64 @@ TARGETS = "Targets (reported, not asserted)"
 # --------------------------------------------------------------------------- flags and frame
 
 
+SMOKE_HELP = (
+    "the tiniest sizes and one repetition (implies --quick): every section runs and every "
+    "target line is printed, but the figures mean nothing (CI: make bench-smoke)"
+)
+"""The help text of ``--smoke``."""
+
+
+class _Smoke(argparse.Action):
+    """``--smoke`` sets ``smoke`` and ``quick`` both, so that a benchmark only shrinks below
+    its quick sizes where it says so, and runs at its quick sizes everywhere else."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=SMOKE_HELP)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        namespace.smoke = True
+        namespace.quick = True
+
+
+def add_smoke(made: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add ``--smoke`` (see ``SMOKE_HELP``) to a parser not made by ``parser``; return it."""
+    made.add_argument("--smoke", action=_Smoke)
+    return made
+
+
 def parser(
     doc: str | None, *, reps: str = "repetitions per measurement"
 ) -> argparse.ArgumentParser:
-    """An argument parser described by the first paragraph of ``doc``, with ``--quick`` and
-    ``--reps`` (its help text ``reps``) already added."""
+    """An argument parser described by the first paragraph of ``doc``, with ``--quick``,
+    ``--smoke`` and ``--reps`` (its help text ``reps``) already added.
+
+    >>> made = parser("A benchmark.")
+    >>> made.parse_args(["--smoke"])
+    Namespace(quick=True, smoke=True, reps=None)
+    >>> made.parse_args(["--quick"])
+    Namespace(quick=True, smoke=False, reps=None)
+    """
     made = argparse.ArgumentParser(description=doc.split("\n\n")[0] if doc else None)
-    made.add_argument("--quick", action="store_true", help="fewer iterations (smoke test)")
+    made.add_argument("--quick", action="store_true", help="fewer iterations (a quick look)")
+    add_smoke(made)
     made.add_argument("--reps", type=int, help=reps)
     return made
+
+
+def sizes(args: argparse.Namespace) -> str:
+    """``', smoke'``, ``', quick'`` or nothing: the sizes ``args`` chose, for ``header``'s
+    details.
+
+    >>> sizes(parser(None).parse_args(["--smoke"]))
+    ', smoke'
+    """
+    return ", smoke" if args.smoke else ", quick" if args.quick else ""
 
 
 def load() -> str:

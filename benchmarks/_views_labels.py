@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from yieldstar_sim.views import draw_run, graph_from_trace
+from yieldstar_sim.views.graph import group_siblings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -101,14 +102,17 @@ def readability(run: SimulationRun, picture: str) -> Readability:
     figure, canvas, _ = rasterised(run)
     renderer = canvas.get_renderer()  # type: ignore[no-untyped-call]
     graph_axes, timeline_axes = figure.axes[0], figure.axes[1]
-    graph = graph_from_trace(run.trace)
+    # The graph as draw_run draws it: siblings grouped (their one box, their one edge label).
+    graph = group_siblings(graph_from_trace(run.trace))
     step_keys = {str(data["step_key"]) for _, _, data in graph.edges(data=True)}
 
     def first_line(text: Text) -> str:
         return text.get_text().split("\n", 1)[0]
 
-    nodes = [t for t in graph_axes.texts if first_line(t) in graph.nodes]
-    edges = [t for t in graph_axes.texts if first_line(t) in step_keys]
+    # A group's stack has a box behind its own, its text invisible: not a label to read.
+    shown = [t for t in graph_axes.texts if t.get_color() != "none"]
+    nodes = [t for t in shown if first_line(t) in graph.nodes]
+    edges = [t for t in shown if first_line(t) in step_keys]
     spans = [t for t in timeline_axes.texts if " · token " in t.get_text()]
     if len(nodes) != graph.number_of_nodes():
         print(f"  [WARN] found {len(nodes)} node labels for {graph.number_of_nodes()} nodes")

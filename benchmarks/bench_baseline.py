@@ -3,6 +3,7 @@
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_baseline.py --quick
+    .venv/bin/python benchmarks/bench_baseline.py --smoke    # against HEAD, once (CI)
     .venv/bin/python benchmarks/bench_baseline.py --baseline b7db4fa --scenario durable-start
 
 The baseline's ``yieldstar_sim`` package is unpacked with ``git archive`` into a temporary
@@ -38,6 +39,8 @@ import tempfile
 from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from _harness import add_smoke
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -85,7 +88,7 @@ def time_side(path: Path, names: Sequence[str], batch: int) -> dict[str, float]:
     return result
 
 
-def views() -> None:
+def views(reps: int = 3, executions: int = 100) -> None:
     """Time the ungrouped 100-execution picture (graph beside timeline) built and saved."""
     import time
     from io import BytesIO
@@ -95,10 +98,10 @@ def views() -> None:
 
     from yieldstar_sim.views.figures import draw_run
 
-    run = bench_views.simulate(100)
+    run = bench_views.simulate(executions)
     draw_run(run, group=False).savefig(BytesIO(), format="png", dpi=100)
     totals, drawn, saved = [], [], []
-    for _ in range(3):
+    for _ in range(reps):
         start = time.perf_counter()
         figure = draw_run(run, group=False)
         middle = time.perf_counter()
@@ -110,7 +113,7 @@ def views() -> None:
     width, height = figure.get_size_inches() * 100
     total = statistics.median(totals)
     print(
-        f"100 executions, ungrouped, {width:.0f} x {height:.0f} px: draw_run "
+        f"{executions} executions, ungrouped, {width:.0f} x {height:.0f} px: draw_run "
         f"{statistics.median(drawn) * 1e3:.0f} ms + PNG {statistics.median(saved) * 1e3:.0f} ms"
         f" = {total:.2f} s; under 1 s: {'PASS' if total < 1 else 'MISS'}"
     )
@@ -123,7 +126,7 @@ def _burn(n: int) -> int:
     return total
 
 
-def jobs() -> None:
+def jobs(reps: int = 3, max_faults: int = 2, burn: int = 3_000_000) -> None:
     """jobs=2 against jobs=1 on one exploration, and the CPU ceiling, per repetition."""
     import concurrent.futures
     import multiprocessing
@@ -135,26 +138,26 @@ def jobs() -> None:
     ys.explore(scenario, max_faults=1, jobs=2)  # warm-up: imports, the DuckDB pool
     speedups, ceilings = [], []
     context = multiprocessing.get_context("fork")
-    for rep in range(3):
+    for rep in range(reps):
         seconds: dict[int, float] = {}
         for count in (1, 2) if rep % 2 == 0 else (2, 1):
             start = time.perf_counter()
-            ys.explore(scenario, max_faults=2, jobs=count)
+            ys.explore(scenario, max_faults=max_faults, jobs=count)
             seconds[count] = time.perf_counter() - start
         speedups.append(seconds[1] / seconds[2])
         with concurrent.futures.ProcessPoolExecutor(2, mp_context=context) as pool:
             pool.submit(_burn, 1).result()
             start = time.perf_counter()
-            _burn(3_000_000)
-            _burn(3_000_000)
+            _burn(burn)
+            _burn(burn)
             serial = time.perf_counter() - start
             start = time.perf_counter()
-            list(pool.map(_burn, [3_000_000, 3_000_000]))
+            list(pool.map(_burn, [burn, burn]))
             ceilings.append(serial / (time.perf_counter() - start))
     speedup, ceiling = statistics.median(speedups), statistics.median(ceilings)
     print(
-        f"explore(durable-start, max_faults=2): jobs=2 {speedup:.2f}x jobs=1 (per repetition "
-        f"{', '.join(f'{x:.2f}' for x in speedups)}); CPU ceiling {ceiling:.2f}x (per "
+        f"explore(durable-start, max_faults={max_faults}): jobs=2 {speedup:.2f}x jobs=1 (per "
+        f"repetition {', '.join(f'{x:.2f}' for x in speedups)}); CPU ceiling {ceiling:.2f}x (per "
         f"repetition {', '.join(f'{x:.2f}' for x in ceilings)}): {speedup / ceiling:.0%} of it"
     )
 
@@ -163,29 +166,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Print the table; exit status 0 (it reports, it does not judge)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--baseline", default="main", help="git revision to compare with")
+    add_smoke(parser)
+    parser.add_argument(
+        "--baseline", help="git revision to compare with (default main; HEAD with --smoke)"
+    )
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
     parser.add_argument("--views", action="store_true", help="the ungrouped picture instead")
     parser.add_argument("--jobs", action="store_true", help="jobs=2 against jobs=1 instead")
     args = parser.parse_args(argv)
+    # Smoke: once, tiny; against HEAD, which a clean clone (CI) always has.
+    baseline = args.baseline or ("HEAD" if args.smoke else "main")
     if args.jobs:
-        jobs()
+        jobs(*((1, 1, 100_000) if args.smoke else ()))
         return 0
     if args.views:
-        views()
+        views(*((1, 10) if args.smoke else ()))
         return 0
     names = args.scenario or list(SCENARIOS)
-    reps, batch = (5, 30) if args.quick else (11, 60)
+    reps, batch = (1, 1) if args.smoke else (5, 30) if args.quick else (11, 60)
     times: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        unpack(args.baseline, Path(tmp))
+        unpack(baseline, Path(tmp))
         sides = {"now": ROOT, "then": Path(tmp)}
         for rep in range(reps):
             order = ("now", "then") if rep % 2 == 0 else ("then", "now")
             for side in order:
                 for name, seconds in time_side(sides[side], names, batch).items():
                     times.setdefault(name, {}).setdefault(side, []).append(seconds)
-    print(f"A whole memory run, now against {args.baseline} (medians of {reps} x {batch} runs)")
+    print(f"A whole memory run, now against {baseline} (medians of {reps} x {batch} runs)")
     ratios = []
     for name in times:
         now, then = (statistics.median(times[name][s]) for s in ("now", "then"))

@@ -3,7 +3,8 @@
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_engine.py            # full run, well under 2 minutes
-    .venv/bin/python benchmarks/bench_engine.py --quick    # smoke test, well under 20 s
+    .venv/bin/python benchmarks/bench_engine.py --quick    # fewer repetitions, well under 20 s
+    .venv/bin/python benchmarks/bench_engine.py --smoke    # every section, tiny (CI)
 
 The workload is one workflow of ``STEPS`` (10) ``step.run`` steps whose bodies return their
 argument: every execution completes in one delivery. It runs on the four engines
@@ -92,6 +93,7 @@ from _engine_kit import (
     trigger,
 )
 from _harness import TARGETS, footer, header, ms, parser, progress, show, us, verdict
+from _harness import sizes as sizes_of
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -463,21 +465,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_parser.add_argument("--memory-n", type=int, help="deliveries per repetition, memory")
     args_parser.add_argument("--duckdb-n", type=int, help="deliveries per repetition, DuckDB")
     args = args_parser.parse_args(argv)
-    reps: int = args.reps or (3 if args.quick else 7)
+    smoke = args.smoke
+    reps: int = args.reps or (1 if smoke else 3 if args.quick else 7)
     probe_reps = max(1, min(reps, 2 if args.quick else 5))
     sizes: dict[AdapterName, int] = {
-        "memory": args.memory_n or (100 if args.quick else 400),
-        "duckdb": args.duckdb_n or (10 if args.quick else 50),
+        "memory": args.memory_n or (3 if smoke else 100 if args.quick else 400),
+        "duckdb": args.duckdb_n or (2 if smoke else 10 if args.quick else 50),
     }
-    floor_count = 500 if args.quick else 3000
-    queue_total = 100 if args.quick else 400
-    queues = [
-        Queue(q, max(1, queue_total // q)) for q in ((10, 50) if args.quick else (10, 50, 200))
-    ]
+    floor_count = 10 if smoke else 500 if args.quick else 3000
+    queue_total = 5 if smoke else 100 if args.quick else 400
+    lengths = (2, 5) if smoke else (10, 50) if args.quick else (10, 50, 200)
+    queues = [Queue(q, max(1, queue_total // q)) for q in lengths]
     began = header(
         "engine",
         f"duckdb {duckdb.__version__}",
-        details=f"{reps} repetitions{', quick' if args.quick else ''}",
+        details=f"{reps} repetitions{sizes_of(args)}",
     )
     print(
         f"workload: '{ten_steps.name}', {STEPS} step.run steps with trivial bodies, completing "

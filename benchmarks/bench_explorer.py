@@ -6,6 +6,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
     .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
     .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~2 min
+    .venv/bin/python benchmarks/bench_explorer.py --smoke    # every section, tiny (CI)
 
 Every exploration is ``ys.explore(..., confirm=None)`` (no DuckDB confirmation), timed with
 ``time.perf_counter`` around the call, garbage collector on (as in use). The machines are
@@ -73,7 +74,7 @@ from _explorer_memory import (
 from _explorer_prefix import prefix_section
 from _explorer_scaling import fingerprint_section, measure_growth, print_growth
 from _explorer_search import Search, measure_search, print_search
-from _harness import TARGETS, footer, header, median, ms, parser, progress, show, target
+from _harness import TARGETS, footer, header, median, ms, parser, progress, show, sizes, target
 
 import yieldstar_sim as ys
 
@@ -339,7 +340,7 @@ def print_parallel(result: Parallel, scenario: ys.Scenario) -> float:
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes of every section, full or quick."""
+    """Sizes of every section, full, quick or smoke."""
 
     quick: bool
     reps: int
@@ -353,9 +354,17 @@ class Config:
     growth: tuple[tuple[int, int | None], ...]
     memory_budget: int
     every: int
+    smoke: bool = False
+    plain_runs: int = 31
+    duckdb_plain_runs: int = 3
 
     @classmethod
-    def make(cls, quick: bool, reps: int | None) -> Config:
+    def make(cls, quick: bool, reps: int | None, smoke: bool = False) -> Config:
+        if smoke:
+            return cls(
+                quick, reps or 1, 1, 3, {"max_faults": 1, "stop_at_first": False}, 1,
+                100_000, range(1), 100, ((10, None), (30, 3)), 20, 10, True, 1, 1,
+            )  # fmt: skip
         if quick:
             return cls(
                 quick, reps or 1, 1, 20, {"max_faults": 2, "stop_at_first": False}, 1,
@@ -425,21 +434,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.only == "exhaustive":
         from _exhaustive import run_exhaustive
 
-        return run_exhaustive(args.quick)
-    config = Config.make(args.quick, args.reps)
+        return run_exhaustive(args.quick, args.smoke)
+    config = Config.make(args.quick, args.reps, args.smoke)
     began = header(
         "explorer",
         f"duckdb {duckdb.__version__}",
         f"hypothesis {hypothesis.__version__}",
-        details=f"{config.reps} repetitions{', quick' if config.quick else ''}",
+        details=f"{config.reps} repetitions{sizes(args)}",
     )
     print()
     if args.fingerprints_only:
-        fingerprint_section(config.quick)
+        fingerprint_section(config.quick, config.smoke)
         footer(began)
         return 0
     if args.prefix_only:
-        prefix_section(config.quick)
+        prefix_section(config.quick, config.smoke)
         footer(began)
         return 0
     fixed = ys.load_scenario("durable-start")
@@ -450,9 +459,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     throughput = Throughput(fixed, config.duckdb_budget)
     for rep in range(config.reps):
         progress(f"throughput, repetition {rep + 1}/{config.reps}")
-        measure_throughput(throughput, 31)
+        measure_throughput(throughput, config.plain_runs)
         if rep < config.duckdb_reps:
-            measure_duckdb(throughput, 3)
+            measure_duckdb(throughput, config.duckdb_plain_runs)
     cost = print_throughput(throughput)
 
     parallel = Parallel(config.parallel_options)
@@ -471,8 +480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         growths.append(measure_growth(steps, budget))
     print_growth(growths)
 
-    fingerprint_section(config.quick)
-    prefix_section(config.quick)
+    fingerprint_section(config.quick, config.smoke)
+    prefix_section(config.quick, config.smoke)
 
     runs = []
     for strategy in ("random", "systematic"):

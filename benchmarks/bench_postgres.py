@@ -4,7 +4,8 @@ and simulate runs per second on memory, DuckDB and PostgreSQL side by side.
 Run it from the repository root, with a server (``eval "$(scripts/postgres.sh start)"``)::
 
     .venv/bin/python benchmarks/bench_postgres.py            # full run, a few minutes
-    .venv/bin/python benchmarks/bench_postgres.py --quick    # smoke test
+    .venv/bin/python benchmarks/bench_postgres.py --quick    # fewer repetitions
+    .venv/bin/python benchmarks/bench_postgres.py --smoke    # every section, tiny (CI)
 
 Without ``YIELDSTAR_PG_DSN`` it says so in one line, skips the PostgreSQL figures, and still
 prints simulate runs per second on memory and DuckDB.
@@ -36,7 +37,19 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from _harness import footer, header, parser, per_call, progress, show, spread, targets, us, verdict
+from _harness import (
+    footer,
+    header,
+    parser,
+    per_call,
+    progress,
+    show,
+    sizes,
+    spread,
+    targets,
+    us,
+    verdict,
+)
 from _runtime_calls import BENCHES, WARMUP, BareOp, Batch, Bench, populate, time_adapter
 from _runtime_workloads import WORKLOADS, run_workload
 
@@ -176,11 +189,11 @@ def simulate_rate(runtime: str, seeds: int, reps: int) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser(__doc__).parse_args(argv)
-    reps = args.reps or (3 if args.quick else 5)
-    batch = 20 if args.quick else 60
-    rounds = 5 if args.quick else 20
-    seeds = 10 if args.quick else 40
-    began = header("PostgreSQL", details=f"{reps} repetitions{', quick' if args.quick else ''}")
+    reps = args.reps or (1 if args.smoke else 3 if args.quick else 5)
+    batch = 1 if args.smoke else 20 if args.quick else 60
+    rounds = 1 if args.smoke else 5 if args.quick else 20
+    seeds = 2 if args.smoke else 10 if args.quick else 40
+    began = header("PostgreSQL", details=f"{reps} repetitions{sizes(args)}")
     print()
     misses = 0
     workloads: list[tuple[str, float, float]] = []

@@ -3,7 +3,8 @@
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_runtime.py            # full run, about 1-2 minutes
-    .venv/bin/python benchmarks/bench_runtime.py --quick    # smoke test, well under 20 s
+    .venv/bin/python benchmarks/bench_runtime.py --quick    # fewer repetitions, ~30 s
+    .venv/bin/python benchmarks/bench_runtime.py --smoke    # every section, tiny (CI)
 
 What it measures, for every runtime call (trigger, start new / repeat / mismatch, claim,
 put_step, record_wake, renew, acknowledge, release, execution, steps, due, next_wake_at, prune)
@@ -77,6 +78,7 @@ from _harness import (
     per_call,
     progress,
     show,
+    sizes,
     spread,
     timed,
     us,
@@ -430,13 +432,13 @@ MEMORY_SCENARIOS = ("durable-start", "cancel-owner", "retry-backoff")
 
 
 def measure_memory_versions(
-    baseline: type[MemoryRuntime], reps: int, rounds: int
+    baseline: type[MemoryRuntime], reps: int, rounds: int, batch: int = 40
 ) -> dict[str, dict[str, float]]:
-    """Median seconds per run (scenarios) and per call (workloads), now and at the baseline."""
+    """Median seconds per run (scenarios, ``batch`` runs a time) and per call (workloads), now
+    and at the baseline."""
     makers: dict[str, Callable[..., Runtime]] = {"now": MemoryRuntime, "baseline": baseline}
     times: dict[str, dict[str, list[float]]] = {}
     scenarios = {name: ys.load_scenario(name) for name in MEMORY_SCENARIOS}
-    batch = 40
     for rep in range(reps):
         order = ("now", "baseline") if rep % 2 == 0 else ("baseline", "now")
         for name, scenario in scenarios.items():
@@ -494,14 +496,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--baseline", default=BASELINE, help="git revision to compare memory with"
     )
     args = args_parser.parse_args(argv)
-    reps: int = args.reps or (3 if args.quick else 7)
-    batch: int = args.batch or (20 if args.quick else 100)
-    rounds = 5 if args.quick else 30
+    reps: int = args.reps or (1 if args.smoke else 3 if args.quick else 7)
+    batch: int = args.batch or (1 if args.smoke else 20 if args.quick else 100)
+    rounds = 1 if args.smoke else 5 if args.quick else 30
+    # Smoke: each section once, at the least that still runs every call and workload.
+    spread_reps = reps if args.smoke else reps * 3
     began = header(
         "runtime",
         f"duckdb {duckdb.__version__}",
-        details=f"{reps} repetitions, batches of {batch} calls (+{WARMUP} warm-up)"
-        + (", quick" if args.quick else ""),
+        details=f"{reps} repetitions, batches of {batch} calls (+{WARMUP} warm-up)" + sizes(args),
     )
     print()
     baseline = None if args.setup_only else baseline_memory(args.baseline)
@@ -509,13 +512,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"  (no git or no revision {args.baseline}: the memory comparison is left out)")
     elif baseline is not None:
         progress("memory against the baseline")
-        versions = measure_memory_versions(baseline, reps * 3, rounds)
+        versions = measure_memory_versions(baseline, spread_reps, rounds, 2 if args.smoke else 40)
         print_memory_versions(versions, args.baseline)
     if args.memory_only:
         footer(began)
         return 0
     progress("set-up share")
-    print_setup_share(measure_setup_share(reps * 3))
+    print_setup_share(measure_setup_share(spread_reps))
     if args.setup_only:
         footer(began)
         return 0

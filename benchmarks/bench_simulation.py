@@ -3,7 +3,8 @@
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_simulation.py            # full run, well under 2 minutes
-    .venv/bin/python benchmarks/bench_simulation.py --quick    # smoke test, well under 20 s
+    .venv/bin/python benchmarks/bench_simulation.py --quick    # fewer runs, well under 20 s
+    .venv/bin/python benchmarks/bench_simulation.py --smoke    # every section, tiny (CI)
 
 The scenarios are the bundled ``durable-start`` (charge-order starts ship-order with
 ``step.start``; the scenario's own crash before the ship step is recorded) and
@@ -73,6 +74,7 @@ from _harness import (
     pct,
     progress,
     show,
+    sizes,
     spread,
     target,
     us,
@@ -434,16 +436,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--duckdb-reps", type=int, help="repetitions on DuckDB (default 5; quick 1)"
     )
     args = args_parser.parse_args(argv)
-    seeds = range(args.seeds or (10 if args.quick else 30))
+    seeds = range(args.seeds or (1 if args.smoke else 10 if args.quick else 30))
     reps: dict[str, int] = {
-        "memory": args.reps or (3 if args.quick else 20),
+        "memory": args.reps or (1 if args.smoke else 3 if args.quick else 20),
         "duckdb": args.duckdb_reps or (1 if args.quick else 5),
     }
     began = header(
         "simulation",
         f"duckdb {duckdb.__version__}",
         details=f"seeds 0-{len(seeds) - 1}, {reps['memory']} repetitions on memory, "
-        f"{reps['duckdb']} on duckdb{', quick' if args.quick else ''}",
+        f"{reps['duckdb']} on duckdb{sizes(args)}",
     )
     print()
     scenarios = [ys.load_scenario(name) for name in SCENARIOS]

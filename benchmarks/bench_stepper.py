@@ -4,6 +4,7 @@ Run it from the repository root::
 
     MPLBACKEND=Agg .venv/bin/python benchmarks/bench_stepper.py            # about a minute
     MPLBACKEND=Agg .venv/bin/python benchmarks/bench_stepper.py --quick    # about 15 s
+    MPLBACKEND=Agg .venv/bin/python benchmarks/bench_stepper.py --smoke    # 10 events (CI)
 
 The run: four orders, each charged and shipped with ``step.start`` and settled with a durable
 20 s delay, on two workers, one of which freezes for 40 s before recording a ship step (its
@@ -35,14 +36,14 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from _harness import footer, header, parser, timed, verdict
+from _harness import footer, header, parser, sizes, timed, verdict
 
 import yieldstar_sim as ys
 from yieldstar_sim.views import draw_run
 from yieldstar_sim.widgets import figure_png
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
 TARGET_SECONDS = 0.200
 ORDERS = (41, 42, 43, 44)
@@ -95,15 +96,20 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:7.1f} ms"
 
 
-def main() -> int:
-    args = parser(__doc__).parse_args()
-    reps = args.reps or (3 if args.quick else 5)
-    naive_events = 3 if args.quick else 6
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser(__doc__).parse_args(argv)
+    reps = args.reps or (1 if args.smoke else 3 if args.quick else 5)
+    naive_events = 1 if args.smoke else 3 if args.quick else 6
 
     run = ys.simulate(SCENARIO, seed=0)
-    events = len(run.trace)
-    began = header("stepper", details=sys.platform)
-    print(f"run: {SCENARIO.name}, {events} events, {run.points} choice points, {run.verdict_text}")
+    # Smoke: every pass over the first 10 events only (the figures mean nothing then).
+    events = min(len(run.trace), 10) if args.smoke else len(run.trace)
+    began = header("stepper", details=f"{sys.platform}{sizes(args)}")
+    visited = f" ({events} visited)" if events < len(run.trace) else ""
+    print(
+        f"run: {SCENARIO.name}, {len(run.trace)} events{visited}, {run.points} choice points, "
+        f"{run.verdict_text}"
+    )
     # The first stepper pays for importing ipywidgets, matplotlib and PIL: keep that out.
     ys.Stepper(run).view.pictures.timeline_png(0)
 

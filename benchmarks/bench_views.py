@@ -3,7 +3,8 @@
 Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_views.py            # full run, about 1-1.5 minutes
-    .venv/bin/python benchmarks/bench_views.py --quick    # smoke test, about 25 s
+    .venv/bin/python benchmarks/bench_views.py --quick    # fewer repetitions, about 25 s
+    .venv/bin/python benchmarks/bench_views.py --smoke    # 10 and 100 only, once each (CI)
 
 The runs: a synthetic fan-out scenario, one trigger, 2 workers, memory runtime, seed 0. One
 ``fan-out`` parent starts N-1 ``child`` executions in a loop (``step.start(f"child-{i}",
@@ -59,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import matplotlib
-from _harness import footer, header, ms, parser, progress, show, targets
+from _harness import footer, header, ms, parser, progress, show, sizes, targets
 from _views_labels import DPI, Readability, rasterised, readability
 from matplotlib.axes import Axes
 from matplotlib.image import imsave
@@ -399,20 +400,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = args_parser.parse_args(argv)
     matplotlib.use("Agg")
+    # Smoke: every section once, without the 500-execution run (the target's 100 stays).
+    run_sizes = tuple(size for size in SIZES if size <= TARGET_SIZE) if args.smoke else SIZES
     reps = dict(zip(SIZES, (3, 2, 1) if args.quick else (7, 5, 3), strict=True))
     split_reps = dict(zip(SIZES, (1, 1, 0) if args.quick else (3, 3, 1), strict=True))
+    if args.smoke:
+        reps = split_reps = dict.fromkeys(SIZES, 1)
     if args.reps:
         reps = dict.fromkeys(SIZES, args.reps)
     began = header(
         "views",
         f"matplotlib {matplotlib.__version__}",
-        details="fan-out runs on 2 workers, memory runtime, seed 0"
-        + (", quick" if args.quick else ""),
+        details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
-    runs = {executions: simulate(executions) for executions in SIZES}
+    runs = {executions: simulate(executions) for executions in run_sizes}
     png(draw_run(runs[SIZES[0]]))  # imports, font caches
-    bar_reps = 3 if args.quick else 7
+    bar_reps = 1 if args.smoke else 3 if args.quick else 7
     if args.timeline_only:
         print_bars(measure_bars(runs, bar_reps, args.picture))
         footer(began)

@@ -1,0 +1,68 @@
+"""The benchmarks still import and take ``--smoke``: a cheap guard in the normal test command.
+
+CI runs every benchmark at its smallest (``make bench-smoke``, benchmarks/smoke.py); this only
+imports each script and asks its argument parser for ``--help``, so that a benchmark an API
+change broke at import time fails ``make test`` too, in a second or two.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("bench_*.py"))
+
+
+@pytest.fixture
+def benchmarks_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scripts import their helpers (``_harness`` ...) from their own folder."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+
+
+def test_every_benchmark_is_found() -> None:
+    assert len(SCRIPTS) >= 8, SCRIPTS
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_a_benchmark_imports_and_takes_smoke(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    module = importlib.import_module(name)
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--help"])
+    assert exited.value.code == 0
+    assert "--smoke" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_the_smoke_run_runs_every_benchmark() -> None:
+    smoke = importlib.import_module("smoke")
+    assert sorted({script.removesuffix(".py") for script, *_ in smoke.RUNS}) == SCRIPTS
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_a_benchmark_that_crashes_fails_the_smoke_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    smoke = importlib.import_module("smoke")
+    monkeypatch.setattr(smoke, "RUNS", (("bench_that_is_not_there.py",),))
+    assert smoke.main() == 1
+    assert "bench_that_is_not_there.py --smoke  FAILED (exit 2)" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_smoke_implies_quick_in_every_parser() -> None:
+    harness = importlib.import_module("_harness")
+    args = harness.parser("A benchmark.").parse_args(["--smoke"])
+    assert (args.quick, args.smoke) == (True, True)
+    assert harness.sizes(args) == ", smoke"
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_the_harness_docstring_examples() -> None:
+    result = doctest.testmod(importlib.import_module("_harness"), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    assert result.attempted > 0
