@@ -15,6 +15,11 @@ in wall-clock seconds. The figures are the ratios of the medians and of the mini
 minimum is the figure least touched by other sessions' load), now / baseline; the target is
 at most 0.6x.
 
+With ``--instructions``, instead: machine instructions per run (``timeout=None``), each side
+counted by valgrind's callgrind (a child with no run and one with 100, the difference divided
+out): a deterministic ratio where the timed one swings with other sessions' load (on a quiet
+machine the two agree to about 0.01). Needs ``valgrind`` (skipped, in a line, without it).
+
 With ``--views``, instead: ``draw_run(run, group=False)`` + ``savefig(png, dpi=100)`` of
 ``bench_views.py``'s 100-execution fan-out (every execution its own box: a 4320 x 2300 picture;
 ``bench_views.py`` draws the grouped one), medians of 3 after a warm-up, against the 1 s target.
@@ -86,6 +91,61 @@ def time_side(path: Path, names: Sequence[str], batch: int) -> dict[str, float]:
     )  # fmt: skip
     result: dict[str, float] = json.loads(done.stdout)
     return result
+
+
+COUNTED = """
+import sys
+import yieldstar_sim as ys
+for name in sys.argv[2:]:
+    scenario = ys.load_scenario(name)
+    for _ in range(int(sys.argv[1])):
+        ys.simulate(scenario, 0, runtime="memory", timeout=None)
+"""
+
+
+def count_side(path: Path, name: str, runs: int) -> int | None:
+    """Machine instructions per memory run of ``name`` (``timeout=None``), in a child importing
+    the package from ``path``, counted by valgrind's callgrind: the same figure on a loaded
+    machine as on an idle one. The child runs twice (no run, then ``runs`` runs) and the
+    difference is divided out, so imports and loading the scenario cancel."""
+    counts = []
+    for count in (0, runs):
+        with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+            subprocess.run(
+                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                 f"--log-file={log.name}", sys.executable, "-c", COUNTED, str(count), name],
+                cwd=path, env=dict(os.environ, PYTHONPATH=str(path), PYTHONHASHSEED="0"),
+                capture_output=True, check=True,
+            )  # fmt: skip
+            found = [line for line in log.read().splitlines() if "Collected :" in line]
+        if not found:
+            return None
+        counts.append(int(found[-1].rsplit(":", 1)[1]))
+    return (counts[1] - counts[0]) // runs
+
+
+def instructions(baseline: str, names: Sequence[str], runs: int) -> None:
+    """Instructions per memory run, now against ``baseline``: deterministic where timings on a
+    shared machine are not (they track the timed ratios to about 0.01 when both are quiet)."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("instructions: skipped (no valgrind; `apt-get install valgrind`)")
+        return
+    print(f"Instructions per memory run (timeout=None), now against {baseline} ({runs} runs)")
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(baseline, Path(tmp))
+        worst = 0.0
+        for name in names:
+            then, now = count_side(Path(tmp), name, runs), count_side(ROOT, name, runs)
+            if then is None or now is None:
+                print(f"  {name}: valgrind printed no count")
+                continue
+            worst = max(worst, now / then)
+            print(f"  {name:<30} then {then / 1e6:6.2f}M  now {now / 1e6:6.2f}M  {now / then:.3f}x")
+    verdict = "PASS" if worst <= MAX_RATIO else "MISS"
+    print(f"  a memory run (timeout=None) at most {MAX_RATIO}x in instructions: {verdict}"
+          f" (worst {worst:.3f}x)")  # fmt: skip
 
 
 def views(reps: int = 3, executions: int = 100) -> None:
@@ -173,6 +233,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scenario", action="append", help="a scenario (repeatable)")
     parser.add_argument("--views", action="store_true", help="the ungrouped picture instead")
     parser.add_argument("--jobs", action="store_true", help="jobs=2 against jobs=1 instead")
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count machine instructions per run under valgrind instead of timing",
+    )
     args = parser.parse_args(argv)
     # Smoke: once, tiny; against HEAD, which a clean clone (CI) always has.
     baseline = args.baseline or ("HEAD" if args.smoke else "main")
@@ -183,6 +248,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         views(*((1, 10) if args.smoke else ()))
         return 0
     names = args.scenario or list(SCENARIOS)
+    if args.instructions:
+        instructions(baseline, names[:1] if args.smoke else names, 2 if args.smoke else 100)
+        return 0
     reps, batch = (1, 1) if args.smoke else (5, 30) if args.quick else (11, 60)
     times: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
