@@ -489,7 +489,9 @@ class Simulator:
         call event's payload from the result (by default, from the result alone)."""
         fault, where = yield from self.pass_point(info, token=token)
         kind = FaultKind(fault.kind) if fault is not None else None
-        if kind == FaultKind.FREEZE:
+        if kind is None:
+            pass  # most points: no fault to apply before the call
+        elif kind == FaultKind.FREEZE:
             assert fault is not None
             assert fault.seconds is not None
             self.trace.add(
@@ -541,6 +543,8 @@ class Simulator:
             data=(data or result_data)(result),
             **where,
         )  # fmt: skip
+        if kind is None:
+            return result
         if kind == FaultKind.CRASH_AFTER:
             raise WorkerCrashed
         if kind == FaultKind.LOSE_RESPONSE:

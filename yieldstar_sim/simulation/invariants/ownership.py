@@ -57,8 +57,8 @@ def _cancel_events(run: SimulationRun) -> dict[str, TraceEvent]:
     """For each execution whose cancellation was requested, the event that first reached it
     (the scenario's cancel, or a worker's for a max duration), however far down it was owned."""
     requested: dict[str, TraceEvent] = {}
-    for event in run.trace:
-        if isinstance(event.data, CancelData):
+    for event in run.trace.events:
+        if type(event.data) is CancelData:  # exact type: this runs over every event
             for execution_id in event.data.cancelled:
                 requested.setdefault(execution_id, event)
     return requested

@@ -32,10 +32,10 @@ class OneTargetPerStartRequest:
                 by_request[(record.parent.execution_id, record.parent.step_key)].append(
                     record.execution_id
                 )
-        admitted = admission_events(run)
         violations = []
         for (caller, key), targets in sorted(by_request.items()):
             if len(targets) > 1:
+                admitted = admission_events(run)  # only to say where: most runs hold
                 violations.append(
                     Violation(
                         self.name,
@@ -181,8 +181,9 @@ class AcknowledgedUnderCurrentLease:
         """Follow claims and acknowledgements through the trace."""
         latest: dict[str, int] = {}
         violations = []
-        for event in run.trace:
-            if event.kind != TraceKind.CALL or event.execution_id is None or event.token is None:
+        call = TraceKind.CALL  # once: an enum member's lookup costs more than the comparison
+        for event in run.trace.events:
+            if event.kind is not call or event.execution_id is None or event.token is None:
                 continue
             if event.op == "claim":
                 latest[event.execution_id] = event.token
