@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Generator, Mapping, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.clock import ManualClock
@@ -75,6 +76,7 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
     from pathlib import Path
 
     from yieldstar_sim.runtime.protocol import Runtime
@@ -348,13 +350,16 @@ class Simulator:
         port = SimPort(self)
         world = BodyWorld(port, name, lease, in_workflow_code=self.scenario.world_in_workflow_code)
         driver = drive(workflow, delivery, world, self.registry().profile)
-        code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
+        guard: Callable[[], AbstractContextManager[None]] | None = None
+        if self.deadline.seconds is not None:  # no limit, no guard: it costs at every step
+            code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
+            guard = partial(self.deadline.user_code, code)
         try:
             outcome = yield from step_delivery(
                 driver,
                 lambda command: self._perform(name, lease, command, world, port),
                 errors=InfrastructureError,
-                guard=lambda: self.deadline.user_code(code),
+                guard=guard,
             )
         except InfrastructureError as rejection:
             self.trace.add(
@@ -399,11 +404,14 @@ class Simulator:
         if isinstance(command, RunBody):
             port.elapsed, port.admitted, port.ops = 0.0, False, []
             try:
-                with self.deadline.user_code(
-                    f"step {command.step_key} of {command.execution_id} (attempt "
-                    f"{command.attempt}, {name})"
-                ):
+                if self.deadline.seconds is None:
                     result = world.run(command)
+                else:
+                    with self.deadline.user_code(
+                        f"step {command.step_key} of {command.execution_id} (attempt "
+                        f"{command.attempt}, {name})"
+                    ):
+                        result = world.run(command)
             finally:
                 ops, port.ops = port.ops, None
             if port.admitted:
