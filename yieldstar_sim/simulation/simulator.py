@@ -191,7 +191,8 @@ class Simulator:
                 stopped = self.kernel.run(
                     until=scenario.max_time,
                     max_points=scenario.max_points,
-                    stop=lambda: self.deadline.expired,
+                    # No limit, nothing to ask before each point.
+                    stop=None if self.deadline.seconds is None else lambda: self.deadline.expired,
                 )
                 self.stopped = {"until": "max_time", "stopped": "timeout"}.get(stopped, stopped)
             except RunTimedOut:
