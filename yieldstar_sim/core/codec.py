@@ -132,20 +132,8 @@ class DurableValueCodec:
         anything unexpected while inspecting ``value`` becomes an
         :class:`InvalidValue`.
         """
-        root = path if type(path) is str else "value"
-        try:
-            message, plain = _inspect(value, root)
-            if message is not None:
-                return InvalidValue(message)
-            if plain:
-                return EncodedValue(_plain_json(value))
-            canonical: bytes = rfc8785.dumps(cast("DurableValue", value))
-            return EncodedValue(canonical.decode("utf-8"))
-        except Exception as exc:
-            return InvalidValue(
-                f"{root}: value is not a durable value: "
-                f"{_exception_name(exc)} raised while encoding it"
-            )
+        encoded = _encoded(value, path)
+        return encoded if isinstance(encoded, InvalidValue) else EncodedValue(encoded[0])
 
     def round_trip(
         self, value: object, *, path: str = "value"
@@ -163,20 +151,11 @@ class DurableValueCodec:
         >>> codec.round_trip(float("inf")).message
         'value: float inf is not a durable value'
         """
-        root = path if type(path) is str else "value"
-        try:
-            message, plain = _inspect(value, root)
-            if message is not None:
-                return InvalidValue(message)
-            if plain:
-                return _plain_json(value), _canonical_copy(value)
-            canonical = rfc8785.dumps(cast("DurableValue", value)).decode("utf-8")
-        except Exception as exc:
-            return InvalidValue(
-                f"{root}: value is not a durable value: "
-                f"{_exception_name(exc)} raised while encoding it"
-            )
-        return canonical, self.decode_trusted(canonical)
+        encoded = _encoded(value, path)
+        if isinstance(encoded, InvalidValue):
+            return encoded
+        canonical, plain = encoded
+        return canonical, _canonical_copy(value) if plain else self.decode_trusted(canonical)
 
     def encode_or_raise(self, value: object, *, path: str = "value") -> str:
         """Like :meth:`encode`, but return the canonical JSON or raise :class:`DurableValueError`.
@@ -352,6 +331,24 @@ def _quick_check(value: object, ancestors: int, seen: list[int]) -> int:
 _PLAIN_JSON = json.JSONEncoder(
     ensure_ascii=False, check_circular=False, sort_keys=True, separators=(",", ":")
 )
+
+
+def _encoded(value: object, path: object) -> tuple[str, bool] | InvalidValue:
+    """``value``'s canonical JSON and whether it is plain (``_inspect``), or why it is not
+    durable: what ``encode`` and ``round_trip`` share. Never raises."""
+    root = path if type(path) is str else "value"
+    try:
+        message, plain = _inspect(value, root)
+        if message is not None:
+            return InvalidValue(message)
+        if plain:
+            return _plain_json(value), True
+        canonical: bytes = rfc8785.dumps(cast("DurableValue", value))
+        return canonical.decode("utf-8"), False
+    except Exception as exc:
+        return InvalidValue(
+            f"{root}: value is not a durable value: {_exception_name(exc)} raised while encoding it"
+        )
 
 
 def _never(value: object) -> object:
