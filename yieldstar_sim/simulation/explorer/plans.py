@@ -102,13 +102,6 @@ class _ScheduleChooser:
 _MASK = (1 << 128) - 1
 
 
-def _step_hash(position: int, step_key: str, status: str, attempt: int) -> int:
-    """A step's term in its execution's sum of step hashes: 128 bits of a hash of what the
-    fingerprint covers of it."""
-    text = f"{position}\x1f{step_key}\x1f{status}\x1f{attempt}"
-    return int.from_bytes(blake2b(text.encode(), digest_size=16).digest())
-
-
 class _Execution:
     """What one execution contributes to a fingerprint, kept up to date from its changes."""
 
@@ -135,7 +128,8 @@ class _Execution:
         total = self.steps_sum
         for s in steps:
             position = s.position
-            new = _step_hash(position, s.step_key, s.status, s.attempt)
+            text = f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}"
+            new = int.from_bytes(blake2b(text.encode(), digest_size=16).digest())
             total += new - hashes.get(position, 0)
             hashes[position] = new
         self.steps_sum = total = total & _MASK
@@ -176,8 +170,8 @@ class Fingerprints:
     """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
 
     __slots__ = (
-        "_effects", "_ledger", "_ledger_hex", "_now", "_now_text", "_records", "_rows",
-        "_runtime",
+        "_effects", "_ledger", "_ledger_hex", "_now", "_now_text", "_others", "_others_text",
+        "_records", "_rows", "_runtime",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -189,6 +183,8 @@ class Fingerprints:
         self._rows: Mapping[str, Row] | None = None
         self._now: float | None = None
         self._now_text = ""
+        self._others: list[str] | None = None
+        self._others_text = ""
 
     def key(self, simulator: Simulator, name: str, point: Point) -> str:
         """The fingerprint of the state at a choice point, blind to which worker is which:
@@ -207,14 +203,28 @@ class Fingerprints:
             cache = self._records
             for row in rows.values():
                 entry = cache.get(row.seq)
-                if entry is None or entry.revision != row.revision:
-                    entry = self._catch_up(row)
+                if entry is None:
+                    entry = cache[row.seq] = _Execution()
+                if entry.revision != row.revision:
+                    # Only the steps written since the last read: a key written twice since
+                    # is read once, so its hash is replaced, never summed twice.
+                    writes = row.step_writes
+                    new = writes[entry.writes :]
+                    entry.writes = len(writes)
+                    steps = row.steps
+                    if len(new) == 1:
+                        entry.update((steps[new[0]],), row.head())
+                    else:
+                        entry.update([steps[key] for key in dict.fromkeys(new)], row.head())
+                    entry.revision = row.revision
                 records.append(entry.part)
         others = []
         for other, state in simulator.kernel.waiting():
             if other != name:
                 others.append(state.replace(other, "~"))
         others.sort()
+        if others != self._others:
+            self._others, self._others_text = others, repr(others)
         now = simulator.clock.now()
         if now != self._now:
             self._now, self._now_text = now, repr(now)
@@ -230,27 +240,11 @@ class Fingerprints:
                 self._ledger_hex,
                 repr(sorted(store.items())) if store else "[]",
                 # Each part its repr (self-delimiting) but the op, which is one of ours.
-                f"{others!r}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
+                f"{self._others_text}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
                 _clocks(simulator, name) if simulator.clocks.behind else "",
             )
         )
         return blake2b(text.encode(), digest_size=12).hexdigest()
-
-    def _catch_up(self, row: Row) -> _Execution:
-        """Fold in what was written to ``row`` since it was last read."""
-        entry = self._records.get(row.seq)
-        if entry is None:
-            entry = self._records[row.seq] = _Execution()
-        writes = row.step_writes
-        new = writes[entry.writes :]
-        entry.writes = len(writes)
-        steps = row.steps
-        # A key written twice since is read once: a step's hash is replaced, never summed twice.
-        entry.update(
-            [steps[key] for key in (dict.fromkeys(new) if len(new) > 1 else new)], row.head()
-        )
-        entry.revision = row.revision
-        return entry
 
     def records(self, runtime: Any) -> list[str]:
         """Each execution's part of the fingerprint, in admission order, read whole."""
