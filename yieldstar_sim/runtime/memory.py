@@ -271,8 +271,8 @@ class MemoryRuntime:
         """``(execution ID, incarnation, revision)`` of every execution, in admission order.
 
         The revision grows with every write to the execution's record or steps, so a reader
-        can keep what it derived from them until it changes (the explorer's state
-        fingerprints do).
+        can keep what it derived from them until it changes (``rows_view`` shows the same
+        rows without copying, for a reader at every choice point).
         """
         with self._lock:
             # Rows are inserted as their number is drawn, under the lock: in admission order.

@@ -13,7 +13,7 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence, ValuesView
 
     from yieldstar_sim.core.model import ExecutionRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -180,7 +180,7 @@ class Fingerprints:
         self._ledger = blake2b(digest_size=16)
         self._ledger_hex = self._ledger.hexdigest()
         self._runtime: object = None
-        self._rows: Mapping[str, Row] | None = None
+        self._rows: ValuesView[Row] | None = None
         self._now: float | None = None
         self._now_text = ""
         self._others: list[str] | None = None
@@ -194,14 +194,15 @@ class Fingerprints:
         if runtime is not self._runtime:
             self._runtime = runtime
             view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            self._rows = None if view is None else view()
+            # The view's values are live too: taken once, not at every point.
+            self._rows = None if view is None else view().values()
         rows = self._rows
         if rows is None:
             records = self.records(runtime)
         else:
             records = []
             cache = self._records
-            for row in rows.values():
+            for row in rows:
                 entry = cache.get(row.seq)
                 if entry is None:
                     entry = cache[row.seq] = _Execution()
