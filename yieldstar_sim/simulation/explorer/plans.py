@@ -122,7 +122,8 @@ class _Execution:
 
         A step's hash covers its position, key, status and attempt, and the steps' hashes are
         summed, so replacing one costs one hash whatever the count. A head equal to the last
-        one keeps its text: most writes are steps, which leave the head as it was.
+        one keeps its text (each field has one type, so equal heads print alike): most
+        writes are steps, which leave the head as it was.
         """
         hashes = self.step_hashes
         total = self.steps_sum
