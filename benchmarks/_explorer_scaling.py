@@ -110,7 +110,7 @@ def print_growth(results: Sequence[Growth]) -> None:
     )
 
 
-def _state_key_before(simulator: Any, name: str, point: Any, cache: Any = None) -> str:
+def _state_key_before(simulator: Any, name: str, point: Any) -> str:
     """The fingerprint as it was before the cache: every record and step read again, and
     the whole state formatted, at every choice point."""
     runtime = simulator.runtime
@@ -145,6 +145,13 @@ def _state_key_before(simulator: Any, name: str, point: Any, cache: Any = None) 
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
+class _Before(plans.Fingerprints):
+    """Fingerprints as they were before the cache."""
+
+    def key(self, simulator: Any, name: str, point: Any) -> str:
+        return _state_key_before(simulator, name, point)
+
+
 @dataclass
 class FingerprintCost:
     steps: int
@@ -164,18 +171,18 @@ def measure_fingerprints(steps: int, reps: int) -> FingerprintCost:
     base = plans.run_plan(scenario, plans.Plan(0, 0))
     plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
     result = FingerprintCost(steps, plans.run_plan(scenario, plan).points)
-    cached = plans._state_key
+    cached = plans.Fingerprints
     plans.run_plan(scenario, plan, expand=True)  # warm-up
     for rep in range(reps):
         modes = ["plain", "cached", "before"]
         for mode in modes if rep % 2 == 0 else modes[::-1]:
-            plans._state_key = _state_key_before if mode == "before" else cached
+            plans.Fingerprints = _Before if mode == "before" else cached  # type: ignore[misc]
             try:
                 start = time.perf_counter()
                 plans.run_plan(scenario, plan, expand=mode != "plain")
                 result.times[mode].append(time.perf_counter() - start)
             finally:
-                plans._state_key = cached
+                plans.Fingerprints = cached  # type: ignore[misc]
     return result
 
 

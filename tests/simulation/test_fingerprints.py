@@ -99,10 +99,10 @@ def test_cached_keys_equal_full_reads_and_part_states_as_before(name: str) -> No
 
 
 class _FullReads(plans.Fingerprints):
-    """The cache switched off: every execution read again at every point."""
+    """The cache switched off: every execution read again at every point, as on a runtime
+    that reports no changes."""
 
-    def records(self, runtime: Any) -> list[str]:
-        return [plans._read_whole(runtime, record).part for record in runtime.executions()]
+    follows_changes = False
 
 
 def _summary(report: ys.ExplorationReport) -> tuple[object, ...]:
@@ -149,3 +149,30 @@ def test_a_worker_s_skewed_clock_is_part_of_the_state_it_acts_in() -> None:
     plain, skewed, again = keys
     assert skewed != plain
     assert again == plain
+
+
+def test_the_memory_runtime_is_followed_not_read_whole() -> None:
+    """On the memory runtime the cache follows the rows that changed: no fingerprint asks it
+    for every record (so the comparison with whole reads above compares two ways)."""
+    simulator = plans._simulator(ys.load_scenario("durable-start"), plans.Plan(0, 0), "memory")
+    runtime: Any = simulator.runtime
+    whole_reads: list[int] = []
+    executions = runtime.executions
+
+    def counted() -> Any:
+        whole_reads.append(1)
+        return executions()
+
+    runtime.executions = counted
+    cache = plans.Fingerprints()
+    keys: list[str] = []
+
+    def observe(index: int, name: str, point: Point, fault: Any) -> None:
+        before = len(whole_reads)
+        keys.append(plans._state_key(simulator, name, point, cache))
+        assert len(whole_reads) == before
+
+    simulator.kernel.observers.append(observe)
+    simulator.run()
+    simulator.runtime.close()
+    assert len(keys) > 10

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.clock import Clock, ManualClock
@@ -44,7 +45,7 @@ from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.memory_rows import Row, read_step
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 
 class MemoryRuntime:
@@ -270,8 +271,8 @@ class MemoryRuntime:
         """``(execution ID, incarnation, revision)`` of every execution, in admission order.
 
         The revision grows with every write to the execution's record or steps, so a reader
-        can keep what it derived from them until it changes (the explorer's state
-        fingerprints do).
+        can keep what it derived from them until it changes (``rows_view`` shows the same
+        rows without copying, for a reader at every choice point).
         """
         with self._lock:
             # Rows are inserted as their number is drawn, under the lock: in admission order.
@@ -280,21 +281,18 @@ class MemoryRuntime:
     def record_state(self, execution_id: str) -> tuple[object, ...] | None:
         """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
         waiting on)`` of one execution, as its record would show them, or ``None``: what of a
-        record changes as it runs, without building the record and copying its values (the
-        explorer's fingerprints read it at every choice point that wrote)."""
+        record changes as it runs, without building the record and copying its values."""
         with self._lock:
             row = self._rows.get(execution_id)
-            if row is None:
-                return None
-            return (
-                row.execution_id,
-                str(row.status),
-                None if row.due_at is None else float(row.due_at),
-                row.lease_token,
-                None if row.lease_owner is None else float(row.lease_expires_at),  # type: ignore[arg-type]
-                row.cancel_requested,
-                row.waiting_on,
-            )
+            return None if row is None else row.head()
+
+    def rows_view(self) -> Mapping[str, Row]:
+        """Every execution's row by ID, in admission order: a live, read-only view for a
+        reader that follows what changed between calls, as the explorer's fingerprints do
+        at every choice point (a row's ``revision`` grows with every write to it or its
+        steps, and ``step_writes`` lists the key of each step write). Read it only while no
+        call runs, and change nothing in a row."""
+        return MappingProxyType(self._rows)
 
     def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
         """``(writes, steps)``: how many step writes the execution has had, and the current

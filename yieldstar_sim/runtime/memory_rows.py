@@ -168,6 +168,21 @@ class Row:
             self.waiting_on,
         )
 
+    def head(self) -> tuple[object, ...]:
+        """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
+        waiting on)`` as the record would show them: what of a record changes as it runs,
+        without building the record (``MemoryRuntime.record_state``, the explorer's
+        fingerprints)."""
+        return (
+            self.execution_id,
+            str(self.status),
+            None if self.due_at is None else float(self.due_at),
+            self.lease_token,
+            None if self.lease_owner is None else float(self.lease_expires_at),  # type: ignore[arg-type]
+            self.cancel_requested,
+            self.waiting_on,
+        )
+
     def ready_at(self) -> float | None:
         """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
         return self.due_at if self.lease_owner is None else self.lease_expires_at

@@ -4,8 +4,8 @@ equivalent."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
+from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
@@ -13,11 +13,12 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence, ValuesView
 
     from yieldstar_sim.core.model import ExecutionRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.faults import Fault, PointInfo
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.scenario import Scenario
@@ -98,47 +99,49 @@ class _ScheduleChooser:
         return wanted if wanted is not None and wanted in ready else ready[0]
 
 
-def _digest(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=16).digest(), "big")
-
-
 _MASK = (1 << 128) - 1
 
 
 class _Execution:
     """What one execution contributes to a fingerprint, kept up to date from its changes."""
 
-    __slots__ = ("part", "revision", "step_hashes", "steps_sum", "writes")
+    __slots__ = ("head", "head_text", "part", "revision", "step_hashes", "steps_sum", "writes")
 
     def __init__(self) -> None:
         self.revision = -1
         self.writes = 0
         self.step_hashes: dict[int, int] = {}
         self.steps_sum = 0
+        self.head: tuple[object, ...] | None = None
+        self.head_text = ""
         self.part = ""
 
-    def add_steps(self, steps: Iterable[StepRecord]) -> None:
-        """Fold in the current state of ``steps``: a step's hash includes its position, and
-        the steps' hashes are summed, so replacing one costs one hash whatever the count."""
+    def update(self, steps: Iterable[StepRecord], head: tuple[object, ...]) -> None:
+        """Fold in the current state of ``steps`` and take ``head`` (``record_head``) as the
+        execution's head.
+
+        A step's hash covers its position, key, status and attempt, and the steps' hashes are
+        summed, so replacing one costs one hash whatever the count. A head equal to the last
+        one keeps its text (each field has one type, so equal heads print alike): most
+        writes are steps, which leave the head as it was.
+        """
         hashes = self.step_hashes
         total = self.steps_sum
         for s in steps:
-            new = _digest(f"{s.position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}")
-            total += new - hashes.get(s.position, 0)
-            hashes[s.position] = new
-        self.steps_sum = total & _MASK
-
-    def set_record(self, record: ExecutionRecord) -> None:
-        """Take the record's changing fields (``record_head``) as this execution's head."""
-        self.set_head(record_head(record))
-
-    def set_head(self, head: tuple[object, ...]) -> None:
-        self.part = f"{head!r}:{len(self.step_hashes)}:{self.steps_sum:032x}"
+            position = s.position
+            text = f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}"
+            new = int.from_bytes(blake2b(text.encode(), digest_size=16).digest())
+            total += new - hashes.get(position, 0)
+            hashes[position] = new
+        self.steps_sum = total = total & _MASK
+        if head != self.head:
+            self.head, self.head_text = head, repr(head)
+        self.part = f"{self.head_text}:{len(hashes)}:{hex(total)}"
 
 
 def record_head(record: ExecutionRecord) -> tuple[object, ...]:
     """What of an execution's record its fingerprint covers: the fields that change as it
-    runs (``MemoryRuntime.record_state`` gives the same without building the record)."""
+    runs (``Row.head`` gives the same from the memory runtime's row)."""
     lease = record.lease
     return (
         record.execution_id,
@@ -156,76 +159,113 @@ class Fingerprints:
 
     An execution's part is its record's fields and a sum of its steps' hashes (each hash
     covers a step's position, key, status and attempt), so a step written changes one term.
-    On a runtime that reports changes (``revisions()`` and ``steps_written()``, as the memory
-    runtime does) only the executions whose revision moved are read again, and of their steps
-    only those written since; any other runtime is read whole at every point, to the same
-    fingerprint. The ledger's effects, only ever appended, are chained into one hash, each
-    once.
+    On the memory runtime, whose rows say how often each was written (``revision``) and which
+    steps each write touched (``step_writes``; ``MemoryRuntime.rows_view``), only the rows
+    whose revision moved are read again, and of their steps only those written since; any
+    other runtime is read whole at every point, to the same fingerprint. The ledger's
+    effects, only ever appended, are chained into one hash, each once; the clock's text is
+    kept while time stands still.
     """
 
-    __slots__ = ("_effects", "_ledger", "_ledger_hex", "_readers", "_records")
+    follows_changes = True
+    """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
+
+    __slots__ = (
+        "_effects", "_ledger", "_ledger_hex", "_now", "_now_text", "_others", "_others_text",
+        "_records", "_rows", "_runtime",
+    )  # fmt: skip
 
     def __init__(self) -> None:
-        self._records: dict[tuple[str, int], _Execution] = {}
+        self._records: dict[int, _Execution] = {}
         self._effects = 0
-        self._ledger = hashlib.blake2b(digest_size=16)
+        self._ledger = blake2b(digest_size=16)
         self._ledger_hex = self._ledger.hexdigest()
-        self._readers: tuple[Any, Any, Any, Any] | None = None
+        self._runtime: object = None
+        self._rows: ValuesView[Row] | None = None
+        self._now: float | None = None
+        self._now_text = ""
+        self._others: list[str] | None = None
+        self._others_text = ""
 
-    def _methods(self, runtime: Any) -> tuple[Any, Any, Any]:
-        """The runtime's change-reporting methods (looked up once per runtime: this runs at
-        every choice point)."""
-        readers = self._readers
-        if readers is None or readers[0] is not runtime:
-            readers = self._readers = (
-                runtime,
-                getattr(runtime, "revisions", None),
-                getattr(runtime, "steps_written", None),
-                getattr(runtime, "record_state", None),
+    def key(self, simulator: Simulator, name: str, point: Point) -> str:
+        """The fingerprint of the state at a choice point, blind to which worker is which:
+        the runtime's records, the clock, the ledger, the world's store, what every other
+        actor is doing, the call, and how far behind each skewed worker's clock runs."""
+        runtime = simulator.runtime
+        if runtime is not self._runtime:
+            self._runtime = runtime
+            view = getattr(runtime, "rows_view", None) if self.follows_changes else None
+            # The view's values are live too: taken once, not at every point.
+            self._rows = None if view is None else view().values()
+        rows = self._rows
+        if rows is None:
+            records = self.records(runtime)
+        else:
+            records = []
+            cache = self._records
+            for row in rows:
+                entry = cache.get(row.seq)
+                if entry is None:
+                    entry = cache[row.seq] = _Execution()
+                if entry.revision != row.revision:
+                    # Only the steps written since the last read: a key written twice since
+                    # is read once, so its hash is replaced, never summed twice.
+                    writes = row.step_writes
+                    new = writes[entry.writes :]
+                    entry.writes = len(writes)
+                    steps = row.steps
+                    if len(new) == 1:
+                        entry.update((steps[new[0]],), row.head())
+                    else:
+                        entry.update([steps[key] for key in dict.fromkeys(new)], row.head())
+                    entry.revision = row.revision
+                records.append(entry.part)
+        others = []
+        for other, state in simulator.kernel.waiting():
+            if other != name:
+                others.append(state.replace(other, "~"))
+        others.sort()
+        if others != self._others:
+            self._others, self._others_text = others, repr(others)
+        now = simulator.clock.now()
+        if now != self._now:
+            self._now, self._now_text = now, repr(now)
+        effects = simulator.ledger.effects
+        if len(effects) != self._effects:
+            self._fold(effects)
+        store = simulator.store.canonical
+        info: PointInfo = point.info
+        text = "\n".join(
+            (
+                *records,
+                self._now_text,
+                self._ledger_hex,
+                repr(sorted(store.items())) if store else "[]",
+                # Each part its repr (self-delimiting) but the op, which is one of ours.
+                f"{self._others_text}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
+                _clocks(simulator, name) if simulator.clocks.behind else "",
             )
-        return readers[1], readers[2], readers[3]
+        )
+        return blake2b(text.encode(), digest_size=12).hexdigest()
 
     def records(self, runtime: Any) -> list[str]:
-        """Each execution's part of the fingerprint, in admission order."""
-        revisions, steps_written, record_state = self._methods(runtime)
-        if revisions is None or steps_written is None:
-            return [_read_whole(runtime, record).part for record in runtime.executions()]
-        parts = []
-        cache = self._records
-        for execution_id, incarnation, revision in revisions():
-            entry = cache.get((execution_id, incarnation))
-            if entry is None:
-                entry = cache[execution_id, incarnation] = _Execution()
-            if entry.revision != revision:
-                entry.writes, changed = steps_written(execution_id, entry.writes)
-                entry.add_steps(changed)
-                if record_state is not None:
-                    entry.set_head(record_state(execution_id))
-                else:
-                    entry.set_record(runtime.execution(execution_id))
-                entry.revision = revision
-            parts.append(entry.part)
-        return parts
+        """Each execution's part of the fingerprint, in admission order, read whole."""
+        return [_read_whole(runtime, record).part for record in runtime.executions()]
 
-    def ledger(self, simulator: Simulator) -> str:
-        """A hash of the ledger's effects, in order."""
-        effects = simulator.ledger.effects
-        if len(effects) == self._effects:
-            return self._ledger_hex  # most points add no effect
+    def _fold(self, effects: list[Effect]) -> None:
+        """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, hashlib.blake2b(digest_size=16)
+            self._effects, self._ledger = 0, blake2b(digest_size=16)
         for effect in effects[self._effects :]:
             self._ledger.update(_effect_text(effect).encode() + b"\n")
         self._effects = len(effects)
         self._ledger_hex = self._ledger.hexdigest()
-        return self._ledger_hex
 
 
 def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:
     entry = _Execution()
-    entry.add_steps(runtime.steps(record.execution_id))
-    entry.set_record(record)
+    entry.update(runtime.steps(record.execution_id), record_head(record))
     return entry
 
 
@@ -236,28 +276,9 @@ def _effect_text(effect: Effect) -> str:
 def _state_key(
     simulator: Simulator, name: str, point: Point, cache: Fingerprints | None = None
 ) -> str:
-    """A fingerprint of the state at a choice point, blind to which worker is which: the
-    runtime's records, the clock, the ledger, the world's store, what every other actor is
-    doing, the call, and how far behind each skewed worker's clock runs.
-
-    With ``cache`` (one per run), only what changed since its last fingerprint is read again.
-    """
-    cache = cache if cache is not None else Fingerprints()
-    others = sorted(
-        state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
-    )
-    info: PointInfo = point.info
-    text = "\n".join(
-        (
-            *cache.records(simulator.runtime),
-            repr(simulator.clock.now()),
-            cache.ledger(simulator),
-            repr(sorted(simulator.store.canonical.items())),
-            repr((others, info.op, info.execution_id, info.step_key)),
-            _clocks(simulator, name),
-        )
-    )
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    """A fingerprint of the state at a choice point (``Fingerprints.key``). With ``cache``
+    (one per run), only what changed since its last fingerprint is read again."""
+    return (cache if cache is not None else Fingerprints()).key(simulator, name, point)
 
 
 def _clocks(simulator: Simulator, name: str) -> str:
@@ -294,15 +315,20 @@ def observe_points(simulator: Simulator, *, expand: bool) -> tuple[list[str], li
     labels: list[str] = []
     keys: list[str] = []
     ops: list[str] = []
-    simulator.kernel.observers.append(lambda index, name, point, fault: ops.append(point.info.op))
     if expand:
-        fingerprints = Fingerprints()
+        key = Fingerprints().key
 
         def observe(index: int, name: str, point: Point, fault: Any) -> None:
+            ops.append(point.info.op)
             labels.append(point.label)
-            keys.append(_state_key(simulator, name, point, fingerprints))
+            keys.append(key(simulator, name, point))
 
-        simulator.kernel.observers.append(observe)
+    else:
+
+        def observe(index: int, name: str, point: Point, fault: Any) -> None:
+            ops.append(point.info.op)
+
+    simulator.kernel.observers.append(observe)
     return labels, keys, ops
 
 
