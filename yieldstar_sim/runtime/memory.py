@@ -267,25 +267,6 @@ class MemoryRuntime:
         with self._lock:
             return [row.record() for row in self._ordered()]
 
-    def revisions(self) -> list[tuple[str, int, int]]:
-        """``(execution ID, incarnation, revision)`` of every execution, in admission order.
-
-        The revision grows with every write to the execution's record or steps, so a reader
-        can keep what it derived from them until it changes (``rows_view`` shows the same
-        rows without copying, for a reader at every choice point).
-        """
-        with self._lock:
-            # Rows are inserted as their number is drawn, under the lock: in admission order.
-            return [(row.execution_id, row.seq, row.revision) for row in self._rows.values()]
-
-    def record_state(self, execution_id: str) -> tuple[object, ...] | None:
-        """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
-        waiting on)`` of one execution, as its record would show them, or ``None``: what of a
-        record changes as it runs, without building the record and copying its values."""
-        with self._lock:
-            row = self._rows.get(execution_id)
-            return None if row is None else row.head()
-
     def rows_view(self) -> Mapping[str, Row]:
         """Every execution's row by ID, in admission order: a live, read-only view for a
         reader that follows what changed between calls, as the explorer's fingerprints do
@@ -293,19 +274,6 @@ class MemoryRuntime:
         steps, and ``step_writes`` lists the key of each step write). Read it only while no
         call runs, and change nothing in a row."""
         return MappingProxyType(self._rows)
-
-    def steps_written(self, execution_id: str, since: int) -> tuple[int, list[StepRecord]]:
-        """``(writes, steps)``: how many step writes the execution has had, and the current
-        records of the steps written after the first ``since`` of them (each once, in no
-        particular order), so a reader that saw ``since`` writes can catch up in time
-        proportional to what changed. The records are the stored ones, values shared: for a
-        reader that only hashes them (the explorer's fingerprints), never changes them."""
-        with self._lock:
-            row = self._rows.get(execution_id)
-            if row is None:
-                return 0, []
-            keys = dict.fromkeys(row.step_writes[since:])
-            return len(row.step_writes), [row.steps[key] for key in keys]
 
     def _ordered(self) -> Iterator[Row]:
         return iter(sorted(self._rows.values(), key=lambda row: row.seq))

@@ -87,9 +87,10 @@ class Row:
     steps: dict[str, StepRecord] = field(default_factory=dict)
     """By step key, in the order of their positions (a rewrite keeps a key's place)."""
     revision: int = 0
-    """Bumped by every write to the row or its steps (``MemoryRuntime.revisions``)."""
+    """Bumped by every write to the row or its steps: what readers of
+    ``MemoryRuntime.rows_view`` follow."""
     step_writes: list[str] = field(default_factory=list)
-    """The step key of every step write, in order (``MemoryRuntime.steps_written``)."""
+    """The step key of every step write, in order (``MemoryRuntime.rows_view``)."""
     params_value: DurableValue = None
     """``params`` decoded (set on admission)."""
     result_value: DurableValue = None
@@ -171,8 +172,7 @@ class Row:
     def head(self) -> tuple[object, ...]:
         """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
         waiting on)`` as the record would show them: what of a record changes as it runs,
-        without building the record (``MemoryRuntime.record_state``, the explorer's
-        fingerprints)."""
+        without building the record (the explorer's fingerprints)."""
         return (
             self.execution_id,
             str(self.status),
