@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from yieldstar_sim.cli_pictures import PictureProcess
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -447,8 +448,20 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
+    from yieldstar_sim.cli_pictures import PictureProcess
+
+    # Forked now, before the search's workers: it imports matplotlib while they search.
+    drawer = PictureProcess(scenario, fork=args.jobs > 1)
+    try:
+        return _explore_and_draw(args, scenario, out, drawer)
+    finally:
+        drawer.close()
+
+
+def _explore_and_draw(
+    args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
+) -> int:
     from yieldstar_sim.simulation.explorer import explore
-    from yieldstar_sim.views.exploration import write_exploration_pictures
 
     if not args.no_confirm:
         _check_confirm_runtime(args.confirm, scenario)
@@ -470,7 +483,7 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
     )
     # The review page is of the whole exploration, not one more file per violation.
     formats = [format for format in args.format if format != "review"]
-    pictures = write_exploration_pictures(report, out, formats, scenario=scenario)
+    pictures = drawer.write(report, out, formats)
     review = None
     if "review" in args.format:
         from yieldstar_sim.core.filenames import file_stem
