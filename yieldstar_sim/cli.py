@@ -249,7 +249,7 @@ def _runtime_choice(text: str) -> str:
 
 
 def _format_list(text: str) -> list[str]:
-    from yieldstar_sim.views.export import FORMATS
+    from yieldstar_sim.views.formats import FORMATS  # not views.export: networkx stays unloaded
 
     chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
     unknown = [part for part in chosen if part not in FORMATS]
@@ -463,7 +463,9 @@ def _explore_and_draw(
 ) -> int:
     from yieldstar_sim.simulation.explorer import explore
 
-    if not args.no_confirm:
+    # DuckDB in memory and the memory runtime have no server to be missing; opening one here
+    # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
+    if not args.no_confirm and args.confirm not in ("duckdb", "memory"):
         _check_confirm_runtime(args.confirm, scenario)
     report = explore(
         scenario,
