@@ -467,6 +467,8 @@ def _explore_and_draw(
     # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
     if not args.no_confirm and args.confirm not in ("duckdb", "memory"):
         _check_confirm_runtime(args.confirm, scenario)
+    # The review page is of the whole exploration, not one more file per violation.
+    formats = [format for format in args.format if format != "review"]
     report = explore(
         scenario,
         max_faults=args.max_faults,
@@ -481,10 +483,9 @@ def _explore_and_draw(
         out=out,
         progress=args.progress,
         timeout=args.timeout,
+        on_searched=lambda searched: drawer.start(searched, out, formats),
         **_exhaustive_options(args),
     )
-    # The review page is of the whole exploration, not one more file per violation.
-    formats = [format for format in args.format if format != "review"]
     pictures = drawer.write(report, out, formats)
     review = None
     if "review" in args.format:

@@ -45,10 +45,19 @@ def _import_pictures() -> None:
     import yieldstar_sim.views.export  # noqa: F401
 
 
-def _write(report: ExplorationReport, out: Path, formats: Sequence[str]) -> ExplorationPictures:
+def _write(report: bytes, out: Path, formats: Sequence[str]) -> ExplorationPictures:
     from yieldstar_sim.views.exploration import write_exploration_pictures
 
-    return write_exploration_pictures(report, out, formats, scenario=_SCENARIO[0])
+    return write_exploration_pictures(pickle.loads(report), out, formats, scenario=_SCENARIO[0])
+
+
+def _pickled(report: ExplorationReport) -> bytes | None:
+    """The report as it crosses to the picture process, or None when something in it does not
+    pickle (a runtime factory of the API's, say): then it is drawn here."""
+    try:
+        return pickle.dumps(report)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        return None
 
 
 class PictureProcess:
@@ -59,6 +68,9 @@ class PictureProcess:
     def __init__(self, scenario: Scenario, *, fork: bool) -> None:
         self.scenario = scenario
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._early: (
+            tuple[str, Path, tuple[str, ...], concurrent.futures.Future[ExplorationPictures]] | None
+        ) = None
         if not fork or "fork" not in multiprocessing.get_all_start_methods():
             return
         from yieldstar_sim.engine.worker import frozen_heap
@@ -72,18 +84,41 @@ class PictureProcess:
         with frozen_heap():  # the first task forks the process (see engine.worker)
             self._pool.submit(_import_pictures)
 
+    def start(self, report: ExplorationReport, out: Path, formats: Sequence[str]) -> None:
+        """Start drawing ``report`` as it is now (the search over, before its confirmation on
+        another runtime, which runs meanwhile): the pictures depend on the confirmation only
+        through the verdict, so ``write`` keeps them when the verdict has not changed."""
+        if self._pool is None:
+            return
+        # Pickled now, not when the pool's feeder thread gets to it: the confirmation goes on
+        # writing into the report.
+        data = _pickled(report)
+        if data is None:
+            return  # ``write`` draws it, here
+        try:
+            drawing = self._pool.submit(_write, data, out, tuple(formats))
+        except concurrent.futures.process.BrokenProcessPool:
+            return
+        self._early = (report.verdict, out, tuple(formats), drawing)
+
     def write(
         self, report: ExplorationReport, out: Path, formats: Sequence[str]
     ) -> ExplorationPictures:
         """The report's pictures, written into ``out`` as ``write_exploration_pictures``
-        writes them; here when the picture process is gone (it was never started, or died)."""
-        if self._pool is not None:
-            try:
-                return self._pool.submit(_write, report, out, formats).result()
-            except (concurrent.futures.process.BrokenProcessPool, pickle.PicklingError):
-                # The process died (killed by the system), or the report holds something that
-                # does not cross to it: draw here as --jobs 1 does.
-                self.close()
+        writes them (those ``start`` drew, when nothing they show has changed since); here when
+        the picture process is gone (it was never started, or died)."""
+        early, self._early = self._early, None
+        try:
+            if early is not None:
+                verdict, where, chosen, drawing = early
+                pictures = drawing.result()
+                if (verdict, where, chosen) == (report.verdict, out, tuple(formats)):
+                    return pictures
+            data = _pickled(report)
+            if self._pool is not None and data is not None:
+                return self._pool.submit(_write, data, out, formats).result()
+        except concurrent.futures.process.BrokenProcessPool:
+            self.close()  # the process died (killed by the system): draw here, as --jobs 1 does
         from yieldstar_sim.views.exploration import write_exploration_pictures
 
         return write_exploration_pictures(report, out, formats, scenario=self.scenario)
