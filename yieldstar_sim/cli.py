@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from yieldstar_sim.cli_pictures import PictureProcess
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -248,7 +249,7 @@ def _runtime_choice(text: str) -> str:
 
 
 def _format_list(text: str) -> list[str]:
-    from yieldstar_sim.views.export import FORMATS
+    from yieldstar_sim.views.formats import FORMATS  # not views.export: networkx stays unloaded
 
     chosen = [part.strip().lower() for part in text.split(",") if part.strip()]
     unknown = [part for part in chosen if part not in FORMATS]
@@ -447,11 +448,27 @@ def _explore(args: argparse.Namespace) -> int:
 
 
 def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
-    from yieldstar_sim.simulation.explorer import explore
-    from yieldstar_sim.views.exploration import write_exploration_pictures
+    from yieldstar_sim.cli_pictures import PictureProcess
 
-    if not args.no_confirm:
+    # Forked now, before the search's workers: it imports matplotlib while they search.
+    drawer = PictureProcess(scenario, fork=args.jobs > 1)
+    try:
+        return _explore_and_draw(args, scenario, out, drawer)
+    finally:
+        drawer.close()
+
+
+def _explore_and_draw(
+    args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
+) -> int:
+    from yieldstar_sim.simulation.explorer import explore
+
+    # DuckDB in memory and the memory runtime have no server to be missing; opening one here
+    # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
+    if not args.no_confirm and args.confirm not in ("duckdb", "memory"):
         _check_confirm_runtime(args.confirm, scenario)
+    # The review page is of the whole exploration, not one more file per violation.
+    formats = [format for format in args.format if format != "review"]
     report = explore(
         scenario,
         max_faults=args.max_faults,
@@ -466,11 +483,10 @@ def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -
         out=out,
         progress=args.progress,
         timeout=args.timeout,
+        on_searched=lambda searched: drawer.start(searched, out, formats),
         **_exhaustive_options(args),
     )
-    # The review page is of the whole exploration, not one more file per violation.
-    formats = [format for format in args.format if format != "review"]
-    pictures = write_exploration_pictures(report, out, formats, scenario=scenario)
+    pictures = drawer.write(report, out, formats)
     review = None
     if "review" in args.format:
         from yieldstar_sim.core.filenames import file_stem

@@ -301,6 +301,31 @@ def test_explore_gives_the_same_answer_for_one_or_two_jobs_and_the_same_seed(
     assert answers[0] == answers[1] == answers[2]
 
 
+def test_explore_with_two_jobs_confirms_and_draws_what_one_job_does_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    # --jobs 2 confirms on the worker processes and draws in a picture process of its own
+    answers = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"out{jobs}"
+        result = run(
+            "explore", "trigger-in-step", "--all", "--jobs", jobs, "--json", "--out", out.name,
+            cwd=tmp_path,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stderr
+        report = json.loads(result.stdout.replace(out.name, "OUT"))
+        report.pop("elapsed_seconds")
+        files = {path.name: path.read_bytes() for path in sorted(out.iterdir())}
+        answers.append((report, files))
+    assert answers[0] == answers[1]
+    report, files = answers[0]
+    assert report["confirmations"] == [
+        "confirmed on duckdb: 2 violation(s) and 3 passing schedule(s) replayed, 0 mismatch(es)"
+    ]
+    assert "trigger-in-step-explore.png" in files
+    assert "trigger-in-step-violation-1-divergence.png" in files
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -119,6 +119,33 @@ def test_the_same_seed_twice_and_any_number_of_jobs_give_the_same_report() -> No
     assert summaries[0] == summaries[1] == summaries[2]
 
 
+@pytest.mark.parametrize(
+    ("name", "runtime"),
+    [
+        ("trigger-in-step", "memory"),
+        # a runtime DuckDB disagrees with: every violation replays differently there
+        ("durable-start", "yieldstar_sim.examples.flawed_runtimes:DedupWhileOpenRuntime"),
+    ],
+)
+def test_confirmation_on_the_worker_processes_gives_the_report_of_one_process(
+    name: str, runtime: str
+) -> None:
+    scenario = ys.load_scenario(name)
+    reports = [
+        ys.explore(
+            scenario, max_faults=1, runtime=runtime, confirm="duckdb", stop_at_first=False,
+            jobs=jobs,
+        ).to_json()
+        for jobs in (1, 2)
+    ]  # fmt: skip
+    for report in reports:
+        report.pop("elapsed_seconds")
+    assert reports[0] == reports[1]
+    assert reports[0]["confirmations"][0].endswith("3 passing schedule(s) replayed, " + (
+        "0 mismatch(es)" if runtime == "memory" else "3 mismatch(es)"
+    ))  # fmt: skip
+
+
 def test_a_budget_bounds_the_schedules() -> None:
     report = ys.explore(
         ys.load_scenario("durable-start"),

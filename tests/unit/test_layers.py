@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "cli",
             "cli_files",
+            "cli_pictures",
             "demo",
             "errors",
             "examples",

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
-from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
-from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -89,6 +87,11 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.artifact import replay
+
+    # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
+    # whose pictures are drawn in another process) need not load networkx.
+    from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
+    from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
     failing = replay(found.artifact, scenario=scenario, check_trace=False)
     runs = [("violation: " + "; ".join(found.faults), failing)]

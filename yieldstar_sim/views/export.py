@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
+from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS, FORMATS, RUN_FORMATS
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
 from yieldstar_sim.views.graph_text import (
     _bidi_visible,
@@ -52,6 +53,7 @@ __all__ = [
     "EXTENSIONS",
     "FIGURE_FORMATS",
     "FORMATS",
+    "RUN_FORMATS",
     "export",
     "figure_bytes",
     "html_report",
@@ -60,30 +62,6 @@ __all__ = [
     "to_mermaid",
     "to_node_link_json",
 ]
-
-#: Every format ``export`` writes, in the order it writes them.
-FORMATS: tuple[str, ...] = (
-    "svg", "png", "pdf", "graphml", "json", "dot", "mermaid", "html", "review",
-)  # fmt: skip
-
-#: The formats ``figure_bytes`` renders with matplotlib.
-FIGURE_FORMATS: tuple[str, ...] = ("svg", "png", "pdf")
-
-#: The file extension of each format.
-EXTENSIONS: dict[str, str] = {
-    "svg": ".svg",
-    "png": ".png",
-    "pdf": ".pdf",
-    "graphml": ".graphml",
-    "json": ".json",
-    "dot": ".dot",
-    "mermaid": ".mmd",
-    "html": ".html",
-    "review": ".review.html",
-}
-
-#: The formats only a run can be exported in (a graph alone has no verdict and no trace).
-RUN_FORMATS: tuple[str, ...] = ("html", "review")
 
 # --------------------------------------------------------------------------- figures
 

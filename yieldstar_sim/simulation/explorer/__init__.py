@@ -91,6 +91,7 @@ def explore(
     order: str = "dfs",
     reduction: bool = True,
     prefix_sharing: bool | None = None,
+    on_searched: Callable[[ExplorationReport], None] | None = None,
 ) -> ExplorationReport:
     """Search ``scenario``'s faults and interleavings for invariant violations.
 
@@ -122,6 +123,10 @@ def explore(
     forked from it there instead of replayed from the start, where the prefix takes longer to
     replay than a fork (None, the default: measured); ``False`` replays every plan, ``True``
     forks at every point. The report is the same either way.
+
+    ``on_searched`` is called with the report once the search is over and its violations are
+    shrunk, before they are confirmed on another runtime and saved (the command line starts
+    drawing the report's pictures in another process then, while the confirmation runs).
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
@@ -174,6 +179,8 @@ def explore(
             report.violations.append(
                 shrink(scenario, outcome, search.plans[index], runtime, invariant, timeout=timeout)
             )
+        if on_searched is not None and not report.interrupted:
+            on_searched(report)
         if confirm and not report.interrupted:
             confirm_on(scenario, report, search, against=confirm, samples=confirm_samples)
     except KeyboardInterrupt:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.explorer.confirm import Replay
     from yieldstar_sim.simulation.scenario import Scenario
 
 #: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
@@ -30,6 +31,13 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
     _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
 
 
+def _shard_scenario(reference: str | None) -> Scenario:
+    scenario = _SHARD_SCENARIOS.get(reference)
+    if scenario is None:
+        scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
+    return scenario
+
+
 def _shard_run(
     plans: list[Plan],
     runtime: RuntimeChoice,
@@ -37,10 +45,12 @@ def _shard_run(
     reference: str | None,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Outcome]:
-    scenario = _SHARD_SCENARIOS.get(reference)
-    if scenario is None:
-        scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
+    scenario = _shard_scenario(reference)
     return [run_plan(scenario, plan, runtime, expand=expand, timeout=timeout) for plan in plans]
+
+
+def _shard_digest(replay: Replay, reference: str | None) -> str | None:
+    return replay.digest(_shard_scenario(reference))
 
 
 class Runner:
@@ -167,6 +177,25 @@ class Runner:
                 ) from None
             raise
         return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
+
+    def digests(self, replays: Sequence[Replay]) -> list[str | None]:
+        """The trace digest of each confirmation replay, in order: on the executor, one task
+        per replay (the ones off the memory runtime, the slow ones, handed out first), when
+        there is more than one and each runtime can be named in another process; else here."""
+        if self.executor is self._own and self._asked > 1 and len(replays) > 1:
+            self._size_pool(len(replays))
+        crossing = [c for c in (replay.crossing() for replay in replays) if c is not None]
+        if self.executor is None or len(replays) < 2 or len(crossing) < len(replays):
+            return [replay.digest(self.scenario) for replay in replays]
+        reference = self.scenario.ref if self._own is None else None
+        if self._own is None:
+            self._reference()
+        slowest_first = sorted(range(len(replays)), key=lambda i: replays[i].runtime == "memory")
+        futures: dict[int, concurrent.futures.Future[str | None]] = {}
+        with frozen_heap():  # submitting may fork the pool's processes (see run)
+            for i in slowest_first:
+                futures[i] = self.executor.submit(_shard_digest, crossing[i], reference)
+        return [futures[i].result() for i in range(len(replays))]
 
     def close(self, *, cancel: bool = False) -> None:
         """Shut down our own process pool, if any (``cancel`` drops queued shards)."""
