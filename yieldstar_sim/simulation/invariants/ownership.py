@@ -33,35 +33,34 @@ def _owned(run: SimulationRun) -> dict[str, list[str]]:
 _ENDED = {"completed": "had completed", "failed": "had failed", "cancelled": "had been cancelled"}
 
 
-def _ended_events(run: SimulationRun) -> dict[str, TraceEvent]:
-    """For each execution that reached a terminal outcome, the acknowledgement that recorded it."""
+def _ended_and_cancel_events(
+    run: SimulationRun,
+) -> tuple[dict[str, TraceEvent], dict[str, TraceEvent]]:
+    """For each execution that reached a terminal outcome, the acknowledgement that recorded
+    it; for each whose cancellation was requested, the event that first reached it (the
+    scenario's cancel, or a worker's for a max duration), however far down it was owned."""
     ended: dict[str, TraceEvent] = {}
-    for event in run.trace:
-        if (
-            event.op == "acknowledge"
-            and isinstance(event.data, StatusData)
-            and event.execution_id is not None
-            and event.data.status in _ENDED
-        ):
-            ended.setdefault(event.execution_id, event)
-    return ended
+    requested: dict[str, TraceEvent] = {}
+    for event in run.trace.events:
+        data = event.data
+        kind = type(data)  # exact types: this runs over every event
+        if kind is StatusData:
+            if (
+                event.op == "acknowledge"
+                and event.execution_id is not None
+                and data.status in _ENDED  # type: ignore[attr-defined]
+            ):
+                ended.setdefault(event.execution_id, event)
+        elif kind is CancelData:
+            for execution_id in data.cancelled:  # type: ignore[attr-defined]
+                requested.setdefault(execution_id, event)
+    return ended, requested
 
 
 def _ended_words(ended: TraceEvent) -> str:
-    """How an acknowledgement from ``_ended_events`` ended its execution, in words."""
+    """How an acknowledgement from ``_ended_and_cancel_events`` ended its execution, in words."""
     status = ended.data.status if isinstance(ended.data, StatusData) else "?"
     return _ENDED.get(status, f"ended {status}")
-
-
-def _cancel_events(run: SimulationRun) -> dict[str, TraceEvent]:
-    """For each execution whose cancellation was requested, the event that first reached it
-    (the scenario's cancel, or a worker's for a max duration), however far down it was owned."""
-    requested: dict[str, TraceEvent] = {}
-    for event in run.trace.events:
-        if type(event.data) is CancelData:  # exact type: this runs over every event
-            for execution_id in event.data.cancelled:
-                requested.setdefault(execution_id, event)
-    return requested
 
 
 def _stale_admission(run: SimulationRun, admission: TraceEvent) -> str:
@@ -100,7 +99,8 @@ class OwnedTargetsFollowTheirOwner:
         if not owned:
             return []  # most runs own nothing: no need to index the trace three times
         records = {r.execution_id: r for r in run.executions}
-        admitted, ended, cancels = admission_events(run), _ended_events(run), _cancel_events(run)
+        admitted = admission_events(run)
+        ended, cancels = _ended_and_cancel_events(run)
         violations: list[Violation] = []
         for owner_id, targets in sorted(owned.items()):
             owner = records.get(owner_id)
