@@ -214,3 +214,42 @@ def test_a_what_if_of_a_fault_that_cannot_go_at_the_point_is_refused_not_a_silen
     stepper._rerun_clicked()
     assert "the re-run failed: ValueError: a lose_response cannot go" in stepper.whatif_html.value
     assert len(stepper.runs) == 1
+
+
+def test_the_what_if_menu_offers_a_stall_at_an_elapse_and_the_attempt_outlives_its_lease() -> None:
+    """zombie-attempt-fixed passes; a stall put at its body's elapse from the stepper makes an
+    attempt that outlives its lease, whose fenced writes the runtime refuses."""
+    run = ys.simulate(
+        ys.load_scenario("zombie-attempt-fixed"), runtime="memory", scenario_faults=False
+    )
+    elapse = next(e for e in run.trace.events if e.op == "elapse" and e.point is not None)
+    stepper = Stepper(run, index=elapse.seq)
+    stepper.fault_kind.value = "stall"
+    assert not stepper.freeze_seconds.disabled
+    # What the explorer gives a stall: twice the lease and the redelivery delay.
+    scenario = run.scenario
+    assert stepper.freeze_seconds.value == 2 * (scenario.lease_seconds + scenario.redelivery_delay)
+    stepper.rerun_button.click()
+    rerun = stepper.run
+    assert rerun is not run
+    assert [fault.kind for fault in rerun.faults] == ["stall"]
+    assert any(event.kind == "stall" for event in rerun.trace), "no attempt stalled"
+    assert any(event.kind == "refused" for event in rerun.trace), "no fenced write refused"
+    assert stepper.diff is not None
+
+
+def test_the_what_if_menu_offers_a_skewed_clock_with_its_own_length(
+    durable: SimulationRun,
+) -> None:
+    stepper = Stepper(durable)
+    stepper.fault_kind.value = "skew"
+    assert not stepper.freeze_seconds.disabled
+    stepper.freeze_seconds.value = 25
+    claim = next(e for e in durable.trace.events if e.op == "claim" and e.point is not None)
+    stepper.slider.value = claim.seq
+    stepper.rerun_button.click()
+    skewed = next(fault for fault in stepper.run.faults if fault.kind == "skew")
+    assert skewed.seconds == 25
+    assert any(event.kind == "skew" for event in stepper.run.trace)
+    stepper.fault_kind.value = "crash"
+    assert stepper.freeze_seconds.disabled

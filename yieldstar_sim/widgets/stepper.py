@@ -24,7 +24,7 @@ import time
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.faults import FaultKind
+from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, explored_seconds
 from yieldstar_sim.views.pictures import RunPictures
 from yieldstar_sim.views.records import RecordBook, records_html
 from yieldstar_sim.views.words import narrate
@@ -52,6 +52,8 @@ FAULT_CHOICES: tuple[tuple[str, str], ...] = tuple(
             "lose the call's response",
             "freeze the worker for N s",
             "infrastructure error",
+            "stall this attempt for N s (at an elapse)",
+            "set the worker's clock N s behind",
         ),
         WHAT_IF_KINDS,
         strict=True,
@@ -163,9 +165,11 @@ class Stepper:
             options=list(FAULT_CHOICES), value=str(FaultKind.CRASH), description="fault",
             layout=widgets.Layout(width="300px"),
         )  # fmt: skip
+        freeze = run.scenario.lease_seconds + run.scenario.redelivery_delay
+        self._seconds = {kind: explored_seconds(kind, freeze) or freeze for kind in TIMED_KINDS}
+        """Each timed kind's length when chosen: what the explorer would give it."""
         self.freeze_seconds = widgets.BoundedFloatText(
-            value=run.scenario.lease_seconds + run.scenario.redelivery_delay, min=0.001,
-            max=1e6, step=5, description="seconds", disabled=True,
+            value=freeze, min=0.001, max=1e6, step=5, description="seconds", disabled=True,
             layout=widgets.Layout(width="160px"),
         )  # fmt: skip
         self.rerun_button = widgets.Button(
@@ -273,7 +277,7 @@ class Stepper:
             raise ValueError("no runtime call at or after this event: nowhere to put a fault")
         before = self.run
         fault = FaultKind(kind)
-        freeze = seconds if fault == FaultKind.FREEZE else None
+        freeze = seconds if fault in TIMED_KINDS else None
         rerun = what_if(before, fault, point.index, seconds=freeze)
         from yieldstar_sim.simulation.faults import Fault
 
@@ -376,7 +380,12 @@ class Stepper:
         self.render_seconds = time.perf_counter() - started
 
     def _kind_changed(self, change: dict[str, Any]) -> None:
-        self.freeze_seconds.disabled = change["new"] != str(FaultKind.FREEZE)
+        kind = FaultKind(change["new"])
+        self.freeze_seconds.disabled = kind not in TIMED_KINDS
+        if kind in TIMED_KINDS:
+            # Each kind's own length: a freeze past the lease, a stall past it and its retry,
+            # a skew its default.
+            self.freeze_seconds.value = self._seconds[kind]
 
     def _rerun_clicked(self) -> None:
         try:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.faults import (
+    TIMED_KINDS,
     Fault,
     FaultKind,
     PointInfo,
@@ -44,13 +45,15 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The faults a what-if offers, in menu order: every kind but a worker process's exit, which
-#: only means something on the worker invoker.
+#: only means something on the worker invoker. A stall goes only at a step body's elapse.
 WHAT_IF_KINDS: tuple[FaultKind, ...] = (
     FaultKind.CRASH,
     FaultKind.CRASH_AFTER,
     FaultKind.LOSE_RESPONSE,
     FaultKind.FREEZE,
     FaultKind.INFRA_ERROR,
+    FaultKind.STALL,
+    FaultKind.SKEW,
 )
 
 
@@ -126,7 +129,8 @@ def what_if(
     runtime: RuntimeChoice | None = None,
 ) -> SimulationRun:
     """Re-run ``run``'s scenario from the same seed with a ``kind`` fault added at choice point
-    ``at`` (``seconds`` for a freeze), on the same runtime unless ``runtime`` says otherwise.
+    ``at`` (``seconds`` for a freeze, a stall or a skew: how long, or how far behind; their
+    default when None), on the same runtime unless ``runtime`` says otherwise.
 
     The scenario's own fault plan is not added again: the faults that fired are in
     ``run.faults`` (see ``fault_plan``). The new run makes the same choices as the old one up
@@ -144,7 +148,7 @@ def what_if(
             + ("is no call to fail at an elapse" if points[at].info.op == "elapse"
                else "is no step body's elapse to stall at a call")
         )  # fmt: skip
-    new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) == FaultKind.FREEZE else None)
+    new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) in TIMED_KINDS else None)
     plan, _ = fault_plan(run, new)
     kind_of_runtime = runtime or run.runtime_choice or run.runtime_kind
     # The old run's later faults may not come again once the new one changes the path.
