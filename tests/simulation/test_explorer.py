@@ -169,6 +169,8 @@ def test_bad_arguments_are_refused() -> None:
         ys.explore(scenario, max_faults=-1)
     with pytest.raises(ValueError, match="unknown fault kind"):
         ys.explore(scenario, kinds=["meteor"])
+    with pytest.raises(TypeError, match="on_searched is a function of the report, not 'draw'"):
+        ys.explore(scenario, on_searched="draw")  # type: ignore[arg-type]
 
 
 def test_ddmin_finds_a_one_minimal_subset() -> None:

@@ -134,6 +134,9 @@ def explore(
     (True, True)
     """
     fault_kinds = _checked(strategy, max_faults, budget, kinds)
+    if on_searched is not None and not callable(on_searched):
+        # Found out only after the whole search otherwise.
+        raise TypeError(f"on_searched is a function of the report, not {on_searched!r}")
     freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
     if scenario.faults or any(cancel.client is not None for cancel in scenario.cancels):
         # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
