@@ -176,3 +176,24 @@ def test_the_memory_runtime_is_followed_not_read_whole() -> None:
     simulator.run()
     simulator.runtime.close()
     assert len(keys) > 10
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_child_schedule_fingerprints_only_after_its_fault_and_the_same_keys(name: str) -> None:
+    """The systematic search reads a child schedule's keys only after its last fault (before
+    it, the run is its parent's): those keys are computed, by one catch-up with everything
+    before, and equal the keys of a run fingerprinted at every point; the others are empty."""
+    scenario = ys.load_scenario(name)
+    clean = plans.run_plan(scenario, plans.Plan(0, 0), expand=True)
+    assert all(clean.keys), "a plan with no fault fingerprints every point"
+    at = clean.points // 2
+    child = plans.Plan(1, 0, (Fault(FaultKind.CRASH_AFTER, at=at),))
+    assert plans.keys_from(child) == at + 1
+    skipped = plans.run_plan(scenario, child, expand=True)
+    simulator = plans._simulator(scenario, child, "memory", None)
+    seen = plans.observe_points(simulator, expand=True, first_key=0)
+    simulator.run()
+    every = plans.outcome_of(simulator, child.index, seen)
+    assert list(skipped.keys[: at + 1]) == [""] * (at + 1)
+    assert skipped.keys[at + 1 :] == every.keys[at + 1 :]
+    assert all(skipped.keys[at + 1 :])

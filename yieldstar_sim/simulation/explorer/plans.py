@@ -304,14 +304,31 @@ def run_plan(
     with ``digest``, the trace's digest (serialising a trace costs a fifth of a schedule, so
     the search leaves it out and confirmation asks for it)."""
     simulator = _simulator(scenario, plan, runtime, timeout)
-    seen = observe_points(simulator, expand=expand)
+    seen = observe_points(simulator, expand=expand, first_key=keys_from(plan))
     simulator.run()
     return outcome_of(simulator, plan.index, seen, digest=digest)
 
 
-def observe_points(simulator: Simulator, *, expand: bool) -> tuple[list[str], list[str], list[str]]:
+def keys_from(plan: Plan) -> int:
+    """The first choice point whose state key the systematic search can read of ``plan``'s run:
+    the one after its last fault. It places the next fault only after that one, and before it
+    the run is its parent's, whose keys were read already.
+
+    >>> from yieldstar_sim.simulation.faults import Fault
+    >>> keys_from(Plan(0, 0)), keys_from(Plan(1, 0, (Fault("crash", at=7),)))
+    (0, 8)
+    """
+    placed = [fault.at for fault in plan.faults if fault.at is not None]
+    return max(placed) + 1 if placed else 0
+
+
+def observe_points(
+    simulator: Simulator, *, expand: bool, first_key: int = 0
+) -> tuple[list[str], list[str], list[str]]:
     """Record each choice point's op, and with ``expand`` its label and state key, as the
-    simulator passes it: the lists ``(labels, keys, ops)`` ``outcome_of`` reports."""
+    simulator passes it: the lists ``(labels, keys, ops)`` ``outcome_of`` reports. The keys of
+    the points before ``first_key`` (``keys_from(plan)``) are left empty (``""``): nothing
+    reads them, and the first key computed catches up with everything before it at once."""
     labels: list[str] = []
     keys: list[str] = []
     ops: list[str] = []
@@ -321,7 +338,7 @@ def observe_points(simulator: Simulator, *, expand: bool) -> tuple[list[str], li
         def observe(index: int, name: str, point: Point, fault: Any) -> None:
             ops.append(point.info.op)
             labels.append(point.label)
-            keys.append(key(simulator, name, point))
+            keys.append(key(simulator, name, point) if index >= first_key else "")
 
     else:
 

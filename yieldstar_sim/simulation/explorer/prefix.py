@@ -35,6 +35,7 @@ from yieldstar_sim.runtime.factory import resolve_runtime
 from yieldstar_sim.simulation.explorer.plans import (
     Plan,
     _simulator,
+    keys_from,
     observe_points,
     outcome_of,
     run_plan,
@@ -151,7 +152,7 @@ class PrefixSharing:
         """Run ``parent``, forking each of ``plans`` at its point; False when ``take`` said
         stop."""
         simulator = _simulator(self.scenario, parent, self.runtime, self.timeout)
-        seen = observe_points(simulator, expand=expand)
+        seen = observe_points(simulator, expand=expand, first_key=keys_from(parent))
         forks = _Forks(simulator, plans, take)
         simulator.kernel.faults = forks
         try:
