@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "cli",
             "cli_files",
             "cli_pictures",
+            "cli_explore",
             "demo",
             "errors",
             "examples",

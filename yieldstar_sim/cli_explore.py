@@ -1,0 +1,225 @@
+"""``yieldstar-sim explore``: the search, its confirmation, its pictures and its exit code
+(``cli.py`` parses the command line and dispatches here)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.cli import EXIT_CODES, INTERRUPTED, MAX_FAULTS_UNBUDGETED
+from yieldstar_sim.cli_files import (
+    UsageError,
+    output_folder,
+)
+
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+    from yieldstar_sim.cli_pictures import PictureProcess
+    from yieldstar_sim.simulation.explorer import ExplorationReport
+    from yieldstar_sim.simulation.scenario import Scenario
+
+
+def explore_command(args: argparse.Namespace) -> int:
+    from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+
+    if args.max_faults < 0:
+        raise UsageError(f"--max-faults must be 0 or more, not {args.max_faults}")
+    if args.budget is not None and args.budget < 1:
+        raise UsageError(f"--budget must be at least 1, not {args.budget}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+    exhaustive_only = [
+        option
+        for option, given in (
+            ("--max-depth", args.max_depth is not None),
+            ("--time-budget", args.time_budget is not None),
+            ("--order", args.order != "dfs"),
+            ("--no-reduction", args.no_reduction),
+        )
+        if given
+    ]
+    if exhaustive_only and args.strategy != "exhaustive":
+        raise UsageError(f"{exhaustive_only[0]} is an option of --strategy exhaustive only")
+    if args.max_depth is not None and args.max_depth < 1:
+        raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
+    if args.time_budget is not None and not args.time_budget > 0:
+        raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
+    if args.strategy == "exhaustive" and args.jobs > 1:
+        # Accepted and ignored, it would promise a speed-up the search never gives: its sleep
+        # sets and state cache belong to one depth-first search in one process.
+        raise UsageError(
+            f"--jobs {args.jobs} is not an option of --strategy exhaustive: its search runs in "
+            "one process (the sleep sets and the state cache are one search's)"
+        )
+    if (
+        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
+        and args.max_faults > MAX_FAULTS_UNBUDGETED
+        and args.budget is None
+        and args.time_budget is None
+    ):
+        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
+        # budget such a search runs for days and prints nothing.
+        raise UsageError(
+            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
+            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
+            f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"
+        )
+    _warn_above_cpus(args.jobs)
+    out = output_folder(args.out)
+    try:
+        scenario = load_scenario(args.scenario, timeout=args.timeout)
+        return _explore_scenario(args, scenario, out)
+    except ScenarioError as error:
+        raise UsageError(str(error)) from error
+
+
+def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
+    from yieldstar_sim.cli_pictures import PictureProcess
+
+    # Forked now, before the search's workers: it imports matplotlib while they search.
+    drawer = PictureProcess(scenario, fork=args.jobs > 1)
+    try:
+        return _explore_and_draw(args, scenario, out, drawer)
+    finally:
+        drawer.close()
+
+
+def _explore_and_draw(
+    args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
+) -> int:
+    from yieldstar_sim.simulation.explorer import explore
+
+    # DuckDB in memory and the memory runtime have no server to be missing; opening one here
+    # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
+    if not args.no_confirm and args.confirm not in ("duckdb", "memory"):
+        _check_confirm_runtime(args.confirm, scenario)
+    # The review page is of the whole exploration, not one more file per violation.
+    formats = [format for format in args.format if format != "review"]
+    report = explore(
+        scenario,
+        max_faults=args.max_faults,
+        strategy=args.strategy,
+        budget=args.budget,
+        seed=args.seed,
+        stop_at_first=not args.all,
+        runtime=args.runtime,
+        confirm=None if args.no_confirm else args.confirm,
+        check_adapter=args.check_adapter,
+        jobs=args.jobs,
+        out=out,
+        progress=args.progress,
+        timeout=args.timeout,
+        on_searched=lambda searched: drawer.start(searched, out, formats),
+        **_exhaustive_options(args),
+    )
+    pictures = drawer.write(report, out, formats)
+    review = None
+    if "review" in args.format:
+        from yieldstar_sim.core.filenames import file_stem
+
+        review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
+    states = _state_graph_files(report, out, formats)
+    if args.json:
+        data = report.to_json()
+        data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
+        if states:
+            data["state_graph"] = {format: str(path) for format, path in states.items()}
+        if review is not None:
+            data["review"] = str(review)
+        for found, divergence, graph in zip(
+            data["violations"], pictures.divergences, pictures.graphs, strict=True
+        ):
+            found["divergence"] = {format: str(path) for format, path in divergence.items()}
+            found["graph"] = {format: str(path) for format, path in graph.items()}
+        print(json.dumps(data))
+    elif args.quiet:
+        print(_explore_verdict(report))
+    else:
+        print(report.summary())
+        print("\n".join(pictures.lines()))
+        if states:
+            print(f"state graph: {', '.join(str(path) for path in states.values())}")
+        elif report.state_space is not None and len(report.state_space) > STATE_GRAPH_AT_MOST:
+            # Said, not silently left out: the reader looks for the file the other runs wrote.
+            print(
+                f"state graph: not drawn: {len(report.state_space):,} states, more than the "
+                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() has them all)"
+            )
+        if review is not None:
+            print(f"review page: {review}")
+    if report.interrupted:
+        print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
+        return INTERRUPTED
+    return EXIT_CODES[report.verdict]
+
+
+def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:
+    """Open the ``--confirm`` runtime once before the search: a server that is not there was
+    found only after the whole search, and blamed on the artifact ("does not replay")."""
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.model import InfrastructureError
+    from yieldstar_sim.runtime.factory import RuntimeChoiceError, open_runtime
+
+    try:
+        open_runtime(choice, ManualClock(), options=scenario.runtime_options).close()
+    except (RuntimeChoiceError, InfrastructureError) as error:
+        raise UsageError(f"--confirm {choice}: {error} (or --no-confirm)") from error
+
+
+def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The exhaustive strategy's options, given only to it."""
+    if args.strategy != "exhaustive":
+        return {}
+    return {
+        "max_depth": args.max_depth,
+        "time_budget": args.time_budget,
+        "order": args.order,
+        "reduction": not args.no_reduction,
+    }
+
+
+#: Past this many states the state graph is not drawn: a picture of it would say nothing.
+STATE_GRAPH_AT_MOST = 2000
+
+
+def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:
+    """The exhaustive search's state space, written in the requested formats it has."""
+    if report.state_space is None or not 0 < len(report.state_space) <= STATE_GRAPH_AT_MOST:
+        return {}
+    from yieldstar_sim.core.filenames import file_stem
+    from yieldstar_sim.views.statespace import STATE_GRAPH_FORMATS, export_state_graph
+
+    wanted = [format for format in formats if format in STATE_GRAPH_FORMATS]
+    if not wanted:
+        return {}
+    return export_state_graph(
+        report.state_space, out, wanted, stem=f"{file_stem(report.scenario)}-states",
+        title=f"{report.scenario}: {report.distinct_states} distinct states",
+    )  # fmt: skip
+
+
+def _explore_verdict(report: ExplorationReport) -> str:
+    """One line for ``explore --quiet``: the scenario, the verdict and what was covered."""
+    if not report.violations:
+        return f"{report.scenario}: {report.verdict} ({report.coverage()})"
+    names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    return (
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        "run without --quiet for the explanation"
+    )
+
+
+def _warn_above_cpus(jobs: int) -> None:
+    """More worker processes than CPUs only makes them wait for each other: say so (the
+    explorer itself never starts more processes than it has schedules to run)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if cpus and jobs > cpus:
+        print(
+            f"yieldstar-sim: warning: --jobs {jobs} is more than the {cpus} CPUs this process "
+            "may use; the worker processes will share them",
+            file=sys.stderr,
+        )
