@@ -191,6 +191,31 @@ def test_a_deadline_never_fires_outside_user_code_or_after_it() -> None:
     assert deadline.where == "late"
 
 
+def test_a_deadline_fires_even_after_the_watchdog_thread_died(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A watchdog whose thread is gone starts another when armed: else a body that spins
+    would run forever (a CI run once hung so, no watchdog thread left in the process)."""
+    import threading
+
+    from yieldstar_sim.simulation import deadline as deadline_module
+
+    gone = threading.Thread(target=lambda: None)
+    gone.start()
+    gone.join()
+    monkeypatch.setattr(deadline_module._WATCHDOG, "_thread", gone)
+    deadline = Deadline(0.05)
+
+    def spin() -> None:
+        with deadline.user_code("a spinning body"):
+            while True:  # only the wall-clock limit ends this
+                pass
+
+    with deadline, pytest.raises(RunTimedOut):
+        spin()
+    assert deadline.where == "a spinning body"
+
+
 # --------------------------------------------------------------------------- 3. faults
 
 

@@ -219,7 +219,9 @@ class _Watchdog:
         armed = _Armed(time.monotonic() + seconds, next(self._seq), deadline)
         with self._condition:
             heapq.heappush(self._heap, armed)
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
+                # None yet, or gone: a thread that died (an exception delivered to it, say)
+                # would leave every later deadline unfired and a spinning body running forever.
                 self._thread = threading.Thread(
                     target=self._run, name="yieldstar-deadline", daemon=True
                 )
@@ -247,7 +249,10 @@ class _Watchdog:
                 if not due:
                     condition.wait(heap[0].due - now if heap else None)
             for deadline in due:
-                deadline._fire()
+                try:
+                    deadline._fire()
+                except Exception:  # one deadline that cannot fire must not stop the others'
+                    continue
 
 
 _WATCHDOG = _Watchdog()
