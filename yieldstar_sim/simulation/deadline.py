@@ -141,11 +141,13 @@ class Deadline:
         if self.seconds is None:
             # No limit, nothing can fire: a run enters user code a hundred times, and the
             # guard below costs more than the code it guards in a short run.
-            return _UNGUARDED
+            return UNGUARDED
         return _UserCode(self, where)
 
 
-_UNGUARDED: AbstractContextManager[None] = contextlib.nullcontext()
+UNGUARDED: AbstractContextManager[None] = contextlib.nullcontext()
+"""What ``user_code`` returns with no limit: nothing to guard (callers with no limit that
+would rather not build the text naming the code use it directly)."""
 
 
 class _UserCode:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import json
@@ -22,7 +21,7 @@ import duckdb
 
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import ExecutionNotFoundError
-from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -367,7 +366,7 @@ def finish(simulator: Simulator) -> SimulationRun:
                 run.world = simulator.store.values()
             try:
                 with (
-                    deadline.user_code(f"the invariant {invariant.name}") if guarded else _UNGUARDED
+                    deadline.user_code(f"the invariant {invariant.name}") if guarded else UNGUARDED
                 ):
                     run.violations.extend(invariant.check(run))
                     unwatched = getattr(invariant, "unwatched", None)
@@ -397,9 +396,6 @@ def finish(simulator: Simulator) -> SimulationRun:
     if written:
         run.world = simulator.store.values()
     return run
-
-
-_UNGUARDED = contextlib.nullcontext()
 
 
 def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> list[Admission]:
