@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "yieldstar_sim"
 
 #: Bottom to top. A module's layer is the entry with the longest prefix of its dotted name.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("codec", ("core.codec", "core.codec_checks", "core.filenames")),
+    ("codec", ("core.codec", "core.codec_checks", "core.filenames", "core.frozen")),
     ("model", ("core.model",)),
     ("core", ("core",)),
     ("runtime", ("runtime",)),

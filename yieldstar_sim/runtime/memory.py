@@ -42,7 +42,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.failpoints import FailPoints
-from yieldstar_sim.runtime.memory_rows import Row, read_step
+from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -351,7 +351,7 @@ class MemoryRuntime:
                 row.lease_expires_at = now + lease_seconds
                 row.due_at = None
                 row.waiting_on = None
-                lease = Lease(
+                lease = new_lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
                 steps = tuple(map(read_step, row.steps.values()))
@@ -399,7 +399,7 @@ class MemoryRuntime:
             row.revision += 1
             old = row.steps.get(write.step_key)
             row.step_writes.append(write.step_key)
-            row.steps[write.step_key] = StepRecord(
+            row.steps[write.step_key] = new_step(
                 row.execution_id,
                 write.step_key,
                 len(row.steps) if old is None else old.position,

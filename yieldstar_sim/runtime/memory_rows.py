@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
     ErrorInfo,
@@ -21,6 +22,13 @@ from yieldstar_sim.core.model import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableValue
+
+# The memory runtime builds a record, lease or step for most calls it answers (``core.frozen``).
+# Type checkers check the calls against the classes themselves.
+if TYPE_CHECKING:
+    new_record, new_lease, new_step = ExecutionRecord, Lease, StepRecord
+else:
+    new_record, new_lease, new_step = map(maker, (ExecutionRecord, Lease, StepRecord))
 
 ORIGINS: dict[str, ExecutionOrigin] = {
     "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
@@ -45,7 +53,7 @@ def read_step(record: StepRecord) -> StepRecord:
     value = record.value
     if type(value) is not dict and type(value) is not list:
         return record
-    return StepRecord(
+    return new_step(
         record.execution_id, record.step_key, record.position, record.status, fresh(value),
         record.attempt, record.recorded_at,
     )  # fmt: skip
@@ -140,7 +148,7 @@ class Row:
         """The public record, built from the stored (already decoded) values: the same record
         ``common.execution_record(self.columns())`` gives, without decoding JSON."""
         lease = (
-            Lease(
+            new_lease(
                 self.execution_id,
                 self.lease_owner,
                 self.lease_token,
@@ -150,7 +158,7 @@ class Row:
             if self.lease_owner is not None
             else None
         )
-        return ExecutionRecord(
+        return new_record(
             self.execution_id,
             self.workflow_id,
             fresh(self.params_value),  # type: ignore[arg-type]

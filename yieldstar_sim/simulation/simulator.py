@@ -24,6 +24,7 @@ from yieldstar_sim.core.driver import (
     StartChild,
     drive,
 )
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import (
     ChildAccepted,
     Delivery,
@@ -83,6 +84,9 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.scenario import Scenario
 
 Actor = Generator[Wait | Park | Point, Any, None]
+
+#: Each choice point is asked for with a Point (``core.frozen``).
+_new_point = Point if TYPE_CHECKING else maker(Point)  # calls type-checked as Point(...)
 
 
 class WorkerCrashed(BaseException):
@@ -473,7 +477,7 @@ class Simulator:
         """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
         and trace the fault the plan injects there, if any; return the fault and where it
         struck, the keywords of every event that follows from it."""
-        fault: Fault | None = yield Point(info.label, info)
+        fault: Fault | None = yield _new_point(info.label, info)
         where: dict[str, Any] = {
             "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
             "step_key": info.step_key, "token": token, "point": self.kernel.points - 1,

@@ -20,6 +20,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
+from yieldstar_sim.core.frozen import maker
+
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject
 
@@ -509,6 +511,11 @@ class TraceEvent:
         return cls(kind=kind, data=payload, **envelope)
 
 
+#: Builds a TraceEvent without its ``__post_init__``, for ``Trace.add``, which makes the same
+#: checks first (an event is built for most things a run does: ``core.frozen``).
+_new_event = TraceEvent if TYPE_CHECKING else maker(TraceEvent, checked=True)
+
+
 @dataclass(frozen=True, slots=True)
 class Admission:
     """One admission of an execution, as the runtime's records show it.
@@ -569,9 +576,17 @@ class Trace:
         data: Payload = NO_DATA,
     ) -> TraceEvent:
         """Append an event and return it."""
-        event = TraceEvent(
-            len(self.events), t, kind, worker, op, execution_id, step_key, token, point, text, data
-        )
+        kinds = type(data).kinds
+        if type(kind) is TraceKind and (not kinds or (kind, op) in kinds or (kind, None) in kinds):
+            event = _new_event(
+                len(self.events), t, kind, worker, op, execution_id, step_key, token, point, text,
+                data,
+            )  # fmt: skip
+        else:  # TraceEvent converts a kind given as text, or refuses with its message
+            event = TraceEvent(
+                len(self.events), t, kind, worker, op, execution_id, step_key, token, point, text,
+                data,
+            )  # fmt: skip
         self.events.append(event)
         return event
 
