@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
+from yieldstar_sim.simulation.explorer.statekeys import StateKeys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
 from yieldstar_sim.simulation.run import finish
@@ -172,6 +173,9 @@ class ExhaustiveSearch:
     ``reduce`` (sleep sets) and ``cache`` (state caching) can be switched off, giving the naive
     search the reduction is measured against.
     """
+
+    state_keys: type[StateKeys] = StateKeys
+    """What keys each run's states (one per run): incremental on the memory runtime."""
 
     def __init__(
         self,
@@ -388,7 +392,7 @@ class ExhaustiveSearch:
         probe.close_span()
         self._keep_path()
         run = finish(simulator)
-        final = state_key(simulator, probe.histories, None)
+        final = probe.keys.key(simulator, None)
         last = self._stack[-1] if self._stack else None
         self.space.add_state(final, depth=simulator.kernel.points, label="end of the run",
                              plan=self.attempts - 1, terminal=True)  # fmt: skip
@@ -510,7 +514,7 @@ class _Probe:
 
     def __init__(self, search: ExhaustiveSearch, simulator: Simulator, prefix: list[Move]):
         self.search, self.simulator, self.prefix = search, simulator, prefix
-        self.histories: dict[str, list[str]] = {}
+        self.keys = search.state_keys()
         self.arrived = -1
         self.span = 0
         self.clock = simulator.clock.now()
@@ -538,7 +542,7 @@ class _Probe:
         sim, index = self.simulator, self.arrived
         events = sim.trace.events[self.span :]
         moved = sim.clock.now() != self.clock
-        self._remember(events)
+        self.keys.remember(events)
         self.span, self.clock = len(sim.trace.events), sim.clock.now()
         if index < max(0, len(self.prefix) - 1) or index >= len(self.search._stack):
             return  # before the first choice, inside the replayed prefix, or past the depth
@@ -547,19 +551,6 @@ class _Probe:
             node.current_fp = footprint(
                 events, fault=node.current.fault is not None, time_moved=moved
             )
-
-    def _remember(self, events: Sequence[TraceEvent]) -> None:
-        """Each actor's delivery so far, as its trace reads: the state its generator holds."""
-        for event in events:
-            worker = event.worker
-            if worker is None:
-                continue
-            history = self.histories.setdefault(worker, [])
-            if event.kind in (TraceKind.CRASH, TraceKind.OUTCOME, TraceKind.REJECT) or (
-                event.kind == TraceKind.CALL and event.op == "claim"
-            ):
-                history.clear()
-            history.append(f"{event.kind} {event.text}".replace(worker, "~"))
 
     def _arrive(self, index: int, ready: tuple[str, ...], chosen: tuple[str, Point] | None) -> None:
         self.close_span()
@@ -574,7 +565,7 @@ class _Probe:
             at_point[chosen[0]] = chosen[1]
         labels = {name: point.label for name, point in at_point.items()}
         ops = {name: point.info.op for name, point in at_point.items()}
-        key = state_key(self.simulator, self.histories, chosen)
+        key = self.keys.key(self.simulator, chosen)
         search.arrive(self, index, ready, key, labels=labels, ops=ops)
 
 
@@ -592,7 +583,12 @@ def state_key(
     """The fingerprint of the state at a choice point (before the choice), blind to which
     worker is which: the records with their step values, the start requests, the clock, the
     ledger, the world's store, and each actor's state (what it waits for, and its delivery so
-    far as the trace reads: what its generator holds)."""
+    far as the trace reads: what its generator holds; ``StateKeys.histories``).
+
+    Everything is read again and formatted whole: the key the search used before
+    ``StateKeys``, which tells states apart exactly as this one does in time proportional to
+    what changed. Kept as the reference the tests compare the search's results with.
+    """
     runtime = simulator.runtime
     records = []
     for record in runtime.executions():
