@@ -49,8 +49,12 @@ _MASK = (1 << 128) - 1
 #: Trace events after which an actor's generator holds nothing of its past: its history starts
 #: again (a claim call too).
 _RESETS = frozenset({TraceKind.CRASH, TraceKind.OUTCOME, TraceKind.REJECT})
+#: Empty hashes of each size, copied where one is needed: a copy costs half of making one.
+_HASH_16 = blake2b(digest_size=16)
+_HASH_12 = blake2b(digest_size=12)
 #: The hash of an empty history (an actor with no delivery yet, or none since a reset).
-_EMPTY = blake2b(digest_size=16).hexdigest()
+_EMPTY = _HASH_16.hexdigest()
+_CALL = TraceKind.CALL
 
 
 def step_hash(step: StepRecord) -> int:
@@ -61,8 +65,11 @@ def step_hash(step: StepRecord) -> int:
     text reads back one way.
     """
     s = step
-    text = f"{s.position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}\x1f{s.value!r}"
-    return int.from_bytes(blake2b(text.encode(), digest_size=16).digest())
+    running = _HASH_16.copy()
+    running.update(
+        f"{s.position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}\x1f{s.value!r}".encode()
+    )
+    return int.from_bytes(running.digest())
 
 
 class _Record:
@@ -125,7 +132,7 @@ class StateKeys:
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = ""
         self._effects = 0
-        self._ledger = blake2b(digest_size=16)
+        self._ledger = _HASH_16.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._now: float | None = None
         self._now_text = ""
@@ -145,17 +152,12 @@ class StateKeys:
                 continue
             kind = event.kind
             line = f"{kind} {event.text}".replace(worker, "~")
-            if kind in _RESETS or (kind == TraceKind.CALL and event.op == "claim"):
+            running = hashes.get(worker)
+            if running is None or kind in _RESETS or (kind is _CALL and event.op == "claim"):
                 histories[worker] = [line]
-                hashes[worker] = running = blake2b(digest_size=16)
+                hashes[worker] = running = _HASH_16.copy()
             else:
-                history = histories.get(worker)
-                if history is None:
-                    histories[worker] = [line]
-                    hashes[worker] = running = blake2b(digest_size=16)
-                else:
-                    history.append(line)
-                    running = hashes[worker]
+                histories[worker].append(line)
             _feed(running, line)
             hexes.pop(worker, None)
 
@@ -192,7 +194,8 @@ class StateKeys:
         waiting = simulator.kernel.waiting()
         if chosen is not None:
             waiting.append((chosen[0], f"point {chosen[1].label}"))
-        actors = sorted((state.replace(name, "~"), self._history(name)) for name, state in waiting)
+        actors = [(state.replace(name, "~"), self._history(name)) for name, state in waiting]
+        actors.sort()
         believed = ""
         behind, ends = simulator.clocks.behind, simulator.lease_ends
         if behind or ends:
@@ -208,7 +211,9 @@ class StateKeys:
                 believed,
             )
         )
-        return blake2b(text.encode(), digest_size=12).hexdigest()
+        running = _HASH_12.copy()
+        running.update(text.encode())
+        return running.hexdigest()
 
     def _follow(self, runtime: Any, rows: ValuesView[Row]) -> list[str]:
         """Each execution's part, reading again only the rows that changed (and the start
@@ -223,18 +228,19 @@ class StateKeys:
                 entry = cache[last] = _Record()
             if entry.revision != row.revision:
                 writes = row.step_writes
-                if len(writes) < entry.writes:  # the row's steps were emptied: read them all
-                    entry = cache[last] = _Record()
+                done = entry.writes
+                if len(writes) < done:  # the row's steps were emptied: read them all
+                    entry, done = _Record(), 0
+                    cache[last] = entry
                 # Only the steps written since the last read: a key written twice since is
                 # read once, so its term is replaced, never summed twice.
-                new = writes[entry.writes :]
-                entry.writes = len(writes)
                 steps = row.steps
-                if len(new) == 1:
-                    entry.update((steps[new[0]],), row.head(), row.result_value)
+                if len(writes) == done + 1:  # most often: one step written
+                    changed: Sequence[StepRecord] = (steps[writes[done]],)
                 else:
-                    entry.update([steps[key] for key in dict.fromkeys(new)], row.head(),
-                                 row.result_value)  # fmt: skip
+                    changed = [steps[key] for key in dict.fromkeys(writes[done:])]
+                entry.writes = len(writes)
+                entry.update(changed, row.head(), row.result_value)
                 entry.revision = row.revision
             records.append(entry.part)
         # Rows are kept in admission order and an admission takes a new, higher number: the
@@ -258,7 +264,7 @@ class StateKeys:
         """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, blake2b(digest_size=16)
+            self._effects, self._ledger = 0, _HASH_16.copy()
         for effect in effects[self._effects :]:
             text = repr(
                 (effect.name, effect.data, effect.execution_id, effect.step_key, effect.attempt)
@@ -283,7 +289,7 @@ def whole_key(
     and the clock."""
     keys = WholeReads()
     for name, lines in histories.items():
-        running = keys._hashes[name] = blake2b(digest_size=16)
+        running = keys._hashes[name] = _HASH_16.copy()
         for line in lines:
             _feed(running, line)
     return keys.key(simulator, chosen)
