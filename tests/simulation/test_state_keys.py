@@ -239,3 +239,18 @@ def test_the_memory_runtime_is_followed_not_read_whole() -> None:
     assert "executions" not in reads
     # Read again only when an execution was admitted (durable-start admits a few).
     assert 0 < reads.count("start requests") < len(points) // 2
+
+
+@pytest.mark.parametrize("name", ["durable-start", "booking-race", "spawn-after-prune"])
+def test_a_runtime_read_whole_gives_the_keys_the_memory_runtime_s_rows_give(name: str) -> None:
+    """DuckDB reports no changes, so its records and start requests are read whole at every
+    point: the keys are those of the same schedule on the memory runtime, followed by rows."""
+    keys = {}
+    for runtime in ("memory", "duckdb"):
+        simulator = plans._simulator(ys.load_scenario(name), plans.Plan(0, 0), runtime)
+        keyed = _Keyed(simulator, 1)
+        simulator.run()
+        simulator.runtime.close()
+        assert all(cached == whole for cached, _, whole, _ in keyed.seen)
+        keys[runtime] = [cached for cached, *_ in keyed.seen]
+    assert keys["duckdb"] == keys["memory"]
