@@ -148,7 +148,7 @@ class _Keyed:
 
     def __init__(self, simulator: Simulator, whole: bool) -> None:
         self.simulator, self.whole = simulator, whole
-        self.keys = StateKeys()
+        self.keys = StateKeys(lines=whole)
         self.arrived, self.span = -1, 0
         self.count = 0
         simulator.kernel.chooser = self.choose

@@ -32,7 +32,7 @@ class _Keyed:
 
     def __init__(self, simulator: Simulator, turn: int) -> None:
         self.simulator, self.turn = simulator, turn
-        self.keys, self.whole_reads = StateKeys(), WholeReads()
+        self.keys, self.whole_reads = StateKeys(lines=True), WholeReads()
         self.arrived, self.span = -1, 0
         self.seen: list[tuple[str, str, str, str]] = []
         """At each point: (incremental, non-memory path, read whole, the old full read)."""
@@ -98,6 +98,9 @@ def test_incremental_keys_equal_whole_reads_and_part_states_as_before(name: str)
 
 class _OldKeys(StateKeys):
     """The search's key before ``StateKeys``: everything read whole at every point."""
+
+    def __init__(self) -> None:
+        super().__init__(lines=True)
 
     def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:
         return state_key(simulator, self.histories, chosen)
@@ -254,3 +257,32 @@ def test_a_runtime_read_whole_gives_the_keys_the_memory_runtime_s_rows_give(name
         assert all(cached == whole for cached, _, whole, _ in keyed.seen)
         keys[runtime] = [cached for cached, *_ in keyed.seen]
     assert keys["duckdb"] == keys["memory"]
+
+
+def test_a_replayed_prefix_takes_up_the_histories_its_last_node_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each run after the first replays a prefix: its keys are not fed the prefix's events but
+    take up the histories kept where the prefix ends (one keys object per run: none was built
+    again from the whole trace), and the results are those of the whole read (above)."""
+    made: list[StateKeys] = []
+    restored: list[int] = []
+
+    class Counted(StateKeys):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+        def restore(self, snapshot: Any) -> None:
+            restored.append(len(made))
+            super().restore(snapshot)
+
+    monkeypatch.setattr(ExhaustiveSearch, "state_keys", Counted)
+    report = ys.explore(
+        ys.load_scenario("cancel-owner"), strategy="exhaustive", max_faults=1, confirm=None,
+        stop_at_first=False, kinds=["crash"],
+    )  # fmt: skip
+    runs = len(report.state_paths)
+    assert runs > 100
+    assert len(made) == runs
+    assert restored == list(range(2, runs + 1))

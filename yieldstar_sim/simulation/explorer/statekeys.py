@@ -56,6 +56,10 @@ _HASH_12 = blake2b(digest_size=12)
 _EMPTY = _HASH_16.hexdigest()
 _CALL = TraceKind.CALL
 
+Histories = tuple[dict[str, Any], dict[str, str], dict[str, list[str]] | None]
+"""Each actor's history at a point (``StateKeys.snapshot``): its running hash, its hex digest
+where computed, and its lines (when kept)."""
+
 
 def step_hash(step: StepRecord) -> int:
     """One step's term in its execution's sum: its position, key, status, attempt and value.
@@ -115,15 +119,17 @@ class StateKeys:
     """One run's state keys for the exhaustive search (see the module's docstring).
 
     Feed it the run's trace events (``remember``) as they come, and ask ``key`` at each choice
-    point; ``histories`` holds each actor's history as lines, for reading whole.
+    point. With ``lines``, ``histories`` also holds each actor's history as lines, for reading
+    whole (``whole_key``); the search needs only their hashes.
     """
 
     follows_changes = True
     """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, lines: bool = False) -> None:
+        self.lines = lines
         self.histories: dict[str, list[str]] = {}
-        """Each actor's delivery so far, as its trace reads (a line per event)."""
+        """Each actor's delivery so far, as its trace reads (a line per event; with ``lines``)."""
         self._hashes: dict[str, Any] = {}
         self._hexes: dict[str, str] = {}
         self._records: dict[int, _Record] = {}
@@ -145,7 +151,7 @@ class StateKeys:
         """Add each event to its worker's history, as its trace reads with the worker's name
         blinded: the state its generator holds. A claim, a crash, an outcome or a rejection
         starts the history again."""
-        histories, hashes, hexes = self.histories, self._hashes, self._hexes
+        histories, hashes, hexes, lines = self.histories, self._hashes, self._hexes, self.lines
         for event in events:
             worker = event.worker
             if worker is None:
@@ -154,12 +160,28 @@ class StateKeys:
             line = f"{kind} {event.text}".replace(worker, "~")
             running = hashes.get(worker)
             if running is None or kind in _RESETS or (kind is _CALL and event.op == "claim"):
-                histories[worker] = [line]
                 hashes[worker] = running = _HASH_16.copy()
-            else:
+                if lines:
+                    histories[worker] = [line]
+            elif lines:
                 histories[worker].append(line)
             _feed(running, line)
             hexes.pop(worker, None)
+
+    def snapshot(self) -> Histories:
+        """The histories as they are now, for ``restore``: a run that replays the same path
+        to this point has the same histories, without feeding them its events again."""
+        lines = {w: list(h) for w, h in self.histories.items()} if self.lines else None
+        return ({w: h.copy() for w, h in self._hashes.items()}, dict(self._hexes), lines)
+
+    def restore(self, snapshot: Histories) -> None:
+        """Put back the histories of ``snapshot`` (one ``snapshot`` gave): the keys go on
+        from there."""
+        hashes, hexes, lines = snapshot
+        # Copied again: one snapshot is restored by every run that replays its path.
+        self._hashes = {w: h.copy() for w, h in hashes.items()}
+        self._hexes = dict(hexes)
+        self.histories = {} if lines is None else {w: list(h) for w, h in lines.items()}
 
     def _history(self, name: str) -> str:
         text = self._hexes.get(name)
@@ -279,6 +301,9 @@ class WholeReads(StateKeys):
     reports no changes (the ledger, the histories and the rest are followed as before)."""
 
     follows_changes = False
+
+    def __init__(self, *, lines: bool = True) -> None:
+        super().__init__(lines=lines)
 
 
 def whole_key(
