@@ -132,6 +132,8 @@ def _search(report: ys.ExplorationReport) -> tuple[object, ...]:
         ("cancel-owner", 0),
         ("concurrent-starts", 1),
         ("skewed-lease", 1),
+        ("orphan-after-cancel", 1),
+        ("zombie-attempt", 1),
     ],
 )
 def test_exhaustive_explorations_do_not_depend_on_how_keys_are_read(
