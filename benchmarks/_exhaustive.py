@@ -8,19 +8,38 @@
 * cost per schedule: the exhaustive search's seconds per run (schedules run and runs cut at a
   cached or sleeping state) against one plain run of the scenario.
 * time to the first violation in the 3-booking race: exhaustive against random and PCT.
+* state keys: one fault-free schedule of a workflow of 10, 100 and 1,000 ``step.run`` steps
+  (2 workers) with the search's state key read at every choice point, as its probe reads it
+  (the trace fed to the keys, a key at each point): incremental (``StateKeys``) and read whole
+  (``state_key``, the key before it) against the plain run; medians of alternating
+  repetitions. The search's own work (sleep sets, the state graph) is not in it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import gc
+import time
+from typing import TYPE_CHECKING, Any
 
-from _explorer_kit import explore, timed_simulate
-from _harness import median
+from _explorer_kit import chain_scenario, explore, timed_simulate
+from _harness import median, ms, progress, show, target
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation.explorer import plans
+from yieldstar_sim.simulation.explorer.exhaustive import state_key
+from yieldstar_sim.simulation.explorer.statekeys import StateKeys
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.simulator import Simulator
 
 #: The target the issue sets for the 3-booking race: the reduction runs 10x fewer schedules.
 MIN_REDUCTION = 10.0
+#: Issue 18's target for a run with a state key at every point, against a plain run.
+MAX_KEY_RATIO = 1.2
+#: The ways the state-key section runs one schedule.
+KEY_MODES = ("plain", "incremental", "whole")
 
 
 def bookings(count: int) -> ys.Scenario:
@@ -107,10 +126,105 @@ def run_exhaustive(quick: bool, smoke: bool = False) -> int:
             f"  {strategy:<10} {found} after {report.schedules_run:,} schedules, "
             f"{seconds * 1000:.0f} ms (with shrinking)"
         )
+    key_costs = state_key_section(quick, smoke)
     three = ratios.get("booking-race-3/0", 0.0)
     verdict = "PASS" if three >= MIN_REDUCTION else "MISS"
     print(
         f"\n  [{verdict}] reduction on the 3-booking race at 0 faults: {three:.1f}x fewer "
         f"schedules run (target >= {MIN_REDUCTION:g}x)"
     )
+    target(
+        all(cost["incremental"] <= MAX_KEY_RATIO for cost in key_costs),
+        f"a schedule with a state key at every point <= {MAX_KEY_RATIO}x a plain run at every "
+        "length",
+    )
     return 0
+
+
+class _Keyed:
+    """Reads a state key at every choice point of one run, as the search's probe does: the
+    trace since the last point fed to the keys, then the key (the chooser takes the first
+    ready actor, as the search's first schedule does)."""
+
+    def __init__(self, simulator: Simulator, whole: bool) -> None:
+        self.simulator, self.whole = simulator, whole
+        self.keys = StateKeys(lines=whole)
+        self.arrived, self.span = -1, 0
+        self.count = 0
+        simulator.kernel.chooser = self.choose
+        simulator.kernel.observers.append(self.observe)
+
+    def choose(self, index: int, ready: list[str]) -> str:
+        self._arrive(index, None)
+        return ready[0]
+
+    def observe(self, index: int, name: str, point: Point, fault: Any) -> None:
+        if self.arrived < index:
+            self._arrive(index, (name, point))
+
+    def _arrive(self, index: int, chosen: tuple[str, Point] | None) -> None:
+        events = self.simulator.trace.events
+        self.keys.remember(events[self.span :])
+        self.span, self.arrived = len(events), index
+        if self.whole:
+            state_key(self.simulator, self.keys.histories, chosen)
+        else:
+            self.keys.key(self.simulator, chosen)
+        self.count += 1
+
+
+def keyed_seconds(scenario: ys.Scenario, mode: str) -> tuple[float, int]:
+    """Seconds of one fault-free schedule run ``mode`` way (``KEY_MODES``), and how many
+    keys it read."""
+    simulator = plans._simulator(scenario, plans.Plan(0, 0), "memory", None)
+    keyed = None if mode == "plain" else _Keyed(simulator, whole=mode == "whole")
+    gc.collect()  # the whole read's garbage is not collected in another mode's time
+    start = time.perf_counter()
+    simulator.run()
+    seconds = time.perf_counter() - start
+    simulator.runtime.close()
+    return seconds, 0 if keyed is None else keyed.count
+
+
+def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]]:
+    """Print the cost of state keys at every point for 10, 100 and 1,000 steps (smoke: 10 and
+    30, once each); returns each length's ratios to the plain run."""
+    print(
+        "\nState keys: one fault-free schedule of one workflow of N step.run steps (2 workers), "
+        "a key at every choice point; medians, ms, ratios to the plain run"
+    )
+    rows = [["N", "keys", "plain", "incremental", "whole", "incremental/plain", "whole/plain"]]
+    costs = []
+    for steps in (10, 30) if smoke else (10, 100, 1000):
+        progress(f"state keys, {steps} steps")
+        scenario = chain_scenario(steps)
+        keyed_seconds(scenario, "incremental")  # warm-up
+        reps = 1 if smoke else (5 if quick else 15) * (5 if steps <= 10 else 1)
+        times: dict[str, list[float]] = {mode: [] for mode in KEY_MODES}
+        keys = 0
+        for rep in range(reps):
+            for mode in KEY_MODES if rep % 2 == 0 else KEY_MODES[::-1]:
+                seconds, count = keyed_seconds(scenario, mode)
+                times[mode].append(seconds)
+                keys = max(keys, count)
+        ratio = {
+            mode: median([t / p for t, p in zip(times[mode], times["plain"], strict=True)])
+            for mode in KEY_MODES
+        }
+        costs.append(ratio)
+        rows.append(
+            [
+                f"{steps:,}",
+                f"{keys:,}",
+                *(ms(median(times[mode])) for mode in KEY_MODES),
+                f"{ratio['incremental']:.2f}x",
+                f"{ratio['whole']:.2f}x",
+            ]
+        )
+    show(rows, [True] * 7, "  ")
+    print(
+        "  incremental: StateKeys (rows whose revision moved, running hashes of the ledger and "
+        "the histories); whole: every record, step value, request and history read at every "
+        "point (exhaustive.state_key, the key before it)"
+    )
+    return costs

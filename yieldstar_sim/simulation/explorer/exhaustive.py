@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
+from yieldstar_sim.simulation.explorer.statekeys import Histories, StateKeys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
 from yieldstar_sim.simulation.run import finish
@@ -156,6 +157,9 @@ class _Node:
     """How many transitions the naive search would try here."""
     explored: int = 0
     subtotal: float = 0.0
+    histories: tuple[int, Histories] | None = None
+    """The actors' histories on arrival here, with the trace's length then: a later run whose
+    prefix ends here takes them up instead of feeding the keys every event of its prefix."""
 
 
 class _Cut(BaseException):
@@ -172,6 +176,9 @@ class ExhaustiveSearch:
     ``reduce`` (sleep sets) and ``cache`` (state caching) can be switched off, giving the naive
     search the reduction is measured against.
     """
+
+    state_keys: type[StateKeys] = StateKeys
+    """What keys each run's states (one per run): incremental on the memory runtime."""
 
     def __init__(
         self,
@@ -388,7 +395,7 @@ class ExhaustiveSearch:
         probe.close_span()
         self._keep_path()
         run = finish(simulator)
-        final = state_key(simulator, probe.histories, None)
+        final = probe.final_key()
         last = self._stack[-1] if self._stack else None
         self.space.add_state(final, depth=simulator.kernel.points, label="end of the run",
                              plan=self.attempts - 1, terminal=True)  # fmt: skip
@@ -498,6 +505,9 @@ class ExhaustiveSearch:
             moves = moves[:1]
         node = _Node(key, ready, labels, sleep, moves, faults_used, options=options)
         self._stack.append(node)
+        if len(moves) > 1 or (moves and moves[0].fault is not None):
+            # A later prefix ends here (a move is left once this run takes the first).
+            node.histories = (probe.span, probe.keys.snapshot())
         if not moves or moves[0].fault is not None:
             raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
         node.current = moves.pop(0)
@@ -510,9 +520,11 @@ class _Probe:
 
     def __init__(self, search: ExhaustiveSearch, simulator: Simulator, prefix: list[Move]):
         self.search, self.simulator, self.prefix = search, simulator, prefix
-        self.histories: dict[str, list[str]] = {}
+        self.keys = search.state_keys()
         self.arrived = -1
         self.span = 0
+        self.fed = 0
+        """How much of the trace the keys have had (none of a replayed prefix until its end)."""
         self.clock = simulator.clock.now()
         self.cut_key: str | None = None
 
@@ -536,10 +548,16 @@ class _Probe:
     def close_span(self) -> None:
         """The footprint of the transition that just ended (at the last choice point)."""
         sim, index = self.simulator, self.arrived
-        events = sim.trace.events[self.span :]
+        trace = sim.trace.events
+        events = trace[self.span :]
         moved = sim.clock.now() != self.clock
-        self._remember(events)
-        self.span, self.clock = len(sim.trace.events), sim.clock.now()
+        if index >= len(self.prefix) - 1:
+            # Inside the replayed prefix no key is read: the keys are fed from its end.
+            if self.fed < self.span:
+                self._catch_up()
+            self.keys.remember(events)
+            self.fed = len(trace)
+        self.span, self.clock = len(trace), sim.clock.now()
         if index < max(0, len(self.prefix) - 1) or index >= len(self.search._stack):
             return  # before the first choice, inside the replayed prefix, or past the depth
         node = self.search._stack[index]
@@ -548,18 +566,27 @@ class _Probe:
                 events, fault=node.current.fault is not None, time_moved=moved
             )
 
-    def _remember(self, events: Sequence[TraceEvent]) -> None:
-        """Each actor's delivery so far, as its trace reads: the state its generator holds."""
-        for event in events:
-            worker = event.worker
-            if worker is None:
-                continue
-            history = self.histories.setdefault(worker, [])
-            if event.kind in (TraceKind.CRASH, TraceKind.OUTCOME, TraceKind.REJECT) or (
-                event.kind == TraceKind.CALL and event.op == "claim"
-            ):
-                history.clear()
-            history.append(f"{event.kind} {event.text}".replace(worker, "~"))
+    def _catch_up(self) -> None:
+        """Bring the keys' histories to the end of the replayed prefix: those its last node
+        kept when a run first arrived there (the same path replays to the same trace), or,
+        should the trace's length differ, those the whole trace so far gives."""
+        stack, last = self.search._stack, len(self.prefix) - 1
+        kept = stack[last].histories if 0 <= last < len(stack) else None
+        if kept is not None and kept[0] == self.span:
+            self.keys.restore(kept[1])
+        else:
+            self.keys = self.search.state_keys()
+            self.keys.remember(self.simulator.trace.events[: self.span])
+        self.fed = self.span
+
+    def final_key(self) -> str:
+        """The key of the state the run ended in (after ``close_span``)."""
+        if self.fed < self.span:
+            # Ended inside its prefix (a replay does not): the trace gives the histories.
+            self.keys = self.search.state_keys()
+            self.keys.remember(self.simulator.trace.events[: self.span])
+            self.fed = self.span
+        return self.keys.key(self.simulator, None)
 
     def _arrive(self, index: int, ready: tuple[str, ...], chosen: tuple[str, Point] | None) -> None:
         self.close_span()
@@ -574,7 +601,7 @@ class _Probe:
             at_point[chosen[0]] = chosen[1]
         labels = {name: point.label for name, point in at_point.items()}
         ops = {name: point.info.op for name, point in at_point.items()}
-        key = state_key(self.simulator, self.histories, chosen)
+        key = self.keys.key(self.simulator, chosen)
         search.arrive(self, index, ready, key, labels=labels, ops=ops)
 
 
@@ -592,7 +619,12 @@ def state_key(
     """The fingerprint of the state at a choice point (before the choice), blind to which
     worker is which: the records with their step values, the start requests, the clock, the
     ledger, the world's store, and each actor's state (what it waits for, and its delivery so
-    far as the trace reads: what its generator holds)."""
+    far as the trace reads: what its generator holds; ``StateKeys.histories``).
+
+    Everything is read again and formatted whole: the key the search used before
+    ``StateKeys``, which tells states apart exactly as this one does in time proportional to
+    what changed. Kept as the reference the tests compare the search's results with.
+    """
     runtime = simulator.runtime
     records = []
     for record in runtime.executions():

@@ -100,6 +100,10 @@ class _ScheduleChooser:
 
 
 _MASK = (1 << 128) - 1
+#: Empty hashes of each size, copied where one is needed: a copy costs half of making one (the
+#: constructor parses its keyword arguments each time).
+_HASH_16 = blake2b(digest_size=16)
+_HASH_12 = blake2b(digest_size=12)
 
 
 class _Execution:
@@ -129,8 +133,9 @@ class _Execution:
         total = self.steps_sum
         for s in steps:
             position = s.position
-            text = f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}"
-            new = int.from_bytes(blake2b(text.encode(), digest_size=16).digest())
+            running = _HASH_16.copy()
+            running.update(f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}".encode())
+            new = int.from_bytes(running.digest())
             total += new - hashes.get(position, 0)
             hashes[position] = new
         self.steps_sum = total = total & _MASK
@@ -178,7 +183,7 @@ class Fingerprints:
     def __init__(self) -> None:
         self._records: dict[int, _Execution] = {}
         self._effects = 0
-        self._ledger = blake2b(digest_size=16)
+        self._ledger = _HASH_16.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._runtime: object = None
         self._rows: ValuesView[Row] | None = None
@@ -246,7 +251,9 @@ class Fingerprints:
                 _clocks(simulator, name) if simulator.clocks.behind else "",
             )
         )
-        return blake2b(text.encode(), digest_size=12).hexdigest()
+        running = _HASH_12.copy()
+        running.update(text.encode())
+        return running.hexdigest()
 
     def records(self, runtime: Any) -> list[str]:
         """Each execution's part of the fingerprint, in admission order, read whole."""
@@ -256,7 +263,7 @@ class Fingerprints:
         """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, blake2b(digest_size=16)
+            self._effects, self._ledger = 0, _HASH_16.copy()
         for effect in effects[self._effects :]:
             self._ledger.update(_effect_text(effect).encode() + b"\n")
         self._effects = len(effects)
