@@ -49,8 +49,9 @@ class FailPoints:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._armed: dict[str, list[BaseException | Callable[[], None] | None]] = {}
-        self.hits: Counter[str] = Counter()
-        """How many times each point was reached, armed or not."""
+        # A plain dict: a Counter's item stores and ``get`` skip the interpreter's fast paths
+        # for dicts, and every runtime call passes two points.
+        self._hits: dict[str, int] = {}
 
     def arm(
         self,
@@ -91,15 +92,25 @@ class FailPoints:
         with self._lock:
             return {name: len(errors) for name, errors in self._armed.items() if errors}
 
+    @property
+    def hits(self) -> Counter[str]:
+        """How many times each point was reached, armed or not (a copy)."""
+        with self._lock:
+            return Counter(self._hits)
+
     def hit(self, name: str) -> None:
         """Pass through the point ``name``: raise if it is armed."""
-        with self._lock:
-            # Passed several times by every runtime call: ``get`` skips Counter's __missing__.
-            self.hits[name] = self.hits.get(name, 0) + 1
+        lock = self._lock
+        lock.acquire()
+        try:
+            hits = self._hits
+            hits[name] = hits.get(name, 0) + 1
             errors = self._armed.get(name) if self._armed else None
             if not errors:
                 return
             armed = errors.pop(0)
+        finally:
+            lock.release()
         if armed is None:
             raise InjectedFailure(f"injected failure at {name}")
         if isinstance(armed, BaseException):
