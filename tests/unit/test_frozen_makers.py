@@ -17,7 +17,7 @@ from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Lease, St
 from yieldstar_sim.runtime import memory_rows
 from yieldstar_sim.simulation import simulator as simulator_module
 from yieldstar_sim.simulation import trace as trace_module
-from yieldstar_sim.simulation.faults import PointInfo
+from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.trace import (
     BodyData,
@@ -45,6 +45,7 @@ CASES = {
     "record": (memory_rows.new_record, *RECORD),
     "point": (simulator_module._new_point, *POINT),
     "event": (trace_module._new_event, *EVENT),
+    "point info": (new_point_info, ("w1", "put_step", "order-42", "ship"), PointInfo),
 }
 
 
@@ -72,7 +73,7 @@ def test_a_made_instance_is_the_one_its_class_builds(name: str) -> None:
 
 
 def test_defaults_and_keywords_are_the_classes() -> None:
-    make = maker(PointInfo)
+    make = new_point_info
     assert make("w1", "claim") == PointInfo("w1", "claim")
     assert make("w1", op="put_step", step_key="s") == PointInfo("w1", "put_step", step_key="s")
     with pytest.raises(TypeError):

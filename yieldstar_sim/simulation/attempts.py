@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import LeaseLostError
-from yieldstar_sim.simulation.faults import FaultKind, PointInfo
+from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.trace import (
     HeartbeatData,
@@ -156,7 +156,7 @@ def _elapse(
     rest: list[BodyOp],
 ) -> Generator[Any, Any, bool]:
     sim = simulator
-    info = PointInfo(name, "elapse", lease.execution_id, step_key)
+    info = new_point_info(name, "elapse", lease.execution_id, step_key)
     fault, where = yield from sim.pass_point(info, token=lease.token)
     kind = FaultKind(fault.kind) if fault is not None else None
     stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None

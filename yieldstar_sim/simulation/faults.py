@@ -16,6 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.frozen import maker
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
@@ -157,6 +159,11 @@ class PointInfo:
         if self.step_key:
             target += f"/{self.step_key}"
         return f"{self.worker} {self.op} {target}".strip()
+
+
+#: A PointInfo is built at every choice point (``core.frozen``); type checkers check the calls
+#: against the class itself.
+new_point_info = PointInfo if TYPE_CHECKING else maker(PointInfo)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,7 +50,7 @@ from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_r
 from yieldstar_sim.simulation.attempts import WorkerClocks, detachable, play_body, skew
 from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
-from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo
+from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
 from yieldstar_sim.simulation.narration import (
     body_text,
@@ -337,7 +337,7 @@ class Simulator:
         while True:
             try:
                 delivery = yield from self._call(
-                    PointInfo(name, "claim"),
+                    new_point_info(name, "claim"),
                     lambda: self.runtime.claim(name, lease_seconds=lease_seconds),
                 )
             except InfrastructureError:
@@ -381,7 +381,7 @@ class Simulator:
         )  # fmt: skip
         try:
             yield from self._call(
-                PointInfo(name, "acknowledge", record.execution_id),
+                new_point_info(name, "acknowledge", record.execution_id),
                 lambda: self.runtime.acknowledge(lease, outcome),
                 token=lease.token,
             )
@@ -393,7 +393,7 @@ class Simulator:
         delay = self.scenario.redelivery_delay
         try:
             yield from self._call(
-                PointInfo(name, "release", lease.execution_id),
+                new_point_info(name, "release", lease.execution_id),
                 lambda: self.runtime.release(lease, delay=delay),
                 token=lease.token,
                 data=lambda _: ReleaseData(delay),
@@ -447,7 +447,7 @@ class Simulator:
             return self.clock.now()
         call = runtime_call(command)
         result = yield from self._call(
-            PointInfo(name, call.op, lease.execution_id, call.step_key(command)),
+            new_point_info(name, call.op, lease.execution_id, call.step_key(command)),
             lambda: call.perform(runtime, command),
             token=lease.token,
             done=narration(command),
