@@ -21,7 +21,9 @@ What makes it incremental:
 - the ledger's effects, only ever appended, are chained into one hash, each once;
 - each actor's history is a running hash, fed a line per trace event and reset where the
   history is (a claim, a crash, an outcome, a rejection);
-- the clock's and the store's texts are kept while they stand still.
+- the clock's, the store's and the workers' beliefs' texts are kept while they stand still,
+  and the actors' states while none of them moves (the kernel's ``waits``, compared with a
+  copy).
 
 Any other runtime is read whole at every point, to the same key; ``whole_key`` reads
 everything whole (the reference the tests compare with at every point).
@@ -124,7 +126,8 @@ class StateKeys:
     """
 
     follows_changes = True
-    """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
+    """Whether to follow the memory runtime's rows and the kernel's ``waits`` (a subclass
+    that reads whole says no)."""
 
     def __init__(self, *, lines: bool = False) -> None:
         self.lines = lines
@@ -144,6 +147,12 @@ class StateKeys:
         self._now_text = ""
         self._store: dict[str, str] | None = None
         self._store_text = ""
+        self._waits: dict[str, object] | None = None
+        self._behind: dict[str, float] | None = None
+        self._ends: dict[tuple[str, int], float] | None = None
+        self._believed = ""
+        self._waiting: list[tuple[str, str]] = []
+        """Each waiting actor's name and its state's text, its name blinded (``~``)."""
 
     # ------------------------------------------------------------------ histories
 
@@ -213,15 +222,26 @@ class StateKeys:
         store = simulator.store.canonical
         if store != self._store:
             self._store, self._store_text = dict(store), repr(sorted(store.items()))
-        waiting = simulator.kernel.waiting()
+        kernel = simulator.kernel
+        waits = kernel.waits if self.follows_changes else None
+        if waits is None or waits != self._waits:
+            # Someone moved: described again (equal waits describe alike).
+            self._waiting = [(name, state.replace(name, "~")) for name, state in kernel.waiting()]
+            if waits is not None:
+                self._waits = dict(waits)
+        history = self._history
+        actors = [(state, history(name)) for name, state in self._waiting]
         if chosen is not None:
-            waiting.append((chosen[0], f"point {chosen[1].label}"))
-        actors = [(state.replace(name, "~"), self._history(name)) for name, state in waiting]
+            name = chosen[0]
+            actors.append((f"point {chosen[1].label}".replace(name, "~"), history(name)))
         actors.sort()
-        believed = ""
         behind, ends = simulator.clocks.behind, simulator.lease_ends
-        if behind or ends:
-            believed = repr((sorted(behind.values()), sorted(ends.items())))
+        if behind != self._behind or ends != self._ends:
+            # Sorted and formatted again only when a belief changed (a heartbeat, a skew).
+            self._behind, self._ends = dict(behind), dict(ends)
+            self._believed = (
+                repr((sorted(behind.values()), sorted(ends.items()))) if behind or ends else ""
+            )
         text = "\n".join(
             (
                 *records,
@@ -230,7 +250,7 @@ class StateKeys:
                 self._ledger_hex,
                 self._store_text,
                 repr(actors),
-                believed,
+                self._believed,
             )
         )
         running = _HASH_12.copy()
