@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.faults import Fault, PointInfo
-    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.kernel import Kernel, Point
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -211,22 +211,36 @@ class Fingerprints:
             # The view's values are live too: taken once, not at every point.
             self._rows = None if view is None else view().values()
         rows = self._rows
-        records = self.records(runtime) if rows is None else self._follow(rows)
+        if rows is None:
+            records = self.records(runtime)
+        else:
+            records = []
+            cache = self._records
+            for row in rows:
+                entry = cache.get(row.seq)
+                if entry is None:
+                    entry = cache[row.seq] = _Execution()
+                if entry.revision != row.revision:
+                    # Only the steps written since the last read: a key written twice since
+                    # is read once, so its hash is replaced, never summed twice.
+                    writes = row.step_writes
+                    done = entry.writes
+                    entry.writes = len(writes)
+                    steps = row.steps
+                    if len(writes) == done + 1:  # most often: one step written
+                        entry.update((steps[writes[done]],), row.head())
+                    else:
+                        entry.update(
+                            [steps[key] for key in dict.fromkeys(writes[done:])], row.head()
+                        )
+                    entry.revision = row.revision
+                records.append(entry.part)
         # The clock, the ledger, the store and the other actors, joined once for as long as
         # none of them changes (most points change only a record).
         moved = False
-        kernel = simulator.kernel
-        waits = kernel.waits if self.follows_changes else None
+        waits = simulator.kernel.waits if self.follows_changes else None
         if waits is None or name != self._name or waits != self._waits:
-            # Someone moved (or another actor asks): described again. Equal waits describe
-            # alike, and the acting actor's own move between two of its points is not seen.
-            others = sorted(
-                state.replace(other, "~") for other, state in kernel.waiting() if other != name
-            )
-            if others != self._others:
-                self._others, self._others_text, moved = others, repr(others), True
-            if waits is not None:
-                self._waits, self._name = dict(waits), name
+            moved = self._describe_others(simulator.kernel, name, waits)
         now = simulator.clock.now()
         if now != self._now:
             self._now, self._now_text, moved = now, repr(now), True
@@ -254,28 +268,19 @@ class Fingerprints:
         running.update(text.encode())
         return running.hexdigest()
 
-    def _follow(self, rows: ValuesView[Row]) -> list[str]:
-        """Each execution's part, reading again only the rows whose revision moved."""
-        records = []
-        cache = self._records
-        for row in rows:
-            entry = cache.get(row.seq)
-            if entry is None:
-                entry = cache[row.seq] = _Execution()
-            if entry.revision != row.revision:
-                # Only the steps written since the last read: a key written twice since
-                # is read once, so its hash is replaced, never summed twice.
-                writes = row.step_writes
-                done = entry.writes
-                entry.writes = len(writes)
-                steps = row.steps
-                if len(writes) == done + 1:  # most often: one step written
-                    entry.update((steps[writes[done]],), row.head())
-                else:
-                    entry.update([steps[key] for key in dict.fromkeys(writes[done:])], row.head())
-                entry.revision = row.revision
-            records.append(entry.part)
-        return records
+    def _describe_others(self, kernel: Kernel, name: str, waits: dict[str, Any] | None) -> bool:
+        """Describe the actors other than ``name`` again (someone moved, or another actor
+        asks; equal waits describe alike, and the acting actor's own move between two of its
+        points is not seen); whether their text changed."""
+        others = sorted(
+            state.replace(other, "~") for other, state in kernel.waiting() if other != name
+        )
+        if waits is not None:
+            self._waits, self._name = dict(waits), name
+        if others == self._others:
+            return False
+        self._others, self._others_text = others, repr(others)
+        return True
 
     def records(self, runtime: Any) -> list[str]:
         """Each execution's part of the fingerprint, in admission order, read whole."""
