@@ -61,6 +61,20 @@ class Point:
     info: Any = field(default=None, compare=False)
 
 
+def describe(state: Point | float | Park) -> str:
+    """What an actor is doing, as ``Kernel.waiting`` says it, from its ``Kernel.waits`` value:
+    at a point (its label), asleep until a time, or parked.
+
+    >>> describe(Point("w1 claim")), describe(2.5), describe(PARKED)
+    ('point w1 claim', 'sleep until 2.5', 'parked')
+    """
+    if isinstance(state, Point):
+        return f"point {state.label}"
+    if isinstance(state, Park):
+        return "parked"
+    return f"sleep until {state:g}"
+
+
 class FaultSource(Protocol):
     """Decides the fault for each choice point (the fault plan)."""
 
@@ -279,9 +293,9 @@ class Kernel:
 
     def waiting(self) -> list[tuple[str, str]]:
         """What every other actor is doing now: at a point (its label), asleep or parked."""
-        states = [(name, f"point {point.label}") for name, point in self._at_point.items()]
-        states += [(name, f"sleep until {t:g}") for t, _, name in self._sleeping]
-        states += [(name, "parked") for name in self._parked]
+        states = [(name, describe(point)) for name, point in self._at_point.items()]
+        states += [(name, describe(t)) for t, _, name in self._sleeping]
+        states += [(name, describe(PARKED)) for name in self._parked]
         return sorted(states)
 
     def close(self) -> None:

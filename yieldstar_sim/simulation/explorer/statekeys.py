@@ -22,8 +22,7 @@ What makes it incremental:
 - each actor's history is a running hash, fed a line per trace event and reset where the
   history is (a claim, a crash, an outcome, a rejection);
 - the clock's, the store's and the workers' beliefs' texts are kept while they stand still,
-  and the actors' states while none of them moves (the kernel's ``waits``, compared with a
-  copy).
+  and each actor's state while it waits on the same object (the kernel's ``waits``).
 
 Any other runtime is read whole at every point, to the same key; ``whole_key`` reads
 everything whole (the reference the tests compare with at every point).
@@ -35,6 +34,7 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.plans import record_head
+from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
@@ -147,12 +147,11 @@ class StateKeys:
         self._now_text = ""
         self._store: dict[str, str] | None = None
         self._store_text = ""
-        self._waits: dict[str, object] | None = None
+        self._described: dict[str, tuple[object, str]] = {}
+        """Each actor's last wait (``Kernel.waits``) and its text, its name blinded."""
         self._behind: dict[str, float] | None = None
         self._ends: dict[tuple[str, int], float] | None = None
         self._believed = ""
-        self._waiting: list[tuple[str, str]] = []
-        """Each waiting actor's name and its state's text, its name blinded (``~``)."""
 
     # ------------------------------------------------------------------ histories
 
@@ -222,26 +221,34 @@ class StateKeys:
         store = simulator.store.canonical
         if store != self._store:
             self._store, self._store_text = dict(store), repr(sorted(store.items()))
-        kernel = simulator.kernel
-        waits = kernel.waits if self.follows_changes else None
-        if waits is None or waits != self._waits:
-            # Someone moved: described again (equal waits describe alike).
-            self._waiting = [(name, state.replace(name, "~")) for name, state in kernel.waiting()]
-            if waits is not None:
-                self._waits = dict(waits)
         history = self._history
-        actors = [(state, history(name)) for name, state in self._waiting]
+        if self.follows_changes:
+            # Only an actor whose wait is another object than at the last point is described
+            # again (most often the one that just went).
+            described = self._described
+            actors = []
+            for name, state in simulator.kernel.waits.items():
+                seen = described.get(name)
+                if seen is None or seen[0] is not state:
+                    seen = described[name] = (state, describe(state).replace(name, "~"))
+                actors.append((seen[1], history(name)))
+        else:
+            actors = [
+                (state.replace(name, "~"), history(name))
+                for name, state in simulator.kernel.waiting()
+            ]
         if chosen is not None:
             name = chosen[0]
             actors.append((f"point {chosen[1].label}".replace(name, "~"), history(name)))
         actors.sort()
+        believed = ""
         behind, ends = simulator.clocks.behind, simulator.lease_ends
-        if behind != self._behind or ends != self._ends:
-            # Sorted and formatted again only when a belief changed (a heartbeat, a skew).
-            self._behind, self._ends = dict(behind), dict(ends)
-            self._believed = (
-                repr((sorted(behind.values()), sorted(ends.items()))) if behind or ends else ""
-            )
+        if behind or ends:
+            if behind != self._behind or ends != self._ends:
+                # Sorted and formatted again only when a belief changed (a heartbeat, a skew).
+                self._behind, self._ends = dict(behind), dict(ends)
+                self._believed = repr((sorted(behind.values()), sorted(ends.items())))
+            believed = self._believed
         text = "\n".join(
             (
                 *records,
@@ -250,7 +257,7 @@ class StateKeys:
                 self._ledger_hex,
                 self._store_text,
                 repr(actors),
-                self._believed,
+                believed,
             )
         )
         running = _HASH_12.copy()
