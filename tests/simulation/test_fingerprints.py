@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import kernel
 from yieldstar_sim.simulation.explorer import plans
 from yieldstar_sim.simulation.faults import Fault, FaultKind
 from yieldstar_sim.simulation.scenario import bundled_scenarios
@@ -197,3 +198,46 @@ def test_a_child_schedule_fingerprints_only_after_its_fault_and_the_same_keys(na
     assert list(skipped.keys[: at + 1]) == [""] * (at + 1)
     assert skipped.keys[at + 1 :] == every.keys[at + 1 :]
     assert all(skipped.keys[at + 1 :])
+
+
+def _described(state: object) -> str:
+    """What ``Kernel.waiting`` says of one of ``Kernel.waits``'s values."""
+    if isinstance(state, kernel.Point):
+        return f"point {state.label}"
+    if state is kernel.PARKED:
+        return "parked"
+    assert isinstance(state, float | int), state
+    return f"sleep until {state:g}"
+
+
+def _check_waits(scenario: ys.Scenario, plan: plans.Plan) -> int:
+    """Run ``plan``, checking ``waits`` against ``waiting`` at every point and at the end;
+    how many points were checked."""
+    simulator = plans._simulator(scenario, plan, "memory")
+    seen: list[int] = []
+
+    def observe(index: int, name: str, point: Point, fault: Any) -> None:
+        waits = simulator.kernel.waits
+        assert name not in waits
+        described = sorted((other, _described(state)) for other, state in waits.items())
+        assert described == simulator.kernel.waiting(), index
+        seen.append(index)
+
+    simulator.kernel.observers.append(observe)
+    simulator.run()
+    waits = simulator.kernel.waits
+    assert sorted((n, _described(s)) for n, s in waits.items()) == simulator.kernel.waiting()
+    simulator.runtime.close()
+    return len(seen)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_kernel_s_waits_say_what_waiting_says_at_every_point(name: str) -> None:
+    """The fingerprints tell that no other actor moved by comparing the kernel's ``waits``
+    with a copy: at every choice point (a fault-free run and one with a crash a third of the
+    way in), and at the end, they describe exactly what ``waiting`` reads whole."""
+    scenario = ys.load_scenario(name)
+    clean = plans.run_plan(scenario, plans.Plan(0, 0))
+    crash = plans.Plan(0, 0, (Fault(FaultKind.CRASH_AFTER, at=clean.points // 3),))
+    assert _check_waits(scenario, plans.Plan(0, 0)) == clean.points
+    assert _check_waits(scenario, crash) > 0

@@ -48,12 +48,31 @@ class Park:
     """Sleep until ``Kernel.nudge`` or until time moves to the next wake."""
 
 
+#: What a parked actor waits for in ``Kernel.waits``: one object, so that comparing two
+#: snapshots of it finds the same object (a new ``Park()`` would be compared field by field).
+PARKED = Park()
+
+
 @dataclass(frozen=True, slots=True)
 class Point:
     """Ask for a choice point; the kernel answers with the fault to apply there, or None."""
 
     label: str
     info: Any = field(default=None, compare=False)
+
+
+def describe(state: Point | float | Park) -> str:
+    """What an actor is doing, as ``Kernel.waiting`` says it, from its ``Kernel.waits`` value:
+    at a point (its label), asleep until a time, or parked.
+
+    >>> describe(Point("w1 claim")), describe(2.5), describe(PARKED)
+    ('point w1 claim', 'sleep until 2.5', 'parked')
+    """
+    if isinstance(state, Point):
+        return f"point {state.label}"
+    if isinstance(state, Park):
+        return "parked"
+    return f"sleep until {state:g}"
 
 
 class FaultSource(Protocol):
@@ -110,6 +129,11 @@ class Kernel:
         self._actors: dict[str, Any] = {}
         self._at_point: dict[str, Point] = {}
         self._parked: set[str] = set()
+        self.waits: dict[str, Point | float | Park] = {}
+        """What each actor that is not running waits for: its point, the time it sleeps until,
+        or ``PARKED``; what ``waiting`` describes, kept as the actors move (one dict write
+        each), so that a reader can tell that nobody moved by comparing it with a copy (the
+        explorer's fingerprints: equal values describe alike)."""
         self.points = 0
         """How many choice points have been passed."""
         self.choices: list[Choice] = []
@@ -129,15 +153,16 @@ class Kernel:
         if name in self._actors:
             raise ValueError(f"an actor named {name!r} exists already")
         self._actors[name] = actor
-        heapq.heappush(
-            self._sleeping, (self.clock.now() if at is None else at, next(self._tie), name)
-        )
+        when = self.clock.now() if at is None else at
+        heapq.heappush(self._sleeping, (when, next(self._tie), name))
+        self.waits[name] = when
 
     def nudge(self) -> None:
         """Wake every parked actor (something they may be waiting for has changed)."""
         now = self.clock.now()
         for name in sorted(self._parked):
             heapq.heappush(self._sleeping, (now, next(self._tie), name))
+            self.waits[name] = now
         self._parked.clear()
 
     def _advance(self, name: str, value: Any) -> None:
@@ -149,13 +174,14 @@ class Kernel:
             del self._actors[name]
             return
         if isinstance(request, Point):
-            self._at_point[name] = request
+            self._at_point[name] = self.waits[name] = request
         elif isinstance(request, Wait):
-            heapq.heappush(
-                self._sleeping, (max(request.until, self.clock.now()), next(self._tie), name)
-            )
+            until = max(request.until, self.clock.now())
+            heapq.heappush(self._sleeping, (until, next(self._tie), name))
+            self.waits[name] = until
         elif isinstance(request, Park):
             self._parked.add(name)
+            self.waits[name] = PARKED
         else:
             raise TypeError(f"actor {name!r} yielded {request!r}; actors yield Wait, Park or Point")
 
@@ -165,6 +191,7 @@ class Kernel:
         while self._sleeping and self._sleeping[0][0] <= self.clock.now():
             _, _, name = heapq.heappop(self._sleeping)
             if name in self._actors:
+                del self.waits[name]
                 self._advance(name, None)
 
     def _wake_due(self, until: float | None) -> bool:
@@ -216,6 +243,7 @@ class Kernel:
         ready = sorted(self._at_point)
         name = self._choose(ready)
         point = self._at_point.pop(name)
+        del self.waits[name]
         index = self.points
         self.points += 1
         fault = self.faults.fault_at(index, name, point)
@@ -265,9 +293,9 @@ class Kernel:
 
     def waiting(self) -> list[tuple[str, str]]:
         """What every other actor is doing now: at a point (its label), asleep or parked."""
-        states = [(name, f"point {point.label}") for name, point in self._at_point.items()]
-        states += [(name, f"sleep until {t:g}") for t, _, name in self._sleeping]
-        states += [(name, "parked") for name in self._parked]
+        states = [(name, describe(point)) for name, point in self._at_point.items()]
+        states += [(name, describe(t)) for t, _, name in self._sleeping]
+        states += [(name, describe(PARKED)) for name in self._parked]
         return sorted(states)
 
     def close(self) -> None:
@@ -278,3 +306,4 @@ class Kernel:
         self._at_point.clear()
         self._sleeping.clear()
         self._parked.clear()
+        self.waits.clear()

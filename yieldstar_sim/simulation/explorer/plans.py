@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.faults import Fault, PointInfo
-    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.kernel import Kernel, Point
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -168,16 +168,19 @@ class Fingerprints:
     steps each write touched (``step_writes``; ``MemoryRuntime.rows_view``), only the rows
     whose revision moved are read again, and of their steps only those written since; any
     other runtime is read whole at every point, to the same fingerprint. The ledger's
-    effects, only ever appended, are chained into one hash, each once; the clock's text is
-    kept while time stands still.
+    effects, only ever appended, are chained into one hash, each once; the clock's and the
+    store's texts are kept while they stand still, and the other actors' while none of them
+    moves (the kernel's ``waits``, compared with a copy).
     """
 
     follows_changes = True
-    """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
+    """Whether to follow the memory runtime's rows and the kernel's ``waits`` (a subclass that
+    reads whole says no)."""
 
     __slots__ = (
-        "_effects", "_ledger", "_ledger_hex", "_now", "_now_text", "_others", "_others_text",
-        "_records", "_rows", "_runtime",
+        "_effects", "_ledger", "_ledger_hex", "_middle", "_name", "_now", "_now_text",
+        "_others", "_others_text", "_records", "_rows", "_runtime", "_store", "_store_text",
+        "_waits",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -191,6 +194,11 @@ class Fingerprints:
         self._now_text = ""
         self._others: list[str] | None = None
         self._others_text = ""
+        self._waits: dict[str, object] | None = None
+        self._name = ""
+        self._store: dict[str, str] | None = None
+        self._store_text = ""
+        self._middle = ""
 
     def key(self, simulator: Simulator, name: str, point: Point) -> str:
         """The fingerprint of the state at a choice point, blind to which worker is which:
@@ -216,44 +224,63 @@ class Fingerprints:
                     # Only the steps written since the last read: a key written twice since
                     # is read once, so its hash is replaced, never summed twice.
                     writes = row.step_writes
-                    new = writes[entry.writes :]
+                    done = entry.writes
                     entry.writes = len(writes)
                     steps = row.steps
-                    if len(new) == 1:
-                        entry.update((steps[new[0]],), row.head())
+                    if len(writes) == done + 1:  # most often: one step written
+                        entry.update((steps[writes[done]],), row.head())
                     else:
-                        entry.update([steps[key] for key in dict.fromkeys(new)], row.head())
+                        entry.update(
+                            [steps[key] for key in dict.fromkeys(writes[done:])], row.head()
+                        )
                     entry.revision = row.revision
                 records.append(entry.part)
-        others = []
-        for other, state in simulator.kernel.waiting():
-            if other != name:
-                others.append(state.replace(other, "~"))
-        others.sort()
-        if others != self._others:
-            self._others, self._others_text = others, repr(others)
+        # The clock, the ledger, the store and the other actors, joined once for as long as
+        # none of them changes (most points change only a record).
+        moved = False
+        waits = simulator.kernel.waits if self.follows_changes else None
+        if waits is None or name != self._name or waits != self._waits:
+            moved = self._describe_others(simulator.kernel, name, waits)
         now = simulator.clock.now()
         if now != self._now:
-            self._now, self._now_text = now, repr(now)
+            self._now, self._now_text, moved = now, repr(now), True
         effects = simulator.ledger.effects
         if len(effects) != self._effects:
             self._fold(effects)
+            moved = True
         store = simulator.store.canonical
+        if store != self._store:
+            self._store, self._store_text, moved = dict(store), _store_text(store), True
+        if moved:
+            self._middle = "\n".join(
+                (self._now_text, self._ledger_hex, self._store_text, self._others_text)
+            )
         info: PointInfo = point.info
         text = "\n".join(
             (
                 *records,
-                self._now_text,
-                self._ledger_hex,
-                repr(sorted(store.items())) if store else "[]",
                 # Each part its repr (self-delimiting) but the op, which is one of ours.
-                f"{self._others_text}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
+                f"{self._middle}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
                 _clocks(simulator, name) if simulator.clocks.behind else "",
             )
         )
         running = _HASH_12.copy()
         running.update(text.encode())
         return running.hexdigest()
+
+    def _describe_others(self, kernel: Kernel, name: str, waits: dict[str, Any] | None) -> bool:
+        """Describe the actors other than ``name`` again (someone moved, or another actor
+        asks; equal waits describe alike, and the acting actor's own move between two of its
+        points is not seen); whether their text changed."""
+        others = sorted(
+            state.replace(other, "~") for other, state in kernel.waiting() if other != name
+        )
+        if waits is not None:
+            self._waits, self._name = dict(waits), name
+        if others == self._others:
+            return False
+        self._others, self._others_text = others, repr(others)
+        return True
 
     def records(self, runtime: Any) -> list[str]:
         """Each execution's part of the fingerprint, in admission order, read whole."""
@@ -274,6 +301,10 @@ def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:
     entry = _Execution()
     entry.update(runtime.steps(record.execution_id), record_head(record))
     return entry
+
+
+def _store_text(store: dict[str, str]) -> str:
+    return repr(sorted(store.items())) if store else "[]"
 
 
 def _effect_text(effect: Effect) -> str:

@@ -21,7 +21,8 @@ What makes it incremental:
 - the ledger's effects, only ever appended, are chained into one hash, each once;
 - each actor's history is a running hash, fed a line per trace event and reset where the
   history is (a claim, a crash, an outcome, a rejection);
-- the clock's and the store's texts are kept while they stand still.
+- the clock's, the store's and the workers' beliefs' texts are kept while they stand still,
+  and each actor's state while it waits on the same object (the kernel's ``waits``).
 
 Any other runtime is read whole at every point, to the same key; ``whole_key`` reads
 everything whole (the reference the tests compare with at every point).
@@ -33,6 +34,7 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.plans import record_head
+from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
@@ -124,7 +126,8 @@ class StateKeys:
     """
 
     follows_changes = True
-    """Whether to follow the memory runtime's rows (a subclass that reads whole says no)."""
+    """Whether to follow the memory runtime's rows and the kernel's ``waits`` (a subclass
+    that reads whole says no)."""
 
     def __init__(self, *, lines: bool = False) -> None:
         self.lines = lines
@@ -144,6 +147,11 @@ class StateKeys:
         self._now_text = ""
         self._store: dict[str, str] | None = None
         self._store_text = ""
+        self._described: dict[str, tuple[object, str]] = {}
+        """Each actor's last wait (``Kernel.waits``) and its text, its name blinded."""
+        self._behind: dict[str, float] | None = None
+        self._ends: dict[tuple[str, int], float] | None = None
+        self._believed = ""
 
     # ------------------------------------------------------------------ histories
 
@@ -213,15 +221,34 @@ class StateKeys:
         store = simulator.store.canonical
         if store != self._store:
             self._store, self._store_text = dict(store), repr(sorted(store.items()))
-        waiting = simulator.kernel.waiting()
+        history = self._history
+        if self.follows_changes:
+            # Only an actor whose wait is another object than at the last point is described
+            # again (most often the one that just went).
+            described = self._described
+            actors = []
+            for name, state in simulator.kernel.waits.items():
+                seen = described.get(name)
+                if seen is None or seen[0] is not state:
+                    seen = described[name] = (state, describe(state).replace(name, "~"))
+                actors.append((seen[1], history(name)))
+        else:
+            actors = [
+                (state.replace(name, "~"), history(name))
+                for name, state in simulator.kernel.waiting()
+            ]
         if chosen is not None:
-            waiting.append((chosen[0], f"point {chosen[1].label}"))
-        actors = [(state.replace(name, "~"), self._history(name)) for name, state in waiting]
+            name = chosen[0]
+            actors.append((f"point {chosen[1].label}".replace(name, "~"), history(name)))
         actors.sort()
         believed = ""
         behind, ends = simulator.clocks.behind, simulator.lease_ends
         if behind or ends:
-            believed = repr((sorted(behind.values()), sorted(ends.items())))
+            if behind != self._behind or ends != self._ends:
+                # Sorted and formatted again only when a belief changed (a heartbeat, a skew).
+                self._behind, self._ends = dict(behind), dict(ends)
+                self._believed = repr((sorted(behind.values()), sorted(ends.items())))
+            believed = self._believed
         text = "\n".join(
             (
                 *records,
