@@ -6,6 +6,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
     .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
     .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~2 min
+    .venv/bin/python benchmarks/bench_explorer.py --fingerprints-only --instructions  # valgrind
     .venv/bin/python benchmarks/bench_explorer.py --smoke    # every section, tiny (CI)
 
 Every exploration is ``ys.explore(..., confirm=None)`` (no DuckDB confirmation), timed with
@@ -411,10 +412,26 @@ def print_targets(
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def fingerprints(config: Config, *, instructions: bool) -> None:
+    """The fingerprint section alone: timed, or in instructions (valgrind)."""
+    if instructions:
+        from _fingerprint_instructions import fingerprint_instructions
+
+        fingerprint_instructions(config.smoke)
+    else:
+        fingerprint_section(config.quick, config.smoke)
+
+
+def arguments() -> argparse.ArgumentParser:
+    """The command line: the harness's flags and this benchmark's sections."""
     args_parser = parser(__doc__, reps="repetitions on memory (default 5; quick 1)")
     args_parser.add_argument(
         "--fingerprints-only", action="store_true", help="only the fingerprint cost section"
+    )
+    args_parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="with --fingerprints-only: machine instructions per run (valgrind) instead of time",
     )
     args_parser.add_argument(
         "--prefix-only", action="store_true", help="only the prefix-sharing section"
@@ -426,6 +443,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args_parser.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
     args_parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
+    return args_parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_parser = arguments()
     args = args_parser.parse_args(argv)
     if args.memory_child:
         strategy, budget, every = args.memory_child
@@ -443,8 +465,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         details=f"{config.reps} repetitions{sizes(args)}",
     )
     print()
+    if args.instructions and not args.fingerprints_only:
+        args_parser.error("--instructions counts the fingerprint section: add --fingerprints-only")
     if args.fingerprints_only:
-        fingerprint_section(config.quick, config.smoke)
+        fingerprints(config, instructions=args.instructions)
         footer(began)
         return 0
     if args.prefix_only:
