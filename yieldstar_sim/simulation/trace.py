@@ -470,6 +470,8 @@ class TraceEvent:
     data: Payload = NO_DATA
 
     def __post_init__(self) -> None:
+        # Trace.add makes the same checks itself and builds its events without this method
+        # (core.frozen): a check added here must be added there too.
         if not isinstance(self.kind, TraceKind):
             try:
                 object.__setattr__(self, "kind", TraceKind(self.kind))
