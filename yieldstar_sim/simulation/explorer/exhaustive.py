@@ -582,10 +582,7 @@ class _Probe:
     def final_key(self) -> str:
         """The key of the state the run ended in (after ``close_span``)."""
         if self.fed < self.span:
-            # Ended inside its prefix (a replay does not): the trace gives the histories.
-            self.keys = self.search.state_keys()
-            self.keys.remember(self.simulator.trace.events[: self.span])
-            self.fed = self.span
+            self._catch_up()  # it ended inside its prefix (a replay does not)
         return self.keys.key(self.simulator, None)
 
     def _arrive(self, index: int, ready: tuple[str, ...], chosen: tuple[str, Point] | None) -> None:

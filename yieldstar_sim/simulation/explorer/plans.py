@@ -99,11 +99,12 @@ class _ScheduleChooser:
         return wanted if wanted is not None and wanted in ready else ready[0]
 
 
-_MASK = (1 << 128) - 1
+#: A sum of step hashes is kept to 128 bits, their size (the exhaustive keys' too).
+MASK = (1 << 128) - 1
 #: Empty hashes of each size, copied where one is needed: a copy costs half of making one (the
-#: constructor parses its keyword arguments each time).
-_HASH_16 = blake2b(digest_size=16)
-_HASH_12 = blake2b(digest_size=12)
+#: constructor parses its keyword arguments each time). The exhaustive keys use them too.
+HASH_16 = blake2b(digest_size=16)
+HASH_12 = blake2b(digest_size=12)
 
 
 class _Execution:
@@ -133,12 +134,12 @@ class _Execution:
         total = self.steps_sum
         for s in steps:
             position = s.position
-            running = _HASH_16.copy()
+            running = HASH_16.copy()
             running.update(f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}".encode())
             new = int.from_bytes(running.digest())
             total += new - hashes.get(position, 0)
             hashes[position] = new
-        self.steps_sum = total = total & _MASK
+        self.steps_sum = total = total & MASK
         if head != self.head:
             self.head, self.head_text = head, repr(head)
         self.part = f"{self.head_text}:{len(hashes)}:{hex(total)}"
@@ -186,7 +187,7 @@ class Fingerprints:
     def __init__(self) -> None:
         self._records: dict[int, _Execution] = {}
         self._effects = 0
-        self._ledger = _HASH_16.copy()
+        self._ledger = HASH_16.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._runtime: object = None
         self._rows: ValuesView[Row] | None = None
@@ -223,17 +224,8 @@ class Fingerprints:
                 if entry.revision != row.revision:
                     # Only the steps written since the last read: a key written twice since
                     # is read once, so its hash is replaced, never summed twice.
-                    writes = row.step_writes
-                    done = entry.writes
-                    entry.writes = len(writes)
-                    steps = row.steps
-                    if len(writes) == done + 1:  # most often: one step written
-                        entry.update((steps[writes[done]],), row.head())
-                    else:
-                        entry.update(
-                            [steps[key] for key in dict.fromkeys(writes[done:])], row.head()
-                        )
-                    entry.revision = row.revision
+                    entry.update(written_since(row, entry.writes), row.head())
+                    entry.writes, entry.revision = len(row.step_writes), row.revision
                 records.append(entry.part)
         # The clock, the ledger, the store and the other actors, joined once for as long as
         # none of them changes (most points change only a record).
@@ -250,7 +242,7 @@ class Fingerprints:
             moved = True
         store = simulator.store.canonical
         if store != self._store:
-            self._store, self._store_text, moved = dict(store), _store_text(store), True
+            self._store, self._store_text, moved = dict(store), store_text(store), True
         if moved:
             self._middle = "\n".join(
                 (self._now_text, self._ledger_hex, self._store_text, self._others_text)
@@ -264,7 +256,7 @@ class Fingerprints:
                 _clocks(simulator, name) if simulator.clocks.behind else "",
             )
         )
-        running = _HASH_12.copy()
+        running = HASH_12.copy()
         running.update(text.encode())
         return running.hexdigest()
 
@@ -290,7 +282,7 @@ class Fingerprints:
         """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, _HASH_16.copy()
+            self._effects, self._ledger = 0, HASH_16.copy()
         for effect in effects[self._effects :]:
             self._ledger.update(_effect_text(effect).encode() + b"\n")
         self._effects = len(effects)
@@ -303,7 +295,17 @@ def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:
     return entry
 
 
-def _store_text(store: dict[str, str]) -> str:
+def written_since(row: Row, done: int) -> Sequence[StepRecord]:
+    """The steps of ``row`` written since its first ``done`` step writes, each once: a key
+    written twice since is read once, so its hash is replaced, never summed twice."""
+    writes, steps = row.step_writes, row.steps
+    if len(writes) == done + 1:  # most often: one step written
+        return (steps[writes[done]],)
+    return [steps[key] for key in dict.fromkeys(writes[done:])]
+
+
+def store_text(store: dict[str, str]) -> str:
+    """The world's store as a key reads it: its items sorted by key."""
     return repr(sorted(store.items())) if store else "[]"
 
 

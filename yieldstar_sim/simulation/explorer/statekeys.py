@@ -30,10 +30,16 @@ everything whole (the reference the tests compare with at every point).
 
 from __future__ import annotations
 
-from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.plans import record_head
+from yieldstar_sim.simulation.explorer.plans import (
+    HASH_12,
+    HASH_16,
+    MASK,
+    record_head,
+    store_text,
+    written_since,
+)
 from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
@@ -47,15 +53,11 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.simulator import Simulator
     from yieldstar_sim.simulation.trace import TraceEvent
 
-_MASK = (1 << 128) - 1
 #: Trace events after which an actor's generator holds nothing of its past: its history starts
 #: again (a claim call too).
 _RESETS = frozenset({TraceKind.CRASH, TraceKind.OUTCOME, TraceKind.REJECT})
-#: Empty hashes of each size, copied where one is needed: a copy costs half of making one.
-_HASH_16 = blake2b(digest_size=16)
-_HASH_12 = blake2b(digest_size=12)
 #: The hash of an empty history (an actor with no delivery yet, or none since a reset).
-_EMPTY = _HASH_16.hexdigest()
+_EMPTY = HASH_16.hexdigest()
 _CALL = TraceKind.CALL
 
 Histories = tuple[dict[str, Any], dict[str, str], dict[str, list[str]] | None]
@@ -71,7 +73,7 @@ def step_hash(step: StepRecord) -> int:
     text reads back one way.
     """
     s = step
-    running = _HASH_16.copy()
+    running = HASH_16.copy()
     running.update(
         f"{s.position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}\x1f{s.value!r}".encode()
     )
@@ -107,7 +109,7 @@ class _Record:
             new = step_hash(step)
             total += new - hashes.get(position, 0)
             hashes[position] = new
-        self.steps_sum = total = total & _MASK
+        self.steps_sum = total = total & MASK
         if head != self.head:
             self.head, self.head_text = head, repr(head)
         # The row's result is replaced, never changed in place (readers get copies): the same
@@ -141,7 +143,7 @@ class StateKeys:
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = ""
         self._effects = 0
-        self._ledger = _HASH_16.copy()
+        self._ledger = HASH_16.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._now: float | None = None
         self._now_text = ""
@@ -168,7 +170,7 @@ class StateKeys:
             line = f"{kind} {event.text}".replace(worker, "~")
             running = hashes.get(worker)
             if running is None or kind in _RESETS or (kind is _CALL and event.op == "claim"):
-                hashes[worker] = running = _HASH_16.copy()
+                hashes[worker] = running = HASH_16.copy()
                 if lines:
                     histories[worker] = [line]
             elif lines:
@@ -220,7 +222,7 @@ class StateKeys:
             self._fold(effects)
         store = simulator.store.canonical
         if store != self._store:
-            self._store, self._store_text = dict(store), repr(sorted(store.items()))
+            self._store, self._store_text = dict(store), store_text(store)
         history = self._history
         if self.follows_changes:
             # Only an actor whose wait is another object than at the last point is described
@@ -260,7 +262,7 @@ class StateKeys:
                 believed,
             )
         )
-        running = _HASH_12.copy()
+        running = HASH_12.copy()
         running.update(text.encode())
         return running.hexdigest()
 
@@ -281,15 +283,8 @@ class StateKeys:
                 if len(writes) < done:  # the row's steps were emptied: read them all
                     entry, done = _Record(), 0
                     cache[last] = entry
-                # Only the steps written since the last read: a key written twice since is
-                # read once, so its term is replaced, never summed twice.
-                steps = row.steps
-                if len(writes) == done + 1:  # most often: one step written
-                    changed: Sequence[StepRecord] = (steps[writes[done]],)
-                else:
-                    changed = [steps[key] for key in dict.fromkeys(writes[done:])]
+                entry.update(written_since(row, done), row.head(), row.result_value)
                 entry.writes = len(writes)
-                entry.update(changed, row.head(), row.result_value)
                 entry.revision = row.revision
             records.append(entry.part)
         # Rows are kept in admission order and an admission takes a new, higher number: the
@@ -313,7 +308,7 @@ class StateKeys:
         """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, _HASH_16.copy()
+            self._effects, self._ledger = 0, HASH_16.copy()
         for effect in effects[self._effects :]:
             text = repr(
                 (effect.name, effect.data, effect.execution_id, effect.step_key, effect.attempt)
@@ -341,7 +336,7 @@ def whole_key(
     and the clock."""
     keys = WholeReads()
     for name, lines in histories.items():
-        running = keys._hashes[name] = _HASH_16.copy()
+        running = keys._hashes[name] = HASH_16.copy()
         for line in lines:
             _feed(running, line)
     return keys.key(simulator, chosen)
