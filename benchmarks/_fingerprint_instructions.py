@@ -12,16 +12,12 @@ third of what it costs inside a run, so the timed ratio of a long run sits above
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from _explorer_scaling import MAX_FINGERPRINT_RATIO
-from _harness import target
+from _harness import count_instructions, target
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
@@ -46,19 +42,12 @@ MODES = ("plain", "search", "every")
 
 
 def _count(steps: int, mode: str, runs: int) -> int:
-    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
-        subprocess.run(
-            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-             f"--log-file={log.name}", sys.executable, "-c", CHILD, str(steps), mode, str(runs),
-             str(BENCHMARKS)],
-            cwd=tempfile.gettempdir(), env=dict(os.environ, PYTHONPATH=str(ROOT),
-                                                 PYTHONHASHSEED="0"),
-            capture_output=True, check=True,
-        )  # fmt: skip
-        found = [line for line in log.read().splitlines() if "Collected :" in line]
-    if not found:
+    found = count_instructions(
+        ["-c", CHILD, str(steps), mode, str(runs), str(BENCHMARKS)], pythonpath=str(ROOT)
+    )
+    if found is None:
         raise RuntimeError("valgrind printed no instruction count")
-    return int(found[-1].rsplit(":", 1)[1])
+    return found
 
 
 def per_run(steps: int, mode: str, runs: int) -> float:

@@ -23,7 +23,9 @@ import gc
 import os
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING
@@ -245,3 +247,22 @@ def targets(lines: Sequence[tuple[bool, str]]) -> None:
     print(f"\n{TARGETS}")
     for ok, text in lines:
         target(ok, text)
+
+
+def count_instructions(
+    args: Sequence[str], *, pythonpath: str, cwd: str | None = None
+) -> int | None:
+    """Machine instructions of one ``python ARGS`` child, counted by valgrind's callgrind with
+    ``PYTHONHASHSEED=0`` (the same count on a loaded machine as on an idle one); None when
+    valgrind printed no count. Callers count a child with no work and one with N runs and
+    divide the difference, so start-up cancels."""
+    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
+        subprocess.run(
+            ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+             f"--log-file={log.name}", sys.executable, *args],
+            cwd=cwd or tempfile.gettempdir(),
+            env=dict(os.environ, PYTHONPATH=pythonpath, PYTHONHASHSEED="0"),
+            capture_output=True, check=True,
+        )  # fmt: skip
+        found = [line for line in log.read().splitlines() if "Collected :" in line]
+    return int(found[-1].rsplit(":", 1)[1]) if found else None

@@ -52,7 +52,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from _harness import add_smoke
+from _harness import add_smoke, count_instructions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -119,17 +119,12 @@ def count_side(path: Path, name: str, runs: int) -> int | None:
     difference is divided out, so imports and loading the scenario cancel."""
     counts = []
     for count in (0, runs):
-        with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
-            subprocess.run(
-                ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                 f"--log-file={log.name}", sys.executable, "-c", COUNTED, str(count), name],
-                cwd=path, env=dict(os.environ, PYTHONPATH=str(path), PYTHONHASHSEED="0"),
-                capture_output=True, check=True,
-            )  # fmt: skip
-            found = [line for line in log.read().splitlines() if "Collected :" in line]
-        if not found:
+        found = count_instructions(
+            ["-c", COUNTED, str(count), name], pythonpath=str(path), cwd=str(path)
+        )
+        if found is None:
             return None
-        counts.append(int(found[-1].rsplit(":", 1)[1]))
+        counts.append(found)
     return (counts[1] - counts[0]) // runs
 
 
