@@ -5,17 +5,17 @@ equivalent."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from hashlib import blake2b
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+from yieldstar_sim.simulation.explorer.terms import MASK, Executions, kind, store_text, term
 from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence, ValuesView
+    from collections.abc import Callable, Sequence, ValuesView
 
-    from yieldstar_sim.core.model import ExecutionRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.runtime.memory_rows import Row
@@ -99,79 +99,26 @@ class _ScheduleChooser:
         return wanted if wanted is not None and wanted in ready else ready[0]
 
 
-#: A sum of step hashes is kept to 128 bits, their size (the exhaustive keys' too).
-MASK = (1 << 128) - 1
-#: Empty hashes of each size, copied where one is needed: a copy costs half of making one (the
-#: constructor parses its keyword arguments each time). The exhaustive keys use them too.
-HASH_16 = blake2b(digest_size=16)
-HASH_12 = blake2b(digest_size=12)
-
-
-class _Execution:
-    """What one execution contributes to a fingerprint, kept up to date from its changes."""
-
-    __slots__ = ("head", "head_text", "part", "revision", "step_hashes", "steps_sum", "writes")
-
-    def __init__(self) -> None:
-        self.revision = -1
-        self.writes = 0
-        self.step_hashes: dict[int, int] = {}
-        self.steps_sum = 0
-        self.head: tuple[object, ...] | None = None
-        self.head_text = ""
-        self.part = ""
-
-    def update(self, steps: Iterable[StepRecord], head: tuple[object, ...]) -> None:
-        """Fold in the current state of ``steps`` and take ``head`` (``record_head``) as the
-        execution's head.
-
-        A step's hash covers its position, key, status and attempt, and the steps' hashes are
-        summed, so replacing one costs one hash whatever the count. A head equal to the last
-        one keeps its text (each field has one type, so equal heads print alike): most
-        writes are steps, which leave the head as it was.
-        """
-        hashes = self.step_hashes
-        total = self.steps_sum
-        for s in steps:
-            position = s.position
-            running = HASH_16.copy()
-            running.update(f"{position}\x1f{s.step_key}\x1f{s.status}\x1f{s.attempt}".encode())
-            new = int.from_bytes(running.digest())
-            total += new - hashes.get(position, 0)
-            hashes[position] = new
-        self.steps_sum = total = total & MASK
-        if head != self.head:
-            self.head, self.head_text = head, repr(head)
-        self.part = f"{self.head_text}:{len(hashes)}:{hex(total)}"
-
-
-def record_head(record: ExecutionRecord) -> tuple[object, ...]:
-    """What of an execution's record its fingerprint covers: the fields that change as it
-    runs (``Row.head`` gives the same from the memory runtime's row)."""
-    lease = record.lease
-    return (
-        record.execution_id,
-        str(record.status),
-        record.due_at,
-        record.lease_token,
-        None if lease is None else lease.expires_at,
-        record.cancel_requested,
-        record.waiting_on,
-    )
+#: The empty hashes of the fingerprints' running ledger and of their terms (``terms.kind``).
+_LEDGER = kind("ledger")
+_SHARED = kind("shared")
+_CALL = kind("call")
+_CLOCKS = kind("clocks")
 
 
 class Fingerprints:
     """One run's state fingerprints, each in time proportional to what changed since the last.
 
-    An execution's part is its record's fields and a sum of its steps' hashes (each hash
-    covers a step's position, key, status and attempt), so a step written changes one term.
-    On the memory runtime, whose rows say how often each was written (``revision``) and which
-    steps each write touched (``step_writes``; ``MemoryRuntime.rows_view``), only the rows
-    whose revision moved are read again, and of their steps only those written since; any
-    other runtime is read whole at every point, to the same fingerprint. The ledger's
-    effects, only ever appended, are chained into one hash, each once; the clock's and the
-    store's texts are kept while they stand still, and the other actors' while none of them
-    moves (the kernel's ``waits``, compared with a copy).
+    A fingerprint is a sum of terms (``terms``): each execution's record and each of its steps
+    (a step's term covers its position, key, status and attempt; ``terms.Executions``), the
+    clock, the ledger, the store and the other actors together, the call, and the workers'
+    clocks. On the memory runtime, whose rows say how often each was written (``revision``)
+    and which steps each write touched (``step_writes``; ``MemoryRuntime.rows_view``), only
+    the rows whose revision moved are read again, and of their steps only those written
+    since; any other runtime is read whole at every point, to the same fingerprint. The
+    ledger's effects, only ever appended, are chained into one hash, each once; the clock,
+    the ledger, the store and the other actors share one term, made again only when one of
+    them changed (the other actors: the kernel's ``waits``, compared with a copy).
     """
 
     follows_changes = True
@@ -179,15 +126,15 @@ class Fingerprints:
     reads whole says no)."""
 
     __slots__ = (
-        "_effects", "_ledger", "_ledger_hex", "_middle", "_name", "_now", "_now_text",
-        "_others", "_others_text", "_records", "_rows", "_runtime", "_store", "_store_text",
+        "_effects", "_executions", "_ledger", "_ledger_hex", "_name", "_now", "_now_text",
+        "_others", "_others_text", "_rows", "_runtime", "_shared", "_store", "_store_text",
         "_waits",
     )  # fmt: skip
 
     def __init__(self) -> None:
-        self._records: dict[int, _Execution] = {}
+        self._executions = Executions(values=False)
         self._effects = 0
-        self._ledger = HASH_16.copy()
+        self._ledger = _LEDGER.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._runtime: object = None
         self._rows: ValuesView[Row] | None = None
@@ -199,7 +146,7 @@ class Fingerprints:
         self._name = ""
         self._store: dict[str, str] | None = None
         self._store_text = ""
-        self._middle = ""
+        self._shared = 0
 
     def key(self, simulator: Simulator, name: str, point: Point) -> str:
         """The fingerprint of the state at a choice point, blind to which worker is which:
@@ -213,22 +160,11 @@ class Fingerprints:
             self._rows = None if view is None else view().values()
         rows = self._rows
         if rows is None:
-            records = self.records(runtime)
+            total = self._executions.read_whole(runtime)
         else:
-            records = []
-            cache = self._records
-            for row in rows:
-                entry = cache.get(row.seq)
-                if entry is None:
-                    entry = cache[row.seq] = _Execution()
-                if entry.revision != row.revision:
-                    # Only the steps written since the last read: a key written twice since
-                    # is read once, so its hash is replaced, never summed twice.
-                    entry.update(written_since(row, entry.writes), row.head())
-                    entry.writes, entry.revision = len(row.step_writes), row.revision
-                records.append(entry.part)
-        # The clock, the ledger, the store and the other actors, joined once for as long as
-        # none of them changes (most points change only a record).
+            total = self._executions.follow(rows)
+        # The clock, the ledger, the store and the other actors share one term, made again
+        # only when one of them changed (most points change only a record).
         moved = False
         waits = simulator.kernel.waits if self.follows_changes else None
         if waits is None or name != self._name or waits != self._waits:
@@ -244,21 +180,13 @@ class Fingerprints:
         if store != self._store:
             self._store, self._store_text, moved = dict(store), store_text(store), True
         if moved:
-            self._middle = "\n".join(
-                (self._now_text, self._ledger_hex, self._store_text, self._others_text)
-            )
+            shared = (self._now_text, self._ledger_hex, self._store_text, self._others_text)
+            self._shared = term(_SHARED, "\n".join(shared))
         info: PointInfo = point.info
-        text = "\n".join(
-            (
-                *records,
-                # Each part its repr (self-delimiting) but the op, which is one of ours.
-                f"{self._middle}\x1e{info.op}\x1e{info.execution_id!r}\x1e{info.step_key!r}",
-                _clocks(simulator, name) if simulator.clocks.behind else "",
-            )
-        )
-        running = HASH_12.copy()
-        running.update(text.encode())
-        return running.hexdigest()
+        total += self._shared + _call_term(info.op, info.execution_id, info.step_key)
+        if simulator.clocks.behind:
+            total += term(_CLOCKS, _clocks(simulator, name))
+        return f"{total & MASK:032x}"  # terms.key_text, inline
 
     def _describe_others(self, kernel: Kernel, name: str, waits: dict[str, Any] | None) -> bool:
         """Describe the actors other than ``name`` again (someone moved, or another actor
@@ -274,39 +202,23 @@ class Fingerprints:
         self._others, self._others_text = others, repr(others)
         return True
 
-    def records(self, runtime: Any) -> list[str]:
-        """Each execution's part of the fingerprint, in admission order, read whole."""
-        return [_read_whole(runtime, record).part for record in runtime.executions()]
-
     def _fold(self, effects: list[Effect]) -> None:
         """Chain the effects added since the last point into the ledger's hash."""
         if len(effects) < self._effects:
             # Not this run's ledger: start again.
-            self._effects, self._ledger = 0, HASH_16.copy()
+            self._effects, self._ledger = 0, _LEDGER.copy()
         for effect in effects[self._effects :]:
             self._ledger.update(_effect_text(effect).encode() + b"\n")
         self._effects = len(effects)
         self._ledger_hex = self._ledger.hexdigest()
 
 
-def _read_whole(runtime: Any, record: ExecutionRecord) -> _Execution:
-    entry = _Execution()
-    entry.update(runtime.steps(record.execution_id), record_head(record))
-    return entry
-
-
-def written_since(row: Row, done: int) -> Sequence[StepRecord]:
-    """The steps of ``row`` written since its first ``done`` step writes, each once: a key
-    written twice since is read once, so its hash is replaced, never summed twice."""
-    writes, steps = row.step_writes, row.steps
-    if len(writes) == done + 1:  # most often: one step written
-        return (steps[writes[done]],)
-    return [steps[key] for key in dict.fromkeys(writes[done:])]
-
-
-def store_text(store: dict[str, str]) -> str:
-    """The world's store as a key reads it: its items sorted by key."""
-    return repr(sorted(store.items())) if store else "[]"
+@lru_cache(maxsize=1 << 14)
+def _call_term(op: str, execution_id: str | None, step_key: str | None) -> int:
+    """The term of a call: every run of a search passes the same calls (cached: the ops,
+    executions and step keys of one scenario are few)."""
+    # Each part its repr (self-delimiting) but the op, which is one of ours.
+    return term(_CALL, f"{op}\x1e{execution_id!r}\x1e{step_key!r}")
 
 
 def _effect_text(effect: Effect) -> str:

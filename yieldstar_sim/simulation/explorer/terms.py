@@ -1,0 +1,216 @@
+"""State keys as sums of terms: one hash per part of the state, added modulo 2**128.
+
+Both the systematic search's fingerprints (``plans.Fingerprints``) and the exhaustive search's
+state keys (``statekeys.StateKeys``) are built this way. A key is the sum of one term per
+part of the state: each execution's record (with its place in admission order), each of its
+steps, the clock, the ledger, the store, each actor... A part that changes replaces its own
+term (``total += new - old``), so a key costs one hash per part that changed since the last,
+and a sum of cached integers, whatever the size of the state.
+
+Each term is a blake2b hash (a cryptographic hash: two states that shared a key would be
+merged, a schedule skipped, and a violation there would come back as a green verdict) of an
+injective text of its part, personalised by the kind of part (``kind``), so the texts of two
+kinds never meet. A sum of such terms is a multiset hash (AdHash, Bellare and Micciancio,
+1997): two different multisets of terms sum alike with a chance of 2**-128, as for one
+128-bit hash of everything, and no two states give one multiset of terms, since each term
+names what it stands for (a step's term, its execution; a record's, its place).
+"""
+
+from __future__ import annotations
+
+from hashlib import blake2b
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence, ValuesView
+
+    from yieldstar_sim.core.model import ExecutionRecord, StepRecord
+    from yieldstar_sim.runtime.memory_rows import Row
+
+#: Keys and sums of terms are kept to 128 bits, the size of a term.
+MASK = (1 << 128) - 1
+
+
+def kind(name: str) -> Any:
+    """The empty 128-bit hash of one kind of part, copied for each term of that kind (a copy
+    costs half of making one: the constructor parses its keyword arguments each time).
+
+    >>> kind("step").copy().hexdigest() == kind("ledger").copy().hexdigest()
+    False
+    """
+    return blake2b(digest_size=16, person=name.encode())
+
+
+def term(empty: Any, text: str) -> int:
+    """The term of ``text`` under ``empty`` (one ``kind``)."""
+    running = empty.copy()
+    running.update(text.encode())
+    return int.from_bytes(running.digest())
+
+
+def key_text(total: int) -> str:
+    """A key as the searches keep it: the sum's 32 hex digits."""
+    return f"{total & MASK:032x}"
+
+
+_RECORD = kind("record")
+_STEP = kind("step")
+
+
+def record_head(record: ExecutionRecord) -> tuple[object, ...]:
+    """What of an execution's record a key covers: the fields that change as it runs
+    (``Row.head`` gives the same from the memory runtime's row)."""
+    lease = record.lease
+    return (
+        record.execution_id,
+        str(record.status),
+        record.due_at,
+        record.lease_token,
+        None if lease is None else lease.expires_at,
+        record.cancel_requested,
+        record.waiting_on,
+    )
+
+
+def written_since(row: Row, done: int) -> Sequence[StepRecord]:
+    """The steps of ``row`` written since its first ``done`` step writes, each once: a key
+    written twice since is read once, so its term is replaced, never added twice."""
+    writes, steps = row.step_writes, row.steps
+    if len(writes) == done + 1:  # most often: one step written
+        return (steps[writes[done]],)
+    return [steps[key] for key in dict.fromkeys(writes[done:])]
+
+
+def store_text(store: dict[str, str]) -> str:
+    """The world's store as a key reads it: its items sorted by key."""
+    return repr(sorted(store.items())) if store else "[]"
+
+
+class _Execution:
+    """One execution's terms: its record's and its steps', summed (``term``)."""
+
+    __slots__ = (
+        "head", "head_text", "index", "prefix", "record", "result", "result_text",
+        "revision", "step_terms", "steps_sum", "term", "writes",
+    )  # fmt: skip
+
+    def __init__(self, execution_id: str) -> None:
+        self.prefix = f"{execution_id!r}\x1f"
+        self.revision = -1
+        self.writes = 0
+        self.index = -1
+        self.step_terms: dict[int, int] = {}
+        self.steps_sum = 0
+        self.head: tuple[object, ...] | None = None
+        self.head_text = ""
+        self.result: object = _Execution
+        self.result_text = ""
+        self.record = 0
+        self.term = 0
+
+    def update(
+        self,
+        steps: Iterable[StepRecord],
+        head: tuple[object, ...],
+        result: object,
+        index: int,
+        values: bool,
+    ) -> None:
+        """Fold in the current state of ``steps``; take ``head`` (``record_head``), ``result``
+        and ``index`` (the place in admission order) as the record's. With ``values``, a
+        step's term covers its value and the record's covers its result."""
+        terms = self.step_terms
+        total = self.steps_sum
+        # Each step's term names its execution and its position (its place in first-recorded
+        # order): the terms of every execution's steps sum to one multiset that reads back
+        # as each one's ordered list. The key is quoted and the value last: one reading.
+        prefix = self.prefix
+        for s in steps:
+            position = s.position
+            running = _STEP.copy()
+            value = f"\x1f{s.value!r}" if values else ""
+            running.update(
+                f"{prefix}{position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}{value}".encode()
+            )
+            new = int.from_bytes(running.digest())
+            total += new - terms.get(position, 0)
+            terms[position] = new
+        self.steps_sum = total = total & MASK
+        moved = index != self.index
+        if head != self.head:
+            # Equal heads print alike (each field has one type): most writes are steps, which
+            # leave the head as it was.
+            self.head, self.head_text, moved = head, repr(head), True
+        # The row's result is replaced, never changed in place (readers get copies): the same
+        # object has the same text. Holding it keeps its id from being reused.
+        if values and result is not self.result:
+            self.result, self.result_text, moved = result, repr(result), True
+        if moved:
+            self.index = index
+            self.record = term(_RECORD, f"{index}\x1f{self.head_text}\x1f{self.result_text}")
+        self.term = self.record + total
+
+
+class Executions:
+    """Every execution's terms, summed: followed on the memory runtime (``follow``), read
+    whole on any other (``read_whole``), to the same sum.
+
+    With ``values``, a step's term covers its value and a record's its result (the exhaustive
+    search's keys: a workflow's generator holds the values it was given); without, they cover
+    the rest (the systematic search's fingerprints).
+    """
+
+    __slots__ = ("_cache", "shape", "values")
+
+    def __init__(self, *, values: bool) -> None:
+        self.values = values
+        self._cache: dict[int, _Execution] = {}
+        self.shape: tuple[int, int] = (-1, -1)
+        """How many rows ``follow`` read last, and the last one's number: rows are kept in
+        admission order and an admission takes a new, higher number, so the set of rows
+        changed exactly when this did."""
+
+    def follow(self, rows: ValuesView[Row]) -> int:
+        """The sum of the terms of ``rows`` (``MemoryRuntime.rows_view``), reading again only
+        the rows whose ``revision`` moved, and of their steps only those written since."""
+        cache, values = self._cache, self.values
+        total = index = last = 0
+        for row in rows:
+            last = row.seq
+            entry = cache.get(last)
+            if entry is None:
+                entry = cache[last] = _Execution(row.execution_id)
+            if entry.revision != row.revision or entry.index != index:
+                writes = row.step_writes
+                done = entry.writes
+                if len(writes) < done:  # the row's steps were emptied: read them all
+                    entry, done = _Execution(row.execution_id), 0
+                    cache[last] = entry
+                # written_since's most frequent case inline: one step written.
+                steps = (
+                    (row.steps[writes[done]],)
+                    if len(writes) == done + 1
+                    else written_since(row, done)
+                )
+                entry.update(steps, row.head(), row.result_value, index, values)
+                entry.writes = len(writes)
+                entry.revision = row.revision
+            total += entry.term
+            index += 1
+        self.shape = (index, last)
+        return total
+
+    def read_whole(self, runtime: Any) -> int:
+        """The sum of the terms of every execution of ``runtime``, each read whole."""
+        total = 0
+        for index, record in enumerate(runtime.executions()):
+            entry = _Execution(record.execution_id)
+            entry.update(
+                runtime.steps(record.execution_id),
+                record_head(record),
+                record.result,
+                index,
+                self.values,
+            )
+            total += entry.term
+        return total
