@@ -70,3 +70,23 @@ def chain_scenario(n: int) -> ys.Scenario:
         workers=2,
         max_points=100 * n + 1_000,
     )
+
+
+def wide_scenario(executions: int, steps: int) -> ys.Scenario:
+    """``executions`` workflows of ``steps`` ``step.run`` steps each, one trigger each, 2
+    workers: a state of many rows, of which a choice point changes one or two."""
+
+    @ys.workflow("small")
+    def small(step: ys.StepRunner, params: Any) -> Any:
+        total = 0
+        for i in range(steps):
+            total += yield from step.run(f"s{i}", lambda i=i: i)
+        return total
+
+    return ys.Scenario(
+        name=f"wide-{executions}x{steps}",
+        workflows=[small],
+        triggers=[ys.Trigger("small", {}, execution_id=f"small-{n}") for n in range(executions)],
+        workers=2,
+        max_points=100 * executions * steps + 1_000,
+    )

@@ -1,13 +1,20 @@
-"""``bench_explorer.py --fingerprints-only --instructions``: the fingerprint section's ratios in
-machine instructions, counted by valgrind's callgrind, where the timed ratios swing with other
-sessions' load and with how warm the CPU's caches are.
+"""``bench_explorer.py --fingerprints-only --instructions``: the ratios of both searches' state
+keys in machine instructions, counted by valgrind's callgrind, where the timed ratios swing
+with other sessions' load and with how warm the CPU's caches are.
 
-The same schedule as the timed section (one workflow of N ``step.run`` steps, a crash after
-the middle choice point) runs three ways: plain, as the systematic search runs it (keys after
-the fault) and with every point fingerprinted. Each way is counted in two children, one with
-no run and one with ``runs``; the difference divided by ``runs`` is the figure, so imports and
-set-up cancel. A key touches memory a plain run does not: in a tight loop one costs about a
-third of what it costs inside a run, so the timed ratio of a long run sits above this one.
+Two workloads: one workflow of N ``step.run`` steps (N = 10, 100, 1,000), and 50 workflows of
+4 steps (a state of many rows, of which a choice point changes one or two). Each runs:
+
+- for the systematic search's fingerprints, the schedule of the timed section (a crash after
+  the middle choice point) plain, as the search runs it (keys after the fault) and with every
+  point fingerprinted;
+- for the exhaustive search's state keys, one fault-free schedule plain and with a key at
+  every choice point, the trace fed to the keys as the search's probe feeds it.
+
+Each way is counted in two children, one with no run and one with ``runs``; the difference
+divided by ``runs`` is the figure, so imports and set-up cancel. A key touches memory a plain
+run does not: in a tight loop one costs about a third of what it costs inside a run, so the
+timed ratio of a long run sits above this one.
 """
 
 from __future__ import annotations
@@ -25,11 +32,20 @@ ROOT = BENCHMARKS.parent
 CHILD = """
 import sys
 sys.path.insert(0, sys.argv[4])
-from _explorer_kit import chain_scenario, fault
+from _explorer_kit import chain_scenario, fault, wide_scenario
 from yieldstar_sim.simulation import FaultKind
 from yieldstar_sim.simulation.explorer import plans
-steps, mode, runs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-scenario = chain_scenario(steps)
+workload, mode, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+scenario = wide_scenario(50, 4) if workload == "wide" else chain_scenario(int(workload))
+if mode in ("free", "exhaustive"):
+    from _exhaustive import _Keyed
+    for _ in range(runs):
+        simulator = plans._simulator(scenario, plans.Plan(0, 0), "memory", None)
+        if mode == "exhaustive":
+            _Keyed(simulator, whole=False)
+        simulator.run()
+        simulator.runtime.close()
+    raise SystemExit
 base = plans.run_plan(scenario, plans.Plan(0, 0))
 plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
 if mode == "every":
@@ -38,52 +54,68 @@ for _ in range(runs):
     plans.run_plan(scenario, plan, expand=mode != "plain")
 """
 
-MODES = ("plain", "search", "every")
+MODES = ("plain", "search", "every", "free", "exhaustive")
+"""The systematic search's schedule plain, as the search runs it and fingerprinted at every
+point; the fault-free schedule plain ("free") and with an exhaustive state key at every
+point."""
 
 
-def _count(steps: int, mode: str, runs: int) -> int:
+def _count(workload: str, mode: str, runs: int) -> int:
     found = count_instructions(
-        ["-c", CHILD, str(steps), mode, str(runs), str(BENCHMARKS)], pythonpath=str(ROOT)
+        ["-c", CHILD, workload, mode, str(runs), str(BENCHMARKS)], pythonpath=str(ROOT)
     )
     if found is None:
         raise RuntimeError("valgrind printed no instruction count")
     return found
 
 
-def per_run(steps: int, mode: str, runs: int) -> float:
-    """Instructions per run of the schedule of ``steps`` steps, fingerprinted as ``mode``."""
-    return (_count(steps, mode, runs) - _count(steps, mode, 0)) / runs
+def per_run(workload: str, mode: str, runs: int) -> float:
+    """Instructions per run of ``workload`` (a step count, or "wide"), keyed as ``mode``."""
+    return (_count(workload, mode, runs) - _count(workload, mode, 0)) / runs
 
 
 def fingerprint_instructions(smoke: bool = False) -> bool:
-    """Count and print the ratios (smoke: 10 steps, one run); returns whether both targets
-    are met, or True with a line saying why nothing was counted."""
+    """Count and print the ratios (smoke: 10 steps, one run); returns whether every target is
+    met, or True with a line saying why nothing was counted."""
     if shutil.which("valgrind") is None:
         print("fingerprint instructions: skipped (no valgrind; `apt-get install valgrind`)")
         return True
-    sizes = {10: 1} if smoke else {10: 40, 100: 10, 1000: 2}
-    jobs = [(steps, mode) for steps in sizes for mode in MODES]
+    sizes = {"10": 1} if smoke else {"10": 40, "100": 10, "1000": 2, "wide": 2}
+    jobs = [(workload, mode) for workload in sizes for mode in MODES]
     # Two children at a time: each is one process counted on its own, so they do not interfere.
     with ThreadPoolExecutor(2) as pool:
         counts = dict(
-            zip(jobs, pool.map(lambda job: per_run(*job, sizes[job[0]]), jobs), strict=True)
+            zip(
+                jobs,
+                pool.map(lambda job: per_run(job[0], job[1], sizes[job[0]]), jobs),
+                strict=True,
+            )
         )
-    print("Fingerprints in machine instructions per run (callgrind), ratios to the plain run")
-    print(f"  {'N':>5}  {'plain':>9}  {'search/plain':>12}  {'every/plain':>11}")
-    ratios = {mode: [] for mode in MODES[1:]}  # type: dict[str, list[float]]
-    for steps in sizes:
-        plain = counts[(steps, "plain")]
-        for mode in MODES[1:]:
-            ratios[mode].append(counts[(steps, mode)] / plain)
+    print("State keys in machine instructions per run (callgrind), ratios to the plain run")
+    print(
+        f"  {'workload':>12}  {'plain':>9}  {'search/plain':>12}  {'every/plain':>11}  "
+        f"{'fault-free':>10}  {'exhaustive/plain':>16}"
+    )
+    ratios: dict[str, list[float]] = {mode: [] for mode in ("search", "every", "exhaustive")}
+    for workload in sizes:
+        plain, free = counts[(workload, "plain")], counts[(workload, "free")]
+        for mode in ("search", "every"):
+            ratios[mode].append(counts[(workload, mode)] / plain)
+        ratios["exhaustive"].append(counts[(workload, "exhaustive")] / free)
+        name = "50 x 4 steps" if workload == "wide" else f"{int(workload):,} steps"
         print(
-            f"  {steps:>5,}  {plain / 1e6:8.2f}M  {ratios['search'][-1]:11.3f}x  "
-            f"{ratios['every'][-1]:10.3f}x"
+            f"  {name:>12}  {plain / 1e6:8.2f}M  {ratios['search'][-1]:11.3f}x  "
+            f"{ratios['every'][-1]:10.3f}x  {free / 1e6:9.2f}M  {ratios['exhaustive'][-1]:15.3f}x"
         )
     print()
-    search = all(r <= MAX_FINGERPRINT_RATIO for r in ratios["search"])
-    every = all(r <= MAX_FINGERPRINT_RATIO for r in ratios["every"])
-    target(search, f"in instructions, a schedule as the search runs it at most "
-                   f"{MAX_FINGERPRINT_RATIO}x a plain run at every length")  # fmt: skip
-    target(every, f"in instructions, every point fingerprinted at most "
-                  f"{MAX_FINGERPRINT_RATIO}x a plain run at every length")  # fmt: skip
-    return search and every
+    met = []
+    for mode, what in (
+        ("search", "a schedule as the systematic search runs it"),
+        ("every", "every point fingerprinted"),
+        ("exhaustive", "an exhaustive state key at every point"),
+    ):
+        ok = all(r <= MAX_FINGERPRINT_RATIO for r in ratios[mode])
+        target(ok, f"in instructions, {what} at most {MAX_FINGERPRINT_RATIO}x a plain run, "
+                   "every workload")  # fmt: skip
+        met.append(ok)
+    return all(met)

@@ -179,15 +179,16 @@ def test_every_kind_of_change_moves_the_key_and_the_cache_follows_it() -> None:
         seen.append(key)
 
     assert seen[0] == whole_key(simulator, keys.histories, None)
-    # A step's value rewritten as put_step writes one: the row's revision and step_writes move.
+    # A step's value rewritten as put_step writes one: the row's revision, its step_writes and
+    # the runtime's row_writes move (MemoryRuntime._touch).
     row = next(row for row in rows.values() if row.steps)
     step_key, step = next(iter(row.steps.items()))
     row.steps[step_key] = dataclasses.replace(step, value={"changed": True})
     row.step_writes.append(step_key)
-    row.revision += 1
+    runtime._touch(row)
     moved("a step's value")
     row.set_outcome("failed", None, None)
-    row.revision += 1
+    runtime._touch(row)
     moved("a record's status and result")
     runtime.trigger(next(iter(rows.values())).workflow_id, {"again": 1})
     moved("a new execution")

@@ -45,7 +45,7 @@ from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
 
 class MemoryRuntime:
@@ -81,6 +81,9 @@ class MemoryRuntime:
         # Pruned targets whose caller is retained: their request records still name them.
         self._tombstones: dict[str, Row] = {}
         self._last_seq = 0
+        # Every row written, once per write (an admission is one), from the first reader on:
+        # see row_writes.
+        self._writes: list[Row] | None = None
 
     def __repr__(self) -> str:
         return f"MemoryRuntime({len(self._rows)} executions, now={self._clock.now():g})"
@@ -119,10 +122,11 @@ class MemoryRuntime:
                 )  # fmt: skip
             seq = self._next_seq()
             new_id = execution_id or generated_execution_id(workflow_id, seq)
-            self._rows[new_id] = self._live[new_id] = Row(
+            self._rows[new_id] = self._live[new_id] = row = Row(
                 new_id, seq, workflow_id, encoded, "trigger", None, None, None, None,
                 ExecutionStatus.PENDING, now, due_at=now,
             )  # fmt: skip
+            self._logged(row)
         self._failpoints.hit("trigger.after_commit")
         return new_id
 
@@ -154,12 +158,13 @@ class MemoryRuntime:
                 seq = self._next_seq()
                 self._failpoints.hit("start.before_commit")
                 target_id = generated_execution_id(checked.workflow_id, seq)
-                self._rows[target_id] = self._live[target_id] = Row(
+                self._rows[target_id] = self._live[target_id] = row = Row(
                     target_id, seq, checked.workflow_id, checked.params, "start",
                     checked.caller, caller.seq, checked.step_key, checked.detached,
                     ExecutionStatus.PENDING, now, due_at=now,
                     cancel_requested=self._inherits(caller, detached=checked.detached),
                 )  # fmt: skip
+                self._logged(row)
                 self._requests[key] = target_id
                 result = StartAccepted(target_id)
         self._failpoints.hit("start.after_commit")
@@ -191,6 +196,7 @@ class MemoryRuntime:
                     cancel_requested=self._inherits(caller, detached=checked.detached),
                 )  # fmt: skip
                 self._rows[checked.child_id] = self._live[checked.child_id] = row
+                self._logged(row)
                 assert key is not None
                 self._requests[key] = checked.child_id
                 result: ChildResult = ChildAccepted(checked.child_id, created=True)
@@ -247,7 +253,7 @@ class MemoryRuntime:
             for target_id in owned:
                 row = self._rows[target_id]
                 if target_id in self._live and not row.cancel_requested:
-                    row.revision += 1
+                    self._touch(row)
                     row.cancel_requested = True
                     row.due_at = now if row.due_at is None else min(row.due_at, now)
                     cancelled.append(target_id)
@@ -274,6 +280,30 @@ class MemoryRuntime:
         steps, and ``step_writes`` lists the key of each step write). Read it only while no
         call runs, and change nothing in a row."""
         return MappingProxyType(self._rows)
+
+    def row_writes(self) -> Sequence[Row]:
+        """Every row written, once per write, in the order of the writes (an admission is a
+        write; so is a prune, after which the row has left ``rows_view``): a live, read-only
+        list for a reader that follows what changed between calls, as the explorer's keys do
+        (what was appended since a reader's last look is what it reads again). The log starts
+        at the first call, with every row there is then; until then nothing is kept, so a
+        runtime nobody follows holds no pruned row. Read it only while no call runs, and
+        change nothing in it."""
+        with self._lock:
+            if self._writes is None:
+                self._writes = list(self._rows.values())
+            return self._writes
+
+    def _touch(self, row: Row) -> None:
+        """Count a write to ``row`` (its ``revision``) and log it (``row_writes``)."""
+        row.revision += 1
+        if self._writes is not None:
+            self._writes.append(row)
+
+    def _logged(self, row: Row) -> None:
+        """Log the admission of ``row`` (``row_writes``)."""
+        if self._writes is not None:
+            self._writes.append(row)
 
     def _ordered(self) -> Iterator[Row]:
         return iter(sorted(self._rows.values(), key=lambda row: row.seq))
@@ -345,7 +375,7 @@ class MemoryRuntime:
             delivery = None
             if row_or_none is not None:
                 row = row_or_none
-                row.revision += 1
+                self._touch(row)
                 row.lease_owner = owner
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
@@ -374,7 +404,7 @@ class MemoryRuntime:
         lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
         with self._lock:
             row, now = self._fenced("renew", lease)
-            row.revision += 1
+            self._touch(row)
             row.lease_expires_at = now + lease_seconds
             renewed = replace(lease, expires_at=row.lease_expires_at)
         self._failpoints.hit("renew.after_commit")
@@ -396,7 +426,7 @@ class MemoryRuntime:
             wake_at = common.check_seconds(wake_at, "wake_at")
         with self._lock:
             row, now = self._fenced("put_step", lease)
-            row.revision += 1
+            self._touch(row)
             old = row.steps.get(write.step_key)
             row.step_writes.append(write.step_key)
             row.steps[write.step_key] = new_step(
@@ -417,7 +447,7 @@ class MemoryRuntime:
         at = common.check_seconds(at, "the wake time")
         with self._lock:
             row, _ = self._fenced("record_wake", lease)
-            row.revision += 1
+            self._touch(row)
             row.due_at = at if row.due_at is None else min(row.due_at, at)
         self._failpoints.hit("record_wake.after_commit")
 
@@ -426,7 +456,7 @@ class MemoryRuntime:
         status, result, error = common.outcome_columns(outcome)
         with self._lock:
             row, now = self._fenced("acknowledge", lease)
-            row.revision += 1
+            self._touch(row)
             terminal = ExecutionStatus(status).terminal
             row.set_outcome(status, result, error)
             row.lease_owner = None
@@ -437,7 +467,7 @@ class MemoryRuntime:
                 del self._live[row.execution_id]
                 for waiter in self._live.values():
                     if waiter.waiting_on == row.execution_id:
-                        waiter.revision += 1
+                        self._touch(waiter)
                         waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
@@ -449,7 +479,7 @@ class MemoryRuntime:
         check_name(execution_id, "the execution to wait for")
         with self._lock:
             row, _ = self._fenced("wait_for", lease)
-            row.revision += 1
+            self._touch(row)
             row.waiting_on = execution_id
             target = self._rows.get(execution_id)
             record = None if target is None else target.record()
@@ -461,7 +491,7 @@ class MemoryRuntime:
         delay = common.check_seconds(delay, "the redelivery delay")
         with self._lock:
             row, now = self._fenced("release", lease)
-            row.revision += 1
+            self._touch(row)
             row.lease_owner = None
             row.lease_expires_at = None
             row.due_at = now + delay
@@ -482,7 +512,7 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
-            row.revision += 1
+            self._touch(row)
             if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).

@@ -14,7 +14,7 @@ from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence, ValuesView
+    from collections.abc import Callable, Mapping, Sequence
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
@@ -137,7 +137,7 @@ class Fingerprints:
         self._ledger = _LEDGER.copy()
         self._ledger_hex = self._ledger.hexdigest()
         self._runtime: object = None
-        self._rows: ValuesView[Row] | None = None
+        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._now: float | None = None
         self._now_text = ""
         self._others: list[str] | None = None
@@ -156,13 +156,14 @@ class Fingerprints:
         if runtime is not self._runtime:
             self._runtime = runtime
             view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            # The view's values are live too: taken once, not at every point.
-            self._rows = None if view is None else view().values()
+            writes = getattr(runtime, "row_writes", None)
+            # The view and the writes are live: taken once, not at every point.
+            self._rows = None if view is None or writes is None else (view(), writes())
         rows = self._rows
         if rows is None:
             total = self._executions.read_whole(runtime)
         else:
-            total = self._executions.follow(rows)
+            total = self._executions.follow(*rows)
         # The clock, the ledger, the store and the other actors share one term, made again
         # only when one of them changed (most points change only a record).
         moved = False

@@ -43,7 +43,7 @@ from yieldstar_sim.simulation.kernel import Point, describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence, ValuesView
+    from collections.abc import Mapping, Sequence
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.memory_rows import Row
@@ -89,7 +89,7 @@ class StateKeys:
         history), dropped when its history grows."""
         self._executions = Executions(values=True)
         self._runtime: object = None
-        self._rows: ValuesView[Row] | None = None
+        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = 0
         self._effects = 0
@@ -169,15 +169,16 @@ class StateKeys:
         if runtime is not self._runtime:
             self._runtime = runtime
             view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            # The view's values are live: taken once, not at every point.
-            self._rows = None if view is None else view().values()
+            writes = getattr(runtime, "row_writes", None)
+            # The view and the writes are live: taken once, not at every point.
+            self._rows = None if view is None or writes is None else (view(), writes())
         rows = self._rows
         executions = self._executions
         if rows is None:
             total = executions.read_whole(runtime)
             self._requests = _requests(runtime)
         else:
-            total = executions.follow(rows)
+            total = executions.follow(*rows)
             if executions.shape != self._shape:
                 # A request's record is its target's row (an admission adds one, a prune
                 # removes one): the requests change only with the set of rows.

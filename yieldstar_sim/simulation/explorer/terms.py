@@ -22,7 +22,7 @@ from hashlib import blake2b
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence, ValuesView
+    from collections.abc import Iterable, Mapping, Sequence
 
     from yieldstar_sim.core.model import ExecutionRecord, StepRecord
     from yieldstar_sim.runtime.memory_rows import Row
@@ -160,45 +160,76 @@ class Executions:
     the rest (the systematic search's fingerprints).
     """
 
-    __slots__ = ("_cache", "shape", "values")
+    __slots__ = ("_cache", "_done", "_total", "shape", "values")
 
     def __init__(self, *, values: bool) -> None:
         self.values = values
         self._cache: dict[int, _Execution] = {}
-        self.shape: tuple[int, int] = (-1, -1)
-        """How many rows ``follow`` read last, and the last one's number: rows are kept in
-        admission order and an admission takes a new, higher number, so the set of rows
-        changed exactly when this did."""
+        self._done = 0
+        self._total = 0
+        self.shape: tuple[int, int] = (0, 0)
+        """How many rows there are, and the last one's number, as ``follow`` last read them:
+        rows are kept in admission order and an admission takes a new, higher number, so the
+        set of rows changed exactly when this did."""
 
-    def follow(self, rows: ValuesView[Row]) -> int:
+    def follow(self, rows: Mapping[str, Row], writes: Sequence[Row]) -> int:
         """The sum of the terms of ``rows`` (``MemoryRuntime.rows_view``), reading again only
-        the rows whose ``revision`` moved, and of their steps only those written since."""
-        cache, values = self._cache, self.values
+        the rows written since the last call (``MemoryRuntime.row_writes``), and of their
+        steps only those written since: in time proportional to what changed, whatever the
+        number of rows, but for an admission or a prune, which changes the set of rows and
+        reads each row's place in admission order again."""
+        done = self._done
+        if len(writes) == done:
+            return self._total
+        self._done = len(writes)
+        changed: Iterable[Row]
+        if len(writes) == done + 1:  # most often: one write
+            changed = (writes[done],)
+        else:
+            # Each row once; rows compare by value, so they are told apart by identity.
+            changed = {id(row): row for row in writes[done:]}.values()
+        cache, total = self._cache, self._total
+        for row in changed:
+            entry = cache.get(row.seq)
+            if entry is None or rows.get(row.execution_id) is not row:
+                return self._read_rows(rows)  # admitted or pruned since
+            old = entry.term
+            entry = self._update(entry, row, entry.index)
+            total += entry.term - old
+        self._total = total = total & MASK
+        return total
+
+    def _read_rows(self, rows: Mapping[str, Row]) -> int:
+        """The sum over every row, each row's place in admission order read again (and the
+        rows written since, again)."""
+        cache: dict[int, _Execution] = {}
         total = index = last = 0
-        for row in rows:
+        for row in rows.values():
             last = row.seq
-            entry = cache.get(last)
-            if entry is None:
-                entry = cache[last] = _Execution(row.execution_id)
+            entry = self._cache.get(last) or _Execution(row.execution_id)
             if entry.revision != row.revision or entry.index != index:
-                writes = row.step_writes
-                done = entry.writes
-                if len(writes) < done:  # the row's steps were emptied: read them all
-                    entry, done = _Execution(row.execution_id), 0
-                    cache[last] = entry
-                # written_since's most frequent case inline: one step written.
-                steps = (
-                    (row.steps[writes[done]],)
-                    if len(writes) == done + 1
-                    else written_since(row, done)
-                )
-                entry.update(steps, row.head(), row.result_value, index, values)
-                entry.writes = len(writes)
-                entry.revision = row.revision
+                entry = self._update(entry, row, index)
+            cache[last] = entry
             total += entry.term
             index += 1
-        self.shape = (index, last)
+        self._cache, self.shape = cache, (index, last)
+        self._total = total = total & MASK
         return total
+
+    def _update(self, entry: _Execution, row: Row, index: int) -> _Execution:
+        """Fold the writes to ``row`` since ``entry`` last read it into ``entry`` (or, should
+        its steps have been emptied, into a new one, which it returns)."""
+        writes = row.step_writes
+        done = entry.writes
+        if len(writes) < done:  # the row's steps were emptied: read them all
+            entry, done = _Execution(row.execution_id), 0
+            self._cache[row.seq] = entry
+        # written_since's most frequent case inline: one step written.
+        steps = (row.steps[writes[done]],) if len(writes) == done + 1 else written_since(row, done)
+        entry.update(steps, row.head(), row.result_value, index, self.values)
+        entry.writes = len(writes)
+        entry.revision = row.revision
+        return entry
 
     def read_whole(self, runtime: Any) -> int:
         """The sum of the terms of every execution of ``runtime``, each read whole."""
@@ -213,4 +244,4 @@ class Executions:
                 self.values,
             )
             total += entry.term
-        return total
+        return total & MASK

@@ -1,0 +1,113 @@
+"""The explorer's keys as sums of terms (``explorer/terms.py``): following the memory runtime's
+writes gives the sum a whole read gives, and reads again only the rows written since."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.runtime.memory_rows import Row
+from yieldstar_sim.simulation.explorer.terms import Executions, kind, term
+
+
+def _runtime(count: int) -> tuple[ys.MemoryRuntime, list[str]]:
+    runtime = ys.MemoryRuntime()
+    ids = [runtime.trigger("order", {"n": n}, execution_id=f"order-{n}") for n in range(count)]
+    return runtime, ids
+
+
+def _follower(runtime: ys.MemoryRuntime, values: bool) -> Any:
+    executions = Executions(values=values)
+    view, writes = runtime.rows_view(), runtime.row_writes()
+    return lambda: executions.follow(view, writes)
+
+
+def _whole(runtime: ys.MemoryRuntime, values: bool) -> int:
+    return Executions(values=values).read_whole(runtime)
+
+
+@pytest.mark.parametrize("values", [True, False])
+def test_following_the_writes_gives_the_whole_read_s_sum_after_every_kind_of_write(
+    values: bool,
+) -> None:
+    runtime, ids = _runtime(6)
+    follow = _follower(runtime, values)
+    seen = {follow()}
+    assert follow() == _whole(runtime, values)
+
+    def moved(what: str) -> None:
+        total = follow()
+        assert total == _whole(runtime, values), what
+        assert total not in seen, what
+        seen.add(total)
+
+    delivery = runtime.claim("w1", lease_seconds=30.0, execution_id=ids[0])
+    assert delivery is not None
+    moved("a claim (the lease)")
+    runtime.put_step(delivery.lease, "reserve", status="completed", value={"seat": 4})
+    moved("a step")
+    runtime.put_step(delivery.lease, "charge", status="completed", value=12)
+    runtime.put_step(delivery.lease, "reserve", status="completed", value={"seat": 5})
+    moved("two steps, one of them rewritten")
+    runtime.acknowledge(delivery.lease, ys.Completed("shipped"))
+    moved("an outcome")
+    runtime.prune(ids[0])
+    moved("a prune of the first row (every other row's place moves)")
+    runtime.trigger("order", {"n": 99}, execution_id="order-99")
+    moved("an admission")
+    assert runtime.cancel(ids[3]) == [ids[3]]
+    moved("a cancel")
+
+
+def test_a_write_to_one_row_of_many_reads_that_row_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime, ids = _runtime(40)
+    follow = _follower(runtime, values=True)
+    follow()
+    read: list[str] = []
+    head = Row.head
+
+    def counted(row: Row) -> tuple[object, ...]:
+        read.append(row.execution_id)
+        return head(row)
+
+    monkeypatch.setattr(Row, "head", counted)
+    delivery = runtime.claim("w1", lease_seconds=30.0, execution_id=ids[17])
+    assert delivery is not None
+    runtime.put_step(delivery.lease, "reserve", status="completed", value=1)
+    follow()
+    assert read == [ids[17]]  # two writes to one row since the last key: read once
+    read.clear()
+    assert follow() == _whole(runtime, values=True)  # (reads every row, through record_head)
+    follow()
+    assert read == []  # nothing written since
+
+
+def test_admission_order_is_part_of_the_sum() -> None:
+    """Claims take the first claimable row in admission order: two runtimes holding the same
+    rows admitted in another order are two states."""
+    first, second = ys.MemoryRuntime(), ys.MemoryRuntime()
+    for runtime, order in ((first, ("a", "b")), (second, ("b", "a"))):
+        for name in order:
+            runtime.trigger("order", {}, execution_id=name)
+    assert _whole(first, values=True) != _whole(second, values=True)
+
+
+def test_terms_of_two_kinds_of_part_differ_for_one_text() -> None:
+    assert term(kind("step"), "x") != term(kind("record"), "x")
+    assert term(kind("step"), "x") == term(kind("step"), "x")
+
+
+def test_the_log_of_writes_starts_with_its_first_reader() -> None:
+    """A runtime nobody follows keeps no log (it would hold every pruned row); the first
+    reader's log starts with every row there is, so it misses nothing written before."""
+    runtime, ids = _runtime(3)
+    delivery = runtime.claim("w1", lease_seconds=30.0, execution_id=ids[0])
+    assert delivery is not None
+    runtime.acknowledge(delivery.lease, ys.Completed("done"))
+    runtime.prune(ids[0])
+    assert runtime._writes is None
+    writes = runtime.row_writes()
+    assert [row.execution_id for row in writes] == ids[1:]
+    assert runtime.row_writes() is writes  # one live log for every reader
