@@ -22,7 +22,7 @@ import gc
 import time
 from typing import TYPE_CHECKING, Any
 
-from _explorer_kit import chain_scenario, explore, timed_simulate
+from _explorer_kit import chain_scenario, explore, timed_simulate, wide_scenario
 from _harness import median, ms, progress, show, target
 
 import yieldstar_sim as ys
@@ -187,19 +187,24 @@ def keyed_seconds(scenario: ys.Scenario, mode: str) -> tuple[float, int]:
 
 
 def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]]:
-    """Print the cost of state keys at every point for 10, 100 and 1,000 steps (smoke: 10 and
-    30, once each); returns each length's ratios to the plain run."""
+    """Print the cost of state keys at every point for 10, 100 and 1,000 steps and for 50
+    workflows of 4 (smoke: 10 and 30 steps, 5 workflows, once each); returns each workload's
+    ratios to the plain run."""
     print(
-        "\nState keys: one fault-free schedule of one workflow of N step.run steps (2 workers), "
-        "a key at every choice point; medians, ms, ratios to the plain run"
+        "\nState keys: one fault-free schedule of one workflow of N step.run steps, and of 50 "
+        "workflows of 4 (2 workers), a key at every choice point; medians, ms, ratios to the "
+        "plain run"
     )
     rows = [["N", "keys", "plain", "incremental", "whole", "incremental/plain", "whole/plain"]]
+    sizes = (10, 30) if smoke else (10, 100, 1000)
     costs = []
-    for steps in (10, 30) if smoke else (10, 100, 1000):
-        progress(f"state keys, {steps} steps")
-        scenario = chain_scenario(steps)
+    # (name, scenario, repetitions' multiplier: a short run is repeated more)
+    workloads = [(f"{steps:,}", chain_scenario(steps), 5 if steps <= 10 else 1) for steps in sizes]
+    workloads.append(("5 x 4" if smoke else "50 x 4", wide_scenario(5 if smoke else 50, 4), 1))
+    for name, scenario, more in workloads:
+        progress(f"state keys, {name}")
         keyed_seconds(scenario, "incremental")  # warm-up
-        reps = 1 if smoke else (5 if quick else 15) * (5 if steps <= 10 else 1)
+        reps = 1 if smoke else (5 if quick else 15) * more
         times: dict[str, list[float]] = {mode: [] for mode in KEY_MODES}
         keys = 0
         for rep in range(reps):
@@ -214,7 +219,7 @@ def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]
         costs.append(ratio)
         rows.append(
             [
-                f"{steps:,}",
+                name,
                 f"{keys:,}",
                 *(ms(median(times[mode])) for mode in KEY_MODES),
                 f"{ratio['incremental']:.2f}x",
@@ -223,8 +228,9 @@ def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]
         )
     show(rows, [True] * 7, "  ")
     print(
-        "  incremental: StateKeys (rows whose revision moved, running hashes of the ledger and "
-        "the histories); whole: every record, step value, request and history read at every "
-        "point (exhaustive.state_key, the key before it)"
+        "  incremental: StateKeys (a sum of terms: the rows written since the last point, "
+        "running hashes of the ledger and the histories, the actors that moved); whole: every "
+        "record, step value, request and history read at every point (exhaustive.state_key, "
+        "the key before it)"
     )
     return costs

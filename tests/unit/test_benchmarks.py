@@ -78,4 +78,4 @@ def test_instructions_are_counted_for_the_fingerprint_section_only(
     assert exited.value.code == 2
     assert "add --fingerprints-only" in capsys.readouterr().err
     counter = importlib.import_module("_fingerprint_instructions")
-    assert counter.MODES == ("plain", "search", "every")
+    assert counter.MODES == ("plain", "search", "every", "free", "exhaustive")

@@ -90,7 +90,7 @@ class _Execution:
     """One execution's terms: its record's and its steps', summed (``term``)."""
 
     __slots__ = (
-        "head", "head_text", "index", "prefix", "record", "result", "result_text",
+        "head", "index", "prefix", "record", "result", "result_text",
         "revision", "step_terms", "steps_sum", "term", "writes",
     )  # fmt: skip
 
@@ -102,7 +102,6 @@ class _Execution:
         self.step_terms: dict[int, int] = {}
         self.steps_sum = 0
         self.head: tuple[object, ...] | None = None
-        self.head_text = ""
         self.result: object = _Execution
         self.result_text = ""
         self.record = 0
@@ -140,14 +139,14 @@ class _Execution:
         if head != self.head:
             # Equal heads print alike (each field has one type): most writes are steps, which
             # leave the head as it was.
-            self.head, self.head_text, moved = head, repr(head), True
+            self.head, moved = head, True
         # The row's result is replaced, never changed in place (readers get copies): the same
         # object has the same text. Holding it keeps its id from being reused.
         if values and result is not self.result:
             self.result, self.result_text, moved = result, repr(result), True
         if moved:
             self.index = index
-            self.record = term(_RECORD, f"{index}\x1f{self.head_text}\x1f{self.result_text}")
+            self.record = term(_RECORD, f"{index}\x1f{head!r}\x1f{self.result_text}")
         self.term = self.record + total
 
 
