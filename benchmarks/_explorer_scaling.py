@@ -32,6 +32,8 @@ from yieldstar_sim.simulation.explorer import plans
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import yieldstar_sim as ys
+
 MAX_FINGERPRINT_RATIO = 1.2
 
 
@@ -159,6 +161,7 @@ class _Before(plans.Fingerprints):
 class FingerprintCost:
     steps: int
     points: int = 0
+    faults: int = 1
     times: dict[str, list[float]] = field(
         default_factory=lambda: {"plain": [], "cached": [], "every": [], "before": []}
     )
@@ -168,12 +171,25 @@ class FingerprintCost:
         return median([t / p for t, p in zip(self.times[mode], self.times["plain"], strict=True)])
 
 
-def measure_fingerprints(steps: int, reps: int) -> FingerprintCost:
-    """Plain, cached and full-read fingerprinted runs of one single-fault schedule."""
-    scenario = chain_scenario(steps)
+def faulted_plan(scenario: ys.Scenario, faults: int) -> plans.Plan:
+    """A schedule of ``scenario`` with one fault (a crash after the middle choice point) or
+    two (crashes after the points at a third and at two thirds of the run), placed as the
+    systematic search places them: the second in the run the first one gave."""
     base = plans.run_plan(scenario, plans.Plan(0, 0))
-    plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
-    result = FingerprintCost(steps, plans.run_plan(scenario, plan).points)
+    if faults == 1:
+        return plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
+    first = fault(FaultKind.CRASH_AFTER, base.points // 3, scenario)
+    after = plans.run_plan(scenario, plans.Plan(0, 0, (first,)))
+    second = fault(FaultKind.CRASH_AFTER, after.points * 2 // 3, scenario)
+    return plans.Plan(0, 0, (first, second))
+
+
+def measure_fingerprints(steps: int, reps: int, faults: int = 1) -> FingerprintCost:
+    """Plain, cached and full-read fingerprinted runs of one schedule with ``faults`` faults
+    (``faulted_plan``)."""
+    scenario = chain_scenario(steps)
+    plan = faulted_plan(scenario, faults)
+    result = FingerprintCost(steps, plans.run_plan(scenario, plan).points, faults)
     cached, keys_from = plans.Fingerprints, plans.keys_from
     plans.run_plan(scenario, plan, expand=True)  # warm-up
     for rep in range(reps):
@@ -194,18 +210,20 @@ def measure_fingerprints(steps: int, reps: int) -> FingerprintCost:
 
 def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
     print(
-        "\nFingerprints: one schedule with one fault (crash after the middle point) of one "
-        "workflow of N step.run steps; medians, ms, ratios to the plain run"
+        "\nFingerprints: one schedule with one fault (crash after the middle point) or two "
+        "(crashes after the points at a third and two thirds) of one workflow of N step.run "
+        "steps; medians, ms, ratios to the plain run"
     )
     print(
-        "  search: as the systematic search runs it (keys after the fault); every: every point "
-        "fingerprinted (a parent run); before: every point, read whole (before the cache)"
+        "  search: as the systematic search runs it (keys after the last fault); every: every "
+        "point fingerprinted (a parent run); before: every point, read whole (before the cache)"
     )
-    rows = [["N", "points", "plain", "search", "every", "before", "search/plain", "every/plain",
-             "before/plain"]]  # fmt: skip
+    rows = [["N", "faults", "points", "plain", "search", "every", "before", "search/plain",
+             "every/plain", "before/plain"]]  # fmt: skip
     rows.extend(
         [
             f"{r.steps:,}",
+            str(r.faults),
             f"{r.points:,}",
             *(ms(median(r.times[mode])) for mode in ("plain", "cached", "every", "before")),
             f"{r.ratio('cached'):.2f}x",
@@ -214,7 +232,7 @@ def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
         ]
         for r in results
     )
-    show(rows, [True] * 9, "  ")
+    show(rows, [True] * 10, "  ")
     ok = all(r.ratio("cached") <= MAX_FINGERPRINT_RATIO for r in results)
     target(
         ok,
@@ -230,12 +248,13 @@ def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
 
 
 def fingerprint_section(quick: bool, smoke: bool = False) -> bool:
-    """Measure and print the fingerprint costs at 10, 100 and 1,000 steps (smoke: 10 and 30
-    steps, once each)."""
+    """Measure and print the fingerprint costs at 10, 100 and 1,000 steps, with one fault and
+    with two (smoke: 10 and 30 steps, once each)."""
     costs = []
-    for steps in (10, 30) if smoke else (10, 100, 1000):
-        progress(f"fingerprints, {steps} steps")
-        # Short runs are noisier: more repetitions of them.
-        reps = 1 if smoke else (3 if quick else 7) * (5 if steps <= 10 else 1)
-        costs.append(measure_fingerprints(steps, reps))
+    for faults in (1, 2):
+        for steps in (10, 30) if smoke else (10, 100, 1000):
+            progress(f"fingerprints, {steps} steps, {faults} fault{'s' * (faults > 1)}")
+            # Short runs are noisier: more repetitions of them.
+            reps = 1 if smoke else (3 if quick else 7) * (5 if steps <= 10 else 1)
+            costs.append(measure_fingerprints(steps, reps, faults))
     return print_fingerprints(costs)

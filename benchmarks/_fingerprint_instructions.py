@@ -5,9 +5,9 @@ with other sessions' load and with how warm the CPU's caches are.
 Two workloads: one workflow of N ``step.run`` steps (N = 10, 100, 1,000), and 50 workflows of
 4 steps (a state of many rows, of which a choice point changes one or two). Each runs:
 
-- for the systematic search's fingerprints, the schedule of the timed section (a crash after
-  the middle choice point) plain, as the search runs it (keys after the fault) and with every
-  point fingerprinted;
+- for the systematic search's fingerprints, the schedules of the timed section (a crash after
+  the middle choice point; two crashes, after the points at a third and two thirds) plain, as
+  the search runs them (keys after the last fault) and with every point fingerprinted;
 - for the exhaustive search's state keys, one fault-free schedule plain and with a key at
   every choice point, the trace fed to the keys as the search's probe feeds it.
 
@@ -32,10 +32,10 @@ ROOT = BENCHMARKS.parent
 CHILD = """
 import sys
 sys.path.insert(0, sys.argv[4])
-from _explorer_kit import chain_scenario, fault, wide_scenario
-from yieldstar_sim.simulation import FaultKind
+from _explorer_kit import chain_scenario, wide_scenario
+from _explorer_scaling import faulted_plan
 from yieldstar_sim.simulation.explorer import plans
-workload, mode, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+workload, mode, runs, faults = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[5])
 scenario = wide_scenario(50, 4) if workload == "wide" else chain_scenario(int(workload))
 if mode in ("free", "exhaustive"):
     from _exhaustive import _Keyed
@@ -46,8 +46,7 @@ if mode in ("free", "exhaustive"):
         simulator.run()
         simulator.runtime.close()
     raise SystemExit
-base = plans.run_plan(scenario, plans.Plan(0, 0))
-plan = plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
+plan = faulted_plan(scenario, faults)
 if mode == "every":
     plans.keys_from = lambda plan: 0  # every point, as a parent run
 for _ in range(runs):
@@ -59,19 +58,28 @@ MODES = ("plain", "search", "every", "free", "exhaustive")
 point; the fault-free schedule plain ("free") and with an exhaustive state key at every
 point."""
 
+Job = tuple[str, str, int]
+"""A workload (a step count, or "wide"), a mode (``MODES``) and a number of faults."""
 
-def _count(workload: str, mode: str, runs: int) -> int:
+
+def _count(job: Job, runs: int) -> int:
+    workload, mode, faults = job
     found = count_instructions(
-        ["-c", CHILD, workload, mode, str(runs), str(BENCHMARKS)], pythonpath=str(ROOT)
+        ["-c", CHILD, workload, mode, str(runs), str(BENCHMARKS), str(faults)],
+        pythonpath=str(ROOT),
     )
     if found is None:
         raise RuntimeError("valgrind printed no instruction count")
     return found
 
 
-def per_run(workload: str, mode: str, runs: int) -> float:
-    """Instructions per run of ``workload`` (a step count, or "wide"), keyed as ``mode``."""
-    return (_count(workload, mode, runs) - _count(workload, mode, 0)) / runs
+def per_run(job: Job, runs: int) -> float:
+    """Instructions per run of ``job``."""
+    return (_count(job, runs) - _count(job, 0)) / runs
+
+
+def _name(workload: str) -> str:
+    return "50 x 4 steps" if workload == "wide" else f"{int(workload):,} steps"
 
 
 def fingerprint_instructions(smoke: bool = False) -> bool:
@@ -81,32 +89,35 @@ def fingerprint_instructions(smoke: bool = False) -> bool:
         print("fingerprint instructions: skipped (no valgrind; `apt-get install valgrind`)")
         return True
     sizes = {"10": 1} if smoke else {"10": 40, "100": 10, "1000": 2, "wide": 2}
-    jobs = [(workload, mode) for workload in sizes for mode in MODES]
+    jobs: list[Job] = [(workload, mode, 1) for workload in sizes for mode in MODES]
+    jobs += [(w, mode, 2) for w in sizes if w != "wide" for mode in ("plain", "search", "every")]
     # Two children at a time: each is one process counted on its own, so they do not interfere.
     with ThreadPoolExecutor(2) as pool:
-        counts = dict(
-            zip(
-                jobs,
-                pool.map(lambda job: per_run(job[0], job[1], sizes[job[0]]), jobs),
-                strict=True,
-            )
-        )
-    print("State keys in machine instructions per run (callgrind), ratios to the plain run")
-    print(
-        f"  {'workload':>12}  {'plain':>9}  {'search/plain':>12}  {'every/plain':>11}  "
-        f"{'fault-free':>10}  {'exhaustive/plain':>16}"
-    )
+        found = pool.map(lambda job: per_run(job, sizes[job[0]]), jobs)
+        counts = dict(zip(jobs, found, strict=True))
     ratios: dict[str, list[float]] = {mode: [] for mode in ("search", "every", "exhaustive")}
+    print("Fingerprints (the systematic search) in machine instructions per run (callgrind)")
+    print(
+        f"  {'workload':>12}  {'faults':>6}  {'plain':>9}  {'search/plain':>12}  "
+        f"{'every/plain':>11}"
+    )
+    for faults in (1, 2):
+        for workload in sizes:
+            if (workload, "plain", faults) not in counts:
+                continue
+            plain = counts[(workload, "plain", faults)]
+            for mode in ("search", "every"):
+                ratios[mode].append(counts[(workload, mode, faults)] / plain)
+            print(
+                f"  {_name(workload):>12}  {faults:>6}  {plain / 1e6:8.2f}M  "
+                f"{ratios['search'][-1]:11.3f}x  {ratios['every'][-1]:10.3f}x"
+            )
+    print("Exhaustive state keys, a key at every point of the fault-free run")
+    print(f"  {'workload':>12}  {'plain':>9}  {'keys/plain':>10}")
     for workload in sizes:
-        plain, free = counts[(workload, "plain")], counts[(workload, "free")]
-        for mode in ("search", "every"):
-            ratios[mode].append(counts[(workload, mode)] / plain)
-        ratios["exhaustive"].append(counts[(workload, "exhaustive")] / free)
-        name = "50 x 4 steps" if workload == "wide" else f"{int(workload):,} steps"
-        print(
-            f"  {name:>12}  {plain / 1e6:8.2f}M  {ratios['search'][-1]:11.3f}x  "
-            f"{ratios['every'][-1]:10.3f}x  {free / 1e6:9.2f}M  {ratios['exhaustive'][-1]:15.3f}x"
-        )
+        free = counts[(workload, "free", 1)]
+        ratios["exhaustive"].append(counts[(workload, "exhaustive", 1)] / free)
+        print(f"  {_name(workload):>12}  {free / 1e6:8.2f}M  {ratios['exhaustive'][-1]:9.3f}x")
     print()
     met = []
     for mode, what in (
