@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.terms import MASK, Executions, kind, store_text, term
+from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
 
@@ -128,7 +129,7 @@ class Fingerprints:
     __slots__ = (
         "_effects", "_executions", "_ledger", "_ledger_hex", "_name", "_now", "_now_text",
         "_others", "_others_text", "_rows", "_runtime", "_shared", "_store", "_store_text",
-        "_waits",
+        "_texts", "_waits",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -147,6 +148,8 @@ class Fingerprints:
         self._store: dict[str, str] | None = None
         self._store_text = ""
         self._shared = 0
+        self._texts: dict[str, tuple[object, str]] = {}
+        """Each waiting actor's last wait (``Kernel.waits``) and its text, its name blinded."""
 
     def key(self, simulator: Simulator, name: str, point: Point) -> str:
         """The fingerprint of the state at a choice point, blind to which worker is which:
@@ -193,10 +196,21 @@ class Fingerprints:
         """Describe the actors other than ``name`` again (someone moved, or another actor
         asks; equal waits describe alike, and the acting actor's own move between two of its
         points is not seen); whether their text changed."""
-        others = sorted(
-            state.replace(other, "~") for other, state in kernel.waiting() if other != name
-        )
-        if waits is not None:
+        if waits is None:
+            others = sorted(
+                state.replace(other, "~") for other, state in kernel.waiting() if other != name
+            )
+        else:
+            # Each actor described again only when it waits on another object (waits holds
+            # what waiting() describes: a test compares the two at every point).
+            texts, others = self._texts, []
+            for other, state in waits.items():
+                if other != name:
+                    seen = texts.get(other)
+                    if seen is None or seen[0] is not state:
+                        seen = texts[other] = (state, describe(state).replace(other, "~"))
+                    others.append(seen[1])
+            others.sort()
             self._waits, self._name = dict(waits), name
         if others == self._others:
             return False
