@@ -55,38 +55,34 @@ def essentials(report: ExplorationReport) -> tuple[Any, ...]:
 
 def chain_scenario(n: int) -> ys.Scenario:
     """One workflow of ``n`` ``step.run`` steps, one trigger, 2 workers."""
-
-    @ys.workflow("chain")
-    def chain(step: ys.StepRunner, params: Any) -> Any:
-        total = 0
-        for i in range(n):
-            total += yield from step.run(f"s{i}", lambda i=i: i)
-        return total
-
-    return ys.Scenario(
-        name=f"chain-{n}",
-        workflows=[chain],
-        triggers=[ys.Trigger("chain", {"steps": n}, execution_id="chain-1")],
-        workers=2,
-        max_points=100 * n + 1_000,
-    )
+    trigger = ys.Trigger("chain", {"steps": n}, execution_id="chain-1")
+    return _runs_of_steps(f"chain-{n}", "chain", n, [trigger])
 
 
 def wide_scenario(executions: int, steps: int) -> ys.Scenario:
     """``executions`` workflows of ``steps`` ``step.run`` steps each, one trigger each, 2
     workers: a state of many rows, of which a choice point changes one or two."""
+    triggers = [ys.Trigger("small", {}, execution_id=f"small-{n}") for n in range(executions)]
+    return _runs_of_steps(f"wide-{executions}x{steps}", "small", steps, triggers)
 
-    @ys.workflow("small")
-    def small(step: ys.StepRunner, params: Any) -> Any:
+
+def _runs_of_steps(
+    name: str, workflow_id: str, steps: int, triggers: list[ys.Trigger]
+) -> ys.Scenario:
+    """A scenario of ``triggers``, each starting workflow ``workflow_id`` of ``steps``
+    ``step.run`` steps, 2 workers."""
+
+    @ys.workflow(workflow_id)
+    def run_steps(step: ys.StepRunner, params: Any) -> Any:
         total = 0
         for i in range(steps):
             total += yield from step.run(f"s{i}", lambda i=i: i)
         return total
 
     return ys.Scenario(
-        name=f"wide-{executions}x{steps}",
-        workflows=[small],
-        triggers=[ys.Trigger("small", {}, execution_id=f"small-{n}") for n in range(executions)],
+        name=name,
+        workflows=[run_steps],
+        triggers=triggers,
         workers=2,
-        max_points=100 * executions * steps + 1_000,
+        max_points=100 * steps * len(triggers) + 1_000,
     )
