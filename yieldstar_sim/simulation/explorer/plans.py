@@ -113,13 +113,14 @@ class Fingerprints:
     A fingerprint is a sum of terms (``terms``): each execution's record and each of its steps
     (a step's term covers its position, key, status and attempt; ``terms.Executions``), the
     clock, the ledger, the store and the other actors together, the call, and the workers'
-    clocks. On the memory runtime, whose rows say how often each was written (``revision``)
-    and which steps each write touched (``step_writes``; ``MemoryRuntime.rows_view``), only
-    the rows whose revision moved are read again, and of their steps only those written
-    since; any other runtime is read whole at every point, to the same fingerprint. The
-    ledger's effects, only ever appended, are chained into one hash, each once; the clock,
-    the ledger, the store and the other actors share one term, made again only when one of
-    them changed (the other actors: the kernel's ``waits``, compared with a copy).
+    clocks. On the memory runtime, which logs each row written (``MemoryRuntime.row_writes``)
+    and which steps each write touched (``step_writes``), only the rows written since the
+    last fingerprint are read again, and of their steps only those written since; any other
+    runtime is read whole at every point, to the same fingerprint. The ledger's effects, only
+    ever appended, are chained into one hash, each once; the clock, the ledger, the store and
+    the other actors share one term, made again only when one of them changed (the other
+    actors: the kernel's ``waits``, compared with a copy; each described again only when it
+    waits on another object).
     """
 
     follows_changes = True

@@ -13,9 +13,9 @@ verdict).
 
 What makes it incremental:
 
-- on the memory runtime (``MemoryRuntime.rows_view``), only the rows whose ``revision``
-  moved are read again, and of their steps only those written since (``step_writes``): a
-  step written replaces its one term (``terms.Executions``);
+- on the memory runtime (``MemoryRuntime.rows_view``), only the rows written since the last
+  point are read again (``MemoryRuntime.row_writes``), and of their steps only those written
+  since (``step_writes``): a step written replaces its one term (``terms.Executions``);
 - the start requests are read again only when the set of rows changes: a request's record
   is its target's row (an admission adds one, a prune removes one);
 - the ledger's effects, only ever appended, are chained into one hash, each once;
