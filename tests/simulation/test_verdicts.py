@@ -216,6 +216,41 @@ def test_a_deadline_fires_even_after_the_watchdog_thread_died(
     assert deadline.where == "a spinning body"
 
 
+def test_a_deadline_raises_again_in_code_that_lost_its_first_interrupt() -> None:
+    """User code that catches the interrupt and goes on (or C code that clears it) is
+    interrupted again while it runs: else it would spin past its limit for ever (a forked
+    explorer child once did, its watchdog idle)."""
+    deadline = Deadline(0.05)
+    caught = []
+
+    def spin() -> None:
+        with deadline.user_code("a body that swallows one interrupt"):
+            while True:
+                try:
+                    while deadline.elapsed < 30:  # only the wall-clock limit ends this
+                        pass
+                    pytest.fail("the deadline did not raise again")
+                except RunTimedOut:
+                    if caught:
+                        raise
+                    caught.append(deadline.elapsed)  # lost: the body spins on
+
+    with deadline, pytest.raises(RunTimedOut):
+        spin()
+    assert len(caught) == 1
+    assert deadline.where == "a body that swallows one interrupt"
+
+
+def test_a_deadline_that_passed_before_user_code_raises_on_entering_it() -> None:
+    deadline = Deadline(0.05)
+    with deadline:
+        while not deadline.expired:
+            pass
+        with pytest.raises(RunTimedOut), deadline.user_code("entered late"):
+            raise AssertionError("user code ran past its limit")
+    assert deadline.where == "entered late"
+
+
 # --------------------------------------------------------------------------- 3. faults
 
 

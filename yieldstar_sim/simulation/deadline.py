@@ -35,6 +35,10 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT = 60.0
 """Seconds of wall-clock time one simulation run may take before it ends as incomplete."""
 
+AGAIN_SECONDS = 0.05
+"""Seconds after which a deadline that fired in user code raises there again, should the code
+still be running (the first exception lost on its way)."""
+
 
 class RunTimedOut(BaseException):
     """The run's wall-clock limit passed while user code was running.
@@ -100,10 +104,16 @@ class Deadline:
     def _fire(self) -> None:
         with self._lock:
             self.expired = True
-            if self._inside is not None:
+            raised = self._inside is not None
+            if raised:
                 self.where = self._inside
                 self._pending = True
                 _raise_in(self._thread_id, RunTimedOut)
+        if raised:
+            # An asynchronous exception can be lost on its way (user code that catches it and
+            # goes on, C code that clears the error it finds): while the code still runs,
+            # raise it again. Once the code has left (``_inside`` None), this does nothing.
+            _WATCHDOG.arm(self, AGAIN_SECONDS)
 
     def _clear_pending(self) -> None:
         if self._pending:
@@ -162,10 +172,13 @@ class _UserCode:
 
     def __enter__(self) -> None:
         deadline = self.deadline
-        if deadline.expired:
-            deadline.where = deadline.where or self.where
-            raise RunTimedOut
+        # Under the lock ``_fire`` takes: it either ran before (expired: raise here) or runs
+        # after (``_inside`` is set: it raises in the code). Checked outside, a limit that
+        # passed in between would let the code run with nothing left to interrupt it.
         with deadline._lock:
+            if deadline.expired:
+                deadline.where = deadline.where or self.where
+                raise RunTimedOut
             deadline._inside = self.where
 
     def __exit__(
