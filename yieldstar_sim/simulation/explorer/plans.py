@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
-from yieldstar_sim.simulation.explorer.terms import MASK, Executions, kind, store_text, term
+from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.run import SimulationRun, finish
 from yieldstar_sim.simulation.simulator import Simulator
@@ -191,7 +191,7 @@ class Fingerprints:
         total += self._shared + _call_term(info.op, info.execution_id, info.step_key)
         if simulator.clocks.behind:
             total += term(_CLOCKS, _clocks(simulator, name))
-        return f"{total & MASK:032x}"  # terms.key_text, inline
+        return key_text(total)
 
     def _describe_others(self, kernel: Kernel, name: str, waits: dict[str, Any] | None) -> bool:
         """Describe the actors other than ``name`` again (someone moved, or another actor

@@ -32,14 +32,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.terms import (
-    MASK,
-    Executions,
-    kind,
-    store_text,
-    term,
-)
-from yieldstar_sim.simulation.kernel import Point, describe
+from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
+from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
@@ -47,6 +41,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.memory_rows import Row
+    from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
     from yieldstar_sim.simulation.trace import TraceEvent
 
@@ -99,8 +94,6 @@ class StateKeys:
         self._now_term = 0
         self._store: dict[str, str] | None = None
         self._store_term = 0
-        self._scalars = -1
-        """The clock's, the ledger's and the store's terms, summed (-1: to sum again)."""
         self._behind: dict[str, float] | None = None
         self._ends: dict[tuple[str, int], float] | None = None
         self._believed = 0
@@ -186,31 +179,22 @@ class StateKeys:
         now = simulator.clock.now()
         if now != self._now:
             self._now, self._now_term = now, term(_CLOCK, repr(now))
-            self._scalars = -1
         effects = simulator.ledger.effects
         if len(effects) != self._effects:
             self._fold(effects)
-            self._scalars = -1
         store = simulator.store.canonical
         if store != self._store:
             self._store, self._store_term = dict(store), term(_STORE, store_text(store))
-            self._scalars = -1
-        if self._scalars < 0:
-            self._scalars = self._now_term + self._ledger_term + self._store_term
-        total += self._requests + self._scalars
+        total += self._requests + self._now_term + self._ledger_term + self._store_term
         if self.follows_changes:
             # An actor's term is made again only when it waits on another object than at the
             # last point, or its history grew (most often only the one that just went).
-            actors, hashes = self._actors, self._hashes
+            actors = self._actors
             for name, state in simulator.kernel.waits.items():
                 seen = actors.get(name)
                 if seen is None or seen[0] is not state:
-                    # As _actor, inline: one actor moves at almost every point.
-                    wait = f"point {state.label}" if type(state) is Point else describe(state)
-                    running = hashes.get(name)
-                    running = _HISTORY.copy() if running is None else running.copy()
-                    running.update(b"\0" + wait.replace(name, "~").encode())
-                    seen = actors[name] = (state, int.from_bytes(running.digest()))
+                    wait = describe(state).replace(name, "~")
+                    seen = actors[name] = (state, self._actor(name, wait))
                 total += seen[1]
         else:
             for name, text in simulator.kernel.waiting():
@@ -221,7 +205,7 @@ class StateKeys:
         behind, ends = simulator.clocks.behind, simulator.lease_ends
         if behind or ends:
             total += self._beliefs(behind, ends)
-        return f"{total & MASK:032x}"  # terms.key_text, inline
+        return key_text(total)
 
     def _beliefs(self, behind: dict[str, float], ends: dict[tuple[str, int], float]) -> int:
         """The term of what the workers believe: how far behind each skewed clock runs, and

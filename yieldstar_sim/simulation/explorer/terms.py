@@ -223,9 +223,7 @@ class Executions:
         if len(writes) < done:  # the row's steps were emptied: read them all
             entry, done = _Execution(row.execution_id), 0
             self._cache[row.seq] = entry
-        # written_since's most frequent case inline: one step written.
-        steps = (row.steps[writes[done]],) if len(writes) == done + 1 else written_since(row, done)
-        entry.update(steps, row.head(), row.result_value, index, self.values)
+        entry.update(written_since(row, done), row.head(), row.result_value, index, self.values)
         entry.writes = len(writes)
         entry.revision = row.revision
         return entry
