@@ -4,8 +4,8 @@ choice point and a ``Fault`` name it by, and how it crosses the worker process's
 The in-process invoker, the worker-process invoker (both ends of its pipe) and the simulator all
 read this table, so a new command is added here once.
 
->>> RUNTIME_CALLS[RecordWake].op
-'record_wake'
+>>> RUNTIME_CALLS[RecordWake].op is Op.RECORD_WAKE
+True
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from yieldstar_sim.core.commands import (
     WaitFor,
 )
 from yieldstar_sim.core.model import ChildRequest, RequestId, StartRequest
+from yieldstar_sim.core.ops import Op
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +40,7 @@ C = TypeVar("C")
 class CallKind(Generic[C]):
     """How one kind of driver command becomes a runtime call."""
 
-    op: str
+    op: Op
     """The call's name at a choice point and in a ``Fault`` (``faults.CHOICE_POINT_OPS``)."""
     perform: Callable[[Runtime, C], Any]
     """Make the call against a runtime."""
@@ -58,7 +59,7 @@ def _no_step(_: object) -> None:
 
 RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
     PutStep: CallKind[PutStep](
-        op="put_step",
+        op=Op.PUT_STEP,
         perform=lambda runtime, put: runtime.put_step(
             put.lease,
             put.step_key,
@@ -72,21 +73,21 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
         decode=lambda fields, lease: PutStep(lease, *fields),
     ),
     RecordWake: CallKind[RecordWake](
-        op="record_wake",
+        op=Op.RECORD_WAKE,
         perform=lambda runtime, wake: runtime.record_wake(wake.lease, wake.at),
         step_key=_no_step,
         encode=lambda wake: (wake.at,),
         decode=lambda fields, lease: RecordWake(lease, fields[0]),
     ),
     WaitFor: CallKind[WaitFor](
-        op="wait_for",
+        op=Op.WAIT_FOR,
         perform=lambda runtime, wait: runtime.wait_for(wait.lease, wait.execution_id),
         step_key=_no_step,
         encode=lambda wait: (wait.execution_id,),
         decode=lambda fields, lease: WaitFor(lease, fields[0]),
     ),
     CallStart: CallKind[CallStart](
-        op="start",
+        op=Op.START,
         perform=lambda runtime, call: runtime.start(call.request),
         step_key=lambda call: call.request.request_id.step_key,
         encode=lambda call: (
@@ -99,7 +100,7 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
         decode=lambda fields, _: CallStart(StartRequest(RequestId(*fields[:2]), *fields[2:])),
     ),
     StartChild: CallKind[StartChild](
-        op="start_child",
+        op=Op.START_CHILD,
         perform=lambda runtime, child: runtime.start_child(child.request),
         step_key=lambda child: child.request.request_id.step_key,
         encode=lambda child: (
@@ -113,7 +114,7 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
         decode=lambda fields, _: StartChild(ChildRequest(RequestId(*fields[:2]), *fields[2:])),
     ),
     RequestCancel: CallKind[RequestCancel](
-        op="cancel",
+        op=Op.CANCEL,
         perform=lambda runtime, cancel: runtime.cancel(cancel.execution_id),
         step_key=_no_step,
         encode=lambda cancel: (cancel.execution_id,),

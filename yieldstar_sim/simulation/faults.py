@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.frozen import maker
+from yieldstar_sim.core.ops import Op
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -67,40 +68,42 @@ KIND_EFFECTS: dict[FaultKind, str] = {
 
 #: The runtime calls that are choice points, by the ``op`` a ``Fault`` names, and what each is.
 #: A test runs every bundled scenario and checks the simulator makes no choice point outside it.
-CHOICE_POINT_OPS: dict[str, str] = {
-    "claim": "a free worker asks for a delivery: a lease, a fencing token, the recorded steps",
-    "put_step": "record a step's result, failure or timer (step.run, step.delay, a start's target)",
-    "record_wake": "record when a suspended execution wakes (a durable timer, a retry backoff)",
-    "wait_for": "suspend until another execution finishes (step.call, step.child joins)",
-    "start": "the durable start of a target (step.start, step.call): one per start request",
-    "start_child": "create or join an owned child, or spawn a detached one (step.child, "
+CHOICE_POINT_OPS: dict[Op, str] = {
+    Op.CLAIM: "a free worker asks for a delivery: a lease, a fencing token, the recorded steps",
+    Op.PUT_STEP: "record a step's result, failure or timer (step.run, step.delay, a start's "
+    "target)",
+    Op.RECORD_WAKE: "record when a suspended execution wakes (a durable timer, a retry backoff)",
+    Op.WAIT_FOR: "suspend until another execution finishes (step.call, step.child joins)",
+    Op.START: "the durable start of a target (step.start, step.call): one per start request",
+    Op.START_CHILD: "create or join an owned child, or spawn a detached one (step.child, "
     "step.spawn)",
-    "cancel": "request cancellation of an execution and what it owns (a workflow's, or a client's)",
-    "acknowledge": "report the execution's outcome and end the lease",
-    "release": "hand a delivery back (a rejected delivery, a worker process exit)",
-    "trigger": "a client (ys.Client) admits an execution: a scenario trigger, or an external "
+    Op.CANCEL: "request cancellation of an execution and what it owns (a workflow's, or a "
+    "client's)",
+    Op.ACKNOWLEDGE: "report the execution's outcome and end the lease",
+    Op.RELEASE: "hand a delivery back (a rejected delivery, a worker process exit)",
+    Op.TRIGGER: "a client (ys.Client) admits an execution: a scenario trigger, or an external "
     "start with a caller-chosen request ID",
-    "elapse": "a step body lets time pass (step.world.elapse): its later effects wait for it",
+    Op.ELAPSE: "a step body lets time pass (step.world.elapse): its later effects wait for it",
 }
 
 #: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at
 #: a point passes it by: there is no call at an elapse to lose the response of, and only a
 #: step body's elapse has an attempt to stall.
-KIND_OPS: dict[FaultKind, frozenset[str] | None] = {
+KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
     FaultKind.CRASH: None,
-    FaultKind.CRASH_AFTER: frozenset(CHOICE_POINT_OPS) - {"elapse"},
-    FaultKind.LOSE_RESPONSE: frozenset(CHOICE_POINT_OPS) - {"elapse"},
+    FaultKind.CRASH_AFTER: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
+    FaultKind.LOSE_RESPONSE: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
     FaultKind.FREEZE: None,
-    FaultKind.INFRA_ERROR: frozenset(CHOICE_POINT_OPS) - {"elapse"},
-    FaultKind.CHILD_EXIT: frozenset(CHOICE_POINT_OPS) - {"elapse"},
-    FaultKind.STALL: frozenset({"elapse"}),
+    FaultKind.INFRA_ERROR: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
+    FaultKind.CHILD_EXIT: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
+    FaultKind.STALL: frozenset({Op.ELAPSE}),
     FaultKind.SKEW: None,
 }
 
 #: The ops the explorer places each kind at, where it differs from ``KIND_OPS``: a skew
 #: changes what a worker does only where it reads its clock to heartbeat (at an elapse), so
 #: the explorer tries it there and nowhere else.
-EXPLORED_OPS: dict[FaultKind, frozenset[str]] = {FaultKind.SKEW: frozenset({"elapse"})}
+EXPLORED_OPS: dict[FaultKind, frozenset[Op]] = {FaultKind.SKEW: frozenset({Op.ELAPSE})}
 
 
 def applies_at(kind: FaultKind | str, op: str, *, exploring: bool = False) -> bool:

@@ -1,0 +1,30 @@
+"""The choice points' ops: each runtime call a worker or client makes, and a step body's elapse.
+
+An op names a choice point in a ``Fault`` (``op="put_step"``), in a trace event and in the
+explorer's plans. It is a ``StrEnum``, so a scenario may still write the plain string, and the
+trace's JSON is unchanged; code compares against the members, never against string literals, so
+that a renamed op is one edit here and a misspelt one is a type error.
+
+>>> Op.PUT_STEP == "put_step", Op("claim") is Op.CLAIM
+(True, True)
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Op(enum.StrEnum):
+    """A choice point's op (``faults.CHOICE_POINT_OPS`` says what each is)."""
+
+    CLAIM = "claim"
+    PUT_STEP = "put_step"
+    RECORD_WAKE = "record_wake"
+    WAIT_FOR = "wait_for"
+    START = "start"
+    START_CHILD = "start_child"
+    CANCEL = "cancel"
+    ACKNOWLEDGE = "acknowledge"
+    RELEASE = "release"
+    TRIGGER = "trigger"
+    ELAPSE = "elapse"
