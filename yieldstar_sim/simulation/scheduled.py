@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 Actor = Generator[Wait | Park | Point, Any, None]
 
 #: The actor's name in the kernel (and in its choices).
-NAME = "~client"
+SCHEDULED = "~client"
 
 
 def scheduled_actor(state: RunState) -> Actor:

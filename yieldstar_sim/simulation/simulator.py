@@ -16,11 +16,11 @@ from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.invoker import Registry
 from yieldstar_sim.engine.world import Ledger, WorldStore
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
-from yieldstar_sim.simulation import scheduled
 from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultPlan
 from yieldstar_sim.simulation.kernel import Kernel
+from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.workers import worker
@@ -116,7 +116,7 @@ class Simulator:
         """Run the scenario until nothing is left to do, or its time or point budget ends."""
         state, kernel, deadline = self.state, self.kernel, self.deadline
         scenario = self.scenario
-        kernel.spawn(scheduled.NAME, scheduled.scheduled_actor(state))
+        kernel.spawn(SCHEDULED, scheduled_actor(state))
         for name in scenario.worker_names:
             kernel.spawn(name, worker(state, name))
         for name, requests in client_requests(scenario).items():
