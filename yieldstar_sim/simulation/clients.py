@@ -170,13 +170,13 @@ class _Request:
                 reached = sim.runtime.cancel(request.execution_id)
             except (ExecutionNotFoundError, ExecutionStateError) as refused:
                 answer = ClientAnswerData(
-                    self.client, "cancel", attempt, "refused", request.execution_id,
+                    self.client, Op.CANCEL, attempt, "refused", request.execution_id,
                     code=type(refused).__name__, lost=lost,
                 )  # fmt: skip
                 text = f"cancel {request.execution_id} refused: {refused}"
             else:
                 answer = ClientAnswerData(
-                    self.client, "cancel", attempt, "cancel requested", request.execution_id,
+                    self.client, Op.CANCEL, attempt, "cancel requested", request.execution_id,
                     cancelled=tuple(reached), lost=lost,
                 )  # fmt: skip
                 text = f"cancel {request.execution_id}: requested for " + (
@@ -194,7 +194,7 @@ class _Request:
             )
         except ExecutionAdmissionError as refused:
             answer = ClientAnswerData(
-                self.client, "trigger", attempt, "refused", request_id, request.workflow_id,
+                self.client, Op.TRIGGER, attempt, "refused", request_id, request.workflow_id,
                 code=str(refused.code), lost=lost,
             )  # fmt: skip
             sim.trace.add(
@@ -207,7 +207,7 @@ class _Request:
         record = sim.runtime.execution(admitted)
         existing = before is not None and record is not None and record.seq == before.seq
         answer = ClientAnswerData(
-            self.client, "trigger", attempt, "existing" if existing else "admitted", admitted,
+            self.client, Op.TRIGGER, attempt, "existing" if existing else "admitted", admitted,
             request.workflow_id, lost=lost,
         )  # fmt: skip
         text = (

@@ -106,7 +106,7 @@ KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
 EXPLORED_OPS: dict[FaultKind, frozenset[Op]] = {FaultKind.SKEW: frozenset({Op.ELAPSE})}
 
 
-def applies_at(kind: FaultKind | str, op: str, *, exploring: bool = False) -> bool:
+def applies_at(kind: FaultKind | str, op: Op | str, *, exploring: bool = False) -> bool:
     """Whether a fault of ``kind`` can fire at a choice point of ``op`` (with ``exploring``,
     whether the explorer places it there).
 
@@ -151,7 +151,7 @@ class PointInfo:
     """What a choice point is: who makes which runtime call, for which execution and step."""
 
     worker: str
-    op: str
+    op: Op
     execution_id: str | None = None
     step_key: str | None = None
 
@@ -180,7 +180,8 @@ class Fault:
     kind: FaultKind | str
     at: int | None = None
     worker: str | None = None
-    op: str | None = None
+    op: Op | str | None = None
+    """The op of the point (``"put_step"`` or ``Op.PUT_STEP``; always an ``Op`` once made)."""
     execution_id: str | None = None
     step_key: str | None = None
     occurrence: int = 1
@@ -194,11 +195,13 @@ class Fault:
             raise ValueError(
                 f"unknown fault kind {self.kind!r}; the kinds are {', '.join(FAULT_KINDS)}"
             ) from None
-        if self.op is not None and self.op not in CHOICE_POINT_OPS:
-            raise ValueError(
-                f"unknown fault op {self.op!r}; the ops are {', '.join(CHOICE_POINT_OPS)} "
-                "(yieldstar-sim list --faults says what each is)"
-            )
+        if self.op is not None:
+            if self.op not in CHOICE_POINT_OPS:
+                raise ValueError(
+                    f"unknown fault op {self.op!r}; the ops are {', '.join(CHOICE_POINT_OPS)} "
+                    "(yieldstar-sim list --faults says what each is)"
+                )
+            object.__setattr__(self, "op", Op(self.op))
         for what in ("worker", "execution_id", "step_key"):
             value = getattr(self, what)
             if value is not None and (not isinstance(value, str) or not value):
@@ -378,11 +381,11 @@ def trace_points(trace: Iterable[TraceEvent]) -> dict[int, tuple[PointInfo, int]
     number of its first event."""
     points: dict[int, tuple[PointInfo, int]] = {}
     for event in trace:
-        if event.point is None or event.point in points or event.worker is None:
-            continue
-        op = event.op or "?"
+        if event.point is None or event.point in points or event.worker is None or not event.op:
+            continue  # every event of a choice point names its worker and op
+        op = Op(event.op)
         # A claim's event names the execution it claimed; its point did not know it yet.
-        execution_id = None if op == "claim" else event.execution_id
+        execution_id = None if op == Op.CLAIM else event.execution_id
         points[event.point] = (PointInfo(event.worker, op, execution_id, event.step_key), event.seq)
     return points
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import ExecutionNotFoundError
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
@@ -91,7 +92,7 @@ def unknown_cancel_targets(simulator: Simulator) -> str | None:
     had: set[str] = set()
     for event in simulator.trace:
         data = event.data
-        if event.worker in clients and event.op == "cancel":
+        if event.worker in clients and event.op == Op.CANCEL:
             if (
                 isinstance(data, ClientAnswerData)
                 and data.code == ExecutionNotFoundError.__name__
