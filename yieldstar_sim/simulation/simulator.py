@@ -10,7 +10,7 @@ fail the call or end its child process.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.invoker import Registry
@@ -26,23 +26,10 @@ from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.workers import worker
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.scenario import Scenario
-
-
-def make_runtime(
-    kind: RuntimeChoice,
-    clock: ManualClock,
-    db: str | Path | None = None,
-    options: Mapping[str, Any] | None = None,
-) -> Runtime:
-    """A fresh runtime of ``kind`` (``"memory"``, ``"duckdb"``, a factory called with
-    ``clock=``, or ``"package.module:factory"``) on ``clock``, made with the keyword
-    ``options`` (a scenario's ``runtime_options``)."""
-    return open_runtime(kind, clock, db, options)
 
 
 class Simulator:
@@ -72,7 +59,7 @@ class Simulator:
         """What the run was asked to run on (a name or a factory): a re-run uses it again."""
         self.runtime_kind = resolve_runtime(runtime)[0]
         clock = ManualClock()
-        made = make_runtime(runtime, clock, db, scenario.runtime_options)
+        made = open_runtime(runtime, clock, db, scenario.runtime_options)
         plan = FaultPlan([*(scenario.faults if scenario_faults else ()), *faults])
         kernel = Kernel(
             clock,
