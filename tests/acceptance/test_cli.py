@@ -183,7 +183,7 @@ def test_run_a_scenario_file(tmp_path: Path) -> None:
         (
             ["run", "no-such-scenario"],
             {},
-            "unknown scenario 'no-such-scenario'; bundled scenarios:",
+            "unknown scenario 'no-such-scenario'; `yieldstar-sim list` names the",
         ),
         (
             ["run", "empty.py"],

@@ -35,7 +35,6 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.parametrize(
     "name",
     [
-        "unknown_workflow",
         "start_unknown",
         "delay_without_yield_from",
         "run_without_yield_from",
@@ -93,8 +92,9 @@ def test_code_that_spins_times_out_as_incomplete(name: str, tmp_path: Path) -> N
     [
         ("spin_import", "did not finish importing within 0.5s"),
         ("exit_import", "called sys.exit(0) on import"),
-        ("fault_typo_op", "unknown fault op 'putstep'; the ops are claim, put_step"),
+        ("fault_typo_op", "unknown fault op 'putstep' (did you mean 'put_step'?); the ops are"),
         ("fault_typo_worker", "names worker 'w9', but the workers are w1, w2"),
+        ("unknown_workflow", "ys.Trigger('shipp-order') names no workflow of the scenario (did"),
         ("fault_typo_step", "the fault 'crash before put_step of step shipp' matches no choice"),
     ],
 )

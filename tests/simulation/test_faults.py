@@ -561,7 +561,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         ({"kind": "crash", "occurrence": 0}, "occurrence counts from 1, not 0"),
         (
             {"kind": "crash", "op": "put_stpe"},
-            "unknown fault op 'put_stpe'; the ops are claim, put_step, record_wake, wait_for, "
+            "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
+            "record_wake, wait_for, "
             "start, start_child, cancel, acknowledge, release, trigger, elapse (yieldstar-sim list "
             "--faults says what each is)",
         ),

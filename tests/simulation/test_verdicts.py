@@ -6,6 +6,7 @@ Each case is a scenario file under ``tests/scenarios/verdicts`` that the first r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -35,12 +36,14 @@ def the_violation(run: SimulationRun) -> Violation:
 # --------------------------------------------------------------------------- 1. failures
 
 
-@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
-def test_a_trigger_of_an_unregistered_workflow_is_a_violation(runtime: str) -> None:
-    violation = the_violation(simulate("unknown_workflow", runtime=runtime))
-    assert violation.invariant == "executions end as expected"
-    assert violation.message.startswith(
-        "order-42 (shipp-order) failed: UnknownWorkflowError: no workflow named 'shipp-order'"
+def test_a_trigger_of_an_unregistered_workflow_is_a_scenario_error_with_the_nearest_name() -> None:
+    # A typo, caught before anything runs: every run would fail the same way, and a verdict
+    # would invite declaring the failure as expected.
+    with pytest.raises(ys.ScenarioError) as raised:
+        case("unknown_workflow")
+    assert str(raised.value).endswith(
+        "scenario 'unknown-workflow': ys.Trigger('shipp-order') names no workflow of the "
+        "scenario (did you mean 'ship-order'?); its workflows: ship-order"
     )
 
 
@@ -255,12 +258,18 @@ def test_a_deadline_that_passed_before_user_code_raises_on_entering_it() -> None
 
 
 def test_a_misspelled_fault_op_is_refused_with_the_ops() -> None:
-    with pytest.raises(ys.ScenarioError, match="unknown fault op 'putstep'; the ops are claim"):
+    with pytest.raises(
+        ys.ScenarioError,
+        match=re.escape("unknown fault op 'putstep' (did you mean 'put_step'?); the ops are claim"),
+    ):
         case("fault_typo_op")
 
 
 def test_a_fault_naming_an_unknown_worker_is_refused() -> None:
-    with pytest.raises(ys.ScenarioError, match="names worker 'w9', but the workers are w1, w2"):
+    with pytest.raises(
+        ys.ScenarioError,
+        match=re.escape("names worker 'w9', but the workers are w1, w2"),
+    ):
         case("fault_typo_worker")
 
 

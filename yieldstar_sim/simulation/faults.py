@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -193,13 +194,15 @@ class Fault:
             object.__setattr__(self, "kind", FaultKind(self.kind))
         except ValueError:
             raise ValueError(
-                f"unknown fault kind {self.kind!r}; the kinds are {', '.join(FAULT_KINDS)}"
+                f"unknown fault kind {self.kind!r}{did_you_mean(str(self.kind), FAULT_KINDS)}; "
+                f"the kinds are {', '.join(FAULT_KINDS)}"
             ) from None
         if self.op is not None:
             if self.op not in CHOICE_POINT_OPS:
                 raise ValueError(
-                    f"unknown fault op {self.op!r}; the ops are {', '.join(CHOICE_POINT_OPS)} "
-                    "(yieldstar-sim list --faults says what each is)"
+                    f"unknown fault op {self.op!r}{did_you_mean(str(self.op), CHOICE_POINT_OPS)}"
+                    f"; the ops are {', '.join(CHOICE_POINT_OPS)} (yieldstar-sim list --faults "
+                    "says what each is)"
                 )
             object.__setattr__(self, "op", Op(self.op))
         for what in ("worker", "execution_id", "step_key"):

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -281,6 +282,7 @@ class Scenario:
                 raise TypeError(f"scenario {self.name!r}: {trigger!r} is not a ys.Trigger")
         if not self.triggers:
             raise ValueError(f"scenario {self.name!r} has no triggers: nothing would run")
+        self._check_trigger_workflows()
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
         self._check_clients()
@@ -291,9 +293,10 @@ class Scenario:
                 raise TypeError(f"scenario {self.name!r}: {fault!r} is not a ys.Fault")
             actors = [*self.worker_names, *self.client_names]
             if fault.worker is not None and fault.worker not in actors:
-                raise ValueError(
+                raise ScenarioDefinitionError(
                     f"scenario {self.name!r}: the fault '{fault.describe()}' names worker "
-                    f"{fault.worker!r}, but the workers are {', '.join(self.worker_names)}"
+                    f"{fault.worker!r}{did_you_mean(fault.worker, actors)}, but the workers are "
+                    f"{', '.join(self.worker_names)}"
                     + (
                         f" and the clients {', '.join(self.client_names)}"
                         if self.client_names
@@ -323,6 +326,19 @@ class Scenario:
             ):
                 raise ValueError(
                     f"scenario {self.name!r}: {what} must be a positive number, not {value!r}"
+                )
+
+    def _check_trigger_workflows(self) -> None:
+        """A trigger of a workflow the scenario never registers (at the start or in a deploy)
+        is a typo, not a verdict: every run of it would fail the same way."""
+        known = {w.name for w in self.workflows}
+        known |= {w.name for deploy in self.deploys for w in deploy.workflows}
+        for trigger in self.triggers:
+            if trigger.workflow_id not in known:
+                raise ScenarioDefinitionError(
+                    f"scenario {self.name!r}: ys.Trigger({trigger.workflow_id!r}) names no "
+                    f"workflow of the scenario{did_you_mean(trigger.workflow_id, known)}; its "
+                    f"workflows: {', '.join(sorted(known)) or 'none'}"
                 )
 
     @property
@@ -456,6 +472,11 @@ class ScenarioError(Exception):
     """A scenario that cannot be found or loaded; the message names the problem."""
 
 
+class ScenarioDefinitionError(ScenarioError, ValueError):
+    """A scenario that names what it does not have (a workflow, a worker), caught before it
+    runs: a typo, never a verdict."""
+
+
 class FaultPlanError(ScenarioError, ValueError):
     """A fault of the plan that no choice point of the run matched: it never fired, so the run
     did not test what the scenario says it tests."""
@@ -489,6 +510,28 @@ def bundled_scenarios() -> dict[str, Path]:
     }
 
 
+def _resolve(text: str, bundled: Mapping[str, Path]) -> tuple[str, Path, str]:
+    """What a scenario reference names: (the reference, its file, the ref an artifact keeps)."""
+    path = Path(text)
+    if text.replace("_", "-") in bundled and not path.exists():
+        text = text.replace("_", "-")  # a bundled file's stem names its scenario too
+    if text in bundled:
+        return text, bundled[text], text
+    if path.suffix == ".py" or path.exists():
+        if not path.is_file():
+            raise ScenarioError(f"no scenario file {text!r}")
+        return text, path, str(path)
+    raise ScenarioError(
+        f"unknown scenario {text!r}{did_you_mean(text, bundled)}; "
+        + (
+            f"`yieldstar-sim list` names the {len(bundled)} bundled ones (a scenario file's "
+            "path ends in .py)"
+            if bundled
+            else "no bundled scenario found"
+        )
+    )
+
+
 def load_scenario(
     reference: str | Path, *, sha256: str | None = None, timeout: float | None = None
 ) -> Scenario:
@@ -502,17 +545,8 @@ def load_scenario(
     from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
 
     text = str(reference)
-    path = Path(text)
     bundled = bundled_scenarios()
-    if text in bundled:
-        path, ref = bundled[text], text
-    elif path.suffix == ".py" or path.exists():
-        if not path.is_file():
-            raise ScenarioError(f"no scenario file {text!r}")
-        ref = str(path)
-    else:
-        names = ", ".join(bundled) or "none found"
-        raise ScenarioError(f"unknown scenario {text!r}; bundled scenarios: {names}")
+    text, path, ref = _resolve(text, bundled)
     try:
         source = path.read_bytes()
     except OSError as error:
@@ -536,6 +570,9 @@ def load_scenario(
         code = compile(source, str(path), "exec")
         with Deadline(timeout) as deadline, deadline.user_code(f"the import of {text!r}"):
             exec(code, module.__dict__)
+    except ScenarioError as error:  # the scenario's own words: it names what is wrong
+        del sys.modules[module_name]
+        raise ScenarioError(f"{text!r}: {error}") from error
     except Exception as error:
         del sys.modules[module_name]
         raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error

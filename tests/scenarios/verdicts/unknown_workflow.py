@@ -1,4 +1,4 @@
-"""A trigger of a workflow nobody registered: the execution fails with UnknownWorkflowError."""
+"""A trigger of a workflow nobody registered (a typo): a scenario error before anything runs."""
 
 import yieldstar_sim as ys
 

@@ -1,0 +1,30 @@
+"""'Did you mean ...?': the nearest of the names a user could have meant, for error messages.
+
+>>> did_you_mean("durable-strat", ["durable-start", "frozen-worker"])
+" (did you mean 'durable-start'?)"
+>>> did_you_mean("zzz", ["durable-start"])
+''
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def nearest(word: str, options: Iterable[str]) -> str | None:
+    """The option closest to ``word`` in spelling, if any is close (``difflib``'s ratio of at
+    least 0.6, with ``_`` and ``-`` counted alike)."""
+    by_key = {str(option).replace("_", "-"): str(option) for option in options}
+    found = difflib.get_close_matches(word.replace("_", "-"), list(by_key), n=1)
+    return by_key[found[0]] if found else None
+
+
+def did_you_mean(word: str, options: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the option nearest ``word``, or ``""`` when none is
+    near: to follow the name that was not found in an error message."""
+    match = nearest(word, options)
+    return "" if match is None else f" (did you mean {match!r}?)"
