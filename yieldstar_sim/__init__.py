@@ -82,6 +82,25 @@ del _core_module
 
 __version__ = "0.1.0"
 
+
+def _compose() -> None:
+    """The composition root: runs and exploration reports write, and state spaces draw, through
+    the views, which the simulation layer never imports. They are handed over here, once, when
+    the package loads: no module registers anything as a side effect of being imported."""
+    from yieldstar_sim.simulation.explorer.statespace import register_view
+    from yieldstar_sim.simulation.exporters import register_exporter
+    from yieldstar_sim.views.review import export_file, write_review
+    from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
+
+    register_exporter("run", export_file)
+    register_exporter("report", write_review)
+    register_view("state_graph", state_graph)
+    register_view("draw_state_graph", draw_state_graph)
+    register_view("export_state_graph", export_state_graph)
+
+
+_compose()
+
 # The names the README, the notebooks, the docs and the bundled scenarios write as ``ys.X``, and
 # the surface docs/decisions.md promises; tests/unit/test_public_api.py pins this list.
 __all__ = [

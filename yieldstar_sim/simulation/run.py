@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -22,6 +20,7 @@ import duckdb
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import ExecutionNotFoundError
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
+from yieldstar_sim.simulation.exporters import exporter
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -35,6 +34,7 @@ from yieldstar_sim.simulation.trace import ClientAnswerData
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -415,29 +415,6 @@ def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> 
                 )
             )  # fmt: skip
     return admissions
-
-
-# --------------------------------------------------------------------------- exporters
-
-Exporter = Callable[..., Path]
-_EXPORTERS: dict[str, Exporter] = {}
-
-
-def register_exporter(what: str, write: Exporter) -> None:
-    """Let the views layer write runs (``what="run"``) and exploration reports
-    (``"report"``): the simulation layer never imports the views; they register themselves
-    when ``yieldstar_sim.views`` is imported (``import yieldstar_sim`` does)."""
-    _EXPORTERS[what] = write
-
-
-def exporter(what: str) -> Exporter:
-    """The registered writer of ``what``, or an error that says how to get one."""
-    try:
-        return _EXPORTERS[what]
-    except KeyError:
-        raise RuntimeError(
-            f"no exporter for a {what} is registered: import yieldstar_sim.views first"
-        ) from None
 
 
 # --------------------------------------------------------------------------- SQL tables

@@ -28,8 +28,6 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
 from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS, FORMATS, RUN_FORMATS
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
 from yieldstar_sim.views.graph_text import (
@@ -42,9 +40,12 @@ from yieldstar_sim.views.graph_text import (
     to_node_link_json,
 )
 
+# networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
+# (through the widgets and the composition root) and must stay quick.
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    import networkx as nx
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.run import SimulationRun
@@ -104,6 +105,8 @@ def _drawable_text(text: str) -> str:
 
 def _drawable(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
     """A copy of ``graph`` whose node IDs, workflow IDs and step keys a font can draw."""
+    import networkx as nx
+
     copy = graph.copy()
     for _, data in copy.nodes(data=True):
         data.update({k: _drawable_text(v) for k, v in data.items() if isinstance(v, str)})
@@ -277,6 +280,7 @@ def export(
     seed and verdict. Unknown formats are refused before anything is written.
 
     >>> import tempfile
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_node("a", workflow_id="w", status="pending", origin="trigger")
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -284,6 +288,8 @@ def export(
     ...     sorted(path.name for path in paths.values())
     ['order-42.dot', 'order-42.mmd']
     """
+    import networkx as nx
+
     chosen = _formats(formats)
     if not stem or stem in {".", ".."} or Path(stem).name != stem or "\\" in stem:
         raise ValueError(f"stem must be a plain file name, not {stem!r}")

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
 from yieldstar_sim.views.graph import (
     ROW_WIDTH,
     draw_execution_graph,
@@ -40,6 +38,7 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     >>> import yieldstar_sim as ys
     >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
     """
+    import networkx as nx  # here, not at the top: ``import yieldstar_sim`` imports this module
     from matplotlib.figure import Figure
 
     timeline = build_timeline(run.trace, run.scenario.worker_names)

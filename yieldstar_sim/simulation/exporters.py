@@ -1,0 +1,32 @@
+"""Where runs and exploration reports find their writers (``run.export``, ``report.export``).
+
+The simulation layer never imports the views, so the writers are handed to it: the composition
+root (``yieldstar_sim/__init__.py``) registers the views' writers when the package is imported,
+explicitly, and nothing registers anything as a side effect of importing a module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+#: A writer: the run (or report), the path, then the options its ``export`` passes on.
+Exporter = Callable[..., Path]
+
+_EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(what: str, write: Exporter) -> None:
+    """Make ``write`` the writer of runs (``what="run"``) or exploration reports (``"report"``)."""
+    _EXPORTERS[what] = write
+
+
+def exporter(what: str) -> Exporter:
+    """The registered writer of ``what``, or an error that says how to get one."""
+    try:
+        return _EXPORTERS[what]
+    except KeyError:
+        raise RuntimeError(
+            f"no exporter for a {what} is registered: import yieldstar_sim, which registers the"
+            " views' writers"
+        ) from None
