@@ -89,7 +89,8 @@ def _compose() -> None:
     the package loads: no module registers anything as a side effect of being imported."""
     from yieldstar_sim.simulation.explorer.statespace import register_view
     from yieldstar_sim.simulation.exporters import register_exporter
-    from yieldstar_sim.views.review import export_file, write_review
+    from yieldstar_sim.views.export import export_file
+    from yieldstar_sim.views.review import write_review
     from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
 
     register_exporter("run", export_file)

@@ -8,23 +8,18 @@ simulation layer never imports the views.
 
 from __future__ import annotations
 
-from yieldstar_sim.views.exploration import (
-    ExplorationPictures,
-    draw_divergence,
-    draw_exploration,
-    write_exploration_pictures,
-)
+from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
 from yieldstar_sim.views.export import (
     FORMATS,
     export,
-    figure_bytes,
     html_report,
     to_dot,
     to_graphml,
     to_mermaid,
     to_node_link_json,
+    write_exploration_pictures,
 )
-from yieldstar_sim.views.figures import draw_run
+from yieldstar_sim.views.figures import draw_run, figure_bytes
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
 from yieldstar_sim.views.review import review_page, review_report_page, write_review
 from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
