@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
@@ -40,7 +41,6 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
     check_name,
 )
-from yieldstar_sim.runtime import _common as common
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

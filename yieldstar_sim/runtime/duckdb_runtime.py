@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import InfrastructureError
-from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.failpoints import FailPoints
 

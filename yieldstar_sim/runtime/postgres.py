@@ -34,11 +34,11 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     InfrastructureError,
 )
-from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.postgres_connections import (
@@ -57,6 +57,7 @@ from yieldstar_sim.runtime.postgres_connections import (
     storable,
     where,
 )
+from yieldstar_sim.runtime.protocol import RuntimeChoiceError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -69,8 +70,6 @@ R = TypeVar("R")
 def from_env(*, clock: Clock | None = None, **options: Any) -> PostgresRuntime:
     """A ``PostgresRuntime`` on the server ``YIELDSTAR_PG_DSN`` names: the factory behind
     ``runtime="postgres"`` (also usable as ``"yieldstar_sim.runtime.postgres:from_env"``)."""
-    from yieldstar_sim.runtime.factory import RuntimeChoiceError
-
     dsn = os.environ.get(DSN_VARIABLE, "").strip()
     if not dsn:
         raise RuntimeChoiceError(
