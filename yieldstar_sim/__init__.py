@@ -16,9 +16,6 @@ ParentLink(execution_id='order-42', step_key='ship', detached=False)
 
 from __future__ import annotations
 
-import importlib
-import sys
-
 from yieldstar_sim.core.authoring import Permanent, StepRunner, define_step, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
@@ -62,23 +59,6 @@ from yieldstar_sim.simulation import (
     simulate,
 )
 from yieldstar_sim.widgets import Stepper
-
-# The core's modules were top-level before yieldstar_sim/core/ (``import yieldstar_sim.model``):
-# those paths stay importable, as the same module objects, so patches and isinstance agree.
-for _core_module in (
-    "authoring",
-    "clock",
-    "codec",
-    "commands",
-    "driver",
-    "filenames",
-    "model",
-    "profiles",
-):
-    globals()[_core_module] = sys.modules.setdefault(
-        f"{__name__}.{_core_module}", importlib.import_module(f"{__name__}.core.{_core_module}")
-    )
-del _core_module
 
 __version__ = "0.1.0"
 

@@ -3,9 +3,6 @@ outside test suites depend on it."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import yieldstar_sim as ys
@@ -160,32 +157,3 @@ def test_explore_surface_of_design_md() -> None:
     fix = ys.explore(ys.load_scenario("durable-start"), max_faults=1, runtime="memory",
                      confirm=None)  # fmt: skip
     assert (fix.ok, fix.violations, fix.counterexample) == (True, [], None)
-
-
-CORE_MODULES = [
-    "authoring",
-    "clock",
-    "codec",
-    "commands",
-    "driver",
-    "filenames",
-    "model",
-    "profiles",
-]
-
-
-def test_the_cores_old_module_paths_import_the_same_modules() -> None:
-    # A fresh interpreter, so that the old path is the first thing imported, as a user's is.
-    probe = "; ".join(
-        f"import yieldstar_sim.{name} as old, yieldstar_sim.core.{name} as new; "
-        f"assert old is new, {name!r}"
-        for name in CORE_MODULES
-    )
-    result = subprocess.run(
-        [sys.executable, "-W", "error", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
