@@ -23,9 +23,7 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
 )
 from yieldstar_sim.core.profiles import DriverProfile, driver_profile
-
-# perform_runtime_call lived here before the table of calls: its importers keep working.
-from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
+from yieldstar_sim.engine.calls import perform_runtime_call
 from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 
 if TYPE_CHECKING:
