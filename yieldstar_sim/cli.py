@@ -16,6 +16,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.cli_files import (
+    EXIT_CODES,
+    INTERRUPTED,
     UsageError,
     database_path,
     output_folder,
@@ -27,14 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from yieldstar_sim.simulation.result import SimulationRun
-
-
-#: The exit code of each verdict.
-EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
-INTERRUPTED = 130
-#: The most faults per schedule ``explore`` searches without a budget: each fault more
-#: multiplies the schedules by the choice points times the fault kinds.
-MAX_FAULTS_UNBUDGETED = 3
 
 
 def _timeout(text: str) -> float | None:

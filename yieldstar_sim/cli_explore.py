@@ -8,8 +8,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.cli import EXIT_CODES, INTERRUPTED, MAX_FAULTS_UNBUDGETED
 from yieldstar_sim.cli_files import (
+    EXIT_CODES,
+    INTERRUPTED,
+    MAX_FAULTS_UNBUDGETED,
     UsageError,
     output_folder,
 )

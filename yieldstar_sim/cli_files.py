@@ -1,10 +1,18 @@
 """Where the command line reads and writes: the ``--out`` folder, the stems of the files a
 run writes there, and the ``--db`` file a DuckDB run keeps its records in. Each refuses a path it
-cannot use before any run starts, in one line (``UsageError``, exit code 2)."""
+cannot use before any run starts, in one line (``UsageError``, exit code 2). Also what its
+commands (``cli``, ``cli_explore``) share: the exit codes and the fault budget."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+#: The exit code of each verdict.
+EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
+INTERRUPTED = 130
+#: The most faults per schedule ``explore`` searches without a budget: each fault more
+#: multiplies the schedules by the choice points times the fault kinds.
+MAX_FAULTS_UNBUDGETED = 3
 
 
 class UsageError(Exception):

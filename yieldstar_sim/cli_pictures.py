@@ -46,7 +46,7 @@ def _import_pictures() -> None:
 
 
 def _write(report: bytes, out: Path, formats: Sequence[str]) -> ExplorationPictures:
-    from yieldstar_sim.views.exploration import write_exploration_pictures
+    from yieldstar_sim.views.export import write_exploration_pictures
 
     return write_exploration_pictures(pickle.loads(report), out, formats, scenario=_SCENARIO[0])
 
@@ -119,7 +119,7 @@ class PictureProcess:
                 return self._pool.submit(_write, data, out, formats).result()
         except concurrent.futures.process.BrokenProcessPool:
             self.close()  # the process died (killed by the system): draw here, as --jobs 1 does
-        from yieldstar_sim.views.exploration import write_exploration_pictures
+        from yieldstar_sim.views.export import write_exploration_pictures
 
         return write_exploration_pictures(report, out, formats, scenario=self.scenario)
 

@@ -11,7 +11,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.cli_pictures import PictureProcess
-from yieldstar_sim.views.exploration import write_exploration_pictures
+from yieldstar_sim.views.export import write_exploration_pictures
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -23,7 +23,7 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
 )
 from yieldstar_sim.engine import BodyWorld, EngineWorld, Ledger, run_delivery
-from yieldstar_sim.engine.invoker import perform_runtime_call
+from yieldstar_sim.engine.calls import perform_runtime_call
 from yieldstar_sim.errors import InfrastructureError
 
 REQUEST = ys.RequestId("order-42", "ship")

@@ -16,6 +16,7 @@ from yieldstar_sim.simulation.faults import Fault, FaultKind
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 
 if TYPE_CHECKING:
+    from yieldstar_sim.simulation import ExplorationReport
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
 
@@ -106,7 +107,7 @@ class _FullReads(plans.Fingerprints):
     follows_changes = False
 
 
-def _summary(report: ys.ExplorationReport) -> tuple[object, ...]:
+def _summary(report: ExplorationReport) -> tuple[object, ...]:
     return (
         report.schedules_run,
         report.skipped_equivalent,

@@ -3,7 +3,7 @@ the replaying explorer's report, to the digest: every bundled scenario, forked a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,10 +13,13 @@ from yieldstar_sim.simulation.explorer import Plan, prefix
 from yieldstar_sim.simulation.explorer.prefix import supported, sweeps
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation import ExplorationReport
+
 pytestmark = pytest.mark.skipif(not supported("memory"), reason="forking needs POSIX")
 
 
-def essentials(report: ys.ExplorationReport) -> dict[str, Any]:
+def essentials(report: ExplorationReport) -> dict[str, Any]:
     """Everything in a report that must not depend on how its schedules were run."""
     return {
         "ok": report.ok,

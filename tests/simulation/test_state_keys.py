@@ -19,6 +19,7 @@ from yieldstar_sim.simulation.scenario import bundled_scenarios
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
+    from yieldstar_sim.simulation import ExplorationReport
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
 
@@ -106,7 +107,7 @@ class _OldKeys(StateKeys):
         return state_key(simulator, self.histories, chosen)
 
 
-def _search(report: ys.ExplorationReport) -> tuple[object, ...]:
+def _search(report: ExplorationReport) -> tuple[object, ...]:
     return (
         report.distinct_states,
         report.schedules_run,

@@ -3,12 +3,15 @@ starts empty, the trace says who read and wrote what, and invariants read the en
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.trace import StoreReadData, StoreWriteData, Trace, TraceKind
+
+if TYPE_CHECKING:
+    from yieldstar_sim.core.authoring import Workflow
 
 
 @ys.workflow("count-visit")
@@ -18,7 +21,7 @@ def count_visit(step: ys.StepRunner, params: Any) -> Any:
     return seen + 1
 
 
-def scenario(*workflows: ys.Workflow, **more: Any) -> ys.Scenario:
+def scenario(*workflows: Workflow, **more: Any) -> ys.Scenario:
     return ys.Scenario(
         name="store",
         workflows=list(workflows),

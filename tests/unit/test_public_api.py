@@ -3,11 +3,6 @@ outside test suites depend on it."""
 
 from __future__ import annotations
 
-import importlib
-import re
-import subprocess
-import sys
-
 import pytest
 
 import yieldstar_sim as ys
@@ -80,110 +75,10 @@ EXPORTED = {
     "workflow",
 }
 
-#: Names the package exported before its surface shrank; each now lives in a subpackage and
-#: ``ys.<name>`` keeps working with a DeprecationWarning that says where.
-MOVED = sorted(
-    {
-        "AdmissionErrorCode",
-        "ArtifactError",
-        "Cancelled",
-        "ChildAccepted",
-        "ChildRequest",
-        "Clock",
-        "Delivery",
-        "DeliveryRejectedError",
-        "DispatchResult",
-        "DriverProfile",
-        "DurableObject",
-        "DurableValue",
-        "DurableValueCodec",
-        "DurableValueEncoding",
-        "DurableValueError",
-        "Effect",
-        "EncodedValue",
-        "ErrorInfo",
-        "ExecutionEvent",
-        "ExecutionNotFoundError",
-        "ExecutionRecord",
-        "ExecutionStateError",
-        "ExecutionStatus",
-        "Expect",
-        "ExplorationReport",
-        "FAILPOINT_NAMES",
-        "FailPoints",
-        "Failed",
-        "FaultKind",
-        "InfrastructureError",
-        "InjectedFailure",
-        "InvalidValue",
-        "Lease",
-        "LeaseLostError",
-        "Ledger",
-        "PROFILES",
-        "ParentLink",
-        "Registry",
-        "ReplayArtifact",
-        "RetryPolicy",
-        "Runtime",
-        "SimulationRun",
-        "StartAccepted",
-        "StartRejected",
-        "StartRequestRecord",
-        "StartResult",
-        "StartedExecution",
-        "StepBuilder",
-        "StepDeclarationError",
-        "StepDefinition",
-        "StepKeyError",
-        "StepRecord",
-        "StepTimeoutError",
-        "Suspended",
-        "TerminalCallerError",
-        "TestInvoker",
-        "Trace",
-        "TraceEvent",
-        "Violation",
-        "WorkerProcessInvoker",
-        "Workflow",
-        "WorkflowDefinitionError",
-        "WorkflowRunOutcome",
-        "World",
-        "YieldstarError",
-    }
-)
-
 
 def test_the_top_level_exports_exactly_the_documented_names() -> None:
     assert set(ys.__all__) == EXPORTED
     assert len(ys.__all__) == len(EXPORTED), "a name is listed twice in __all__"
-
-
-@pytest.mark.parametrize("name", MOVED)
-def test_a_moved_name_still_resolves_with_a_warning_naming_its_new_home(name: str) -> None:
-    assert name not in ys.__all__
-    with pytest.warns(DeprecationWarning, match=rf"^yieldstar_sim\.{name} ") as warned:
-        value = getattr(ys, name)
-    home = re.search(r"(yieldstar_sim(?:\.\w+)+)$", str(warned[0].message))
-    assert home is not None, str(warned[0].message)
-    module, new_name = home.group(1), name
-    if name == "TestInvoker":  # renamed on the way: the message ends with the new full name
-        module, _, new_name = module.rpartition(".")
-    new_home = importlib.import_module(module)
-    assert new_name in getattr(new_home, "__all__", [new_name])
-    assert getattr(new_home, new_name) is value
-
-
-def test_the_in_process_invoker_keeps_its_old_name_with_a_warning() -> None:
-    from yieldstar_sim.engine import InProcessInvoker
-
-    with pytest.warns(DeprecationWarning, match=r"InProcessInvoker"):
-        assert ys.TestInvoker is InProcessInvoker  # type: ignore[attr-defined]
-    with pytest.warns(DeprecationWarning, match=r"InProcessInvoker"):
-        from yieldstar_sim.engine import TestInvoker  # type: ignore[attr-defined]
-    assert TestInvoker is InProcessInvoker
-    with pytest.warns(DeprecationWarning, match=r"invoker='in-process'"):
-        engine = ys.Engine([], runtime="memory", invoker="test")
-    assert isinstance(engine.invoker, InProcessInvoker)
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -262,32 +157,3 @@ def test_explore_surface_of_design_md() -> None:
     fix = ys.explore(ys.load_scenario("durable-start"), max_faults=1, runtime="memory",
                      confirm=None)  # fmt: skip
     assert (fix.ok, fix.violations, fix.counterexample) == (True, [], None)
-
-
-CORE_MODULES = [
-    "authoring",
-    "clock",
-    "codec",
-    "commands",
-    "driver",
-    "filenames",
-    "model",
-    "profiles",
-]
-
-
-def test_the_cores_old_module_paths_import_the_same_modules() -> None:
-    # A fresh interpreter, so that the old path is the first thing imported, as a user's is.
-    probe = "; ".join(
-        f"import yieldstar_sim.{name} as old, yieldstar_sim.core.{name} as new; "
-        f"assert old is new, {name!r}"
-        for name in CORE_MODULES
-    )
-    result = subprocess.run(
-        [sys.executable, "-W", "error", "-c", probe],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr

@@ -19,13 +19,9 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import ExplorationReport, SimulationRun
+from yieldstar_sim.views.export import export_file
 from yieldstar_sim.views.pictures import RunPictures
-from yieldstar_sim.views.review import (
-    export_file,
-    review_page,
-    review_report_page,
-    stepper_html,
-)
+from yieldstar_sim.views.review import review_page, review_report_page, stepper_html
 
 if TYPE_CHECKING:
     from pathlib import Path

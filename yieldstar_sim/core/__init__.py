@@ -5,7 +5,4 @@ requests, outcomes, errors, the name rule), then ``clock``, ``profiles``, ``auth
 (``@workflow``, the step runner), ``commands`` and ``driver`` (replays a workflow against its
 recorded steps and yields the runtime calls it needs). Everything above (runtimes, the engine,
 the simulator) is a driver of this driver.
-
-The modules were top-level before (``yieldstar_sim.model``...); those paths still import the
-same module objects.
 """

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Literal
 
 from yieldstar_sim.core.clock import ManualClock
@@ -36,8 +35,7 @@ class Engine:
 
     ``runtime`` is ``"duckdb"`` (the default, in memory), ``"memory"``, or a runtime you made
     with this engine's clock. ``invoker`` is ``"in-process"`` (workflow code runs in this process)
-    or ``"worker"`` (a child process that sends its runtime calls here); ``"test"`` is the first,
-    deprecated, name of ``"in-process"``.
+    or ``"worker"`` (a child process that sends its runtime calls here).
     """
 
     def __init__(
@@ -47,7 +45,7 @@ class Engine:
         steps: Iterable[StepDefinition] = (),
         runtime: Runtime | Literal["duckdb", "memory"] = "duckdb",
         clock: ManualClock | None = None,
-        invoker: Literal["in-process", "worker", "test"] = "in-process",
+        invoker: Literal["in-process", "worker"] = "in-process",
         lease_seconds: float = 30.0,
         redelivery_delay: float = 5.0,
         profile: str | DriverProfile = "memory",
@@ -74,11 +72,6 @@ class Engine:
         self.ledger = Ledger()
         self.world = EngineWorld(self.runtime, self.clock, self.ledger, lease_seconds=lease_seconds)
         self.invoker: Invoker
-        if invoker == "test":
-            warnings.warn(
-                "invoker='test' is now invoker='in-process'", DeprecationWarning, stacklevel=2
-            )
-            invoker = "in-process"
         if invoker == "in-process":
             self.invoker = InProcessInvoker(self.runtime, self.registry, self.world)
         elif invoker == "worker":

@@ -9,7 +9,6 @@ call raises, an infrastructure error or any other ``Exception`` (a start client 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,9 +23,7 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
 )
 from yieldstar_sim.core.profiles import DriverProfile, driver_profile
-
-# perform_runtime_call lived here before the table of calls: its importers keep working.
-from yieldstar_sim.engine.calls import perform_runtime_call as perform_runtime_call  # noqa: PLC0414
+from yieldstar_sim.engine.calls import perform_runtime_call
 from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 
 if TYPE_CHECKING:
@@ -187,18 +184,3 @@ class InProcessInvoker:
 def describe_error(error: BaseException) -> str:
     """An error as a rejection names it: its class and message."""
     return f"{type(error).__name__}: {error}"
-
-
-if not TYPE_CHECKING:  # type checkers report the old name as missing, which is what we want
-
-    def __getattr__(name: str) -> object:
-        # TestInvoker was this class's first name: it is the production in-process invoker, not a
-        # test double. The old name keeps working, with a warning, for code written against it.
-        if name == "TestInvoker":
-            warnings.warn(
-                "TestInvoker is now InProcessInvoker (yieldstar_sim.engine.InProcessInvoker)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            return InProcessInvoker
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

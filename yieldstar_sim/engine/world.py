@@ -34,9 +34,6 @@ TRIGGERED = "workflow.triggered"
 #: where a scenario allows it: ``Scenario(world_in_workflow_code=True)``).
 WORKFLOW_CODE = "(workflow code)"
 
-#: What ``step.world`` can read: a random number, and the clock as code reading it would see it.
-READINGS = ("random", "clock")
-
 
 @dataclass(frozen=True, slots=True)
 class BodyContext:

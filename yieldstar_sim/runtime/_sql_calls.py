@@ -18,8 +18,9 @@ a primitive cannot be instantiated).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
@@ -29,6 +30,7 @@ from yieldstar_sim.core.model import (
     ExecutionRecord,
     ExecutionStateError,
     ExecutionStatus,
+    InfrastructureError,
     Lease,
     StartAccepted,
     StartRejected,
@@ -40,7 +42,6 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
     check_name,
 )
-from yieldstar_sim.runtime import _common as common
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -56,33 +57,43 @@ Rows = list[tuple[Any, ...]]
 
 class SqlPrimitives(Protocol):
     """What an SQL adapter supplies for ``SqlCalls``: its options, clock and failure points,
-    and how it runs a named statement of its query file with bound parameters."""
+    how it runs a named statement of its query file with bound parameters, and how it meets a
+    lost race (what raises it, how often it tries again, how long it waits in between)."""
 
     _clock: Clock
     _failpoints: FailPoints
     _orphan_guard: bool
     _on_existing_id: str
+    #: What a statement that lost a race raises: the call is tried again.
+    _RACE_ERRORS: ClassVar[tuple[type[Exception], ...]]
+    #: The statement that opens an insert-or-find's transaction, and the one that ends it when
+    #: the INSERT inserted nothing; ``None`` where the named statements do it themselves.
+    _BEGIN: ClassVar[str | None]
+    _END_UNUSED: ClassVar[str | None]
 
-    def _write(self, name: str, params: Mapping[str, object]) -> Rows:
-        """Run the named write in a transaction of its own, again after a lost race."""
+    @property
+    def _race_retries(self) -> int:
+        """How many races in a row one call may lose before it gives up."""
+        ...
+
+    def _execute(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
+        """Run the named statement once and return its rows."""
         ...
 
     def _read(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
         """Run the named read and return its rows."""
         ...
 
-    def _insert_or_find(
-        self,
-        operation: str,
-        insert: tuple[str, Mapping[str, object]],
-        find: tuple[str, Mapping[str, object]],
-        inserted: Callable[[Rows], R],
-        found: Callable[[Rows], R | None],
-    ) -> R:
-        """Run ``insert`` in a transaction (``operation.before_commit`` before its COMMIT) and
-        answer ``inserted(rows)``; when it inserted nothing, answer ``found`` of the rows of
-        ``find``, running it all again while ``found`` answers ``None`` or a race is lost;
-        ``operation.after_commit`` sits after a successful answer."""
+    def _rollback_quietly(self) -> None:
+        """End the transaction a failed statement left, if any."""
+        ...
+
+    def _backoff(self, attempt: int) -> None:
+        """Wait, if at all, before the try after ``attempt`` lost its race."""
+        ...
+
+    def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
+        """The error of a call that lost ``_race_retries`` races in a row (``error``: the last)."""
         ...
 
     def _admits(self, text: str | None) -> bool:
@@ -93,6 +104,60 @@ class SqlPrimitives(Protocol):
 
 class SqlCalls(SqlPrimitives):
     """The runtime Protocol's calls for an adapter that supplies ``SqlPrimitives``."""
+
+    def _write(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
+        """Run one statement in a transaction of its own, again after a lost race."""
+        last: BaseException | None = None
+        for attempt in range(self._race_retries):
+            try:
+                return self._execute(name, params)
+            except self._RACE_ERRORS as error:
+                last = error
+                self._rollback_quietly()
+                self._backoff(attempt)
+        raise self._gave_up(name, last)
+
+    def _insert_or_find(
+        self,
+        operation: str,
+        insert: tuple[str, Mapping[str, object]],
+        find: tuple[str, Mapping[str, object]],
+        inserted: Callable[[Rows], R],
+        found: Callable[[Rows], R | None],
+    ) -> R:
+        """Run ``insert`` in a transaction (``operation.before_commit`` before its COMMIT) and
+        answer ``inserted(rows)``; when it inserted nothing, end the transaction and answer
+        ``found`` of the rows of ``find``, running it all again while ``found`` answers
+        ``None`` or a race is lost at any point (a conflict, a key committed first);
+        ``operation.after_commit`` sits after a successful answer."""
+        last: BaseException | None = None
+        for attempt in range(self._race_retries):
+            try:
+                if self._BEGIN is not None:
+                    self._execute(self._BEGIN)
+                rows = self._execute(*insert)
+                self._failpoints.hit(f"{operation}.before_commit")
+                if rows:
+                    self._execute("commit")
+                    result = inserted(rows)
+                else:
+                    if self._END_UNUSED is not None:
+                        self._execute(self._END_UNUSED)
+                    answer = found(self._execute(*find))
+                    if answer is None:
+                        continue
+                    result = answer
+            except self._RACE_ERRORS as error:
+                last = error
+                self._rollback_quietly()
+                self._backoff(attempt)
+                continue
+            except BaseException:
+                self._rollback_quietly()
+                raise
+            self._failpoints.hit(f"{operation}.after_commit")
+            return result
+        raise self._gave_up(operation, last)
 
     @property
     def clock(self) -> Clock:

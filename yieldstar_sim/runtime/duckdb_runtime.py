@@ -19,25 +19,23 @@ import contextlib
 import os
 import threading
 from importlib import resources
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import InfrastructureError
-from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
 #: A race lost to another connection: roll back and try again on a fresh snapshot.
 _RACE_ERRORS = (duckdb.TransactionException, duckdb.ConstraintException)
 _MAX_RACE_RETRIES = 1000
-
-R = TypeVar("R")
 
 
 def load_queries(text: str) -> dict[str, str]:
@@ -153,6 +151,13 @@ class DuckDBRuntime(SqlCalls):
     ``"return_existing"`` (the existing execution's ID, for the same workflow).
     """
 
+    _RACE_ERRORS = _RACE_ERRORS
+    _race_retries = _MAX_RACE_RETRIES
+    # queries.sql's insert statements open their transaction (BEGIN TRANSACTION) and the find
+    # statements after them end it (ROLLBACK): one round trip each.
+    _BEGIN = None
+    _END_UNUSED = None
+
     def __init__(
         self,
         path: str | Path = ":memory:",
@@ -255,15 +260,6 @@ class DuckDBRuntime(SqlCalls):
             self.statements += _STATEMENTS[name]
         return self._cursor().execute(QUERIES[name], params).fetchall()
 
-    def _write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
-        """Run a one-statement write, retrying a lost race on a fresh snapshot."""
-        for _ in range(_MAX_RACE_RETRIES):
-            try:
-                return self._execute(name, params)
-            except _RACE_ERRORS:
-                self._rollback_quietly()
-        raise InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")
-
     # A read is one statement on the thread's own cursor, run once: a snapshot read loses no
     # race under DuckDB's optimistic concurrency, so there is nothing to retry.
     _read = _execute
@@ -278,40 +274,9 @@ class DuckDBRuntime(SqlCalls):
         with contextlib.suppress(duckdb.TransactionException):
             self._execute("rollback")
 
-    def _insert_or_find(
-        self,
-        operation: str,
-        insert: tuple[str, Mapping[str, object]],
-        find: tuple[str, Mapping[str, object]],
-        inserted: Callable[[list[tuple[Any, ...]]], R],
-        found: Callable[[list[tuple[Any, ...]]], R | None],
-    ) -> R:
-        """Insert inside a transaction (``operation.before_commit`` sits before its COMMIT), or,
-        when the guarded INSERT inserted nothing, end the transaction and read what is there.
-        A race lost at any point (a conflict, a key committed first) is tried again."""
-        for _ in range(_MAX_RACE_RETRIES):
-            try:
-                rows = self._execute(*insert)
-            except _RACE_ERRORS:
-                self._rollback_quietly()
-                continue
-            try:
-                self._failpoints.hit(f"{operation}.before_commit")
-                if rows:
-                    self._execute("commit")
-                    result = inserted(rows)
-                else:
-                    answer = found(self._execute(*find))
-                    if answer is None:
-                        continue
-                    result = answer
-            except _RACE_ERRORS:
-                # Lost the race at COMMIT: another call committed the same key first.
-                self._rollback_quietly()
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            self._failpoints.hit(f"{operation}.after_commit")
-            return result
-        raise InfrastructureError(f"{operation}: gave up after {_MAX_RACE_RETRIES} lost races")
+    def _backoff(self, attempt: int) -> None:
+        # Optimistic concurrency: the loser of a race tries again at once, on a fresh snapshot.
+        pass
+
+    def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
+        return InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")

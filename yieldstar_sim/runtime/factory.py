@@ -26,6 +26,10 @@ from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.runtime.protocol import Runtime
 
+# Its home is beside the Protocols, so that the adapters raise it without importing this module
+# (which imports them); its callers keep importing it from here.
+from yieldstar_sim.runtime.protocol import RuntimeChoiceError as RuntimeChoiceError  # noqa: PLC0414
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
@@ -41,10 +45,6 @@ REQUIRED = (
     "next_wake_at", "claim", "renew", "put_step", "record_wake", "acknowledge", "release",
     "wait_for", "start_child", "cancel", "prune", "close",
 )  # fmt: skip
-
-
-class RuntimeChoiceError(ValueError):
-    """A runtime that cannot be resolved or made: the message names the problem."""
 
 
 def resolve_runtime(choice: RuntimeChoice) -> tuple[str, RuntimeFactory | None]:

@@ -18,6 +18,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     ChildAccepted,
@@ -40,7 +41,6 @@ from yieldstar_sim.core.model import (
     check_name,
     generated_execution_id,
 )
-from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 

@@ -28,17 +28,17 @@ import secrets
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
+import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     InfrastructureError,
 )
-from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.postgres_connections import (
@@ -57,20 +57,17 @@ from yieldstar_sim.runtime.postgres_connections import (
     storable,
     where,
 )
+from yieldstar_sim.runtime.protocol import RuntimeChoiceError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     Connection = psycopg.Connection[tuple[Any, ...]]
-
-R = TypeVar("R")
 
 
 def from_env(*, clock: Clock | None = None, **options: Any) -> PostgresRuntime:
     """A ``PostgresRuntime`` on the server ``YIELDSTAR_PG_DSN`` names: the factory behind
     ``runtime="postgres"`` (also usable as ``"yieldstar_sim.runtime.postgres:from_env"``)."""
-    from yieldstar_sim.runtime.factory import RuntimeChoiceError
-
     dsn = os.environ.get(DSN_VARIABLE, "").strip()
     if not dsn:
         raise RuntimeChoiceError(
@@ -91,6 +88,11 @@ class PostgresRuntime(SqlCalls):
     ``on_existing_id`` are as on ``DuckDBRuntime``. Each thread gets its own connection. A call
     that loses ``max_retries`` races in a row raises ``InfrastructureError``.
     """
+
+    _RACE_ERRORS = RETRYABLE
+    # One statement per execute (bound parameters): the transaction is opened and ended apart.
+    _BEGIN = "begin"
+    _END_UNUSED = "rollback"
 
     def __init__(
         self,
@@ -230,63 +232,16 @@ class PostgresRuntime(SqlCalls):
             f"or deadlocks; the last: {first_line(error) if error else 'none'})"
         )
 
-    def _write(
-        self, name: str, params: Mapping[str, object] | None = None
-    ) -> list[tuple[Any, ...]]:
-        """Run one statement in its own transaction, again after a lost race (reads too: a
-        SERIALIZABLE read can fail to serialize)."""
-        last: BaseException | None = None
-        for attempt in range(self.max_retries):
-            try:
-                return self._execute(name, params)
-            except RETRYABLE as error:
-                last = error
-                self._rollback_quietly()
-                self._backoff(attempt)
-        raise self._gave_up(name, last)
+    @property
+    def _race_retries(self) -> int:
+        return self.max_retries
 
-    _read = _write
+    # A read runs as a write does, in its own transaction and retried: a SERIALIZABLE read can
+    # fail to serialize.
+    def _read(self, name: str, params: Mapping[str, object] | None = None) -> list[tuple[Any, ...]]:
+        return self._write(name, params)
 
     def _admits(self, text: str | None) -> bool:
         # PostgreSQL refuses NUL in text: an ID holding one names nothing stored, so a lookup of
         # it finds nothing (as in the other adapters) instead of failing at the server.
         return storable(text)
-
-    def _insert_or_find(
-        self,
-        operation: str,
-        insert: tuple[str, Mapping[str, object]],
-        find: tuple[str, Mapping[str, object]],
-        inserted: Callable[[list[tuple[Any, ...]]], R],
-        found: Callable[[list[tuple[Any, ...]]], R | None],
-    ) -> R:
-        """Insert inside a transaction (``operation.before_commit`` sits before its COMMIT), or,
-        when the guarded INSERT inserted nothing, end the transaction and read what is there.
-        A race lost at any point (a serialization failure, a key committed first) is tried
-        again from the start."""
-        last: BaseException | None = None
-        for attempt in range(self.max_retries):
-            try:
-                self._execute("begin")
-                rows = self._execute(*insert)
-                self._failpoints.hit(f"{operation}.before_commit")
-                if rows:
-                    self._execute("commit")
-                    result = inserted(rows)
-                else:
-                    self._execute("rollback")
-                    answer = found(self._execute(*find))
-                    if answer is None:
-                        continue
-                    result = answer
-            except RETRYABLE as error:
-                last = error
-                self._rollback_quietly()
-                self._backoff(attempt)
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            self._failpoints.hit(f"{operation}.after_commit")
-            return result
-        raise self._gave_up(operation, last)

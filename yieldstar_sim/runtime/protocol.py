@@ -146,3 +146,8 @@ class Runtime(ExecutionClient, WorkflowStartClient, Protocol):
     def failpoints(self) -> FailPoints:
         """The adapter's named failure points (see ``FailPoints``)."""
         ...
+
+
+class RuntimeChoiceError(ValueError):
+    """A runtime that cannot be resolved or made (``yieldstar_sim.runtime.factory``, or an
+    adapter's own factory such as ``postgres.from_env``): the message names the problem."""

@@ -1,8 +1,8 @@
-"""Who writes runs and exploration reports to files: the views, registered by the package.
+"""Where runs and exploration reports find their writers (``run.export``, ``report.export``).
 
-The simulation layer never imports the views. ``yieldstar_sim/__init__.py``, where the layers
-are put together, registers the views' writers here (``register_exporter``); ``run.export``
-and ``report.export`` look them up (``exporter``).
+The simulation layer never imports the views, so the writers are handed to it: the composition
+root (``yieldstar_sim/__init__.py``) registers the views' writers when the package is imported,
+explicitly, and nothing registers anything as a side effect of importing a module.
 """
 
 from __future__ import annotations
@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+#: A writer: the run (or report), the path, then the options its ``export`` passes on.
 Exporter = Callable[..., Path]
+
 _EXPORTERS: dict[str, Exporter] = {}
 
 
 def register_exporter(what: str, write: Exporter) -> None:
-    """Let the views layer write runs (``what="run"``) and exploration reports
-    (``"report"``)."""
+    """Make ``write`` the writer of runs (``what="run"``) or exploration reports (``"report"``)."""
     _EXPORTERS[what] = write
 
 
@@ -26,5 +27,6 @@ def exporter(what: str) -> Exporter:
         return _EXPORTERS[what]
     except KeyError:
         raise RuntimeError(
-            f"no exporter for a {what} is registered: import yieldstar_sim first"
+            f"no exporter for a {what} is registered: import yieldstar_sim, which registers the"
+            " views' writers"
         ) from None

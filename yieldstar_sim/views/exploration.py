@@ -4,13 +4,10 @@ differs from its nearest passing schedule."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.core.filenames import file_stem
-
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from pathlib import Path
 
     from matplotlib.figure import Figure
 
@@ -132,54 +129,3 @@ class ExplorationPictures:
             lines += [f"violation {number} divergence ({f}): {p}" for f, p in divergence.items()]
             lines += [f"violation {number} graph ({f}): {p}" for f, p in graph.items()]
         return lines
-
-
-def write_exploration_pictures(
-    report: ExplorationReport,
-    folder: str | Path,
-    formats: Sequence[str] = ("png",),
-    *,
-    scenario: Scenario | None = None,
-) -> ExplorationPictures:
-    """Write the exploration grid and, per violation, the divergence figure and the execution
-    graph into ``folder``, in ``formats`` (those of ``export``; the grid and the divergence are
-    pictures, written in the picture formats among them, or PNG if there is none).
-
-    ``scenario`` is the explored scenario object, needed when it is not a bundled one (its
-    violations are replayed to draw them). Files are named after the scenario:
-    ``NAME-explore.png``, ``NAME-violation-1-divergence.png``, ``NAME-violation-1-graph.png``.
-    """
-    import matplotlib
-
-    from yieldstar_sim.simulation.run import replay
-    from yieldstar_sim.views.export import EXTENSIONS, FIGURE_FORMATS, export, figure_bytes
-
-    chosen = list(dict.fromkeys(formats))
-    unknown = [name for name in chosen if name not in EXTENSIONS]
-    if unknown:
-        raise ValueError(f"unknown format {unknown[0]!r}: choose among {', '.join(EXTENSIONS)}")
-    pictures = [name for name in chosen if name in FIGURE_FORMATS] or ["png"]
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = file_stem(report.scenario)  # never a path: it stays inside `out`
-    written = ExplorationPictures()
-
-    def save(figure: Figure, name: str) -> dict[str, Path]:
-        paths = {}
-        for format in pictures:
-            path = out / f"{name}{EXTENSIONS[format]}"
-            path.write_bytes(figure_bytes(figure, format))
-            paths[format] = path
-        return paths
-
-    with matplotlib.rc_context({"text.parse_math": False}):  # user text stays literal
-        written.grid = save(draw_exploration(report), f"{stem}-explore")
-        for number, found in enumerate(report.violations, start=1):
-            name = f"{stem}-violation-{number}"
-            written.divergences.append(save(draw_divergence(found, scenario), f"{name}-divergence"))
-            run = replay(found.artifact, scenario=scenario, check_trace=False)
-            try:
-                written.graphs.append(export(run, out, chosen, stem=f"{name}-graph"))
-            finally:
-                run.runtime.close()
-    return written

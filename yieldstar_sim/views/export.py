@@ -7,6 +7,10 @@ run, one self-contained ``html`` report, or the ``review`` page with a stepper i
 input: every format escapes them by its own rules (quotes, backslashes, angle brackets, braces,
 pipes, newlines, non-ASCII), so a hostile step key stays a label and never becomes syntax.
 
+Every file the views write goes through here (``export``, ``export_file`` behind
+``run.export``, ``write_exploration_pictures``), so the views' modules form a ladder: formats,
+graph and timeline, figures, exploration, review, then this writer at the top.
+
 >>> import yieldstar_sim as ys
 >>> from yieldstar_sim.views import execution_graph
 >>> runtime = ys.MemoryRuntime()
@@ -23,31 +27,41 @@ flowchart TD
 from __future__ import annotations
 
 import html
-import io
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
+from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
+from yieldstar_sim.views.figures import (
+    draw_run,
+    drawable_graph,
+    drawable_text,
+    figure_bytes,
+    inline_svg,
+)
 from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS, FORMATS, RUN_FORMATS
 from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
 from yieldstar_sim.views.graph_text import (
     _bidi_visible,
-    _one_line,
     _writable,
     to_dot,
     to_graphml,
     to_mermaid,
     to_node_link_json,
 )
+from yieldstar_sim.views.review import review_page, write_review
 
+# networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
+# (through the widgets and the composition root) and must stay quick.
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    import networkx as nx
     from matplotlib.figure import Figure
 
+    from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.result import SimulationRun
+    from yieldstar_sim.simulation.scenario import Scenario
 
 __all__ = [
     "EXTENSIONS",
@@ -55,64 +69,17 @@ __all__ = [
     "FORMATS",
     "RUN_FORMATS",
     "export",
+    "export_file",
     "figure_bytes",
     "html_report",
     "to_dot",
     "to_graphml",
     "to_mermaid",
     "to_node_link_json",
+    "write_exploration_pictures",
 ]
 
 # --------------------------------------------------------------------------- figures
-
-# Fixed metadata and ID salt: the same figure gives the same bytes, and the SVG names no
-# external resource (no RDF type or creator URL).
-_FIGURE_METADATA: dict[str, dict[str, str | None]] = {
-    "svg": {"Date": None, "Creator": None, "Type": None, "Format": None},
-    "png": {"Software": None},
-    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
-}
-
-
-def figure_bytes(figure: Figure, format: str) -> bytes:
-    """The figure saved as ``"svg"``, ``"png"`` or ``"pdf"`` bytes (reproducibly).
-
-    >>> from matplotlib.figure import Figure
-    >>> figure_bytes(Figure(), "png")[:4]
-    b'\\x89PNG'
-    """
-    if format not in FIGURE_FORMATS:
-        raise ValueError(
-            f"cannot render a figure as {format!r}: choose one of {', '.join(FIGURE_FORMATS)}"
-        )
-    import matplotlib
-
-    buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}):
-        figure.savefig(buffer, format=format, metadata=_FIGURE_METADATA[format])
-    return buffer.getvalue()
-
-
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def _drawable_text(text: str) -> str:
-    """``text`` as a font can draw it: tabs as spaces, line breaks as newlines, other
-    control characters as U+FFFD (the fonts matplotlib ships have no glyphs for them)."""
-    return _bidi_visible(_CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " ")))
-
-
-def _drawable(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
-    """A copy of ``graph`` whose node IDs, workflow IDs and step keys a font can draw."""
-    copy = graph.copy()
-    for _, data in copy.nodes(data=True):
-        data.update({k: _drawable_text(v) for k, v in data.items() if isinstance(v, str)})
-    for _, _, data in copy.edges(data=True):
-        data.update({k: _drawable_text(v) for k, v in data.items() if isinstance(v, str)})
-    names = {node: _drawable_text(node) for node in copy.nodes if isinstance(node, str)}
-    if len(set(names.values())) == len(names):  # never merge two nodes to clean a label
-        copy = nx.relabel_nodes(copy, names)
-    return copy
 
 
 def _draw(graph: nx.MultiDiGraph, title: str) -> Figure:
@@ -121,14 +88,12 @@ def _draw(graph: nx.MultiDiGraph, title: str) -> Figure:
     import matplotlib
 
     with matplotlib.rc_context({"text.parse_math": False}):
-        return draw_execution_graph(_drawable(graph), title=_drawable_text(title))
+        return draw_execution_graph(drawable_graph(graph), title=drawable_text(title))
 
 
 def _draw_run(run: SimulationRun) -> Figure:
     """The run's graph beside its timeline, with mathtext off (user text stays literal)."""
     import matplotlib
-
-    from yieldstar_sim.views.figures import draw_run
 
     with matplotlib.rc_context({"text.parse_math": False}):
         return draw_run(run)
@@ -146,8 +111,6 @@ def _timeline_svg(run: SimulationRun) -> str:
 
 # --------------------------------------------------------------------------- HTML report
 
-_SVG_START = re.compile(r"<svg[\s>]")
-
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 h1 { font-size: 1.4em; }
@@ -162,14 +125,6 @@ table { border-collapse: collapse; font-family: ui-monospace, monospace; font-si
 th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 """.strip()
-
-
-def _inline_svg(svg: str) -> str:
-    """An SVG document as markup for inside HTML: its XML declaration and DOCTYPE removed."""
-    match = _SVG_START.search(svg)
-    if match is None:
-        raise ValueError("expected an SVG document (no <svg> element found)")
-    return svg[match.start() :].strip()
 
 
 def _cell(value: object) -> str:
@@ -221,12 +176,12 @@ def html_report(
         parts.append("<p>None: every invariant held.</p>")
     parts += [
         "<h2>Execution graph</h2>",
-        f'<figure class="graph">\n{_inline_svg(graph_svg)}\n</figure>',
+        f'<figure class="graph">\n{inline_svg(graph_svg)}\n</figure>',
     ]
     if timeline_svg is not None:
         parts += [
             "<h2>Timeline</h2>",
-            f'<figure class="timeline">\n{_inline_svg(timeline_svg)}\n</figure>',
+            f'<figure class="timeline">\n{inline_svg(timeline_svg)}\n</figure>',
         ]
     parts += [
         f"<h2>Trace ({len(run.trace)} events)</h2>",
@@ -277,6 +232,7 @@ def export(
     seed and verdict. Unknown formats are refused before anything is written.
 
     >>> import tempfile
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_node("a", workflow_id="w", status="pending", origin="trigger")
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -284,6 +240,8 @@ def export(
     ...     sorted(path.name for path in paths.values())
     ['order-42.dot', 'order-42.mmd']
     """
+    import networkx as nx
+
     chosen = _formats(formats)
     if not stem or stem in {".", ".."} or Path(stem).name != stem or "\\" in stem:
         raise ValueError(f"stem must be a plain file name, not {stem!r}")
@@ -334,11 +292,89 @@ def export(
             )
             path.write_bytes(page.encode("utf-8"))
         elif format == "review":
-            from yieldstar_sim.views.review import review_page
-
             assert run is not None
             path.write_bytes(review_page(run).encode("utf-8"))
         else:
             path.write_bytes(texts[format]().encode("utf-8"))
         written[format] = path
+    return written
+
+
+# --------------------------------------------------------------------------- files
+
+
+def export_file(run: SimulationRun, path: str | Path, format: str | None = None) -> Path:
+    """Write ``run`` to ``path`` in ``format``; returns the path (``SimulationRun.export``).
+
+    Without ``format``, the path's ending chooses: ``.html`` is the review page, ``.svg``,
+    ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot`` and ``.mmd`` the formats of
+    ``export`` (``format="html"`` is the static report, without a stepper).
+    """
+    target = Path(path)
+    if format is None:
+        by_ending = {ext: name for name, ext in EXTENSIONS.items() if name not in RUN_FORMATS}
+        format = "review" if target.suffix.lower() == ".html" else by_ending.get(target.suffix)
+        if format is None:
+            endings = ", ".join(["*.html", *(f"*{ext}" for ext in by_ending)])
+            raise ValueError(
+                f"cannot tell which format to write from {target.name!r}: name a file "
+                f"{endings}, or pass format="
+            )
+    if format == "review":
+        return write_review(run, target)
+    if format not in EXTENSIONS:
+        raise ValueError(f"unknown export format {format!r}: choose among {', '.join(EXTENSIONS)}")
+    ending = EXTENSIONS[format]
+    if not target.name.endswith(ending) or target.name == ending:
+        raise ValueError(f"a {format} export is a file named *{ending}, not {target.name!r}")
+    return export(run, target.parent, [format], stem=target.name[: -len(ending)])[format]
+
+
+def write_exploration_pictures(
+    report: ExplorationReport,
+    folder: str | Path,
+    formats: Sequence[str] = ("png",),
+    *,
+    scenario: Scenario | None = None,
+) -> ExplorationPictures:
+    """Write the exploration grid and, per violation, the divergence figure and the execution
+    graph into ``folder``, in ``formats`` (those of ``export``; the grid and the divergence are
+    pictures, written in the picture formats among them, or PNG if there is none).
+
+    ``scenario`` is the explored scenario object, needed when it is not a bundled one (its
+    violations are replayed to draw them). Files are named after the scenario:
+    ``NAME-explore.png``, ``NAME-violation-1-divergence.png``, ``NAME-violation-1-graph.png``.
+    """
+    import matplotlib
+
+    from yieldstar_sim.simulation.run import replay
+
+    chosen = list(dict.fromkeys(formats))
+    unknown = [name for name in chosen if name not in EXTENSIONS]
+    if unknown:
+        raise ValueError(f"unknown format {unknown[0]!r}: choose among {', '.join(EXTENSIONS)}")
+    pictures = [name for name in chosen if name in FIGURE_FORMATS] or ["png"]
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = file_stem(report.scenario)  # never a path: it stays inside `out`
+    written = ExplorationPictures()
+
+    def save(figure: Figure, name: str) -> dict[str, Path]:
+        paths = {}
+        for format in pictures:
+            path = out / f"{name}{EXTENSIONS[format]}"
+            path.write_bytes(figure_bytes(figure, format))
+            paths[format] = path
+        return paths
+
+    with matplotlib.rc_context({"text.parse_math": False}):  # user text stays literal
+        written.grid = save(draw_exploration(report), f"{stem}-explore")
+        for number, found in enumerate(report.violations, start=1):
+            name = f"{stem}-violation-{number}"
+            written.divergences.append(save(draw_divergence(found, scenario), f"{name}-divergence"))
+            run = replay(found.artifact, scenario=scenario, check_trace=False)
+            try:
+                written.graphs.append(export(run, out, chosen, stem=f"{name}-graph"))
+            finally:
+                run.runtime.close()
     return written

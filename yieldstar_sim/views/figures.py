@@ -1,23 +1,90 @@
-"""Figures that combine views: a run's graph beside its timeline."""
+"""Figures: a run's graph beside its timeline, figures as reproducible bytes, and user text as
+a font can draw it."""
 
 from __future__ import annotations
 
+import io
+import re
 from typing import TYPE_CHECKING
 
-import networkx as nx
-
+from yieldstar_sim.views.formats import FIGURE_FORMATS
 from yieldstar_sim.views.graph import (
     ROW_WIDTH,
     draw_execution_graph,
     graph_from_trace,
     group_siblings,
 )
+from yieldstar_sim.views.graph_text import _bidi_visible, _one_line
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
+    import networkx as nx
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.result import SimulationRun
+
+
+# Fixed metadata and ID salt: the same figure gives the same bytes, and the SVG names no
+# external resource (no RDF type or creator URL).
+_FIGURE_METADATA: dict[str, dict[str, str | None]] = {
+    "svg": {"Date": None, "Creator": None, "Type": None, "Format": None},
+    "png": {"Software": None},
+    "pdf": {"CreationDate": None, "Creator": None, "Producer": None},
+}
+
+
+def figure_bytes(figure: Figure, format: str) -> bytes:
+    """The figure saved as ``"svg"``, ``"png"`` or ``"pdf"`` bytes (reproducibly).
+
+    >>> from matplotlib.figure import Figure
+    >>> figure_bytes(Figure(), "png")[:4]
+    b'\\x89PNG'
+    """
+    if format not in FIGURE_FORMATS:
+        raise ValueError(
+            f"cannot render a figure as {format!r}: choose one of {', '.join(FIGURE_FORMATS)}"
+        )
+    import matplotlib
+
+    buffer = io.BytesIO()
+    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}):
+        figure.savefig(buffer, format=format, metadata=_FIGURE_METADATA[format])
+    return buffer.getvalue()
+
+
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def drawable_text(text: str) -> str:
+    """``text`` as a font can draw it: tabs as spaces, line breaks as newlines, other
+    control characters as U+FFFD (the fonts matplotlib ships have no glyphs for them)."""
+    return _bidi_visible(_CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " ")))
+
+
+def drawable_graph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of ``graph`` whose node IDs, workflow IDs and step keys a font can draw."""
+    import networkx as nx
+
+    copy = graph.copy()
+    for _, data in copy.nodes(data=True):
+        data.update({k: drawable_text(v) for k, v in data.items() if isinstance(v, str)})
+    for _, _, data in copy.edges(data=True):
+        data.update({k: drawable_text(v) for k, v in data.items() if isinstance(v, str)})
+    names = {node: drawable_text(node) for node in copy.nodes if isinstance(node, str)}
+    if len(set(names.values())) == len(names):  # never merge two nodes to clean a label
+        copy = nx.relabel_nodes(copy, names)
+    return copy
+
+
+_SVG_START = re.compile(r"<svg[\s>]")
+
+
+def inline_svg(svg: str) -> str:
+    """An SVG document as markup for inside HTML: its XML declaration and DOCTYPE removed."""
+    match = _SVG_START.search(svg)
+    if match is None:
+        raise ValueError("expected an SVG document (no <svg> element found)")
+    return svg[match.start() :].strip()
 
 
 #: How many violations a run's caption prints in full; the rest are counted.
@@ -40,6 +107,7 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     >>> import yieldstar_sim as ys
     >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
     """
+    import networkx as nx  # here, not at the top: ``import yieldstar_sim`` imports this module
     from matplotlib.figure import Figure
 
     timeline = build_timeline(run.trace, run.scenario.worker_names)

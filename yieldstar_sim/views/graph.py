@@ -15,8 +15,6 @@ import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
@@ -28,9 +26,12 @@ from yieldstar_sim.simulation.trace import (
     TriggerData,
 )
 
+# networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
+# (through the widgets and the composition root) and must stay quick.
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
+    import networkx as nx
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -88,6 +89,8 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
     start-request record still exists) and ``duplicate`` (the step admitted more than one
     execution).
     """
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     retained = {
         (r.request_id.execution_id, r.request_id.step_key, r.target_execution_id)
@@ -145,6 +148,8 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
     Edges of started targets carry ``calls``: how many start calls their request took (replays
     included).
     """
+    import networkx as nx
+
     graph = nx.MultiDiGraph()
     calls: dict[tuple[str, str], int] = {}
     for event in trace:
@@ -285,6 +290,8 @@ def group_siblings(graph: nx.MultiDiGraph, at_least: int = GROUP_AT_LEAST) -> nx
 def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
     """Parents above children; siblings ordered by the step key that started them, in rows of
     at most ``ROW_WIDTH`` so that a wide fan-out wraps instead of making a strip."""
+    import networkx as nx
+
     depth: dict[Any, int] = {}
     for layer, nodes in enumerate(nx.topological_generations(graph)):
         for node in nodes:

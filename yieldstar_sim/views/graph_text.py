@@ -19,12 +19,14 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
 from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, edge_line
 
+# networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
+# (through the widgets and the composition root) and must stay quick.
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    import networkx as nx
 
 _EDGE_COLOUR = "#333333"
 _PRUNED_COLOUR = "#FFFFFF"
@@ -115,6 +117,7 @@ def to_graphml(graph: nx.MultiDiGraph) -> str:
     value), other non-scalars their JSON text, and the few characters XML cannot hold at all
     (ASCII control characters other than tab and line breaks) their Unicode control pictures.
 
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_edge("a", "b", key="ship", step_key="ship", detached=False)
     'ship'
@@ -123,6 +126,8 @@ def to_graphml(graph: nx.MultiDiGraph) -> str:
     >>> sorted(back.edges(keys=True, data=True))
     [('a', 'b', 'ship', {'step_key': 'ship', 'detached': False})]
     """
+    import networkx as nx
+
     names = {node: _writable(str(node)) for node in graph.nodes}
     _unique(names, "GraphML")
     ready = nx.MultiDiGraph()
@@ -157,6 +162,7 @@ def to_graphml(graph: nx.MultiDiGraph) -> str:
 def to_node_link_json(graph: nx.MultiDiGraph) -> str:
     """The graph as networkx node-link JSON (``edges`` list, keys kept, keys sorted).
 
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_edge("a", "b", key="ship")
     'ship'
@@ -164,6 +170,8 @@ def to_node_link_json(graph: nx.MultiDiGraph) -> str:
     >>> data["edges"], data["multigraph"]
     ([{'key': 'ship', 'source': 'a', 'target': 'b'}], True)
     """
+    import networkx as nx
+
     data = nx.node_link_data(graph, edges="edges")
     text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, default=str)
     try:
@@ -223,6 +231,7 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     Labels show exactly; Graphviz itself unescapes ``\\\\`` in labels only, so an ID or data
     value holding a backslash keeps it doubled in Graphviz's own view (pydot reads it exactly).
 
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_node("a:1", workflow_id="w", status="completed", origin="trigger")
     >>> graph.add_node("b", workflow_id="w", status="pending", origin="start")
@@ -236,6 +245,7 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     "a:1" -> "b" [key="k\\"1", step_key="k\\"1", kind="start", detached="true", label="k\\"1", ...];
     }
     """
+    import networkx as nx
     from networkx.drawing.nx_pydot import to_pydot
 
     names = {node: _dot_quote(node) for node in graph.nodes}
@@ -335,6 +345,7 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
     executions a step admitted more than once, whose edges are red too.
 
+    >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
     >>> graph.add_node("a", workflow_id="w", status="completed", origin="trigger")
     >>> print(to_mermaid(graph), end="")

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.export import _drawable, _inline_svg, figure_bytes
+from yieldstar_sim.views.figures import drawable_graph, figure_bytes, inline_svg
 from yieldstar_sim.views.graph_text import _writable
 
 if TYPE_CHECKING:
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StepperSize",
-    "export_file",
     "review_page",
     "review_report_page",
     "stepper_html",
@@ -81,7 +80,7 @@ def _svg(figure: Figure) -> str:
 
     with matplotlib.rc_context({"svg.fonttype": "path"}):
         svg = figure_bytes(figure, "svg").decode("utf-8")
-    svg = _COMMENT.sub("", _METADATA.sub("", _inline_svg(svg)))
+    svg = _COMMENT.sub("", _METADATA.sub("", inline_svg(svg)))
     return _writable(svg)
 
 
@@ -181,7 +180,7 @@ def _graph_svgs(run: SimulationRun) -> tuple[list[str], list[int]]:
         if key not in index_of:
             figure = Figure(figsize=pictures.graph_size, layout="constrained")
             with matplotlib.rc_context({"text.parse_math": False}):
-                draw_execution_graph(_drawable(pictures.graph(seq)), ax=figure.add_subplot())
+                draw_execution_graph(drawable_graph(pictures.graph(seq)), ax=figure.add_subplot())
                 index_of[key] = len(svgs)
                 svgs.append(_svg(figure))
         chosen.append(index_of[key])
@@ -461,32 +460,3 @@ def write_review(
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(page.encode("utf-8"))
     return target
-
-
-def export_file(run: SimulationRun, path: str | Path, format: str | None = None) -> Path:
-    """Write ``run`` to ``path`` in ``format``; returns the path (``SimulationRun.export``).
-
-    Without ``format``, the path's ending chooses: ``.html`` is the review page, ``.svg``,
-    ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot`` and ``.mmd`` the formats of
-    ``export`` (``format="html"`` is the static report, without a stepper).
-    """
-    from yieldstar_sim.views.export import EXTENSIONS, RUN_FORMATS, export
-
-    target = Path(path)
-    if format is None:
-        by_ending = {ext: name for name, ext in EXTENSIONS.items() if name not in RUN_FORMATS}
-        format = "review" if target.suffix.lower() == ".html" else by_ending.get(target.suffix)
-        if format is None:
-            endings = ", ".join(["*.html", *(f"*{ext}" for ext in by_ending)])
-            raise ValueError(
-                f"cannot tell which format to write from {target.name!r}: name a file "
-                f"{endings}, or pass format="
-            )
-    if format == "review":
-        return write_review(run, target)
-    if format not in EXTENSIONS:
-        raise ValueError(f"unknown export format {format!r}: choose among {', '.join(EXTENSIONS)}")
-    ending = EXTENSIONS[format]
-    if not target.name.endswith(ending) or target.name == ending:
-        raise ValueError(f"a {format} export is a file named *{ending}, not {target.name!r}")
-    return export(run, target.parent, [format], stem=target.name[: -len(ending)])[format]

@@ -298,7 +298,7 @@ def _multi(graph: nx.DiGraph) -> nx.MultiDiGraph:
 def state_graph_html(space: StateSpace, *, title: str = "") -> str:
     """A self-contained page: the drawing (SVG) and each violating state with the shortest
     path that reaches it."""
-    from yieldstar_sim.views.export import figure_bytes
+    from yieldstar_sim.views.figures import figure_bytes
 
     svg = figure_bytes(draw_state_graph(space, title=title), "svg").decode("utf-8")
     svg = svg[svg.index("<svg") :]
@@ -333,7 +333,8 @@ def export_state_graph(
     """Write ``folder/stem.<ext>`` in each of ``formats`` (among ``svg, png, pdf, graphml,
     json, dot, html``); returns ``{format: path}``. Unknown formats are refused before anything
     is written."""
-    from yieldstar_sim.views.export import figure_bytes, to_dot, to_graphml, to_node_link_json
+    from yieldstar_sim.views.figures import figure_bytes
+    from yieldstar_sim.views.graph_text import to_dot, to_graphml, to_node_link_json
 
     requested = formats.split(",") if isinstance(formats, str) else list(formats)
     chosen: list[str] = []
