@@ -39,7 +39,7 @@ from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, sim
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
 from yieldstar_sim.simulation.explorer.search import STRATEGIES, Search, progress_bar
 from yieldstar_sim.simulation.explorer.shards import Runner
-from yieldstar_sim.simulation.explorer.shrink import ddmin, shrink
+from yieldstar_sim.simulation.explorer.shrink import shrink
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.testing import runtime_adapter_failures
@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.scenario import Scenario
-
-#: The name the explorer's tests knew delta debugging by, before the split.
-_ddmin = ddmin
 
 __all__ = [
     "STRATEGIES",

@@ -241,14 +241,6 @@ def _effect_text(effect: Effect) -> str:
     return repr((effect.name, sorted(effect.data.items()), effect.execution_id, effect.step_key))
 
 
-def _state_key(
-    simulator: Simulator, name: str, point: Point, cache: Fingerprints | None = None
-) -> str:
-    """A fingerprint of the state at a choice point (``Fingerprints.key``). With ``cache``
-    (one per run), only what changed since its last fingerprint is read again."""
-    return (cache if cache is not None else Fingerprints()).key(simulator, name, point)
-
-
 def _clocks(simulator: Simulator, name: str) -> str:
     """How far behind true time the acting worker's clock runs, and the others' (blind to
     which is which): a skewed worker acts on its own belief, so two states that differ only

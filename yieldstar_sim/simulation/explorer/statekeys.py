@@ -1,15 +1,14 @@
 """The exhaustive search's state keys, each in time proportional to what changed since the last
 choice point of the run.
 
-The key covers what ``exhaustive.state_key`` (the full read it replaces) covers, blind to which
-worker is which: every execution's record with its result and its steps *with their values*,
-the start requests, the clock, the ledger, the world's store, each actor's state (what it
-waits for, and its delivery so far as the trace reads: what its generator holds), and what
-the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``): one
-blake2b hash per part, personalised by the kind of part. Two states get one key exactly when
-the full read gives them one, but for a chance of 2**-128 (a cryptographic hash: a collision
-would merge two states and skip a schedule, and a violation there would come back as a green
-verdict).
+The key covers what the full read it replaced covers (the tests keep it as their reference),
+blind to which worker is which: every execution's record with its result and its steps *with
+their values*, the start requests, the clock, the ledger, the world's store, each actor's state
+(what it waits for, and its delivery so far as the trace reads: what its generator holds), and
+what the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``): one
+blake2b hash per part, personalised by the kind of part. Two states get one key exactly when the
+full read gives them one, but for a chance of 2**-128 (a cryptographic hash: a collision would
+merge two states and skip a schedule, and a violation there would come back as a green verdict).
 
 What makes it incremental:
 
@@ -24,8 +23,8 @@ What makes it incremental:
   what it waits for) is made again only when one of them changed (the kernel's ``waits``);
 - the clock's, the store's and the workers' beliefs' terms are kept while they stand still.
 
-Any other runtime is read whole at every point, to the same key; ``whole_key`` reads
-everything whole (the reference the tests compare with at every point).
+Any other runtime is read whole at every point, to the same key; the tests read everything
+whole (their reference) and compare at every point.
 """
 
 from __future__ import annotations
@@ -67,7 +66,7 @@ class StateKeys:
 
     Feed it the run's trace events (``remember``) as they come, and ask ``key`` at each choice
     point. With ``lines``, ``histories`` also holds each actor's history as lines, for reading
-    whole (``whole_key``); the search needs only their hashes.
+    whole (the tests' reference); the search needs only their hashes.
     """
 
     follows_changes = True
@@ -239,20 +238,6 @@ class WholeReads(StateKeys):
 
     def __init__(self, *, lines: bool = True) -> None:
         super().__init__(lines=lines)
-
-
-def whole_key(
-    simulator: Simulator, histories: dict[str, list[str]], chosen: tuple[str, Point] | None
-) -> str:
-    """The key ``StateKeys.key`` gives, with everything read whole: every record and step, the
-    start requests, the whole ledger, each actor's whole history (``histories``), the store
-    and the clock."""
-    keys = WholeReads()
-    for name, lines in histories.items():
-        running = keys._hashes[name] = _HISTORY.copy()
-        for line in lines:
-            _feed(running, line)
-    return keys.key(simulator, chosen)
 
 
 def _feed(running: Any, line: str) -> None:
