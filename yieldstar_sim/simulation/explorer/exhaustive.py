@@ -40,10 +40,8 @@ from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.run import finish
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from yieldstar_sim.simulation.explorer.shards import Runner
-    from yieldstar_sim.simulation.explorer.strategy import SearchConfig
+    from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.simulator import Simulator
 
 
@@ -99,9 +97,7 @@ class ExhaustiveSearch:
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
 
-    def __init__(
-        self, runner: Runner, config: SearchConfig, *, tick: Callable[[int], None] | None = None
-    ) -> None:
+    def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
         self.scenario = runner.scenario
         self.tally = Tally(

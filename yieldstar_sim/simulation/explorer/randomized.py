@@ -7,14 +7,12 @@ import random
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.explorer.plans import Plan
-from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, Tally, applies
+from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, applies
 from yieldstar_sim.simulation.faults import Fault, explored_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from yieldstar_sim.simulation.explorer.shards import Runner
-    from yieldstar_sim.simulation.explorer.strategy import SearchConfig
+    from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
 
 #: The schedules a random search runs when no budget is given.
 DEFAULT_BUDGET = 200
@@ -24,12 +22,10 @@ class Randomized:
     """Seeded random fault plans and seeds; with ``config.pct_depth``, PCT priorities too (a
     ``Strategy``)."""
 
-    def __init__(
-        self, runner: Runner, config: SearchConfig, *, tick: Callable[[int], None] | None = None
-    ) -> None:
+    def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
-        self.tally = Tally(config.stop_at_first, tick=tick)
-        self.sweeps = Sweeps(self.tally, runner, config.budget)
+        self.sweeps = Sweeps(runner, config, tick)
+        self.tally = self.sweeps.tally
 
     def search(self) -> None:
         """Run random plans in batches until the budget is spent or a violation stops it."""

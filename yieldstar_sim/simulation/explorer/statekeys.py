@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -82,8 +82,6 @@ class StateKeys:
         """Each waiting actor's last wait (``Kernel.waits``) and its term (its wait and its
         history), dropped when its history grows."""
         self._executions = Executions(values=True)
-        self._runtime: object = None
-        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = 0
         self._effects = 0
@@ -117,7 +115,7 @@ class StateKeys:
                 or kind is _CRASH
                 or kind is _OUTCOME
                 or kind is _REJECT
-                or (kind is _CALL and event.op == "claim")
+                or (kind is _CALL and event.op == Op.CLAIM)
             ):
                 hashes[worker] = running = _HISTORY.copy()
                 if lines:
@@ -157,24 +155,14 @@ class StateKeys:
     def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:
         """The key of the state at a choice point (before the choice); ``chosen`` is the
         actor the kernel already took there, with its point, when only one was ready."""
-        runtime = simulator.runtime
-        if runtime is not self._runtime:
-            self._runtime = runtime
-            view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            writes = getattr(runtime, "row_writes", None)
-            # The view and the writes are live: taken once, not at every point.
-            self._rows = None if view is None or writes is None else (view(), writes())
-        rows = self._rows
-        executions = self._executions
-        if rows is None:
-            total = executions.read_whole(runtime)
+        runtime, executions = simulator.runtime, self._executions
+        total = executions.of(runtime, follow=self.follows_changes)
+        if not executions.following:
             self._requests = _requests(runtime)
-        else:
-            total = executions.follow(*rows)
-            if executions.shape != self._shape:
-                # A request's record is its target's row (an admission adds one, a prune
-                # removes one): the requests change only with the set of rows.
-                self._shape, self._requests = executions.shape, _requests(runtime)
+        elif executions.shape != self._shape:
+            # A request's record is its target's row (an admission adds one, a prune removes
+            # one): the requests change only with the set of rows.
+            self._shape, self._requests = executions.shape, _requests(runtime)
         now = simulator.clock.now()
         if now != self._now:
             self._now, self._now_term = now, term(_CLOCK, repr(now))

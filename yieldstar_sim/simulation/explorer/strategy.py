@@ -20,10 +20,14 @@ from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind, applies_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import TypeAlias
 
     from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.statespace import StateSpace
+
+    Tick: TypeAlias = Callable[[int], None] | None
+    """Progress: called with the number of schedules run after each one (or nothing)."""
 
 #: The strategies ``explore`` knows, by name.
 STRATEGIES = ("systematic", "random", "pct", "exhaustive")
@@ -85,7 +89,7 @@ class Tally:
     faults_in_reasons: bool = True
     """Whether an incomplete schedule's reason names its faults (a plan strategy's, placed
     by hand) or only its number (the exhaustive search's, whose path the state space tells)."""
-    tick: Callable[[int], None] | None = None
+    tick: Tick = None
     """Called with the number of schedules run after each one (progress)."""
     plans: list[Plan] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
@@ -207,8 +211,9 @@ class Sweeps:
     until the tally is done; keeps the verdict of each single fault placed at a labelled point
     (the systematic search's grid)."""
 
-    def __init__(self, tally: Tally, runner: Runner, budget: int | None) -> None:
-        self.tally, self.runner, self.budget = tally, runner, budget
+    def __init__(self, runner: Runner, config: SearchConfig, tick: Tick) -> None:
+        self.tally = Tally(config.stop_at_first, tick=tick)
+        self.runner, self.budget = runner, config.budget
         self.verdicts: dict[tuple[str, str], str] = {}
 
     def room(self) -> int | None:

@@ -7,26 +7,22 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.explorer.plans import Plan
-from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, Tally, applies
+from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, applies
 from yieldstar_sim.simulation.faults import Fault, FaultKind, explored_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from yieldstar_sim.simulation.explorer.shards import Runner
-    from yieldstar_sim.simulation.explorer.strategy import SearchConfig
+    from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
 
 
 class Systematic:
     """Every kind at every choice point, level by level up to ``max_faults``, each state
     tried once (a ``Strategy``)."""
 
-    def __init__(
-        self, runner: Runner, config: SearchConfig, *, tick: Callable[[int], None] | None = None
-    ) -> None:
+    def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
-        self.tally = Tally(config.stop_at_first, tick=tick)
-        self.sweeps = Sweeps(self.tally, runner, config.budget)
+        self.sweeps = Sweeps(runner, config, tick)
+        self.tally = self.sweeps.tally
         self.skipped_equivalent = 0
         self.total_under_bound: int | None = None
 
