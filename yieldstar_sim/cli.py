@@ -26,6 +26,8 @@ from yieldstar_sim.cli_files import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.simulation.result import SimulationRun
+
 
 #: The exit code of each verdict.
 EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
@@ -313,8 +315,8 @@ def _list_faults(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import time
 
-    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
-    from yieldstar_sim.simulation.run import SimulationRun, simulate
+    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
+    from yieldstar_sim.simulation.run import replay, simulate
     from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
     from yieldstar_sim.views.export import export
 

@@ -36,12 +36,13 @@ from yieldstar_sim.simulation.faults import (
     applies_at,
     explored_seconds,
 )
-from yieldstar_sim.simulation.run import SimulationRun, finish
+from yieldstar_sim.simulation.run import finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 __all__ = ["choice_points", "choices", "fault_plans", "seeds", "simulate_choices"]

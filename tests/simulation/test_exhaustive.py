@@ -12,13 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.artifact import replay
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, dependent
 from yieldstar_sim.simulation.explorer.report import ExplorationReport
 from yieldstar_sim.simulation.explorer.shards import Runner
 from yieldstar_sim.simulation.explorer.strategy import SearchConfig
 from yieldstar_sim.simulation.faults import FaultKind
+from yieldstar_sim.simulation.run import replay
 
 
 def exhaustive(name: str | ys.Scenario, **options: Any) -> ExplorationReport:

@@ -15,7 +15,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Lease, StepRecord
 from yieldstar_sim.runtime import memory_rows
-from yieldstar_sim.simulation import simulator as simulator_module
+from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
 from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
@@ -43,7 +43,7 @@ CASES = {
     "lease": (memory_rows.new_lease, *LEASE),
     "step": (memory_rows.new_step, *STEP),
     "record": (memory_rows.new_record, *RECORD),
-    "point": (simulator_module._new_point, *POINT),
+    "point": (points_module._new_point, *POINT),
     "event": (trace_module._new_event, *EVENT),
     "point info": (new_point_info, ("w1", "put_step", "order-42", "ship"), PointInfo),
 }

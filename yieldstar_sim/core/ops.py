@@ -28,3 +28,5 @@ class Op(enum.StrEnum):
     RELEASE = "release"
     TRIGGER = "trigger"
     ELAPSE = "elapse"
+    RENEW = "renew"
+    """A heartbeat's lease renewal: traced when refused, not a choice point of its own."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact, replay
+from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation, explore
 from yieldstar_sim.simulation.faults import (
     CHOICE_POINT_OPS,
@@ -14,7 +14,8 @@ from yieldstar_sim.simulation.faults import (
     PointInfo,
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
-from yieldstar_sim.simulation.run import SimulationRun, simulate
+from yieldstar_sim.simulation.result import SimulationRun
+from yieldstar_sim.simulation.run import replay, simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
     Client,

@@ -16,7 +16,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.simulation.faults import Fault
 from yieldstar_sim.simulation.scenario import (
@@ -27,14 +27,58 @@ from yieldstar_sim.simulation.scenario import (
 )
 
 if TYPE_CHECKING:
-    from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.run import SimulationRun
+    from collections.abc import Sequence
+
+    from yieldstar_sim.simulation.invariants.protocol import Violation
     from yieldstar_sim.simulation.scenario import Scenario
 
 FORMAT = "yieldstar-sim/replay"
 VERSION = 1
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 """The largest artifact file read: a real one holds a schedule and a few faults (kilobytes)."""
+
+
+class Replayable(Protocol):
+    """What an artifact is made from: a finished run (``SimulationRun`` is one)."""
+
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario that ran."""
+        ...
+
+    @property
+    def seed(self) -> int:
+        """The scheduler's seed."""
+        ...
+
+    @property
+    def runtime_kind(self) -> str:
+        """The runtime's name."""
+        ...
+
+    @property
+    def schedule(self) -> Sequence[str]:
+        """The actor that went at each choice point."""
+        ...
+
+    @property
+    def faults(self) -> Sequence[Fault]:
+        """Every fault that fired, placed at its choice point."""
+        ...
+
+    @property
+    def violations(self) -> Sequence[Violation]:
+        """The invariants the run broke."""
+        ...
+
+    @property
+    def runtime_choice(self) -> Any:
+        """What the run was asked to run on (a name or a factory)."""
+        ...
+
+    def trace_digest(self) -> str:
+        """A hash of the run's trace."""
+        ...
 
 
 class ArtifactError(Exception):
@@ -61,7 +105,7 @@ class ReplayArtifact:
     artifact read from a file names its runtime but cannot bring its code along."""
 
     @classmethod
-    def from_run(cls, run: SimulationRun) -> ReplayArtifact:
+    def from_run(cls, run: Replayable) -> ReplayArtifact:
         """The artifact of a finished run."""
         ref = run.scenario.ref
         if ref is not None and not _bundled(ref):
@@ -242,63 +286,3 @@ _HOW_TO_PROCEED = (
 def _bundled(ref: str) -> bool:
     """Whether ``ref`` names a bundled scenario (package code), not a file."""
     return ref in bundled_scenarios()
-
-
-def replay(
-    artifact: ReplayArtifact | str | Path,
-    *,
-    runtime: RuntimeChoice | None = None,
-    scenario: Scenario | None = None,
-    check_trace: bool = True,
-    timeout: float | None = 60.0,
-    db: str | Path | None = None,
-) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
-    ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
-
-    Refuses when the scenario's code fingerprint differs from the artifact's; with
-    ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
-    ``runtime`` defaults to the artifact's when that is a bundled one; an artifact made on your
-    own runtime names it but never imports it: pass ``runtime=`` (an artifact is data).
-    """
-    from yieldstar_sim.runtime.factory import BUNDLED
-    from yieldstar_sim.simulation.run import simulate
-
-    loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
-    runtime = runtime if runtime is not None else loaded.runtime_choice
-    if runtime is None and loaded.runtime not in BUNDLED:
-        raise ArtifactError(
-            f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
-            f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
-            "if you trust that runtime, or on 'memory' or 'duckdb'"
-        )
-    target = scenario if scenario is not None else loaded.scenario_object()
-    fingerprint = target.fingerprint()
-    if fingerprint != loaded.fingerprint:
-        raise ArtifactError(
-            f"the code of scenario {target.name!r} changed since the artifact was made "
-            f"(fingerprint {loaded.fingerprint} then, {fingerprint} now); the schedule no longer "
-            "describes it: explore again for a new artifact"
-        )
-    try:
-        run = simulate(
-            target,
-            loaded.seed,
-            runtime=runtime or loaded.runtime,
-            schedule=loaded.schedule,
-            check_faults=False,  # a fault that no longer fires shows as a different trace
-            timeout=timeout,
-            faults=loaded.faults,
-            scenario_faults=False,
-            db=db,
-        )
-    except Exception as error:
-        raise ArtifactError(
-            f"the artifact does not replay: {type(error).__name__}: {error}"
-        ) from error
-    if check_trace and loaded.trace_digest and run.trace_digest() != loaded.trace_digest:
-        raise ArtifactError(
-            "the replay took another path than the recorded run (trace digest "
-            f"{run.trace_digest()} instead of {loaded.trace_digest})"
-        )
-    return run

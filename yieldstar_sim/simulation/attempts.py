@@ -17,47 +17,29 @@ heartbeat) when, by that clock, the lease would end during the work. A worker wh
 behind believes its lease holds when by true time it has expired; the runtime judges by true
 time, and fencing refuses the worker's next write.
 
->>> clocks = WorkerClocks(lambda: 100.0)
->>> clocks.behind["w1"] = 60.0
->>> clocks.now("w1"), clocks.now("w2")
-(40.0, 100.0)
+Each worker's clock is a ``state.WorkerClocks``; a skew fault (``points.skew``) sets it back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import LeaseLostError
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
-from yieldstar_sim.simulation.trace import (
-    HeartbeatData,
-    SkewData,
-    StallData,
-    TraceKind,
-)
+from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, pass_point
+from yieldstar_sim.simulation.trace import HeartbeatData, StallData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
-    from yieldstar_sim.simulation.simulator import Simulator
+    from yieldstar_sim.simulation.points import Where
+    from yieldstar_sim.simulation.state import RunState
 
 #: What a body did, in order: an effect or a read to land now (a callable), or seconds of work.
 BodyOp = Callable[[], None] | float
-
-
-@dataclass
-class WorkerClocks:
-    """Each worker's clock: true time less how far behind a skew set it."""
-
-    true_now: Callable[[], float]
-    behind: dict[str, float] = field(default_factory=dict)
-    """Seconds each skewed worker's clock runs behind true time."""
-
-    def now(self, worker: str) -> float:
-        """The time ``worker`` believes it is."""
-        return self.true_now() - self.behind.get(worker, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +50,7 @@ class Detach:
     actor: str
 
 
-def detachable(
-    simulator: Simulator, delivery: Generator[Any, Any, None], crashed: type[BaseException]
-) -> Generator[Any, Any, None]:
+def detachable(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
     """Drive ``delivery`` for its worker; when it detaches (a stall), hand the rest of it to a
     new actor of the kernel and return, so that the worker claims other work meanwhile."""
     running: Generator[Any, Any, None] | None = delivery
@@ -82,7 +62,7 @@ def detachable(
             except StopIteration:
                 return
             if isinstance(request, Detach):
-                simulator.kernel.spawn(request.actor, _stalled(simulator, delivery, crashed))
+                state.kernel.spawn(request.actor, _stalled(state, delivery))
                 running = None
                 return
             value = yield request
@@ -91,9 +71,7 @@ def detachable(
             running.close()
 
 
-def _stalled(
-    simulator: Simulator, delivery: Generator[Any, Any, None], crashed: type[BaseException]
-) -> Generator[Any, Any, None]:
+def _stalled(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
     """The rest of a stalled delivery, as an actor of its own."""
     value: Any = None
     try:
@@ -102,11 +80,11 @@ def _stalled(
                 request = delivery.send(value)
             except StopIteration:
                 return
-            except crashed:
+            except WorkerCrashed:
                 # A crash fault at one of the attempt's later calls ends this attempt; the
                 # worker it stalled away from lives on.
-                simulator.trace.add(
-                    simulator.clock.now(), TraceKind.CRASH,
+                state.trace.add(
+                    state.clock.now(), TraceKind.CRASH,
                     "the stalled attempt dies with its process's crash fault",
                 )  # fmt: skip
                 return
@@ -116,27 +94,26 @@ def _stalled(
 
 
 def play_body(
-    simulator: Simulator,
+    state: RunState,
     name: str,
     lease: Lease,
     *,
     step_key: str,
     attempt: int,
     ops: list[BodyOp],
-    crashed: type[BaseException],
     timeout: float | None = None,
 ) -> Generator[Any, Any, bool]:
     """Land what a body did, in order, passing a choice point at each of its elapses. False
     when the worker gave up on the attempt at its ``timeout`` (a stall outlasted it): the rest
     of the attempt goes on apart, and the worker treats the attempt as timed out."""
-    deadline = None if timeout is None else simulator.clock.now() + timeout
+    deadline = None if timeout is None else state.clock.now() + timeout
     for index, op in enumerate(ops):
         if callable(op):
             op()
             continue
         kept = yield from _elapse(
-            simulator, name, lease, step_key=step_key, attempt=attempt, seconds=op,
-            crashed=crashed, deadline=deadline, rest=ops[index + 1 :],
+            state, name, lease, step_key=step_key, attempt=attempt, seconds=op,
+            deadline=deadline, rest=ops[index + 1 :],
         )  # fmt: skip
         if not kept:
             return False
@@ -144,38 +121,26 @@ def play_body(
 
 
 def _elapse(
-    simulator: Simulator,
+    state: RunState,
     name: str,
     lease: Lease,
     *,
     step_key: str,
     attempt: int,
     seconds: float,
-    crashed: type[BaseException],
     deadline: float | None,
     rest: list[BodyOp],
 ) -> Generator[Any, Any, bool]:
-    sim = simulator
-    info = new_point_info(name, "elapse", lease.execution_id, step_key)
-    fault, where = yield from sim.pass_point(info, token=lease.token)
+    sim = state
+    info = new_point_info(name, Op.ELAPSE, lease.execution_id, step_key)
+    fault, where = yield from pass_point(sim, info, token=lease.token)
     kind = FaultKind(fault.kind) if fault is not None else None
     stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None
-    if kind is None:
-        pass  # most elapses: no fault (enum comparisons cost more than the rest of a point)
-    elif kind == FaultKind.CRASH:
-        raise crashed
-    elif kind == FaultKind.FREEZE:
+    if kind is not None:  # most elapses: no fault, nothing to look up
         assert fault is not None
-        assert fault.seconds is not None
-        sim.trace.add(
-            sim.clock.now(), TraceKind.FREEZE, f"{name} freezes for {fault.seconds:g}s", **where
-        )
-        yield Wait(sim.clock.now() + fault.seconds)
-        sim.trace.add(sim.clock.now(), TraceKind.RESUME, f"{name} wakes up and goes on", **where)
-    elif kind == FaultKind.SKEW:
-        assert fault is not None
-        assert fault.seconds is not None
-        skew(sim, name, fault.seconds, where)
+        before = BEFORE.get(kind)
+        if before is not None:  # a crash, a freeze or a skew: as before a runtime call
+            yield from before(sim, info, fault, where)
     heartbeat(sim, name, lease, seconds, where)
     if stall is None:
         yield Wait(sim.clock.now() + seconds)
@@ -214,11 +179,11 @@ def _elapse(
 
 
 def _abandoned(
-    simulator: Simulator, stall: StallData, where: dict[str, Any], rest: list[BodyOp]
+    state: RunState, stall: StallData, where: Where, rest: list[BodyOp]
 ) -> Generator[Any, Any, None]:
     """An attempt its worker gave up on at its timeout: it resumes after its stall and does
     the rest of what its body did (no call of its own: its worker owns the delivery)."""
-    sim = simulator
+    sim = state
     yield Wait(stall.until)
     sim.trace.add(
         sim.clock.now(), TraceKind.UNSTALL,
@@ -233,25 +198,10 @@ def _abandoned(
             yield Wait(sim.clock.now() + op)
 
 
-def skew(simulator: Simulator, name: str, seconds: float, where: dict[str, Any]) -> None:
-    """Set ``name``'s clock ``seconds`` back, from now on, and say so in the trace."""
-    sim = simulator
-    sim.clocks.behind[name] = sim.clocks.behind.get(name, 0.0) + seconds
-    believed = sim.clocks.now(name)
-    sim.trace.add(
-        sim.clock.now(), TraceKind.SKEW,
-        f"{name}'s clock falls {sim.clocks.behind[name]:g}s behind: it reads t={believed:g} at "
-        f"true t={sim.clock.now():g}",
-        data=SkewData(sim.clocks.behind[name], believed), **where,
-    )  # fmt: skip
-
-
-def heartbeat(
-    simulator: Simulator, name: str, lease: Lease, work: float, where: dict[str, Any]
-) -> None:
+def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Where) -> None:
     """Before ``work`` seconds of a body, renew the lease if by the worker's clock it would end
     during them (with half a lease to spare). A refused renewal raises ``LeaseLostError``."""
-    sim = simulator
+    sim = state
     lease_seconds = sim.scenario.lease_seconds
     believed = sim.clocks.now(name)
     ends = sim.lease_ends.get((lease.execution_id, lease.token), lease.expires_at)
@@ -279,7 +229,7 @@ def heartbeat(
         )  # fmt: skip
         sim.trace.add(
             now, TraceKind.REFUSED, f"renew refused: {refused}",
-            **{**where, "op": "renew", "point": None},
+            **{**where, "op": Op.RENEW, "point": None},
         )  # fmt: skip
         raise
     ends = now + work + lease_seconds

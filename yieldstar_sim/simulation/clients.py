@@ -27,8 +27,10 @@ from yieldstar_sim.core.model import (
     ExecutionStateError,
     InfrastructureError,
 )
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.points import pass_point
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
 from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
@@ -39,12 +41,9 @@ from yieldstar_sim.simulation.trace import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.simulator import Simulator
+    from yieldstar_sim.simulation.state import RunState
 
 Actor = Generator[Wait | Park | Point, Any, None]
-
-#: The runtime calls a client makes, by the op its choice points and faults name.
-CLIENT_OPS = ("trigger", "cancel")
 
 
 def client_requests(scenario: Scenario) -> dict[str, list[Trigger | Cancel]]:
@@ -66,7 +65,7 @@ def fresh_request_id(request_id: str, attempt: int) -> str:
     return f"{request_id}~retry-{attempt}"
 
 
-def client_actor(sim: Simulator, name: str, requests: list[Trigger | Cancel]) -> Actor:
+def client_actor(sim: RunState, name: str, requests: list[Trigger | Cancel]) -> Actor:
     """The actor of client ``name``: makes its requests at their times, one at a time."""
     for number, request in enumerate(requests, 1):
         if request.at > sim.clock.now():
@@ -80,13 +79,13 @@ def client_actor(sim: Simulator, name: str, requests: list[Trigger | Cancel]) ->
 class _Request:
     """One request of a client, attempt after attempt."""
 
-    def __init__(self, sim: Simulator, client: str, request: Trigger | Cancel, number: int):
+    def __init__(self, sim: RunState, client: str, request: Trigger | Cancel, number: int):
         self.sim = sim
         self.client = client
         self.request = request
         assert request.client is not None
         self.retry = request.client.retry
-        self.action = "cancel" if isinstance(request, Cancel) else "trigger"
+        self.action = Op.CANCEL if isinstance(request, Cancel) else Op.TRIGGER
         # The request the client means, whatever ID its attempts carry: what the one-execution
         # invariant groups admissions by.
         self.meant = request.execution_id or f"request {number}"
@@ -111,7 +110,7 @@ class _Request:
         asked = self.request.execution_id
         if asked is None or attempt == 1 or self.retry.reuse_request_id:
             return asked, False
-        if self.action == "cancel":
+        if self.action == Op.CANCEL:
             return asked, False  # a cancel names the execution: there is no ID to mint
         return fresh_request_id(asked, attempt), True
 
@@ -120,7 +119,7 @@ class _Request:
         sim = self.sim
         request_id, fresh = self._request_id(attempt)
         info = PointInfo(self.client, self.action, request_id)
-        fault, where = yield from sim.pass_point(info)
+        fault, where = yield from pass_point(sim, info)
         kind = FaultKind(fault.kind) if fault is not None else None
         if kind == FaultKind.FREEZE:
             assert fault is not None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -123,7 +124,7 @@ class Kernel:
         self.next_wake = next_wake
         self.chooser = chooser
         """Chooses among ready actors once the schedule is used up (default: the seeded rng)."""
-        self._schedule = list(schedule)
+        self._schedule = deque(schedule)  # taken from the left, one per point
         self._sleeping: list[tuple[float, int, str]] = []
         self._tie = itertools.count()
         self._actors: dict[str, Any] = {}
@@ -220,7 +221,7 @@ class Kernel:
 
     def _choose(self, ready: list[str]) -> str:
         if self._schedule:
-            wanted = self._schedule.pop(0)
+            wanted = self._schedule.popleft()
             if wanted not in ready:
                 raise ScheduleMismatch(
                     f"choice point {self.points}: the schedule says {wanted!r}, but the actors "

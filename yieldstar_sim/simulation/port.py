@@ -19,15 +19,15 @@ from yieldstar_sim.simulation.trace_values import summary
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.simulation.attempts import BodyOp
-    from yieldstar_sim.simulation.simulator import Simulator
+    from yieldstar_sim.simulation.state import RunState
 
 
 class SimPort:
     """Carries out a step body's world operations inside the simulation (the engine's
     ``BodyWorld`` calls it)."""
 
-    def __init__(self, simulator: Simulator) -> None:
-        self.simulator = simulator
+    def __init__(self, state: RunState) -> None:
+        self.state = state
         self.elapsed = 0.0
         self.admitted = False
         self.ops: list[BodyOp] | None = None
@@ -53,7 +53,7 @@ class SimPort:
         idempotency_key: str | None,
         elapsed: float,
     ) -> None:
-        sim = self.simulator
+        sim = self.state
         now = sim.clock.now()
         at = now + elapsed
         token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
@@ -78,10 +78,10 @@ class SimPort:
         )  # fmt: skip
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
-        execution_id = self.simulator.runtime.trigger(workflow_id, params)
+        execution_id = self.state.runtime.trigger(workflow_id, params)
         self.admitted = True
         self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
-        self.simulator.observe_admission(
+        self.state.observe_admission(
             execution_id, "body trigger", (context.execution_id, context.step_key)
         )
         return execution_id
@@ -92,7 +92,7 @@ class SimPort:
             self.ops.append(float(seconds))  # a choice point when the body is played back
 
     def read(self, context: BodyContext, what: str) -> float:
-        sim = self.simulator
+        sim = self.state
         clock = sim.clocks.now(context.worker)  # a skewed worker reads its own clock
         value = sim.world_random.random() if what == "random" else clock + self.elapsed
         if self.ops is not None:
@@ -102,7 +102,7 @@ class SimPort:
         return value
 
     def _traced_read(self, context: BodyContext, what: str, value: float) -> None:
-        sim = self.simulator
+        sim = self.state
         where = (
             "workflow code, outside any step"
             if context.step_key == WORKFLOW_CODE
@@ -117,7 +117,7 @@ class SimPort:
         )  # fmt: skip
 
     def get(self, context: BodyContext, key: str, default: object) -> Any:
-        sim = self.simulator
+        sim = self.state
         found = key in sim.store.canonical
         value = sim.store.read(key, default)
         shown = summary(value) if found else f"nothing (default {summary(default)})"
@@ -132,7 +132,7 @@ class SimPort:
         return value
 
     def put(self, context: BodyContext, key: str, value: object) -> None:
-        sim = self.simulator
+        sim = self.state
         previous = sim.store.read(key)
         sim.store.write(key, value)
         sim.trace.add(

@@ -1,4 +1,4 @@
-"""``simulate``: one deterministic run of a scenario, and what it left behind.
+"""``simulate``: one deterministic run of a scenario, checked; ``replay``: an artifact's run again.
 
 >>> import yieldstar_sim as ys
 >>> from yieldstar_sim.simulation.scenario import load_scenario
@@ -9,18 +9,10 @@
 
 from __future__ import annotations
 
-import hashlib
-import html
-import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import duckdb
-
-from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import ExecutionNotFoundError
+from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
@@ -29,157 +21,19 @@ from yieldstar_sim.simulation.invariants import (
     Violation,
     as_invariant,
 )
+from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.simulator import Simulator
-from yieldstar_sim.simulation.trace import ClientAnswerData
+from yieldstar_sim.simulation.trace import Admission, ClientAnswerData
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
-    from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
-    from yieldstar_sim.engine.world import Effect
+    from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.runtime.protocol import Runtime
-    from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.faults import Fault
-    from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import Admission, Trace
-
-
-@dataclass
-class SimulationRun:
-    """A finished run: its trace, ledger, records and verdict.
-
-    ``verdict`` is ``"ok"`` (every invariant held and the run finished), ``"violated"``
-    (``violations`` says which and why) or ``"incomplete"`` (a budget or the wall-clock limit
-    cut the run: ``incomplete`` says which, where, and what was still live); ``ok`` is true only
-    for ``"ok"``. ``warnings`` name invariants and expectations that watched nothing.
-    ``runtime`` is the runtime the run used (still open: query it). ``schedule`` and ``faults``
-    (placed at choice-point indices) replay the run exactly.
-    """
-
-    scenario: Scenario
-    seed: int
-    runtime_kind: str
-    """The runtime's name: ``memory``, ``duckdb`` or a factory's ``module:qualname``."""
-    runtime: Runtime
-    trace: Trace
-    effects: list[Effect]
-    schedule: list[str]
-    choices: list[Choice]
-    faults: list[Fault]
-    executions: list[ExecutionRecord]
-    start_requests: list[StartRequestRecord]
-    steps: dict[str, list[StepRecord]]
-    points: int
-    ended_at: float
-    violations: list[Violation] = field(default_factory=list)
-    incomplete: str | None = None
-    """Why the run did not finish (a budget, the wall-clock limit), or None when it did."""
-    warnings: list[str] = field(default_factory=list)
-    admissions: list[Admission] = field(default_factory=list)
-    """Every admission of the run, once per incarnation (from the runtime's records)."""
-    world: dict[str, Any] = field(default_factory=dict)
-    """The world's key-value store as the run left it (what ``step.world.write`` wrote), for
-    invariants: ``run.world.get("seats_left")``."""
-    runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
-    """What the run was asked to run on (a name or your factory): re-runs use it again."""
-    _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        """Whether every invariant held and the run finished."""
-        return self.verdict == "ok"
-
-    @property
-    def verdict(self) -> str:
-        """``"ok"``, ``"violated"`` or ``"incomplete"``."""
-        if self.violations:
-            return "violated"
-        return "incomplete" if self.incomplete is not None else "ok"
-
-    @property
-    def verdict_text(self) -> str:
-        """The verdict in words: ``ok: every invariant held and the run finished``."""
-        if self.violations:
-            count = len(self.violations)
-            text = f"violated: {count} invariant violation{'s' if count > 1 else ''}"
-            return text + (f" (and the run was {self.incomplete})" if self.incomplete else "")
-        if self.incomplete is not None:
-            return f"incomplete: {self.incomplete}"
-        return "ok: every invariant held and the run finished"
-
-    def effects_named(self, name: str) -> list[Effect]:
-        """The ledger's effects named ``name``."""
-        return [effect for effect in self.effects if effect.name == name]
-
-    def trace_digest(self) -> str:
-        """A hash of the trace: equal digests mean byte-identical traces."""
-        return "sha256:" + hashlib.sha256(self.trace.to_jsonl().encode()).hexdigest()[:32]
-
-    def artifact(self) -> ReplayArtifact:
-        """A replay artifact that reproduces this run."""
-        from yieldstar_sim.simulation.artifact import ReplayArtifact
-
-        return ReplayArtifact.from_run(self)
-
-    def export(self, path: str | Path, *, format: str | None = None) -> Path:
-        """Write the run to ``path``: ``run.export("review.html")`` is the design-review page
-        (one self-contained HTML file with a stepper, no kernel needed); other endings
-        (``.svg``, ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot``, ``.mmd``) or
-        ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
-        return exporter("run")(self, path, format)
-
-    def explain(self) -> str:
-        """The verdict and each violation's sentence."""
-        lines = [
-            f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict_text}"
-        ]
-        lines += [f"  - {violation}" for violation in self.violations]
-        lines += [f"  warning: {warning}" for warning in self.warnings]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        """Jupyter: the verdict, the violations and the trace as a table."""
-        rows = "".join(
-            f"<tr><td>{e.t:g}</td><td>{html.escape(e.worker or '')}</td>"
-            f"<td>{html.escape(e.kind)}</td><td>{html.escape(e.text)}</td></tr>"
-            for e in self.trace
-        )
-        return (
-            f"<div><p style='font-family:monospace'>"
-            f"{html.escape(self.explain()).replace(chr(10), '<br>')}</p>"
-            f"<details><summary>trace ({len(self.trace)} events, {self.points} choice points)"
-            f"</summary><table><tr><th>t</th><th>worker</th><th>kind</th><th>what</th></tr>"
-            f"{rows}</table></details></div>"
-        )
-
-    # ------------------------------------------------------------------ SQL
-
-    def sql(self, query: str, params: Sequence[object] | None = None) -> list[tuple[Any, ...]]:
-        """Query the run with SQL: the runtime's tables (on DuckDB) plus ``trace_events``,
-        ``effects`` and ``choices``; on the memory runtime, ``executions``, ``steps`` and
-        ``start_requests`` tables are made from its records.
-
-        >>> run.sql("select count(*) from trace_events where kind = 'fault'")  # doctest: +SKIP
-        """
-        return self.connection.execute(query, params).fetchall()
-
-    @property
-    def connection(self) -> duckdb.DuckDBPyConnection:
-        """A DuckDB connection holding this run's tables."""
-        if self._sql is None:
-            # A runtime that keeps its records in DuckDB offers its connection: the run's tables
-            # go beside them. Any other runtime's records are loaded into a fresh database.
-            own = getattr(self.runtime, "connection", None)
-            if isinstance(own, duckdb.DuckDBPyConnection):
-                self._sql = own
-            else:
-                self._sql = duckdb.connect(":memory:")
-                _load_records(self._sql, self)
-            _load_trace(self._sql, self)
-        return self._sql
 
 
 def simulate(
@@ -400,8 +254,6 @@ def finish(simulator: Simulator) -> SimulationRun:
 
 def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> list[Admission]:
     """The admissions the simulator saw, and any the final records hold that it did not."""
-    from yieldstar_sim.simulation.trace import Admission
-
     admissions = list(simulator.admissions)
     seen = {(a.execution_id, a.seq) for a in admissions}
     for record in executions:
@@ -417,134 +269,60 @@ def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> 
     return admissions
 
 
-# --------------------------------------------------------------------------- exporters
+def replay(
+    artifact: ReplayArtifact | str | Path,
+    *,
+    runtime: RuntimeChoice | None = None,
+    scenario: Scenario | None = None,
+    check_trace: bool = True,
+    timeout: float | None = 60.0,
+    db: str | Path | None = None,
+) -> SimulationRun:
+    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
+    ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
 
-Exporter = Callable[..., Path]
-_EXPORTERS: dict[str, Exporter] = {}
+    Refuses when the scenario's code fingerprint differs from the artifact's; with
+    ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
+    ``runtime`` defaults to the artifact's when that is a bundled one; an artifact made on your
+    own runtime names it but never imports it: pass ``runtime=`` (an artifact is data).
+    """
+    from yieldstar_sim.runtime.factory import BUNDLED
 
-
-def register_exporter(what: str, write: Exporter) -> None:
-    """Let the views layer write runs (``what="run"``) and exploration reports
-    (``"report"``): the simulation layer never imports the views; they register themselves
-    when ``yieldstar_sim.views`` is imported (``import yieldstar_sim`` does)."""
-    _EXPORTERS[what] = write
-
-
-def exporter(what: str) -> Exporter:
-    """The registered writer of ``what``, or an error that says how to get one."""
+    loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
+    runtime = runtime if runtime is not None else loaded.runtime_choice
+    if runtime is None and loaded.runtime not in BUNDLED:
+        raise ArtifactError(
+            f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
+            f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
+            "if you trust that runtime, or on 'memory' or 'duckdb'"
+        )
+    target = scenario if scenario is not None else loaded.scenario_object()
+    fingerprint = target.fingerprint()
+    if fingerprint != loaded.fingerprint:
+        raise ArtifactError(
+            f"the code of scenario {target.name!r} changed since the artifact was made "
+            f"(fingerprint {loaded.fingerprint} then, {fingerprint} now); the schedule no longer "
+            "describes it: explore again for a new artifact"
+        )
     try:
-        return _EXPORTERS[what]
-    except KeyError:
-        raise RuntimeError(
-            f"no exporter for a {what} is registered: import yieldstar_sim.views first"
-        ) from None
-
-
-# --------------------------------------------------------------------------- SQL tables
-
-_TRACE_SCHEMA = """
-CREATE OR REPLACE TABLE trace_events (
-    seq INTEGER, t DOUBLE, kind VARCHAR, worker VARCHAR, op VARCHAR, execution_id VARCHAR,
-    step_key VARCHAR, token BIGINT, point INTEGER, text VARCHAR, data JSON);
-CREATE OR REPLACE TABLE effects (
-    seq INTEGER, name VARCHAR, data JSON, execution_id VARCHAR, step_key VARCHAR,
-    attempt INTEGER, worker VARCHAR, t DOUBLE);
-CREATE OR REPLACE TABLE choices (point INTEGER, actor VARCHAR, among VARCHAR[]);
-"""
-
-_RECORD_SCHEMA = """
-CREATE OR REPLACE TABLE executions (
-    execution_id VARCHAR, seq BIGINT, workflow_id VARCHAR, params JSON, origin VARCHAR,
-    parent_execution_id VARCHAR, parent_step_key VARCHAR, parent_detached BOOLEAN,
-    status VARCHAR, result JSON, error JSON, created_at DOUBLE, finished_at DOUBLE,
-    due_at DOUBLE, lease_owner VARCHAR, lease_token BIGINT, lease_expires_at DOUBLE);
-CREATE OR REPLACE TABLE steps (
-    execution_id VARCHAR, step_key VARCHAR, position INTEGER, status VARCHAR, value JSON,
-    attempt INTEGER, recorded_at DOUBLE);
-CREATE OR REPLACE TABLE start_requests (
-    caller_execution_id VARCHAR, step_key VARCHAR, workflow_id VARCHAR, params JSON,
-    detached BOOLEAN, target_execution_id VARCHAR, created_at DOUBLE);
-"""
-
-_BATCH = 200
-
-
-def _insert(connection: duckdb.DuckDBPyConnection, table: str, rows: list[tuple[Any, ...]]) -> None:
-    """Insert rows with one multi-row VALUES statement per batch, every value bound."""
-    for start in range(0, len(rows), _BATCH):
-        batch = rows[start : start + _BATCH]
-        width = len(batch[0])
-        row = "(" + ", ".join(["?"] * width) + ")"
-        statement = f"INSERT INTO {table} VALUES " + ", ".join([row] * len(batch))
-        connection.execute(statement, [value for item in batch for value in item])
-
-
-def _json(value: object) -> str | None:
-    if value is None:
-        return None
-    return durable_value_codec.encode_or_raise(value)
-
-
-def _load_trace(connection: duckdb.DuckDBPyConnection, run: SimulationRun) -> None:
-    connection.execute(_TRACE_SCHEMA)
-    _insert(
-        connection,
-        "trace_events",
-        [
-            (e.seq, e.t, str(e.kind), e.worker, e.op, e.execution_id, e.step_key, e.token,
-             e.point, e.text, json.dumps(e.data.to_json(), sort_keys=True, default=str))
-            for e in run.trace
-        ],
-    )  # fmt: skip
-    _insert(
-        connection,
-        "effects",
-        [
-            (i, e.name, _json(e.data), e.execution_id, e.step_key, e.attempt, e.worker, e.at)
-            for i, e in enumerate(run.effects)
-        ],
-    )
-    _insert(connection, "choices", [(c.index, c.actor, list(c.among)) for c in run.choices])
-
-
-def _load_records(connection: duckdb.DuckDBPyConnection, run: SimulationRun) -> None:
-    connection.execute(_RECORD_SCHEMA)
-    _insert(
-        connection,
-        "executions",
-        [
-            (r.execution_id, r.seq, r.workflow_id, _json(r.params), r.origin,
-             r.parent.execution_id if r.parent else None, r.parent.step_key if r.parent else None,
-             r.parent.detached if r.parent else None, str(r.status), _json(r.result),
-             _json(r.error.to_value()) if r.error else None, r.created_at, r.finished_at, r.due_at,
-             r.lease.owner if r.lease else None, r.lease_token,
-             r.lease.expires_at if r.lease else None)
-            for r in run.executions
-        ],
-    )  # fmt: skip
-    _insert(
-        connection,
-        "steps",
-        [
-            (
-                s.execution_id,
-                s.step_key,
-                s.position,
-                s.status,
-                _json(s.value),
-                s.attempt,
-                s.recorded_at,
-            )
-            for steps in run.steps.values()
-            for s in steps
-        ],
-    )
-    _insert(
-        connection,
-        "start_requests",
-        [
-            (r.request_id.execution_id, r.request_id.step_key, r.workflow_id, _json(r.params),
-             r.detached, r.target_execution_id, r.created_at)
-            for r in run.start_requests
-        ],
-    )  # fmt: skip
+        run = simulate(
+            target,
+            loaded.seed,
+            runtime=runtime or loaded.runtime,
+            schedule=loaded.schedule,
+            check_faults=False,  # a fault that no longer fires shows as a different trace
+            timeout=timeout,
+            faults=loaded.faults,
+            scenario_faults=False,
+            db=db,
+        )
+    except Exception as error:
+        raise ArtifactError(
+            f"the artifact does not replay: {type(error).__name__}: {error}"
+        ) from error
+    if check_trace and loaded.trace_digest and run.trace_digest() != loaded.trace_digest:
+        raise ArtifactError(
+            "the replay took another path than the recorded run (trace digest "
+            f"{run.trace_digest()} instead of {loaded.trace_digest})"
+        )
+    return run

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from yieldstar_sim.simulation.faults import Fault
-    from yieldstar_sim.simulation.invariants import Invariant
+    from yieldstar_sim.simulation.invariants.protocol import Invariant
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.statespace import register_view
-from yieldstar_sim.simulation.run import register_exporter
+from yieldstar_sim.simulation.exporters import register_exporter
 
 if TYPE_CHECKING:
     from pathlib import Path

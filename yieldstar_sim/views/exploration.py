@@ -86,7 +86,7 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     below with a cursor at the first event where they differ."""
     from matplotlib.figure import Figure
 
-    from yieldstar_sim.simulation.artifact import replay
+    from yieldstar_sim.simulation.run import replay
 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
@@ -151,7 +151,7 @@ def write_exploration_pictures(
     """
     import matplotlib
 
-    from yieldstar_sim.simulation.artifact import replay
+    from yieldstar_sim.simulation.run import replay
     from yieldstar_sim.views.export import EXTENSIONS, FIGURE_FORMATS, export, figure_bytes
 
     chosen = list(dict.fromkeys(formats))

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
 
 __all__ = [
     "EXTENSIONS",

@@ -17,7 +17,7 @@ from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
 
 
 #: How many violations a run's caption prints in full; the rest are counted.

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
 
 #: Pixels per inch of every picture: at this density the figures' 8-10 pt labels stay readable
 #: when a notebook shows the picture at its own size (about 1000 px wide).

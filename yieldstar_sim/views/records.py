@@ -38,7 +38,7 @@ from yieldstar_sim.simulation.trace import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The statuses after which an execution never runs workflow code again (the model's set).

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.views.records import Snapshot
 
@@ -356,7 +356,7 @@ def _report_story(report: ExplorationReport, scenario: Scenario | None) -> str:
 def _violation(number: int, found: FoundViolation, scenario: Scenario | None) -> list[str]:
     import matplotlib
 
-    from yieldstar_sim.simulation.artifact import replay
+    from yieldstar_sim.simulation.run import replay
     from yieldstar_sim.views.exploration import draw_divergence
 
     with matplotlib.rc_context({"text.parse_math": False}):

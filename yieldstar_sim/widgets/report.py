@@ -111,7 +111,7 @@ class ReportView:
     def open(self, found: FoundViolation, *, nearest: bool = False) -> Stepper:
         """Replay a violation's counterexample (or its nearest passing schedule) and show it
         in a stepper below the report, at the first diverging event."""
-        from yieldstar_sim.simulation.artifact import replay
+        from yieldstar_sim.simulation.run import replay
         from yieldstar_sim.widgets.stepper import Stepper
 
         artifact = found.nearest_artifact if nearest else found.artifact

@@ -39,7 +39,7 @@ from yieldstar_sim.widgets.whatif import (
 )
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The what-if menu: what each fault kind does, in words.

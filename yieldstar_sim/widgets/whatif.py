@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The faults a what-if offers, in menu order: every kind but a worker process's exit, which

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.kernel import describe
-from yieldstar_sim.simulation.run import SimulationRun, finish
+from yieldstar_sim.simulation.run import finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault, PointInfo
     from yieldstar_sim.simulation.kernel import Kernel, Point
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 

@@ -29,7 +29,7 @@ class Replay:
     def digest(self, scenario: Scenario) -> str | None:
         """Run it on ``scenario`` and return the trace's digest."""
         if self.artifact is not None:
-            from yieldstar_sim.simulation.artifact import replay
+            from yieldstar_sim.simulation.run import replay
 
             again = replay(
                 self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False

@@ -270,7 +270,7 @@ class ExplorationReport:
         """Write the design-review page of this exploration to ``path`` (one self-contained
         HTML file: verdict, coverage, grid, and per violation its divergence and a stepper over
         its replay). ``scenario``: the explored one, when it is not bundled. Returns the path."""
-        from yieldstar_sim.simulation.run import exporter
+        from yieldstar_sim.simulation.exporters import exporter
 
         return exporter("report")(self, path, scenario=scenario)
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
     from yieldstar_sim.simulation.faults import Fault
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 

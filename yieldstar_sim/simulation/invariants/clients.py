@@ -10,7 +10,7 @@ from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import ClientAnswerData, ClientAttemptData, TraceKind
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import Admission
 
 
@@ -21,7 +21,7 @@ class OneExecutionPerClientRequest:
     name = "one execution per client request"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Group the clients' admissions by the client and the request it meant."""
         by_request: dict[tuple[str, str], list[Admission]] = defaultdict(list)
         for admission in run.admissions:
@@ -49,7 +49,7 @@ class OneExecutionPerClientRequest:
         return violations
 
 
-def _why(run: SimulationRun, first: Admission, second: Admission) -> str:
+def _why(run: RunView, first: Admission, second: Admission) -> str:
     """Why one request admitted a second execution, from the attempts in the trace."""
     events = run.trace.events
     answer = events[first.event].data if first.event is not None else None

@@ -19,7 +19,7 @@ from yieldstar_sim.simulation.trace import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
 
@@ -39,7 +39,7 @@ class AtMostOnce:
         """``at_most_once(courier.booked, by=order)``."""
         return f"at_most_once({self.effect}" + (f", by={self.by})" if self.by else ")")
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Count the effects per value of ``by``."""
         groups: dict[str, list[Any]] = defaultdict(list)
         keys: set[tuple[str, str]] = set()
@@ -67,7 +67,7 @@ class AtMostOnce:
             )
         return violations
 
-    def unwatched(self, run: SimulationRun) -> str | None:
+    def unwatched(self, run: RunView) -> str | None:
         """A warning when the run made no effect of this name (a misspelled name?)."""
         if any(effect.name == self.effect for effect in run.effects):
             return None
@@ -86,7 +86,7 @@ def _effect_words(effect: Effect) -> str:
     )
 
 
-def _effect_event(run: SimulationRun, effect: Effect) -> TraceEvent | None:
+def _effect_event(run: RunView, effect: Effect) -> TraceEvent | None:
     """The trace event that recorded ``effect`` (effects and their events are in one order)."""
     for number, event in enumerate(run.trace.of_kind(TraceKind.EFFECT)):
         if number < len(run.effects) and run.effects[number] is effect:
@@ -94,7 +94,7 @@ def _effect_event(run: SimulationRun, effect: Effect) -> TraceEvent | None:
     return None
 
 
-def _admitted_how(run: SimulationRun, execution_id: str) -> str:
+def _admitted_how(run: RunView, execution_id: str) -> str:
     admissions = [a for a in run.admissions if a.execution_id == execution_id]
     if not admissions:
         return "admitted before the run"
@@ -124,7 +124,7 @@ def _older(later: Effect, earlier: Effect) -> bool:
     return (later.token, later.attempt) < (earlier.token, earlier.attempt)
 
 
-def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
+def _why_repeated(run: RunView, first: Effect, second: Effect) -> str:
     """Why an effect happened again: a replay, a retry, or another execution."""
     dedup = (
         "the service does not deduplicate it (an idempotency_key= on the effect models one that "
@@ -214,7 +214,7 @@ def _why_repeated(run: SimulationRun, first: Effect, second: Effect) -> str:
     return f"the body of {step} made it twice in one attempt"
 
 
-def _skewed(run: SimulationRun, effect: Effect) -> str:
+def _skewed(run: RunView, effect: Effect) -> str:
     """Words for a worker whose clock ran behind when it made ``effect`` (it went on by its
     own clock while its lease had truly run out), or nothing."""
     behind = None

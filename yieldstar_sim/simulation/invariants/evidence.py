@@ -15,11 +15,11 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 
-def admission_events(run: SimulationRun) -> dict[str, TraceEvent]:
+def admission_events(run: RunView) -> dict[str, TraceEvent]:
     """For each execution admitted during the run, the trace event that admitted it (kept
     on the trace: three invariants ask for it)."""
     return dict(run.trace.derived("admission_events", _admission_events))
@@ -38,7 +38,7 @@ def _admission_events(trace: Trace) -> dict[str, TraceEvent]:
     return admitted
 
 
-def why_again(run: SimulationRun, first: TraceEvent, second: TraceEvent) -> str:
+def why_again(run: RunView, first: TraceEvent, second: TraceEvent) -> str:
     """What happened between two admissions for one step that made the step run again."""
     between = [e for e in run.trace if first.seq < e.seq < second.seq]
     redelivered = next(

@@ -17,14 +17,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from yieldstar_sim.core.model import ExecutionRecord
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.scenario import Expect
 
 
 _STEP_WORK = (TraceKind.BODY, TraceKind.CALL, TraceKind.REFUSED, TraceKind.ERROR)
 
 
-def _failed_at(run: SimulationRun, execution_id: str) -> str | None:
+def _failed_at(run: RunView, execution_id: str) -> str | None:
     """Where an execution's failing delivery was when it failed, from the trace: ``at step
     ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it)."""
     where = None
@@ -60,7 +60,7 @@ class ExecutionsEndAsExpected:
     def __init__(self, expected: Sequence[Expect] = ()) -> None:
         self.expected = tuple(expected)
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Compare each execution's end with what the scenario allows of it."""
         live = {r.execution_id for r in run.executions if not r.terminal}
         violations = []
@@ -104,7 +104,7 @@ class ExecutionsEndAsExpected:
             )
         return violations
 
-    def unwatched(self, run: SimulationRun) -> str | None:
+    def unwatched(self, run: RunView) -> str | None:
         """A warning for each expectation that named no execution of the run, or whose
         executions all ended otherwise (the expected failure did not happen)."""
         warnings = []
@@ -129,7 +129,7 @@ class ExecutionsEndAsExpected:
         return "; ".join(warnings) or None
 
 
-def _why_diverged(run: SimulationRun, record: ExecutionRecord) -> str:
+def _why_diverged(run: RunView, record: ExecutionRecord) -> str:
     """For a nondeterminism error: what its workflow code read outside any step, delivery by
     delivery, that made a replay take another path."""
     if record.error is None or record.error.name != "NondeterminismError":
@@ -162,7 +162,7 @@ def _ends_as(record: ExecutionRecord, expectation: Expect) -> bool:
     return not (expectation.message and (error is None or expectation.message not in error.message))
 
 
-def _end_words(run: SimulationRun, record: ExecutionRecord) -> str:
+def _end_words(run: RunView, record: ExecutionRecord) -> str:
     if str(record.status) != "failed":
         return str(record.status)
     step = _failed_at(run, record.execution_id)

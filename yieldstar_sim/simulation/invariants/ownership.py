@@ -17,11 +17,11 @@ from yieldstar_sim.simulation.trace import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import ExecutionRecord
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
 
-def _owned(run: SimulationRun) -> dict[str, list[str]]:
+def _owned(run: RunView) -> dict[str, list[str]]:
     """Owner -> the executions it owns: started or created by it without ``detached``."""
     owned: dict[str, list[str]] = defaultdict(list)
     for record in run.executions:
@@ -34,7 +34,7 @@ _ENDED = {"completed": "had completed", "failed": "had failed", "cancelled": "ha
 
 
 def _ended_and_cancel_events(
-    run: SimulationRun,
+    run: RunView,
 ) -> tuple[dict[str, TraceEvent], dict[str, TraceEvent]]:
     """For each execution that reached a terminal outcome, the acknowledgement that recorded
     it; for each whose cancellation was requested, the event that first reached it (the
@@ -63,7 +63,7 @@ def _ended_words(ended: TraceEvent) -> str:
     return _ENDED.get(status, f"ended {status}")
 
 
-def _stale_admission(run: SimulationRun, admission: TraceEvent) -> str:
+def _stale_admission(run: RunView, admission: TraceEvent) -> str:
     """How a delivery came to admit a target for an owner that had already ended."""
     before = [
         e
@@ -93,7 +93,7 @@ class OwnedTargetsFollowTheirOwner:
     name = "owned targets follow their owner"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Compare each owned target's admission, cancellation and end with its owner's."""
         owned = _owned(run)
         if not owned:
@@ -130,7 +130,7 @@ class OwnedTargetsFollowTheirOwner:
         admission: TraceEvent | None,
         ended: dict[str, TraceEvent],
         cancel: TraceEvent | None,
-        run: SimulationRun,
+        run: RunView,
     ) -> Violation | None:
         who = f"{target.execution_id} ({target.workflow_id})"
         owner_end = ended.get(owner.execution_id)
@@ -170,7 +170,7 @@ class OwnedChildrenEndWithTheirOwner:
     name = "owned children never outlive a cancelled owner"
     final_only = True  # about how a run ends
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Every live descendant of a cancelled execution, through owned links, is a violation."""
         records = {r.execution_id: r for r in run.executions}
         owned = _owned(run)
@@ -200,7 +200,7 @@ class JoinedRunsKeepTheirOwner:
     name = "joined runs keep their original owner"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """A joined run's parent link must still name its creator, not the joiner."""
         records = {r.execution_id: r for r in run.executions}
         violations = []

@@ -7,9 +7,51 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
 
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
+    from yieldstar_sim.engine.world import Effect
+    from yieldstar_sim.simulation.trace import Admission, Trace
+
+
+class RunView(Protocol):
+    """What an invariant reads of a finished run (a ``RunView`` is one): its trace, the
+    effects' ledger, the runtime's final records, every admission and the world's store."""
+
+    @property
+    def trace(self) -> Trace:
+        """Every event of the run, in order."""
+        ...
+
+    @property
+    def effects(self) -> Sequence[Effect]:
+        """The ledger: every effect step bodies had on the outside world."""
+        ...
+
+    @property
+    def executions(self) -> Sequence[ExecutionRecord]:
+        """The runtime's execution records as the run left them."""
+        ...
+
+    @property
+    def start_requests(self) -> Sequence[StartRequestRecord]:
+        """The runtime's start request records."""
+        ...
+
+    @property
+    def steps(self) -> Mapping[str, Sequence[StepRecord]]:
+        """Each execution's recorded steps, by execution ID."""
+        ...
+
+    @property
+    def admissions(self) -> Sequence[Admission]:
+        """Every admission of the run, once per incarnation."""
+        ...
+
+    @property
+    def world(self) -> Mapping[str, Any]:
+        """The world's key-value store as the run left it."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +79,7 @@ class Invariant(Protocol):
         """The invariant's name, as violations report it."""
         ...
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """The violations in ``run`` (empty when it holds)."""
         ...
 
@@ -48,11 +90,11 @@ class FunctionInvariant:
     False, or a list of messages). It is checked on runs that finished (``final_only``): a
     callable may well count what a cut run has not done yet."""
 
-    function: Callable[[SimulationRun], Any]
+    function: Callable[[RunView], Any]
     name: str
     final_only: bool = True
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Call the function and turn what it says into violations."""
         said = self.function(run)
         if said is None or said is True:
@@ -66,7 +108,7 @@ class FunctionInvariant:
         return [v if isinstance(v, Violation) else Violation(self.name, str(v)) for v in said]
 
 
-def as_invariant(item: Invariant | Callable[[SimulationRun], Any]) -> Invariant:
+def as_invariant(item: Invariant | Callable[[RunView], Any]) -> Invariant:
     """Accept an invariant object or a plain callable."""
     if hasattr(item, "check") and hasattr(item, "name"):
         return item

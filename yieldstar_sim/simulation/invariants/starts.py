@@ -14,7 +14,7 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation.run import SimulationRun
+    from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
 
@@ -24,7 +24,7 @@ class OneTargetPerStartRequest:
     name = "one target per start request"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Group started executions by their parent link's request identity."""
         by_request: dict[tuple[str, str], list[str]] = defaultdict(list)
         for record in run.executions:
@@ -56,7 +56,7 @@ class TargetsHaveRequestAndParent:
     name = "every target has its request record and parent link"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Compare started executions with the retained start-request records."""
         records = {r.execution_id: r for r in run.executions}
         requests = {r.target_execution_id: r for r in run.start_requests}
@@ -103,7 +103,7 @@ class OneAdmissionPerStep:
     name = "at most one admitted execution per step"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Group admissions (starts and triggers from bodies) by the step that made them."""
         by_step: dict[tuple[str, str], list[tuple[str, TraceEvent]]] = defaultdict(list)
         for target, event in admission_events(run).items():
@@ -137,7 +137,7 @@ class AcceptedStartsRecordedOnce:
     name = "every accepted start recorded once"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Compare start steps' recorded execution IDs with the start-request records."""
         requests = {
             (r.request_id.execution_id, r.request_id.step_key): r.target_execution_id
@@ -177,7 +177,7 @@ class AcknowledgedUnderCurrentLease:
     name = "outcomes acknowledged only under the current lease"
     final_only = False  # a safety property: a cut run can break it too
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Follow claims and acknowledgements through the trace."""
         latest: dict[str, int] = {}
         violations = []
@@ -208,7 +208,7 @@ class NothingLost:
     name = "no execution lost"
     final_only = True  # about how a run ends
 
-    def check(self, run: SimulationRun) -> list[Violation]:
+    def check(self, run: RunView) -> list[Violation]:
         """Look for live executions with neither a wake, a lease, nor a live one to wait for."""
         live = {r.execution_id for r in run.executions if not r.terminal}
         return [

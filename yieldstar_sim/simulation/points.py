@@ -1,0 +1,193 @@
+"""Choice points and the faults that strike at them: one table from fault kind to what it does.
+
+Every runtime call an actor makes passes a choice point first (``pass_point``): the kernel picks
+who goes, and the fault plan may hand back a fault. ``call`` applies it around the runtime call:
+``BEFORE`` says what each kind does before the call (a crash, a freeze, an infrastructure
+error, a child process's exit, a skewed clock), ``AFTER`` what the two kinds that let the call
+commit do once it has (the worker dies, or the response is lost). A step body's elapse uses the
+same ``BEFORE`` table for the kinds that apply there (``attempts.py``, which adds the stall).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from yieldstar_sim.core.frozen import maker
+from yieldstar_sim.core.model import (
+    DeliveryRejectedError,
+    InfrastructureError,
+    InjectedFailure,
+    LeaseLostError,
+)
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.kernel import Point, Wait
+from yieldstar_sim.simulation.narration import call_text, result_data
+from yieldstar_sim.simulation.trace import FaultData, Payload, SkewData, TraceKind
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.state import RunState
+
+#: Each choice point is asked for with a Point (``core.frozen``).
+_new_point = Point if TYPE_CHECKING else maker(Point)  # calls type-checked as Point(...)
+
+#: Where a fault struck: the keywords of every trace event that follows from it.
+Where = dict[str, Any]
+
+
+class WorkerCrashed(BaseException):
+    """The simulated crash of a worker: a BaseException, so workflow code cannot catch it (and
+    it is never thrown into workflow code: the worker simply stops driving it)."""
+
+
+class ResponseLost(InfrastructureError):
+    """The runtime call committed but its response never reached the worker."""
+
+
+def pass_point(
+    state: RunState, info: PointInfo, *, token: int | None = None
+) -> Generator[Point, Any, tuple[Fault | None, Where]]:
+    """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
+    and trace the fault the plan injects there, if any; return the fault and where it
+    struck."""
+    fault: Fault | None = yield _new_point(info.label, info)
+    where: Where = {
+        "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
+        "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
+    }  # fmt: skip
+    if fault is not None:
+        state.trace.add(
+            state.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
+            data=FaultData(str(FaultKind(fault.kind))), **where,
+        )  # fmt: skip
+    return fault, where
+
+
+def skew(state: RunState, name: str, seconds: float, where: Where) -> None:
+    """Set ``name``'s clock ``seconds`` back, from now on, and say so in the trace."""
+    clocks = state.clocks
+    clocks.behind[name] = clocks.behind.get(name, 0.0) + seconds
+    believed = clocks.now(name)
+    state.trace.add(
+        state.clock.now(), TraceKind.SKEW,
+        f"{name}'s clock falls {clocks.behind[name]:g}s behind: it reads t={believed:g} at "
+        f"true t={state.clock.now():g}",
+        data=SkewData(clocks.behind[name], believed), **where,
+    )  # fmt: skip
+
+
+# ---------------------------------------------------------------- what each kind does, before
+
+
+Before = Callable[["RunState", PointInfo, Fault, Where], Generator[Any, Any, None]]
+
+
+def _crash(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+    raise WorkerCrashed
+    yield  # a generator, like every handler
+
+
+def _freeze(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+    assert fault.seconds is not None
+    now = state.clock.now
+    state.trace.add(
+        now(), TraceKind.FREEZE, f"{info.worker} freezes for {fault.seconds:g}s", **where
+    )
+    yield Wait(now() + fault.seconds)
+    state.trace.add(now(), TraceKind.RESUME, f"{info.worker} wakes up and goes on", **where)
+
+
+def _infra_error(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+    error = InjectedFailure(f"infrastructure error at {info.label}")
+    state.trace.add(state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}", **where)
+    raise error
+    yield
+
+
+def _child_exit(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+    rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
+    state.trace.add(state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}", **where)
+    raise rejected
+    yield
+
+
+def _skew(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+    assert fault.seconds is not None
+    skew(state, info.worker, fault.seconds, where)
+    return
+    yield
+
+
+#: What each fault kind does before its point's call (or elapse). The kinds not here act after
+#: the call (``AFTER``) or at an elapse only (a stall: ``attempts.py``).
+BEFORE: dict[FaultKind, Before] = {
+    FaultKind.CRASH: _crash,
+    FaultKind.FREEZE: _freeze,
+    FaultKind.INFRA_ERROR: _infra_error,
+    FaultKind.CHILD_EXIT: _child_exit,
+    FaultKind.SKEW: _skew,
+}
+
+
+# ---------------------------------------------------------------- what each kind does, after
+
+
+def _crash_after(state: RunState, info: PointInfo, where: Where) -> NoReturn:
+    raise WorkerCrashed
+
+
+def _lose_response(state: RunState, info: PointInfo, where: Where) -> NoReturn:
+    state.trace.add(
+        state.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost", **where
+    )
+    raise ResponseLost(f"the response of {info.label} was lost")
+
+
+#: What each kind that lets the call commit does once it has.
+AFTER: dict[FaultKind, Callable[[RunState, PointInfo, Where], NoReturn]] = {
+    FaultKind.CRASH_AFTER: _crash_after,
+    FaultKind.LOSE_RESPONSE: _lose_response,
+}
+
+
+def call(
+    state: RunState,
+    info: PointInfo,
+    perform: Callable[[], Any],
+    *,
+    token: int | None = None,
+    done: str | None = None,
+    data: Callable[[Any], Payload] | None = None,
+) -> Generator[Any, Any, Any]:
+    """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
+    call event's payload from the result (by default, from the result alone)."""
+    fault, where = yield from pass_point(state, info, token=token)
+    kind = None if fault is None else FaultKind(fault.kind)
+    if kind is not None:  # most points have no fault: nothing to look up
+        assert fault is not None
+        before = BEFORE.get(kind)
+        if before is not None:
+            yield from before(state, info, fault, where)
+    try:
+        result = perform()
+    except InfrastructureError as failed:
+        refused = isinstance(failed, LeaseLostError)
+        state.trace.add(
+            state.clock.now(), TraceKind.REFUSED if refused else TraceKind.ERROR,
+            f"{info.op} {'refused' if refused else 'failed'}: {failed}", **where,
+        )  # fmt: skip
+        if kind == FaultKind.CRASH_AFTER:
+            raise WorkerCrashed from failed
+        raise
+    if info.op == Op.CLAIM and result is not None:
+        where.update(execution_id=result.lease.execution_id, token=result.lease.token)
+    state.trace.add(
+        state.clock.now(), TraceKind.CALL, call_text(info, result, done),
+        data=(data or result_data)(result), **where,
+    )  # fmt: skip
+    if kind is not None:
+        after = AFTER.get(kind)
+        if after is not None:
+            after(state, info, where)
+    return result

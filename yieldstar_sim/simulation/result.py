@@ -1,0 +1,169 @@
+"""``SimulationRun``: what one run of a scenario left behind, as data, with its verdict.
+
+``simulate`` (``run.py``) makes one; invariants read one (through ``invariants.RunView``, the
+part of it they need); the views draw one. ``run.sql(...)`` queries it with DuckDB
+(``run_tables.py``); ``run.export(...)`` writes it through the exporter the views registered
+(``exporters.py``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from yieldstar_sim.simulation.exporters import exporter
+from yieldstar_sim.simulation.run_tables import load_records, load_trace
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
+    from yieldstar_sim.engine.world import Effect
+    from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.faults import Fault
+    from yieldstar_sim.simulation.invariants.protocol import Violation
+    from yieldstar_sim.simulation.kernel import Choice
+    from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.simulation.trace import Admission, Trace
+
+
+@dataclass
+class SimulationRun:
+    """A finished run: its trace, ledger, records and verdict.
+
+    ``verdict`` is ``"ok"`` (every invariant held and the run finished), ``"violated"``
+    (``violations`` says which and why) or ``"incomplete"`` (a budget or the wall-clock limit
+    cut the run: ``incomplete`` says which, where, and what was still live); ``ok`` is true only
+    for ``"ok"``. ``warnings`` name invariants and expectations that watched nothing.
+    ``runtime`` is the runtime the run used (still open: query it). ``schedule`` and ``faults``
+    (placed at choice-point indices) replay the run exactly.
+    """
+
+    scenario: Scenario
+    seed: int
+    runtime_kind: str
+    """The runtime's name: ``memory``, ``duckdb`` or a factory's ``module:qualname``."""
+    runtime: Runtime
+    trace: Trace
+    effects: list[Effect]
+    schedule: list[str]
+    choices: list[Choice]
+    faults: list[Fault]
+    executions: list[ExecutionRecord]
+    start_requests: list[StartRequestRecord]
+    steps: dict[str, list[StepRecord]]
+    points: int
+    ended_at: float
+    violations: list[Violation] = field(default_factory=list)
+    incomplete: str | None = None
+    """Why the run did not finish (a budget, the wall-clock limit), or None when it did."""
+    warnings: list[str] = field(default_factory=list)
+    admissions: list[Admission] = field(default_factory=list)
+    """Every admission of the run, once per incarnation (from the runtime's records)."""
+    world: dict[str, Any] = field(default_factory=dict)
+    """The world's key-value store as the run left it (what ``step.world.write`` wrote), for
+    invariants: ``run.world.get("seats_left")``."""
+    runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
+    """What the run was asked to run on (a name or your factory): re-runs use it again."""
+    _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Whether every invariant held and the run finished."""
+        return self.verdict == "ok"
+
+    @property
+    def verdict(self) -> str:
+        """``"ok"``, ``"violated"`` or ``"incomplete"``."""
+        if self.violations:
+            return "violated"
+        return "incomplete" if self.incomplete is not None else "ok"
+
+    @property
+    def verdict_text(self) -> str:
+        """The verdict in words: ``ok: every invariant held and the run finished``."""
+        if self.violations:
+            count = len(self.violations)
+            text = f"violated: {count} invariant violation{'s' if count > 1 else ''}"
+            return text + (f" (and the run was {self.incomplete})" if self.incomplete else "")
+        if self.incomplete is not None:
+            return f"incomplete: {self.incomplete}"
+        return "ok: every invariant held and the run finished"
+
+    def effects_named(self, name: str) -> list[Effect]:
+        """The ledger's effects named ``name``."""
+        return [effect for effect in self.effects if effect.name == name]
+
+    def trace_digest(self) -> str:
+        """A hash of the trace: equal digests mean byte-identical traces."""
+        return "sha256:" + hashlib.sha256(self.trace.to_jsonl().encode()).hexdigest()[:32]
+
+    def artifact(self) -> ReplayArtifact:
+        """A replay artifact that reproduces this run."""
+        from yieldstar_sim.simulation.artifact import ReplayArtifact
+
+        return ReplayArtifact.from_run(self)
+
+    def export(self, path: str | Path, *, format: str | None = None) -> Path:
+        """Write the run to ``path``: ``run.export("review.html")`` is the design-review page
+        (one self-contained HTML file with a stepper, no kernel needed); other endings
+        (``.svg``, ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot``, ``.mmd``) or
+        ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
+        return exporter("run")(self, path, format)
+
+    def explain(self) -> str:
+        """The verdict and each violation's sentence."""
+        lines = [
+            f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict_text}"
+        ]
+        lines += [f"  - {violation}" for violation in self.violations]
+        lines += [f"  warning: {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the verdict, the violations and the trace as a table."""
+        rows = "".join(
+            f"<tr><td>{e.t:g}</td><td>{html.escape(e.worker or '')}</td>"
+            f"<td>{html.escape(e.kind)}</td><td>{html.escape(e.text)}</td></tr>"
+            for e in self.trace
+        )
+        return (
+            f"<div><p style='font-family:monospace'>"
+            f"{html.escape(self.explain()).replace(chr(10), '<br>')}</p>"
+            f"<details><summary>trace ({len(self.trace)} events, {self.points} choice points)"
+            f"</summary><table><tr><th>t</th><th>worker</th><th>kind</th><th>what</th></tr>"
+            f"{rows}</table></details></div>"
+        )
+
+    # ------------------------------------------------------------------ SQL
+
+    def sql(self, query: str, params: Sequence[object] | None = None) -> list[tuple[Any, ...]]:
+        """Query the run with SQL: the runtime's tables (on DuckDB) plus ``trace_events``,
+        ``effects`` and ``choices``; on the memory runtime, ``executions``, ``steps`` and
+        ``start_requests`` tables are made from its records.
+
+        >>> run.sql("select count(*) from trace_events where kind = 'fault'")  # doctest: +SKIP
+        """
+        return self.connection.execute(query, params).fetchall()
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB connection holding this run's tables."""
+        if self._sql is None:
+            # A runtime that keeps its records in DuckDB offers its connection: the run's tables
+            # go beside them. Any other runtime's records are loaded into a fresh database.
+            own = getattr(self.runtime, "connection", None)
+            if isinstance(own, duckdb.DuckDBPyConnection):
+                self._sql = own
+            else:
+                self._sql = duckdb.connect(":memory:")
+                load_records(self._sql, self.executions, self.steps, self.start_requests)
+            load_trace(self._sql, self.trace, self.effects, self.choices)
+        return self._sql

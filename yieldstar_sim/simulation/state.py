@@ -1,0 +1,117 @@
+"""A simulation run's state as plain data: the ``RunState`` every actor takes.
+
+The actors (workers, step attempts, clients, the scenario's own actor, the body world's port)
+are functions and small classes over a ``RunState`` and never see the ``Simulator``, which only
+builds a state, spawns the actors and runs the kernel. Everything a run changes lives here:
+the virtual clock and the kernel's queue, the runtime, the world's store and effect ledger, the
+trace, each worker's clock and each lease's end, the admissions seen. What is not data (the
+actors' generators, held by the kernel) is a function of the recorded steps: the driver rebuilds
+a workflow's position from its step log, as it does after every crash.
+
+>>> clocks = WorkerClocks(lambda: 100.0)
+>>> clocks.behind["w1"] = 60.0
+>>> clocks.now("w1"), clocks.now("w2")
+(40.0, 100.0)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.trace import Admission
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.engine.invoker import Registry
+    from yieldstar_sim.engine.world import Ledger, WorldStore
+    from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.deadline import Deadline
+    from yieldstar_sim.simulation.faults import FaultPlan
+    from yieldstar_sim.simulation.kernel import Kernel
+    from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.simulation.trace import Trace, TraceEvent
+
+
+@dataclass
+class WorkerClocks:
+    """Each worker's clock: true time less how far behind a skew set it."""
+
+    true_now: Callable[[], float]
+    behind: dict[str, float] = field(default_factory=dict)
+    """Seconds each skewed worker's clock runs behind true time."""
+
+    def now(self, worker: str) -> float:
+        """The time ``worker`` believes it is."""
+        return self.true_now() - self.behind.get(worker, 0.0)
+
+
+@dataclass(eq=False)
+class RunState:
+    """Everything one run of a scenario changes, and what it was made from."""
+
+    scenario: Scenario
+    seed: int
+    clock: ManualClock
+    runtime: Runtime
+    kernel: Kernel
+    """The kernel: its queue of waiting actors, its choices and its faults' plan."""
+    plan: FaultPlan
+    trace: Trace
+    ledger: Ledger
+    store: WorldStore
+    """The world's key-value store, empty at the start of every run."""
+    deadline: Deadline
+    """The run's wall-clock limit, armed around the user code the actors run."""
+    registries: list[tuple[float, Registry]]
+    """The workflow versions deployed, each from its time on (the first from t=0)."""
+    clocks: WorkerClocks
+    """Each worker's own clock: true time, less what a skew fault set it back by."""
+    lease_ends: dict[tuple[str, int], float] = field(default_factory=dict)
+    """Where each lease (by execution and fencing token) ends after its heartbeats."""
+    admissions: list[Admission] = field(default_factory=list)
+    """Every admission seen, once per incarnation, from the runtime's records."""
+    admitted: set[tuple[str, int]] = field(default_factory=set)
+    """The (execution, incarnation) pairs in ``admissions``."""
+    _world_random: random.Random | None = field(default=None, repr=False)
+
+    @property
+    def world_random(self) -> random.Random:
+        """The world's own random numbers: a stream apart from the scheduler's, so that reading
+        one never changes which worker goes next."""
+        # Made on first use: seeding a generator from a string is a noticeable part of a short
+        # run, and most runs read no random number.
+        if self._world_random is None:
+            self._world_random = random.Random(f"world-{self.seed}")
+        return self._world_random
+
+    def registry(self) -> Registry:
+        """The workflow versions deployed now."""
+        now = self.clock.now()
+        return [registry for at, registry in self.registries if at <= now][-1]
+
+    def observe_admission(
+        self,
+        execution_id: str,
+        how: str,
+        by: tuple[str, str] | None,
+        event: TraceEvent | None = None,
+    ) -> None:
+        """Note an admission by the runtime's record of it (its incarnation), so that a reply
+        that answers for an execution admitted earlier is never counted as a second one."""
+        record = self.runtime.execution(execution_id)
+        if record is None:
+            return  # pruned already; the final records cannot show it either
+        key = (execution_id, record.seq)
+        if key in self.admitted:
+            return
+        self.admitted.add(key)
+        self.admissions.append(
+            Admission(
+                execution_id, record.seq, record.workflow_id, how, by,
+                record.created_at, None if event is None else event.seq,
+            )
+        )  # fmt: skip

@@ -1,0 +1,229 @@
+"""Workers as kernel actors: each claims due work, drives the same sans-IO driver the engine
+uses, and makes every runtime call through a choice point (``points.call``).
+
+A worker that crashes (``WorkerCrashed``) restarts after the scenario's restart delay with no
+memory; its lease expires and another worker (or it) replays the execution from its recorded
+steps. Step bodies run between choice points and act on the simulated world through a
+``SimPort``; what they did lands in time, each elapse a choice point (``attempts.play_body``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.core.driver import (
+    BodyResult,
+    CallStart,
+    Command,
+    ReadClock,
+    RequestCancel,
+    RunBody,
+    StartChild,
+    drive,
+)
+from yieldstar_sim.core.model import (
+    ChildAccepted,
+    Delivery,
+    InfrastructureError,
+    Lease,
+    StartAccepted,
+    StepTimeoutError,
+)
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.engine.calls import runtime_call
+from yieldstar_sim.engine.invoker import step_delivery
+from yieldstar_sim.engine.world import BodyWorld
+from yieldstar_sim.simulation.attempts import detachable, play_body
+from yieldstar_sim.simulation.faults import new_point_info
+from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.narration import body_text, command_data, narration, outcome_text
+from yieldstar_sim.simulation.points import WorkerCrashed, call
+from yieldstar_sim.simulation.port import SimPort
+from yieldstar_sim.simulation.trace import BodyData, OutcomeData, ReleaseData, TraceKind
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from yieldstar_sim.simulation.state import RunState
+
+Actor = Generator[Wait | Park | Point, Any, None]
+
+
+def worker(state: RunState, name: str) -> Actor:
+    """The actor of worker ``name``: works until the run ends, restarting after each crash."""
+    trace, now = state.trace, state.clock.now
+    while True:
+        try:
+            yield from _work(state, name)
+            return
+        except WorkerCrashed:
+            trace.add(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
+            yield Wait(now() + state.scenario.restart_delay)
+            trace.add(now(), TraceKind.RESTART, f"{name} restarted with no memory", worker=name)
+
+
+def _work(state: RunState, name: str) -> Actor:
+    lease_seconds = state.scenario.lease_seconds
+    runtime = state.runtime
+    while True:
+        try:
+            delivery = yield from call(
+                state,
+                new_point_info(name, Op.CLAIM),
+                lambda: runtime.claim(name, lease_seconds=lease_seconds),
+            )
+        except InfrastructureError:
+            delivery = None  # the worker saw no delivery; a committed claim just expires
+        if delivery is None:
+            yield Park()
+            continue
+        # A stalled attempt detaches: the rest of its delivery becomes an actor apart.
+        yield from detachable(state, _deliver(state, name, delivery))
+
+
+def _deliver(state: RunState, name: str, delivery: Delivery) -> Actor:
+    lease = delivery.lease
+    record = delivery.execution
+    registry = state.registry()
+    port = SimPort(state)
+    world = BodyWorld(port, name, lease, in_workflow_code=state.scenario.world_in_workflow_code)
+    driver = drive(registry.get(record.workflow_id), delivery, world, registry.profile)
+    guard: Callable[[], AbstractContextManager[None]] | None = None
+    deadline = state.deadline
+    if deadline.seconds is not None:  # no limit, no guard: it costs at every step
+        code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
+        guard = partial(deadline.user_code, code)
+    try:
+        outcome = yield from step_delivery(
+            driver,
+            _Delivering(state, name, lease, world, port).perform,
+            errors=InfrastructureError,
+            guard=guard,
+        )
+    except InfrastructureError as rejection:
+        state.trace.add(
+            state.clock.now(), TraceKind.REJECT,
+            f"delivery of {record.execution_id} rejected: {rejection}",
+            worker=name, execution_id=record.execution_id, token=lease.token,
+        )  # fmt: skip
+        yield from _release(state, name, lease)
+        return
+    state.trace.add(
+        state.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_text(outcome)}",
+        worker=name, execution_id=record.execution_id, token=lease.token,
+        data=OutcomeData(outcome.status),
+    )  # fmt: skip
+    try:
+        yield from call(
+            state,
+            new_point_info(name, Op.ACKNOWLEDGE, record.execution_id),
+            lambda: state.runtime.acknowledge(lease, outcome),
+            token=lease.token,
+        )
+    except InfrastructureError:
+        return  # the outcome is lost with the lease; the execution is delivered again
+    state.kernel.nudge()
+
+
+def _release(state: RunState, name: str, lease: Lease) -> Actor:
+    delay = state.scenario.redelivery_delay
+    try:
+        yield from call(
+            state,
+            new_point_info(name, Op.RELEASE, lease.execution_id),
+            lambda: state.runtime.release(lease, delay=delay),
+            token=lease.token,
+            data=lambda _: ReleaseData(delay),
+        )
+    except InfrastructureError:
+        return
+    state.kernel.nudge()
+
+
+@dataclass(frozen=True, slots=True)
+class _Delivering:
+    """One delivery being driven: what each of its runtime calls and bodies needs."""
+
+    state: RunState
+    name: str
+    lease: Lease
+    world: BodyWorld
+    port: SimPort
+
+    def perform(self, command: Command) -> Generator[Any, Any, Any]:
+        """Carry out one command of the driver: a body, a clock read or a runtime call."""
+        state, lease = self.state, self.lease
+        if isinstance(command, RunBody):
+            return (yield from self._run_body(command))
+        if isinstance(command, ReadClock):
+            # Durable timers keep true time, skew or not: deliveries take no virtual time, so
+            # a timer judged by a clock behind would be redelivered at one instant forever.
+            return state.clock.now()
+        runtime = state.runtime
+        kind = runtime_call(command)
+        result = yield from call(
+            state,
+            new_point_info(self.name, kind.op, lease.execution_id, kind.step_key(command)),
+            lambda: kind.perform(runtime, command),
+            token=lease.token,
+            done=narration(command),
+            data=lambda result: command_data(command, result),
+        )
+        if isinstance(command, StartChild):
+            if isinstance(result, ChildAccepted):
+                child = command.request
+                state.observe_admission(
+                    result.execution_id, "spawn" if child.detached else "child",
+                    (lease.execution_id, child.request_id.step_key), state.trace.events[-1],
+                )  # fmt: skip
+            state.kernel.nudge()
+        elif isinstance(command, RequestCancel):
+            state.kernel.nudge()
+        elif isinstance(command, CallStart) and isinstance(result, StartAccepted):
+            state.observe_admission(
+                result.execution_id, "start",
+                (lease.execution_id, command.request.request_id.step_key), state.trace.events[-1],
+            )  # fmt: skip
+            state.kernel.nudge()
+        return result
+
+    def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
+        """Run a step body at once, then land what it did in time, each elapse a choice point
+        (a heartbeat, and where a stall, crash, freeze or skew may fall)."""
+        state, name, lease, port = self.state, self.name, self.lease, self.port
+        port.elapsed, port.admitted, port.ops = 0.0, False, []
+        deadline = state.deadline
+        try:
+            if deadline.seconds is None:
+                result = self.world.run(command)
+            else:
+                with deadline.user_code(
+                    f"step {command.step_key} of {command.execution_id} (attempt "
+                    f"{command.attempt}, {name})"
+                ):
+                    result = self.world.run(command)
+        finally:
+            ops, port.ops = port.ops, None
+        if port.admitted:
+            state.kernel.nudge()
+        kept = yield from play_body(
+            state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
+            timeout=command.timeout,
+        )  # fmt: skip
+        if not kept:
+            result = BodyResult(
+                error=StepTimeoutError(
+                    f"step {command.step_key!r} attempt {command.attempt} ran past its "
+                    f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
+                )
+            )
+        state.trace.add(
+            state.clock.now(), TraceKind.BODY,
+            f"ran step {command.step_key} (attempt {command.attempt}): {body_text(result)}",
+            worker=name, execution_id=command.execution_id, step_key=command.step_key,
+            token=lease.token, data=BodyData(command.attempt, port.elapsed),
+        )  # fmt: skip
+        return result
