@@ -107,6 +107,11 @@ class StateKeys:
             if worker is None:
                 continue
             kind = event.kind
+            # Still the text, hashed whole: the payloads do not yet carry all it says that the
+            # actor holds (a body's returned value or error, an outcome's result, a claim's
+            # lease end, a wait's target, a refusal's or rejection's reason, a skewed clock's
+            # reading), and the lease token they add is not in it. Keyed by the payloads
+            # alone, states would merge or split and the search's counts would move.
             line = f"{kind} {event.text}".replace(worker, "~")
             running = hashes.get(worker)
             # Kinds compared by identity: an enum member's hash is a Python call.
