@@ -12,9 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer.exhaustive import EVERYTHING, ExhaustiveSearch, dependent
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, dependent
 from yieldstar_sim.simulation.explorer.report import ExplorationReport
 from yieldstar_sim.simulation.explorer.shards import Runner
+from yieldstar_sim.simulation.explorer.strategy import SearchConfig
 from yieldstar_sim.simulation.faults import FaultKind
 from yieldstar_sim.simulation.run import replay
 
@@ -104,16 +106,16 @@ def test_the_completeness_statement_is_in_the_json_and_the_notebook_repr() -> No
 
 def violating_lengths(name: str, max_faults: int) -> list[tuple[int, int]]:
     """(faults, trace events) of every violating schedule the naive search runs."""
-    report = ExplorationReport(name, "exhaustive", max_faults, 0, "memory")
     runner = Runner(ys.load_scenario(name), "memory", 1, None)
-    search = ExhaustiveSearch(
-        report, runner, seed=0, max_faults=max_faults, kinds=(FaultKind.CRASH,), freeze=40.0,
+    config = SearchConfig(
+        seed=0, max_faults=max_faults, kinds=(FaultKind.CRASH,), freeze=40.0,
         stop_at_first=False, reduce=False, cache=False,
     )  # fmt: skip
-    search.run()
+    search = ExhaustiveSearch(runner, config)
+    search.search()
     return [
         (len(outcome.faults), length)
-        for outcome, length in zip(search.outcomes, search.lengths, strict=True)
+        for outcome, length in zip(search.tally.outcomes, search.lengths, strict=True)
         if outcome.violations
     ]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer import _ddmin
+from yieldstar_sim.simulation.explorer.shrink import ddmin
 
 
 def test_the_problem_is_found_shrunk_to_one_fault_and_replays_on_duckdb(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_ddmin_finds_a_one_minimal_subset() -> None:
         ats = {f.at for f in subset}
         return {2, 5} <= ats
 
-    assert [f.at for f in _ddmin(faults, fails)] == [2, 5]
+    assert [f.at for f in ddmin(faults, fails)] == [2, 5]
 
 
 def test_the_report_is_json(tmp_path: Path) -> None:

@@ -70,8 +70,8 @@ def _keys_three_ways(
 
     def observe(index: int, name: str, point: Point, fault: object) -> None:
         old.append(_full_key(simulator, name, point))
-        cached.append(plans._state_key(simulator, name, point, cache))
-        whole.append(plans._state_key(simulator, name, point, _FullReads()))
+        cached.append(cache.key(simulator, name, point))
+        whole.append(_FullReads().key(simulator, name, point))
 
     simulator.kernel.observers.append(observe)
     simulator.run()
@@ -140,11 +140,11 @@ def test_a_worker_s_skewed_clock_is_part_of_the_state_it_acts_in() -> None:
 
     def observe(index: int, name: str, point: Point, fault: Any) -> None:
         if index == 0:
-            keys.append(plans._state_key(simulator, name, point))
+            keys.append(plans.Fingerprints().key(simulator, name, point))
             simulator.clocks.behind[name] = 60.0
-            keys.append(plans._state_key(simulator, name, point))
+            keys.append(plans.Fingerprints().key(simulator, name, point))
             del simulator.clocks.behind[name]
-            keys.append(plans._state_key(simulator, name, point))
+            keys.append(plans.Fingerprints().key(simulator, name, point))
 
     simulator.kernel.observers.append(observe)
     simulator.run()
@@ -171,7 +171,7 @@ def test_the_memory_runtime_is_followed_not_read_whole() -> None:
 
     def observe(index: int, name: str, point: Point, fault: Any) -> None:
         before = len(whole_reads)
-        keys.append(plans._state_key(simulator, name, point, cache))
+        keys.append(cache.key(simulator, name, point))
         assert len(whole_reads) == before
 
     simulator.kernel.observers.append(observe)

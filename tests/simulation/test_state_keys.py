@@ -8,12 +8,13 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _keys import state_key, whole_key
 
 import yieldstar_sim as ys
 from yieldstar_sim.engine.world import Effect
 from yieldstar_sim.simulation.explorer import plans
-from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch, state_key
-from yieldstar_sim.simulation.explorer.statekeys import StateKeys, WholeReads, whole_key
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.statekeys import StateKeys, WholeReads
 from yieldstar_sim.simulation.faults import Fault, FaultKind
 from yieldstar_sim.simulation.scenario import bundled_scenarios
 from yieldstar_sim.simulation.trace import TraceKind

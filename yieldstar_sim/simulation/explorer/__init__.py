@@ -20,15 +20,17 @@ does not move the others) to a minimal plan that violates the same invariant, sa
 artifact, and compared with its nearest passing plan.
 
 The package keeps each job in its own module: ``plans`` (plans, outcomes, state
-fingerprints), ``search`` (the strategies), ``shards`` (running plans in processes), ``prefix``
-(plans forked from a shared prefix), ``shrink``, ``confirm`` and ``report``.
+fingerprints), ``strategy`` (what every strategy shares: its options, its shape, the tally the
+report is built from), one module per strategy (``systematic``, ``randomized``,
+``exhaustive``), ``shards`` (running plans in processes), ``prefix`` (plans forked from a
+shared prefix), ``shrink``, ``confirm`` and ``report``.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
@@ -36,10 +38,19 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
+from yieldstar_sim.simulation.explorer.randomized import Randomized
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
-from yieldstar_sim.simulation.explorer.search import STRATEGIES, Search, progress_bar
 from yieldstar_sim.simulation.explorer.shards import Runner
-from yieldstar_sim.simulation.explorer.shrink import ddmin, shrink
+from yieldstar_sim.simulation.explorer.shrink import shrink
+from yieldstar_sim.simulation.explorer.strategy import (
+    STRATEGIES,
+    Asked,
+    SearchConfig,
+    Strategy,
+    build_report,
+    progress_bar,
+)
+from yieldstar_sim.simulation.explorer.systematic import Systematic
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.testing import runtime_adapter_failures
@@ -50,9 +61,6 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.scenario import Scenario
-
-#: The name the explorer's tests knew delta debugging by, before the split.
-_ddmin = ddmin
 
 __all__ = [
     "STRATEGIES",
@@ -144,48 +152,50 @@ def explore(
         # cancel of an execution the run never has, which the search would take for an answer.
         simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
     runtime_name = resolve_runtime(runtime)[0]
-    report = ExplorationReport(
-        scenario.name, strategy, max_faults, seed, runtime_name, budget=budget,
-        stopped_at_first=stop_at_first,
-    )  # fmt: skip
+    asked = Asked(scenario.name, strategy, max_faults, seed, runtime_name, budget, stop_at_first)
     started = time.perf_counter()
+    adapter_failures: list[str] = []
     if check_adapter:
-        report.adapter_failures = runtime_adapter_failures(
+        adapter_failures = runtime_adapter_failures(
             lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
         )
     runner = Runner(scenario, runtime, jobs, executor, timeout, prefix_sharing=prefix_sharing)
-    tick = progress if callable(progress) else None
     bar = progress_bar(progress, budget) if progress is True else None
-    search = _search(
-        report, runner, strategy, seed=seed, budget=budget, stop_at_first=stop_at_first,
-        tick=tick, bar=bar, max_faults=max_faults, kinds=fault_kinds, freeze=freeze,
-        max_depth=max_depth, time_budget=time_budget, order=order, reduction=reduction,
+    tick = progress if callable(progress) else None
+    if bar is not None:
+        tick = lambda count: bar.update(1)  # noqa: E731
+    config = _config(
+        strategy, seed=seed, max_faults=max_faults, kinds=fault_kinds, freeze=freeze,
+        budget=budget, stop_at_first=stop_at_first, depth=depth, time_budget=time_budget,
+        max_depth=max_depth, order=order, reduction=reduction,
     )  # fmt: skip
+    search = _strategy(strategy, runner, config, tick)
+    interrupted = False
     try:
         try:
-            if isinstance(search, ExhaustiveSearch):
-                try:
-                    search.run()
-                finally:
-                    search.fill(report)
-            elif strategy == "systematic":
-                search.systematic(max_faults, fault_kinds, freeze)
-            else:
-                search.randomized(
-                    max_faults, fault_kinds, freeze, pct_depth=depth if strategy == "pct" else 0
-                )
+            search.search()
         except KeyboardInterrupt:
-            report.interrupted = True
+            interrupted = True
             runner.close(cancel=True)
-        report.warnings = sorted(search.warnings or ())
-        for index, outcome, invariant in search.failures:
+        report = build_report(
+            asked, search.tally, search.coverage(), adapter_failures=adapter_failures,
+            interrupted=interrupted,
+        )  # fmt: skip
+        tally = search.tally
+        for index, outcome, invariant in tally.failures:
             report.violations.append(
-                shrink(scenario, outcome, search.plans[index], runtime, invariant, timeout=timeout)
+                shrink(scenario, outcome, tally.plans[index], runtime, invariant, timeout=timeout)
             )
         if on_searched is not None and not report.interrupted:
             on_searched(report)
         if confirm and not report.interrupted:
-            confirm_on(scenario, report, search, against=confirm, samples=confirm_samples)
+            confirmed = confirm_on(
+                scenario, runtime_name, report.violations, tally, runner, against=confirm,
+                samples=confirm_samples,
+            )  # fmt: skip
+            if confirmed is not None:
+                report.runtime_mismatches += confirmed.mismatches
+                report.confirmations.append(confirmed.sentence)
     except KeyboardInterrupt:
         report.interrupted = True  # a second Ctrl-C while shrinking: keep what is shrunk
     finally:
@@ -203,42 +213,48 @@ def explore(
     return report
 
 
-def _search(
-    report: ExplorationReport,
-    runner: Runner,
+def _config(
     strategy: str,
     *,
     seed: int,
-    budget: int | None,
-    stop_at_first: bool,
-    tick: Callable[[int], None] | None,
-    bar: Any,
     max_faults: int,
     kinds: tuple[FaultKind, ...],
     freeze: float,
-    max_depth: int | None,
+    budget: int | None,
+    stop_at_first: bool,
+    depth: int,
     time_budget: float | None,
+    max_depth: int | None,
     order: str,
     reduction: bool,
-) -> Search | ExhaustiveSearch:
-    """The search a strategy runs; the exhaustive strategy's options are refused elsewhere."""
-    if strategy == "exhaustive":
-        if bar is not None:
-            tick = lambda count: bar.update(1)  # noqa: E731
-        return ExhaustiveSearch(
-            report, runner, seed=seed, max_faults=max_faults, kinds=kinds, freeze=freeze,
-            budget=budget, time_budget=time_budget, max_depth=max_depth,
-            stop_at_first=stop_at_first, reduce=reduction, cache=reduction, order=order,
-            tick=tick,
-        )  # fmt: skip
-    if order != "dfs" or max_depth is not None or time_budget is not None:
+) -> SearchConfig:
+    """The search's options, checked (the exhaustive strategy's refused to the others)."""
+    if strategy != "exhaustive" and (
+        order != "dfs" or max_depth is not None or time_budget is not None
+    ):
         raise ValueError(
             "order, max_depth and time_budget are options of strategy='exhaustive', not of "
             f"{strategy!r}"
         )
-    return Search(
-        report, runner, seed=seed, budget=budget, stop_at_first=stop_at_first, tick=tick, bar=bar
-    )
+    return SearchConfig(
+        seed=seed, max_faults=max_faults, kinds=kinds, freeze=freeze, budget=budget,
+        stop_at_first=stop_at_first, pct_depth=depth if strategy == "pct" else 0,
+        time_budget=time_budget, max_depth=max_depth, order=order,
+        # Only the exhaustive search reduces: the others never read (nor checked) it.
+        reduce=reduction if strategy == "exhaustive" else True,
+        cache=reduction if strategy == "exhaustive" else True,
+    )  # fmt: skip
+
+
+def _strategy(
+    name: str, runner: Runner, config: SearchConfig, tick: Callable[[int], None] | None
+) -> Strategy:
+    """The strategy of that name, over ``runner``, with ``config``."""
+    if name == "exhaustive":
+        return ExhaustiveSearch(runner, config, tick=tick)
+    if name == "systematic":
+        return Systematic(runner, config, tick=tick)
+    return Randomized(runner, config, tick=tick)
 
 
 def _checked(

@@ -7,108 +7,74 @@ written from their answers in the same order as in one process, so it is the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
-from yieldstar_sim.simulation.explorer.plans import run_plan
+from yieldstar_sim.runtime.factory import resolve_runtime
+from yieldstar_sim.simulation.explorer.replays import Replay
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
-    from yieldstar_sim.simulation.explorer.plans import Plan
-    from yieldstar_sim.simulation.explorer.report import ExplorationReport
-    from yieldstar_sim.simulation.explorer.search import Search
+    from yieldstar_sim.simulation.explorer.report import FoundViolation
+    from yieldstar_sim.simulation.explorer.shards import Runner
+    from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
 
 
-@dataclass(frozen=True)
-class Replay:
-    """One confirmation run: an artifact replayed, or a plan run, on ``runtime``; its answer
-    is the trace's digest."""
+@dataclass(frozen=True, slots=True)
+class Confirmation:
+    """What replaying on another runtime showed: a sentence per trace that differed, and one
+    sentence of what was confirmed."""
 
-    runtime: RuntimeChoice
-    artifact: ReplayArtifact | None = None
-    plan: Plan | None = None
-
-    def digest(self, scenario: Scenario) -> str | None:
-        """Run it on ``scenario`` and return the trace's digest."""
-        if self.artifact is not None:
-            from yieldstar_sim.simulation.run import replay
-
-            again = replay(
-                self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False
-            )
-            try:
-                return again.trace_digest()
-            finally:
-                again.runtime.close()
-        assert self.plan is not None
-        return run_plan(scenario, self.plan, self.runtime, digest=True).digest
-
-    def crossing(self) -> Replay | None:
-        """This replay as it crosses to another process: its runtime by name and its artifact
-        without the factory object of the run it came from (unused: the runtime is given), or
-        None when the runtime cannot be named there."""
-        runtime = shipped(self.runtime)
-        if runtime is None:
-            return None
-        artifact = self.artifact
-        return replace(
-            self,
-            runtime=runtime,
-            artifact=None if artifact is None else replace(artifact, runtime_choice=None),
-        )
+    mismatches: list[str]
+    sentence: str
 
 
 def confirm_on(
     scenario: Scenario,
-    report: ExplorationReport,
-    search: Search | ExhaustiveSearch,
+    runtime_name: str,
+    violations: list[FoundViolation],
+    tally: Tally,
+    runner: Runner,
     *,
     against: RuntimeChoice,
     samples: int,
-) -> None:
-    """Replay the report's violations and a sample of its passing schedules on ``against``;
-    record a mismatch for each trace that differs, and one sentence of what was confirmed."""
-    confirm, runtime = against, search.runner.runtime
+) -> Confirmation | None:
+    """Replay the violations and a sample of the tally's passing schedules on ``against``
+    (None when it is the runtime searched, ``runtime_name``): a mismatch for each trace that
+    differs."""
+    confirm, runtime = against, runner.runtime
     confirm_name = resolve_runtime(confirm)[0]
-    if confirm_name == report.runtime:
-        return
+    if confirm_name == runtime_name:
+        return None
     passing = [
         (plan, outcome)
-        for plan, outcome in zip(search.plans, search.outcomes, strict=True)
+        for plan, outcome in zip(tally.plans, tally.outcomes, strict=True)
         if outcome.ok
     ]
     step = max(1, len(passing) // max(samples, 1))
     sampled = [plan for plan, _ in passing[::step][:samples]]
-    replays = [Replay(confirm, artifact=found.artifact) for found in report.violations]
+    replays = [Replay(confirm, artifact=found.artifact) for found in violations]
     for plan in sampled:
         replays += [Replay(runtime, plan=plan), Replay(confirm, plan=plan)]
-    digests = search.runner.digests(replays)
-    for found, digest in zip(report.violations, digests, strict=False):
+    digests = runner.digests(replays)
+    mismatches = []
+    for found, digest in zip(violations, digests, strict=False):
         if digest != found.artifact.trace_digest:
-            report.runtime_mismatches.append(
+            mismatches.append(
                 f"the violation of {found.invariant} replays differently on {confirm_name}"
             )
-    pairs = digests[len(report.violations) :]
+    pairs = digests[len(violations) :]
     for number, plan in enumerate(sampled):
         mine, other = pairs[2 * number], pairs[2 * number + 1]
         if other != mine:
             faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
-            report.runtime_mismatches.append(
+            mismatches.append(
                 f"schedule #{plan.index} ({faults}) gives another trace on {confirm_name} than "
-                f"on {report.runtime}"
+                f"on {runtime_name}"
             )
-    report.confirmations.append(
-        f"confirmed on {confirm_name}: {len(report.violations)} violation(s) and {len(sampled)} "
-        f"passing schedule(s) replayed, {len(report.runtime_mismatches)} mismatch(es)"
+    return Confirmation(
+        mismatches,
+        f"confirmed on {confirm_name}: {len(violations)} violation(s) and {len(sampled)} "
+        f"passing schedule(s) replayed, {len(mismatches)} mismatch(es)",
     )
-
-
-def shipped(choice: RuntimeChoice) -> RuntimeChoice | None:
-    """``choice`` as another process opens it (by name), or None when it cannot: a factory
-    object whose name does not import back."""
-    label = resolve_runtime(choice)[0]
-    return label if label in BUNDLED or ":" in label else None

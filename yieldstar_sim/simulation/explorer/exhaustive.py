@@ -25,110 +25,24 @@ hooks beyond the kernel's chooser and observers.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent, footprint
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
 from yieldstar_sim.simulation.explorer.statekeys import Histories, StateKeys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
+from yieldstar_sim.simulation.explorer.strategy import Coverage, Tally
 from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
+from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.run import finish
-from yieldstar_sim.simulation.trace import (
-    BodyData,
-    CancelData,
-    ClaimData,
-    EffectData,
-    StartChildData,
-    StartData,
-    StoreReadData,
-    StoreWriteData,
-    TraceKind,
-    WorldReadData,
-)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-
-    from yieldstar_sim.simulation.explorer.report import ExplorationReport
     from yieldstar_sim.simulation.explorer.shards import Runner
-    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.simulator import Simulator
-    from yieldstar_sim.simulation.trace import TraceEvent
-
-#: A footprint item that conflicts with everything: a fault, a move of virtual time.
-EVERYTHING = "*"
-#: The queue of due work: what a claim reads, and every call that changes it.
-QUEUE = "queue"
-#: The orders the search can take: depth first, or shortest first (fewest faults, then events).
-ORDERS = ("dfs", "shortest")
-
-Footprint = frozenset[str]
-
-
-def dependent(first: Footprint, second: Footprint) -> bool:
-    """Whether two transitions' footprints conflict: they share an execution, the queue, the
-    ledger or the random numbers, or one writes a store key the other reads or writes, or either
-    is a fault or moved time. Two reads of one key commute.
-
-    >>> dependent(frozenset({"x:booking-1", "r:seats"}), frozenset({"x:booking-2", "r:seats"}))
-    False
-    >>> dependent(frozenset({"x:booking-1", "r:seats"}), frozenset({"x:booking-2", "w:seats"}))
-    True
-    >>> dependent(frozenset({"x:a"}), frozenset({EVERYTHING}))
-    True
-    """
-    if EVERYTHING in first or EVERYTHING in second:
-        return True
-    for item in first:
-        if item.startswith("r:"):
-            if "w:" + item[2:] in second:
-                return True
-        elif item in second or (item.startswith("w:") and "r:" + item[2:] in second):
-            return True
-    return False
-
-
-def footprint(events: Sequence[TraceEvent], *, fault: bool, time_moved: bool) -> Footprint:
-    """What a transition touched, from the trace events it left (see ``dependent``)."""
-    if fault or time_moved:
-        return frozenset({EVERYTHING})
-    items: set[str] = set()
-    for event in events:
-        kind, data = event.kind, event.data
-        if kind in (
-            TraceKind.FAULT, TraceKind.CRASH, TraceKind.RESTART, TraceKind.FREEZE,
-            TraceKind.RESUME, TraceKind.DEPLOY, TraceKind.PRUNE, TraceKind.CANCEL,
-            TraceKind.TRIGGER, TraceKind.CLIENT_ATTEMPT, TraceKind.CLIENT_ANSWER,
-            TraceKind.CLIENT_GIVE_UP, TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW,
-        ):  # fmt: skip
-            return frozenset({EVERYTHING})
-        if event.execution_id:
-            items.add("x:" + event.execution_id)
-        if kind == TraceKind.CALL and event.op != "put_step":
-            items.add(QUEUE)
-        if isinstance(data, ClaimData):
-            items.add("x:" + data.claimed)
-        elif isinstance(data, StartData | StartChildData) and data.accepted:
-            items.add("x:" + data.accepted)
-        elif isinstance(data, CancelData):
-            items.update("x:" + reached for reached in data.cancelled)
-        elif isinstance(data, StoreReadData):
-            items.add("r:" + data.key)
-        elif isinstance(data, StoreWriteData):
-            items.add("w:" + data.key)
-        elif isinstance(data, EffectData):
-            if data.name == TRIGGERED:
-                return frozenset({EVERYTHING})  # a body's trigger admits a new execution
-            items.add("ledger")
-        elif isinstance(data, WorldReadData) and data.read == "random":
-            items.add("random")
-        elif isinstance(data, BodyData) and data.elapsed > 0:
-            return frozenset({EVERYTHING})  # the body's work moves time and renews its lease
-    return frozenset(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +54,7 @@ class Move:
 
 
 @dataclass
-class _Node:
+class Node:
     """A choice point on the current path."""
 
     key: str
@@ -171,60 +85,32 @@ class _Cut(BaseException):
 
 
 class ExhaustiveSearch:
-    """The search and its counts; ``explore(strategy="exhaustive")`` builds and runs one.
+    """The search and its counts (a ``Strategy``); ``explore(strategy="exhaustive")`` builds
+    and runs one.
 
-    ``reduce`` (sleep sets) and ``cache`` (state caching) can be switched off, giving the naive
-    search the reduction is measured against.
+    ``config.reduce`` (sleep sets) and ``config.cache`` (state caching) can be switched off,
+    giving the naive search the reduction is measured against. A path is run by replaying its
+    prefix from the start (``_run_once``) under a ``Probe``; restoring a saved state instead
+    would replace that one method.
     """
 
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
 
-    def __init__(
-        self,
-        report: ExplorationReport,
-        runner: Runner,
-        *,
-        seed: int,
-        max_faults: int,
-        kinds: tuple[FaultKind, ...],
-        freeze: float,
-        budget: int | None = None,
-        time_budget: float | None = None,
-        max_depth: int | None = None,
-        stop_at_first: bool = True,
-        reduce: bool = True,
-        cache: bool = True,
-        order: str = "dfs",
-        tick: Callable[[int], None] | None = None,
-    ) -> None:
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")
-        if max_depth is not None and (
-            isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1
-        ):
-            raise ValueError(f"max_depth must be a whole number >= 1, not {max_depth!r}")
-        if not isinstance(reduce, bool) or not isinstance(cache, bool):
-            # reduction="no" is truthy: the reduced search ran where the naive one was asked for.
-            wrong = reduce if not isinstance(reduce, bool) else cache
-            raise TypeError(f"reduction is True or False, not {wrong!r}")
-        if time_budget is not None and not time_budget > 0:
-            raise ValueError(
-                f"time_budget must be a positive number of seconds, not {time_budget!r}"
-            )
-        self.report = report
-        self.runner = runner
+    def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
+        self.runner, self.config = runner, config
         self.scenario = runner.scenario
-        self.seed, self.max_faults, self.kinds, self.freeze = seed, max_faults, kinds, freeze
-        self.budget, self.time_budget, self.max_depth = budget, time_budget, max_depth
-        self.stop_at_first, self.order = stop_at_first, order
-        self.reduce, self.cache = reduce, cache
-        self.tick = tick
+        self.tally = Tally(
+            config.stop_at_first, every_violation=config.order == "shortest",
+            faults_in_reasons=False, tick=tick,
+        )  # fmt: skip
+        self.seed, self.max_faults, self.kinds, self.freeze = (
+            config.seed, config.max_faults, config.kinds, config.freeze,
+        )  # fmt: skip
+        self.max_depth, self.order = config.max_depth, config.order
+        # Switched off for a second pass of a level when the order is shortest-first.
+        self.reduce, self.cache = config.reduce, config.cache
         self.space = StateSpace()
-        self.plans: list[Plan] = []
-        self.outcomes: list[Outcome] = []
-        self.failures: list[tuple[int, Outcome, str]] = []
-        self.warnings: set[str] | None = None
         self.lengths: list[int] = []
         """The trace length of each schedule run (shortest-first picks by it)."""
         self.attempts = 0
@@ -234,36 +120,40 @@ class ExhaustiveSearch:
         self.pruned_by_cache = 0
         self.cut_by: list[str] = []
         self.naive_estimate = 0.0
-        self._limit = max_faults
-        self._stack: list[_Node] = []
+        self._limit = config.max_faults
+        self._stack: list[Node] = []
         self._seen: dict[str, list[tuple[int, int, Counter[tuple[str, Footprint]]]]] = {}
         self._estimates: dict[str, float] = {}
         self._started = time.perf_counter()
-        self.done = False
+
+    def node_at(self, index: int) -> Node | None:
+        """The node of choice point ``index`` on the current path (None past its end): the
+        seam a probe steers and records by."""
+        return self._stack[index] if index < len(self._stack) else None
 
     # ------------------------------------------------------------------ the search
 
-    def run(self) -> None:
+    def search(self) -> None:
         """Search until every path under the bound is covered, or a bound or budget cuts it."""
         levels = range(self.max_faults + 1) if self.order == "shortest" else [self.max_faults]
         for limit in levels:
             self._limit = limit
             self._stack, self._seen, self._estimates = [], {}, {}
-            before = len(self.failures)
+            before = len(self.tally.failures)
             self._level()
-            if self.order == "shortest" and len(self.failures) > before:
+            if self.order == "shortest" and len(self.tally.failures) > before:
                 # The reduction keeps every state, not every path to it: the shortest path to
                 # a violation is found by searching this level again without it.
                 reduce, cache = self.reduce, self.cache
                 self.reduce = self.cache = False
                 self._stack, self._seen, self._estimates = [], {}, {}
-                del self.failures[before:]
+                del self.tally.failures[before:]
                 self._level()
                 self.reduce, self.cache = reduce, cache
                 self._shortest_first(before)
-                if self.stop_at_first:
-                    self.done = True
-            if self.done or self.cut_by:
+                if self.config.stop_at_first:
+                    self.tally.done = True
+            if self.tally.done or self.cut_by:
                 break
 
     def _level(self) -> None:
@@ -273,7 +163,7 @@ class ExhaustiveSearch:
             if self._budget_spent():
                 return
             self._run_once(prefix)
-            if self.done and self.order == "dfs":
+            if self.tally.done and self.order == "dfs":
                 return
             next_prefix, popped = self._backtrack()
             estimate += popped
@@ -283,11 +173,12 @@ class ExhaustiveSearch:
             prefix = next_prefix
 
     def _budget_spent(self) -> bool:
-        if self.budget is not None and len(self.plans) >= self.budget:
-            self._cut(f"the budget of {self.budget} schedule{'s' if self.budget != 1 else ''}")
+        budget, seconds = self.config.budget, self.config.time_budget
+        if budget is not None and len(self.tally.plans) >= budget:
+            self._cut(f"the budget of {budget} schedule{'s' if budget != 1 else ''}")
             return True
-        if self.time_budget is not None and time.perf_counter() - self._started > self.time_budget:
-            self._cut(f"the time budget of {self.time_budget:g}s")
+        if seconds is not None and time.perf_counter() - self._started > seconds:
+            self._cut(f"the time budget of {seconds:g}s")
             return True
         return False
 
@@ -299,13 +190,13 @@ class ExhaustiveSearch:
         """Keep, per invariant, the violation of this level with the fewest faults, then
         events (every violating schedule of the level was kept)."""
         best: dict[str, tuple[int, Outcome, str]] = {}
-        for failure in self.failures[start:]:
+        for failure in self.tally.failures[start:]:
             index, outcome, name = failure
             mine = (len(outcome.faults), self.lengths[index])
             held = best.get(name)
             if held is None or mine < (len(held[1].faults), self.lengths[held[0]]):
                 best[name] = failure
-        self.failures[start:] = sorted(
+        self.tally.failures[start:] = sorted(
             best.values(), key=lambda f: (len(f[1].faults), self.lengths[f[0]])
         )
 
@@ -342,27 +233,27 @@ class ExhaustiveSearch:
             )
         )
 
-    def fill(self, report: ExplorationReport) -> None:
-        """Write the completeness counts into ``report``."""
-        report.state_space = self.space
-        report.state_paths = self.paths
-        report.freeze_seconds = self.freeze
-        report.distinct_states = len(self.space)
-        report.pruned_by_reduction = self.pruned_by_reduction
-        report.pruned_by_cache = self.pruned_by_cache
-        report.cut_by = list(self.cut_by)
-        report.order = self.order
-        report.max_depth = self.max_depth
-        report.workers = len(self.scenario.worker_names)
+    def coverage(self) -> Coverage:
+        """The completeness counts: the states and paths explored, what the reduction and the
+        caching pruned, what cut the search, and the naive search's count when it was
+        exhausted."""
+        coverage: Coverage = {
+            "state_space": self.space, "state_paths": self.paths, "freeze_seconds": self.freeze,
+            "distinct_states": len(self.space), "pruned_by_reduction": self.pruned_by_reduction,
+            "pruned_by_cache": self.pruned_by_cache, "cut_by": list(self.cut_by),
+            "order": self.order, "max_depth": self.max_depth,
+            "workers": len(self.scenario.worker_names),
+        }  # fmt: skip
         naive = not (self.reduce or self.cache)
         # Stopping at a violation (either order) leaves paths, or fault levels, unsearched.
-        exhausted = not self.cut_by and not self.done
+        exhausted = not self.cut_by and not self.tally.done
         if naive and exhausted:
-            report.naive_schedules, report.naive_how = len(self.plans), "computed"
+            coverage["naive_schedules"], coverage["naive_how"] = len(self.tally.plans), "computed"
         elif exhausted:
-            report.naive_schedules = max(round(self.naive_estimate), len(self.plans))
-            report.naive_how = "estimated"
-        report.searched_to_the_end = exhausted
+            coverage["naive_schedules"] = max(round(self.naive_estimate), len(self.tally.plans))
+            coverage["naive_how"] = "estimated"
+        coverage["searched_to_the_end"] = exhausted
+        return coverage
 
     # ------------------------------------------------------------------ one run
 
@@ -376,9 +267,9 @@ class ExhaustiveSearch:
             for index, move in enumerate(prefix)
             if move.fault is not None
         )  # fmt: skip
-        plan = Plan(len(self.plans), self.seed, faults)
+        plan = Plan(len(self.tally.plans), self.seed, faults)
         simulator = _simulator(self.scenario, plan, self.runner.runtime, self.runner.timeout)
-        probe = _Probe(self, simulator, prefix)
+        probe = Probe(self, simulator, prefix)
         simulator.kernel.chooser = probe.choose
         simulator.kernel.observers.append(probe.observe)
         self.attempts += 1
@@ -408,7 +299,7 @@ class ExhaustiveSearch:
             last.subtotal += 1.0
         for violation in run.violations:
             self.space.mark_violation(final, violation.invariant)
-        index = len(self.plans)
+        index = len(self.tally.plans)
         plan = Plan(index, self.seed, tuple(run.faults), schedule=tuple(run.schedule))
         outcome = Outcome(
             index=index, ok=run.ok,
@@ -417,29 +308,12 @@ class ExhaustiveSearch:
             warnings=tuple(run.warnings),
         )  # fmt: skip
         run.runtime.close()
-        self.plans.append(plan)
-        self.outcomes.append(outcome)
         self.lengths.append(len(run.trace))
-        self.report.schedules_run += 1
-        if outcome.incomplete is not None and not outcome.violations:
-            self.report.incomplete_schedules += 1
-            if len(self.report.incomplete_reasons) < 3:
-                self.report.incomplete_reasons.append(f"schedule #{index}: {outcome.incomplete}")
-        warnings = set(outcome.warnings)
-        self.warnings = warnings if self.warnings is None else self.warnings & warnings
-        seen = {name for _, failure, name in self.failures}
-        for name, _ in outcome.violations:
-            if name not in seen or self.order == "shortest":
-                seen.add(name)
-                self.failures.append((index, outcome, name))
-            if self.stop_at_first:
-                self.done = True
-        if self.tick is not None:
-            self.tick(self.report.schedules_run)
+        self.tally.take(plan, outcome)
 
     # ------------------------------------------------------------------ choice points
 
-    def arrive(self, probe: _Probe, index: int, ready: tuple[str, ...], key: str, *,
+    def arrive(self, probe: Probe, index: int, ready: tuple[str, ...], key: str, *,
                labels: dict[str, str], ops: dict[str, str]) -> None:  # fmt: skip
         """A run reached choice point ``index`` past its prefix: make its node (or cut)."""
         parent = self._stack[index - 1] if index > 0 else None
@@ -503,7 +377,7 @@ class ExhaustiveSearch:
             if len(moves) > 1:
                 self._cut(f"the depth bound of {self.max_depth} choice points")
             moves = moves[:1]
-        node = _Node(key, ready, labels, sleep, moves, faults_used, options=options)
+        node = Node(key, ready, labels, sleep, moves, faults_used, options=options)
         self._stack.append(node)
         if len(moves) > 1 or (moves and moves[0].fault is not None):
             # A later prefix ends here (a move is left once this run takes the first).
@@ -514,7 +388,7 @@ class ExhaustiveSearch:
         node.explored = 1
 
 
-class _Probe:
+class Probe:
     """Steers one run along its prefix, then along the first untried transitions, and reads
     each transition's footprint from the trace."""
 
@@ -542,8 +416,8 @@ class _Probe:
     def _move(self, index: int) -> Move | None:
         if index < len(self.prefix):
             return self.prefix[index]
-        stack = self.search._stack
-        return stack[index].current if index < len(stack) else None
+        node = self.search.node_at(index)
+        return None if node is None else node.current
 
     def close_span(self) -> None:
         """The footprint of the transition that just ended (at the last choice point)."""
@@ -558,9 +432,9 @@ class _Probe:
             self.keys.remember(events)
             self.fed = len(trace)
         self.span, self.clock = len(trace), sim.clock.now()
-        if index < max(0, len(self.prefix) - 1) or index >= len(self.search._stack):
+        node = self.search.node_at(index) if index >= max(0, len(self.prefix) - 1) else None
+        if node is None:
             return  # before the first choice, inside the replayed prefix, or past the depth
-        node = self.search._stack[index]
         if node.current is not None:
             node.current_fp = footprint(
                 events, fault=node.current.fault is not None, time_moved=moved
@@ -570,8 +444,9 @@ class _Probe:
         """Bring the keys' histories to the end of the replayed prefix: those its last node
         kept when a run first arrived there (the same path replays to the same trace), or,
         should the trace's length differ, those the whole trace so far gives."""
-        stack, last = self.search._stack, len(self.prefix) - 1
-        kept = stack[last].histories if 0 <= last < len(stack) else None
+        last = len(self.prefix) - 1
+        node = self.search.node_at(last) if last >= 0 else None
+        kept = None if node is None else node.histories
         if kept is not None and kept[0] == self.span:
             self.keys.restore(kept[1])
         else:
@@ -593,7 +468,12 @@ class _Probe:
             return
         if search.max_depth is not None and index > search.max_depth:
             return
-        at_point = dict(self.simulator.kernel._at_point)
+        # The actors waiting at a point are those the kernel chooses among.
+        at_point = {
+            name: state
+            for name, state in self.simulator.kernel.waits.items()
+            if isinstance(state, Point)
+        }
         if chosen is not None:
             at_point[chosen[0]] = chosen[1]
         labels = {name: point.label for name, point in at_point.items()}
@@ -608,50 +488,3 @@ def _norm(label: str, actor: str) -> str:
 
 def _state_label(labels: dict[str, str]) -> str:
     return " | ".join(labels[name] for name in sorted(labels)) or "(no one ready)"
-
-
-def state_key(
-    simulator: Simulator, histories: dict[str, list[str]], chosen: tuple[str, Point] | None
-) -> str:
-    """The fingerprint of the state at a choice point (before the choice), blind to which
-    worker is which: the records with their step values, the start requests, the clock, the
-    ledger, the world's store, and each actor's state (what it waits for, and its delivery so
-    far as the trace reads: what its generator holds; ``StateKeys.histories``).
-
-    Everything is read again and formatted whole: the key the search used before
-    ``StateKeys``, which tells states apart exactly as this one does in time proportional to
-    what changed. Kept as the reference the tests compare the search's results with.
-    """
-    runtime = simulator.runtime
-    records = []
-    for record in runtime.executions():
-        lease = record.lease
-        steps = tuple(
-            (s.step_key, str(s.status), s.attempt, repr(s.value))
-            for s in runtime.steps(record.execution_id)
-        )
-        records.append((
-            record.execution_id, str(record.status), record.due_at, record.lease_token,
-            None if lease is None else lease.expires_at, record.cancel_requested,
-            record.waiting_on, repr(record.result), steps,
-        ))  # fmt: skip
-    requests = sorted(
-        repr((r.request_id, r.workflow_id, r.target_execution_id)) for r in runtime.start_requests()
-    )
-    waiting = list(simulator.kernel.waiting())
-    if chosen is not None:
-        waiting.append((chosen[0], f"point {chosen[1].label}"))
-    actors = sorted(
-        (state.replace(name, "~"), tuple(histories.get(name, ()))) for name, state in waiting
-    )
-    ledger = [
-        (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt)
-        for e in simulator.ledger.effects
-    ]
-    store = sorted(simulator.store.canonical.items())
-    # What workers believe: how far behind each skewed clock runs, and where each lease ends
-    # after its heartbeats (worker names are blinded like the actors').
-    clocks = sorted(simulator.clocks.behind.values())
-    leases = sorted(simulator.lease_ends.items())
-    text = repr((records, requests, simulator.clock.now(), ledger, store, actors, clocks, leases))
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()

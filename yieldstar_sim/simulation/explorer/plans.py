@@ -15,11 +15,10 @@ from yieldstar_sim.simulation.run import finish
 from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Sequence
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.faults import Fault, PointInfo
     from yieldstar_sim.simulation.kernel import Kernel, Point
     from yieldstar_sim.simulation.result import SimulationRun
@@ -130,7 +129,7 @@ class Fingerprints:
 
     __slots__ = (
         "_effects", "_executions", "_ledger", "_ledger_hex", "_name", "_now", "_now_text",
-        "_others", "_others_text", "_rows", "_runtime", "_shared", "_store", "_store_text",
+        "_others", "_others_text", "_shared", "_store", "_store_text",
         "_texts", "_waits",
     )  # fmt: skip
 
@@ -139,8 +138,6 @@ class Fingerprints:
         self._effects = 0
         self._ledger = _LEDGER.copy()
         self._ledger_hex = self._ledger.hexdigest()
-        self._runtime: object = None
-        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._now: float | None = None
         self._now_text = ""
         self._others: list[str] | None = None
@@ -157,18 +154,7 @@ class Fingerprints:
         """The fingerprint of the state at a choice point, blind to which worker is which:
         the runtime's records, the clock, the ledger, the world's store, what every other
         actor is doing, the call, and how far behind each skewed worker's clock runs."""
-        runtime = simulator.runtime
-        if runtime is not self._runtime:
-            self._runtime = runtime
-            view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            writes = getattr(runtime, "row_writes", None)
-            # The view and the writes are live: taken once, not at every point.
-            self._rows = None if view is None or writes is None else (view(), writes())
-        rows = self._rows
-        if rows is None:
-            total = self._executions.read_whole(runtime)
-        else:
-            total = self._executions.follow(*rows)
+        total = self._executions.of(simulator.runtime, follow=self.follows_changes)
         # The clock, the ledger, the store and the other actors share one term, made again
         # only when one of them changed (most points change only a record).
         moved = False
@@ -240,14 +226,6 @@ def _call_term(op: str, execution_id: str | None, step_key: str | None) -> int:
 
 def _effect_text(effect: Effect) -> str:
     return repr((effect.name, sorted(effect.data.items()), effect.execution_id, effect.step_key))
-
-
-def _state_key(
-    simulator: Simulator, name: str, point: Point, cache: Fingerprints | None = None
-) -> str:
-    """A fingerprint of the state at a choice point (``Fingerprints.key``). With ``cache``
-    (one per run), only what changed since its last fingerprint is read again."""
-    return (cache if cache is not None else Fingerprints()).key(simulator, name, point)
 
 
 def _clocks(simulator: Simulator, name: str) -> str:

@@ -9,17 +9,17 @@ import pickle
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.engine.worker import frozen_heap
-from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
 from yieldstar_sim.simulation.explorer.prefix import PrefixSharing, supported
+from yieldstar_sim.simulation.explorer.replays import shipped
 from yieldstar_sim.simulation.scenario import load_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.explorer.confirm import Replay
+    from yieldstar_sim.simulation.explorer.replays import Replay
     from yieldstar_sim.simulation.scenario import Scenario
 
 #: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
@@ -70,8 +70,7 @@ class Runner:
         self.runtime = runtime
         # What crosses to another process names the runtime when it can ("module:factory"):
         # a factory object there would have to pickle.
-        label = resolve_runtime(runtime)[0]
-        self.shipped: RuntimeChoice = label if label in BUNDLED or ":" in label else runtime
+        self.shipped: RuntimeChoice = shipped(runtime) or runtime
         self.timeout = timeout
         # An executor of someone else's (a cluster's) gets several shards per chunk even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 
 def described_faults(run: SimulationRun) -> list[Fault]:
@@ -97,12 +98,7 @@ def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Faul
 def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[int, str]:
     """The first trace event where ``failing`` and ``passing`` differ: its number and a sentence."""
     for mine, theirs in zip(failing.trace, passing.trace, strict=False):
-        if (mine.t, mine.kind, mine.worker, mine.text) != (
-            theirs.t,
-            theirs.kind,
-            theirs.worker,
-            theirs.text,
-        ):
+        if _facts(mine) != _facts(theirs):
             theirs_text = f"t={theirs.t:g} {theirs.worker or '-'} {theirs.text}"
             return mine.seq, (
                 f"event #{mine.seq}: the violation has 't={mine.t:g} {mine.worker or '-'} "
@@ -110,3 +106,12 @@ def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[in
             )
     shorter = min(len(failing.trace), len(passing.trace))
     return shorter, f"event #{shorter}: one trace ends where the other goes on"
+
+
+def _facts(event: TraceEvent) -> tuple[object, ...]:
+    """What an event says happened, without its text (written for people, and only shown):
+    when, what kind, who, which call, execution, step and lease, and its payload."""
+    return (
+        event.t, event.kind, event.worker, event.op, event.execution_id, event.step_key,
+        event.token, event.data,
+    )  # fmt: skip

@@ -1,15 +1,14 @@
 """The exhaustive search's state keys, each in time proportional to what changed since the last
 choice point of the run.
 
-The key covers what ``exhaustive.state_key`` (the full read it replaces) covers, blind to which
-worker is which: every execution's record with its result and its steps *with their values*,
-the start requests, the clock, the ledger, the world's store, each actor's state (what it
-waits for, and its delivery so far as the trace reads: what its generator holds), and what
-the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``): one
-blake2b hash per part, personalised by the kind of part. Two states get one key exactly when
-the full read gives them one, but for a chance of 2**-128 (a cryptographic hash: a collision
-would merge two states and skip a schedule, and a violation there would come back as a green
-verdict).
+The key covers what the full read it replaced covers (the tests keep it as their reference),
+blind to which worker is which: every execution's record with its result and its steps *with
+their values*, the start requests, the clock, the ledger, the world's store, each actor's state
+(what it waits for, and its delivery so far as the trace reads: what its generator holds), and
+what the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``): one
+blake2b hash per part, personalised by the kind of part. Two states get one key exactly when the
+full read gives them one, but for a chance of 2**-128 (a cryptographic hash: a collision would
+merge two states and skip a schedule, and a violation there would come back as a green verdict).
 
 What makes it incremental:
 
@@ -24,23 +23,23 @@ What makes it incremental:
   what it waits for) is made again only when one of them changed (the kernel's ``waits``);
 - the clock's, the store's and the workers' beliefs' terms are kept while they stand still.
 
-Any other runtime is read whole at every point, to the same key; ``whole_key`` reads
-everything whole (the reference the tests compare with at every point).
+Any other runtime is read whole at every point, to the same key; the tests read everything
+whole (their reference) and compare at every point.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.kernel import describe
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.runtime.memory_rows import Row
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -67,7 +66,7 @@ class StateKeys:
 
     Feed it the run's trace events (``remember``) as they come, and ask ``key`` at each choice
     point. With ``lines``, ``histories`` also holds each actor's history as lines, for reading
-    whole (``whole_key``); the search needs only their hashes.
+    whole (the tests' reference); the search needs only their hashes.
     """
 
     follows_changes = True
@@ -83,8 +82,6 @@ class StateKeys:
         """Each waiting actor's last wait (``Kernel.waits``) and its term (its wait and its
         history), dropped when its history grows."""
         self._executions = Executions(values=True)
-        self._runtime: object = None
-        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = 0
         self._effects = 0
@@ -110,6 +107,11 @@ class StateKeys:
             if worker is None:
                 continue
             kind = event.kind
+            # Still the text, hashed whole: the payloads do not yet carry all it says that the
+            # actor holds (a body's returned value or error, an outcome's result, a claim's
+            # lease end, a wait's target, a refusal's or rejection's reason, a skewed clock's
+            # reading), and the lease token they add is not in it. Keyed by the payloads
+            # alone, states would merge or split and the search's counts would move.
             line = f"{kind} {event.text}".replace(worker, "~")
             running = hashes.get(worker)
             # Kinds compared by identity: an enum member's hash is a Python call.
@@ -118,7 +120,7 @@ class StateKeys:
                 or kind is _CRASH
                 or kind is _OUTCOME
                 or kind is _REJECT
-                or (kind is _CALL and event.op == "claim")
+                or (kind is _CALL and event.op == Op.CLAIM)
             ):
                 hashes[worker] = running = _HISTORY.copy()
                 if lines:
@@ -158,24 +160,14 @@ class StateKeys:
     def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:
         """The key of the state at a choice point (before the choice); ``chosen`` is the
         actor the kernel already took there, with its point, when only one was ready."""
-        runtime = simulator.runtime
-        if runtime is not self._runtime:
-            self._runtime = runtime
-            view = getattr(runtime, "rows_view", None) if self.follows_changes else None
-            writes = getattr(runtime, "row_writes", None)
-            # The view and the writes are live: taken once, not at every point.
-            self._rows = None if view is None or writes is None else (view(), writes())
-        rows = self._rows
-        executions = self._executions
-        if rows is None:
-            total = executions.read_whole(runtime)
+        runtime, executions = simulator.runtime, self._executions
+        total = executions.of(runtime, follow=self.follows_changes)
+        if not executions.following:
             self._requests = _requests(runtime)
-        else:
-            total = executions.follow(*rows)
-            if executions.shape != self._shape:
-                # A request's record is its target's row (an admission adds one, a prune
-                # removes one): the requests change only with the set of rows.
-                self._shape, self._requests = executions.shape, _requests(runtime)
+        elif executions.shape != self._shape:
+            # A request's record is its target's row (an admission adds one, a prune removes
+            # one): the requests change only with the set of rows.
+            self._shape, self._requests = executions.shape, _requests(runtime)
         now = simulator.clock.now()
         if now != self._now:
             self._now, self._now_term = now, term(_CLOCK, repr(now))
@@ -239,20 +231,6 @@ class WholeReads(StateKeys):
 
     def __init__(self, *, lines: bool = True) -> None:
         super().__init__(lines=lines)
-
-
-def whole_key(
-    simulator: Simulator, histories: dict[str, list[str]], chosen: tuple[str, Point] | None
-) -> str:
-    """The key ``StateKeys.key`` gives, with everything read whole: every record and step, the
-    start requests, the whole ledger, each actor's whole history (``histories``), the store
-    and the clock."""
-    keys = WholeReads()
-    for name, lines in histories.items():
-        running = keys._hashes[name] = _HISTORY.copy()
-        for line in lines:
-            _feed(running, line)
-    return keys.key(simulator, chosen)
 
 
 def _feed(running: Any, line: str) -> None:

@@ -159,10 +159,12 @@ class Executions:
     the rest (the systematic search's fingerprints).
     """
 
-    __slots__ = ("_cache", "_done", "_total", "shape", "values")
+    __slots__ = ("_cache", "_done", "_rows", "_runtime", "_total", "shape", "values")
 
     def __init__(self, *, values: bool) -> None:
         self.values = values
+        self._runtime: object = None
+        self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._cache: dict[int, _Execution] = {}
         self._done = 0
         self._total = 0
@@ -170,6 +172,23 @@ class Executions:
         """How many rows there are, and the last one's number, as ``follow`` last read them:
         rows are kept in admission order and an admission takes a new, higher number, so the
         set of rows changed exactly when this did."""
+
+    def of(self, runtime: Any, *, follow: bool) -> int:
+        """The sum of ``runtime``'s terms: followed (``follow``) when it logs the rows it
+        writes (the memory runtime), else read whole."""
+        if runtime is not self._runtime:
+            self._runtime = runtime
+            view = getattr(runtime, "rows_view", None) if follow else None
+            writes = getattr(runtime, "row_writes", None)
+            # The view and the writes are live: taken once, not at every point.
+            self._rows = None if view is None or writes is None else (view(), writes())
+        rows = self._rows
+        return self.read_whole(runtime) if rows is None else self.follow(*rows)
+
+    @property
+    def following(self) -> bool:
+        """Whether the last ``of`` followed the runtime's rows (else it read them whole)."""
+        return self._rows is not None
 
     def follow(self, rows: Mapping[str, Row], writes: Sequence[Row]) -> int:
         """The sum of the terms of ``rows`` (``MemoryRuntime.rows_view``), reading again only

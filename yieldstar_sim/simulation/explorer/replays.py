@@ -1,0 +1,63 @@
+"""A confirmation run, as it runs here or crosses to another process: an artifact replayed, or a
+plan run, on a runtime, answered with its trace's digest (``confirm`` asks for them; the
+``Runner`` runs them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
+from yieldstar_sim.simulation.explorer.plans import run_plan
+
+if TYPE_CHECKING:
+    from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.explorer.plans import Plan
+    from yieldstar_sim.simulation.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One confirmation run: an artifact replayed, or a plan run, on ``runtime``; its answer
+    is the trace's digest."""
+
+    runtime: RuntimeChoice
+    artifact: ReplayArtifact | None = None
+    plan: Plan | None = None
+
+    def digest(self, scenario: Scenario) -> str | None:
+        """Run it on ``scenario`` and return the trace's digest."""
+        if self.artifact is not None:
+            from yieldstar_sim.simulation.run import replay
+
+            again = replay(
+                self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False
+            )
+            try:
+                return again.trace_digest()
+            finally:
+                again.runtime.close()
+        assert self.plan is not None
+        return run_plan(scenario, self.plan, self.runtime, digest=True).digest
+
+    def crossing(self) -> Replay | None:
+        """This replay as it crosses to another process: its runtime by name and its artifact
+        without the factory object of the run it came from (unused: the runtime is given), or
+        None when the runtime cannot be named there."""
+        runtime = shipped(self.runtime)
+        if runtime is None:
+            return None
+        artifact = self.artifact
+        return replace(
+            self,
+            runtime=runtime,
+            artifact=None if artifact is None else replace(artifact, runtime_choice=None),
+        )
+
+
+def shipped(choice: RuntimeChoice) -> RuntimeChoice | None:
+    """``choice`` as another process opens it (by name), or None when it cannot: a factory
+    object whose name does not import back."""
+    label = resolve_runtime(choice)[0]
+    return label if label in BUNDLED or ":" in label else None
