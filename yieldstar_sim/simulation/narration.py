@@ -21,6 +21,7 @@ from yieldstar_sim.core.model import (
     StartAccepted,
     StartRejected,
 )
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.trace import (
     NO_DATA,
     CancelData,
@@ -81,26 +82,26 @@ def call_text(info: PointInfo, result: Any, done: str | None) -> str:
     says."""
     if done is not None:
         return f"{info.op}: {done}"
-    if info.op == "claim":
+    if info.op == Op.CLAIM:
         if result is None:
             return "claim: nothing due"
         lease = result.lease
         expires = f"until t={lease.expires_at:g}"
         return f"claim: {lease.execution_id} leased with token {lease.token} {expires}"
-    if info.op == "start_child":
+    if info.op == Op.START_CHILD:
         if isinstance(result, ChildAccepted):
             how = "created" if result.created else "joined"
             return (
                 f"start_child ({info.execution_id}, {info.step_key}): {how} {result.execution_id}"
             )
         return f"start_child ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "start":
+    if info.op == Op.START:
         if isinstance(result, StartAccepted):
             return f"start ({info.execution_id}, {info.step_key}): accepted {result.execution_id}"
         return f"start ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "acknowledge":
+    if info.op == Op.ACKNOWLEDGE:
         return f"acknowledge: {result.execution_id} is {result.status}"
-    if info.op == "release":
+    if info.op == Op.RELEASE:
         return "release: lease given up; redelivery after the delay"
     return f"{info.op}: ok"
 

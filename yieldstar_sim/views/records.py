@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import TERMINAL_STATUSES
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     BodyData,
@@ -302,9 +303,9 @@ class RecordBook:
                 record = state.executions[execution_id] = _Execution(data.workflow_id, "?", "")
             record.lease_owner, record.lease_token = event.worker, token
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
-        elif op in ("start", "start_child"):
+        elif op in (Op.START, Op.START_CHILD):
             self._start(event)
-        elif op == "put_step" and event.step_key:
+        elif op == Op.PUT_STEP and event.step_key:
             status, value = _step_text(event)
             state.steps[(execution_id, event.step_key)] = (
                 status,
@@ -314,17 +315,17 @@ class RecordBook:
             wake = _UNTIL.search(value) if status == "pending" else None
             if wake is not None and record is not None:
                 self._wake(record, float(wake.group(1)), f"step {event.step_key} is pending")
-        elif op == "record_wake" and record is not None:
+        elif op == Op.RECORD_WAKE and record is not None:
             found = _WAKE.search(event.text)
             if found is not None:
                 self._wake(record, float(found.group(1)), "wake recorded")
-        elif op == "acknowledge" and record is not None:
+        elif op == Op.ACKNOWLEDGE and record is not None:
             record.status = data.status if isinstance(data, StatusData) else record.status
             record.lease_owner, record.lease_expires_at = None, None
             if record.status in TERMINAL:
                 record.due_at, record.due_why = None, ""
             self._end_lease(execution_id, event.token, f"acknowledged at t={t:g}")
-        elif op == "release" and record is not None:
+        elif op == Op.RELEASE and record is not None:
             record.lease_owner, record.lease_expires_at = None, None
             record.due_at = t + self.redelivery_delay
             record.due_why = "released: redelivered after the delay"
@@ -351,7 +352,7 @@ class RecordBook:
             detached = data.detached
             parent = f"{caller} / {step_key}" + (" (detached)" if detached else "")
             # A child made by step.child or step.spawn (start_child) has its own origin.
-            origin = "start" if event.op == "start" else "spawn" if detached else "child"
+            origin = "start" if event.op == Op.START else "spawn" if detached else "child"
             state.executions[target] = _Execution(
                 data.workflow_id, origin, parent, due_at=event.t,
                 due_why="admitted with its start request",

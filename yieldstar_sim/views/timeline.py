@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.trace import (
     ClaimData,
     ClientAnswerData,
@@ -310,17 +311,17 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             close(lane, x, "reclaimed")
             expires_at = event.data.expires_at
             open_spans[lane] = (str(event.execution_id), int(event.token or 0), x, expires_at)
-        elif kind == TraceKind.CALL and event.op in ("acknowledge", "release"):
+        elif kind == TraceKind.CALL and event.op in (Op.ACKNOWLEDGE, Op.RELEASE):
             timeline.marks.append(Mark(lane, x, "call", event.text))
             close(lane, x, event.op)
-        elif kind == TraceKind.CALL and event.op == "start":
+        elif kind == TraceKind.CALL and event.op == Op.START:
             timeline.marks.append(Mark(lane, x, "start", event.text, f"start {event.step_key}"))
-        elif kind == TraceKind.CALL and event.op in ("put_step", "record_wake"):
+        elif kind == TraceKind.CALL and event.op in (Op.PUT_STEP, Op.RECORD_WAKE):
             wake = "wake" in event.text or "pending" in event.text
             timeline.marks.append(Mark(lane, x, "wake" if wake else "call", event.text))
         elif kind == TraceKind.REFUSED:
             timeline.marks.append(Mark(lane, x, "refused", event.text))
-            if event.op == "release":
+            if event.op == Op.RELEASE:
                 close(lane, x, "refused")
         elif kind in _OWN_MARKS:
             timeline.marks.append(Mark(lane, x, str(kind), event.text, _mark_label(event)))

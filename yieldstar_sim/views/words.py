@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     BodyData,
@@ -153,7 +154,7 @@ def describe_event(event: TraceEvent) -> str:
             f"clock its lease (to t={data.expires_at:g}) outlasts the work, so it does not "
             f"renew.{truth}"
         )
-    if kind == TraceKind.REFUSED and event.op in ("start", "start_child"):
+    if kind == TraceKind.REFUSED and event.op in (Op.START, Op.START_CHILD):
         return (
             f"The runtime refuses {who}'s {event.op} for {eid}: {eid} has already ended, and a "
             f"terminal execution admits no new targets, so the stale delivery (token "
@@ -196,7 +197,7 @@ def describe_event(event: TraceEvent) -> str:
 
 def _call(event: TraceEvent) -> str:
     who, eid, key, data, op = event.worker, event.execution_id, event.step_key, event.data, event.op
-    if op == "claim":
+    if op == Op.CLAIM:
         if not isinstance(data, ClaimData):
             return f"{who} asks for due work: nothing is due."
         return (
@@ -204,7 +205,7 @@ def _call(event: TraceEvent) -> str:
             f"fencing token {event.token} until t={data.expires_at:g}, and replays "
             "the workflow from its recorded steps."
         )
-    if op == "put_step":
+    if op == Op.PUT_STEP:
         status, _, value = event.text.partition(f"recorded step {key}: ")[2].partition(" ")
         if status == "pending":
             return (
@@ -228,17 +229,17 @@ def _call(event: TraceEvent) -> str:
             f"{who} creates {target} ({data.workflow_id}) for step {key} of {eid}, "
             f"with its parent link{' (detached: it outlives its parent)' if detached else ''}."
         )
-    if op == "wait_for":
+    if op == Op.WAIT_FOR:
         return (
             f"{who} registers that {eid} waits for {event.text.partition('waits for ')[2]}: its "
             "end will wake the caller."
         )
-    if op == "record_wake":
+    if op == Op.RECORD_WAKE:
         return f"{who} records a wake for {eid}: {event.text.partition(': ')[2]}."
-    if op == "acknowledge":
+    if op == Op.ACKNOWLEDGE:
         status = data.status if isinstance(data, StatusData) else "?"
         return f"{who} acknowledges {eid}: its record is now {status}, and the lease is given up."
-    if op == "release":
+    if op == Op.RELEASE:
         return (
             f"{who} gives up its lease on {eid} without an outcome: it is due again after the "
             "redelivery delay."

@@ -26,6 +26,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import (
     TIMED_KINDS,
     Fault,
@@ -145,7 +146,7 @@ def what_if(
         # fault replaced, and read as "this fault changes nothing".
         raise ValueError(
             f"a {FaultKind(kind)} cannot go at choice point #{at} ({points[at].label}): there "
-            + ("is no call to fail at an elapse" if points[at].info.op == "elapse"
+            + ("is no call to fail at an elapse" if points[at].info.op == Op.ELAPSE
                else "is no step body's elapse to stall at a call")
         )  # fmt: skip
     new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) in TIMED_KINDS else None)
