@@ -33,7 +33,9 @@ from yieldstar_sim.core.model import LeaseLostError
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.trace import (
+    FreezeData,
     HeartbeatData,
+    ReasonData,
     SkewData,
     StallData,
     TraceKind,
@@ -168,8 +170,9 @@ def _elapse(
         assert fault is not None
         assert fault.seconds is not None
         sim.trace.add(
-            sim.clock.now(), TraceKind.FREEZE, f"{name} freezes for {fault.seconds:g}s", **where
-        )
+            sim.clock.now(), TraceKind.FREEZE, f"{name} freezes for {fault.seconds:g}s",
+            data=FreezeData(fault.seconds), **where,
+        )  # fmt: skip
         yield Wait(sim.clock.now() + fault.seconds)
         sim.trace.add(sim.clock.now(), TraceKind.RESUME, f"{name} wakes up and goes on", **where)
     elif kind == FaultKind.SKEW:
@@ -278,7 +281,7 @@ def heartbeat(
             data=HeartbeatData(believed, ends, work, renewed=False), **where,
         )  # fmt: skip
         sim.trace.add(
-            now, TraceKind.REFUSED, f"renew refused: {refused}",
+            now, TraceKind.REFUSED, f"renew refused: {refused}", data=ReasonData(str(refused)),
             **{**where, "op": "renew", "point": None},
         )  # fmt: skip
         raise

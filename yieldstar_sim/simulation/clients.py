@@ -34,6 +34,7 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
+    ErrorData,
     TraceKind,
 )
 
@@ -144,7 +145,8 @@ class _Request:
         if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
             sim.trace.add(
                 sim.clock.now(), TraceKind.ERROR,
-                f"{self.action} failed: infrastructure error at {info.label}", **where,
+                f"{self.action} failed: infrastructure error at {info.label}",
+                data=ErrorData(f"infrastructure error at {info.label}"), **where,
             )  # fmt: skip
             return "retry"
         lost = kind == FaultKind.LOSE_RESPONSE
@@ -152,8 +154,9 @@ class _Request:
             seen = self._call(attempt, request_id, where, lost=lost)
         except InfrastructureError as failed:
             sim.trace.add(
-                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}", **where
-            )
+                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}",
+                data=ErrorData(str(failed)), **where,
+            )  # fmt: skip
             seen = False
         if kind == FaultKind.CRASH_AFTER:
             return "crashed"

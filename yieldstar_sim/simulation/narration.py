@@ -1,5 +1,10 @@
 """What the trace says of a runtime call, a step body and an outcome: the text of each event
-and its typed payload."""
+and its typed payload, and the words a payload stands for.
+
+The text is written here, once, for people; code that wants to know what happened reads the
+payload, and a reader that puts an event into words (``views/words.py``, an invariant's
+sentence) gets its pieces from the payload through ``body_words`` and ``outcome_words``, never
+by slicing the text (``tests/unit/test_trace_text.py``)."""
 
 from __future__ import annotations
 
@@ -22,10 +27,14 @@ from yieldstar_sim.core.model import (
     StartRejected,
 )
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.faults import Fault
 from yieldstar_sim.simulation.trace import (
     NO_DATA,
+    BodyData,
     CancelData,
     ClaimData,
+    FaultData,
+    OutcomeData,
     Payload,
     PutStepData,
     RecordWakeData,
@@ -61,6 +70,8 @@ def command_data(command: Command, result: Any) -> Payload:
         return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
     if isinstance(command, RecordWake):
         return RecordWakeData(command.at)
+    if isinstance(command, WaitFor) and isinstance(result, ExecutionRecord):
+        return StatusData(str(result.status), command.execution_id)
     rejected = str(result.code) if isinstance(result, StartRejected) else None
     if isinstance(command, StartChild):
         child = command.request
@@ -119,17 +130,57 @@ def result_data(result: Any) -> Payload:
     return NO_DATA
 
 
+def fault_words(data: FaultData) -> str:
+    """What a fault did, as the start of a sentence (``freeze 40s before``): the words the
+    fault's event begins with."""
+    try:
+        return Fault(data.kind, seconds=data.seconds).action()
+    except ValueError:  # a trace written before faults' payloads held their seconds
+        return data.kind
+
+
+def body_data(attempt: int, elapsed: float, result: BodyResult) -> BodyData:
+    """A step body's event payload: its attempt, the seconds it worked, and what it returned
+    (summarised) or raised."""
+    if result.error is None:
+        return BodyData(attempt, elapsed, returned=summary(result.value))
+    return BodyData(attempt, elapsed, raised=f"{type(result.error).__name__}: {result.error}")
+
+
+def body_words(data: BodyData) -> str | None:
+    """What a body returned or raised, in a few words (None: a trace written before bodies'
+    payloads said)."""
+    if data.raised is not None:
+        return f"raised {data.raised}"
+    if data.returned is not None:
+        return f"returned {data.returned}"
+    return None
+
+
 def body_text(result: BodyResult) -> str:
     """What a step body returned or raised, in a few words."""
-    if result.error is None:
-        return f"returned {summary(result.value)}"
-    return f"raised {type(result.error).__name__}: {result.error}"
+    return body_words(body_data(0, 0.0, result)) or ""
+
+
+def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
+    """An outcome event's payload: the status, and a completed run's result (summarised) or a
+    failed run's error."""
+    if isinstance(outcome, Failed):
+        return OutcomeData(outcome.status, error=f"{outcome.error.name}: {outcome.error.message}")
+    if outcome.status == "completed":
+        return OutcomeData(outcome.status, result=summary(getattr(outcome, "result", None)))
+    return OutcomeData(outcome.status)
+
+
+def outcome_words(data: OutcomeData) -> str:
+    """An outcome in a few words: its status, and its result or error."""
+    if data.error is not None:
+        return f"failed ({data.error})"
+    if data.result is not None:
+        return f"completed with {data.result}"
+    return data.status
 
 
 def outcome_text(outcome: WorkflowRunOutcome) -> str:
     """A workflow run's outcome in a few words: its status, and its result or error."""
-    if isinstance(outcome, Failed):
-        return f"failed ({outcome.error.name}: {outcome.error.message})"
-    if outcome.status == "completed":
-        return f"completed with {summary(getattr(outcome, 'result', None))}"
-    return outcome.status
+    return outcome_words(outcome_data(outcome))

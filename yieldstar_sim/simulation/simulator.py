@@ -53,10 +53,12 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTime
 from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
 from yieldstar_sim.simulation.narration import (
+    body_data,
     body_text,
     call_text,
     command_data,
     narration,
+    outcome_data,
     outcome_text,
     result_data,
 )
@@ -64,11 +66,14 @@ from yieldstar_sim.simulation.port import SimPort
 from yieldstar_sim.simulation.scenario import Cancel, Prune, ScenarioError
 from yieldstar_sim.simulation.trace import (
     Admission,
-    BodyData,
     CancelData,
+    DeployData,
+    ErrorData,
     FaultData,
-    OutcomeData,
+    FreezeData,
     Payload,
+    PruneData,
+    ReasonData,
     ReleaseData,
     Trace,
     TraceEvent,
@@ -304,18 +309,24 @@ class Simulator:
                 )  # fmt: skip
                 self.observe_admission(execution_id, "trigger", None, event)
             else:
-                names = ", ".join(w.name for w in item.workflows)
-                self.trace.add(self.clock.now(), TraceKind.DEPLOY, f"deploy new code for {names}")
+                names = tuple(w.name for w in item.workflows)
+                self.trace.add(
+                    self.clock.now(), TraceKind.DEPLOY, f"deploy new code for {', '.join(names)}",
+                    data=DeployData(names),
+                )  # fmt: skip
             self.kernel.nudge()
 
     def _prune(self, execution_id: str) -> None:
         try:
             self.runtime.prune(execution_id)
         except (ExecutionNotFoundError, ExecutionStateError) as refused:
-            text = f"prune {execution_id} refused: {refused}"
+            text, data = f"prune {execution_id} refused: {refused}", PruneData(str(refused))
         else:
             text = f"prune {execution_id}: its steps, wake and start requests are gone"
-        self.trace.add(self.clock.now(), TraceKind.PRUNE, text, execution_id=execution_id)
+            data = PruneData(None)
+        self.trace.add(
+            self.clock.now(), TraceKind.PRUNE, text, execution_id=execution_id, data=data
+        )
 
     def _worker(self, name: str) -> Actor:
         while True:
@@ -371,13 +382,14 @@ class Simulator:
                 self.clock.now(), TraceKind.REJECT,
                 f"delivery of {record.execution_id} rejected: {rejection}",
                 worker=name, execution_id=record.execution_id, token=lease.token,
+                data=ReasonData(str(rejection)),
             )  # fmt: skip
             yield from self._release(name, lease)
             return
         self.trace.add(
             self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_text(outcome)}",
             worker=name, execution_id=record.execution_id, token=lease.token,
-            data=OutcomeData(outcome.status),
+            data=outcome_data(outcome),
         )  # fmt: skip
         try:
             yield from self._call(
@@ -438,7 +450,7 @@ class Simulator:
                 self.clock.now(), TraceKind.BODY,
                 f"ran step {command.step_key} (attempt {command.attempt}): {body_text(result)}",
                 worker=name, execution_id=command.execution_id, step_key=command.step_key,
-                token=lease.token, data=BodyData(command.attempt, port.elapsed),
+                token=lease.token, data=body_data(command.attempt, port.elapsed, result),
             )  # fmt: skip
             return result
         if isinstance(command, ReadClock):
@@ -485,7 +497,7 @@ class Simulator:
         if fault is not None:
             self.trace.add(
                 self.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-                data=FaultData(str(FaultKind(fault.kind))), **where,
+                data=FaultData(str(FaultKind(fault.kind)), fault.seconds), **where,
             )  # fmt: skip
         return fault, where
 
@@ -511,6 +523,7 @@ class Simulator:
                 self.clock.now(),
                 TraceKind.FREEZE,
                 f"{info.worker} freezes for {fault.seconds:g}s",
+                data=FreezeData(fault.seconds),
                 **where,
             )
             yield Wait(self.clock.now() + fault.seconds)
@@ -521,13 +534,17 @@ class Simulator:
             raise WorkerCrashed
         elif kind == FaultKind.INFRA_ERROR:
             error = InjectedFailure(f"infrastructure error at {info.label}")
-            self.trace.add(self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}", **where)
+            self.trace.add(
+                self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}",
+                data=ErrorData(str(error)), **where,
+            )  # fmt: skip
             raise error
         elif kind == FaultKind.CHILD_EXIT:
             rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
             self.trace.add(
-                self.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}", **where
-            )
+                self.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}",
+                data=ErrorData(str(rejected), made=False), **where,
+            )  # fmt: skip
             raise rejected
         elif kind == FaultKind.SKEW:
             assert fault is not None
@@ -537,15 +554,17 @@ class Simulator:
             result = perform()
         except LeaseLostError as refused:
             self.trace.add(
-                self.clock.now(), TraceKind.REFUSED, f"{info.op} refused: {refused}", **where
-            )
+                self.clock.now(), TraceKind.REFUSED, f"{info.op} refused: {refused}",
+                data=ReasonData(str(refused)), **where,
+            )  # fmt: skip
             if kind == FaultKind.CRASH_AFTER:
                 raise WorkerCrashed from refused
             raise
         except InfrastructureError as failed:
             self.trace.add(
-                self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {failed}", **where
-            )
+                self.clock.now(), TraceKind.ERROR, f"{info.op} failed: {failed}",
+                data=ErrorData(str(failed)), **where,
+            )  # fmt: skip
             if kind == FaultKind.CRASH_AFTER:
                 raise WorkerCrashed from failed
             raise
@@ -562,7 +581,8 @@ class Simulator:
             raise WorkerCrashed
         if kind == FaultKind.LOSE_RESPONSE:
             self.trace.add(
-                self.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost", **where
-            )
+                self.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost",
+                data=ErrorData(None), **where,
+            )  # fmt: skip
             raise ResponseLost(f"the response of {info.label} was lost")
         return result

@@ -31,13 +31,18 @@ from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
+    DeployData,
     EffectData,
+    ErrorData,
     FaultData,
+    FreezeData,
     HeartbeatData,
     NoData,
     OutcomeData,
     Payload,
+    PruneData,
     PutStepData,
+    ReasonData,
     RecordWakeData,
     ReleaseData,
     SkewData,
@@ -64,14 +69,19 @@ __all__ = [
     "ClientAnswerData",
     "ClientAttemptData",
     "ClientGiveUpData",
+    "DeployData",
     "EffectData",
+    "ErrorData",
     "FaultData",
+    "FreezeData",
     "HeartbeatData",
     "NoData",
     "Op",
     "OutcomeData",
     "Payload",
+    "PruneData",
     "PutStepData",
+    "ReasonData",
     "RecordWakeData",
     "ReleaseData",
     "SkewData",
@@ -133,6 +143,15 @@ class TraceEvent:
                 f"a {self.kind} event{f' of {self.op}' if self.op else ''} does not carry "
                 f"{type(self.data).__name__}"
             )
+
+    def facts(self) -> tuple[object, ...]:
+        """What happened, without the event's place in the trace and its words: two runs did
+        the same thing here when their events' facts are equal (the text is written from
+        them, for people)."""
+        return (
+            self.t, self.kind, self.worker, self.op, self.execution_id, self.step_key,
+            self.token, self.data,
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """The event as plain data."""

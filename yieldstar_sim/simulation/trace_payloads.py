@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_values import summary
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject
@@ -192,9 +193,59 @@ class CancelData(Payload):
 @payload(TraceKind.FAULT)
 @dataclass(frozen=True, slots=True)
 class FaultData(Payload):
-    """The kind of fault that fired (a ``FaultKind`` value)."""
+    """The kind of fault that fired (a ``FaultKind`` value), and its seconds for a freeze, a
+    stall or a skew."""
 
     kind: str
+    seconds: float | None = omittable()
+
+
+@payload(TraceKind.FREEZE)
+@dataclass(frozen=True, slots=True)
+class FreezeData(Payload):
+    """How long a frozen worker stays stopped."""
+
+    seconds: float
+
+
+@payload(TraceKind.DEPLOY)
+@dataclass(frozen=True, slots=True)
+class DeployData(Payload):
+    """The workflows whose new code was deployed."""
+
+    workflows: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workflows", tuple(self.workflows))
+
+
+@payload(TraceKind.PRUNE)
+@dataclass(frozen=True, slots=True)
+class PruneData(Payload):
+    """A prune: done (``refused`` None), or refused, and why (the error's message)."""
+
+    refused: str | None
+
+
+@payload(TraceKind.REFUSED)
+@payload(TraceKind.REJECT)
+@dataclass(frozen=True, slots=True)
+class ReasonData(Payload):
+    """Why a fenced write was refused, or why a delivery ended without an outcome (the
+    error's message)."""
+
+    reason: str
+
+
+@payload(TraceKind.ERROR)
+@dataclass(frozen=True, slots=True)
+class ErrorData(Payload):
+    """A runtime call that failed or was not made (``reason``: the error's message), or whose
+    response was lost (``reason`` None)."""
+
+    reason: str | None
+    made: bool = omittable(True)
+    """False: the call was never made (the worker process exited before it)."""
 
 
 @payload(TraceKind.BODY)
@@ -204,6 +255,10 @@ class BodyData(Payload):
 
     attempt: int
     elapsed: float
+    returned: str | None = omittable()
+    """What the body returned, summarised as the trace keeps values (``trace_values.summary``)."""
+    raised: str | None = omittable()
+    """What the body raised: ``ValueError: boom``."""
 
 
 @payload(TraceKind.EFFECT)
@@ -296,9 +351,12 @@ class StoreWriteData(Payload):
 @payload(TraceKind.OUTCOME)
 @dataclass(frozen=True, slots=True)
 class OutcomeData(Payload):
-    """The status of a delivery's outcome."""
+    """The status of a delivery's outcome; a completed run's result, summarised as the trace
+    keeps values, or a failed run's error (``name: message``)."""
 
     status: str
+    result: str | None = omittable()
+    error: str | None = omittable()
 
 
 @payload(TraceKind.CALL, op=Op.CLAIM)
@@ -324,6 +382,13 @@ class PutStepData(Payload):
     value_digest: str | None = omittable()
     value_bytes: int | None = omittable()
 
+    def value_summary(self) -> str:
+        """The value in at most 80 characters, as the event's text gives it (a large one as
+        its size and digest)."""
+        if self.value_digest is not None:
+            return f"<{self.value_bytes} bytes, {self.value_digest[:19]}>"
+        return summary(self.value)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON form: ``value``, or ``value_digest`` and ``value_bytes``."""
         out = Payload.to_json(self)
@@ -345,9 +410,10 @@ class RecordWakeData(Payload):
 @dataclass(frozen=True, slots=True)
 class StatusData(Payload):
     """The status of the record a call returned (an acknowledged execution, or the one
-    waited for)."""
+    waited for: ``execution_id``)."""
 
     status: str
+    execution_id: str | None = omittable()
 
 
 @payload(TraceKind.CALL, op=Op.RELEASE)
