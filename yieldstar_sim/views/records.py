@@ -15,7 +15,6 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +27,8 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     EffectData,
     HeartbeatData,
+    PutStepData,
+    RecordWakeData,
     StartChildData,
     StartData,
     StatusData,
@@ -145,23 +146,6 @@ class _State:
     effects: list[tuple[str, str, str, str, str]] = field(default_factory=list)
     world: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """The world's key-value store: each key's value, who wrote it last, and when."""
-
-
-_WAKE = re.compile(r"wake at t=([0-9.eE+-]+|inf)")
-_UNTIL = re.compile(r"'(?:until|wake_at)': ([0-9.eE+-]+)")
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
-
-
-def _step_text(event: TraceEvent) -> tuple[str, str]:
-    """A put_step's status and value summary, read back from its text (the trace holds no
-    structured copy): ``put_step: recorded step KEY: STATUS VALUE``."""
-    prefix = f"put_step: recorded step {event.step_key}: "
-    rest = event.text[len(prefix) :] if event.text.startswith(prefix) else event.text
-    status, _, value = rest.partition(" ")
-    return status, value
 
 
 class RecordBook:
@@ -305,20 +289,16 @@ class RecordBook:
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
         elif op in (Op.START, Op.START_CHILD):
             self._start(event)
-        elif op == Op.PUT_STEP and event.step_key:
-            status, value = _step_text(event)
+        elif isinstance(data, PutStepData) and event.step_key:
             state.steps[(execution_id, event.step_key)] = (
-                status,
-                value,
+                data.status,
+                data.value_summary(),
                 f"t={t:g} by {event.worker} (token {event.token})",
             )
-            wake = _UNTIL.search(value) if status == "pending" else None
-            if wake is not None and record is not None:
-                self._wake(record, float(wake.group(1)), f"step {event.step_key} is pending")
-        elif op == Op.RECORD_WAKE and record is not None:
-            found = _WAKE.search(event.text)
-            if found is not None:
-                self._wake(record, float(found.group(1)), "wake recorded")
+            if data.status == "pending" and data.wake_at is not None and record is not None:
+                self._wake(record, data.wake_at, f"step {event.step_key} is pending")
+        elif isinstance(data, RecordWakeData) and record is not None:
+            self._wake(record, data.at, "wake recorded")
         elif op == Op.ACKNOWLEDGE and record is not None:
             record.status = data.status if isinstance(data, StatusData) else record.status
             record.lease_owner, record.lease_expires_at = None, None

@@ -169,7 +169,7 @@ def what_if(
 
 
 def _prefix(events: Sequence[TraceEvent], upto: int) -> list[tuple[object, ...]]:
-    return [(e.t, e.kind, e.worker, e.text) for e in events[:upto]]
+    return [event.facts() for event in events[:upto]]
 
 
 # --------------------------------------------------------------------------- diffs
@@ -255,7 +255,7 @@ def compare_runs(before: SimulationRun, after: SimulationRun, notes: Sequence[st
     old, new = before.trace.events, after.trace.events
     divergence: int | None = None
     for a, b in zip(old, new, strict=False):
-        if (a.t, a.kind, a.worker, a.text) != (b.t, b.kind, b.worker, b.text):
+        if a.facts() != b.facts():
             divergence = a.seq
             break
     else:
