@@ -27,6 +27,7 @@ from yieldstar_sim.core.model import (
     ExecutionStateError,
     InfrastructureError,
 )
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Park, Point, Wait
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
@@ -233,6 +234,6 @@ class _Request:
         sim.trace.add(
             sim.clock.now(), TraceKind.CLIENT_GIVE_UP,
             f"gives up its {self.action} of {self.meant}: {why}",
-            worker=self.client, op=self.action, execution_id=self.request.execution_id,
+            worker=self.client, op=Op(self.action), execution_id=self.request.execution_id,
             data=ClientGiveUpData(self.client, self.action, attempts, why),
         )  # fmt: skip

@@ -247,15 +247,17 @@ class Trace:
         text: str,
         *,
         worker: str | None = None,
-        op: Op | str | None = None,
+        op: Op | None = None,
         execution_id: str | None = None,
         step_key: str | None = None,
         token: int | None = None,
         point: int | None = None,
         data: Payload = NO_DATA,
     ) -> TraceEvent:
-        """Append an event and return it (an ``op`` given as its string is made an `Op`)."""
+        """Append an event and return it."""
         if op is not None and type(op) is not Op:
+            # Writers that pass a choice point's keywords along (``PointInfo.op``) still hold
+            # the op as its string: the event keeps the member.
             op = _op(op)
         kinds = type(data).kinds
         if type(kind) is TraceKind and (not kinds or (kind, op) in kinds or (kind, None) in kinds):
