@@ -157,11 +157,6 @@ def body_words(data: BodyData) -> str | None:
     return None
 
 
-def body_text(result: BodyResult) -> str:
-    """What a step body returned or raised, in a few words."""
-    return body_words(body_data(0, 0.0, result)) or ""
-
-
 def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
     """An outcome event's payload: the status, and a completed run's result (summarised) or a
     failed run's error."""
@@ -179,8 +174,3 @@ def outcome_words(data: OutcomeData) -> str:
     if data.result is not None:
         return f"completed with {data.result}"
     return data.status
-
-
-def outcome_text(outcome: WorkflowRunOutcome) -> str:
-    """A workflow run's outcome in a few words: its status, and its result or error."""
-    return outcome_words(outcome_data(outcome))

@@ -54,12 +54,12 @@ from yieldstar_sim.simulation.faults import Fault, FaultKind, FaultPlan, PointIn
 from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
 from yieldstar_sim.simulation.narration import (
     body_data,
-    body_text,
+    body_words,
     call_text,
     command_data,
     narration,
     outcome_data,
-    outcome_text,
+    outcome_words,
     result_data,
 )
 from yieldstar_sim.simulation.port import SimPort
@@ -386,10 +386,10 @@ class Simulator:
             )  # fmt: skip
             yield from self._release(name, lease)
             return
+        ended = outcome_data(outcome)
         self.trace.add(
-            self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_text(outcome)}",
-            worker=name, execution_id=record.execution_id, token=lease.token,
-            data=outcome_data(outcome),
+            self.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_words(ended)}",
+            worker=name, execution_id=record.execution_id, token=lease.token, data=ended,
         )  # fmt: skip
         try:
             yield from self._call(
@@ -446,11 +446,12 @@ class Simulator:
                         f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
                     )
                 )
+            ran = body_data(command.attempt, port.elapsed, result)
             self.trace.add(
                 self.clock.now(), TraceKind.BODY,
-                f"ran step {command.step_key} (attempt {command.attempt}): {body_text(result)}",
+                f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran)}",
                 worker=name, execution_id=command.execution_id, step_key=command.step_key,
-                token=lease.token, data=body_data(command.attempt, port.elapsed, result),
+                token=lease.token, data=ran,
             )  # fmt: skip
             return result
         if isinstance(command, ReadClock):
