@@ -15,7 +15,8 @@ import enum
 
 
 class Op(enum.StrEnum):
-    """A choice point's op (``faults.CHOICE_POINT_OPS`` says what each is)."""
+    """A choice point's op (``faults.CHOICE_POINT_OPS`` says what each is), or the one trace
+    op that is not a choice point, `RENEW`."""
 
     CLAIM = "claim"
     PUT_STEP = "put_step"
@@ -29,4 +30,5 @@ class Op(enum.StrEnum):
     TRIGGER = "trigger"
     ELAPSE = "elapse"
     RENEW = "renew"
-    """A heartbeat's lease renewal: traced when refused, not a choice point of its own."""
+    """A worker's heartbeat renewing its lease: not a choice point (no fault is placed there,
+    and ``faults.CHOICE_POINT_OPS`` leaves it out), but a refused renewal is a trace event."""

@@ -31,7 +31,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, pass_point
-from yieldstar_sim.simulation.trace import HeartbeatData, StallData, TraceKind
+from yieldstar_sim.simulation.trace import HeartbeatData, ReasonData, StallData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
@@ -228,7 +228,7 @@ def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Wher
             data=HeartbeatData(believed, ends, work, renewed=False), **where,
         )  # fmt: skip
         sim.trace.add(
-            now, TraceKind.REFUSED, f"renew refused: {refused}",
+            now, TraceKind.REFUSED, f"renew refused: {refused}", data=ReasonData(str(refused)),
             **{**where, "op": Op.RENEW, "point": None},
         )  # fmt: skip
         raise

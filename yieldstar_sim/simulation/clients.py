@@ -36,6 +36,7 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
+    ErrorData,
     TraceKind,
 )
 
@@ -143,7 +144,8 @@ class _Request:
         if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
             sim.trace.add(
                 sim.clock.now(), TraceKind.ERROR,
-                f"{self.action} failed: infrastructure error at {info.label}", **where,
+                f"{self.action} failed: infrastructure error at {info.label}",
+                data=ErrorData(f"infrastructure error at {info.label}"), **where,
             )  # fmt: skip
             return "retry"
         lost = kind == FaultKind.LOSE_RESPONSE
@@ -151,8 +153,9 @@ class _Request:
             seen = self._call(attempt, request_id, where, lost=lost)
         except InfrastructureError as failed:
             sim.trace.add(
-                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}", **where
-            )
+                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}",
+                data=ErrorData(str(failed)), **where,
+            )  # fmt: skip
             seen = False
         if kind == FaultKind.CRASH_AFTER:
             return "crashed"
@@ -229,6 +232,6 @@ class _Request:
         sim.trace.add(
             sim.clock.now(), TraceKind.CLIENT_GIVE_UP,
             f"gives up its {self.action} of {self.meant}: {why}",
-            worker=self.client, op=self.action, execution_id=self.request.execution_id,
+            worker=self.client, op=Op(self.action), execution_id=self.request.execution_id,
             data=ClientGiveUpData(self.client, self.action, attempts, why),
         )  # fmt: skip

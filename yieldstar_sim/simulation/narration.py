@@ -1,5 +1,10 @@
 """What the trace says of a runtime call, a step body and an outcome: the text of each event
-and its typed payload."""
+and its typed payload, and the words a payload stands for.
+
+The text is written here, once, for people; code that wants to know what happened reads the
+payload, and a reader that puts an event into words (``views/words.py``, an invariant's
+sentence) gets its pieces from the payload through ``body_words`` and ``outcome_words``, never
+by slicing the text (``tests/unit/test_trace_text.py``)."""
 
 from __future__ import annotations
 
@@ -21,10 +26,15 @@ from yieldstar_sim.core.model import (
     StartAccepted,
     StartRejected,
 )
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.faults import Fault
 from yieldstar_sim.simulation.trace import (
     NO_DATA,
+    BodyData,
     CancelData,
     ClaimData,
+    FaultData,
+    OutcomeData,
     Payload,
     PutStepData,
     RecordWakeData,
@@ -60,6 +70,8 @@ def command_data(command: Command, result: Any) -> Payload:
         return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
     if isinstance(command, RecordWake):
         return RecordWakeData(command.at)
+    if isinstance(command, WaitFor) and isinstance(result, ExecutionRecord):
+        return StatusData(str(result.status), command.execution_id)
     rejected = str(result.code) if isinstance(result, StartRejected) else None
     if isinstance(command, StartChild):
         child = command.request
@@ -81,26 +93,26 @@ def call_text(info: PointInfo, result: Any, done: str | None) -> str:
     says."""
     if done is not None:
         return f"{info.op}: {done}"
-    if info.op == "claim":
+    if info.op == Op.CLAIM:
         if result is None:
             return "claim: nothing due"
         lease = result.lease
         expires = f"until t={lease.expires_at:g}"
         return f"claim: {lease.execution_id} leased with token {lease.token} {expires}"
-    if info.op == "start_child":
+    if info.op == Op.START_CHILD:
         if isinstance(result, ChildAccepted):
             how = "created" if result.created else "joined"
             return (
                 f"start_child ({info.execution_id}, {info.step_key}): {how} {result.execution_id}"
             )
         return f"start_child ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "start":
+    if info.op == Op.START:
         if isinstance(result, StartAccepted):
             return f"start ({info.execution_id}, {info.step_key}): accepted {result.execution_id}"
         return f"start ({info.execution_id}, {info.step_key}): rejected {result.code}"
-    if info.op == "acknowledge":
+    if info.op == Op.ACKNOWLEDGE:
         return f"acknowledge: {result.execution_id} is {result.status}"
-    if info.op == "release":
+    if info.op == Op.RELEASE:
         return "release: lease given up; redelivery after the delay"
     return f"{info.op}: ok"
 
@@ -118,17 +130,47 @@ def result_data(result: Any) -> Payload:
     return NO_DATA
 
 
-def body_text(result: BodyResult) -> str:
-    """What a step body returned or raised, in a few words."""
+def fault_words(data: FaultData) -> str:
+    """What a fault did, as the start of a sentence (``freeze 40s before``): the words the
+    fault's event begins with."""
+    try:
+        return Fault(data.kind, seconds=data.seconds).action()
+    except ValueError:  # a trace written before faults' payloads held their seconds
+        return data.kind
+
+
+def body_data(attempt: int, elapsed: float, result: BodyResult) -> BodyData:
+    """A step body's event payload: its attempt, the seconds it worked, and what it returned
+    (summarised) or raised."""
     if result.error is None:
-        return f"returned {summary(result.value)}"
-    return f"raised {type(result.error).__name__}: {result.error}"
+        return BodyData(attempt, elapsed, returned=summary(result.value))
+    return BodyData(attempt, elapsed, raised=f"{type(result.error).__name__}: {result.error}")
 
 
-def outcome_text(outcome: WorkflowRunOutcome) -> str:
-    """A workflow run's outcome in a few words: its status, and its result or error."""
+def body_words(data: BodyData) -> str | None:
+    """What a body returned or raised, in a few words (None: a trace written before bodies'
+    payloads said)."""
+    if data.raised is not None:
+        return f"raised {data.raised}"
+    if data.returned is not None:
+        return f"returned {data.returned}"
+    return None
+
+
+def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
+    """An outcome event's payload: the status, and a completed run's result (summarised) or a
+    failed run's error."""
     if isinstance(outcome, Failed):
-        return f"failed ({outcome.error.name}: {outcome.error.message})"
+        return OutcomeData(outcome.status, error=f"{outcome.error.name}: {outcome.error.message}")
     if outcome.status == "completed":
-        return f"completed with {summary(getattr(outcome, 'result', None))}"
-    return outcome.status
+        return OutcomeData(outcome.status, result=summary(getattr(outcome, "result", None)))
+    return OutcomeData(outcome.status)
+
+
+def outcome_words(data: OutcomeData) -> str:
+    """An outcome in a few words: its status, and its result or error."""
+    if data.error is not None:
+        return f"failed ({data.error})"
+    if data.result is not None:
+        return f"completed with {data.result}"
+    return data.status

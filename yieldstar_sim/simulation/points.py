@@ -24,7 +24,15 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Point, Wait
 from yieldstar_sim.simulation.narration import call_text, result_data
-from yieldstar_sim.simulation.trace import FaultData, Payload, SkewData, TraceKind
+from yieldstar_sim.simulation.trace import (
+    ErrorData,
+    FaultData,
+    FreezeData,
+    Payload,
+    ReasonData,
+    SkewData,
+    TraceKind,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.state import RunState
@@ -59,7 +67,7 @@ def pass_point(
     if fault is not None:
         state.trace.add(
             state.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-            data=FaultData(str(FaultKind(fault.kind))), **where,
+            data=FaultData(str(FaultKind(fault.kind)), fault.seconds), **where,
         )  # fmt: skip
     return fault, where
 
@@ -92,22 +100,29 @@ def _freeze(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Gen
     assert fault.seconds is not None
     now = state.clock.now
     state.trace.add(
-        now(), TraceKind.FREEZE, f"{info.worker} freezes for {fault.seconds:g}s", **where
-    )
+        now(), TraceKind.FREEZE, f"{info.worker} freezes for {fault.seconds:g}s",
+        data=FreezeData(fault.seconds), **where,
+    )  # fmt: skip
     yield Wait(now() + fault.seconds)
     state.trace.add(now(), TraceKind.RESUME, f"{info.worker} wakes up and goes on", **where)
 
 
 def _infra_error(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
     error = InjectedFailure(f"infrastructure error at {info.label}")
-    state.trace.add(state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}", **where)
+    state.trace.add(
+        state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}",
+        data=ErrorData(str(error)), **where,
+    )  # fmt: skip
     raise error
     yield
 
 
 def _child_exit(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
     rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
-    state.trace.add(state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}", **where)
+    state.trace.add(
+        state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}",
+        data=ErrorData(str(rejected), made=False), **where,
+    )  # fmt: skip
     raise rejected
     yield
 
@@ -139,8 +154,9 @@ def _crash_after(state: RunState, info: PointInfo, where: Where) -> NoReturn:
 
 def _lose_response(state: RunState, info: PointInfo, where: Where) -> NoReturn:
     state.trace.add(
-        state.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost", **where
-    )
+        state.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost",
+        data=ErrorData(None), **where,
+    )  # fmt: skip
     raise ResponseLost(f"the response of {info.label} was lost")
 
 
@@ -175,7 +191,8 @@ def call(
         refused = isinstance(failed, LeaseLostError)
         state.trace.add(
             state.clock.now(), TraceKind.REFUSED if refused else TraceKind.ERROR,
-            f"{info.op} {'refused' if refused else 'failed'}: {failed}", **where,
+            f"{info.op} {'refused' if refused else 'failed'}: {failed}",
+            data=ReasonData(str(failed)) if refused else ErrorData(str(failed)), **where,
         )  # fmt: skip
         if kind == FaultKind.CRASH_AFTER:
             raise WorkerCrashed from failed

@@ -16,7 +16,13 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.simulation.kernel import Park, Point, Wait
 from yieldstar_sim.simulation.scenario import Cancel, Deploy, Prune, ScenarioError, Trigger
-from yieldstar_sim.simulation.trace import CancelData, TraceKind, TriggerData
+from yieldstar_sim.simulation.trace import (
+    CancelData,
+    DeployData,
+    PruneData,
+    TraceKind,
+    TriggerData,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.state import RunState
@@ -48,8 +54,11 @@ def scheduled_actor(state: RunState) -> Actor:
             if not _trigger(state, item):
                 continue  # refused: nothing new for the workers
         else:
-            names = ", ".join(w.name for w in item.workflows)
-            state.trace.add(state.clock.now(), TraceKind.DEPLOY, f"deploy new code for {names}")
+            names = tuple(w.name for w in item.workflows)
+            state.trace.add(
+                state.clock.now(), TraceKind.DEPLOY, f"deploy new code for {', '.join(names)}",
+                data=DeployData(names),
+            )  # fmt: skip
         state.kernel.nudge()
 
 
@@ -99,7 +108,8 @@ def _prune(state: RunState, execution_id: str) -> None:
     try:
         state.runtime.prune(execution_id)
     except (ExecutionNotFoundError, ExecutionStateError) as refused:
-        text = f"prune {execution_id} refused: {refused}"
+        text, data = f"prune {execution_id} refused: {refused}", PruneData(str(refused))
     else:
         text = f"prune {execution_id}: its steps, wake and start requests are gone"
-    state.trace.add(state.clock.now(), TraceKind.PRUNE, text, execution_id=execution_id)
+        data = PruneData(None)
+    state.trace.add(state.clock.now(), TraceKind.PRUNE, text, execution_id=execution_id, data=data)

@@ -1,452 +1,107 @@
 """The trace of a run: every choice, runtime call and result, fault, lease change, wake,
 outcome and effect, in order. The same inputs give the same trace, byte for byte.
 
-An event's ``kind`` is a `TraceKind` (each member says what emits it) and its ``data`` a small
-frozen dataclass per kind (``EffectData``, ``ClaimData`` ...), so a writer and a reader that
-disagree on a field's name disagree under mypy, not in a run. The JSON form (``to_jsonl``) is
-the one the trace had when ``data`` was a dict, key for key; ``Trace.from_jsonl`` reads it
-back into the typed payloads.
+An event's ``kind`` is a `TraceKind` (each member says what emits it), its ``op`` an `Op` (the
+runtime call it is about, if any) and its ``data`` a small frozen dataclass per kind
+(``EffectData``, ``ClaimData`` ...: `yieldstar_sim.simulation.trace_payloads`, whose names this
+module re-exports). Code reads those; an event's ``text`` is written for people, once, by
+``simulation/narration.py``, and only narration and the trace's own serialisation read it
+(``tests/unit/test_trace_text.py``). The JSON form (``to_jsonl``) is the one the trace had when
+``data`` was a dict, key for key; ``Trace.from_jsonl`` reads it back into the typed payloads.
 
-Adding a kind of event takes two things here: a member of `TraceKind`, and, if the event
-carries data, a frozen dataclass deriving from `Payload`, registered with ``@payload(kind)``
-(``@payload(TraceKind.CALL, op=...)`` for a runtime call's result).
+Adding a kind of event takes two things in ``trace_payloads``: a member of `TraceKind`, and, if
+the event carries data, a frozen dataclass deriving from `Payload`, registered with
+``@payload(kind)`` (``@payload(TraceKind.CALL, op=Op.CLAIM)`` for a runtime call's result).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from yieldstar_sim.core.frozen import maker
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_payloads import (
+    NO_DATA,
+    BodyData,
+    CancelData,
+    ClaimData,
+    ClientAnswerData,
+    ClientAttemptData,
+    ClientGiveUpData,
+    DeployData,
+    EffectData,
+    ErrorData,
+    FaultData,
+    FreezeData,
+    HeartbeatData,
+    NoData,
+    OutcomeData,
+    Payload,
+    PruneData,
+    PutStepData,
+    ReasonData,
+    RecordWakeData,
+    ReleaseData,
+    SkewData,
+    StallData,
+    StartChildData,
+    StartData,
+    StatusData,
+    StoreReadData,
+    StoreWriteData,
+    TraceKind,
+    TriggerData,
+    WorldReadData,
+    omittable,
+    payload,
+    payload_from_json,
+)
 
-if TYPE_CHECKING:
-    from yieldstar_sim.core.codec import DurableObject
+__all__ = [
+    "NO_DATA",
+    "Admission",
+    "BodyData",
+    "CancelData",
+    "ClaimData",
+    "ClientAnswerData",
+    "ClientAttemptData",
+    "ClientGiveUpData",
+    "DeployData",
+    "EffectData",
+    "ErrorData",
+    "FaultData",
+    "FreezeData",
+    "HeartbeatData",
+    "NoData",
+    "Op",
+    "OutcomeData",
+    "Payload",
+    "PruneData",
+    "PutStepData",
+    "ReasonData",
+    "RecordWakeData",
+    "ReleaseData",
+    "SkewData",
+    "StallData",
+    "StartChildData",
+    "StartData",
+    "StatusData",
+    "StoreReadData",
+    "StoreWriteData",
+    "Trace",
+    "TraceEvent",
+    "TraceKind",
+    "TriggerData",
+    "WorldReadData",
+    "omittable",
+    "payload",
+    "payload_from_json",
+]
 
-
-class TraceKind(StrEnum):
-    """What an event is. A ``StrEnum``: it compares, formats and serialises as its value."""
-
-    TRIGGER = "trigger"
-    """The scenario triggered a workflow: admitted, or refused (`TriggerData`)."""
-    DEPLOY = "deploy"
-    """New workflow code was deployed."""
-    CANCEL = "cancel"
-    """The scenario requested a cancellation (`CancelData`)."""
-    PRUNE = "prune"
-    """The scenario pruned an execution, or was refused."""
-    CALL = "call"
-    """A runtime call and its result; the payload depends on the call's ``op``."""
-    REFUSED = "refused"
-    """A fenced write refused: the lease was lost."""
-    ERROR = "error"
-    """A runtime call that failed, was not made, or whose response was lost."""
-    FAULT = "fault"
-    """The fault plan fired at a choice point (`FaultData`)."""
-    CRASH = "crash"
-    """A worker crashed."""
-    RESTART = "restart"
-    """A crashed worker came back with no memory."""
-    FREEZE = "freeze"
-    """A worker froze (a freeze fault)."""
-    RESUME = "resume"
-    """A frozen worker woke up."""
-    BODY = "body"
-    """A step body ran (`BodyData`)."""
-    EFFECT = "effect"
-    """An effect reached the outside world (`EffectData`)."""
-    WORLD = "world"
-    """A read of the world's clock or random numbers (`WorldReadData`)."""
-    STORE_READ = "store_read"
-    """A step body read a key of the world's key-value store (`StoreReadData`)."""
-    STORE_WRITE = "store_write"
-    """A step body wrote a key of the world's key-value store (`StoreWriteData`)."""
-    OUTCOME = "outcome"
-    """A delivery ended with an outcome (`OutcomeData`)."""
-    REJECT = "reject"
-    """A delivery ended without an outcome."""
-    CLIENT_ATTEMPT = "client_attempt"
-    """A client (``ys.Client``) sent one attempt of its trigger or cancel, past its choice
-    point (`ClientAttemptData`)."""
-    CLIENT_ANSWER = "client_answer"
-    """The runtime's answer to a client's attempt, seen by the client or lost on the way
-    (`ClientAnswerData`)."""
-    CLIENT_GIVE_UP = "client_give_up"
-    """A client stopped without an answer: its attempts ran out, or it crashed
-    (`ClientGiveUpData`)."""
-    STALL = "stall"
-    """One step attempt hung at its elapse while its worker went on (`StallData`)."""
-    UNSTALL = "unstall"
-    """A stalled attempt resumed, unaware of the time it lost (`StallData`)."""
-    SKEW = "skew"
-    """A worker's clock was set back: from now on it runs behind true time (`SkewData`)."""
-    HEARTBEAT = "heartbeat"
-    """A worker, about to let a step body work, judged its lease by its own clock and renewed
-    it, or (its clock behind) believed it did not need to (`HeartbeatData`)."""
-
-
-_OMIT = "omitted while default"
-
-_PAYLOADS: dict[tuple[TraceKind, str | None], type[Payload]] = {}
-
-P = TypeVar("P", bound="type[Payload]")
 T = TypeVar("T")
-
-
-def payload(kind: TraceKind, *, op: str | None = None) -> Callable[[P], P]:
-    """Register a payload class as the data of ``kind`` events (of the runtime call ``op``,
-    for ``TraceKind.CALL``): ``Trace.from_jsonl`` reads such events' data back into it."""
-
-    def register(cls: P) -> P:
-        if (kind, op) in _PAYLOADS:
-            raise ValueError(f"{kind} events ({op or 'any op'}) have a payload already")
-        _PAYLOADS[(kind, op)] = cls
-        cls.kinds = (*cls.kinds, (kind, op))
-        return cls
-
-    return register
-
-
-def omittable(default: Any = None) -> Any:
-    """A field the JSON form leaves out while it holds ``default``, as the dict form did."""
-    return field(default=default, metadata={_OMIT: True})
-
-
-class Payload(Mapping[str, Any]):
-    """The data of one event. Subclasses are frozen dataclasses; read them by attribute.
-
-    A payload is also a read-only mapping over its JSON form (``event.data["accepted"]``,
-    ``"refused" in event.data``), so that code written when ``data`` was a dict still reads.
-    """
-
-    __slots__ = ()
-
-    kinds: ClassVar[tuple[tuple[TraceKind, str | None], ...]] = ()
-    """The (kind, op) pairs this payload is registered for (``op`` None: any op)."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The payload as plain data: every field, less those left at an omittable default."""
-        out: dict[str, Any] = {}
-        for each in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, each.name)
-            if each.metadata.get(_OMIT) and value == each.default:
-                continue
-            out[each.name] = list(value) if isinstance(value, tuple) else value
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Payload:
-        """The payload from its JSON form; a ``ValueError`` names a key it does not know or
-        one it needs and lacks."""
-        known = {each.name: each for each in fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}")
-        missing = [
-            name
-            for name, each in known.items()
-            if name not in data and each.default is MISSING and each.default_factory is MISSING
-        ]
-        if missing:
-            raise ValueError(f"{cls.__name__} needs {', '.join(map(repr, missing))}")
-        return cast("Any", cls)(**data)  # type: ignore[no-any-return]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
-
-
-@dataclass(frozen=True, slots=True)
-class NoData(Payload):
-    """The data of an event that carries none (its JSON form is ``{}``)."""
-
-
-NO_DATA = NoData()
-
-
-@payload(TraceKind.TRIGGER)
-@dataclass(frozen=True, slots=True)
-class TriggerData(Payload):
-    """A scenario's trigger. When refused, the caller-chosen ID and the refusal's code (an
-    admitted trigger's ID is the event's ``execution_id``)."""
-
-    workflow_id: str
-    execution_id: str | None = omittable()
-    refused: str | None = omittable()
-
-
-@payload(TraceKind.CANCEL)
-@payload(TraceKind.CALL, op="cancel")
-@dataclass(frozen=True, slots=True)
-class CancelData(Payload):
-    """A cancellation: the live executions it reached."""
-
-    cancelled: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cancelled", tuple(self.cancelled))
-
-
-@payload(TraceKind.FAULT)
-@dataclass(frozen=True, slots=True)
-class FaultData(Payload):
-    """The kind of fault that fired (a ``FaultKind`` value)."""
-
-    kind: str
-
-
-@payload(TraceKind.BODY)
-@dataclass(frozen=True, slots=True)
-class BodyData(Payload):
-    """A step body's attempt and the seconds of work it said it did (``step.world.elapse``)."""
-
-    attempt: int
-    elapsed: float
-
-
-@payload(TraceKind.EFFECT)
-@dataclass(frozen=True, slots=True)
-class EffectData(Payload):
-    """An effect as the ledger holds it. ``at`` is the moment inside a body that took time
-    (left out when the body took none); ``in_workflow_code`` marks one made outside any step."""
-
-    name: str
-    data: DurableObject
-    attempt: int
-    idempotency_key: str | None
-    in_workflow_code: bool = omittable(False)
-    at: float | None = omittable()
-
-
-@payload(TraceKind.WORLD)
-@dataclass(frozen=True, slots=True)
-class WorldReadData(Payload):
-    """A read of ``step.world.now()`` or ``random()`` and the value it gave."""
-
-    read: str
-    value: float
-    in_workflow_code: bool
-
-
-@payload(TraceKind.STALL)
-@payload(TraceKind.UNSTALL)
-@dataclass(frozen=True, slots=True)
-class StallData(Payload):
-    """A stalled attempt: its number, how long it hung and the time it resumes (or
-    resumed)."""
-
-    attempt: int
-    seconds: float
-    until: float
-    timed_out: bool = omittable(False)
-    """The stall outlasted the attempt's timeout: its worker gave up on it and retried, while
-    the attempt hung on apart."""
-
-
-@payload(TraceKind.SKEW)
-@dataclass(frozen=True, slots=True)
-class SkewData(Payload):
-    """How far behind true time a worker's clock runs from this event on, and what it reads
-    at the event (the event's ``t`` is the true time)."""
-
-    behind: float
-    believed: float
-
-
-@payload(TraceKind.HEARTBEAT)
-@dataclass(frozen=True, slots=True)
-class HeartbeatData(Payload):
-    """A lease judged by the worker's clock before ``work`` seconds of a body: the time it
-    believed (the event's ``t`` is the true time), when the lease ends, and whether the worker
-    renewed it (``expires_at`` is then the new end)."""
-
-    believed: float
-    expires_at: float
-    work: float
-    renewed: bool
-
-
-@payload(TraceKind.STORE_READ)
-@dataclass(frozen=True, slots=True)
-class StoreReadData(Payload):
-    """``step.world.read(key)``: the value it gave (``found`` False: nothing was written there
-    and the body got its default), and the attempt of the body that read it (the event holds
-    the execution, step key, worker and fencing token)."""
-
-    key: str
-    value: object
-    found: bool
-    attempt: int
-
-
-@payload(TraceKind.STORE_WRITE)
-@dataclass(frozen=True, slots=True)
-class StoreWriteData(Payload):
-    """``step.world.write(key, value)``: the value written, the one it replaced (``previous``,
-    None when the key was new) and the attempt of the body that wrote it."""
-
-    key: str
-    value: object
-    previous: object
-    attempt: int
-
-
-@payload(TraceKind.OUTCOME)
-@dataclass(frozen=True, slots=True)
-class OutcomeData(Payload):
-    """The status of a delivery's outcome."""
-
-    status: str
-
-
-@payload(TraceKind.CALL, op="claim")
-@dataclass(frozen=True, slots=True)
-class ClaimData(Payload):
-    """A claim that got a delivery (a claim that found nothing due carries no data)."""
-
-    claimed: str
-    expires_at: float
-    workflow_id: str
-
-
-@payload(TraceKind.CALL, op="put_step")
-@dataclass(frozen=True, slots=True)
-class PutStepData(Payload):
-    """A step written. A value too large for the trace is its digest and size instead (and
-    ``value`` is then left out of the JSON form)."""
-
-    status: str
-    attempt: int
-    wake_at: float | None
-    value: object = None
-    value_digest: str | None = omittable()
-    value_bytes: int | None = omittable()
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form: ``value``, or ``value_digest`` and ``value_bytes``."""
-        out = Payload.to_json(self)
-        if self.value_digest is not None:
-            del out["value"]
-        return out
-
-
-@payload(TraceKind.CALL, op="record_wake")
-@dataclass(frozen=True, slots=True)
-class RecordWakeData(Payload):
-    """The time the execution is due again."""
-
-    at: float
-
-
-@payload(TraceKind.CALL, op="acknowledge")
-@payload(TraceKind.CALL, op="wait_for")
-@dataclass(frozen=True, slots=True)
-class StatusData(Payload):
-    """The status of the record a call returned (an acknowledged execution, or the one
-    waited for)."""
-
-    status: str
-
-
-@payload(TraceKind.CALL, op="release")
-@dataclass(frozen=True, slots=True)
-class ReleaseData(Payload):
-    """The seconds after which a released execution is delivered again."""
-
-    delay: float
-
-
-@payload(TraceKind.CALL, op="start")
-@dataclass(frozen=True, slots=True)
-class StartData(Payload):
-    """A start request's target and its answer: the execution accepted, or the rejection's
-    code."""
-
-    workflow_id: str
-    detached: bool
-    accepted: str | None = omittable()
-    rejected: str | None = omittable()
-
-
-@payload(TraceKind.CALL, op="start_child")
-@dataclass(frozen=True, slots=True)
-class StartChildData(Payload):
-    """A child request and its answer: the child accepted (``created`` False when it joined
-    one that existed), or the rejection's code."""
-
-    workflow_id: str
-    child_id: str | None
-    detached: bool
-    accepted: str | None = omittable()
-    created: bool | None = omittable()
-    rejected: str | None = omittable()
-
-
-@payload(TraceKind.CLIENT_ATTEMPT)
-@dataclass(frozen=True, slots=True)
-class ClientAttemptData(Payload):
-    """One attempt of a client's request: which client, ``trigger`` or ``cancel``, the
-    attempt's number, the workflow and the request ID sent (None: the runtime generates one);
-    ``fresh_id`` marks a retry that minted a new request ID instead of reusing its own."""
-
-    client: str
-    action: str
-    attempt: int
-    workflow_id: str | None = omittable()
-    request_id: str | None = omittable()
-    fresh_id: bool = omittable(False)
-
-
-@payload(TraceKind.CLIENT_ANSWER)
-@dataclass(frozen=True, slots=True)
-class ClientAnswerData(Payload):
-    """The runtime's answer to a client's attempt: ``admitted`` (a new execution),
-    ``existing`` (the execution the ID names, returned), ``refused`` (with ``code``) or
-    ``cancel requested`` (reaching ``cancelled``); ``lost`` when the client never saw it.
-    ``workflow_id`` is the workflow a trigger asked for."""
-
-    client: str
-    action: str
-    attempt: int
-    answer: str
-    execution_id: str | None = omittable()
-    workflow_id: str | None = omittable()
-    code: str | None = omittable()
-    cancelled: tuple[str, ...] = omittable(())
-    lost: bool = omittable(False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cancelled", tuple(self.cancelled))
-
-
-@payload(TraceKind.CLIENT_GIVE_UP)
-@dataclass(frozen=True, slots=True)
-class ClientGiveUpData(Payload):
-    """A client that stopped without an answer: after ``attempts`` attempts, ``why``
-    (``attempts used up`` or ``crashed``)."""
-
-    client: str
-    action: str
-    attempts: int
-    why: str
-
-
-def payload_from_json(kind: TraceKind, op: str | None, data: Mapping[str, Any]) -> Payload:
-    """The typed payload of a ``kind`` event (of call ``op``) from its JSON form."""
-    if not data:
-        return NO_DATA
-    cls = _PAYLOADS.get((kind, op)) or _PAYLOADS.get((kind, None))
-    if cls is None:
-        what = f"{kind} events of op {op!r}" if op is not None else f"{kind} events"
-        raise ValueError(f"{what} carry no data, yet this one has {sorted(data)}")
-    return cls.from_json(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,7 +116,7 @@ class TraceEvent:
     t: float
     kind: TraceKind
     worker: str | None = None
-    op: str | None = None
+    op: Op | None = None
     execution_id: str | None = None
     step_key: str | None = None
     token: int | None = None
@@ -480,12 +135,23 @@ class TraceEvent:
                 raise ValueError(
                     f"unknown trace event kind {self.kind!r}; the kinds are {kinds}"
                 ) from None
+        if self.op is not None and type(self.op) is not Op:
+            object.__setattr__(self, "op", _op(self.op))
         kinds = type(self.data).kinds
         if kinds and (self.kind, self.op) not in kinds and (self.kind, None) not in kinds:
             raise TypeError(
                 f"a {self.kind} event{f' of {self.op}' if self.op else ''} does not carry "
                 f"{type(self.data).__name__}"
             )
+
+    def facts(self) -> tuple[object, ...]:
+        """What happened, without the event's place in the trace and its words: two runs did
+        the same thing here when their events' facts are equal (the text is written from
+        them, for people)."""
+        return (
+            self.t, self.kind, self.worker, self.op, self.execution_id, self.step_key,
+            self.token, self.data,
+        )  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
         """The event as plain data."""
@@ -509,8 +175,23 @@ class TraceEvent:
                 f"unknown trace event kind {data.get('kind')!r}; the kinds are {kinds}"
             ) from None
         envelope = {key: value for key, value in data.items() if key not in ("kind", "data")}
-        payload = payload_from_json(kind, envelope.get("op"), data.get("data") or {})
+        op = envelope.get("op")
+        if op is not None:
+            envelope["op"] = op = _op(str(op))
+        payload = payload_from_json(kind, op, data.get("data") or {})
         return cls(kind=kind, data=payload, **envelope)
+
+
+#: The ops by value: a lookup here costs a tenth of ``Op(value)``, and most events pass one.
+_OPS: dict[str, Op] = {op.value: op for op in Op}
+
+
+def _op(value: str) -> Op:
+    """``value`` as an `Op`; a ``ValueError`` names the ops when it is none of them."""
+    op = _OPS.get(value)
+    if op is None:
+        raise ValueError(f"unknown op {value!r}; the ops are {', '.join(Op)}")
+    return op
 
 
 #: Builds a TraceEvent without its ``__post_init__``, for ``Trace.add``, which makes the same
@@ -570,7 +251,7 @@ class Trace:
         text: str,
         *,
         worker: str | None = None,
-        op: str | None = None,
+        op: Op | None = None,
         execution_id: str | None = None,
         step_key: str | None = None,
         token: int | None = None,
@@ -578,6 +259,12 @@ class Trace:
         data: Payload = NO_DATA,
     ) -> TraceEvent:
         """Append an event and return it."""
+        if op is not None and type(op) is not Op:
+            # Writers that pass a choice point's keywords along (``PointInfo.op``) still hold
+            # the op as its string: the event keeps the member (looked up inline: most events
+            # pass here).
+            found = _OPS.get(op)
+            op = _op(op) if found is None else found
         kinds = type(data).kinds
         if type(kind) is TraceKind and (not kinds or (kind, op) in kinds or (kind, None) in kinds):
             event = _new_event(

@@ -39,10 +39,17 @@ from yieldstar_sim.engine.world import BodyWorld
 from yieldstar_sim.simulation.attempts import detachable, play_body
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.kernel import Park, Point, Wait
-from yieldstar_sim.simulation.narration import body_text, command_data, narration, outcome_text
+from yieldstar_sim.simulation.narration import (
+    body_data,
+    body_words,
+    command_data,
+    narration,
+    outcome_data,
+    outcome_words,
+)
 from yieldstar_sim.simulation.points import WorkerCrashed, call
 from yieldstar_sim.simulation.port import SimPort
-from yieldstar_sim.simulation.trace import BodyData, OutcomeData, ReleaseData, TraceKind
+from yieldstar_sim.simulation.trace import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
@@ -108,13 +115,14 @@ def _deliver(state: RunState, name: str, delivery: Delivery) -> Actor:
             state.clock.now(), TraceKind.REJECT,
             f"delivery of {record.execution_id} rejected: {rejection}",
             worker=name, execution_id=record.execution_id, token=lease.token,
+            data=ReasonData(str(rejection)),
         )  # fmt: skip
         yield from _release(state, name, lease)
         return
+    ended = outcome_data(outcome)
     state.trace.add(
-        state.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_text(outcome)}",
-        worker=name, execution_id=record.execution_id, token=lease.token,
-        data=OutcomeData(outcome.status),
+        state.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_words(ended)}",
+        worker=name, execution_id=record.execution_id, token=lease.token, data=ended,
     )  # fmt: skip
     try:
         yield from call(
@@ -220,10 +228,11 @@ class _Delivering:
                     f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
                 )
             )
+        ran = body_data(command.attempt, port.elapsed, result)
         state.trace.add(
             state.clock.now(), TraceKind.BODY,
-            f"ran step {command.step_key} (attempt {command.attempt}): {body_text(result)}",
+            f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran)}",
             worker=name, execution_id=command.execution_id, step_key=command.step_key,
-            token=lease.token, data=BodyData(command.attempt, port.elapsed),
+            token=lease.token, data=ran,
         )  # fmt: skip
         return result

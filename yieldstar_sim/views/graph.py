@@ -15,6 +15,7 @@ import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
@@ -201,10 +202,10 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
                 graph.add_edge(event.execution_id, target, key=f"{event.step_key}#{target}",
                                kind="trigger", step_key=event.step_key, detached=True,
                                retained=False, duplicate=False, calls=1)  # fmt: skip
-        elif event.kind == TraceKind.CALL and event.op == "claim" and event.execution_id in graph:
+        elif event.kind == TraceKind.CALL and event.op == Op.CLAIM and event.execution_id in graph:
             if graph.nodes[event.execution_id]["status"] in ("pending", "suspended"):
                 graph.nodes[event.execution_id]["status"] = "running"
-        elif event.op == "acknowledge" and event.execution_id in graph:
+        elif event.op == Op.ACKNOWLEDGE and event.execution_id in graph:
             status = data.status if isinstance(data, StatusData) else "?"
             graph.nodes[event.execution_id]["status"] = status
         elif (

@@ -15,11 +15,11 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 from __future__ import annotations
 
 import html
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import TERMINAL_STATUSES
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     BodyData,
@@ -27,6 +27,8 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     EffectData,
     HeartbeatData,
+    PutStepData,
+    RecordWakeData,
     StartChildData,
     StartData,
     StatusData,
@@ -144,23 +146,6 @@ class _State:
     effects: list[tuple[str, str, str, str, str]] = field(default_factory=list)
     world: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """The world's key-value store: each key's value, who wrote it last, and when."""
-
-
-_WAKE = re.compile(r"wake at t=([0-9.eE+-]+|inf)")
-_UNTIL = re.compile(r"'(?:until|wake_at)': ([0-9.eE+-]+)")
-
-
-def _num(value: float | None) -> str:
-    return "" if value is None else f"{value:g}"
-
-
-def _step_text(event: TraceEvent) -> tuple[str, str]:
-    """A put_step's status and value summary, read back from its text (the trace holds no
-    structured copy): ``put_step: recorded step KEY: STATUS VALUE``."""
-    prefix = f"put_step: recorded step {event.step_key}: "
-    rest = event.text[len(prefix) :] if event.text.startswith(prefix) else event.text
-    status, _, value = rest.partition(" ")
-    return status, value
 
 
 class RecordBook:
@@ -302,29 +287,25 @@ class RecordBook:
                 record = state.executions[execution_id] = _Execution(data.workflow_id, "?", "")
             record.lease_owner, record.lease_token = event.worker, token
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
-        elif op in ("start", "start_child"):
+        elif op in (Op.START, Op.START_CHILD):
             self._start(event)
-        elif op == "put_step" and event.step_key:
-            status, value = _step_text(event)
+        elif isinstance(data, PutStepData) and event.step_key:
             state.steps[(execution_id, event.step_key)] = (
-                status,
-                value,
+                data.status,
+                data.value_summary(),
                 f"t={t:g} by {event.worker} (token {event.token})",
             )
-            wake = _UNTIL.search(value) if status == "pending" else None
-            if wake is not None and record is not None:
-                self._wake(record, float(wake.group(1)), f"step {event.step_key} is pending")
-        elif op == "record_wake" and record is not None:
-            found = _WAKE.search(event.text)
-            if found is not None:
-                self._wake(record, float(found.group(1)), "wake recorded")
-        elif op == "acknowledge" and record is not None:
+            if data.status == "pending" and data.wake_at is not None and record is not None:
+                self._wake(record, data.wake_at, f"step {event.step_key} is pending")
+        elif isinstance(data, RecordWakeData) and record is not None:
+            self._wake(record, data.at, "wake recorded")
+        elif op == Op.ACKNOWLEDGE and record is not None:
             record.status = data.status if isinstance(data, StatusData) else record.status
             record.lease_owner, record.lease_expires_at = None, None
             if record.status in TERMINAL:
                 record.due_at, record.due_why = None, ""
             self._end_lease(execution_id, event.token, f"acknowledged at t={t:g}")
-        elif op == "release" and record is not None:
+        elif op == Op.RELEASE and record is not None:
             record.lease_owner, record.lease_expires_at = None, None
             record.due_at = t + self.redelivery_delay
             record.due_why = "released: redelivered after the delay"
@@ -351,7 +332,7 @@ class RecordBook:
             detached = data.detached
             parent = f"{caller} / {step_key}" + (" (detached)" if detached else "")
             # A child made by step.child or step.spawn (start_child) has its own origin.
-            origin = "start" if event.op == "start" else "spawn" if detached else "child"
+            origin = "start" if event.op == Op.START else "spawn" if detached else "child"
             state.executions[target] = _Execution(
                 data.workflow_id, origin, parent, due_at=event.t,
                 due_why="admitted with its start request",

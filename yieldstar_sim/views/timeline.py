@@ -16,13 +16,17 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.narration import fault_words
 from yieldstar_sim.simulation.trace import (
     ClaimData,
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
     EffectData,
+    FaultData,
     HeartbeatData,
+    PutStepData,
     SkewData,
     StallData,
     TraceKind,
@@ -133,16 +137,19 @@ def _mark_label(event: TraceEvent) -> str:
     """The words beside a fault (which fault, at which call) or a crash; none for the rest."""
     if event.kind == TraceKind.CRASH:
         return f"{event.worker} crashed"
-    if event.kind != TraceKind.FAULT:
+    if not isinstance(event.data, FaultData):
         return ""
-    # The fault event's text reads "freeze 40s before w2 put_step order-42/ship": drop the
-    # worker (it is the lane) and the execution (the span says it).
-    words = event.text.split()
-    if event.worker in words:
-        words.remove(event.worker)
-    target = words.pop() if words and "/" in words[-1] else ""
-    step = target.split("/", 1)[1] if target else ""
-    return " ".join([*words, step]).strip()
+    # Without the worker (it is the lane) and, at a step, the execution (the span says it):
+    # "freeze 40s before put_step ship".
+    where = event.step_key or event.execution_id
+    return " ".join(part for part in (fault_words(event.data), event.op, where) if part)
+
+
+def _wake_or_call(event: TraceEvent) -> str:
+    """A put_step or record_wake mark's style: ``wake`` when it sets when the execution is due
+    again (a pending step, a recorded wake)."""
+    pending = isinstance(event.data, PutStepData) and event.data.status == "pending"
+    return "wake" if pending or event.op == Op.RECORD_WAKE else "call"
 
 
 #: Event kinds drawn as a mark of their own kind.
@@ -310,17 +317,16 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             close(lane, x, "reclaimed")
             expires_at = event.data.expires_at
             open_spans[lane] = (str(event.execution_id), int(event.token or 0), x, expires_at)
-        elif kind == TraceKind.CALL and event.op in ("acknowledge", "release"):
+        elif kind == TraceKind.CALL and event.op in (Op.ACKNOWLEDGE, Op.RELEASE):
             timeline.marks.append(Mark(lane, x, "call", event.text))
             close(lane, x, event.op)
-        elif kind == TraceKind.CALL and event.op == "start":
+        elif kind == TraceKind.CALL and event.op == Op.START:
             timeline.marks.append(Mark(lane, x, "start", event.text, f"start {event.step_key}"))
-        elif kind == TraceKind.CALL and event.op in ("put_step", "record_wake"):
-            wake = "wake" in event.text or "pending" in event.text
-            timeline.marks.append(Mark(lane, x, "wake" if wake else "call", event.text))
+        elif kind == TraceKind.CALL and event.op in (Op.PUT_STEP, Op.RECORD_WAKE):
+            timeline.marks.append(Mark(lane, x, _wake_or_call(event), event.text))
         elif kind == TraceKind.REFUSED:
             timeline.marks.append(Mark(lane, x, "refused", event.text))
-            if event.op == "release":
+            if event.op == Op.RELEASE:
                 close(lane, x, "refused")
         elif kind in _OWN_MARKS:
             timeline.marks.append(Mark(lane, x, str(kind), event.text, _mark_label(event)))

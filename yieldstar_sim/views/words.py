@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.narration import body_words, outcome_words
 from yieldstar_sim.simulation.trace import (
     BodyData,
     CancelData,
@@ -25,8 +27,15 @@ from yieldstar_sim.simulation.trace import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
+    DeployData,
     EffectData,
+    ErrorData,
+    FreezeData,
     HeartbeatData,
+    OutcomeData,
+    PutStepData,
+    ReasonData,
+    RecordWakeData,
     SkewData,
     StallData,
     StartChildData,
@@ -74,15 +83,14 @@ def describe_event(event: TraceEvent) -> str:
         return f"The scenario triggers {data.workflow_id}: the runtime admits {eid}, due now."
     if isinstance(data, ClientAttemptData | ClientAnswerData | ClientGiveUpData):
         return _client(data)
-    if kind == TraceKind.DEPLOY:
-        return f"New code is deployed ({event.text.removeprefix('deploy new code for ')}): " \
-            "deliveries from now on run it."  # fmt: skip
+    if isinstance(data, DeployData):
+        return f"New code is deployed ({', '.join(data.workflows)}): deliveries from now on run it."
     if kind == TraceKind.CALL:
         return _call(event)
     if isinstance(data, BodyData):
         return (
             f"{who} runs the body of step {key} of {eid} (attempt {data.attempt}): "
-            f"it {event.text.partition(': ')[2] or 'ran'}. Nothing is recorded until the "
+            f"it {body_words(data) or 'ran'}. Nothing is recorded until the "
             "step's result is written."
         )
     if isinstance(data, EffectData):
@@ -107,8 +115,9 @@ def describe_event(event: TraceEvent) -> str:
     if kind == TraceKind.RESTART:
         return f"{who} restarts with no memory and asks for work again."
     if kind == TraceKind.FREEZE:
+        seconds = f"{data.seconds:g}s" if isinstance(data, FreezeData) else "a while"
         return (
-            f"{who} freezes ({event.text.partition(' for ')[2] or 'a while'}): it does not "
+            f"{who} freezes ({seconds}): it does not "
             "heartbeat, so its lease runs out while it is stopped."
         )
     if kind == TraceKind.RESUME:
@@ -153,27 +162,23 @@ def describe_event(event: TraceEvent) -> str:
             f"clock its lease (to t={data.expires_at:g}) outlasts the work, so it does not "
             f"renew.{truth}"
         )
-    if kind == TraceKind.REFUSED and event.op in ("start", "start_child"):
+    if kind == TraceKind.REFUSED and event.op in (Op.START, Op.START_CHILD):
         return (
             f"The runtime refuses {who}'s {event.op} for {eid}: {eid} has already ended, and a "
             f"terminal execution admits no new targets, so the stale delivery (token "
             f"{event.token}) cannot leave an orphan nobody would cancel. "
-            f"({event.text.partition(': ')[2]})"
+            f"({_reason(event)})"
         )
     if kind == TraceKind.REFUSED:
         return (
             f"The runtime refuses {who}'s {event.op} on {eid}: its lease (token {event.token}) is "
             f"no longer current. This is fencing: a stale worker cannot overwrite newer records. "
-            f"({event.text.partition(': ')[2]})"
+            f"({_reason(event)})"
         )
     if kind == TraceKind.ERROR:
-        detail = event.text.partition(": ")[2] or event.text
-        return f"{who}'s {event.op} does not come back: {detail}."
+        return f"{who}'s {event.op} does not come back: {_error(event)}."
     if kind == TraceKind.REJECT:
-        return (
-            f"{who} gives up the delivery of {eid} without an outcome: "
-            f"{event.text.partition(': ')[2]}."
-        )
+        return f"{who} gives up the delivery of {eid} without an outcome: {_reason(event)}."
     if kind == TraceKind.CANCEL:
         cancelled = data.cancelled if isinstance(data, CancelData) else ()
         reached = ", ".join(cancelled) or "nothing live"
@@ -186,9 +191,9 @@ def describe_event(event: TraceEvent) -> str:
             f"{eid} is pruned: its steps, its wake and the start requests it made are gone; "
             "the executions it started keep running and keep their parent link."
         )
-    if kind == TraceKind.OUTCOME:
+    if isinstance(data, OutcomeData):
         return (
-            f"The workflow code of {eid} returns on {who}: {event.text.partition(': ')[2]}. "
+            f"The workflow code of {eid} returns on {who}: {outcome_words(data)}. "
             "The outcome counts only once it is acknowledged."
         )
     return event.text
@@ -196,7 +201,7 @@ def describe_event(event: TraceEvent) -> str:
 
 def _call(event: TraceEvent) -> str:
     who, eid, key, data, op = event.worker, event.execution_id, event.step_key, event.data, event.op
-    if op == "claim":
+    if op == Op.CLAIM:
         if not isinstance(data, ClaimData):
             return f"{who} asks for due work: nothing is due."
         return (
@@ -204,8 +209,8 @@ def _call(event: TraceEvent) -> str:
             f"fencing token {event.token} until t={data.expires_at:g}, and replays "
             "the workflow from its recorded steps."
         )
-    if op == "put_step":
-        status, _, value = event.text.partition(f"recorded step {key}: ")[2].partition(" ")
+    if isinstance(data, PutStepData):
+        status, value = data.status, data.value_summary()
         if status == "pending":
             return (
                 f"{who} records step {key} of {eid} as pending ({value}): the execution is due "
@@ -228,22 +233,36 @@ def _call(event: TraceEvent) -> str:
             f"{who} creates {target} ({data.workflow_id}) for step {key} of {eid}, "
             f"with its parent link{' (detached: it outlives its parent)' if detached else ''}."
         )
-    if op == "wait_for":
+    if op == Op.WAIT_FOR:
+        target = data.execution_id if isinstance(data, StatusData) else None
         return (
-            f"{who} registers that {eid} waits for {event.text.partition('waits for ')[2]}: its "
-            "end will wake the caller."
+            f"{who} registers that {eid} waits for {target or '?'}: its end will wake the caller."
         )
-    if op == "record_wake":
-        return f"{who} records a wake for {eid}: {event.text.partition(': ')[2]}."
-    if op == "acknowledge":
+    if isinstance(data, RecordWakeData):
+        return f"{who} records a wake for {eid}: wake at t={data.at:g}."
+    if op == Op.ACKNOWLEDGE:
         status = data.status if isinstance(data, StatusData) else "?"
         return f"{who} acknowledges {eid}: its record is now {status}, and the lease is given up."
-    if op == "release":
+    if op == Op.RELEASE:
         return (
             f"{who} gives up its lease on {eid} without an outcome: it is due again after the "
             "redelivery delay."
         )
     return f"{who}: {event.text}"
+
+
+def _reason(event: TraceEvent) -> str:
+    """Why a write was refused or a delivery rejected (a trace written before these events
+    had payloads: their whole text)."""
+    return event.data.reason if isinstance(event.data, ReasonData) else event.text
+
+
+def _error(event: TraceEvent) -> str:
+    """What went wrong with a call that did not come back."""
+    data = event.data
+    if not isinstance(data, ErrorData):
+        return event.text  # a trace written before errors had payloads
+    return data.reason if data.reason is not None else f"the response of {event.op} is lost"
 
 
 def _start(event: TraceEvent, data: StartData, call: int, first: str | None) -> str:

@@ -26,6 +26,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import (
     TIMED_KINDS,
     Fault,
@@ -145,7 +146,7 @@ def what_if(
         # fault replaced, and read as "this fault changes nothing".
         raise ValueError(
             f"a {FaultKind(kind)} cannot go at choice point #{at} ({points[at].label}): there "
-            + ("is no call to fail at an elapse" if points[at].info.op == "elapse"
+            + ("is no call to fail at an elapse" if points[at].info.op == Op.ELAPSE
                else "is no step body's elapse to stall at a call")
         )  # fmt: skip
     new = Fault(kind, at=at, seconds=seconds if FaultKind(kind) in TIMED_KINDS else None)
@@ -168,7 +169,7 @@ def what_if(
 
 
 def _prefix(events: Sequence[TraceEvent], upto: int) -> list[tuple[object, ...]]:
-    return [(e.t, e.kind, e.worker, e.text) for e in events[:upto]]
+    return [event.facts() for event in events[:upto]]
 
 
 # --------------------------------------------------------------------------- diffs
@@ -254,7 +255,7 @@ def compare_runs(before: SimulationRun, after: SimulationRun, notes: Sequence[st
     old, new = before.trace.events, after.trace.events
     divergence: int | None = None
     for a, b in zip(old, new, strict=False):
-        if (a.t, a.kind, a.worker, a.text) != (b.t, b.kind, b.worker, b.text):
+        if a.facts() != b.facts():
             divergence = a.seq
             break
     else:

@@ -107,12 +107,14 @@ class StateKeys:
             if worker is None:
                 continue
             kind = event.kind
-            # Still the text, hashed whole: the payloads do not yet carry all it says that the
-            # actor holds (a body's returned value or error, an outcome's result, a claim's
-            # lease end, a wait's target, a refusal's or rejection's reason, a skewed clock's
-            # reading), and the lease token they add is not in it. Keyed by the payloads
-            # alone, states would merge or split and the search's counts would move.
-            line = f"{kind} {event.text}".replace(worker, "~")
+            # The event's facts, not its words: the payloads carry what the text says (a
+            # body's value or error, an outcome, a lease's end, a wait's target, a reason),
+            # and every bundled scenario's exhaustive search counts the same states keyed so
+            # as keyed by the text. The time is left out: the clock has its own term.
+            line = (
+                f"{kind} {event.op} {event.execution_id} {event.step_key} {event.token} "
+                f"{event.data.to_json()}"
+            ).replace(worker, "~")
             running = hashes.get(worker)
             # Kinds compared by identity: an enum member's hash is a Python call.
             if (

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.engine.world import WORKFLOW_CODE
 from yieldstar_sim.simulation.invariants.evidence import why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.narration import body_words
 from yieldstar_sim.simulation.trace import (
     BodyData,
     SkewData,
@@ -183,7 +184,7 @@ def _why_repeated(run: RunView, first: Effect, second: Effect) -> str:
     if first.attempt != second.attempt:
         ended = next(
             (
-                event.text.split(": ", 1)[-1]
+                body_words(event.data) or "ran"
                 for event in run.trace
                 if isinstance(event.data, BodyData)
                 and event.execution_id == first.execution_id

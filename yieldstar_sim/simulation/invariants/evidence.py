@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace import (
     EffectData,
@@ -45,7 +46,9 @@ def why_again(run: RunView, first: TraceEvent, second: TraceEvent) -> str:
         (
             e
             for e in between
-            if e.kind == TraceKind.CALL and e.op == "claim" and e.execution_id == first.execution_id
+            if e.kind == TraceKind.CALL
+            and e.op == Op.CLAIM
+            and e.execution_id == first.execution_id
         ),
         None,
     )

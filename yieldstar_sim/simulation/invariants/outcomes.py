@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
     OutcomeData,
@@ -31,7 +32,7 @@ def _failed_at(run: RunView, execution_id: str) -> str | None:
     for event in run.trace:
         if event.execution_id != execution_id:
             continue
-        if event.kind == TraceKind.CALL and event.op == "claim":
+        if event.kind == TraceKind.CALL and event.op == Op.CLAIM:
             where = None  # a new delivery: what the last one did is replayed
         elif event.step_key is not None and event.kind in _STEP_WORK:
             done = isinstance(event.data, PutStepData) and event.data.status == "completed"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
@@ -46,7 +47,7 @@ def _ended_and_cancel_events(
         kind = type(data)  # exact types: this runs over every event
         if kind is StatusData:
             if (
-                event.op == "acknowledge"
+                event.op == Op.ACKNOWLEDGE
                 and event.execution_id is not None
                 and data.status in _ENDED  # type: ignore[attr-defined]
             ):

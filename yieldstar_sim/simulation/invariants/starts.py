@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at, why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
@@ -185,9 +186,9 @@ class AcknowledgedUnderCurrentLease:
         for event in run.trace.events:
             if event.kind is not call or event.execution_id is None or event.token is None:
                 continue
-            if event.op == "claim":
+            if event.op == Op.CLAIM:
                 latest[event.execution_id] = event.token
-            elif event.op == "acknowledge":
+            elif event.op == Op.ACKNOWLEDGE:
                 current = latest.get(event.execution_id)
                 if current != event.token:
                     violations.append(

@@ -1,0 +1,510 @@
+"""The trace's vocabulary: what an event is (`TraceKind`) and the typed data it carries, one
+small frozen dataclass per kind (``EffectData``, ``ClaimData`` ...), registered with
+``@payload(kind)`` (``@payload(TraceKind.CALL, op=Op.CLAIM)`` for a runtime call's result).
+
+A writer and a reader that disagree on a field's name disagree under mypy, not in a run; a
+reader that wants to know what happened reads these fields, never the event's text, which is
+written for people (``simulation/narration.py``). The JSON form (``Payload.to_json``) is the one
+the trace had when ``data`` was a dict, key for key. `yieldstar_sim.simulation.trace` re-exports
+every name here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_values import summary
+
+if TYPE_CHECKING:
+    from yieldstar_sim.core.codec import DurableObject
+
+
+class TraceKind(StrEnum):
+    """What an event is. A ``StrEnum``: it compares, formats and serialises as its value."""
+
+    TRIGGER = "trigger"
+    """The scenario triggered a workflow: admitted, or refused (`TriggerData`)."""
+    DEPLOY = "deploy"
+    """New workflow code was deployed."""
+    CANCEL = "cancel"
+    """The scenario requested a cancellation (`CancelData`)."""
+    PRUNE = "prune"
+    """The scenario pruned an execution, or was refused."""
+    CALL = "call"
+    """A runtime call and its result; the payload depends on the call's ``op``."""
+    REFUSED = "refused"
+    """A fenced write refused: the lease was lost."""
+    ERROR = "error"
+    """A runtime call that failed, was not made, or whose response was lost."""
+    FAULT = "fault"
+    """The fault plan fired at a choice point (`FaultData`)."""
+    CRASH = "crash"
+    """A worker crashed."""
+    RESTART = "restart"
+    """A crashed worker came back with no memory."""
+    FREEZE = "freeze"
+    """A worker froze (a freeze fault)."""
+    RESUME = "resume"
+    """A frozen worker woke up."""
+    BODY = "body"
+    """A step body ran (`BodyData`)."""
+    EFFECT = "effect"
+    """An effect reached the outside world (`EffectData`)."""
+    WORLD = "world"
+    """A read of the world's clock or random numbers (`WorldReadData`)."""
+    STORE_READ = "store_read"
+    """A step body read a key of the world's key-value store (`StoreReadData`)."""
+    STORE_WRITE = "store_write"
+    """A step body wrote a key of the world's key-value store (`StoreWriteData`)."""
+    OUTCOME = "outcome"
+    """A delivery ended with an outcome (`OutcomeData`)."""
+    REJECT = "reject"
+    """A delivery ended without an outcome."""
+    CLIENT_ATTEMPT = "client_attempt"
+    """A client (``ys.Client``) sent one attempt of its trigger or cancel, past its choice
+    point (`ClientAttemptData`)."""
+    CLIENT_ANSWER = "client_answer"
+    """The runtime's answer to a client's attempt, seen by the client or lost on the way
+    (`ClientAnswerData`)."""
+    CLIENT_GIVE_UP = "client_give_up"
+    """A client stopped without an answer: its attempts ran out, or it crashed
+    (`ClientGiveUpData`)."""
+    STALL = "stall"
+    """One step attempt hung at its elapse while its worker went on (`StallData`)."""
+    UNSTALL = "unstall"
+    """A stalled attempt resumed, unaware of the time it lost (`StallData`)."""
+    SKEW = "skew"
+    """A worker's clock was set back: from now on it runs behind true time (`SkewData`)."""
+    HEARTBEAT = "heartbeat"
+    """A worker, about to let a step body work, judged its lease by its own clock and renewed
+    it, or (its clock behind) believed it did not need to (`HeartbeatData`)."""
+
+
+_OMIT = "omitted while default"
+
+_PAYLOADS: dict[tuple[TraceKind, Op | None], type[Payload]] = {}
+
+P = TypeVar("P", bound="type[Payload]")
+
+
+def payload(kind: TraceKind, *, op: Op | None = None) -> Callable[[P], P]:
+    """Register a payload class as the data of ``kind`` events (of the runtime call ``op``,
+    for ``TraceKind.CALL``): ``Trace.from_jsonl`` reads such events' data back into it."""
+
+    def register(cls: P) -> P:
+        if (kind, op) in _PAYLOADS:
+            raise ValueError(f"{kind} events ({op or 'any op'}) have a payload already")
+        _PAYLOADS[(kind, op)] = cls
+        cls.kinds = (*cls.kinds, (kind, op))
+        return cls
+
+    return register
+
+
+def omittable(default: Any = None) -> Any:
+    """A field the JSON form leaves out while it holds ``default``, as the dict form did."""
+    return field(default=default, metadata={_OMIT: True})
+
+
+class Payload(Mapping[str, Any]):
+    """The data of one event. Subclasses are frozen dataclasses; read them by attribute.
+
+    A payload is also a read-only mapping over its JSON form (``event.data["accepted"]``,
+    ``"refused" in event.data``), so that code written when ``data`` was a dict still reads.
+    """
+
+    __slots__ = ()
+
+    kinds: ClassVar[tuple[tuple[TraceKind, Op | None], ...]] = ()
+    """The (kind, op) pairs this payload is registered for (``op`` None: any op)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The payload as plain data: every field, less those left at an omittable default."""
+        out: dict[str, Any] = {}
+        for each in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, each.name)
+            if each.metadata.get(_OMIT) and value == each.default:
+                continue
+            out[each.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Payload:
+        """The payload from its JSON form; a ``ValueError`` names a key it does not know or
+        one it needs and lacks."""
+        known = {each.name: each for each in fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}")
+        missing = [
+            name
+            for name, each in known.items()
+            if name not in data and each.default is MISSING and each.default_factory is MISSING
+        ]
+        if missing:
+            raise ValueError(f"{cls.__name__} needs {', '.join(map(repr, missing))}")
+        return cast("Any", cls)(**data)  # type: ignore[no-any-return]
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_json()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_json())
+
+    def __len__(self) -> int:
+        return len(self.to_json())
+
+
+@dataclass(frozen=True, slots=True)
+class NoData(Payload):
+    """The data of an event that carries none (its JSON form is ``{}``)."""
+
+
+NO_DATA = NoData()
+
+
+@payload(TraceKind.TRIGGER)
+@dataclass(frozen=True, slots=True)
+class TriggerData(Payload):
+    """A scenario's trigger. When refused, the caller-chosen ID and the refusal's code (an
+    admitted trigger's ID is the event's ``execution_id``)."""
+
+    workflow_id: str
+    execution_id: str | None = omittable()
+    refused: str | None = omittable()
+
+
+@payload(TraceKind.CANCEL)
+@payload(TraceKind.CALL, op=Op.CANCEL)
+@dataclass(frozen=True, slots=True)
+class CancelData(Payload):
+    """A cancellation: the live executions it reached."""
+
+    cancelled: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cancelled", tuple(self.cancelled))
+
+
+@payload(TraceKind.FAULT)
+@dataclass(frozen=True, slots=True)
+class FaultData(Payload):
+    """The kind of fault that fired (a ``FaultKind`` value), and its seconds for a freeze, a
+    stall or a skew."""
+
+    kind: str
+    seconds: float | None = omittable()
+
+
+@payload(TraceKind.FREEZE)
+@dataclass(frozen=True, slots=True)
+class FreezeData(Payload):
+    """How long a frozen worker stays stopped."""
+
+    seconds: float
+
+
+@payload(TraceKind.DEPLOY)
+@dataclass(frozen=True, slots=True)
+class DeployData(Payload):
+    """The workflows whose new code was deployed."""
+
+    workflows: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "workflows", tuple(self.workflows))
+
+
+@payload(TraceKind.PRUNE)
+@dataclass(frozen=True, slots=True)
+class PruneData(Payload):
+    """A prune: done (``refused`` None), or refused, and why (the error's message)."""
+
+    refused: str | None
+
+
+@payload(TraceKind.REFUSED)
+@payload(TraceKind.REJECT)
+@dataclass(frozen=True, slots=True)
+class ReasonData(Payload):
+    """Why a fenced write was refused, or why a delivery ended without an outcome (the
+    error's message)."""
+
+    reason: str
+
+
+@payload(TraceKind.ERROR)
+@dataclass(frozen=True, slots=True)
+class ErrorData(Payload):
+    """A runtime call that failed or was not made (``reason``: the error's message), or whose
+    response was lost (``reason`` None)."""
+
+    reason: str | None
+    made: bool = omittable(True)
+    """False: the call was never made (the worker process exited before it)."""
+
+
+@payload(TraceKind.BODY)
+@dataclass(frozen=True, slots=True)
+class BodyData(Payload):
+    """A step body's attempt and the seconds of work it said it did (``step.world.elapse``)."""
+
+    attempt: int
+    elapsed: float
+    returned: str | None = omittable()
+    """What the body returned, summarised as the trace keeps values (``trace_values.summary``)."""
+    raised: str | None = omittable()
+    """What the body raised: ``ValueError: boom``."""
+
+
+@payload(TraceKind.EFFECT)
+@dataclass(frozen=True, slots=True)
+class EffectData(Payload):
+    """An effect as the ledger holds it. ``at`` is the moment inside a body that took time
+    (left out when the body took none); ``in_workflow_code`` marks one made outside any step."""
+
+    name: str
+    data: DurableObject
+    attempt: int
+    idempotency_key: str | None
+    in_workflow_code: bool = omittable(False)
+    at: float | None = omittable()
+
+
+@payload(TraceKind.WORLD)
+@dataclass(frozen=True, slots=True)
+class WorldReadData(Payload):
+    """A read of ``step.world.now()`` or ``random()`` and the value it gave."""
+
+    read: str
+    value: float
+    in_workflow_code: bool
+
+
+@payload(TraceKind.STALL)
+@payload(TraceKind.UNSTALL)
+@dataclass(frozen=True, slots=True)
+class StallData(Payload):
+    """A stalled attempt: its number, how long it hung and the time it resumes (or
+    resumed)."""
+
+    attempt: int
+    seconds: float
+    until: float
+    timed_out: bool = omittable(False)
+    """The stall outlasted the attempt's timeout: its worker gave up on it and retried, while
+    the attempt hung on apart."""
+
+
+@payload(TraceKind.SKEW)
+@dataclass(frozen=True, slots=True)
+class SkewData(Payload):
+    """How far behind true time a worker's clock runs from this event on, and what it reads
+    at the event (the event's ``t`` is the true time)."""
+
+    behind: float
+    believed: float
+
+
+@payload(TraceKind.HEARTBEAT)
+@dataclass(frozen=True, slots=True)
+class HeartbeatData(Payload):
+    """A lease judged by the worker's clock before ``work`` seconds of a body: the time it
+    believed (the event's ``t`` is the true time), when the lease ends, and whether the worker
+    renewed it (``expires_at`` is then the new end)."""
+
+    believed: float
+    expires_at: float
+    work: float
+    renewed: bool
+
+
+@payload(TraceKind.STORE_READ)
+@dataclass(frozen=True, slots=True)
+class StoreReadData(Payload):
+    """``step.world.read(key)``: the value it gave (``found`` False: nothing was written there
+    and the body got its default), and the attempt of the body that read it (the event holds
+    the execution, step key, worker and fencing token)."""
+
+    key: str
+    value: object
+    found: bool
+    attempt: int
+
+
+@payload(TraceKind.STORE_WRITE)
+@dataclass(frozen=True, slots=True)
+class StoreWriteData(Payload):
+    """``step.world.write(key, value)``: the value written, the one it replaced (``previous``,
+    None when the key was new) and the attempt of the body that wrote it."""
+
+    key: str
+    value: object
+    previous: object
+    attempt: int
+
+
+@payload(TraceKind.OUTCOME)
+@dataclass(frozen=True, slots=True)
+class OutcomeData(Payload):
+    """The status of a delivery's outcome; a completed run's result, summarised as the trace
+    keeps values, or a failed run's error (``name: message``)."""
+
+    status: str
+    result: str | None = omittable()
+    error: str | None = omittable()
+
+
+@payload(TraceKind.CALL, op=Op.CLAIM)
+@dataclass(frozen=True, slots=True)
+class ClaimData(Payload):
+    """A claim that got a delivery (a claim that found nothing due carries no data)."""
+
+    claimed: str
+    expires_at: float
+    workflow_id: str
+
+
+@payload(TraceKind.CALL, op=Op.PUT_STEP)
+@dataclass(frozen=True, slots=True)
+class PutStepData(Payload):
+    """A step written. A value too large for the trace is its digest and size instead (and
+    ``value`` is then left out of the JSON form)."""
+
+    status: str
+    attempt: int
+    wake_at: float | None
+    value: object = None
+    value_digest: str | None = omittable()
+    value_bytes: int | None = omittable()
+
+    def value_summary(self) -> str:
+        """The value in at most 80 characters, as the event's text gives it (a large one as
+        its size and digest)."""
+        if self.value_digest is not None:
+            return f"<{self.value_bytes} bytes, {self.value_digest[:19]}>"
+        return summary(self.value)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form: ``value``, or ``value_digest`` and ``value_bytes``."""
+        out = Payload.to_json(self)
+        if self.value_digest is not None:
+            del out["value"]
+        return out
+
+
+@payload(TraceKind.CALL, op=Op.RECORD_WAKE)
+@dataclass(frozen=True, slots=True)
+class RecordWakeData(Payload):
+    """The time the execution is due again."""
+
+    at: float
+
+
+@payload(TraceKind.CALL, op=Op.ACKNOWLEDGE)
+@payload(TraceKind.CALL, op=Op.WAIT_FOR)
+@dataclass(frozen=True, slots=True)
+class StatusData(Payload):
+    """The status of the record a call returned (an acknowledged execution, or the one
+    waited for: ``execution_id``)."""
+
+    status: str
+    execution_id: str | None = omittable()
+
+
+@payload(TraceKind.CALL, op=Op.RELEASE)
+@dataclass(frozen=True, slots=True)
+class ReleaseData(Payload):
+    """The seconds after which a released execution is delivered again."""
+
+    delay: float
+
+
+@payload(TraceKind.CALL, op=Op.START)
+@dataclass(frozen=True, slots=True)
+class StartData(Payload):
+    """A start request's target and its answer: the execution accepted, or the rejection's
+    code."""
+
+    workflow_id: str
+    detached: bool
+    accepted: str | None = omittable()
+    rejected: str | None = omittable()
+
+
+@payload(TraceKind.CALL, op=Op.START_CHILD)
+@dataclass(frozen=True, slots=True)
+class StartChildData(Payload):
+    """A child request and its answer: the child accepted (``created`` False when it joined
+    one that existed), or the rejection's code."""
+
+    workflow_id: str
+    child_id: str | None
+    detached: bool
+    accepted: str | None = omittable()
+    created: bool | None = omittable()
+    rejected: str | None = omittable()
+
+
+@payload(TraceKind.CLIENT_ATTEMPT)
+@dataclass(frozen=True, slots=True)
+class ClientAttemptData(Payload):
+    """One attempt of a client's request: which client, ``trigger`` or ``cancel``, the
+    attempt's number, the workflow and the request ID sent (None: the runtime generates one);
+    ``fresh_id`` marks a retry that minted a new request ID instead of reusing its own."""
+
+    client: str
+    action: str
+    attempt: int
+    workflow_id: str | None = omittable()
+    request_id: str | None = omittable()
+    fresh_id: bool = omittable(False)
+
+
+@payload(TraceKind.CLIENT_ANSWER)
+@dataclass(frozen=True, slots=True)
+class ClientAnswerData(Payload):
+    """The runtime's answer to a client's attempt: ``admitted`` (a new execution),
+    ``existing`` (the execution the ID names, returned), ``refused`` (with ``code``) or
+    ``cancel requested`` (reaching ``cancelled``); ``lost`` when the client never saw it.
+    ``workflow_id`` is the workflow a trigger asked for."""
+
+    client: str
+    action: str
+    attempt: int
+    answer: str
+    execution_id: str | None = omittable()
+    workflow_id: str | None = omittable()
+    code: str | None = omittable()
+    cancelled: tuple[str, ...] = omittable(())
+    lost: bool = omittable(False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cancelled", tuple(self.cancelled))
+
+
+@payload(TraceKind.CLIENT_GIVE_UP)
+@dataclass(frozen=True, slots=True)
+class ClientGiveUpData(Payload):
+    """A client that stopped without an answer: after ``attempts`` attempts, ``why``
+    (``attempts used up`` or ``crashed``)."""
+
+    client: str
+    action: str
+    attempts: int
+    why: str
+
+
+def payload_from_json(kind: TraceKind, op: Op | None, data: Mapping[str, Any]) -> Payload:
+    """The typed payload of a ``kind`` event (of call ``op``) from its JSON form."""
+    if not data:
+        return NO_DATA
+    cls = _PAYLOADS.get((kind, op)) or _PAYLOADS.get((kind, None))
+    if cls is None:
+        what = f"{kind} events of op {op!r}" if op is not None else f"{kind} events"
+        raise ValueError(f"{what} carry no data, yet this one has {sorted(data)}")
+    return cls.from_json(data)
