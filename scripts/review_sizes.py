@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.views.review import review_page, review_report_page, stepper_html
 
 

@@ -252,7 +252,7 @@ def _format_list(text: str) -> list[str]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
 
     if args.faults:
         return _list_faults(args)
@@ -311,7 +311,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
     from yieldstar_sim.simulation.run import replay, simulate
-    from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+    from yieldstar_sim.simulation.scenario import ScenarioError
+    from yieldstar_sim.simulation.scenario_files import load_scenario
     from yieldstar_sim.views.export import export
 
     out = output_folder(args.out)

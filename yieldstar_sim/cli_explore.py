@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 
 def explore_command(args: argparse.Namespace) -> int:
-    from yieldstar_sim.simulation.scenario import ScenarioError, load_scenario
+    from yieldstar_sim.simulation.scenario import ScenarioError
+    from yieldstar_sim.simulation.scenario_files import load_scenario
 
     if args.max_faults < 0:
         raise UsageError(f"--max-faults must be 0 or more, not {args.max_faults}")

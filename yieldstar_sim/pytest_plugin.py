@@ -181,7 +181,7 @@ class ScenarioFile(pytest.File):
     def collect(self) -> Iterator[ScenarioItem]:
         """Load the scenario (a file is code: it runs now) and make its item."""
         from yieldstar_sim.simulation.scenario import ScenarioError as LoadError
-        from yieldstar_sim.simulation.scenario import load_scenario
+        from yieldstar_sim.simulation.scenario_files import load_scenario
 
         try:
             scenario = load_scenario(self.path, timeout=60.0)

@@ -15,7 +15,7 @@ CLI = [sys.executable, "-m", "yieldstar_sim.cli"]
 
 
 def bundled_names() -> list[str]:
-    from yieldstar_sim.simulation.scenario import bundled_scenarios
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
     return list(bundled_scenarios())
 

@@ -59,7 +59,7 @@ def test_replaying_a_mailed_artifact_does_not_run_its_payload(tmp_path: Path) ->
 
 
 def test_replay_with_a_chosen_scenario_file(tmp_path: Path) -> None:
-    from yieldstar_sim.simulation.scenario import bundled_scenarios
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
     (tmp_path / "shop.py").write_bytes(bundled_scenarios()["trigger-in-step"].read_bytes())
     made = cli("run", "shop.py", "--runtime", "memory", "--format", "json", "--json", cwd=tmp_path)
@@ -126,7 +126,7 @@ def test_an_unwritable_out_is_refused_before_the_run(tmp_path: Path, command: li
 
 
 def test_explore_saves_a_hostile_names_artifacts_inside_out(tmp_path: Path) -> None:
-    from yieldstar_sim.simulation.scenario import bundled_scenarios
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
     work = tmp_path / "deep" / "work"
     work.mkdir(parents=True)

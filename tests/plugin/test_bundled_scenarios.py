@@ -7,7 +7,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.pytest_plugin import Yieldstar
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 HAZARDS = {
     "booking-race": "no_oversell",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 CASES = Path(__file__).parents[1] / "scenarios" / "verdicts"
 INI = """

@@ -430,7 +430,7 @@ def test_fault_kinds_are_the_documented_ones() -> None:
 def test_every_choice_point_of_every_bundled_scenario_is_a_listed_op() -> None:
     """`list --faults` prints CHOICE_POINT_OPS: it must name every call the simulator offers."""
     seen = set()
-    from yieldstar_sim.simulation.scenario import bundled_scenarios
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
     for name in bundled_scenarios():
         run = ys.simulate(ys.load_scenario(name), seed=0, runtime="memory")

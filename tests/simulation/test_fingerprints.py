@@ -13,7 +13,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.simulation import kernel
 from yieldstar_sim.simulation.explorer import plans
 from yieldstar_sim.simulation.faults import Fault, FaultKind
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation import ExplorationReport

@@ -14,7 +14,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.errors import ArtifactError
 from yieldstar_sim.simulation.artifact import MAX_ARTIFACT_BYTES
-from yieldstar_sim.simulation.scenario import bundled_scenarios, source_digest
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios, source_digest
 
 PAYLOAD = """
 from pathlib import Path

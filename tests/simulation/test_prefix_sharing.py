@@ -11,7 +11,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.simulation import Fault, FaultKind
 from yieldstar_sim.simulation.explorer import Plan, prefix
 from yieldstar_sim.simulation.explorer.prefix import supported, sweeps
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation import ExplorationReport

@@ -10,7 +10,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.errors import ArtifactError
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 
 @pytest.mark.parametrize("runtime", ["memory", "duckdb"])

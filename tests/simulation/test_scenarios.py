@@ -17,7 +17,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, ParentLink
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 GOLDEN = Path(__file__).parent / "golden"
 SCENARIOS = sorted(bundled_scenarios())

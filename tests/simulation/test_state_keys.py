@@ -16,7 +16,7 @@ from yieldstar_sim.simulation.explorer import plans
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.statekeys import StateKeys, WholeReads
 from yieldstar_sim.simulation.faults import Fault, FaultKind
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:

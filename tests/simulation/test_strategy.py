@@ -54,3 +54,14 @@ def test_every_strategy_searches_into_its_tally_and_says_what_it_covered(name: s
 def test_a_search_config_refuses_unsound_options(options: dict[str, object], error: type) -> None:
     with pytest.raises(error):
         SearchConfig(**options)  # type: ignore[arg-type]
+
+
+def test_a_report_names_its_distinct_states_as_the_public_surface_promises() -> None:
+    import yieldstar_sim as ys
+
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="exhaustive", max_faults=0, runtime="memory",
+        confirm=None,
+    )  # fmt: skip
+    assert report.exhausted
+    assert report.states == report.distinct_states > 0

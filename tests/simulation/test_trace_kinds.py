@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.trace import (
     NO_DATA,
     CancelData,

@@ -11,7 +11,7 @@ from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.runtime.protocol import Runtime
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 
 @pytest.mark.parametrize("make", [MemoryRuntime, DuckDBRuntime], ids=["memory", "duckdb"])

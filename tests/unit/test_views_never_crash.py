@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import FAULT_KINDS
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.views import (
     build_timeline,
     draw_execution_graph,

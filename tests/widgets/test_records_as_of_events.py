@@ -6,7 +6,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.simulation.scenario import bundled_scenarios
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.views.records import CHANGED, NEW, TERMINAL
 from yieldstar_sim.widgets import RecordBook, describe_event, narrate, records_html
 from yieldstar_sim.widgets.whatif import WHAT_IF_KINDS, choice_points

@@ -27,10 +27,9 @@ from yieldstar_sim.simulation.scenario import (
     Scenario,
     ScenarioError,
     Trigger,
-    bundled_scenarios,
     expect,
-    load_scenario,
 )
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 __all__ = [

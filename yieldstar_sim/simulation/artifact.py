@@ -19,12 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.simulation.faults import Fault
-from yieldstar_sim.simulation.scenario import (
-    ScenarioError,
-    bundled_scenarios,
-    load_scenario,
-    source_digest,
-)
+from yieldstar_sim.simulation.scenario import ScenarioError
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario, source_digest
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

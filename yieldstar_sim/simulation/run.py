@@ -1,7 +1,7 @@
 """``simulate``: one deterministic run of a scenario, checked; ``replay``: an artifact's run again.
 
 >>> import yieldstar_sim as ys
->>> from yieldstar_sim.simulation.scenario import load_scenario
+>>> from yieldstar_sim.simulation.scenario_files import load_scenario
 >>> run = ys.simulate(load_scenario("durable-start"), seed=0, runtime="memory")
 >>> run.ok, len(run.effects_named("courier.booked"))
 (True, 1)

@@ -7,16 +7,11 @@ docstring tells the story.
 from __future__ import annotations
 
 import hashlib
-import importlib.resources
-import importlib.util
 import inspect
 import linecache
 import math
-import os
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.authoring import StepDefinition, Workflow
@@ -480,123 +475,3 @@ class ScenarioDefinitionError(ScenarioError, ValueError):
 class FaultPlanError(ScenarioError, ValueError):
     """A fault of the plan that no choice point of the run matched: it never fired, so the run
     did not test what the scenario says it tests."""
-
-
-def bundled_scenario_folder() -> Path:
-    """Where bundled scenarios live: ``$YIELDSTAR_SCENARIOS`` if set, else the package
-    ``yieldstar_sim.scenarios`` (the repository's ``scenarios/`` folder, which the wheel ships
-    under that name and an editable install maps to it)."""
-    folder = os.environ.get("YIELDSTAR_SCENARIOS")
-    if folder:
-        return Path(folder)
-    try:
-        shipped = importlib.resources.files("yieldstar_sim.scenarios")
-    except ModuleNotFoundError:
-        # A source tree put on sys.path by hand, never installed: the folder is beside the package.
-        return Path(__file__).resolve().parents[2] / "scenarios"
-    # Installed from a wheel or editable, the package is a folder on disk (not a zip archive).
-    return Path(str(shipped))
-
-
-def bundled_scenarios() -> dict[str, Path]:
-    """Bundled scenario names and their files."""
-    folder = bundled_scenario_folder()
-    if not folder.is_dir():
-        return {}
-    return {
-        path.stem.replace("_", "-"): path
-        for path in sorted(folder.glob("*.py"))
-        if not path.name.startswith("_")
-    }
-
-
-def _resolve(text: str, bundled: Mapping[str, Path]) -> tuple[str, Path, str]:
-    """What a scenario reference names: (the reference, its file, the ref an artifact keeps)."""
-    path = Path(text)
-    if text.replace("_", "-") in bundled and not path.exists():
-        text = text.replace("_", "-")  # a bundled file's stem names its scenario too
-    if text in bundled:
-        return text, bundled[text], text
-    if path.suffix == ".py" or path.exists():
-        if not path.is_file():
-            raise ScenarioError(f"no scenario file {text!r}")
-        return text, path, str(path)
-    raise ScenarioError(
-        f"unknown scenario {text!r}{did_you_mean(text, bundled)}; "
-        + (
-            f"`yieldstar-sim list` names the {len(bundled)} bundled ones (a scenario file's "
-            "path ends in .py)"
-            if bundled
-            else "no bundled scenario found"
-        )
-    )
-
-
-def load_scenario(
-    reference: str | Path, *, sha256: str | None = None, timeout: float | None = None
-) -> Scenario:
-    """Load a bundled scenario by name, or the ``scenario`` defined in a ``.py`` file.
-
-    A scenario file is code and runs when it is loaded: one that raises, calls ``sys.exit()``
-    or (with ``timeout`` seconds) spins is refused with a ``ScenarioError`` that says so. With
-    ``sha256`` (``"sha256:<hex>"``) a file is imported only if its bytes hash to that value; the
-    bytes hashed are the bytes run.
-    """
-    from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
-
-    text = str(reference)
-    bundled = bundled_scenarios()
-    text, path, ref = _resolve(text, bundled)
-    try:
-        source = path.read_bytes()
-    except OSError as error:
-        raise ScenarioError(f"cannot read the scenario file {text!r}: {error.strerror}") from None
-    digest = source_digest(source)
-    if sha256 is not None and digest != sha256:
-        raise ScenarioError(
-            f"the scenario file {text!r} is not the one expected ({sha256} expected, "
-            f"{digest} found), so it is not run"
-        )
-    module_name = (
-        f"_yieldstar_scenario_{hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]}"
-    )
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None:
-        raise ScenarioError(f"cannot load {text!r} as a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module  # dataclasses and pickling look modules up by name
-    try:
-        # Run the bytes that were hashed, not the file read again: it may change in between.
-        code = compile(source, str(path), "exec")
-        with Deadline(timeout) as deadline, deadline.user_code(f"the import of {text!r}"):
-            exec(code, module.__dict__)
-    except ScenarioError as error:  # the scenario's own words: it names what is wrong
-        del sys.modules[module_name]
-        raise ScenarioError(f"{text!r}: {error}") from error
-    except Exception as error:
-        del sys.modules[module_name]
-        raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error
-    except SystemExit as exit:
-        del sys.modules[module_name]
-        raise ScenarioError(f"{text!r} called sys.exit({exit.code!r}) on import") from None
-    except RunTimedOut:
-        del sys.modules[module_name]
-        raise ScenarioError(
-            f"{text!r} did not finish importing within {timeout:g}s (a loop at import?)"
-        ) from None
-    scenario = getattr(module, "scenario", None)
-    if not isinstance(scenario, Scenario):
-        raise ScenarioError(
-            f"{text!r} does not define `scenario = ys.Scenario(...)`"
-            + ("" if scenario is None else f" (it defines scenario as {type(scenario).__name__})")
-        )
-    scenario.ref = ref
-    scenario.source_sha256 = None if ref in bundled else digest
-    if not scenario.description and module.__doc__:
-        scenario.description = inspect.cleandoc(module.__doc__)
-    return scenario
-
-
-def source_digest(source: bytes) -> str:
-    """The digest a replay artifact records for a scenario file's bytes."""
-    return "sha256:" + hashlib.sha256(source).hexdigest()

@@ -345,7 +345,7 @@ def _report_story(report: ExplorationReport, scenario: Scenario | None) -> str:
     """The explored scenario's description: from ``scenario``, else the bundled one."""
     if scenario is not None:
         return scenario.description
-    from yieldstar_sim.simulation.scenario import bundled_scenarios, load_scenario
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
 
     if report.scenario in bundled_scenarios():
         return load_scenario(report.scenario).description

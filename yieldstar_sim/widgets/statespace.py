@@ -96,7 +96,7 @@ class StateSpaceView:
         """Run the schedule that reaches state ``key`` and show it in a stepper, at the first
         event of the choice point the state stands at."""
         from yieldstar_sim.simulation.explorer.plans import simulate_plan
-        from yieldstar_sim.simulation.scenario import load_scenario
+        from yieldstar_sim.simulation.scenario_files import load_scenario
         from yieldstar_sim.widgets.stepper import Stepper
 
         scenario = self.scenario or load_scenario(self.report.scenario)

@@ -101,6 +101,12 @@ class ExplorationReport:
     freeze_seconds: float | None = None
 
     @property
+    def states(self) -> int:
+        """The distinct states an exhaustive search reached (``distinct_states``; 0 for the
+        other strategies, which count schedules)."""
+        return self.distinct_states
+
+    @property
     def exhausted(self) -> bool:
         """Whether every schedule under the bound was covered, up to equivalence (for the
         exhaustive strategy: up to the reduction and state caching, with no bound or budget,

@@ -13,7 +13,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
 from yieldstar_sim.simulation.explorer.prefix import PrefixSharing, supported
 from yieldstar_sim.simulation.explorer.replays import shipped
-from yieldstar_sim.simulation.scenario import load_scenario
+from yieldstar_sim.simulation.scenario_files import load_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
