@@ -18,7 +18,6 @@ the scenario's own actor, without faults, exactly as before (so no existing trac
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import (
@@ -29,7 +28,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
-from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
 from yieldstar_sim.simulation.trace import (
@@ -41,10 +40,11 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.state import RunState
-
-Actor = Generator[Wait | Park | Point, Any, None]
 
 
 def client_requests(scenario: Scenario) -> dict[str, list[Trigger | Cancel]]:

@@ -17,7 +17,7 @@ import heapq
 import itertools
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 if TYPE_CHECKING:
     import random
@@ -60,6 +60,11 @@ class Point:
 
     label: str
     info: Any = field(default=None, compare=False)
+
+
+#: An actor: a generator that yields what it waits for (a time, a nudge, a choice point) and is
+#: sent back, at a choice point, the fault to apply there (or None).
+Actor: TypeAlias = "Generator[Wait | Park | Point, Any, None]"
 
 
 def describe(state: Point | float | Park) -> str:

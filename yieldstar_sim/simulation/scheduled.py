@@ -6,15 +6,14 @@ choice points and faults; these are made without either, exactly as a scenario w
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
     ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionStateError,
 )
-from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.scenario import Cancel, Deploy, Prune, ScenarioError, Trigger
 from yieldstar_sim.simulation.trace import (
     CancelData,
@@ -25,9 +24,8 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
+    from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
-
-Actor = Generator[Wait | Park | Point, Any, None]
 
 #: The actor's name in the kernel (and in its choices).
 SCHEDULED = "~client"

@@ -9,7 +9,6 @@ steps. Step bodies run between choice points and act on the simulated world thro
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,7 +37,7 @@ from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.world import BodyWorld
 from yieldstar_sim.simulation.attempts import detachable, play_body
 from yieldstar_sim.simulation.faults import new_point_info
-from yieldstar_sim.simulation.kernel import Park, Point, Wait
+from yieldstar_sim.simulation.kernel import Park, Wait
 from yieldstar_sim.simulation.narration import (
     body_data,
     body_words,
@@ -52,11 +51,11 @@ from yieldstar_sim.simulation.port import SimPort
 from yieldstar_sim.simulation.trace import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Generator
     from contextlib import AbstractContextManager
 
+    from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
-
-Actor = Generator[Wait | Park | Point, Any, None]
 
 
 def worker(state: RunState, name: str) -> Actor:
