@@ -13,8 +13,9 @@ import math
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
+from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
     INTERRUPTED,
@@ -51,8 +52,28 @@ def _timeout_option(command: argparse.ArgumentParser, what: str) -> None:
     )  # fmt: skip
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are also one JSON object on stdout under ``--json``
+    (``{"error": ..., "exit": 2}``), so a script that reads the JSON reads the mistake too.
+    Subcommands' parsers are of this class as well, and print their own usage."""
+
+    json_errors = False
+    """Whether the command line being parsed asks for JSON (set by ``main``)."""
+
+    def error(self, message: str) -> NoReturn:
+        if self.json_errors:
+            print(json.dumps({"error": f"{self.prog}: {message}", "exit": 2}))
+        super().error(message)
+
+
+def _json_error(args: argparse.Namespace, message: str) -> None:
+    """Under ``--json``, the error as one JSON object on stdout (besides stderr's line)."""
+    if getattr(args, "json", False):
+        print(json.dumps({"error": message, "exit": 2}))
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="yieldstar-sim",
         description="See durable-workflow semantics (RFC 003: durable workflow start) "
         "fail and hold.",
@@ -98,6 +119,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("scenario", metavar="SCENARIO")
     run.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    run.add_argument(
+        "--fault", type=fault, action="append", default=[], metavar="KIND[:FIELD=VALUE,...]",
+        help=FAULT_HELP,
+    )  # fmt: skip
     _runtime_options(run)
     _timeout_option(run, "the run (and of the scenario file's import)")
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
@@ -120,6 +145,10 @@ def _parser() -> argparse.ArgumentParser:
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
         help="systematic (default): every fault at every point of one interleaving; random, "
         "pct: samples; exhaustive: every interleaving and every fault up to --max-faults",
+    )  # fmt: skip
+    explore.add_argument(
+        "--kinds", type=fault_kinds, default=None, metavar="KIND,...",
+        help="the fault kinds to try (default: every kind; `yieldstar-sim list --faults`)",
     )  # fmt: skip
     explore.add_argument("--budget", type=int, metavar="N", help="at most N schedules")
     explore.add_argument(
@@ -326,7 +355,10 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "run":
             scenario = load_scenario(args.scenario, timeout=args.timeout)
-            run = simulate(scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout)
+            run = simulate(
+                scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout,
+                faults=args.fault,
+            )  # fmt: skip
         else:
             artifact = ReplayArtifact.load(args.artifact)
             chosen = load_scenario(args.scenario, timeout=args.timeout) if args.scenario else None
@@ -392,6 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # killed by SIGPIPE. Every file the command writes is written before it prints.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     parser = _parser()
+    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
         code = _dispatch(parser, args)
@@ -421,6 +454,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except UsageError as error:
         if args.debug:
             raise
+        _json_error(args, str(error))
         print(f"yieldstar-sim: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -431,6 +465,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except Exception as error:
         if args.debug:
             raise
+        _json_error(args, f"{type(error).__name__}: {error}")
         print(f"yieldstar-sim: error: {type(error).__name__}: {error}", file=sys.stderr)
         return 2
     return 2

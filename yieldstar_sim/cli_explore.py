@@ -117,6 +117,7 @@ def _explore_and_draw(
         progress=args.progress,
         timeout=args.timeout,
         on_searched=lambda searched: drawer.start(searched, out, formats),
+        **({} if args.kinds is None else {"kinds": args.kinds}),
         **_exhaustive_options(args),
     )
     pictures = drawer.write(report, out, formats)

@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "cli",
             "cli_files",
             "cli_pictures",
+            "cli_faults",
             "cli_explore",
             "demo",
             "errors",

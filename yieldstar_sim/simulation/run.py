@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import ExecutionNotFoundError
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import trace_points
@@ -150,6 +151,15 @@ def unfired_faults(simulator: Simulator) -> str:
             )
             continue
         sentence = f"the fault '{fault.describe()}' matches no choice point of the run"
+        steps = {step for where in seen.values() for step in where["steps"]}
+        if fault.step_key is not None and fault.step_key not in steps:
+            sentence += f"; no step {fault.step_key!r}{did_you_mean(fault.step_key, steps)} runs"
+        executions = {execution for where in seen.values() for execution in where["executions"]}
+        if fault.execution_id is not None and fault.execution_id not in executions:
+            sentence += (
+                f"; no execution {fault.execution_id!r}"
+                f"{did_you_mean(fault.execution_id, executions)} runs"
+            )
         if fault.op is not None and fault.op in seen:
             where = seen[fault.op]
             parts = [
