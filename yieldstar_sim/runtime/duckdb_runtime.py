@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -65,12 +66,19 @@ def _statement_count(sql: str) -> int:
 
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+_PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
 
 #: Statements that return a pooled database to the state a fresh one has: no rows, and the
 #: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it).
 _RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq START 1;"
+
+
+_COLUMNS = common.EXECUTION_COLUMNS
+_DUE, _OWNER = _COLUMNS.index("due_at"), _COLUMNS.index("lease_owner")
+_TOKEN, _EXPIRES = _COLUMNS.index("lease_token"), _COLUMNS.index("lease_expires_at")
+_WAITING = _COLUMNS.index("waiting_on")
 
 
 class DatabasePool:
@@ -251,9 +259,81 @@ class DuckDBRuntime(SqlCalls):
     def _execute(
         self, name: str, params: Mapping[str, object] | None = None
     ) -> list[tuple[Any, ...]]:
+        """Run the named call's statements: most are one statement of ``queries.sql``; the
+        claim and the fenced writes are composed here (``_COMPOSED``), because on DuckDB an
+        ``UPDATE ... RETURNING`` costs several plain statements (docs/decisions.md)."""
+        composed = _COMPOSED.get(name)
+        if composed is not None:
+            assert params is not None
+            return composed(self, name, params)
+        return self._statement(name, params)
+
+    def _statement(
+        self, name: str, params: Mapping[str, object] | None = None
+    ) -> list[tuple[Any, ...]]:
         with self._count_lock:
             self.statements += _STATEMENTS[name]
+        if params is not None and len(params) != len(_PARAMETERS[name]):
+            # A composed call's statements share its parameters; DuckDB refuses unused ones.
+            params = {key: params[key] for key in _PARAMETERS[name]}
         return self._cursor().execute(QUERIES[name], params).fetchall()
+
+    def _read_then_write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """``{name}_rows`` (which opens a transaction) reads the rows the plain UPDATE ``name``
+        will write, then ``name`` writes them, on the same snapshot: the rows read are the
+        call's answer, as RETURNING rows would be (docs/decisions.md: RETURNING costs more,
+        and misses conflicts with plain UPDATEs)."""
+        try:
+            rows = self._statement(f"{name}_rows", params)
+            if rows and not self._statement(name, params)[0][0]:
+                raise duckdb.TransactionException(f"{name}: wrote other rows than it read")
+            self._statement("commit")
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        return rows
+
+    def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """``claim_rows`` (which opens a transaction) reads the first claimable row,
+        ``claim_take`` leases it; the claim answers the row read with the lease's columns as
+        ``claim_take`` sets them."""
+        try:
+            rows = self._statement("claim_rows", params)
+            if rows:
+                claimed = {**params, "claimed": rows[0][0]}
+                if not self._statement("claim_take", claimed)[0][0]:
+                    raise duckdb.TransactionException("claim: the row read is gone")
+            self._statement("commit")
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        if not rows:
+            return []
+        row = list(rows[0])
+        row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
+        row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
+        return [tuple(row)]
+
+    def _fenced_count(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """A fenced write answers its row count: ``[(count,)]``, or no row when the fence
+        refused it (what ``SqlCalls`` reads as a lost lease)."""
+        rows = self._statement(name, params)
+        return rows if rows[0][0] else []
+
+    def _fenced_record(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """An acknowledgement and the read of its record, in one transaction (what the record
+        was when the write committed); no row when the fence refused it."""
+        self._statement("begin")
+        try:
+            if not self._statement(name, params)[0][0]:
+                self._statement("rollback")
+                return []
+            rows = self._statement("execution", params)
+            self._statement("commit")
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        return rows
 
     def _write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """Run a one-statement write, retrying a lost race on a fresh snapshot."""
@@ -315,3 +395,20 @@ class DuckDBRuntime(SqlCalls):
             self._failpoints.hit(f"{operation}.after_commit")
             return result
         raise InfrastructureError(f"{operation}: gave up after {_MAX_RACE_RETRIES} lost races")
+
+
+#: The calls composed of several statements (``DuckDBRuntime._execute``).
+_COMPOSED: dict[
+    str, Callable[[DuckDBRuntime, str, Mapping[str, object]], list[tuple[Any, ...]]]
+] = {
+    "claim": DuckDBRuntime._claim,
+    "cancel": DuckDBRuntime._read_then_write,
+    "prune_to_tombstone": DuckDBRuntime._read_then_write,
+    "renew": DuckDBRuntime._fenced_count,
+    "put_step": DuckDBRuntime._fenced_count,
+    "record_wake": DuckDBRuntime._fenced_count,
+    "release": DuckDBRuntime._fenced_count,
+    "wait_for": DuckDBRuntime._fenced_count,
+    "acknowledge": DuckDBRuntime._fenced_record,
+    "acknowledge_terminal": DuckDBRuntime._fenced_record,
+}
