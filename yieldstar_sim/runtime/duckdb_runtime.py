@@ -15,10 +15,12 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import re
 import threading
+import weakref
 from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -81,6 +83,20 @@ _TOKEN, _EXPIRES = _COLUMNS.index("lease_token"), _COLUMNS.index("lease_expires_
 _WAITING = _COLUMNS.index("waiting_on")
 
 
+class _Held:
+    """What a runtime holds of its database, apart from the runtime: what its finalizer hands
+    back to the pool when a runtime nobody closed is collected (a run's runtime stays open for
+    ``run.sql()``, so most are never closed)."""
+
+    __slots__ = ("connection", "cursors", "pid", "poolable")
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, poolable: bool) -> None:
+        self.connection = connection
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.pid = os.getpid()
+        self.poolable = poolable
+
+
 class DatabasePool:
     """A per-process pool of private in-memory databases, their schema already created.
 
@@ -91,18 +107,35 @@ class DatabasePool:
     tests check it). A database that its runtime handed out for queries of your own
     (``connection``, ``sql``) may hold objects or settings a reset would not undo: it is closed,
     never pooled. A file-backed database is never pooled: the file holds one run.
+
+    A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
+    collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
+    finalizer can run inside any code, this pool's included); the next ``take`` resets it.
     """
 
     def __init__(self, size: int = 4) -> None:
         self.size = size
         """The most idle databases kept."""
         self._idle: list[duckdb.DuckDBPyConnection] = []
-        self._inherited: list[duckdb.DuckDBPyConnection] = []
+        self._inherited: list[object] = []
+        self._returned: collections.deque[_Held] = collections.deque()
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
     def take(self) -> duckdb.DuckDBPyConnection | None:
         """An idle database, reset, or ``None`` when there is none."""
+        while self._returned:
+            try:
+                held = self._returned.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            if held.pid != os.getpid():
+                self._inherited.append(held)  # a parent's, collected in this child: unused
+                continue
+            for cursor in held.cursors:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.close()
+            self.give(held.connection)
         with self._lock:
             if self._pid != os.getpid():
                 self.after_fork()
@@ -114,7 +147,15 @@ class DatabasePool:
         unused, and start with a fresh lock and no idle database."""
         self._lock = threading.Lock()
         self._inherited.extend(self._idle)
+        self._inherited.extend(self._returned)
         self._idle, self._pid = [], os.getpid()
+        self._returned = collections.deque()
+
+    def returned(self, held: _Held) -> None:
+        """Queue the database of a runtime collected unclosed, for the next ``take`` to reset
+        (a runtime's finalizer: appending to a deque is atomic)."""
+        if held.poolable:
+            self._returned.append(held)
 
     def give(self, connection: duckdb.DuckDBPyConnection) -> None:
         """Reset ``connection`` and keep it for the next run, or close it when the pool is
@@ -134,6 +175,7 @@ class DatabasePool:
 
     def clear(self) -> None:
         """Close every idle database."""
+        self._returned.clear()
         with self._lock:
             idle, self._idle = self._idle, []
         for connection in idle:
@@ -176,21 +218,25 @@ class DuckDBRuntime(SqlCalls):
         self.path = str(path)
         self._local = threading.local()
         self._count_lock = threading.Lock()
-        self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._closed = False
         self.statements = 0
         """SQL statements issued so far (a BEGIN or COMMIT counts as one)."""
         # Only a private in-memory database goes back to the pool; a file holds one run.
-        self._poolable = self.path == ":memory:"
-        pooled = POOL.take() if self._poolable else None
+        poolable = self.path == ":memory:"
+        pooled = POOL.take() if poolable else None
         if pooled is not None:
             self._connection = pooled
-            return
-        # duckdb.connect of one file twice in a process shares one database instance, so
-        # several runtime objects (threads) can use one file; another process cannot.
-        self._connection = duckdb.connect(self.path)
-        self._connection.execute("SET threads TO 1")
-        self._create_schema()
+        else:
+            # duckdb.connect of one file twice in a process shares one database instance, so
+            # several runtime objects (threads) can use one file; another process cannot.
+            self._connection = duckdb.connect(self.path)
+            self._connection.execute("SET threads TO 1")
+            self._create_schema()
+        self._held = _Held(self._connection, poolable)
+        self._cursors = self._held.cursors
+        finalizer = weakref.finalize(self, POOL.returned, self._held)
+        finalizer.atexit = False
+        self._finalizer = finalizer
 
     def _create_schema(self) -> None:
         """Create the tables unless they exist: opening an existing database writes nothing to
@@ -215,14 +261,14 @@ class DuckDBRuntime(SqlCalls):
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
         """A cursor of the runtime's database for this thread, for queries of your own."""
-        self._poolable = False  # queries of your own may leave what a reset does not undo
+        self._held.poolable = False  # queries of your own may leave what a reset does not undo
         return self._cursor()
 
     def sql(
         self, query: str, params: Sequence[object] | Mapping[str, object] | None = None
     ) -> list[tuple[Any, ...]]:
         """Run a query of your own against the runtime's tables and return its rows."""
-        self._poolable = False
+        self._held.poolable = False
         return self._cursor().execute(query, params).fetchall()
 
     def close(self) -> None:
@@ -231,13 +277,15 @@ class DuckDBRuntime(SqlCalls):
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         with self._count_lock:
-            cursors, self._cursors = self._cursors, []
+            cursors = list(self._cursors)
+            self._cursors.clear()
         for cursor in cursors:
             # Closing a cursor ends its open transaction, if any.
             with contextlib.suppress(duckdb.Error):
                 cursor.close()
-        if self._poolable:
+        if self._held.poolable:
             POOL.give(self._connection)
         else:
             self._connection.close()
