@@ -239,14 +239,10 @@ def _claims(runtime: Runtime, n: int) -> Batch:
     params = {"owner": "w1", "expires_at": now + LEASE, "execution_id": None, "now": now}
     return Batch(
         [partial(runtime.claim, "w1", lease_seconds=LEASE) for _ in range(n)],
-        # The adapter's claim_rows, claim_take (its row by ID) and COMMIT; the bare run writes
-        # through claim, the same UPDATE finding its row by the subquery (a little dearer).
+        # The adapter's claim_rows and claim_take (its row by ID and revision); the bare run
+        # writes through claim, the same UPDATE finding its row by the subquery (a little dearer).
         [
-            [
-                q("claim_rows", {"execution_id": None, "now": now}),
-                q("claim", dict(params)),
-                q("commit"),
-            ]
+            [q("claim_rows", {"execution_id": None, "now": now}), q("claim", dict(params))]
             for _ in range(n)
         ],
     )

@@ -360,22 +360,17 @@ class DuckDBRuntime(SqlCalls):
         return rows
 
     def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
-        """``claim_rows`` (which opens a transaction) reads the first claimable row,
-        ``claim_take`` leases it; the claim answers the row read with the lease's columns as
-        ``claim_take`` sets them."""
-        try:
-            rows = self._statement("claim_rows", params)
-            if rows:
-                claimed = {**params, "claimed": rows[0][0]}
-                if not self._statement("claim_take", claimed)[0][0]:
-                    raise duckdb.TransactionException("claim: the row read is gone")
-            self._statement("commit")
-        except BaseException:
-            self._rollback_quietly()
-            raise
+        """``claim_rows`` reads the first claimable row, ``claim_take`` leases it if it is
+        still at the revision read (a compare-and-swap: no transaction, so a claim that finds
+        nothing is one statement); the claim answers the row read with the lease's columns as
+        ``claim_take`` sets them. A row written in between is a lost race, for ``_write``."""
+        rows = self._statement("claim_rows", params)
         if not rows:
             return []
-        row = list(rows[0])
+        *row, revision = rows[0]
+        taken = {**params, "claimed": row[0], "revision": revision}
+        if not self._statement("claim_take", taken)[0][0]:
+            raise duckdb.TransactionException("claim: the row changed since it was read")
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
         return [tuple(row)]

@@ -101,13 +101,16 @@ FROM executions
 WHERE status IN ('pending', 'suspended');
 
 -- name: claim_rows
--- A claim is this read and claim_take's UPDATE of the row read, in one transaction. The row read is what the claim answers, with the lease's
--- columns as the UPDATE sets them (an UPDATE ... RETURNING costs 4-5 ms more on duckdb 2.0.1,
--- and conflicts are missed between a RETURNING and a plain UPDATE: every UPDATE is plain).
-BEGIN TRANSACTION;
+-- A claim is this read of the first claimable row and claim_take's lease of it, if the row is
+-- still at the revision read: every write bumps `revision`, so the same revision is the same
+-- row, and a write in between makes claim_take write nothing (or conflict), a lost race tried
+-- again. No transaction: a claim that finds nothing is this one statement. The claim answers the
+-- row read with the lease's columns as claim_take sets them (an UPDATE ... RETURNING costs 4-5
+-- ms more on duckdb 2.0.1, and conflicts are missed between a RETURNING and a plain UPDATE:
+-- every UPDATE is plain).
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log
+       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log, revision
 FROM executions
 WHERE status IN ('pending', 'suspended')
   AND ($execution_id IS NULL OR execution_id = $execution_id)
@@ -116,11 +119,10 @@ ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
 LIMIT 1;
 
 -- name: claim_take
--- The claim's write, on the row claim_rows read (its ID; the same snapshot).
 UPDATE executions
 SET lease_owner = $owner, lease_token = lease_token + 1, lease_expires_at = $expires_at,
     due_at = NULL, waiting_on = NULL, revision = revision + 1
-WHERE execution_id = $claimed;
+WHERE execution_id = $claimed AND revision = $revision;
 
 -- name: claim
 -- The claim as one statement: claim_rows and claim_take are it, the row found by ID instead of
