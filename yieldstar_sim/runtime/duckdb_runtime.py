@@ -88,7 +88,7 @@ _WAITING = _COLUMNS.index("waiting_on")
 #: optimizer, whose planning costs more than it saves on a table of a few hundred rows (a
 #: durable-start run 77 -> 51 ms; still no slower at 3,000 rows). Queries of your own
 #: (``connection``, ``sql``) get the optimizer back (``_YOUR_OWN``).
-_SETTINGS = "SET threads TO 1; SET enable_optimizer = false"
+SETTINGS = "SET threads TO 1; SET enable_optimizer = false"
 _YOUR_OWN = "SET enable_optimizer = true"
 
 
@@ -239,7 +239,7 @@ class DuckDBRuntime(SqlCalls):
             # duckdb.connect of one file twice in a process shares one database instance, so
             # several runtime objects (threads) can use one file; another process cannot.
             self._connection = duckdb.connect(self.path)
-            self._connection.execute(_SETTINGS)
+            self._connection.execute(SETTINGS)
             self._create_schema()
         self._held = _Held(self._connection, poolable)
         self._optimizing = False
