@@ -239,7 +239,12 @@ def _claims(runtime: Runtime, n: int) -> Batch:
     params = {"owner": "w1", "expires_at": now + LEASE, "execution_id": None, "now": now}
     return Batch(
         [partial(runtime.claim, "w1", lease_seconds=LEASE) for _ in range(n)],
-        [[q("claim", dict(params))] for _ in range(n)],
+        # The adapter's claim_rows and claim_take (its row by ID and revision); the bare run
+        # writes through claim, the same UPDATE finding its row by the subquery (a little dearer).
+        [
+            [q("claim_rows", {"execution_id": None, "now": now}), q("claim", dict(params))]
+            for _ in range(n)
+        ],
     )
 
 
@@ -324,11 +329,15 @@ def prepare_acknowledge(runtime: Runtime, n: int) -> Batch:
         ],
         [
             [
-                # A terminal outcome: one statement updates it and wakes its waiters.
+                # A terminal outcome: one statement updates it and wakes its waiters, and the
+                # record is read back in the same transaction.
+                q("begin"),
                 q(
                     "acknowledge_terminal",
                     fence(lease, now, status="completed", result=encode(_result(i)), error=None),
                 ),
+                q("execution", {"execution_id": lease.execution_id}),
+                q("commit"),
             ]
             for i, lease in enumerate(leases)
         ],

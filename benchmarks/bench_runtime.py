@@ -100,7 +100,7 @@ from _runtime_workloads import WORKLOADS, Workload, run_workload
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.clock import ManualClock
-from yieldstar_sim.runtime.duckdb_runtime import POOL, DuckDBRuntime
+from yieldstar_sim.runtime.duckdb_runtime import POOL, SETTINGS, DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
@@ -133,6 +133,8 @@ def snapshot(runtime: DuckDBRuntime) -> list[tuple[object, ...]]:
 def time_bare(runtime: DuckDBRuntime, batch: Batch) -> Trial:
     """Time the batch's statements run directly on the runtime's cursor, after warm-up."""
     cursor = runtime.connection
+    # Handing out the connection switches the optimizer back on: the adapter's settings again.
+    cursor.execute(SETTINGS)
     ops = [partial(run_statements, cursor, op) for op in batch.bare]
     for op in ops[:WARMUP]:
         op()

@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 
 RUNS: tuple[tuple[str, ...], ...] = (
     ("bench_runtime.py",),
+    ("bench_duckdb_path.py", "--baseline", "HEAD"),
     ("bench_engine.py",),
     ("bench_simulation.py",),
     ("bench_explorer.py",),

@@ -1,9 +1,11 @@
 """The per-process pool of in-memory DuckDB databases: a pooled database starts every run in
 the state a fresh one has, a closed runtime cannot reach the database it gave back, and a
-file-backed database is never pooled."""
+file-backed database is never pooled; a runtime never closed (a run's, open for run.sql())
+comes back when it is collected."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.queues
 from typing import TYPE_CHECKING
@@ -11,6 +13,7 @@ from typing import TYPE_CHECKING
 import duckdb
 import pytest
 
+import yieldstar_sim as ys
 from yieldstar_sim.core.model import RequestId, StartAccepted, StartRequest
 from yieldstar_sim.runtime.duckdb_runtime import POOL, DuckDBRuntime
 
@@ -102,3 +105,56 @@ def test_a_forked_child_does_not_use_its_parents_databases() -> None:
     child.join(timeout=60)
     assert queue.get(timeout=60) is True
     assert POOL.take() is not None  # the parent's is still there, for the parent
+
+
+def test_an_unclosed_runtime_gives_its_database_back_when_collected() -> None:
+    gc.collect()  # earlier tests' runtimes come back first
+    POOL.clear()
+    runtime = DuckDBRuntime()
+    _fill(runtime)
+    held = runtime._connection
+    del runtime
+    gc.collect()
+    again = DuckDBRuntime()
+    assert again._connection is held  # reused, reset: as a closed runtime's would be
+    assert again.executions() == []
+    again.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    started = again.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
+    assert started == StartAccepted("@ship-order-2")
+    again.close()
+
+
+def test_an_unclosed_runtime_used_for_queries_of_your_own_is_not_pooled() -> None:
+    gc.collect()  # earlier tests' runtimes come back first
+    POOL.clear()
+    runtime = DuckDBRuntime()
+    runtime.sql("CREATE TABLE mine (x INTEGER)")
+    used = runtime._connection
+    del runtime
+    gc.collect()
+    again = DuckDBRuntime()
+    assert again._connection is not used
+    again.close()
+
+
+def test_simulated_runs_reuse_databases_and_still_answer_sql() -> None:
+    """A run's runtime stays open for run.sql(); once the run is dropped its database serves
+    the next run, and a run whose SQL was asked keeps its own."""
+    gc.collect()
+    POOL.clear()
+    scenario = ys.load_scenario("durable-start")
+    first = ys.simulate(scenario, 0, runtime="duckdb")
+    held = first.runtime._connection  # type: ignore[attr-defined]
+    del first
+    gc.collect()
+    second = ys.simulate(scenario, 0, runtime="duckdb")
+    assert second.runtime._connection is held  # type: ignore[attr-defined]
+    assert second.sql("select count(*) from executions") == [(2,)]
+    del second
+    gc.collect()
+    third = ys.simulate(scenario, 0, runtime="duckdb")
+    assert third.runtime._connection is not held  # type: ignore[attr-defined]
+    assert [row[0] for row in third.sql("select execution_id from executions order by seq")] == [
+        row.execution_id for row in third.executions
+    ]
+    third.runtime.close()

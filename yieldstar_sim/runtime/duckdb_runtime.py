@@ -15,9 +15,12 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import re
 import threading
+import weakref
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +33,7 @@ from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
 
 #: A race lost to another connection: roll back and try again on a fresh snapshot.
@@ -63,12 +66,42 @@ def _statement_count(sql: str) -> int:
 
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+_PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
 
 #: Statements that return a pooled database to the state a fresh one has: no rows, and the
 #: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it).
 _RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq START 1;"
+
+
+_COLUMNS = common.EXECUTION_COLUMNS
+_DUE, _OWNER = _COLUMNS.index("due_at"), _COLUMNS.index("lease_owner")
+_TOKEN, _EXPIRES = _COLUMNS.index("lease_token"), _COLUMNS.index("lease_expires_at")
+_WAITING = _COLUMNS.index("waiting_on")
+
+
+#: The database's settings for the adapter's own statements, chosen by measurement
+#: (docs/decisions.md, "The DuckDB path"): one thread (its statements touch a few rows), and no
+#: optimizer, whose planning costs more than it saves on a table of a few hundred rows (a
+#: durable-start run 77 -> 51 ms; still no slower at 3,000 rows). Queries of your own
+#: (``connection``, ``sql``) get the optimizer back (``_YOUR_OWN``).
+SETTINGS = "SET threads TO 1; SET enable_optimizer = false"
+_YOUR_OWN = "SET enable_optimizer = true"
+
+
+class _Held:
+    """What a runtime holds of its database, apart from the runtime: what its finalizer hands
+    back to the pool when a runtime nobody closed is collected (a run's runtime stays open for
+    ``run.sql()``, so most are never closed)."""
+
+    __slots__ = ("connection", "cursors", "pid", "poolable")
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection, poolable: bool) -> None:
+        self.connection = connection
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.pid = os.getpid()
+        self.poolable = poolable
 
 
 class DatabasePool:
@@ -81,18 +114,35 @@ class DatabasePool:
     tests check it). A database that its runtime handed out for queries of your own
     (``connection``, ``sql``) may hold objects or settings a reset would not undo: it is closed,
     never pooled. A file-backed database is never pooled: the file holds one run.
+
+    A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
+    collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
+    finalizer can run inside any code, this pool's included); the next ``take`` resets it.
     """
 
     def __init__(self, size: int = 4) -> None:
         self.size = size
         """The most idle databases kept."""
         self._idle: list[duckdb.DuckDBPyConnection] = []
-        self._inherited: list[duckdb.DuckDBPyConnection] = []
+        self._inherited: list[object] = []
+        self._returned: collections.deque[_Held] = collections.deque()
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
     def take(self) -> duckdb.DuckDBPyConnection | None:
         """An idle database, reset, or ``None`` when there is none."""
+        while self._returned:
+            try:
+                held = self._returned.popleft()
+            except IndexError:  # another thread took the last one
+                break
+            if held.pid != os.getpid():
+                self._inherited.append(held)  # a parent's, collected in this child: unused
+                continue
+            for cursor in held.cursors:
+                with contextlib.suppress(duckdb.Error):
+                    cursor.close()
+            self.give(held.connection)
         with self._lock:
             if self._pid != os.getpid():
                 self.after_fork()
@@ -104,7 +154,15 @@ class DatabasePool:
         unused, and start with a fresh lock and no idle database."""
         self._lock = threading.Lock()
         self._inherited.extend(self._idle)
+        self._inherited.extend(self._returned)
         self._idle, self._pid = [], os.getpid()
+        self._returned = collections.deque()
+
+    def returned(self, held: _Held) -> None:
+        """Queue the database of a runtime collected unclosed, for the next ``take`` to reset
+        (a runtime's finalizer: appending to a deque is atomic)."""
+        if held.poolable:
+            self._returned.append(held)
 
     def give(self, connection: duckdb.DuckDBPyConnection) -> None:
         """Reset ``connection`` and keep it for the next run, or close it when the pool is
@@ -124,6 +182,7 @@ class DatabasePool:
 
     def clear(self) -> None:
         """Close every idle database."""
+        self._returned.clear()
         with self._lock:
             idle, self._idle = self._idle, []
         for connection in idle:
@@ -173,21 +232,26 @@ class DuckDBRuntime(SqlCalls):
         self.path = str(path)
         self._local = threading.local()
         self._count_lock = threading.Lock()
-        self._cursors: list[duckdb.DuckDBPyConnection] = []
         self._closed = False
         self.statements = 0
         """SQL statements issued so far (a BEGIN or COMMIT counts as one)."""
         # Only a private in-memory database goes back to the pool; a file holds one run.
-        self._poolable = self.path == ":memory:"
-        pooled = POOL.take() if self._poolable else None
+        poolable = self.path == ":memory:"
+        pooled = POOL.take() if poolable else None
         if pooled is not None:
             self._connection = pooled
-            return
-        # duckdb.connect of one file twice in a process shares one database instance, so
-        # several runtime objects (threads) can use one file; another process cannot.
-        self._connection = duckdb.connect(self.path)
-        self._connection.execute("SET threads TO 1")
-        self._create_schema()
+        else:
+            # duckdb.connect of one file twice in a process shares one database instance, so
+            # several runtime objects (threads) can use one file; another process cannot.
+            self._connection = duckdb.connect(self.path)
+            self._connection.execute(SETTINGS)
+            self._create_schema()
+        self._held = _Held(self._connection, poolable)
+        self._optimizing = False
+        self._cursors = self._held.cursors
+        finalizer = weakref.finalize(self, POOL.returned, self._held)
+        finalizer.atexit = False
+        self._finalizer = finalizer
 
     def _create_schema(self) -> None:
         """Create the tables unless they exist: opening an existing database writes nothing to
@@ -212,15 +276,23 @@ class DuckDBRuntime(SqlCalls):
     @property
     def connection(self) -> duckdb.DuckDBPyConnection:
         """A cursor of the runtime's database for this thread, for queries of your own."""
-        self._poolable = False  # queries of your own may leave what a reset does not undo
+        self._for_your_own()
         return self._cursor()
 
     def sql(
         self, query: str, params: Sequence[object] | Mapping[str, object] | None = None
     ) -> list[tuple[Any, ...]]:
         """Run a query of your own against the runtime's tables and return its rows."""
-        self._poolable = False
+        self._for_your_own()
         return self._cursor().execute(query, params).fetchall()
+
+    def _for_your_own(self) -> None:
+        """Queries of your own: they may leave what a reset does not undo (the database is not
+        pooled), and they may join and aggregate (the optimizer is back on, for everyone)."""
+        self._held.poolable = False
+        if not self._optimizing:
+            self._optimizing = True
+            self._cursor().execute(_YOUR_OWN)
 
     def close(self) -> None:
         """Close the database connection (a private in-memory database goes back to the
@@ -228,13 +300,15 @@ class DuckDBRuntime(SqlCalls):
         if self._closed:
             return
         self._closed = True
+        self._finalizer.detach()
         with self._count_lock:
-            cursors, self._cursors = self._cursors, []
+            cursors = list(self._cursors)
+            self._cursors.clear()
         for cursor in cursors:
             # Closing a cursor ends its open transaction, if any.
             with contextlib.suppress(duckdb.Error):
                 cursor.close()
-        if self._poolable:
+        if self._held.poolable:
             POOL.give(self._connection)
         else:
             self._connection.close()
@@ -256,9 +330,76 @@ class DuckDBRuntime(SqlCalls):
     def _execute(
         self, name: str, params: Mapping[str, object] | None = None
     ) -> list[tuple[Any, ...]]:
+        """Run the named call's statements: most are one statement of ``queries.sql``; the
+        claim and the fenced writes are composed here (``_COMPOSED``), because on DuckDB an
+        ``UPDATE ... RETURNING`` costs several plain statements (docs/decisions.md)."""
+        composed = _COMPOSED.get(name)
+        if composed is not None:
+            assert params is not None
+            return composed(self, name, params)
+        return self._statement(name, params)
+
+    def _statement(
+        self, name: str, params: Mapping[str, object] | None = None
+    ) -> list[tuple[Any, ...]]:
         with self._count_lock:
             self.statements += _STATEMENTS[name]
+        if params is not None and len(params) != len(_PARAMETERS[name]):
+            # A composed call's statements share its parameters; DuckDB refuses unused ones.
+            params = {key: params[key] for key in _PARAMETERS[name]}
         return self._cursor().execute(QUERIES[name], params).fetchall()
+
+    def _read_then_write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """``{name}_rows`` (which opens a transaction) reads the rows the plain UPDATE ``name``
+        will write, then ``name`` writes them, on the same snapshot: the rows read are the
+        call's answer, as RETURNING rows would be (docs/decisions.md: RETURNING costs more,
+        and misses conflicts with plain UPDATEs)."""
+        try:
+            rows = self._statement(f"{name}_rows", params)
+            if rows and not self._statement(name, params)[0][0]:
+                raise duckdb.TransactionException(f"{name}: wrote other rows than it read")
+            self._statement("commit")
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        return rows
+
+    def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """``claim_rows`` reads the first claimable row, ``claim_take`` leases it if it is
+        still at the revision read (a compare-and-swap: no transaction, so a claim that finds
+        nothing is one statement); the claim answers the row read with the lease's columns as
+        ``claim_take`` sets them. A row written in between is a lost race, for ``_write``."""
+        rows = self._statement("claim_rows", params)
+        if not rows:
+            return []
+        *row, revision = rows[0]
+        taken = {**params, "claimed": row[0], "revision": revision}
+        if not self._statement("claim_take", taken)[0][0]:
+            raise duckdb.TransactionException("claim: the row changed since it was read")
+        row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
+        row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
+        return [tuple(row)]
+
+    def _fenced_count(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """A fenced write answers its row count: ``[(count,)]``, or no row when the fence
+        refused it (what ``SqlCalls`` reads as a lost lease)."""
+        rows = self._statement(name, params)
+        return rows if rows[0][0] else []
+
+    def _fenced_record(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
+        """An acknowledgement and the read of its record, in one transaction (what the record
+        was when the write committed); no row when the fence refused it."""
+        self._statement("begin")
+        try:
+            if not self._statement(name, params)[0][0]:
+                self._statement("rollback")
+                return []
+            rows = self._statement("execution", params)
+            self._statement("commit")
+        except BaseException:
+            self._rollback_quietly()
+            raise
+        return rows
 
     # A read is one statement on the thread's own cursor, run once: a snapshot read loses no
     # race under DuckDB's optimistic concurrency, so there is nothing to retry.
@@ -280,3 +421,20 @@ class DuckDBRuntime(SqlCalls):
 
     def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
         return InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")
+
+
+#: The calls composed of several statements (``DuckDBRuntime._execute``).
+_COMPOSED: dict[
+    str, Callable[[DuckDBRuntime, str, Mapping[str, object]], list[tuple[Any, ...]]]
+] = {
+    "claim": DuckDBRuntime._claim,
+    "cancel": DuckDBRuntime._read_then_write,
+    "prune_to_tombstone": DuckDBRuntime._read_then_write,
+    "renew": DuckDBRuntime._fenced_count,
+    "put_step": DuckDBRuntime._fenced_count,
+    "record_wake": DuckDBRuntime._fenced_count,
+    "release": DuckDBRuntime._fenced_count,
+    "wait_for": DuckDBRuntime._fenced_count,
+    "acknowledge": DuckDBRuntime._fenced_record,
+    "acknowledge_terminal": DuckDBRuntime._fenced_record,
+}
