@@ -37,8 +37,9 @@ $(VENV)/.installed: $(VENV)/.runtime-installed
 demo: $(VENV)/.runtime-installed
 	$(BIN)/yieldstar-sim run durable-start --out out
 
+# On every core (pytest-xdist): each test is independent of the others' order and process.
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 # The tests marked postgres, on a cluster started for them in a temp directory and stopped after
 # (Debian's postgresql: scripts/postgres.sh install). `make test` runs them too when

@@ -279,7 +279,8 @@ def test_a_fault_that_matches_no_choice_point_is_a_scenario_error() -> None:
     message = str(raised.value)
     assert message.startswith(
         "the fault 'crash before put_step of step shipp' matches no choice point of the run; "
-        "put_step happens with workers w2; steps book-courier, charge, ship"
+        "no step 'shipp' (did you mean 'ship'?) runs; put_step happens with workers w2; steps "
+        "book-courier, charge, ship"
     )
 
 
