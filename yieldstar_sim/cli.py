@@ -406,7 +406,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         if not args.quiet:
-            print(f"{name}: {run.scenario.story}")
+            story = run.scenario.story
+            print(f"{name}: {story}" if story else name)  # a scenario with no description
             print("\n".join(run.trace.lines()))
             print()
         print(run.explain())

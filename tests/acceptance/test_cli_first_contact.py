@@ -1,7 +1,8 @@
-"""The command line has what the API has: ``run --fault`` places a fault without editing the
-scenario file, ``explore --kinds`` chooses the fault kinds, a mistake in either is the
-subcommand's usage error with the nearest name, and under ``--json`` every error is also one
-JSON object on stdout."""
+"""First contact with the command line: it has what the API has (``run --fault`` places a
+fault without editing the scenario file, ``explore --kinds`` chooses the fault kinds), a
+mistake in either is the subcommand's usage error with the nearest name, under ``--json`` every
+error is also one JSON object on stdout, and a scenario without a description prints no empty
+story line."""
 
 from __future__ import annotations
 
@@ -94,3 +95,17 @@ def test_under_json_an_error_is_one_json_object_on_stdout(args: list[str], tmp_p
     assert error["exit"] == 2
     assert error["error"]
     assert "Traceback" not in result.stderr
+
+
+def test_a_scenario_without_a_description_prints_no_empty_story_line(tmp_path: Path) -> None:
+    (tmp_path / "trip.py").write_text(
+        "import yieldstar_sim as ys\n\n"
+        '@ys.workflow("trip")\n'
+        "def trip(step, params):\n"
+        '    yield from step.run("book", lambda: "ok")\n\n'
+        'scenario = ys.Scenario(name="trip", workflows=[trip], triggers=[ys.Trigger("trip")])\n',
+        encoding="utf-8",
+    )
+    result = cli("run", "trip.py", "--runtime", "memory", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == "trip"
