@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import Violation
     from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import Admission, Trace
+    from yieldstar_sim.simulation.trace import Admission, Trace, TraceEvent, TraceKind
 
 
 @dataclass
@@ -97,9 +97,77 @@ class SimulationRun:
             return f"incomplete: {self.incomplete}"
         return "ok: every invariant held and the run finished"
 
+    # ------------------------------------------------------------------ for invariants
+
     def effects_named(self, name: str) -> list[Effect]:
-        """The ledger's effects named ``name``."""
+        """The ledger's effects named ``name``.
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> len(run.effects_named("courier.booked")), run.effects_named("courier.booked")[0].data
+        (1, {'order': 42})
+        """
         return [effect for effect in self.effects if effect.name == name]
+
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The final record of ``execution_id`` (None if the run never had it, or pruned it).
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> str(run.execution("order-42").status)
+        'completed'
+        """
+        return next((r for r in self.executions if r.execution_id == execution_id), None)
+
+    def executions_of(self, workflow_id: str) -> list[ExecutionRecord]:
+        """The final records of the executions of workflow ``workflow_id``, in admission order.
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> len(run.executions_of("ship-order")), len(run.executions_of("charge-order"))
+        (1, 1)
+        """
+        return [record for record in self.executions if record.workflow_id == workflow_id]
+
+    def children(self, execution_id: str, step_key: str | None = None) -> list[ExecutionRecord]:
+        """The executions whose parent link names ``execution_id`` (and ``step_key``, if given):
+        what its steps started, owned or detached. "Exactly one child of each kind" is
+        ``Counter(c.workflow_id for c in run.children(parent))``.
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> (child,) = run.children("order-42")
+        >>> child.workflow_id, child.parent.step_key
+        ('ship-order', 'ship')
+        """
+        return [
+            record
+            for record in self.executions
+            if record.parent is not None
+            and record.parent.execution_id == execution_id
+            and (step_key is None or record.parent.step_key == step_key)
+        ]
+
+    def steps_of(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of ``execution_id``, in the order they were recorded.
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> " ".join(step.step_key for step in run.steps_of("order-42"))
+        'charge ship'
+        """
+        return list(self.steps.get(execution_id, ()))
+
+    def events(self, kind: TraceKind | str) -> list[TraceEvent]:
+        """The trace's events of ``kind``, each with its typed payload in ``.data`` (an
+        ``EffectData`` for ``"effect"``, a ``ClaimData`` for a claim's ``"call"``, ...).
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+        >>> " ".join(event.data.name for event in run.events("effect"))
+        'card.charged courier.booked'
+        """
+        return self.trace.of_kind(kind)
 
     def trace_digest(self) -> str:
         """A hash of the trace: equal digests mean byte-identical traces."""
