@@ -1,8 +1,11 @@
-"""MkDocs hook: pages that quote the CLI get its real output at build time.
+"""Pages that quote the CLI carry its real output, committed, so they read in the repository.
 
-A line ``<!-- yieldstar-sim ARGS -->`` in a page becomes a code block with the output of
-``yieldstar-sim ARGS`` (e.g. ``--help``, ``list --faults``), so the CLI reference cannot drift
-from the CLI.
+A line ``<!-- yieldstar-sim ARGS -->`` in a page is followed by a code block with the output of
+``yieldstar-sim ARGS`` (e.g. ``--help``, ``list --faults``) and a line ``<!-- end -->``; a line
+``<!-- built-in invariants -->`` by the list of invariants the simulator checks on every run.
+``python docs/hooks.py`` writes them into the pages; ``tests/unit/test_docs_drift.py`` fails
+when a page's text is not what the CLI prints now, and the MkDocs build (this file is its hook)
+renders them afresh, so neither the repository nor the site can drift from the CLI.
 """
 
 from __future__ import annotations
@@ -17,9 +20,14 @@ from typing import Any
 from yieldstar_sim.cli import main
 from yieldstar_sim.simulation.invariants import BUILT_IN, ExecutionsEndAsExpected
 
-MARKER = re.compile(r"^<!-- yieldstar-sim (?P<args>.*?) -->$", re.M)
-#: A line ``<!-- built-in invariants -->`` becomes the list the simulator checks on every run.
-INVARIANTS = "<!-- built-in invariants -->"
+#: A marker line, then the text generated for it last time (if any), up to ``<!-- end -->``.
+MARKER = re.compile(
+    r"^<!-- (?:yieldstar-sim (?P<args>[^\n]*?)|(?P<invariants>built-in invariants)) -->\n"
+    r"(?:(?:```text\n\$ yieldstar-sim [^\n]*\n(?:[^\n]*\n)*?```\n|(?:- \*\*[^\n]*\n)+)"
+    r"<!-- end -->\n)?",
+    re.M,
+)
+END = "<!-- end -->"
 
 
 def _output(args: str) -> str:
@@ -42,9 +50,29 @@ def _invariants() -> str:
     return "\n".join(lines)
 
 
+def _generated(match: re.Match[str]) -> str:
+    if match["invariants"]:
+        return f"<!-- built-in invariants -->\n{_invariants()}\n{END}\n"
+    args = match["args"]
+    block = f"```text\n$ yieldstar-sim {args}\n{_output(args)}\n```"
+    return f"<!-- yieldstar-sim {args} -->\n{block}\n{END}\n"
+
+
+def render(markdown: str) -> str:
+    """The page with each marker's text generated afresh (the same page when nothing drifted)."""
+    return MARKER.sub(_generated, markdown)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Replace each marker with the command and its output (or the invariants' list)."""
-    markdown = markdown.replace(INVARIANTS, _invariants())
-    return MARKER.sub(
-        lambda m: f"```text\n$ yieldstar-sim {m['args']}\n{_output(m['args'])}\n```", markdown
-    )
+    """MkDocs: the page as the CLI prints it now."""
+    return render(markdown)
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    for page in sorted(Path(__file__).parent.glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        if render(text) != text:
+            page.write_text(render(text), encoding="utf-8")
+            print(f"wrote {page}")
