@@ -232,6 +232,6 @@ class _Request:
         sim.trace.add(
             sim.clock.now(), TraceKind.CLIENT_GIVE_UP,
             f"gives up its {self.action} of {self.meant}: {why}",
-            worker=self.client, op=Op(self.action), execution_id=self.request.execution_id,
+            worker=self.client, op=self.action, execution_id=self.request.execution_id,
             data=ClientGiveUpData(self.client, self.action, attempts, why),
         )  # fmt: skip

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import Violation
     from yieldstar_sim.simulation.kernel import Choice
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import Admission, Trace, TraceEvent, TraceKind
+    from yieldstar_sim.simulation.trace import Admission, Trace
 
 
 @dataclass
@@ -157,17 +157,6 @@ class SimulationRun:
         'charge ship'
         """
         return list(self.steps.get(execution_id, ()))
-
-    def events(self, kind: TraceKind | str) -> list[TraceEvent]:
-        """The trace's events of ``kind``, each with its typed payload in ``.data`` (an
-        ``EffectData`` for ``"effect"``, a ``ClaimData`` for a claim's ``"call"``, ...).
-
-        >>> import yieldstar_sim as ys
-        >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
-        >>> " ".join(event.data.name for event in run.events("effect"))
-        'card.charged courier.booked'
-        """
-        return self.trace.of_kind(kind)
 
     def trace_digest(self) -> str:
         """A hash of the trace: equal digests mean byte-identical traces."""

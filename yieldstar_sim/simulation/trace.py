@@ -260,9 +260,8 @@ class Trace:
     ) -> TraceEvent:
         """Append an event and return it."""
         if op is not None and type(op) is not Op:
-            # Writers that pass a choice point's keywords along (``PointInfo.op``) still hold
-            # the op as its string: the event keeps the member (looked up inline: most events
-            # pass here).
+            # The package's writers pass an Op; code of your own may pass its string, and the
+            # event keeps the member all the same.
             found = _OPS.get(op)
             op = _op(op) if found is None else found
         kinds = type(data).kinds
