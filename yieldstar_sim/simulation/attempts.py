@@ -131,46 +131,45 @@ def _elapse(
     deadline: float | None,
     rest: list[BodyOp],
 ) -> Generator[Any, Any, bool]:
-    sim = state
     info = new_point_info(name, Op.ELAPSE, lease.execution_id, step_key)
-    fault, where = yield from pass_point(sim, info, token=lease.token)
+    fault, where = yield from pass_point(state, info, token=lease.token)
     kind = FaultKind(fault.kind) if fault is not None else None
     stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None
     if kind is not None:  # most elapses: no fault, nothing to look up
         assert fault is not None
         before = BEFORE.get(kind)
         if before is not None:  # a crash, a freeze or a skew: as before a runtime call
-            yield from before(sim, info, fault, where)
-    heartbeat(sim, name, lease, seconds, where)
+            yield from before(state, info, fault, where)
+    heartbeat(state, name, lease, seconds, where)
     if stall is None:
-        yield Wait(sim.clock.now() + seconds)
+        yield Wait(state.clock.now() + seconds)
         return True
-    until = sim.clock.now() + stall + seconds
+    until = state.clock.now() + stall + seconds
     if deadline is not None and deadline < until:
         # The worker waits for the attempt until its timeout, then gives up on it and retries;
         # the attempt itself hangs on and acts later, beside its retry.
-        sim.trace.add(
-            sim.clock.now(), TraceKind.STALL,
+        state.trace.add(
+            state.clock.now(), TraceKind.STALL,
             f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until "
             f"t={until:g}); at its timeout (t={deadline:g}) {name} gives up on it",
             data=StallData(attempt, stall, until, timed_out=True), **where,
         )  # fmt: skip
         actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
-        sim.kernel.spawn(
-            actor, _abandoned(sim, StallData(attempt, stall, until, timed_out=True), where, rest),
+        state.kernel.spawn(
+            actor, _abandoned(state, StallData(attempt, stall, until, timed_out=True), where, rest),
         )  # fmt: skip
-        yield Wait(max(deadline, sim.clock.now()))
+        yield Wait(max(deadline, state.clock.now()))
         return False
-    sim.trace.add(
-        sim.clock.now(), TraceKind.STALL,
+    state.trace.add(
+        state.clock.now(), TraceKind.STALL,
         f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until t={until:g}); "
         f"{name} goes on with other work",
         data=StallData(attempt, stall, until), **where,
     )  # fmt: skip
     yield Detach(f"{name}~{lease.execution_id}~{lease.token}")
     yield Wait(until)
-    sim.trace.add(
-        sim.clock.now(), TraceKind.UNSTALL,
+    state.trace.add(
+        state.clock.now(), TraceKind.UNSTALL,
         f"{name}'s attempt {attempt} of step {step_key} resumes, unaware of the {stall:g}s it "
         "lost",
         data=StallData(attempt, stall, until), **where,
@@ -183,10 +182,9 @@ def _abandoned(
 ) -> Generator[Any, Any, None]:
     """An attempt its worker gave up on at its timeout: it resumes after its stall and does
     the rest of what its body did (no call of its own: its worker owns the delivery)."""
-    sim = state
     yield Wait(stall.until)
-    sim.trace.add(
-        sim.clock.now(), TraceKind.UNSTALL,
+    state.trace.add(
+        state.clock.now(), TraceKind.UNSTALL,
         f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} resumes after "
         "its worker gave up on it at its timeout; what it does still reaches the world",
         data=stall, **{**where, "point": None},
@@ -195,24 +193,23 @@ def _abandoned(
         if callable(op):
             op()
         else:
-            yield Wait(sim.clock.now() + op)
+            yield Wait(state.clock.now() + op)
 
 
 def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Where) -> None:
     """Before ``work`` seconds of a body, renew the lease if by the worker's clock it would end
     during them (with half a lease to spare). A refused renewal raises ``LeaseLostError``."""
-    sim = state
-    lease_seconds = sim.scenario.lease_seconds
-    believed = sim.clocks.now(name)
-    ends = sim.lease_ends.get((lease.execution_id, lease.token), lease.expires_at)
-    behind = sim.clocks.behind.get(name, 0.0)
-    now = sim.clock.now()
+    lease_seconds = state.scenario.lease_seconds
+    believed = state.clocks.now(name)
+    ends = state.lease_ends.get((lease.execution_id, lease.token), lease.expires_at)
+    behind = state.clocks.behind.get(name, 0.0)
+    now = state.clock.now()
     clock = f" (its clock reads t={believed:g})" if behind else ""
     if believed + work + lease_seconds / 2 <= ends:
         truth = ""
         if behind:
             truth = f"; true t={now:g}: " + ("it has expired" if now >= ends else "it holds")
-        sim.trace.add(
+        state.trace.add(
             now, TraceKind.HEARTBEAT,
             f"{name} works {work:g}s{clock}: it believes its lease (to t={ends:g}) outlasts the "
             f"work and does not renew{truth}",
@@ -220,21 +217,21 @@ def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Wher
         )  # fmt: skip
         return
     try:
-        sim.runtime.renew(lease, lease_seconds=work + lease_seconds)
+        state.runtime.renew(lease, lease_seconds=work + lease_seconds)
     except LeaseLostError as refused:
-        sim.trace.add(
+        state.trace.add(
             now, TraceKind.HEARTBEAT,
             f"{name} works {work:g}s{clock} and asks to renew its lease (to t={ends:g})",
             data=HeartbeatData(believed, ends, work, renewed=False), **where,
         )  # fmt: skip
-        sim.trace.add(
+        state.trace.add(
             now, TraceKind.REFUSED, f"renew refused: {refused}", data=ReasonData(str(refused)),
             **{**where, "op": Op.RENEW, "point": None},
         )  # fmt: skip
         raise
     ends = now + work + lease_seconds
-    sim.lease_ends[(lease.execution_id, lease.token)] = ends
-    sim.trace.add(
+    state.lease_ends[(lease.execution_id, lease.token)] = ends
+    state.trace.add(
         now, TraceKind.HEARTBEAT,
         f"{name} works {work:g}s{clock} and heartbeats: its lease runs to t={ends:g}",
         data=HeartbeatData(believed, ends, work, renewed=True), **where,
