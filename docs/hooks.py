@@ -15,6 +15,7 @@ import io
 import os
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from yieldstar_sim.cli import main
@@ -58,19 +59,132 @@ def _generated(match: re.Match[str]) -> str:
     return f"<!-- yieldstar-sim {args} -->\n{block}\n{END}\n"
 
 
+# The API page: each ``<!-- api PATH -->`` marker is followed by the entry of the object at PATH
+# (its signature, docstring and public members, read by griffe, mkdocstrings' own loader) and
+# ``<!-- end -->``, so the page reads in the repository; the site renders the marker with
+# mkdocstrings (``::: PATH``) instead. A bare ``::: PATH`` line is turned into a marker.
+API_MARKER = re.compile(
+    r"^(?:<!-- api (?P<path>[\w.]+)(?P<bare> \(no members\))? -->\n(?:(?:.*\n)*?<!-- end -->\n)?"
+    r"|::: (?P<directive>[\w.]+)\n(?P<options>(?:    .*\n)*))",
+    re.M,
+)
+_LOADED: dict[str, Any] = {}
+
+
+def _package() -> Any:
+    if "yieldstar_sim" not in _LOADED:
+        import griffe
+
+        root = Path(__file__).resolve().parent.parent
+        _LOADED["yieldstar_sim"] = griffe.load("yieldstar_sim", search_paths=[str(root)])
+    return _LOADED["yieldstar_sim"]
+
+
+def _resolve(path: str) -> Any:
+    obj = _package()[path.removeprefix("yieldstar_sim.")] if path != "yieldstar_sim" else _package()
+    return _target(obj)
+
+
+def _target(obj: Any) -> Any:
+    return obj.final_target if obj.is_alias else obj
+
+
+def _markdown(doc: str) -> str:
+    """A docstring as Markdown: RST's double backticks single, doctests fenced."""
+    out: list[str] = []
+    in_example = False
+    for line in doc.replace("``", "`").split("\n"):
+        example = line.startswith((">>> ", "... ")) or line in (">>>", "...")
+        if example and not in_example:
+            out.append("```pycon")
+        elif in_example and (not line.strip() or line.endswith("::")):
+            out.append("```")
+            in_example = False
+            example = False
+        in_example = in_example or example
+        out.append(line)
+    if in_example:
+        out.append("```")
+    return "\n".join(out).replace("::\n", ":\n").strip()
+
+
+def _signature(obj: Any) -> str:
+    name = obj.name
+    if obj.kind.value == "attribute":
+        annotation = f": {obj.annotation}" if obj.annotation is not None else ""
+        return f"{name}{annotation}"
+    if obj.kind.value == "module":
+        return f"module {obj.path}"
+    params = []
+    for parameter in obj.parameters:
+        if parameter.name in ("self", "cls"):
+            continue
+        text = parameter.name
+        if parameter.kind.value == "variadic positional":
+            text = "*" + text
+        elif parameter.kind.value == "variadic keyword":
+            text = "**" + text
+        if parameter.annotation is not None:
+            text += f": {parameter.annotation}"
+        if parameter.default is not None and not parameter.kind.value.startswith("variadic"):
+            text += f" = {parameter.default}"
+        params.append(text)
+    returns = f" -> {obj.returns}" if obj.kind.value == "function" and obj.returns else ""
+    prefix = "class " if obj.kind.value == "class" else ""
+    return f"{prefix}{name}({', '.join(params)}){returns}"
+
+
+def _members(obj: Any) -> list[Any]:
+    if obj.kind.value == "module" and obj.exports:
+        return [_target(obj[name]) for name in obj.exports]
+    members = []
+    for name, member in obj.members.items():
+        if name.startswith("_") or member.is_alias or member.is_imported:
+            continue
+        if obj.kind.value == "class" and member.kind.value == "class":
+            continue
+        members.append(member)
+    return members
+
+
+def _entry(obj: Any, level: int, members: bool, title: str | None = None) -> str:
+    title = title or obj.name
+    parts = [f"{'#' * level} `{title}`", f"```python\n{_signature(obj)}\n```"]
+    if obj.docstring:
+        parts.append(_markdown(obj.docstring.value))
+    if members and level == 3:
+        for member in _members(obj):
+            if member.kind.value == "attribute" and not member.docstring:
+                continue  # a dataclass field the class's docstring already explains
+            parts.append(_entry(member, 4, False))
+    return "\n\n".join(parts)
+
+
+def _api(match: re.Match[str]) -> str:
+    path = match["path"] or match["directive"]
+    bare = bool(match["bare"]) or "members: false" in (match["options"] or "")
+    label = f"{path} (no members)" if bare else path
+    return f"<!-- api {label} -->\n{_entry(_resolve(path), 3, not bare, path)}\n{END}\n"
+
+
+def _directive(match: re.Match[str]) -> str:
+    path = match["path"] or match["directive"]
+    if match["bare"] or "members: false" in (match["options"] or ""):
+        return f"::: {path}\n    options:\n      show_root_heading: false\n      members: false\n"
+    return f"::: {path}\n"
+
+
 def render(markdown: str) -> str:
     """The page with each marker's text generated afresh (the same page when nothing drifted)."""
-    return MARKER.sub(_generated, markdown)
+    return API_MARKER.sub(_api, MARKER.sub(_generated, markdown))
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """MkDocs: the page as the CLI prints it now."""
-    return render(markdown)
+    """MkDocs: the page as the CLI prints it now, the API entries as mkdocstrings renders them."""
+    return API_MARKER.sub(_directive, MARKER.sub(_generated, markdown))
 
 
 if __name__ == "__main__":
-    from pathlib import Path
-
     for page in sorted(Path(__file__).parent.glob("*.md")):
         text = page.read_text(encoding="utf-8")
         if render(text) != text:

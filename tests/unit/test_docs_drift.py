@@ -16,11 +16,15 @@ assert _spec.loader is not None
 hooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hooks)
 
-PAGES = [page for page in sorted(DOCS.glob("*.md")) if hooks.MARKER.search(page.read_text())]
+PAGES = [
+    page
+    for page in sorted(DOCS.glob("*.md"))
+    if hooks.MARKER.search(page.read_text()) or hooks.API_MARKER.search(page.read_text())
+]
 
 
 def test_some_pages_quote_the_cli() -> None:
-    assert {page.name for page in PAGES} >= {"cli.md", "concepts.md"}
+    assert {page.name for page in PAGES} >= {"cli.md", "concepts.md", "api.md"}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[page.name for page in PAGES])
@@ -35,3 +39,15 @@ def test_a_marker_with_no_text_yet_gets_its_text_once() -> None:
     assert "$ yieldstar-sim list --faults\nFault kinds" in rendered
     assert rendered.endswith("<!-- end -->\n\nafter\n")
     assert hooks.render(rendered) == rendered
+
+
+def test_an_api_directive_becomes_an_entry_that_reads_in_the_repository() -> None:
+    page = "# x\n\n::: yieldstar_sim.core.authoring.define_step\n\nafter\n"
+    rendered = hooks.render(page)
+    assert "<!-- api yieldstar_sim.core.authoring.define_step -->" in rendered
+    assert "define_step(name: str, body: Callable[..., Any]" in rendered
+    assert "```pycon\n>>> send_welcome = define_step(" in rendered
+    assert hooks.render(rendered) == rendered
+    # The site renders the entry with mkdocstrings, from the same marker.
+    site = hooks.on_page_markdown(rendered)
+    assert site == "# x\n\n::: yieldstar_sim.core.authoring.define_step\n\nafter\n"
