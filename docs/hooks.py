@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shlex
@@ -174,14 +175,53 @@ def _directive(match: re.Match[str]) -> str:
     return f"::: {path}\n"
 
 
+# The performance page's table is made from benchmarks/figures.json (the figures the benchmarks
+# printed, as recorded), as its plot is (benchmarks/plot_figures.py): one source for both.
+PERFORMANCE_MARKER = re.compile(
+    r"^<!-- performance figures -->\n(?:(?:.*\n)*?<!-- end -->\n)?",
+    re.M,
+)
+FIGURES = Path(__file__).resolve().parent.parent / "benchmarks" / "figures.json"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _figures(_: re.Match[str]) -> str:
+    figures = json.loads(FIGURES.read_text(encoding="utf-8"))["figures"]
+    lines = [
+        "| area | figure | against | ratio | target | measured | benchmark |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for number, figure in enumerate(figures, 1):
+        target = figure["target"]
+        verdict = "" if target is None else " met" if figure["ratio"] <= target else " **missed**"
+        bound = "" if target is None else f"≤ {target:g}x{verdict}"
+        lines.append(
+            f"| {figure['area']} | {_cell(figure['figure'])} ({number}) | "
+            f"{_cell(figure['against'])} | {figure['ratio']:g}x | {bound} | "
+            f"{_cell(figure['measured'])} | `{figure['benchmark']}` |"
+        )
+        if figure["note"]:
+            notes.append(f"- ({number}) {figure['note']}")
+    body = "\n".join(lines) + "\n\nNotes:\n\n" + "\n".join(notes)
+    return f"<!-- performance figures -->\n{body}\n{END}\n"
+
+
+def _pages(markdown: str) -> str:
+    return PERFORMANCE_MARKER.sub(_figures, MARKER.sub(_generated, markdown))
+
+
 def render(markdown: str) -> str:
     """The page with each marker's text generated afresh (the same page when nothing drifted)."""
-    return API_MARKER.sub(_api, MARKER.sub(_generated, markdown))
+    return API_MARKER.sub(_api, _pages(markdown))
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
     """MkDocs: the page as the CLI prints it now, the API entries as mkdocstrings renders them."""
-    return API_MARKER.sub(_directive, MARKER.sub(_generated, markdown))
+    return API_MARKER.sub(_directive, _pages(markdown))
 
 
 if __name__ == "__main__":

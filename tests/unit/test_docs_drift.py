@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,21 @@ def test_an_api_directive_becomes_an_entry_that_reads_in_the_repository() -> Non
     # The site renders the entry with mkdocstrings, from the same marker.
     site = hooks.on_page_markdown(rendered)
     assert site == "# x\n\n::: yieldstar_sim.core.authoring.define_step\n\nafter\n"
+
+
+def test_the_performance_table_is_the_recorded_figures() -> None:
+    text = (DOCS / "performance.md").read_text(encoding="utf-8")
+    assert hooks.PERFORMANCE_MARKER.search(text)
+    figures = json.loads(hooks.FIGURES.read_text(encoding="utf-8"))["figures"]
+    for figure in figures:
+        assert figure["figure"] in text
+        assert set(figure) == {
+            "area",
+            "figure",
+            "against",
+            "ratio",
+            "target",
+            "measured",
+            "benchmark",
+            "note",
+        }
