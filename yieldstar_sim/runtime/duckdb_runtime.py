@@ -67,6 +67,13 @@ def _statement_count(sql: str) -> int:
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
 _PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
+#: The statements that write nothing (a plain SELECT): every other one, BEGIN and COMMIT
+#: included, makes the runtime read the queue's next ready time again.
+_READS = frozenset(
+    name
+    for name, sql in QUERIES.items()
+    if re.match(r"(?:\s|--[^\n]*\n)*SELECT\b", sql, re.IGNORECASE)
+)
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
 
@@ -247,6 +254,9 @@ class DuckDBRuntime(SqlCalls):
             self._connection.execute(SETTINGS)
             self._create_schema()
         self._held = _Held(self._connection, poolable)
+        self._generation = 0
+        # (generation, time): the next ready time as read at that generation; -1 is none yet.
+        self._next_ready: tuple[int, float | None] = (-1, None)
         self._optimizing = False
         self._cursors = self._held.cursors
         finalizer = weakref.finalize(self, POOL.returned, self._held)
@@ -347,7 +357,40 @@ class DuckDBRuntime(SqlCalls):
         if params is not None and len(params) != len(_PARAMETERS[name]):
             # A composed call's statements share its parameters; DuckDB refuses unused ones.
             params = {key: params[key] for key in _PARAMETERS[name]}
-        return self._cursor().execute(QUERIES[name], params).fetchall()
+        if name in _READS:
+            return self._cursor().execute(QUERIES[name], params).fetchall()
+        try:
+            return self._cursor().execute(QUERIES[name], params).fetchall()
+        finally:
+            # After a write, failed or not, the queue's next ready time is read again.
+            with self._count_lock:
+                self._generation += 1
+
+    # The queue's next ready time, kept between writes: an idle worker's claim and the
+    # simulator's next_wake_at are a third of the statements of a search on DuckDB, and most
+    # follow a read that already said when the next row becomes claimable. Only a runtime that
+    # is its database's one writer keeps it (a private in-memory database whose connection was
+    # never handed out for queries of your own); a generation counter bumped after every
+    # write statement keeps a time read before a write from being kept after it.
+
+    def next_wake_at(self) -> float | None:
+        """The earliest time at which some execution becomes claimable."""
+        known, ready = self._known_next_ready()
+        if known:
+            return ready
+        generation = self._generation
+        ready = super().next_wake_at()
+        self._learn_next_ready(generation, ready)
+        return ready
+
+    def _known_next_ready(self) -> tuple[bool, float | None]:
+        if self._next_ready[0] == self._generation and self._held.poolable:
+            return True, self._next_ready[1]
+        return False, None
+
+    def _learn_next_ready(self, generation: int, ready: float | None) -> None:
+        if self._held.poolable:
+            self._next_ready = (generation, None if ready is None else float(ready))
 
     def _read_then_write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """``{name}_rows`` (which opens a transaction) reads the rows the plain UPDATE ``name``
@@ -365,14 +408,24 @@ class DuckDBRuntime(SqlCalls):
         return rows
 
     def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
-        """``claim_rows`` reads the first claimable row, ``claim_take`` leases it if it is
-        still at the revision read (a compare-and-swap: no transaction, so a claim that finds
-        nothing is one statement); the claim answers the row read with the lease's columns as
+        """``claim_rows`` reads the first row to become claimable, ``claim_take`` leases it if
+        it is claimable now and still at the revision read (a compare-and-swap: no transaction,
+        so a claim that finds nothing is one statement, or none while the queue's next ready
+        time is known); the claim answers the row read with the lease's columns as
         ``claim_take`` sets them. A row written in between is a lost race, for ``_write``."""
-        rows = self._statement("claim_rows", params)
-        if not rows:
+        now = params["now"]
+        assert isinstance(now, float)
+        known, ready = self._known_next_ready()
+        if known and (ready is None or ready > now):
             return []
-        *row, revision = rows[0]
+        generation = self._generation
+        rows = self._statement("claim_rows", params)
+        first = rows[0][-1] if rows else None
+        if params["execution_id"] is None:
+            self._learn_next_ready(generation, first)
+        if first is None or first > now:
+            return []
+        *row, revision, _ = rows[0]
         taken = {**params, "claimed": row[0], "revision": revision}
         if not self._statement("claim_take", taken)[0][0]:
             raise duckdb.TransactionException("claim: the row changed since it was read")

@@ -101,21 +101,23 @@ FROM executions
 WHERE status IN ('pending', 'suspended');
 
 -- name: claim_rows
--- A claim is this read of the first claimable row and claim_take's lease of it, if the row is
--- still at the revision read: every write bumps `revision`, so the same revision is the same
--- row, and a write in between makes claim_take write nothing (or conflict), a lost race tried
--- again. No transaction: a claim that finds nothing is this one statement. The claim answers the
--- row read with the lease's columns as claim_take sets them (an UPDATE ... RETURNING costs 4-5
--- ms more on duckdb 2.0.1, and conflicts are missed between a RETURNING and a plain UPDATE:
--- every UPDATE is plain).
+-- A claim is this read of the first row to become claimable and claim_take's lease of it, if
+-- the row is claimable now (`ready` at most $now) and still at the revision read: every write
+-- bumps `revision`, so the same revision is the same row, and a write in between makes
+-- claim_take write nothing (or conflict), a lost race tried again. No transaction: a claim
+-- that finds nothing is this one statement, and it answers when the next row becomes
+-- claimable (`ready`, as next_wake_at would), which the adapter keeps until its next write.
+-- The claim answers the row read with the lease's columns as claim_take sets them (an UPDATE
+-- ... RETURNING costs 4-5 ms more on duckdb 2.0.1, and conflicts are missed between a
+-- RETURNING and a plain UPDATE: every UPDATE is plain). Rows with no ready time sort last.
 SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
        parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log, revision
+       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log, revision,
+       ready_at(lease_owner, due_at, lease_expires_at) AS ready
 FROM executions
 WHERE status IN ('pending', 'suspended')
   AND ($execution_id IS NULL OR execution_id = $execution_id)
-  AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
-ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
+ORDER BY ready NULLS LAST, seq
 LIMIT 1;
 
 -- name: claim_take
