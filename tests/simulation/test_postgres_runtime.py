@@ -12,9 +12,11 @@ import psycopg
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import StartAccepted
 from yieldstar_sim.errors import InfrastructureError
 from yieldstar_sim.runtime.factory import RuntimeChoiceError
 from yieldstar_sim.runtime.postgres import PostgresRuntime
+from yieldstar_sim.runtime.postgres_connections import SCHEMAS
 
 FIX = ys.load_scenario("durable-start")
 
@@ -58,6 +60,14 @@ def test_a_database_file_is_refused_for_postgres() -> None:
 @pytest.mark.postgres
 def test_each_runtime_has_its_own_schema_dropped_on_close() -> None:
     dsn = os.environ["YIELDSTAR_PG_DSN"]
+    SCHEMAS.size = 0  # nothing pooled: a closed runtime's schema is dropped at once
+    try:
+        _each_runtime_has_its_own_schema(dsn)
+    finally:
+        SCHEMAS.size = 4
+
+
+def _each_runtime_has_its_own_schema(dsn: str) -> None:
     first, second = PostgresRuntime(dsn), PostgresRuntime(dsn)
     first.trigger("charge-order", execution_id="order-42")
     assert second.executions() == []
@@ -71,6 +81,57 @@ def test_each_runtime_has_its_own_schema_dropped_on_close() -> None:
     assert not {first.schema, second.schema} & schemas(dsn)
     with pytest.raises(InfrastructureError, match=r"is closed$"):
         first.executions()
+
+
+@pytest.mark.postgres
+def test_a_closed_runtimes_schema_serves_the_next_runtime_emptied() -> None:
+    dsn = os.environ["YIELDSTAR_PG_DSN"]
+    SCHEMAS.clear()
+    first = PostgresRuntime(dsn)
+    first.trigger("charge-order", execution_id="order-42")
+    first.start(ys.StartRequest(ys.RequestId("order-42", "ship"), "ship-order"))
+    first.close()
+    assert first.schema in schemas(dsn)  # kept, emptied, for the next runtime
+    second = PostgresRuntime(dsn)
+    assert second.schema == first.schema
+    assert second.executions() == []
+    second.trigger("charge-order", execution_id="order-42")
+    started = second.start(ys.StartRequest(ys.RequestId("order-42", "ship"), "ship-order"))
+    # The same ID a fresh schema gives: the admission sequence restarted.
+    assert started == StartAccepted("@ship-order-2")
+    with pytest.raises(InfrastructureError, match=r"is closed$"):
+        first.executions()  # the closed runtime cannot reach the schema it gave back
+    second.close()
+    SCHEMAS.clear()  # what the process does at exit
+    assert first.schema not in schemas(dsn)
+
+
+@pytest.mark.postgres
+def test_a_schema_used_for_queries_of_your_own_is_dropped_not_pooled() -> None:
+    dsn = os.environ["YIELDSTAR_PG_DSN"]
+    SCHEMAS.clear()
+    runtime = PostgresRuntime(dsn)
+    runtime.sql("CREATE TABLE mine (x integer)")
+    runtime.close()
+    assert runtime.schema not in schemas(dsn)
+    again = PostgresRuntime(dsn)
+    assert again.schema != runtime.schema
+    again.close()
+    SCHEMAS.clear()
+
+
+@pytest.mark.postgres
+def test_a_search_on_postgres_uses_one_schema_per_process() -> None:
+    dsn = os.environ["YIELDSTAR_PG_DSN"]
+    SCHEMAS.clear()
+    before = schemas(dsn)
+    report = ys.explore(FIX, runtime="postgres", confirm=None, budget=12)
+    assert report.violations == []
+    assert report.schedules_run == 12
+    made = schemas(dsn) - before
+    assert len(made) == 1  # every schedule ran in it, emptied between them
+    SCHEMAS.clear()
+    assert not made & schemas(dsn)
 
 
 @pytest.mark.postgres

@@ -1,10 +1,12 @@
 """The PostgreSQL runtime: the runtime Protocol on a real server, through psycopg 3.
 
 Install it with ``pip install 'yieldstar-sim[postgres]'``. Every runtime object keeps its tables
-in a schema of its own, created when it opens and dropped when it closes, so that any number of
-runtimes (one per simulated run, tests in parallel) share one database without seeing each
-other; pass ``schema=`` to open a named schema instead (made if missing, kept on close), which
-is how several processes share one runtime's tables.
+in a schema of its own, so that any number of runtimes (one per simulated run, tests in
+parallel) share one database without seeing each other. The schema is made when the runtime
+opens; when it closes, the schema is emptied and kept for the next runtime of the process
+(``postgres_connections.SCHEMAS``; a search runs every schedule in one), and dropped when the
+process exits. Pass ``schema=`` to open a named schema instead (made if missing, kept on close),
+which is how several processes share one runtime's tables.
 
 Every transaction is SERIALIZABLE, so a race between connections surfaces as a serialization
 failure (or a deadlock, or a unique violation), and the call is run again on a fresh snapshot,
@@ -49,6 +51,7 @@ from yieldstar_sim.runtime.postgres_connections import (
     QUERIES,
     RETRYABLE,
     SCHEMA,
+    SCHEMAS,
     SESSION,
     Connections,
     Holder,
@@ -81,8 +84,10 @@ class PostgresRuntime(SqlCalls):
     """A runtime adapter over PostgreSQL tables that it creates itself, in its own schema.
 
     ``dsn`` is a libpq connection string (``"host=/tmp/pg dbname=postgres"``, or a
-    ``postgresql://`` URL). Without ``schema`` the runtime creates a fresh schema and drops it
-    on ``close`` (or when it is garbage collected, or at exit); with ``schema`` it opens that
+    ``postgresql://`` URL). Without ``schema`` the runtime takes an emptied schema of an
+    earlier runtime of this process, or creates a fresh one, and on ``close`` (or when it is
+    garbage collected) empties it for the next, or drops it when it was used for queries of
+    your own (``sql``, ``connection``) or four are kept already; with ``schema`` it opens that
     schema, creating its tables if they are missing, and leaves it in place on close. ``clock``
     supplies virtual time (without one, time stands at 0); ``orphan_guard`` and
     ``on_existing_id`` are as on ``DuckDBRuntime``. Each thread gets its own connection. A call
@@ -116,11 +121,14 @@ class PostgresRuntime(SqlCalls):
         """How many races in a row one call may lose before it raises InfrastructureError."""
         self._dsn = dsn
         owned = schema is None
+        pooled = SCHEMAS.take(dsn) if owned else None
         self.schema = (
-            f"yieldstar_{secrets.token_hex(6)}" if schema is None else check_schema(schema)
+            check_schema(schema)
+            if schema is not None
+            else pooled or f"yieldstar_{secrets.token_hex(6)}"
         )
         """The schema holding this runtime's tables."""
-        self._connections = Connections(dsn, self.schema, owned=owned)
+        self._connections = Connections(dsn, self.schema, owned=owned, created=pooled is not None)
         self._release = weakref.finalize(self, self._connections.release)
         self._local = threading.local()
         self._count_lock = threading.Lock()
@@ -129,7 +137,8 @@ class PostgresRuntime(SqlCalls):
         """SQL statements issued so far (a BEGIN, COMMIT or ROLLBACK counts as one)."""
         self.retries = 0
         """Calls (or parts of calls) run again after a serialization failure or deadlock."""
-        self._create_schema()
+        if pooled is None:
+            self._create_schema()
 
     def _create_schema(self) -> None:
         """Create the schema and its tables unless they exist, one opener at a time."""
@@ -158,17 +167,20 @@ class PostgresRuntime(SqlCalls):
     @property
     def connection(self) -> Connection:
         """This thread's connection to the runtime's schema, for queries of your own."""
+        self._connections.poolable = False
         return self._connection_of_thread()
 
     def sql(
         self, query: str, params: Sequence[object] | Mapping[str, object] | None = None
     ) -> list[tuple[Any, ...]]:
         """Run a query of your own against the runtime's tables and return its rows."""
+        self._connections.poolable = False
         cursor = self._connection_of_thread().execute(query, params)
         return cursor.fetchall() if cursor.description is not None else []
 
     def close(self) -> None:
-        """Drop the runtime's own schema (not a named one) and close its connections."""
+        """Empty the runtime's own schema for the next runtime, or drop it (never a named one),
+        and close its connections."""
         self._release()
 
     # ------------------------------------------------------------------ plumbing

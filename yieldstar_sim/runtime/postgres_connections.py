@@ -7,6 +7,7 @@ this module what must outlive none of them.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import threading
@@ -43,6 +44,8 @@ SESSION = (
 )
 CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
 DROP_SCHEMA = "DROP SCHEMA IF EXISTS {schema} CASCADE"
+#: An owned schema emptied for the next runtime: the state a freshly created one has.
+RESET_SCHEMA = "TRUNCATE {schema}.executions; ALTER SEQUENCE {schema}.execution_seq RESTART WITH 1"
 #: PostgreSQL's limit on an identifier's length, in bytes.
 MAX_IDENTIFIER_BYTES = 63
 
@@ -85,12 +88,16 @@ class Connections:
     lives; when it ends, the connection waits for the next thread (threads come and go, a
     server's connections are few)."""
 
-    def __init__(self, dsn: str, schema: str, *, owned: bool) -> None:
+    def __init__(self, dsn: str, schema: str, *, owned: bool, created: bool = False) -> None:
         self.dsn = dsn
         self.schema = schema
         self.owned = owned
-        self.created = False
+        self.created = created
         """Whether the owned schema was made (an open that failed to connect made nothing)."""
+        self.poolable = owned
+        """Whether the owned schema may serve the next runtime once emptied: not after its
+        connection was handed out for queries of your own, which may leave what a reset
+        does not undo."""
         self.pid = os.getpid()
         self.lock = threading.Lock()
         self.open: list[Connection] = []
@@ -124,6 +131,8 @@ class Connections:
         with self.lock:
             connections, self.open, self.idle = self.open, [], []
         try:
+            if self.owned and self.created and self.poolable and self._pooled(connections):
+                return
             if self.owned and self.created:
                 alive = [connection for connection in connections if not connection.closed]
                 if not alive:
@@ -138,6 +147,83 @@ class Connections:
         finally:
             for connection in connections:
                 connection.close()
+
+    def _pooled(self, connections: list[Connection]) -> bool:
+        """Empty the owned schema on a connection of this runtime and give it to the pool;
+        ``False`` (the schema is then dropped) when no connection is idle, the reset fails or
+        the pool is full."""
+        idle = [
+            connection
+            for connection in connections
+            if not connection.closed
+            and connection.info.transaction_status == TransactionStatus.IDLE
+        ]
+        if not idle:
+            return False
+        reset = pgsql.SQL(RESET_SCHEMA).format(schema=pgsql.Identifier(self.schema))
+        try:
+            idle[0].execute(reset)
+        except psycopg.Error:
+            return False
+        return SCHEMAS.give(self.dsn, self.schema)
+
+
+class SchemaPool:
+    """A per-process pool of owned schemas, their tables made and emptied, by server.
+
+    Creating a runtime's schema and tables, and dropping them on close, costs more than the
+    statements of a short simulated run; emptying the table and restarting the sequence costs
+    one statement. A runtime opened without ``schema=`` takes a schema here and gives it back
+    when closed, emptied; the pool drops what it holds when the process exits. A schema whose
+    connection was handed out for queries of your own is dropped, never pooled; one made in a
+    parent process is left to the parent.
+    """
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        """The most idle schemas kept per server."""
+        self._idle: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def take(self, dsn: str) -> str | None:
+        """An emptied schema on ``dsn``'s server, or ``None`` when there is none."""
+        with self._lock:
+            if self._pid != os.getpid():
+                self._idle, self._pid = {}, os.getpid()  # a parent's: never used here
+            idle = self._idle.get(dsn)
+            return idle.pop() if idle else None
+
+    def give(self, dsn: str, schema: str) -> bool:
+        """Keep an emptied ``schema`` for the next runtime on ``dsn``; ``False`` when full."""
+        with self._lock:
+            if self._pid != os.getpid():
+                return False
+            idle = self._idle.setdefault(dsn, [])
+            if len(idle) >= self.size:
+                return False
+            idle.append(schema)
+            return True
+
+    def clear(self) -> None:
+        """Drop every idle schema (at exit; a server that is gone keeps them)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+            if self._pid != os.getpid():
+                return
+        for dsn, schemas in idle.items():
+            with (
+                contextlib.suppress(psycopg.Error),
+                psycopg.connect(dsn, autocommit=True) as connection,
+            ):
+                for schema in schemas:
+                    drop = pgsql.SQL(DROP_SCHEMA).format(schema=pgsql.Identifier(schema))
+                    connection.execute(drop)
+
+
+SCHEMAS = SchemaPool()
+"""The process's pool of emptied PostgreSQL schemas."""
+atexit.register(SCHEMAS.clear)
 
 
 class Holder:
