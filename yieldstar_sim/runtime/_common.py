@@ -407,6 +407,14 @@ class StepWrite:
     decoded stores."""
 
 
+def check_put_step(
+    step_key: object, status: object, value: object, attempt: object, wake_at: float | None
+) -> tuple[StepWrite, float | None]:
+    """Check ``put_step``'s arguments: the step write, and the wake time (or ``None``)."""
+    write = check_step(step_key, status, value, attempt)
+    return write, None if wake_at is None else check_seconds(wake_at, "wake_at")
+
+
 def check_step(step_key: object, status: object, value: object, attempt: object) -> StepWrite:
     """Check a step write; return it with plain parts and the canonical value."""
     if isinstance(step_key, str):

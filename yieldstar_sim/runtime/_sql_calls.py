@@ -401,9 +401,7 @@ class SqlCalls(SqlPrimitives):
         wake_at: float | None = None,
     ) -> None:
         """Record (or rewrite) one step, and optionally its wake, atomically."""
-        write = common.check_step(step_key, status, value, attempt)
-        if wake_at is not None:
-            wake_at = common.check_seconds(wake_at, "wake_at")
+        write, wake_at = common.check_put_step(step_key, status, value, attempt, wake_at)
         entry = common.step_entry(write, self._clock.now())
         self._fenced("put_step", lease, {"entry": entry, "wake_at": wake_at})
         self._failpoints.hit("put_step.after_commit")

@@ -421,9 +421,7 @@ class MemoryRuntime:
         wake_at: float | None = None,
     ) -> None:
         """Record (or rewrite) one step, and optionally its wake, atomically."""
-        write = common.check_step(step_key, status, value, attempt)
-        if wake_at is not None:
-            wake_at = common.check_seconds(wake_at, "wake_at")
+        write, wake_at = common.check_put_step(step_key, status, value, attempt, wake_at)
         with self._lock:
             row, now = self._fenced("put_step", lease)
             self._touch(row)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TypeAlias
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.model import (
@@ -19,6 +19,8 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
 )
 from yieldstar_sim.runtime.protocol import Runtime
+
+T = TypeVar("T")
 
 RuntimeFactory: TypeAlias = Callable[[ManualClock], Runtime]
 """Makes a fresh, empty runtime that reads its time from the given clock."""
@@ -119,14 +121,15 @@ def _raises_injected(call: Callable[[], object]) -> None:
     raise AssertionError("an armed failure point did not fail the call")
 
 
-def _race(call: Callable[[], StartResult], *, callers: int) -> list[StartResult]:
-    """Run ``call`` from ``callers`` threads released together; re-raise the first error."""
-    barrier = threading.Barrier(callers)
-    results: list[StartResult] = []
+def _race(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Run each call on a thread of its own, all released together; answer their results in
+    the order they finished, or re-raise the first error."""
+    barrier = threading.Barrier(len(calls))
+    results: list[T] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
 
-    def run() -> None:
+    def run(call: Callable[[], T]) -> None:
         try:
             barrier.wait()
             result = call()
@@ -137,7 +140,7 @@ def _race(call: Callable[[], StartResult], *, callers: int) -> list[StartResult]
             with lock:
                 results.append(result)
 
-    threads = [threading.Thread(target=run) for _ in range(callers)]
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -8,7 +8,6 @@ admitting one ID admit one execution.
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
@@ -16,7 +15,7 @@ from yieldstar_sim.core.model import (
     Completed,
     ExecutionAdmissionError,
 )
-from yieldstar_sim.testing._support import _expect, _finish, _fresh
+from yieldstar_sim.testing._support import _expect, _finish, _fresh, _race
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,39 +31,21 @@ def _race_triggers(
 ) -> tuple[list[str], list[ExecutionAdmissionError]]:
     """``_CLIENTS`` threads trigger ``execution_id`` together: the IDs answered and the
     refusals (any other error is re-raised)."""
-    barrier = threading.Barrier(_CLIENTS)
-    answers: list[str] = []
-    refusals: list[ExecutionAdmissionError] = []
-    errors: list[BaseException] = []
-    lock = threading.Lock()
 
-    def client(params: int) -> Callable[[], None]:
-        def run() -> None:
+    def client(params: int) -> Callable[[], str | ExecutionAdmissionError]:
+        def run() -> str | ExecutionAdmissionError:
             try:
-                barrier.wait()
-                answer = runtime.trigger(
-                    "charge-order", {"order": params}, execution_id=execution_id
-                )
+                return runtime.trigger("charge-order", {"order": params}, execution_id=execution_id)
             except ExecutionAdmissionError as refused:
-                with lock:
-                    refusals.append(refused)
-            except BaseException as error:  # reported to the case below
-                with lock:
-                    errors.append(error)
-            else:
-                with lock:
-                    answers.append(answer)
+                return refused
 
         return run
 
-    threads = [threading.Thread(target=client(number)) for number in range(_CLIENTS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return answers, refusals
+    answers = _race([client(number) for number in range(_CLIENTS)])
+    return (
+        [answer for answer in answers if isinstance(answer, str)],
+        [answer for answer in answers if isinstance(answer, ExecutionAdmissionError)],
+    )
 
 
 def _one_execution(runtime: Runtime, execution_id: str, what: str) -> None:

@@ -77,7 +77,7 @@ def two_concurrent_calls_with_one_start_request_id(make: RuntimeFactory) -> None
         runtime, _ = _fresh(make)
         caller = _caller(runtime, f"order-{round_}")
         request = _ship(caller)
-        results = _race(functools.partial(runtime.start, request), callers=2)
+        results = _race([functools.partial(runtime.start, request)] * 2)
         ids = {_accepted(result, "a concurrent call") for result in results}
         _expect(len(ids) == 1, f"two concurrent calls with one request ID got {sorted(ids)}")
         _one_target(runtime, caller, "ship", ids.pop())
