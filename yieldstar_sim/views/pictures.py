@@ -76,6 +76,7 @@ class RunPictures:
     """
 
     def __init__(self, run: SimulationRun, *, dpi: float = DPI, group: bool = True) -> None:
+        from yieldstar_sim.views.families import collapse_families
         from yieldstar_sim.views.graph import graph_from_trace
         from yieldstar_sim.views.timeline import build_timeline
 
@@ -85,8 +86,7 @@ class RunPictures:
         self.events = list(run.trace)
         self.timeline = build_timeline(run.trace, run.scenario.worker_names)
         final = graph_from_trace(self.events)
-        widest, layers = _extent(final)
-        self.graph_size = (max(6.0, 2.6 * widest), max(2.6, 1.25 * layers + 1.3))
+        self.graph_size = _size(collapse_families(final) if group else final)
         self._graphs: dict[tuple[Any, ...], bytes] = {}
         self._signatures: dict[int, tuple[Any, ...]] = {}
         self._base: Any = None
@@ -174,9 +174,11 @@ class RunPictures:
         return buffer.getvalue()
 
 
-def _extent(graph: nx.MultiDiGraph) -> tuple[int, int]:
-    """The widest layer and the number of layers of a graph (parents above children)."""
-    import networkx as nx
+def _size(graph: nx.MultiDiGraph) -> tuple[float, float]:
+    """The graph's figure size in inches for the stepper: its layout's, a little tighter
+    than a figure of its own (the stepper shows no title or caption)."""
+    from yieldstar_sim.views.graph import graph_size
+    from yieldstar_sim.views.layout import layered_layout
 
-    layers = [len(layer) for layer in nx.topological_generations(graph)]
-    return max(layers, default=1), max(len(layers), 1)
+    width, height = graph_size(layered_layout(graph))
+    return width, max(2.6, height - 0.9)
