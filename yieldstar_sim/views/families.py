@@ -4,8 +4,8 @@ A thousand orders that each charged and started their shipment, with nothing to 
 box, "998 \u00d7 charge-order \u2192 ship-order, completed"; the order a crash struck stays on
 its own, with its shipment. An execution's *shape* is its workflow, its status, how it was
 started (its origin, whether detached, the pattern of the step key that started it:
-``line-17`` is ``line-#``) and the shapes of the executions it started. Siblings (children of one parent, or
-executions nobody started) of one shape make a family when there are at least
+``line-17`` is ``line-#``) and the shapes of the executions it started. Siblings (children
+of one parent, or executions nobody started) of one shape make a family when there are at least
 ``GROUP_AT_LEAST`` of them and nothing in any of them is notable: no fault, no retry, no
 violation naming it, no failed or pruned status, no start that took several calls, no step that
 admitted several executions, no join or trigger. Everything notable is drawn on its own.
