@@ -100,7 +100,7 @@ def test_every_text_export_marks_what_a_violation_names(tmp_path: Path) -> None:
     named = {unquote(n.get_name()) for n in dot.get_nodes() if n.get("color") == '"#CC0000"'}
     assert named == {"order-42", "@ship-order-2", "@ship-order-3"}
     duplicate = [unquote(e.get("label")) for e in dot.get_edges()]
-    assert duplicate == ["ship\none step, several admissions"] * 2
+    assert duplicate == ["ship\nduplicate admission"] * 2
     assert "class n0,n1,n2 violation" in paths["mermaid"].read_text("utf-8")
     graphml = nx.read_graphml(paths["graphml"], force_multigraph=True)
     assert all(d["violation"] for _, d in graphml.nodes(data=True))

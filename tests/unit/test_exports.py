@@ -101,7 +101,7 @@ def node_label(node: str, data: dict[str, Any]) -> str:
 
 
 #: What an edge's label adds under its step key when its step admitted several executions.
-DUPLICATE_LINE = "\none step, several admissions"
+DUPLICATE_LINE = "\nduplicate admission"
 
 
 def edge_label(data: dict[str, Any]) -> str:

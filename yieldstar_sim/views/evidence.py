@@ -147,8 +147,9 @@ def node_label(node: object, data: Mapping[str, Any]) -> str:
         lines += [status, f"{members[0]} \u2026 {members[-1]}"]
     else:
         lines = [str(node), f"{data.get('workflow_id', '?')} · {data.get('status', '?')}"]
+    # One line per kind of evidence: a box stays about as wide as its ID.
     said = evidence_text(data)
-    return "\n".join([*lines, said] if said else lines)
+    return "\n".join([*lines, *said.split(" · ")] if said else lines)
 
 
 def edge_label(key: object, data: Mapping[str, Any]) -> str:
@@ -157,7 +158,7 @@ def edge_label(key: object, data: Mapping[str, Any]) -> str:
     lines = [str(data.get("step_key", key))]
     calls = int(data.get("calls", 1) or 1)
     if data.get("duplicate"):
-        lines.append("one step, several admissions")
+        lines.append("duplicate admission")
     elif calls > 1:
         lines.append(f"{calls} start calls, one target")
     return "\n".join(lines)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
-#: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
+#: The colour of what a reviewer must see: a duplicate admission, a violation's execution.
 DUPLICATE_COLOUR = "#CC0000"
 #: Matplotlib line styles by ``edge_line``: the exports map the same four words to their own.
 EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":"}
@@ -57,13 +57,14 @@ EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":"}
 #: are ~1.7 wide).
 NODE_SPACING = 2.2
 #: Inches a slot and a layer of the layout take in a figure of the graph alone.
-INCHES_PER_SLOT = 2.3
+INCHES_PER_SLOT = 2.6
 INCHES_PER_LAYER = 1.9
 #: Where an edge's label sits between parent and child: nearer the child, which it names.
 LABEL_AT = 0.62
 #: Line width of the outline of an execution a violation names.
 VIOLATION_OUTLINE = 3.0
 
+#: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
 STATUS_COLOURS = {
     "running": "#F0E442",
     "pending": "#E69F00",
