@@ -166,3 +166,14 @@ def test_a_family_of_children_keeps_its_edge_from_the_parent() -> None:
     ((_, child, data),) = drawn.edges(data=True)
     assert child == f"5 {TIMES} line, completed"
     assert data["step_key"] == "line-1 \u2026 line-5"
+
+
+def test_the_steppers_graph_is_sized_for_what_it_draws_grouped_or_not() -> None:
+    from yieldstar_sim.views.pictures import RunPictures
+
+    pictures = RunPictures(ys.simulate(orders(40), seed=0, runtime="memory"))
+    grouped = pictures.graph_size
+    pictures.group = False
+    assert pictures.graph_size[1] > grouped[1]  # 40 trees in bands, not one family box
+    pictures.group = True
+    assert pictures.graph_size == grouped

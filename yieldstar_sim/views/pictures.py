@@ -76,7 +76,6 @@ class RunPictures:
     """
 
     def __init__(self, run: SimulationRun, *, dpi: float = DPI, group: bool = True) -> None:
-        from yieldstar_sim.views.families import collapse_families
         from yieldstar_sim.views.graph import graph_from_trace
         from yieldstar_sim.views.timeline import build_timeline
 
@@ -85,14 +84,25 @@ class RunPictures:
         self.group = group
         self.events = list(run.trace)
         self.timeline = build_timeline(run.trace, run.scenario.worker_names)
-        final = graph_from_trace(self.events)
-        self.graph_size = _size(collapse_families(final) if group else final)
+        self._final = graph_from_trace(self.events)
+        self._sizes: dict[bool, tuple[float, float]] = {}
         self._graphs: dict[tuple[Any, ...], bytes] = {}
         self._signatures: dict[int, tuple[Any, ...]] = {}
         self._base: Any = None
         self._geometry: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
         self._timeline_x: Any = None
         self._timelines: dict[int, bytes] = {}
+
+    @property
+    def graph_size(self) -> tuple[float, float]:
+        """The graph figure's size in inches: that of the final graph, grouped into families
+        or not as ``group`` says (one size for the whole run, so the picture does not jump)."""
+        if self.group not in self._sizes:
+            from yieldstar_sim.views.families import collapse_families
+
+            final = collapse_families(self._final) if self.group else self._final
+            self._sizes[self.group] = _size(final)
+        return self._sizes[self.group]
 
     def widths(self) -> tuple[int, int]:
         """The graph's and the timeline's width in pixels."""
