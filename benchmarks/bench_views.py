@@ -44,8 +44,13 @@ it was: ``Axes.broken_barh`` patched for the measurement to make one collection 
 alternating, medians; ``--timeline-only`` runs just this section (and saves both pictures next
 to ``--picture`` for a look).
 
-Target, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
-executions.
+Then the views at review size (``_views_orders.py``): 10, 100, 1,000 and 10,000 independent
+orders (10,000 only in the full run, 10 and 100 with ``--smoke``), seconds, bytes and pixels
+of each export format beside a plain run; ``--orders-only`` runs just this section.
+
+Targets, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
+executions; at 1,000 orders, PNG + SVG within 10x a plain run and the PNG at most 4,000 px a
+side.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import matplotlib
 from _harness import footer, header, ms, parser, progress, show, sizes, targets
 from _views_labels import DPI, Readability, rasterised, readability
+from _views_orders import ORDER_SIZES, measure_orders, print_orders
 from matplotlib.axes import Axes
 from matplotlib.image import imsave
 
@@ -398,6 +404,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_parser.add_argument(
         "--timeline-only", action="store_true", help="only the batched-bars timeline section"
     )
+    args_parser.add_argument(
+        "--orders-only", action="store_true", help="only the review-size orders section"
+    )
     args = args_parser.parse_args(argv)
     matplotlib.use("Agg")
     # Smoke: every section once, without the 500-execution run (the target's 100 stays).
@@ -414,6 +423,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
+    # The orders section: 10,000 orders only in the full run (it takes minutes).
+    order_sizes = ORDER_SIZES[:2] if args.smoke else ORDER_SIZES[:3] if args.quick else ORDER_SIZES
+    if args.orders_only:
+        png(draw_run(simulate(SIZES[0])))  # imports, font caches
+        order_rows = [measure_orders(n, 1 if args.smoke or n >= 1_000 else 3) for n in order_sizes]
+        targets(print_orders(order_rows))
+        footer(began)
+        return 0
     runs = {executions: simulate(executions) for executions in run_sizes}
     png(draw_run(runs[SIZES[0]]))  # imports, font caches
     bar_reps = 1 if args.smoke else 3 if args.quick else 7
@@ -436,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress("readability")
     seen = readability(runs[TARGET_SIZE], args.picture)
     print_readability(seen, args.picture)
+    order_rows = [measure_orders(n, 1 if args.smoke or n >= 1_000 else 3) for n in order_sizes]
+    order_targets = print_orders(order_rows)
 
     sized = next(t for t in results if t.executions == TARGET_SIZE)
     total = statistics.median(sized.total)
@@ -447,7 +466,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"build + render under {TARGET_SECONDS:g} s for {TARGET_SIZE} executions: "
                 f"{total:.2f} s (drawing {median_ms(sized.drawing)} ms, PNG "
                 f"{median_ms(sized.png)} ms)",
-            )
+            ),
+            *order_targets,
         ]
     )
     print(

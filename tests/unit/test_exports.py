@@ -32,7 +32,8 @@ from yieldstar_sim.views.export import (
     to_mermaid,
     to_node_link_json,
 )
-from yieldstar_sim.views.graph import draw_execution_graph
+from yieldstar_sim.views.graph import draw_execution_graph, run_graph
+from yieldstar_sim.views.graph_text import labelled
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -97,6 +98,14 @@ def graph(request: pytest.FixtureRequest) -> nx.MultiDiGraph:
 
 def node_label(node: str, data: dict[str, Any]) -> str:
     return f"{node}\n{data['workflow_id']} · {data['status']}"
+
+
+#: What an edge's label adds under its step key when its step admitted several executions.
+DUPLICATE_LINE = "\nduplicate admission"
+
+
+def edge_label(data: dict[str, Any]) -> str:
+    return str(data["step_key"]) + (DUPLICATE_LINE if data.get("duplicate") else "")
 
 
 def edge_set(graph: nx.MultiDiGraph) -> set[tuple[Any, Any, Any, str]]:
@@ -203,7 +212,7 @@ def test_dot_parses_back_with_every_node_edge_and_label(graph: nx.MultiDiGraph) 
         for e in dot.get_edges()
     )
     assert edges == Counter(
-        (u, v, d["step_key"], d["step_key"].replace("\r\n", "\n"))  # a label breaks lines
+        (u, v, d["step_key"], edge_label(d).replace("\r\n", "\n"))  # a label breaks lines
         for u, v, d in graph.edges(data=True)
     )
     assert dot_unquote(dot.get("label")) == 'the "title"\nsecond line'
@@ -217,7 +226,7 @@ def test_dot_styles_detached_dashed_triggers_dotted_duplicates_red() -> None:
     }
     assert styles[RUNTIME_KEY] == ("solid", "#333333")
     assert styles["port:a:b"] == ("dashed", "#333333")
-    assert styles[HOSTILE_KEY] == ("dotted", "#CC0000")
+    assert styles[HOSTILE_KEY + DUPLICATE_LINE] == ("dotted", "#CC0000")
     assert styles["tab\there\nand crlf"] == ("dotted", "#333333")
     data = {dot_unquote(e.get("key")): dot_unquote(e.get("detached")) for e in dot.get_edges()}
     assert data["port:a:b"] == "true"
@@ -284,7 +293,7 @@ def test_mermaid_has_every_node_and_edge_with_escaped_labels(graph: nx.MultiDiGr
         node: mermaid_unescape(label) for node, label in nodes.items()
     }
     assert [(source, mermaid_unescape(label), target) for source, _, label, target in edges] == [
-        (ids[u], shown(d["step_key"]), ids[v]) for u, v, d in graph.edges(data=True)
+        (ids[u], shown(edge_label(d)), ids[v]) for u, v, d in graph.edges(data=True)
     ]
 
 
@@ -470,7 +479,7 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: Simula
         "hostile.html",
         "hostile.review.html",
     }
-    graph = execution_graph(hostile_run.runtime, hostile_run.effects)
+    graph = labelled(run_graph(hostile_run))  # the evidence and the pictures' labels added
     ET.fromstring(paths["svg"].read_bytes())
     assert paths["png"].read_bytes().startswith(b"\x89PNG")
     assert paths["pdf"].read_bytes().startswith(b"%PDF-")
@@ -480,6 +489,10 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: Simula
     assert edge_set(back) == edge_set(graph)
     dot = parse_dot(paths["dot"].read_text("utf-8"))
     assert [dot_unquote(e.get("label")) for e in dot.get_edges()] == [RUNTIME_KEY]
+    assert {d["label"] for _, d in back.nodes(data=True)} == {
+        f"{CALLER}\n{CALLER_WORKFLOW} · completed",
+        f"@{CHILD_WORKFLOW}-2\n{CHILD_WORKFLOW} · completed",
+    }
     assert 'hostile <scenario> "&amp;", seed 0' in dot_unquote(dot.get("label"))
     nodes, edges, _ = parse_mermaid(paths["mermaid"].read_text("utf-8"))
     assert (len(nodes), len(edges)) == (2, 1)

@@ -19,8 +19,15 @@ from yieldstar_sim.views.export import (
     to_node_link_json,
     write_exploration_pictures,
 )
+from yieldstar_sim.views.families import Family, collapse_families, families
 from yieldstar_sim.views.figures import draw_run, figure_bytes
-from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, graph_from_trace
+from yieldstar_sim.views.graph import (
+    draw_execution_graph,
+    execution_graph,
+    graph_from_trace,
+    run_graph,
+)
+from yieldstar_sim.views.layout import Layout, layered_layout
 from yieldstar_sim.views.review import review_page, review_report_page, write_review
 from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
 from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
@@ -28,8 +35,11 @@ from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
 __all__ = [
     "FORMATS",
     "ExplorationPictures",
+    "Family",
+    "Layout",
     "Timeline",
     "build_timeline",
+    "collapse_families",
     "draw_divergence",
     "draw_execution_graph",
     "draw_exploration",
@@ -39,11 +49,14 @@ __all__ = [
     "execution_graph",
     "export",
     "export_state_graph",
+    "families",
     "figure_bytes",
     "graph_from_trace",
     "html_report",
+    "layered_layout",
     "review_page",
     "review_report_page",
+    "run_graph",
     "state_graph",
     "to_dot",
     "to_graphml",

@@ -40,10 +40,11 @@ from yieldstar_sim.views.figures import (
     inline_svg,
 )
 from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS, FORMATS, RUN_FORMATS
-from yieldstar_sim.views.graph import draw_execution_graph, execution_graph
+from yieldstar_sim.views.graph import draw_execution_graph, run_graph
 from yieldstar_sim.views.graph_text import (
     _bidi_visible,
     _writable,
+    labelled,
     to_dot,
     to_graphml,
     to_mermaid,
@@ -149,7 +150,7 @@ def html_report(
     scenario = run.scenario.name
     heading = f"{scenario} · seed {run.seed} · {run.verdict_text}"
     if graph_svg is None:
-        graph = execution_graph(run.runtime, run.effects)
+        graph = run_graph(run)
         graph_svg = figure_bytes(_draw(graph, f"{scenario}, seed {run.seed}"), "svg").decode()
     parts = [
         "<!DOCTYPE html>",
@@ -228,8 +229,11 @@ def export(
     ``formats`` are among ``svg, png, pdf, graphml, json, dot, mermaid, html, review``
     (``html`` and ``review`` need a run; ``mermaid`` is written as ``.mmd``, ``review``, the
     design-review page with a stepper, as ``.review.html``). Given a run, the graph is
-    ``execution_graph(run.runtime, run.effects)`` and the title defaults to its scenario,
-    seed and verdict. Unknown formats are refused before anything is written.
+    ``run_graph(run)`` (the runtime's records, with the trace's evidence and the violations
+    marked on them) and the title defaults to its scenario, seed and verdict. The drawn
+    formats (pictures, DOT, Mermaid) draw each family of alike executions once; GraphML and
+    JSON keep every execution, with the ``label`` the pictures show and its ``family``.
+    Unknown formats are refused before anything is written.
 
     >>> import tempfile
     >>> import networkx as nx
@@ -250,7 +254,7 @@ def export(
         run, graph = None, run_or_graph
     else:
         run = run_or_graph
-        graph = execution_graph(run.runtime, run.effects)
+        graph = run_graph(run)
         title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
     needs_run = [format for format in chosen if format in RUN_FORMATS]
     if needs_run and run is None:
@@ -273,8 +277,8 @@ def export(
         return svg
 
     texts: dict[str, Callable[[], str]] = {
-        "graphml": lambda: to_graphml(graph),
-        "json": lambda: to_node_link_json(graph),
+        "graphml": lambda: to_graphml(labelled(graph)),
+        "json": lambda: to_node_link_json(labelled(graph)),
         "dot": lambda: to_dot(graph, title=title),
         "mermaid": lambda: to_mermaid(graph, title=title),
     }

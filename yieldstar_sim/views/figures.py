@@ -7,14 +7,17 @@ import io
 import re
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.views.evidence import mark_violations
+from yieldstar_sim.views.families import collapse_families
 from yieldstar_sim.views.formats import FIGURE_FORMATS
 from yieldstar_sim.views.graph import (
-    ROW_WIDTH,
+    INCHES_PER_LAYER,
+    INCHES_PER_SLOT,
     draw_execution_graph,
     graph_from_trace,
-    group_siblings,
 )
 from yieldstar_sim.views.graph_text import _bidi_visible, _one_line
+from yieldstar_sim.views.layout import layered_layout
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
@@ -107,19 +110,18 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     >>> import yieldstar_sim as ys
     >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
     """
-    import networkx as nx  # here, not at the top: ``import yieldstar_sim`` imports this module
     from matplotlib.figure import Figure
 
     timeline = build_timeline(run.trace, run.scenario.worker_names)
     graph = graph_from_trace(run.trace, upto)
+    if upto is None:
+        mark_violations(graph, run.violations)
     if group:
-        graph = group_siblings(graph)
-    layers = [len(layer) for layer in nx.topological_generations(graph)]
-    widest = min(max(layers, default=1), ROW_WIDTH)
-    rows = sum(-(-count // ROW_WIDTH) for count in layers) or 1
-    graph_width = max(5.0, 2.9 * widest)
+        graph = collapse_families(graph)
+    layout = layered_layout(graph)
+    graph_width = max(5.0, INCHES_PER_SLOT * layout.width + 0.6)
     timeline_width = max(8.0, min(20.0, timeline.width / 3))
-    height = max(5.2 + 0.4 * len(timeline.lanes), 1.5 * rows + 2.0)
+    height = max(5.2 + 0.4 * len(timeline.lanes), INCHES_PER_LAYER * layout.height + 2.0)
     figure = Figure(figsize=(graph_width + timeline_width, height), layout="constrained")
     left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
     caption = ""

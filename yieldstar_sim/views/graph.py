@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +25,15 @@ from yieldstar_sim.simulation.trace import (
     TraceKind,
     TriggerData,
 )
+from yieldstar_sim.views.evidence import (
+    TIMES,
+    edge_label,
+    mark_trace_evidence,
+    mark_violations,
+    node_label,
+)
+from yieldstar_sim.views.families import GROUP_AT_LEAST, collapse_families
+from yieldstar_sim.views.layout import Layout, layered_layout
 
 # networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
 # (through the widgets and the composition root) and must stay quick.
@@ -38,28 +46,25 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.protocol import ExecutionClient
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
 
-#: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
+#: The colour of what a reviewer must see: a duplicate admission, a violation's execution.
 DUPLICATE_COLOUR = "#CC0000"
 #: Matplotlib line styles by ``edge_line``: the exports map the same four words to their own.
 EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":"}
-#: Horizontal distance between sibling executions, in node widths' terms (boxes are ~1.7 wide).
+#: Horizontal distance between the centres of two slots of the layout, in data units (boxes
+#: are ~1.7 wide).
 NODE_SPACING = 2.2
-#: Siblings per row: a wider layer wraps onto more rows, ROW_GAP apart.
-ROW_WIDTH = 8
-ROW_GAP = 0.7
+#: Inches a slot and a layer of the layout take in a figure of the graph alone.
+INCHES_PER_SLOT = 2.6
+INCHES_PER_LAYER = 1.9
 #: Where an edge's label sits between parent and child: nearer the child, which it names.
 LABEL_AT = 0.62
+#: Line width of the outline of an execution a violation names.
+VIOLATION_OUTLINE = 3.0
 
-#: Siblings drawn as one group box when at least this many share workflow, parent, step-key
-#: pattern and status (and nothing about them is unusual).
-GROUP_AT_LEAST = 4
-#: The sign between a group's size and its workflow: "99 \u00d7 line".
-TIMES = "\u00d7"
-#: Statuses a group may have: a failed or pruned execution is always drawn on its own.
-GROUPABLE_STATUSES = frozenset({"pending", "running", "suspended", "completed", "cancelled"})
-
+#: Node colours by execution status (colour-blind-safe Okabe-Ito palette).
 STATUS_COLOURS = {
     "running": "#F0E442",
     "pending": "#E69F00",
@@ -141,13 +146,23 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
     return graph
 
 
+def run_graph(run: SimulationRun) -> nx.MultiDiGraph:
+    """The run's execution graph from the runtime's records (``execution_graph``), with the
+    trace's evidence and the run's violations marked on it: what every export of a run
+    draws or writes."""
+    graph = execution_graph(run.runtime, run.effects)
+    mark_trace_evidence(graph, run.trace)
+    mark_violations(graph, run.violations)
+    return graph
+
+
 def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx.MultiDiGraph:
     """The execution graph as of trace event ``upto`` (inclusive; default: the end).
 
     Built from the trace alone (admissions, clients' admissions, accepted starts, body
     triggers, claims and acknowledgements), so a stepper can show the graph at any event.
     Edges of started targets carry ``calls``: how many start calls their request took (replays
-    included).
+    included); nodes the evidence of ``mark_trace_evidence`` (faults, retries).
     """
     import networkx as nx
 
@@ -215,6 +230,7 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
         ):
             graph.nodes[event.execution_id]["status"] = "pending"
     _mark_duplicates(graph)
+    mark_trace_evidence(graph, trace, upto)
     return graph
 
 
@@ -228,27 +244,11 @@ def _mark_duplicates(graph: nx.MultiDiGraph) -> None:
                 graph.edges[source, target, key]["duplicate"] = True
 
 
-def _natural(text: str) -> tuple[tuple[int, int | str], ...]:
-    """A sort key that puts child-5 before child-49 (numbers compared as numbers)."""
-    return tuple(
-        (0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", text) if part
-    )
-
-
-def _key_pattern(step_key: str) -> str:
-    """``line-17`` -> ``line-#``: step keys that differ only in their numbers share a pattern."""
-    return re.sub(r"\d+", "#", step_key)
-
-
 def group_siblings(graph: nx.MultiDiGraph, at_least: int = GROUP_AT_LEAST) -> nx.MultiDiGraph:
-    """A copy of ``graph`` where plain siblings are one group node.
-
-    Siblings group when at least ``at_least`` of them share parent, workflow, step-key pattern
-    (``line-1`` to ``line-99``), status, origin and detachment, and each is plain: started
-    once by a durable start (no duplicate admission, no repeated start calls, no trigger, no
-    join) and starting nothing itself. Anything red or unusual stays its own node. A group
-    node has ``group`` (how many), ``members`` (their IDs, in order) and its edge's
-    ``step_key`` reads ``first … last``.
+    """A copy of ``graph`` with each family of alike executions drawn as one node: the
+    stepper's *group alike executions* and ``draw_execution_graph(group=True)``. See
+    ``yieldstar_sim.views.families`` for what makes a family; a family node has ``group``
+    (how many), ``members`` (their IDs, in order), ``executions`` and ``shape``.
 
     >>> import yieldstar_sim as ys
     >>> runtime = ys.MemoryRuntime()
@@ -256,65 +256,18 @@ def group_siblings(graph: nx.MultiDiGraph, at_least: int = GROUP_AT_LEAST) -> nx
     >>> for i in range(1, 6):
     ...     _ = runtime.start(ys.StartRequest(ys.RequestId(order, f"line-{i}"), "line"))
     >>> grouped = group_siblings(execution_graph(runtime))
-    >>> [(n.replace(TIMES, 'x'), d.get("group")) for n, d in grouped.nodes(data=True)]
-    [('order-1', None), ('5 x line · pending', 5)]
+    >>> [(n, d.get("group")) for n, d in grouped.nodes(data=True)]
+    [('order-1', None), ('5 \u00d7 line, pending', 5)]
     """
-    groups: dict[tuple[Any, ...], list[tuple[Any, str]]] = {}
-    for node, data in graph.nodes(data=True):
-        edges = list(graph.in_edges(node, keys=True, data=True))
-        if len(edges) != 1 or graph.out_degree(node) or data["status"] not in GROUPABLE_STATUSES:
-            continue
-        parent, _, edge_key, edge = edges[0]
-        if edge.get("kind") != "start" or edge.get("duplicate") or edge.get("calls", 1) > 1:
-            continue
-        step_key = str(edge.get("step_key", edge_key))
-        how = (data.get("origin"), edge.get("detached", False), edge.get("retained", True))
-        key = (parent, data.get("workflow_id"), _key_pattern(step_key), data["status"], *how)
-        groups.setdefault(key, []).append((node, step_key))
-    grouped = graph.copy()
-    for (parent, workflow_id, _, status, origin, detached, retained), members in groups.items():
-        if len(members) < at_least:
-            continue
-        members.sort(key=lambda member: _natural(member[1]))
-        name = f"{len(members)} {TIMES} {workflow_id} · {status}"
-        while name in grouped:
-            name += " "
-        grouped.remove_nodes_from(node for node, _ in members)
-        grouped.add_node(name, workflow_id=workflow_id, status=status, origin=origin,
-                         group=len(members), members=[node for node, _ in members])  # fmt: skip
-        keys = f"{members[0][1]} … {members[-1][1]}"
-        grouped.add_edge(parent, name, key=keys, kind="start", step_key=keys, detached=detached,
-                         retained=retained, duplicate=False, calls=1)  # fmt: skip
-    return grouped
+    return collapse_families(graph, at_least=at_least)
 
 
-def _layered_positions(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
-    """Parents above children; siblings ordered by the step key that started them, in rows of
-    at most ``ROW_WIDTH`` so that a wide fan-out wraps instead of making a strip."""
-    import networkx as nx
-
-    depth: dict[Any, int] = {}
-    for layer, nodes in enumerate(nx.topological_generations(graph)):
-        for node in nodes:
-            depth[node] = layer
-    layers: dict[int, list[Any]] = {}
-    for node in graph.nodes:
-        layers.setdefault(depth[node], []).append(node)
-
-    def sort_key(node: Any) -> tuple[Any, ...]:
-        keys = sorted((str(k) for _, _, k in graph.in_edges(node, keys=True)), key=_natural)
-        return (_natural(keys[0]) if keys else (), _natural(str(node)))
-
-    positions: dict[Any, tuple[float, float]] = {}
-    y = 0.0
-    for layer in sorted(layers):
-        nodes = sorted(layers[layer], key=sort_key)
-        for start in range(0, len(nodes), ROW_WIDTH):
-            row = nodes[start : start + ROW_WIDTH]
-            for index, node in enumerate(row):
-                positions[node] = (NODE_SPACING * (index - (len(row) - 1) / 2), y)
-            y -= 1.0 if start + ROW_WIDTH >= len(nodes) else ROW_GAP
-    return positions
+def graph_size(layout: Layout) -> tuple[float, float]:
+    """The size in inches at which a graph of this layout is drawn readably on its own."""
+    return (
+        max(6.0, INCHES_PER_SLOT * layout.width + 0.6),
+        max(3.5, INCHES_PER_LAYER * layout.height + 1.5),
+    )
 
 
 def _legend(graph: nx.MultiDiGraph) -> list[Any]:
@@ -343,7 +296,16 @@ def _legend(graph: nx.MultiDiGraph) -> list[Any]:
             Patch(
                 facecolor="white",
                 edgecolor="#222222",
-                label=f"N {TIMES} workflow: grouped siblings",
+                label=f"N {TIMES} shape: a family of alike executions",
+            )
+        )
+    if any(d.get("violation") for _, d in graph.nodes(data=True)):
+        handles.append(
+            Patch(
+                facecolor="white",
+                edgecolor=DUPLICATE_COLOUR,
+                linewidth=VIOLATION_OUTLINE,
+                label="named by a violation",
             )
         )
     if any(duplicate for _, _, duplicate in kinds):
@@ -374,20 +336,11 @@ def draw_execution_graph(
     from matplotlib.patches import FancyArrowPatch
 
     if group:
-        graph = group_siblings(graph)
-    positions = _layered_positions(graph)
-    widest = max(
-        (
-            sum(1 for p in positions.values() if p[1] == y)
-            for y in {p[1] for p in positions.values()}
-        ),
-        default=1,
-    )
-    layers = len({p[1] for p in positions.values()}) or 1
+        graph = collapse_families(graph)
+    layout = layered_layout(graph)
+    positions = {node: (NODE_SPACING * x, y) for node, (x, y) in layout.positions.items()}
     if ax is None:
-        figure = Figure(
-            figsize=(max(6.0, 2.9 * widest), max(3.5, 2.0 * layers + 1.5)), layout="constrained"
-        )
+        figure = Figure(figsize=graph_size(layout), layout="constrained")
         axes = figure.add_subplot()
     else:
         figure, axes = ax.figure, ax  # type: ignore[assignment]
@@ -412,13 +365,10 @@ def draw_execution_graph(
                 linewidth=2.2 if data["duplicate"] else 1.4,
             )
         )
-        label = str(data["step_key"])
-        if data.get("calls", 0) > 1:
-            label += f"\n{data['calls']} start calls, one target"
         axes.text(
             x1 + (x2 - x1) * LABEL_AT,
             y1 + (y2 - y1) * LABEL_AT,
-            label,
+            edge_label(data["step_key"], data),
             ha="center",
             va="center",
             fontsize=9,
@@ -428,14 +378,12 @@ def draw_execution_graph(
     for node, data in graph.nodes(data=True):
         x, y = positions[node]
         members = data.get("members")
-        if members:
-            label = f"{node}\n{members[0]} … {members[-1]}"
-        else:
-            label = f"{node}\n{data['workflow_id']} · {data['status']}"
+        label = node_label(node, data)
         bbox = {
             "boxstyle": "square,pad=0.5" if data["origin"] == "trigger" else "round,pad=0.5",
             "facecolor": STATUS_COLOURS.get(str(data["status"]), "#FFFFFF"),
-            "edgecolor": "#222222",
+            "edgecolor": DUPLICATE_COLOUR if data.get("violation") else "#222222",
+            "linewidth": VIOLATION_OUTLINE if data.get("violation") else 1.0,
             "alpha": 0.9,
         }
         if members:  # a stack of boxes: the one behind peeks out

@@ -19,7 +19,9 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, edge_line
+from yieldstar_sim.views.evidence import edge_label, node_label
+from yieldstar_sim.views.families import collapse_families, families
+from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE, edge_line
 
 # networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
 # (through the widgets and the composition root) and must stay quick.
@@ -67,13 +69,35 @@ def _one_line(text: str) -> str:
 
 
 def _node_label(node: object, data: dict[str, Any]) -> str:
-    """The text a drawn node shows: its ID, then workflow and status."""
-    return f"{node}\n{data.get('workflow_id', '?')} · {data.get('status', '?')}"
+    """The text a drawn node shows, as in the pictures: ID (or a family's count and shape),
+    workflow and status, then its evidence (faults, retries, a violation naming it)."""
+    return node_label(node, data)
 
 
 def _edge_label(key: object, data: dict[str, Any]) -> str:
-    """The text a drawn edge shows: the step key that made the link."""
-    return str(data.get("step_key", key))
+    """The text a drawn edge shows, as in the pictures: the step key that made the link, then
+    its start calls or duplicate admissions."""
+    return edge_label(key, data)
+
+
+#: A family's node data a drawn export leaves out: every execution it stands for (the data
+#: exports, GraphML and JSON, name each execution's family instead).
+_FAMILY_ONLY = frozenset({"members", "executions"})
+
+
+def labelled(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """A copy of ``graph`` for the data exports (GraphML, JSON): every execution kept, each
+    node and edge with the ``label`` the pictures show, and each execution of a family with
+    ``family``, the name of the box it is drawn in."""
+    copy = graph.copy()
+    for node, data in copy.nodes(data=True):
+        data["label"] = node_label(node, data)
+    for _, _, key, data in copy.edges(keys=True, data=True):
+        data["label"] = edge_label(key, data)
+    for family in families(graph):
+        for execution in family.executions:
+            copy.nodes[execution]["family"] = family.node
+    return copy
 
 
 def _edges(graph: nx.MultiDiGraph) -> Iterator[tuple[Any, Any, Any, dict[str, Any]]]:
@@ -220,14 +244,17 @@ def _dot_data(data: dict[str, Any]) -> dict[str, str]:
 _DOT_LINES = {"owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted"}
 
 
-def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
+def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> str:
     """The graph as Graphviz DOT text, drawn like ``draw_execution_graph`` draws it.
 
     Nodes are boxes (rounded when started) labelled ``id\\nworkflow · status`` and filled by
     status; edges are labelled with their step key, dashed when detached or joined (not
     owned), dotted when a non-durable trigger, red when their step admitted several executions.
-    The data attributes (``workflow_id``, ``step_key``, ``detached``...) are kept; every ID
-    and value is quoted.
+    Labels carry the evidence the pictures show (``mail\\n2 start calls, one target``, a
+    fault, a retry); an execution a violation names is outlined in red. With ``group`` (the
+    default), families of alike executions are one node each (``collapse_families``), as in
+    the pictures. The data attributes (``workflow_id``, ``step_key``, ``detached``...) are
+    kept; every ID and value is quoted.
     Labels show exactly; Graphviz itself unescapes ``\\\\`` in labels only, so an ID or data
     value holding a backslash keeps it doubled in Graphviz's own view (pydot reads it exactly).
 
@@ -248,6 +275,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     import networkx as nx
     from networkx.drawing.nx_pydot import to_pydot
 
+    if group:
+        graph = collapse_families(graph)
     names = {node: _dot_quote(node) for node in graph.nodes}
     _unique(names, "DOT")
     ready = nx.MultiDiGraph()
@@ -260,12 +289,16 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     for node, data in graph.nodes(data=True):
         status = str(data.get("status", ""))
         started = data.get("origin") == "start"
+        outline = {}
+        if data.get("violation"):
+            outline = {"color": _dot_quote(DUPLICATE_COLOUR), "penwidth": f'"{VIOLATION_OUTLINE}"'}
         ready.add_node(
             names[node],
-            **_dot_data(data),
+            **_dot_data({k: v for k, v in data.items() if k not in _FAMILY_ONLY}),
             label=_dot_quote(_one_line(_node_label(node, data))),
             style=_dot_quote("filled,rounded" if started else "filled"),
             fillcolor=_dot_quote(STATUS_COLOURS.get(status, _PRUNED_COLOUR)),
+            **outline,
         )
     for source, target, key, data in _edges(graph):
         duplicate = bool(data.get("duplicate"))
@@ -314,6 +347,8 @@ _MERMAID_ESCAPES = {
     ord("\n"): "<br>",
 }
 _MERMAID_CLASS = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+#: Mermaid's default ``maxEdges``: a flowchart with more edges is not rendered.
+MERMAID_MAX_EDGES = 500
 
 
 def _mermaid_text(text: object) -> str:
@@ -335,7 +370,7 @@ def _status_classes(statuses: Iterator[str]) -> dict[str, str]:
     return classes
 
 
-def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
+def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> str:
     """The graph as a Mermaid ``flowchart TD`` for Markdown design documents.
 
     Nodes get generated IDs (``n0``, ``n1``... in graph order) and quoted labels
@@ -343,7 +378,11 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer). Labels use
     Mermaid's entity codes (``#quot;``, ``#lt;``, ``#35;``...) for every character that could
     be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
-    executions a step admitted more than once, whose edges are red too.
+    executions a step admitted more than once, whose edges are red too, ``violation`` those a
+    violation names. Labels carry the evidence the pictures show (start calls, faults,
+    retries). With ``group`` (the default) each family of alike executions is one node, as in
+    the pictures, which keeps a big run within Mermaid's default limit of 500 edges; a
+    diagram still past it says so in a comment under its first line.
 
     >>> import networkx as nx
     >>> graph = nx.MultiDiGraph()
@@ -354,11 +393,18 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
         classDef st_completed fill:#009E73,stroke:#222222,color:#000000
         class n0 st_completed
     """
+    if group:
+        graph = collapse_families(graph)
     lines: list[str] = []
     if title:
         # A JSON string is a YAML double-quoted scalar: the title cannot end the front matter.
         lines += ["---", "title: " + json.dumps(_one_line(_writable(title))), "---"]
     lines.append("flowchart TD")
+    if graph.number_of_edges() > MERMAID_MAX_EDGES:
+        lines.append(
+            f"    %% {graph.number_of_edges()} edges: past Mermaid's default maxEdges "
+            f"({MERMAID_MAX_EDGES}); raise it in the Mermaid configuration to render this"
+        )
     ids = {node: f"n{index}" for index, node in enumerate(graph.nodes)}
     for node, data in graph.nodes(data=True):
         label = _mermaid_text(_node_label(node, data))
@@ -391,6 +437,13 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "") -> str:
     if duplicates:
         lines.append(f"    classDef duplicate stroke:{DUPLICATE_COLOUR},stroke-width:3px")
         lines.append(f"    class {','.join(duplicates)} duplicate")
+    named = [ids[node] for node, data in graph.nodes(data=True) if data.get("violation")]
+    if named:
+        lines.append(
+            f"    classDef violation stroke:{DUPLICATE_COLOUR},stroke-width:4px,"
+            "stroke-dasharray:6 3"
+        )
+        lines.append(f"    class {','.join(named)} violation")
     for css, indices in link_styles.items():
         lines.append(f"    linkStyle {','.join(map(str, indices))} {css}")
     return "\n".join(lines) + "\n"

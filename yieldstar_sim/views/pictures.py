@@ -84,15 +84,25 @@ class RunPictures:
         self.group = group
         self.events = list(run.trace)
         self.timeline = build_timeline(run.trace, run.scenario.worker_names)
-        final = graph_from_trace(self.events)
-        widest, layers = _extent(final)
-        self.graph_size = (max(6.0, 2.6 * widest), max(2.6, 1.25 * layers + 1.3))
+        self._final = graph_from_trace(self.events)
+        self._sizes: dict[bool, tuple[float, float]] = {}
         self._graphs: dict[tuple[Any, ...], bytes] = {}
         self._signatures: dict[int, tuple[Any, ...]] = {}
         self._base: Any = None
         self._geometry: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
         self._timeline_x: Any = None
         self._timelines: dict[int, bytes] = {}
+
+    @property
+    def graph_size(self) -> tuple[float, float]:
+        """The graph figure's size in inches: that of the final graph, grouped into families
+        or not as ``group`` says (one size for the whole run, so the picture does not jump)."""
+        if self.group not in self._sizes:
+            from yieldstar_sim.views.families import collapse_families
+
+            final = collapse_families(self._final) if self.group else self._final
+            self._sizes[self.group] = _size(final)
+        return self._sizes[self.group]
 
     def widths(self) -> tuple[int, int]:
         """The graph's and the timeline's width in pixels."""
@@ -174,9 +184,11 @@ class RunPictures:
         return buffer.getvalue()
 
 
-def _extent(graph: nx.MultiDiGraph) -> tuple[int, int]:
-    """The widest layer and the number of layers of a graph (parents above children)."""
-    import networkx as nx
+def _size(graph: nx.MultiDiGraph) -> tuple[float, float]:
+    """The graph's figure size in inches for the stepper: its layout's, a little tighter
+    than a figure of its own (the stepper shows no title or caption)."""
+    from yieldstar_sim.views.graph import graph_size
+    from yieldstar_sim.views.layout import layered_layout
 
-    layers = [len(layer) for layer in nx.topological_generations(graph)]
-    return max(layers, default=1), max(len(layers), 1)
+    width, height = graph_size(layered_layout(graph))
+    return width, max(2.6, height - 0.9)

@@ -26,8 +26,11 @@ from __future__ import annotations
 import html
 import re
 import textwrap
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.views.statespace_bounds import DRAWN_AT_MOST, bounded_state_graph
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -50,6 +53,8 @@ FAULT_COLOUR = "#D55E00"
 #: A state the search reached and did not go on from: every move from it slept (the
 #: reduction), led to a state already searched, or lay past a bound.
 UNEXPANDED_COLOUR = "#D9D9D9"
+#: The summary node standing for the states of a depth a bounded picture does not draw.
+SUMMARY_COLOUR = "#BBBBBB"
 #: Past this many states, node labels are left off (but for the root and violating states)
 #: and the nodes and edges are rasterized: a picture of thousands of states stays small.
 LABELLED_AT_MOST = 40
@@ -112,12 +117,35 @@ def state_graph(space: StateSpace) -> nx.DiGraph:
 
 def shortest_paths(space: StateSpace) -> dict[str, list[StateEdge]]:
     """For each violating state reachable from the root, a shortest path to it."""
+    # One breadth-first search from the root for every violation (the paths
+    # ``StateSpace.path_to`` finds, edge for edge): a search per violation made a space of
+    # thousands of states with hundreds of violations take minutes.
+    wanted = [node.key for node in space.violating()]
+    if space.root is None:
+        return {key: [] for key in wanted}
+    out: dict[str, list[StateEdge]] = {}
+    for edge in space.edges.values():
+        out.setdefault(edge.source, []).append(edge)
+    came_by: dict[str, StateEdge] = {}
+    queue = deque([space.root])
+    seen = {space.root}
+    while queue:
+        here = queue.popleft()
+        for edge in out.get(here, ()):
+            if edge.target not in seen:
+                seen.add(edge.target)
+                came_by[edge.target] = edge
+                queue.append(edge.target)
     paths: dict[str, list[StateEdge]] = {}
-    for node in space.violating():
-        try:
-            paths[node.key] = space.path_to(node.key)
-        except KeyError:  # recorded, but the edges that reach it were not (a cut search)
+    for key in wanted:
+        if key not in seen:  # recorded, but the edges that reach it were not (a cut search)
             continue
+        path: list[StateEdge] = []
+        here = key
+        while here != space.root:
+            path.append(came_by[here])
+            here = came_by[here].source
+        paths[key] = path[::-1]
     return paths
 
 
@@ -131,9 +159,9 @@ def describe_path(path: Sequence[StateEdge]) -> str:
 
 def _positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
     """States in columns by depth (left to right), each column centred, in the order found."""
-    columns: dict[int, list[str]] = {}
+    columns: dict[float, list[str]] = {}
     for node, data in graph.nodes(data=True):
-        columns.setdefault(int(data["depth"]), []).append(node)
+        columns.setdefault(float(data["depth"]), []).append(node)
     positions: dict[str, tuple[float, float]] = {}
     for depth, nodes in columns.items():
         top = (len(nodes) - 1) / 2
@@ -151,6 +179,9 @@ def draw_state_graph(
 ) -> Figure:
     """Draw the state space; returns the matplotlib Figure (never shows it).
 
+    A space of more than ``DRAWN_AT_MOST`` states is drawn bounded (``bounded_state_graph``):
+    the shortest paths to its violations, and one grey summary node per depth for the rest.
+
     Columns are depths (choice points from the initial state). Violating end states are red,
     other end states green, the initial state yellow; the shortest path to each violation is
     drawn thick and red, edges that inject a fault orange and dashed. ``highlight`` draws one
@@ -163,6 +194,7 @@ def draw_state_graph(
     graph = (
         space_or_graph if isinstance(space_or_graph, nx.DiGraph) else state_graph(space_or_graph)
     )
+    graph = bounded_state_graph(graph)
     positions = _positions(graph)
     depths = 1 + max((int(d) for _, d in graph.nodes(data="depth")), default=0)
     tallest = max(
@@ -210,28 +242,27 @@ def draw_state_graph(
                 style=style, arrows=True, arrowsize=12, node_size=300,
             )  # fmt: skip
     colours = [
-        VIOLATING_COLOUR if data["violating"]
+        SUMMARY_COLOUR if data.get("summary")
+        else VIOLATING_COLOUR if data["violating"]
         else ROOT_COLOUR if data["root"]
         else TERMINAL_COLOUR if data["terminal"]
         else UNEXPANDED_COLOUR if graph.out_degree(node) == 0
         else STATE_COLOUR
         for node, data in graph.nodes(data=True)
     ]  # fmt: skip
-    nodes = nx.draw_networkx_nodes(
-        graph, positions, ax=axes, node_color=colours, node_size=60 if big else 300,
-        edgecolors="#222222", linewidths=0.5,
-    )  # fmt: skip
-    nodes.set_rasterized(big)
+    _draw_nodes(axes, graph, positions, colours, big=big)
     labels = {
         node: _node_text(data)
         for node, data in graph.nodes(data=True)
-        if not big or data["root"] or data["violating"]
+        if not big or data["root"] or data["violating"] or data.get("summary")
     }
     for node, text in labels.items():
         x, y = positions[node]
         colour = VIOLATING_COLOUR if graph.nodes[node]["violating"] else "#222222"
+        # A summary's label stands upright: one summary per column, columns close together.
+        turn = 90 if graph.nodes[node].get("summary") else 0
         axes.text(x, y - 0.28, text, ha="center", va="top", fontsize=7, parse_math=False,
-                  color=colour)  # fmt: skip
+                  color=colour, rotation=turn)  # fmt: skip
     if positions:
         xs = [p[0] for p in positions.values()]
         ys = [p[1] for p in positions.values()]
@@ -245,6 +276,7 @@ def draw_state_graph(
         "end: ok": TERMINAL_COLOUR in colours,
         "end: violated": VIOLATING_COLOUR in colours,
         "not expanded (pruned, cached or past a bound)": UNEXPANDED_COLOUR in colours,
+        "the other states at a depth, summed": SUMMARY_COLOUR in colours,
         "choice with a fault": bool(layers[1][0]),
         "shortest path to a violation": bool(layers[2][0]),
     }
@@ -261,19 +293,64 @@ def draw_state_graph(
             color=UNEXPANDED_COLOUR,
             label="not expanded (pruned, cached or past a bound)",
         ),
+        Line2D(
+            [],
+            [],
+            marker="s",
+            linestyle="",
+            color=SUMMARY_COLOUR,
+            label="the other states at a depth, summed",
+        ),
         Line2D([], [], color=FAULT_COLOUR, linestyle="--", label="choice with a fault"),
         Line2D([], [], color=PATH_COLOUR, linewidth=2.4, label="shortest path to a violation"),
     ]
     legend = [entry for entry in legend if shown[str(entry.get_label())]]
     axes.legend(handles=legend, loc="upper left", fontsize=7, frameon=False, ncols=3,
                 bbox_to_anchor=(0, 1.0))  # fmt: skip
-    violating = sum(1 for _, v in graph.nodes(data="violating") if v)
-    axes.set_title(
-        title or f"{graph.number_of_nodes()} distinct states, {graph.number_of_edges()} steps, "
-        f"{violating} violating",
-        fontsize=11, parse_math=False,
-    )  # fmt: skip
+    axes.set_title(title or _heading(graph), fontsize=11, parse_math=False)
     return figure
+
+
+def _draw_nodes(
+    axes: Axes,
+    graph: nx.DiGraph,
+    positions: dict[str, tuple[float, float]],
+    colours: list[str],
+    *,
+    big: bool,
+) -> None:
+    """The states as circles and the summaries of a bounded picture as squares."""
+    import networkx as nx
+
+    every = list(graph.nodes)
+    for shape, summary in (("o", False), ("s", True)):  # a summary is a square
+        chosen = [
+            i
+            for i, (_, d) in enumerate(graph.nodes(data=True))
+            if bool(d.get("summary")) == summary
+        ]
+        if not chosen:
+            continue
+        nodes = nx.draw_networkx_nodes(
+            graph, positions, ax=axes, nodelist=[every[i] for i in chosen],
+            node_color=[colours[i] for i in chosen], node_size=60 if big else 300,
+            edgecolors="#222222", linewidths=0.5, node_shape=shape,
+        )  # fmt: skip
+        nodes.set_rasterized(big)
+
+
+def _heading(graph: nx.DiGraph) -> str:
+    """The default title: what the whole space holds (a bounded picture says what it draws)."""
+    violating = sum(1 for _, v in graph.nodes(data="violating") if v)
+    states = graph.graph.get("states", graph.number_of_nodes())
+    steps = graph.graph.get("steps", graph.number_of_edges())
+    heading = (
+        f"{states:,} distinct states, {steps:,} steps, "
+        f"{graph.graph.get('violating', violating):,} violating"
+    )
+    if "states" in graph.graph:
+        heading += f"\ndrawn: the paths to {violating:,} of them; the other states summed by depth"
+    return heading
 
 
 def _node_text(data: dict[str, Any]) -> str:
@@ -362,8 +439,9 @@ def export_state_graph(
             path.write_text(to_graphml(_multi(graph)), encoding="utf-8")
         elif format == "json":
             path.write_text(to_node_link_json(_multi(graph)), encoding="utf-8")
-        elif format == "dot":
-            path.write_text(to_dot(_multi(graph), title=title), encoding="utf-8")
+        elif format == "dot":  # drawn by Graphviz: as bounded as the picture
+            bounded = _multi(bounded_state_graph(graph))
+            path.write_text(to_dot(bounded, title=title, group=False), encoding="utf-8")
         else:
             path.write_text(state_graph_html(space, title=title), encoding="utf-8")
         written[format] = path
@@ -389,6 +467,7 @@ def state_space_summary(space: StateSpace) -> dict[str, Any]:
 
 
 __all__ = [
+    "DRAWN_AT_MOST",
     "STATE_GRAPH_FORMATS",
     "describe_path",
     "draw_state_graph",

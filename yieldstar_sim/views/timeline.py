@@ -12,6 +12,8 @@ order, and the gaps between instants are compressed; the ticks name the real vir
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,8 +34,11 @@ from yieldstar_sim.simulation.trace import (
     TraceKind,
     TriggerData,
 )
+from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -282,6 +287,24 @@ def _outside_mark(event: TraceEvent) -> str | None:
     return None
 
 
+def _x_of_time(
+    events: list[TraceEvent], x_of: dict[int, float], width: float
+) -> Callable[[float], float]:
+    """The x of a virtual time ``t``: just before the first event at or after it."""
+    # The running maximum of the events' times: the first event at or after ``t`` is where it
+    # first reaches ``t``, found by bisection (a scan per delivery made big runs quadratic).
+    times = list(itertools.accumulate((event.t for event in events), max))
+
+    def x_at(t: float) -> float:
+        index = bisect.bisect_left(times, t)
+        if index == len(events):
+            return width
+        event = events[index]
+        return x_of[event.seq] - (0.5 if event.t > t else 0.0)
+
+    return x_at
+
+
 def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     """Lay out a run's trace as lanes, spans and marks."""
     events = list(trace)
@@ -292,12 +315,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
     freezes: dict[str, float] = {}
     attempts = _Attempts(timeline, events)
 
-    def x_at(t: float) -> float:
-        """The x of virtual time ``t``: just before the first event at or after it."""
-        for event in events:
-            if event.t >= t:
-                return x_of[event.seq] - (0.5 if event.t > t else 0.0)
-        return width
+    x_at = _x_of_time(events, x_of, width)
 
     def close(worker: str, x: float, how: str) -> None:
         if worker in open_spans:
@@ -420,6 +438,7 @@ def draw_timeline(
     # A label takes about 0.055 in per character at 7 pt: in x units, on this axes' width.
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
     char_units = 0.055 * (timeline.width + 2) / axes_inches
+    bucket = aggregation(timeline.width, axes_inches * figure.dpi)
     free_from: dict[str, float] = {}
     # Bars are batched, one collection per lane and look: an artist per bar made a timeline
     # of a hundred deliveries slow to build and to draw.
@@ -439,6 +458,10 @@ def draw_timeline(
             free_from[span.worker] = span.start + 0.2 + char_units * (len(label) + 1)
             ax.text(span.start + 0.2, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom",
                     ha="left", clip_on=True, parse_math=False)  # fmt: skip
+    if bucket:  # deliveries a couple of pixels apart are one bar
+        held_bars = {
+            look: merge_bars(bars, 2 * bucket / BUCKET_PIXELS) for look, bars in held_bars.items()
+        }
     for (lane, colour), bars in held_bars.items():
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors=colour, alpha=0.25,
                        edgecolor=colour)  # fmt: skip
@@ -457,13 +480,7 @@ def draw_timeline(
     for lane, bars in stalled_bars.items():
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
                        hatch="\\\\", linewidth=0.8)  # fmt: skip
-    by_kind: dict[str, list[Mark]] = {}
-    for mark in timeline.marks:
-        by_kind.setdefault(mark.kind, []).append(mark)
-    for kind, marks in by_kind.items():  # one collection per kind: matplotlib is slow per call
-        marker, colour, size, _ = MARK_STYLE[kind]
-        ax.scatter([m.x for m in marks], [lane_y[m.lane] for m in marks], marker=marker,
-                   c=colour, s=size, zorder=3, linewidths=1.5)  # fmt: skip
+    _draw_marks(ax, timeline, lane_y, bucket)
     _label_marks(ax, timeline, lane_y, char_units)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
@@ -472,7 +489,7 @@ def draw_timeline(
     ax.set_xlim(-1, timeline.width + 1)
     ax.set_xticks([x for x, _ in timeline.ticks], [label for _, label in timeline.ticks],
                   fontsize=8)  # fmt: skip
-    ax.set_xlabel("virtual time (s); each instant is stretched to show its events in order")
+    ax.set_xlabel(_x_label(timeline, bucket))
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
@@ -483,6 +500,31 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:
+    """Every mark, one scatter collection per kind (matplotlib is slow per call); routine
+    kinds aggregated into buckets of ``bucket`` x units when that is not 0."""
+    by_kind: dict[str, list[tuple[float, str]]] = {}
+    for mark in timeline.marks:
+        by_kind.setdefault(mark.kind, []).append((mark.x, mark.lane))
+    if bucket:
+        by_kind = {kind: aggregate(kind, marks, bucket) for kind, marks in by_kind.items()}
+    for kind, marks in by_kind.items():
+        marker, colour, size, _ = MARK_STYLE[kind]
+        ax.scatter([x for x, _ in marks], [lane_y[lane] for _, lane in marks], marker=marker,
+                   c=colour, s=size, zorder=3, linewidths=1.5)  # fmt: skip
+
+
+def _x_label(timeline: Timeline, bucket: float) -> str:
+    """What the x axis shows, and whether routine marks are aggregated."""
+    label = "virtual time (s); each instant is stretched to show its events in order"
+    if bucket:
+        label += (
+            f"\n{len(timeline.x_of)} events, more than the picture has pixels: routine marks "
+            "(calls, starts, effects) are drawn once per few pixels, faults and crashes each"
+        )
+    return label
 
 
 #: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).

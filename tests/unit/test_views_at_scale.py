@@ -1,0 +1,153 @@
+"""Timeline and state space at review size: a timeline denser than its pixels draws routine
+marks once per few pixels but every fault and crash; a 20,000-state space is drawn bounded
+(the paths to its violations and a summary per depth of the rest), its data kept whole."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.examples import charge_order, ship_order
+from yieldstar_sim.simulation.explorer.statespace import StateSpace
+from yieldstar_sim.views import build_timeline, draw_timeline
+from yieldstar_sim.views.statespace import (
+    draw_state_graph,
+    export_state_graph,
+    shortest_paths,
+    state_graph,
+)
+from yieldstar_sim.views.statespace_bounds import (
+    DRAWN_AT_MOST,
+    SUMMARY_BANDS,
+    bounded_state_graph,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from matplotlib.figure import Figure
+
+
+def orders(count: int) -> ys.SimulationRun:
+    scenario = ys.Scenario(
+        name=f"orders-{count}",
+        workflows=[charge_order, ship_order],
+        triggers=[
+            ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}")
+            for n in range(1, count + 1)
+        ],
+        faults=[ys.Fault("crash", op="put_step", execution_id="order-1", step_key="ship")],
+        workers=4,
+        max_points=40 * count + 1_000,
+    )
+    return ys.simulate(scenario, seed=0, runtime="memory")
+
+
+def drawn_marks(figure: Figure) -> int:
+    from matplotlib.collections import PathCollection
+
+    return sum(
+        len(c.get_offsets()) for c in figure.axes[0].collections if isinstance(c, PathCollection)
+    )
+
+
+def test_a_timeline_denser_than_its_pixels_aggregates_routine_marks_only() -> None:
+    timeline = build_timeline(orders(1_000).trace, ["w1", "w2", "w3", "w4"])
+    figure = draw_timeline(timeline)
+    assert drawn_marks(figure) < len(timeline.marks) / 3
+    notable = [m for m in timeline.marks if m.kind in {"fault", "crash"}]
+    assert len(notable) == 2
+    from matplotlib.collections import PathCollection
+
+    offsets = [
+        tuple(point)
+        for c in figure.axes[0].collections
+        if isinstance(c, PathCollection)
+        for point in c.get_offsets()
+    ]
+    for mark in notable:
+        assert (mark.x, -timeline.lanes.index(mark.lane)) in offsets
+    assert "more than the picture has pixels" in figure.axes[0].get_xlabel()
+
+
+def test_a_small_timeline_draws_every_mark() -> None:
+    run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
+    timeline = build_timeline(run.trace, run.scenario.worker_names)
+    figure = draw_timeline(timeline)
+    assert drawn_marks(figure) == len(timeline.marks)
+    assert "pixels" not in figure.axes[0].get_xlabel()
+
+
+def layered_space(states: int, *, depth: int = 24, violations: int = 12) -> StateSpace:
+    """A state space of ``states`` states in ``depth`` layers, each state reached from two
+    states of the layer before; ``violations`` of the deepest states violate."""
+    chooser = random.Random(7)
+    space = StateSpace()
+    space.add_state("s0", depth=0, label="start", plan=0)
+    layers, made = [["s0"]], 1
+    for level in range(1, depth + 1):
+        count = (states - 1) // depth if level < depth else states - made
+        layer = []
+        for _ in range(count):
+            key = f"s{made}"
+            made += 1
+            space.add_state(key, depth=level, label=f"point {level}", plan=made,
+                            terminal=level == depth)  # fmt: skip
+            for parent in chooser.sample(layers[-1], min(2, len(layers[-1]))):
+                fault = "crash w1" if chooser.random() < 0.1 else None
+                space.add_edge(parent, key, choice="w1", fault=fault, plan=made)
+            layer.append(key)
+        layers.append(layer)
+    for key in chooser.sample(layers[-1], violations):
+        space.mark_violation(key, "at most one admitted execution per step")
+    return space
+
+
+@pytest.fixture(scope="module")
+def big_space() -> StateSpace:
+    return layered_space(20_000)
+
+
+def test_one_search_finds_the_shortest_path_to_every_violation(big_space: StateSpace) -> None:
+    paths = shortest_paths(big_space)
+    assert len(paths) == 12
+    for key, path in list(paths.items())[:3]:
+        assert path == big_space.path_to(key)
+
+
+def test_a_20000_state_space_is_drawn_bounded(big_space: StateSpace) -> None:
+    graph = state_graph(big_space)
+    bounded = bounded_state_graph(graph)
+    assert bounded.number_of_nodes() <= DRAWN_AT_MOST + SUMMARY_BANDS
+    violating = {n for n, d in graph.nodes(data=True) if d["violating"]}
+    assert violating <= set(bounded.nodes)
+    for source, target, data in graph.edges(data=True):
+        if data["shortest"]:
+            assert bounded.has_edge(source, target)
+    summed = sum(d.get("summary", 0) for _, d in bounded.nodes(data=True))
+    drawn = sum(1 for _, d in bounded.nodes(data=True) if not d.get("summary"))
+    assert summed + drawn == 20_000
+    assert bounded.graph["states"] == 20_000
+    title = draw_state_graph(graph).axes[0].get_title()
+    assert title.startswith("20,000 distinct states")
+    assert "the paths to 12 of them" in title
+
+
+def test_a_small_space_is_drawn_state_by_state() -> None:
+    space = layered_space(60, depth=4, violations=2)
+    graph = state_graph(space)
+    assert bounded_state_graph(graph) is graph
+
+
+def test_the_data_exports_keep_every_state_the_dot_is_bounded(tmp_path: Path) -> None:
+    import networkx as nx
+
+    space = layered_space(1_000, depth=10, violations=3)
+    paths = export_state_graph(space, tmp_path, ["graphml", "dot"])
+    assert nx.read_graphml(paths["graphml"]).number_of_nodes() == 1_000
+    dot = paths["dot"].read_text("utf-8")
+    assert dot.count(" -> ") < 1_000
+    assert "more states at depth" in dot

@@ -1,0 +1,116 @@
+"""A state space too big to draw state by state, drawn bounded: the initial state, the
+shortest path to each violation (as many as fit in ``DRAWN_AT_MOST`` states, the shallowest
+violations first) and, per depth (per band of depths, in a deep space), one summary node
+standing for the other states there ("1,204 states, 310 end"), with the steps between them
+summed.
+
+FizzBee draws its state graph only under 250 nodes; an exhaustive search of a few workers
+reaches tens of thousands of states, whose every node and edge would make a picture nobody can
+read and that takes minutes to draw. The data exports (GraphML, JSON) keep every state.
+
+>>> import networkx as nx
+>>> graph = nx.DiGraph()
+>>> for n, depth in enumerate([0, 1, 1, 2, 2, 2, 2, 2]):
+...     graph.add_node(f"s{n}", depth=depth, label="", root=n == 0, terminal=depth == 2,
+...                    violating=n == 5, violations="", shortest=n in (0, 2, 5), plan=0)
+>>> steps = [("s0", "s1"), ("s0", "s2"), ("s1", "s3"), ("s1", "s4"), ("s2", "s5"),
+...          ("s2", "s6"), ("s2", "s7")]
+>>> graph.add_edges_from(steps, label="w1", choices=1, faults=0, fault=False, plan=0,
+...                      shortest=False)
+>>> for step in [("s0", "s2"), ("s2", "s5")]:
+...     graph.edges[step]["shortest"] = True
+>>> small = bounded_state_graph(graph, at_most=7)
+>>> sorted(small.nodes)
+['1 more state at depth 1', '4 more states at depth 2', 's0', 's2', 's5']
+>>> small.edges["s2", "4 more states at depth 2"]["label"], small.graph["states"]
+('2 steps', 8)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: States drawn one by one at most; past this a state space is drawn bounded.
+DRAWN_AT_MOST = 250
+#: Summary nodes at most: a deep space sums its states over bands of consecutive depths.
+SUMMARY_BANDS = 30
+
+
+def _summary_name(count: int, first: int, last: int) -> str:
+    where = f"depth {first}" if first == last else f"depths {first}-{last}"
+    return f"{count:,} more state{'' if count == 1 else 's'} at {where}"
+
+
+def bounded_state_graph(graph: nx.DiGraph, *, at_most: int = DRAWN_AT_MOST) -> nx.DiGraph:
+    """``graph`` (a ``state_graph``) if it has at most ``at_most`` states; otherwise the
+    initial state, the shortest paths to violations that fit and one summary node per depth
+    for the rest (``summary``: how many states it stands for, ``terminal_count`` of them end
+    states), with edges summed between what is drawn (``choices``: how many steps). The
+    graph's ``states``, ``steps`` and ``violating`` say what the whole space holds."""
+    import networkx as nx
+
+    if graph.number_of_nodes() <= at_most:
+        return graph
+    root = next((n for n, d in graph.nodes(data=True) if d.get("root")), None)
+    kept: set[Any] = {root} if root is not None else set()
+    deepest = max(int(d) for _, d in graph.nodes(data="depth"))
+    band = -(-(deepest + 1) // SUMMARY_BANDS)  # depths per summary node
+    budget = max(at_most - -(-(deepest + 1) // band), 1)
+    # Predecessors along shortest-path edges, to follow each violation back to the root.
+    back: dict[Any, Any] = {}
+    for source, target, data in graph.edges(data=True):
+        if data.get("shortest"):
+            back.setdefault(target, source)
+    violating = [n for n, d in graph.nodes(data=True) if d.get("violating")]
+    violating.sort(key=lambda n: int(graph.nodes[n]["depth"]))
+    for node in violating:
+        path = [node]
+        while path[-1] in back and path[-1] not in kept and len(path) <= len(graph):
+            path.append(back[path[-1]])
+        fresh = [n for n in path if n not in kept]
+        if len(kept) + len(fresh) > budget:
+            break
+        kept.update(fresh)
+    bounded = nx.DiGraph(
+        **graph.graph,
+        states=graph.number_of_nodes(),
+        steps=graph.number_of_edges(),
+        violating=len(violating),
+    )
+    bounded.add_nodes_from((n, graph.nodes[n]) for n in graph.nodes if n in kept)
+    rest: dict[int, list[Any]] = {}
+    for node, data in graph.nodes(data=True):
+        if node not in kept:
+            rest.setdefault(int(data["depth"]) // band, []).append(node)
+    stands_for: dict[Any, Any] = {}
+    for number, nodes in sorted(rest.items()):
+        first, last = number * band, min(number * band + band - 1, deepest)
+        name = _summary_name(len(nodes), first, last)
+        ends = sum(1 for n in nodes if graph.nodes[n].get("terminal"))
+        bounded.add_node(
+            name, label=f"{len(nodes):,} states" + (f", {ends:,} end" if ends else ""),
+            depth=(first + last) / 2, plan=-1, root=False, terminal=False, violating=False,
+            violations="", shortest=False, summary=len(nodes), terminal_count=ends,
+        )  # fmt: skip
+        stands_for.update(dict.fromkeys(nodes, name))
+    for source, target, data in graph.edges(data=True):
+        one, other = stands_for.get(source, source), stands_for.get(target, target)
+        if one == other:
+            continue
+        if (one, other) == (source, target):
+            bounded.add_edge(one, other, **data)
+        elif bounded.has_edge(one, other):
+            summed = bounded.edges[one, other]
+            summed["choices"] += data.get("choices", 1)
+            summed["faults"] += data.get("faults", 0)
+            summed["label"] = f"{summed['choices']:,} steps"
+        else:
+            bounded.add_edge(
+                one, other, label=f"{data.get('choices', 1):,} steps",
+                choices=data.get("choices", 1), faults=data.get("faults", 0),
+                fault=False, plan=-1, shortest=False, summary=True,
+            )  # fmt: skip
+    return bounded
