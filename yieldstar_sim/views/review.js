@@ -601,10 +601,11 @@
         show(Number(slider.value) + 1);
       }
     });
+    var asked = number === 0 ? hashParameters() : {}; // before show() rewrites the address
     buildGraph();
     show(0);
     if (number === 0) {
-      follow(hashParameters());
+      follow(asked);
       window.addEventListener("hashchange", function () {
         follow(hashParameters());
       });
