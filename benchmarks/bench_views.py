@@ -44,8 +44,11 @@ it was: ``Axes.broken_barh`` patched for the measurement to make one collection 
 alternating, medians; ``--timeline-only`` runs just this section (and saves both pictures next
 to ``--picture`` for a look).
 
+Then the review page at 10 / 40 / 100 / 1,000 orders (``benchmarks/_views_review.py``: bytes
+per trace event, seconds, against the plain run); ``--review-only`` runs just that section.
+
 Target, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
-executions.
+executions; and the review page's (see ``_views_review.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 import matplotlib
 from _harness import footer, header, ms, parser, progress, show, sizes, targets
 from _views_labels import DPI, Readability, rasterised, readability
+from _views_review import review_section
 from matplotlib.axes import Axes
 from matplotlib.image import imsave
 
@@ -398,6 +402,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_parser.add_argument(
         "--timeline-only", action="store_true", help="only the batched-bars timeline section"
     )
+    args_parser.add_argument(
+        "--review-only", action="store_true", help="only the review page section (orders)"
+    )
     args = args_parser.parse_args(argv)
     matplotlib.use("Agg")
     # Smoke: every section once, without the 500-execution run (the target's 100 stays).
@@ -414,6 +421,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
+    if args.review_only:
+        targets(review_section(smoke=args.smoke, quick=args.quick))
+        footer(began)
+        return 0
     runs = {executions: simulate(executions) for executions in run_sizes}
     png(draw_run(runs[SIZES[0]]))  # imports, font caches
     bar_reps = 1 if args.smoke else 3 if args.quick else 7
@@ -440,14 +451,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sized = next(t for t in results if t.executions == TARGET_SIZE)
     total = statistics.median(sized.total)
     node_text, node_boxes = seen.labels[0], seen.labels[1]
+    review = review_section(smoke=args.smoke, quick=args.quick)
     targets(
         [
+            *review,
             (
                 total < TARGET_SECONDS,
                 f"build + render under {TARGET_SECONDS:g} s for {TARGET_SIZE} executions: "
                 f"{total:.2f} s (drawing {median_ms(sized.drawing)} ms, PNG "
                 f"{median_ms(sized.png)} ms)",
-            )
+            ),
         ]
     )
     print(

@@ -10,7 +10,7 @@
   var SVG = "http://www.w3.org/2000/svg";
   var ROW_LIMIT = 25; // rows per table shown without a search (plus the event's own changes)
   var NODE_W = 136;
-  var NODE_H = 42;
+  var NODE_H = 48;
   var MARGIN = 12;
   var LABEL_AT = 0.62;
   var DASHES = { owned: "", detached: "6 4", joined: "6 3 2 3", trigger: "2 3" };
@@ -353,9 +353,9 @@
       node.el = {
         group: group,
         box: svg("rect", { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }, group),
-        name: svg("text", { y: -6, "text-anchor": "middle", class: "ys-node-id" }, group),
-        state: svg("text", { y: 9, "text-anchor": "middle", class: "ys-node-state" }, group),
-        lease: svg("text", { y: 20, "text-anchor": "middle", class: "ys-node-lease" }, group),
+        name: svg("text", { y: -9, "text-anchor": "middle", class: "ys-node-id" }, group),
+        state: svg("text", { y: 5, "text-anchor": "middle", class: "ys-node-state" }, group),
+        lease: svg("text", { y: 17, "text-anchor": "middle", class: "ys-node-lease" }, group),
       };
       node.el.name.textContent = node.id;
       svg("title", {}, group).textContent = node.id;

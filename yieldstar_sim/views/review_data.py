@@ -55,9 +55,9 @@ class Names:
 def layout(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
     """The graph module's positions of ``graph``'s nodes (parents above children), so that the
     page draws the same layout as the pictures."""
-    from yieldstar_sim.views import graph as graph_module
+    from yieldstar_sim.views.graph import _layered_positions
 
-    positions: dict[Any, tuple[float, float]] = graph_module._layered_positions(graph)
+    positions: dict[Any, tuple[float, float]] = _layered_positions(graph)
     return positions
 
 
