@@ -14,6 +14,7 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 
 from __future__ import annotations
 
+import heapq
 import html
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -24,6 +25,8 @@ from yieldstar_sim.views.record_fold import LINKS, TABLES, RecordFold, RowChange
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
+
+    import networkx as nx
 
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -166,11 +169,64 @@ class RecordBook:
             self._changes.append(self._fold.apply(self.events[len(self._changes)]))
         return self._changes[seq]
 
-    def at(self, seq: int) -> Snapshot:
-        """The records just after event ``seq``, rows marked against the event before."""
+    def at(self, seq: int, *, limit: int | None = None) -> Snapshot:
+        """The records just after event ``seq``, rows marked against the event before.
+
+        With ``limit``, a table of more rows holds its first ``limit`` and those the event
+        changed, its note saying how many it has (a stepper over a big run)."""
         self.changes(seq)
-        if self._last is not None and self._last.seq == seq:
+        if self._last is not None and self._last.seq == seq and limit is None:
             return self._last
+        self._move(seq)
+        if limit is not None:
+            return self._snapshot(seq, limit)
+        self._last = self._snapshot(seq)
+        return self._last
+
+    def current(self, seq: int, table: str) -> dict[Hashable, tuple[str, ...]]:
+        """One table's (or ``links``') rows just after event ``seq``, by record, unordered."""
+        self.changes(seq)
+        self._move(seq)
+        return {ident: cells for ident, (_, _, cells) in self._rows[table].items()}
+
+    def links(self, seq: int) -> list[tuple[str, ...]]:
+        """The graph's edges just after event ``seq``: ``(source, target, step key, line,
+        duplicate, start calls)`` rows (``record_fold.LINK_CELLS``), in the order they came."""
+        self.changes(seq)
+        self._move(seq)
+        return [cells for _, _, cells in sorted(self._rows[LINKS].values())]
+
+    def graph_at(self, seq: int, only: Iterable[str] | None = None) -> nx.MultiDiGraph:
+        """The execution graph just after event ``seq``, from these records: a node per row of
+        ``executions`` (its status is the record's, and ``lease`` says who holds it), an edge
+        per link, with the attributes ``graph_from_trace`` gives them. ``only``: just these
+        executions and the links between them."""
+        import networkx as nx
+
+        graph = nx.MultiDiGraph()
+        self.changes(seq)
+        self._move(seq)
+        rows = self._rows["executions"]
+        if only is None:
+            ordered = sorted(rows.values())
+        else:
+            ordered = sorted(rows[execution_id] for execution_id in only if execution_id in rows)
+        for _, _, cells in ordered:
+            execution_id, workflow_id, origin, _, status, lease = cells
+            graph.add_node(execution_id, workflow_id=workflow_id, status=status, origin=origin,
+                           lease=lease)  # fmt: skip
+        for source, target, step_key, line, duplicate, calls in self.links(seq):
+            if source not in graph or target not in graph:
+                continue
+            kind = line if line in ("joined", "trigger") else "start"
+            key = f"{step_key}#{target}" if kind == "trigger" else step_key
+            graph.add_edge(source, target, key=key, kind=kind, step_key=step_key,
+                           detached=line in ("detached", "trigger"), retained=kind != "trigger",
+                           duplicate=duplicate == "duplicate", calls=int(calls))  # fmt: skip
+        return graph
+
+    def _move(self, seq: int) -> None:
+        """Bring the cursor's rows to event ``seq``: replay changes forwards, undo backwards."""
         while self._cursor < seq:
             self._cursor += 1
             undo = []
@@ -189,10 +245,8 @@ class RecordBook:
                 else:
                     self._rows[table][ident] = before
             self._cursor -= 1
-        self._last = self._snapshot(seq)
-        return self._last
 
-    def _snapshot(self, seq: int) -> Snapshot:
+    def _snapshot(self, seq: int, limit: int | None = None) -> Snapshot:
         event = self.events[seq]
         # A row this event changed is new if the event before had no such row.
         before = {(table, ident) for table, ident, old in self._undo[seq] if old is not None}
@@ -207,7 +261,16 @@ class RecordBook:
             if name == "world" and not rows:
                 continue  # only for runs whose bodies wrote to the world's key-value store
             columns, note = COLUMNS[name]
-            ordered = sorted(rows.items(), key=lambda item: (item[1][0], item[1][1]))
+            if limit is not None and len(rows) > limit:
+                first = heapq.nsmallest(limit, rows.items(), key=_place)
+                shown = {ident for ident, _ in first} | {
+                    ident for table, ident in marked if table == name
+                }
+                ordered = sorted(((i, rows[i]) for i in shown if i in rows), key=_place)
+                note = f"{note}; " if note else ""
+                note += f"{len(ordered)} of {len(rows):,} rows shown: the first, and this event's"
+            else:
+                ordered = sorted(rows.items(), key=_place)
             tables.append(
                 Table(
                     name,
@@ -220,6 +283,11 @@ class RecordBook:
                 )
             )
         return Snapshot(event.seq, event.t, tuple(tables))
+
+
+def _place(item: tuple[Hashable, tuple[int, str, tuple[str, ...]]]) -> tuple[int, str]:
+    """Where a row stands in its table: its order, then its key."""
+    return item[1][0], item[1][1]
 
 
 # --------------------------------------------------------------------------- HTML
