@@ -155,8 +155,10 @@ class Stepper:
     far, the current one last.
 
     Parts, for scripts and tests: ``slider``, ``play``, ``previous_button``, ``next_button``,
-    ``event_html``, ``group_siblings``, ``graph_image``, ``timeline_image``, ``records_html``,
-    ``fault_kind``, ``freeze_seconds``, ``rerun_button``, ``back_button``, ``whatif_html``.
+    ``event_html``, ``group_siblings``, ``graph_image`` (the whole graph, PNG), ``graph_html``
+    (a big run's graph: the executions each event is about, SVG), ``timeline_image``,
+    ``records_html``, ``fault_kind``, ``freeze_seconds``, ``rerun_button``, ``back_button``,
+    ``whatif_html``.
     """
 
     def __init__(self, run: SimulationRun, *, index: int = 0, title: str | None = None) -> None:
