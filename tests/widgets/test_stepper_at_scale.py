@@ -54,8 +54,7 @@ def test_a_big_run_shows_the_executions_each_event_is_about(many: SimulationRun)
             assert event.execution_id in shown, seq
         # The graph's statuses are the executions table's: one state model.
         table = {
-            row.cells[0]: row.cells[4]
-            for row in stepper.view.book.at(seq).table("executions").rows
+            row.cells[0]: row.cells[4] for row in stepper.view.book.at(seq).table("executions").rows
         }
         assert {name: table[name] for name in shown} == shown, seq
         assert f"of {len(table):,} executions" in stepper.graph_html.value
