@@ -85,7 +85,7 @@ class RunView:
         self.sentences = narrate(self.events)
         self.pictures = RunPictures(run)
         self.big = len(run.executions) > BIG_GRAPH
-        self.records = lru_cache(maxsize=4096)(self._records)
+        self.records = lru_cache(maxsize=256)(self._records)
         self._graphs: dict[tuple[Any, ...], bytes] = {}
         points = choice_points(self.events)
         self._next_point: list[ChoicePoint | None] = [None] * len(self.events)
