@@ -51,6 +51,11 @@ of each export format beside a plain run; ``--orders-only`` runs just this secti
 Targets, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
 executions; at 1,000 orders, PNG + SVG within 10x a plain run and the PNG at most 4,000 px a
 side.
+
+Then the review page at 10 / 40 / 100 / 1,000 orders (``benchmarks/_views_review.py``: bytes
+per trace event, seconds, against the plain run); ``--review-only`` runs just that section.
+
+And the review page's targets (see ``_views_review.py``).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ import matplotlib
 from _harness import footer, header, ms, parser, progress, show, sizes, targets
 from _views_labels import DPI, Readability, rasterised, readability
 from _views_orders import ORDER_SIZES, measure_orders, print_orders
+from _views_review import review_section
 from matplotlib.axes import Axes
 from matplotlib.image import imsave
 
@@ -398,6 +404,13 @@ def print_readability(seen: Readability, picture: str) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def orders_section(args: Any) -> list[tuple[bool, str]]:
+    """The review-size orders section; 10,000 orders only in the full run (it takes minutes)."""
+    order_sizes = ORDER_SIZES[:2] if args.smoke else ORDER_SIZES[:3] if args.quick else ORDER_SIZES
+    rows = [measure_orders(n, 1 if args.smoke or n >= 1_000 else 3) for n in order_sizes]
+    return print_orders(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_parser = parser(__doc__, reps="repetitions for every size")
     args_parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
@@ -406,6 +419,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args_parser.add_argument(
         "--orders-only", action="store_true", help="only the review-size orders section"
+    )
+    args_parser.add_argument(
+        "--review-only", action="store_true", help="only the review page section (orders)"
     )
     args = args_parser.parse_args(argv)
     matplotlib.use("Agg")
@@ -423,12 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
-    # The orders section: 10,000 orders only in the full run (it takes minutes).
-    order_sizes = ORDER_SIZES[:2] if args.smoke else ORDER_SIZES[:3] if args.quick else ORDER_SIZES
-    if args.orders_only:
-        png(draw_run(simulate(SIZES[0])))  # imports, font caches
-        order_rows = [measure_orders(n, 1 if args.smoke or n >= 1_000 else 3) for n in order_sizes]
-        targets(print_orders(order_rows))
+    if args.orders_only or args.review_only:
+        if args.orders_only:
+            png(draw_run(simulate(SIZES[0])))  # imports, font caches
+            targets(orders_section(args))
+        if args.review_only:
+            targets(review_section(smoke=args.smoke, quick=args.quick))
         footer(began)
         return 0
     runs = {executions: simulate(executions) for executions in run_sizes}
@@ -453,14 +469,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress("readability")
     seen = readability(runs[TARGET_SIZE], args.picture)
     print_readability(seen, args.picture)
-    order_rows = [measure_orders(n, 1 if args.smoke or n >= 1_000 else 3) for n in order_sizes]
-    order_targets = print_orders(order_rows)
+    order_targets = orders_section(args)
 
     sized = next(t for t in results if t.executions == TARGET_SIZE)
     total = statistics.median(sized.total)
     node_text, node_boxes = seen.labels[0], seen.labels[1]
+    review = review_section(smoke=args.smoke, quick=args.quick)
     targets(
         [
+            *review,
             (
                 total < TARGET_SECONDS,
                 f"build + render under {TARGET_SECONDS:g} s for {TARGET_SIZE} executions: "

@@ -1,5 +1,5 @@
 """Measure the design-review page of every bundled scenario: its size, and what its steppers
-share (events, distinct graph pictures, distinct records tables).
+carry (events, row changes the script replays, distinct strings).
 
 Prints a Markdown table for docs/review.md::
 
@@ -24,7 +24,9 @@ def kilobytes(size: int) -> str:
 
 
 def main() -> None:
-    print("| scenario | events | graphs | records | run page | violations | report page | time |")
+    print(
+        "| scenario | events | row changes | strings | run page | violations | report page | time |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in bundled_scenarios():
         started = time.perf_counter()
@@ -36,7 +38,7 @@ def main() -> None:
         report_page = len(review_report_page(report, scenario=scenario).encode())
         elapsed = time.perf_counter() - started
         print(
-            f"| {name} | {shared.events} | {shared.graphs} | {shared.records} | "
+            f"| {name} | {shared.events} | {shared.changes} | {shared.names} | "
             f"{kilobytes(page)} | {len(report.violations)} | {kilobytes(report_page)} | "
             f"{elapsed:.1f} s |"
         )

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.examples import charge_order, ship_order
 from yieldstar_sim.simulation import ExplorationReport, SimulationRun
 from yieldstar_sim.views.export import export_file
-from yieldstar_sim.views.pictures import RunPictures
+from yieldstar_sim.views.records import RecordBook
 from yieldstar_sim.views.review import review_page, review_report_page, stepper_html
 
 if TYPE_CHECKING:
@@ -137,8 +138,9 @@ def test_every_hostile_label_is_escaped_and_no_bidi_mark_survives(
     assert html.escape(shown_key) in page
     # The stepper's words and records carry the key too: as JSON text and escaped templates.
     (data,) = parsed.stepper_data()
-    assert any(shown_key in event["words"] for event in data["events"])
-    assert "order-[U+202E]24 <i>&amp;</i>" in " ".join(e["words"] for e in data["events"])
+    assert any(shown_key in words for words in data["words"])
+    assert "order-[U+202E]24 <i>&amp;</i>" in " ".join(data["words"])
+    assert "order-[U+202E]24 <i>&amp;</i>" in data["names"]  # the graph's and tables' name
     assert not [tag for tag, _ in parsed.tags if tag in {"b", "i", "iframe", "img", "link"}]
 
 
@@ -151,7 +153,8 @@ def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: SimulationRun) ->
             assert value is None or value.startswith("#"), f"{name}={value!r} leaves the page"
     assert not re.search(r"url\((?!#)", page)  # CSS and SVG refer only to the page's own ids
     assert "@import" not in page
-    script = parsed.scripts[-1][1]
+    # The SVG namespace names the script's graph elements; it is never fetched.
+    script = parsed.scripts[-1][1].replace('"http://www.w3.org/2000/svg"', "")
     for call in ("fetch(", "XMLHttpRequest", "import(", "http", "WebSocket", "eval("):
         assert call not in script
     (policy,) = [a for a in parsed.named("meta") if a.get("http-equiv")]
@@ -161,36 +164,76 @@ def test_the_page_asks_for_nothing_from_elsewhere(hostile_run: SimulationRun) ->
 # --------------------------------------------------------------------------- the stepper
 
 
-def test_one_frame_per_event_with_graphs_and_records_shared(trigger_run: SimulationRun) -> None:
+def test_the_trace_is_stored_once_as_columns_and_changed_rows(trigger_run: SimulationRun) -> None:
     page = review_page(trigger_run)
     parsed = parse(page)
     (data,) = parsed.stepper_data()
-    events = data["events"]
-    assert len(events) == len(trigger_run.trace)
+    events = list(trigger_run.trace)
     (slider,) = parsed.named("input", "ys-slider")
     assert slider["max"] == str(len(events) - 1)
-    graphs = parsed.named("template", "ys-graph-frame")
-    records = parsed.named("template", "ys-records-frame")
-    pictures = RunPictures(trigger_run)
-    distinct = {pictures.graph_key(seq) for seq in range(len(trigger_run.trace))}
-    assert len(graphs) == len(distinct) < len(events)  # one picture per distinct graph
-    assert {event["graph"] for event in events} == set(range(len(graphs)))
-    assert {event["records"] for event in events} == set(range(len(records)))
-    assert len(records) <= len(events)
-    # The words are the stepper's own: narrate's sentence and the trace line of each event.
-    sentences = ys.widgets.narrate(trigger_run.trace)
-    assert [event["words"] for event in events] == sentences
-    assert events[3]["line"].endswith(list(trigger_run.trace)[3].text)
-    # One timeline, drawn once; the cursor goes left to right inside the plot.
+    assert not parsed.named("template")  # no picture or table per event: the script derives them
+    for column in ("t", "worker", "kind", "tone", "point", "words", "text", "changes", "x"):
+        assert len(data[column]) == len(events), column
+    assert len(data["names"]) == len(set(data["names"]))  # every string once
+    # The words are the stepper's own: narrate's sentence and the trace text of each event.
+    assert data["words"] == ys.widgets.narrate(trigger_run.trace)
+    assert data["text"][3] == events[3].text
+    # Replaying the changed rows gives the record book's tables at every event.
+    book = RecordBook.of_run(trigger_run)
+    names, tables = data["names"], [spec[0] for spec in data["tables"]]
+    rows: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {name: {} for name in tables}
+    for seq, changes in enumerate(data["changes"]):
+        for change in changes:
+            table, key = tables[change[0]], names[change[1]]
+            if len(change) == 2:
+                del rows[table][key]
+            else:
+                rows[table][key] = (change[2], tuple(names[cell] for cell in change[3:]))
+        for table in book.at(seq).tables:
+            replayed = sorted(rows[table.name].items(), key=lambda item: (item[1][0], item[0]))
+            assert [(key, cells) for key, (_, cells) in replayed] == [
+                (row.key, row.cells) for row in table.rows
+            ], (seq, table.name)
+    # Every execution has a place in the graph; the timeline is drawn once.
+    placed = {names[node[0]] for node in data["nodes"]}
+    assert placed == {record.execution_id for record in trigger_run.executions}
     assert len(parsed.named("figure", "ys-timeline")) == 1
     assert len(parsed.named("line", "ys-cursor")) == 1
-    xs = [event["x"] for event in events]
+    xs = data["x"]
     assert xs == sorted(xs)
     assert 0 < xs[0] < xs[-1] <= data["right"]
-    kinds = [event.kind for event in trigger_run.trace]
-    crashes = [e for e, kind in zip(events, kinds, strict=True) if kind == "crash"]
-    assert crashes
-    assert all(e["tone"] == "bad" for e in crashes)
+    kinds = [event.kind for event in events]
+    assert "crash" in kinds
+    tones = dict(zip(range(len(kinds)), data["tone"], strict=True))
+    assert all(tones[seq] == "bad" for seq, kind in enumerate(kinds) if kind == "crash")
+
+
+def orders(count: int) -> ys.Scenario:
+    """The issue's scale scenario: independent orders, 4 workers, one crash."""
+    return ys.Scenario(
+        name=f"orders-{count}",
+        workflows=[charge_order, ship_order],
+        triggers=[
+            ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}")
+            for n in range(1, count + 1)
+        ],
+        workers=4,
+        faults=[ys.Fault("crash", op="put_step", execution_id="order-1", step_key="ship")],
+        max_points=40 * count + 1_000,
+    )
+
+
+def test_the_page_grows_linearly_within_1000_bytes_per_event_and_names_every_execution() -> None:
+    sizes = {}
+    for count in (10, 40):
+        run = ys.simulate(orders(count), seed=0, runtime="memory")
+        page = review_page(run)
+        size = len(page.encode())
+        assert size <= 1_000 * len(run.trace), (count, size / len(run.trace))
+        text = "".join(parse(page).text)
+        assert all(record.execution_id in text for record in run.executions)
+        sizes[count] = size
+    assert sizes[40] <= 6 * sizes[10]
 
 
 def test_the_trigger_in_step_page_stays_under_its_size_target(
@@ -199,7 +242,8 @@ def test_the_trigger_in_step_page_stays_under_its_size_target(
     page = review_page(trigger_run)
     assert len(page.encode()) < SIZE_TARGET
     _, size = stepper_html(trigger_run)
-    assert size.graphs < size.events / 2
+    assert size.events == len(trigger_run.trace)
+    assert size.changes < 10 * size.events
     # No matplotlib metadata, comments or XML prologues inside the page.
     for leftover in ("<metadata", "<!--", "<?xml", "<!DOCTYPE svg", "dc:date", "Matplotlib v"):
         assert leftover not in page

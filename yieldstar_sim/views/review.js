@@ -1,23 +1,87 @@
-// The review page's stepper: plain JavaScript, no network, no library. Each stepper section
-// carries its events as JSON (words set as text, never as markup), its distinct execution
-// graphs and records tables as <template>s (cloned when the event needs another), and one
-// timeline SVG whose cursor and dimmed future move to the event's x position.
+// The review page's stepper: plain JavaScript, no network, no library, no eval. Each stepper
+// section carries its trace once as JSON: every string once (names), per event its columns and
+// the rows of the runtime's records it added, changed or removed. Moving the slider replays
+// those changes forwards (or undoes them backwards) to derive the event's state; the tables
+// and the execution graph are both drawn from that one state (a node is its execution's row,
+// an edge a row of "links"), so they cannot disagree. Every user string is set as text.
 (function () {
   "use strict";
 
-  function replace(box, template) {
+  var SVG = "http://www.w3.org/2000/svg";
+  var ROW_LIMIT = 25; // rows per table shown without a search (plus the event's own changes)
+  var NODE_W = 136;
+  var NODE_H = 48;
+  var MARGIN = 12;
+  var LABEL_AT = 0.62;
+  var DASHES = { owned: "", detached: "6 4", joined: "6 3 2 3", trigger: "2 3" };
+  var DUPLICATE = "#CC0000";
+
+  function svg(name, attrs, parent) {
+    var node = document.createElementNS(SVG, name);
+    for (var key in attrs) {
+      if (Object.prototype.hasOwnProperty.call(attrs, key)) {
+        node.setAttribute(key, String(attrs[key]));
+      }
+    }
+    if (parent) {
+      parent.appendChild(node);
+    }
+    return node;
+  }
+
+  function html(name, className, text, parent) {
+    var node = document.createElement(name);
+    if (className) {
+      node.className = className;
+    }
+    if (text !== undefined && text !== null) {
+      node.textContent = text;
+    }
+    if (parent) {
+      parent.appendChild(node);
+    }
+    return node;
+  }
+
+  function clear(box) {
     while (box.firstChild) {
       box.removeChild(box.firstChild);
     }
-    box.appendChild(template.content.cloneNode(true));
   }
 
-  function setup(root) {
+  function hashParameters() {
+    var found = {};
+    var parts = window.location.hash.replace(/^#/, "").split("&");
+    for (var i = 0; i < parts.length; i += 1) {
+      var at = parts[i].indexOf("=");
+      if (at > 0) {
+        try {
+          found[parts[i].slice(0, at)] = decodeURIComponent(parts[i].slice(at + 1));
+        } catch (error) {
+          found[parts[i].slice(0, at)] = parts[i].slice(at + 1);
+        }
+      }
+    }
+    return found;
+  }
+
+  function setup(root, number) {
     var data = JSON.parse(root.querySelector("script.ys-data").textContent);
-    var events = data.events;
-    var last = events.length - 1;
-    var graphs = root.querySelectorAll("template.ys-graph-frame");
-    var records = root.querySelectorAll("template.ys-records-frame");
+    var names = data.names;
+    var tables = data.tables;
+    var LINKS = tables.length - 1;
+    var last = data.words.length - 1;
+    var rows = tables.map(function () {
+      return new Map();
+    });
+    var undo = [];
+    var cursor = -1;
+    var dirtyTables = {};
+    var dirtyNodes = new Set();
+    var dirtyLinks = new Set();
+    var markedBefore = {};
+    var query = "";
+
     var slider = root.querySelector(".ys-slider");
     var previous = root.querySelector(".ys-previous");
     var next = root.querySelector(".ys-next");
@@ -27,37 +91,488 @@
     var line = root.querySelector(".ys-line");
     var graphBox = root.querySelector(".ys-graph");
     var recordsBox = root.querySelector(".ys-records");
-    var cursor = root.querySelector(".ys-cursor");
+    var search = root.querySelector(".ys-search");
+    var found = root.querySelector(".ys-found");
+    var cursorLine = root.querySelector(".ys-cursor");
     var future = root.querySelector(".ys-future");
-    var shownGraph = -1;
-    var shownRecords = -1;
+
+    // ---------------------------------------------------------------- the state
+
+    function touched(table, key) {
+      dirtyTables[table] = true;
+      if (table === 0) {
+        dirtyNodes.add(key);
+      } else if (table === LINKS) {
+        dirtyLinks.add(key);
+      }
+    }
+
+    function forward(i) {
+      var list = data.changes[i];
+      var back = [];
+      for (var j = 0; j < list.length; j += 1) {
+        var change = list[j];
+        var table = change[0];
+        var key = names[change[1]];
+        var map = rows[table];
+        back.push([table, key, map.has(key) ? map.get(key) : null]);
+        if (change.length === 2) {
+          map.delete(key);
+        } else {
+          var cells = [];
+          for (var c = 3; c < change.length; c += 1) {
+            cells.push(names[change[c]]);
+          }
+          map.set(key, { order: change[2], key: key, cells: cells });
+        }
+        touched(table, key);
+      }
+      undo.push(back);
+    }
+
+    function backward() {
+      var back = undo.pop();
+      for (var j = back.length - 1; j >= 0; j -= 1) {
+        var table = back[j][0];
+        var key = back[j][1];
+        if (back[j][2] === null) {
+          rows[table].delete(key);
+        } else {
+          rows[table].set(key, back[j][2]);
+        }
+        touched(table, key);
+      }
+    }
+
+    function moveTo(i) {
+      while (cursor < i) {
+        cursor += 1;
+        forward(cursor);
+      }
+      while (cursor > i) {
+        backward();
+        cursor -= 1;
+      }
+    }
+
+    function marksOf(i) {
+      // A row the event changed is new if the event before had no such row.
+      var marks = {};
+      var back = undo[i];
+      for (var j = 0; j < back.length; j += 1) {
+        var table = back[j][0];
+        if (rows[table].has(back[j][1])) {
+          marks[table + "\u0000" + back[j][1]] = back[j][2] === null ? "new" : "changed";
+        }
+      }
+      return marks;
+    }
+
+    // ---------------------------------------------------------------- the tables
+
+    function matches(row) {
+      if (!query) {
+        return true;
+      }
+      for (var c = 0; c < row.cells.length; c += 1) {
+        if (row.cells[c].indexOf(query) >= 0) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    function renderTable(index, marks, box) {
+      var spec = tables[index];
+      var all = Array.from(rows[index].values());
+      if (spec[0] === "world" && all.length === 0) {
+        return; // only for runs whose bodies wrote to the world's key-value store
+      }
+      all.sort(function (a, b) {
+        if (a.order !== b.order) {
+          return a.order - b.order;
+        }
+        return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
+      });
+      var shown = [];
+      for (var r = 0; r < all.length; r += 1) {
+        var marked = marks[index + "\u0000" + all[r].key];
+        if (matches(all[r]) && (shown.length < ROW_LIMIT || marked || query)) {
+          shown.push(all[r]);
+        }
+      }
+      var div = html("div", "ys-table", null, box);
+      var title = html("div", "ys-table-name", spec[0] + " (" + all.length + ")", div);
+      if (spec[2]) {
+        html("span", "ys-table-note", " \u00b7 " + spec[2], title);
+      }
+      if (shown.length < all.length) {
+        html(
+          "div",
+          "ys-table-more",
+          (query ? "rows naming \u201c" + query + "\u201d: " : "the first ") +
+            shown.length +
+            " of " +
+            all.length +
+            (query ? "" : " and this event's changes; find an execution ID to see its rows"),
+          div
+        );
+      }
+      var table = html("table", "", null, div);
+      var head = html("tr", "", null, html("thead", "", null, table));
+      html("th", "", "", head);
+      for (var h = 0; h < spec[1].length; h += 1) {
+        html("th", "", spec[1][h], head);
+      }
+      var body = html("tbody", "", null, table);
+      if (shown.length === 0) {
+        var none = html("td", "none", all.length ? "no row names it" : "none yet", html("tr", "", null, body));
+        none.colSpan = spec[1].length + 1;
+      }
+      for (var s = 0; s < shown.length; s += 1) {
+        var mark = marks[index + "\u0000" + shown[s].key] || "";
+        var tr = html("tr", mark || "same", null, body);
+        tr.setAttribute("data-key", shown[s].key);
+        html("td", "mark", mark, tr);
+        for (var c = 0; c < shown[s].cells.length; c += 1) {
+          html("td", "", shown[s].cells[c], tr);
+        }
+      }
+    }
+
+    function renderTables(marks) {
+      clear(recordsBox);
+      for (var t = 0; t < LINKS; t += 1) {
+        renderTable(t, marks, recordsBox);
+      }
+    }
+
+    // ---------------------------------------------------------------- the graph
+
+    // Only the executions in (or near) the graph box's scrolled window have elements: a
+    // thousand orders' nodes would cost the browser a relayout of thousands at every event.
+    var nodes = new Map();
+    var byY = [];
+    var drawnLinks = new Map();
+    var picture = null;
+    var edgeLayer = null;
+    var nodeLayer = null;
+    var windowTop = -1;
+    var windowBottom = -1;
+
+    function buildGraph() {
+      var width = 0;
+      var height = 0;
+      for (var i = 0; i < data.nodes.length; i += 1) {
+        width = Math.max(width, data.nodes[i][1]);
+        height = Math.max(height, data.nodes[i][2]);
+      }
+      var w = width + NODE_W + 2 * MARGIN;
+      var h = height + NODE_H + 2 * MARGIN;
+      picture = svg("svg", { class: "ys-graph-svg", width: w, height: h, viewBox: "0 0 " + w + " " + h });
+      var defs = svg("defs", {}, picture);
+      ["arrow", "arrow-duplicate"].forEach(function (name) {
+        var marker = svg("marker", {
+          id: "ys-" + name + "-" + number,
+          viewBox: "0 0 10 10",
+          refX: 10,
+          refY: 5,
+          markerWidth: 7,
+          markerHeight: 7,
+          orient: "auto-start-reverse",
+        }, defs);
+        svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: name === "arrow" ? "#333333" : DUPLICATE }, marker);
+      });
+      edgeLayer = svg("g", { class: "ys-edges" }, picture);
+      nodeLayer = svg("g", { class: "ys-nodes" }, picture);
+      for (var n = 0; n < data.nodes.length; n += 1) {
+        var id = names[data.nodes[n][0]];
+        var node = {
+          id: id,
+          x: data.nodes[n][1] + MARGIN + NODE_W / 2,
+          y: data.nodes[n][2] + MARGIN + NODE_H / 2,
+          el: null,
+        };
+        nodes.set(id, node);
+        byY.push(node);
+      }
+      byY.sort(function (a, b) {
+        return a.y - b.y;
+      });
+      graphBox.appendChild(picture);
+      var legend = html("div", "ys-legend", null, graphBox);
+      Object.keys(data.colours).forEach(function (status) {
+        var item = html("span", "ys-legend-item", null, legend);
+        html("span", "ys-swatch", "", item).style.background = data.colours[status];
+        item.appendChild(document.createTextNode(status));
+      });
+      var leased = html("span", "ys-legend-item", null, legend);
+      html("span", "ys-swatch ys-swatch-leased", "", leased);
+      leased.appendChild(document.createTextNode("leased (a worker holds it)"));
+      graphBox.addEventListener("scroll", function () {
+        drawWindow(false);
+      });
+    }
+
+    function inWindow(node) {
+      return node.y >= windowTop && node.y <= windowBottom;
+    }
+
+    function drawWindow(force) {
+      var reach = Math.max(graphBox.clientHeight, 400);
+      var top = graphBox.scrollTop - reach;
+      var bottom = graphBox.scrollTop + 2 * reach;
+      if (!force && top >= windowTop && bottom <= windowBottom) {
+        return;
+      }
+      windowTop = top - reach;
+      windowBottom = bottom + reach;
+      byY.forEach(function (node) {
+        if (inWindow(node)) {
+          if (node.el === null) {
+            createNode(node);
+          }
+        } else if (node.el !== null) {
+          nodeLayer.removeChild(node.el.group);
+          node.el = null;
+        }
+      });
+      drawnLinks.forEach(function (link, key) {
+        if (!inWindow(link.source) && !inWindow(link.target)) {
+          edgeLayer.removeChild(link.group);
+          drawnLinks.delete(key);
+        }
+      });
+      rows[LINKS].forEach(function (row, key) {
+        updateLink(key);
+      });
+    }
+
+    function createNode(node) {
+      var group = svg("g", { class: "ys-node", transform: "translate(" + node.x + " " + node.y + ")" }, nodeLayer);
+      node.el = {
+        group: group,
+        box: svg("rect", { x: -NODE_W / 2, y: -NODE_H / 2, width: NODE_W, height: NODE_H, rx: 7 }, group),
+        name: svg("text", { y: -9, "text-anchor": "middle", class: "ys-node-id" }, group),
+        state: svg("text", { y: 5, "text-anchor": "middle", class: "ys-node-state" }, group),
+        lease: svg("text", { y: 17, "text-anchor": "middle", class: "ys-node-lease" }, group),
+      };
+      node.el.name.textContent = node.id;
+      svg("title", {}, group).textContent = node.id;
+      updateNode(node.id);
+    }
+
+    function updateNode(id) {
+      var node = nodes.get(id);
+      if (!node || node.el === null) {
+        return;
+      }
+      var el = node.el;
+      var row = rows[0].get(id);
+      if (!row) {
+        el.group.style.display = "none";
+        el.group.removeAttribute("data-status");
+        return;
+      }
+      // The execution's row in "executions": workflow, origin, parent link, status, lease.
+      var status = row.cells[4];
+      var lease = row.cells[5];
+      el.group.style.display = "";
+      el.group.setAttribute("data-status", status);
+      el.group.setAttribute("data-id", id);
+      el.box.setAttribute("fill", data.colours[status] || "#FFFFFF");
+      el.box.setAttribute("rx", row.cells[2] === "trigger" ? 0 : 7);
+      el.state.textContent = row.cells[1] + " \u00b7 " + status;
+      var leased = lease !== "none";
+      el.group.setAttribute("class", "ys-node" + (leased ? " ys-leased" : "") + (hit(id) ? " ys-hit" : ""));
+      el.lease.textContent = leased ? "lease: " + lease.split(", token")[0] : "";
+    }
+
+    function updateLink(key) {
+      var row = rows[LINKS].get(key);
+      var link = drawnLinks.get(key);
+      if (!row) {
+        if (link) {
+          edgeLayer.removeChild(link.group);
+          drawnLinks.delete(key);
+        }
+        return;
+      }
+      var source = nodes.get(row.cells[0]);
+      var target = nodes.get(row.cells[1]);
+      if (!source || !target || (!inWindow(source) && !inWindow(target))) {
+        return;
+      }
+      if (!link) {
+        var group = svg("g", { class: "ys-edge" }, edgeLayer);
+        link = {
+          group: group,
+          source: source,
+          target: target,
+          path: svg("line", {
+            x1: source.x, y1: source.y + NODE_H / 2, x2: target.x, y2: target.y - NODE_H / 2,
+          }, group),
+          label: svg("text", {
+            x: source.x + (target.x - source.x) * LABEL_AT,
+            y: source.y + NODE_H / 2 + (target.y - source.y - NODE_H) * LABEL_AT,
+            "text-anchor": "middle",
+            class: "ys-edge-label",
+          }, group),
+        };
+        drawnLinks.set(key, link);
+      }
+      var duplicate = row.cells[4] === "duplicate";
+      var calls = Number(row.cells[5]);
+      link.group.setAttribute("data-line", row.cells[3]);
+      link.path.setAttribute("stroke", duplicate ? DUPLICATE : "#333333");
+      link.path.setAttribute("stroke-width", duplicate ? 2.2 : 1.4);
+      link.path.setAttribute("stroke-dasharray", DASHES[row.cells[3]] || "");
+      link.path.setAttribute("marker-end", "url(#ys-" + (duplicate ? "arrow-duplicate" : "arrow") + "-" + number + ")");
+      link.label.textContent = row.cells[2] + (calls > 1 ? " \u00b7 " + calls + " start calls, one target" : "");
+    }
+
+    function renderGraph() {
+      if (windowTop === -1 && windowBottom === -1) {
+        drawWindow(true);
+      }
+      dirtyNodes.forEach(updateNode);
+      dirtyLinks.forEach(updateLink);
+      dirtyNodes.clear();
+      dirtyLinks.clear();
+    }
+
+    // ---------------------------------------------------------------- search and links
+
+    var firstSeen = new Map();
+    for (var i = 0; i < data.changes.length; i += 1) {
+      for (var j = 0; j < data.changes[i].length; j += 1) {
+        var change = data.changes[i][j];
+        if (change[0] === 0 && !firstSeen.has(names[change[1]])) {
+          firstSeen.set(names[change[1]], i);
+        }
+      }
+    }
+
+    function hit(id) {
+      return query !== "" && id.indexOf(query) >= 0;
+    }
+
+    function applySearch() {
+      query = search.value.trim();
+      nodes.forEach(function (node, id) {
+        dirtyNodes.add(id);
+      });
+      for (var t = 0; t < LINKS; t += 1) {
+        dirtyTables[t] = true;
+      }
+      if (!query) {
+        found.textContent = "";
+        return null;
+      }
+      var exact = firstSeen.has(query) ? query : null;
+      var count = 0;
+      firstSeen.forEach(function (seen, id) {
+        if (id.indexOf(query) >= 0) {
+          count += 1;
+          exact = exact || id;
+        }
+      });
+      found.textContent = count === 0
+        ? "no execution ID contains \u201c" + query + "\u201d"
+        : count + " execution" + (count === 1 ? "" : "s") + "; " + exact + " appears at event #" + firstSeen.get(exact);
+      return exact;
+    }
+
+    function scrollTo(id) {
+      var node = nodes.get(id);
+      if (node && graphBox.scrollHeight > graphBox.clientHeight + 1) {
+        graphBox.scrollTop = Math.max(0, node.y - graphBox.clientHeight / 2);
+      }
+      if (node && graphBox.scrollWidth > graphBox.clientWidth + 1) {
+        graphBox.scrollLeft = Math.max(0, node.x - graphBox.clientWidth / 2);
+      }
+      drawWindow(false);
+    }
+
+    function remember(i) {
+      if (number !== 0 || !window.history || !window.history.replaceState) {
+        return;
+      }
+      var hash = "#event=" + i + (query ? "&execution=" + encodeURIComponent(query) : "");
+      try {
+        window.history.replaceState(null, "", hash);
+      } catch (error) {
+        // a page opened where the history cannot change keeps its address
+      }
+    }
+
+    // ---------------------------------------------------------------- showing an event
 
     function show(index) {
-      var i = Math.max(0, Math.min(last, index));
-      var event = events[i];
+      var i = Math.max(0, Math.min(last, Number(index) || 0));
+      moveTo(i);
+      var marks = marksOf(i);
+      for (var key in markedBefore) {
+        if (Object.prototype.hasOwnProperty.call(markedBefore, key)) {
+          dirtyTables[key.split("\u0000")[0]] = true;
+        }
+      }
+      for (var mark in marks) {
+        if (Object.prototype.hasOwnProperty.call(marks, mark)) {
+          dirtyTables[mark.split("\u0000")[0]] = true;
+        }
+      }
+      markedBefore = marks;
+      if (Object.keys(dirtyTables).length) {
+        renderTables(marks);
+        dirtyTables = {};
+      }
+      renderGraph();
       slider.value = String(i);
       position.textContent = "event " + i + " of " + last;
-      where.textContent = event.where;
-      words.textContent = event.words;
-      words.className = "ys-words " + event.tone;
-      line.textContent = event.line;
-      if (event.graph !== shownGraph) {
-        replace(graphBox, graphs[event.graph]);
-        shownGraph = event.graph;
+      var place = ["event #" + i + " / #" + last, "t=" + data.t[i]];
+      if (data.worker[i] >= 0) {
+        place.push(names[data.worker[i]]);
       }
-      if (event.records !== shownRecords) {
-        replace(recordsBox, records[event.records]);
-        shownRecords = event.records;
+      if (data.point[i] >= 0) {
+        place.push("choice point #" + data.point[i]);
       }
-      if (cursor !== null && event.x !== null) {
-        cursor.setAttribute("x1", String(event.x));
-        cursor.setAttribute("x2", String(event.x));
-        future.setAttribute("x", String(event.x + 1));
-        future.setAttribute("width", String(Math.max(0, data.right - event.x - 1)));
+      where.textContent = place.join(" \u00b7 ");
+      words.textContent = data.words[i];
+      words.className = "ys-words " + data.tone[i];
+      var kind = names[data.kind[i]];
+      while (kind.length < 8) {
+        kind += " ";
+      }
+      line.textContent = kind + " " + data.text[i];
+      var x = data.x[i];
+      if (cursorLine !== null && x !== null) {
+        cursorLine.setAttribute("x1", String(x));
+        cursorLine.setAttribute("x2", String(x));
+        future.setAttribute("x", String(x + 1));
+        future.setAttribute("width", String(Math.max(0, data.right - x - 1)));
       }
       previous.disabled = i === 0;
       next.disabled = i === last;
       root.setAttribute("data-event", String(i));
+      remember(i);
+    }
+
+    function follow(parameters) {
+      var event = parameters.event;
+      if (parameters.execution !== undefined) {
+        search.value = parameters.execution;
+        var id = applySearch();
+        if (event === undefined && id !== null) {
+          event = firstSeen.get(id);
+        }
+        show(event === undefined ? Number(slider.value) : event);
+        if (id !== null) {
+          scrollTo(id);
+        }
+      } else if (event !== undefined) {
+        show(event);
+      }
     }
 
     slider.addEventListener("input", function () {
@@ -69,9 +584,16 @@
     next.addEventListener("click", function () {
       show(Number(slider.value) + 1);
     });
+    search.addEventListener("input", function () {
+      var id = applySearch();
+      show(Number(slider.value));
+      if (id !== null) {
+        scrollTo(id);
+      }
+    });
     root.addEventListener("keydown", function (key) {
-      if (key.target === slider) {
-        return; // the slider moves itself on arrow keys
+      if (key.target === slider || key.target === search) {
+        return; // the slider moves itself on arrow keys; the search box moves its caret
       }
       if (key.key === "ArrowLeft") {
         show(Number(slider.value) - 1);
@@ -79,11 +601,19 @@
         show(Number(slider.value) + 1);
       }
     });
+    var asked = number === 0 ? hashParameters() : {}; // before show() rewrites the address
+    buildGraph();
     show(0);
+    if (number === 0) {
+      follow(asked);
+      window.addEventListener("hashchange", function () {
+        follow(hashParameters());
+      });
+    }
   }
 
   var steppers = document.querySelectorAll("section.ys-stepper");
   for (var i = 0; i < steppers.length; i += 1) {
-    setup(steppers[i]);
+    setup(steppers[i], i);
   }
 })();

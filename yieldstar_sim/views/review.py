@@ -7,12 +7,16 @@ execution graph and the worker timeline as of the event, and the runtime's recor
 For an exploration report it adds the completeness statement, the exploration grid, and per
 violation its divergence from the nearest passing schedule and a stepper over its replay.
 
-Everything is in the file: SVG pictures drawn by matplotlib (text as paths, so no font is
-fetched), plain JavaScript and CSS inlined. It stays small because what does not change is
-shared: the timeline is drawn once and the script moves a cursor line over it; the execution
-graph is drawn once per distinct graph (it changes at a few events only); records tables that
-repeat are stored once. Every label (execution IDs, step keys, scenario text) is escaped, with
-bidirectional formatting characters shown as ``[U+202E]``, as in the other exports.
+Everything is in the file, and the file grows with the trace, not with events times
+executions: the trace is stored once, compactly (``review_data``: columns, every string once,
+each event's changed rows of the runtime's records), and the page's script derives each
+event's state as the slider moves. The execution graph is drawn by the script from the same
+rows as the tables (one state model: they cannot disagree), at the graph module's layout; the
+timeline is drawn once by matplotlib and the script moves a cursor over it. A page can be
+linked at an event or an execution (``#event=41``, ``#execution=order-7``) and has a search
+box for execution IDs. Every label (execution IDs, step keys, scenario text) is set as text,
+never as markup, with bidirectional formatting characters shown as ``[U+202E]``, as in the
+other exports; the pictures' text is SVG text in the reader's own fonts, nothing fetched.
 
 >>> import yieldstar_sim as ys
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
@@ -29,9 +33,9 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from yieldstar_sim.views.figures import drawable_graph, figure_bytes, inline_svg
+from yieldstar_sim.views.figures import figure_bytes, inline_svg
 from yieldstar_sim.views.graph_text import _writable
 
 if TYPE_CHECKING:
@@ -40,7 +44,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.views.records import Snapshot
 
 __all__ = [
     "StepperSize",
@@ -61,7 +64,6 @@ _CURSOR_COLOUR = "#CC0000"
 
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
-_TONES = {"fault": "bad", "crash": "bad", "refused": "bad", "error": "warn"}
 
 
 def _text(value: object) -> str:
@@ -75,10 +77,11 @@ def _asset(name: str) -> str:
 
 def _svg(figure: Figure) -> str:
     """A figure as SVG markup for inside HTML: no XML prologue, no metadata, no comments
-    (matplotlib copies each drawn text into one; the text itself is drawn as paths)."""
+    (matplotlib copies each drawn text into one)."""
     import matplotlib
 
-    with matplotlib.rc_context({"svg.fonttype": "path"}):
+    # Text as SVG text, not paths: a tenth of the bytes; the page's policy fetches no font.
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
         svg = figure_bytes(figure, "svg").decode("utf-8")
     svg = _COMMENT.sub("", _METADATA.sub("", inline_svg(svg)))
     return _writable(svg)
@@ -98,32 +101,13 @@ def _json_script(data: object, css_class: str) -> str:
 
 @dataclass(frozen=True)
 class StepperSize:
-    """What one stepper holds: events, distinct graph pictures and records tables, bytes."""
+    """What one stepper holds: events, row changes (what the script replays), distinct
+    strings, and bytes."""
 
     events: int
-    graphs: int
-    records: int
+    changes: int
+    names: int
     bytes: int
-
-
-def _records_html(snapshot: Snapshot) -> str:
-    """The records as of one event as compact HTML (classes, no inline styles)."""
-    parts = []
-    for table in snapshot.tables:
-        note = f'<span class="ys-table-note"> · {_text(table.note)}</span>' if table.note else ""
-        head = "".join(f"<th>{_text(column)}</th>" for column in ("", *table.columns))
-        rows = [
-            f'<tr class="{row.mark or "same"}"><td class="mark">{_text(row.mark)}</td>'
-            + "".join(f"<td>{_text(cell)}</td>" for cell in row.cells)
-            + "</tr>"
-            for row in table.rows
-        ] or [f'<tr><td class="none" colspan="{len(table.columns) + 1}">none yet</td></tr>']
-        parts.append(
-            f'<div class="ys-table"><div class="ys-table-name">{_text(table.name)} '
-            f"({len(table.rows)}){note}</div><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>"
-        )
-    return "".join(parts)
 
 
 def _timeline(run: SimulationRun) -> tuple[str, list[float | None], float]:
@@ -162,36 +146,15 @@ def _timeline(run: SimulationRun) -> tuple[str, list[float | None], float]:
     return svg[:end] + overlay + svg[end:], xs, round(right, 2)
 
 
-def _graph_svgs(run: SimulationRun) -> tuple[list[str], list[int]]:
-    """Each distinct execution graph of the run as SVG (one size for all, that of the final
-    graph, so the picture does not jump), and for each event the index of its graph."""
-    import matplotlib
-    from matplotlib.figure import Figure
-
-    from yieldstar_sim.views.graph import draw_execution_graph
-    from yieldstar_sim.views.pictures import RunPictures
-
-    pictures = RunPictures(run)
-    svgs: list[str] = []
-    index_of: dict[tuple[Any, ...], int] = {}
-    chosen: list[int] = []
-    for seq in range(len(run.trace)):
-        key = pictures.graph_key(seq)
-        if key not in index_of:
-            figure = Figure(figsize=pictures.graph_size, layout="constrained")
-            with matplotlib.rc_context({"text.parse_math": False}):
-                draw_execution_graph(drawable_graph(pictures.graph(seq)), ax=figure.add_subplot())
-                index_of[key] = len(svgs)
-                svgs.append(_svg(figure))
-        chosen.append(index_of[key])
-    return svgs, chosen
-
-
 def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSize]:
     """A stepper over ``run`` as an HTML section (the page's script brings it to life), and
-    what it holds. ``label`` names the run above the controls (for a report's violations)."""
-    from yieldstar_sim.views.records import RecordBook
-    from yieldstar_sim.views.words import narrate
+    what it holds. ``label`` names the run above the controls (for a report's violations).
+
+    The section carries the trace once (``review_data.stepper_data``: columns, interned
+    strings, each event's changed rows); the script derives each event's graph and tables
+    from those as the slider moves."""
+    from yieldstar_sim.views.graph import STATUS_COLOURS
+    from yieldstar_sim.views.review_data import stepper_data
 
     events = list(run.trace)
     if not events:
@@ -199,34 +162,12 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
             0, 0, 0, 0
         )
     timeline_svg, xs, right = _timeline(run)
-    graphs, graph_of = _graph_svgs(run)
-    book = RecordBook.of_run(run)
-    records: list[str] = []
-    records_index: dict[str, int] = {}
-    sentences = narrate(events)
+    data = stepper_data(run)
+    # The records have no "running" status (a worker's lease says who runs it): the graph
+    # colours the status the executions table shows, and outlines a leased execution.
+    colours = {status: colour for status, colour in STATUS_COLOURS.items() if status != "running"}
+    data.update({"x": xs, "right": right, "colours": colours})
     last = len(events) - 1
-    data_events = []
-    for seq, event in enumerate(events):
-        table = _records_html(book.at(seq))
-        if table not in records_index:
-            records_index[table] = len(records)
-            records.append(table)
-        where = [f"event #{seq} / #{last}", f"t={event.t:g}"]
-        if event.worker:
-            where.append(event.worker)
-        if event.point is not None:
-            where.append(f"choice point #{event.point}")
-        data_events.append(
-            {
-                "where": _writable(" · ".join(where)),
-                "words": _writable(sentences[seq]),
-                "line": _writable(f"{event.kind:<8} {event.text}"),
-                "tone": _TONES.get(event.kind, ""),
-                "graph": graph_of[seq],
-                "records": records_index[table],
-                "x": xs[seq],
-            }
-        )
     caption = f'<h3 class="ys-run">{_text(label)}</h3>' if label else ""
     parts = [
         '<section class="ys-stepper" data-event="">',
@@ -236,19 +177,21 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
         f'<input type="range" class="ys-slider" min="0" max="{last}" step="1" value="0" '
         'aria-label="event">'
         '<button type="button" class="ys-next">next \u25b6</button>'
-        '<span class="ys-position"></span></div>',
+        '<span class="ys-position"></span>'
+        '<input type="search" class="ys-search" placeholder="find an execution ID" '
+        'aria-label="find an execution ID" spellcheck="false">'
+        '<span class="ys-found"></span></div>',
         '<div class="ys-event"><div class="ys-where"></div><div class="ys-words"></div>'
         '<div class="ys-line"></div></div>',
         '<div class="ys-pictures"><figure class="ys-graph"></figure>'
         f'<figure class="ys-timeline">{timeline_svg}</figure></div>',
         '<div class="ys-records"></div>',
-        _json_script({"events": data_events, "right": right}, "ys-data"),
-        *(f'<template class="ys-graph-frame">{svg}</template>' for svg in graphs),
-        *(f'<template class="ys-records-frame">{table}</template>' for table in records),
+        _json_script(data, "ys-data"),
         "</section>",
     ]
     section = "\n".join(parts)
-    return section, StepperSize(len(events), len(graphs), len(records), len(section.encode()))
+    changes = sum(len(row_changes) for row_changes in data["changes"])
+    return section, StepperSize(len(events), changes, len(data["names"]), len(section.encode()))
 
 
 # --------------------------------------------------------------------------- pages

@@ -25,14 +25,15 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, explored_seconds
-from yieldstar_sim.views.pictures import RunPictures
+from yieldstar_sim.views.pictures import RunPictures, figure_png, graph_signature
 from yieldstar_sim.views.records import RecordBook, records_html
 from yieldstar_sim.views.words import narrate
+from yieldstar_sim.widgets.graph_window import graph_window_html
 from yieldstar_sim.widgets.whatif import (
     WHAT_IF_KINDS,
     ChoicePoint,
     RunDiff,
-    choice_point_at,
+    choice_points,
     compare_runs,
     fault_plan,
     what_if,
@@ -63,8 +64,18 @@ FAULT_CHOICES: tuple[tuple[str, str], ...] = tuple(
 _OK, _BAD = "#1b7f4c", "#b00020"
 
 
+#: A run with more executions than this gets the graph around each event (``graph_window``),
+#: not the whole graph redrawn at every event (seconds per picture at a hundred orders).
+BIG_GRAPH = 16
+#: Rows per records table shown for a big run (plus the rows the event changed).
+TABLE_ROWS = 25
+
+
 class RunView:
-    """Everything the stepper shows of one run, computed per event on first use and cached."""
+    """Everything the stepper shows of one run, computed per event on first use and cached.
+
+    The graph is drawn from the record book's rows, the same state as the records tables, so
+    the two agree (an execution under a lease is as the runtime records it, not "running")."""
 
     def __init__(self, run: SimulationRun, diff: RunDiff | None = None) -> None:
         self.run = run
@@ -73,14 +84,43 @@ class RunView:
         self.book = RecordBook.of_run(run)
         self.sentences = narrate(self.events)
         self.pictures = RunPictures(run)
-        self.records = lru_cache(maxsize=None)(self._records)
-        self.point = lru_cache(maxsize=None)(self._point)
+        self.big = len(run.executions) > BIG_GRAPH
+        self.records = lru_cache(maxsize=256)(self._records)
+        self._graphs: dict[tuple[Any, ...], bytes] = {}
+        points = choice_points(self.events)
+        self._next_point: list[ChoicePoint | None] = [None] * len(self.events)
+        upcoming: ChoicePoint | None = None
+        for event in reversed(self.events):
+            if event.point is not None and event.point in points:
+                upcoming = points[event.point]
+            self._next_point[event.seq] = upcoming
+
+    def point(self, seq: int) -> ChoicePoint | None:
+        """The choice point of event ``seq``, or of the next event that has one."""
+        return self._next_point[seq]
 
     def _records(self, seq: int) -> str:
-        return records_html(self.book.at(seq))
+        return records_html(self.book.at(seq, limit=TABLE_ROWS if self.big else None))
 
-    def _point(self, seq: int) -> ChoicePoint | None:
-        return choice_point_at(self.events, seq)
+    def graph_png(self, seq: int, *, group: bool = True) -> bytes:
+        """The execution graph as of ``seq`` from the records, as PNG (cached by content)."""
+        graph = self.book.graph_at(seq)
+        for _, data in graph.nodes(data=True):
+            data.pop("lease", None)  # the picture does not draw it: no new picture for it
+        key = (group, *graph_signature(graph))
+        if key not in self._graphs:
+            from matplotlib.figure import Figure
+
+            from yieldstar_sim.views.graph import draw_execution_graph
+
+            figure = Figure(figsize=self.pictures.graph_size, layout="constrained")
+            draw_execution_graph(graph, ax=figure.add_subplot(), group=group)
+            self._graphs[key] = figure_png(figure, dpi=self.pictures.dpi)
+        return self._graphs[key]
+
+    def graph_html(self, seq: int) -> str:
+        """The executions around event ``seq`` as SVG (a big run's graph)."""
+        return graph_window_html(self.book, self.events, seq)
 
     def event_html(self, seq: int) -> str:
         """The event in words, with its place in the run and its trace line."""
@@ -115,8 +155,10 @@ class Stepper:
     far, the current one last.
 
     Parts, for scripts and tests: ``slider``, ``play``, ``previous_button``, ``next_button``,
-    ``event_html``, ``group_siblings``, ``graph_image``, ``timeline_image``, ``records_html``,
-    ``fault_kind``, ``freeze_seconds``, ``rerun_button``, ``back_button``, ``whatif_html``.
+    ``event_html``, ``group_siblings``, ``graph_image`` (the whole graph, PNG), ``graph_html``
+    (a big run's graph: the executions each event is about, SVG), ``timeline_image``,
+    ``records_html``, ``fault_kind``, ``freeze_seconds``, ``rerun_button``, ``back_button``,
+    ``whatif_html``.
     """
 
     def __init__(self, run: SimulationRun, *, index: int = 0, title: str | None = None) -> None:
@@ -153,6 +195,8 @@ class Stepper:
         self.graph_image = widgets.Image(
             format="png", layout=widgets.Layout(max_width="100%", height="auto")
         )
+        self.graph_html = widgets.HTML(layout=widgets.Layout(display="none"))
+        self.graph_html.add_class("ys-graph-window")
         self.timeline_image = widgets.Image(
             format="png", layout=widgets.Layout(max_width="100%", height="auto")
         )
@@ -208,6 +252,7 @@ class Stepper:
                 widgets.HTML(heading.format("execution graph as of this event")),
                 self.group_siblings,
                 self.graph_image,
+                self.graph_html,
                 widgets.HTML(heading.format("worker timeline (cursor: this event)")),
                 self.timeline_image,
                 widgets.HTML(heading.format("the runtime's records as of this event")),
@@ -289,7 +334,6 @@ class Stepper:
         """Show another run (kept in ``runs``; ``back()`` returns to the one before)."""
         self.runs.append(run)
         self._views.append(RunView(run, diff))
-        self._views[-1].pictures.group = self.group_siblings.value
         self._show_run()
         self.go(index)
 
@@ -335,6 +379,9 @@ class Stepper:
         self.back_button.disabled = len(self.runs) < 2
         graph_width, timeline_width = view.pictures.widths()
         self.graph_image.layout.width = f"{graph_width}px"
+        self.graph_image.layout.display = "none" if view.big else None
+        self.graph_html.layout.display = None if view.big else "none"
+        self.group_siblings.layout.display = "none" if view.big else None
         self.timeline_image.layout.width = f"{timeline_width}px"
         self.whatif_html.value = "" if view.diff is None else (
             "<div style='border-left:4px solid #999;padding-left:8px'>"
@@ -342,8 +389,6 @@ class Stepper:
         )  # fmt: skip
 
     def _grouping_changed(self, change: dict[str, Any]) -> None:
-        for view in self._views:
-            view.pictures.group = bool(change["new"])
         self._render(self.slider.value)
 
     def _moved(self, change: dict[str, Any]) -> None:
@@ -357,9 +402,12 @@ class Stepper:
             return
         self.event_html.value = view.event_html(seq)
         self.records_html.value = view.records(seq)
-        graph = view.pictures.graph_png(seq)
-        if self.graph_image.value != graph:
-            self.graph_image.value = graph
+        if view.big:
+            self.graph_html.value = view.graph_html(seq)
+        else:
+            graph = view.graph_png(seq, group=self.group_siblings.value)
+            if self.graph_image.value != graph:
+                self.graph_image.value = graph
         self.timeline_image.value = view.pictures.timeline_png(seq)
         self.previous_button.disabled = seq <= 0
         self.next_button.disabled = seq >= len(view.events) - 1
