@@ -103,3 +103,44 @@ def test_the_booking_race_is_still_found_with_three_workers(
     found = search(bookings(3, 3), monkeypatch, symmetric=True, max_faults=0)
     assert {v.invariant for v in found.violations} == {"no_oversell"}
     assert found.pruned_by_symmetry > 0
+
+
+def test_a_search_cut_by_its_budget_says_how_far_it_got(monkeypatch: pytest.MonkeyPatch) -> None:
+    cut = search(orders(1, 2), monkeypatch, symmetric=True, max_faults=1, budget=5)
+    got = cut.search_progress
+    assert not cut.exhausted
+    assert got["states"] == cut.distinct_states > 0
+    assert got["depth"] > 0
+    assert got["frontier"] > 0
+    assert 0 <= got["root_moves_done"] < got["root_moves"]
+    assert got["max_depth_reached"] >= got["depth"] - 1
+    assert got["kernel_steps"] >= got["transitions"] > 0
+    statement = cut.coverage()
+    assert f"{got['root_moves_done']} of the first choice point's {got['root_moves']} moves" in (
+        statement
+    )
+    assert cut.completeness()["progress"] == got
+
+
+def test_a_finished_search_reports_its_rate_and_an_empty_frontier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[dict[str, Any]] = []
+    monkeypatch.setattr("yieldstar_sim.simulation.explorer.exhaustive.WATCH_SECONDS", 0.0)
+    original = ExhaustiveSearch.__init__
+
+    def watched(self: ExhaustiveSearch, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.watch = seen.append
+
+    monkeypatch.setattr(ExhaustiveSearch, "__init__", watched)
+    done = search(orders(1, 2), monkeypatch, symmetric=True, max_faults=0)
+    got = done.search_progress
+    assert done.exhausted
+    assert got["frontier"] == got["depth"] == 0
+    assert got["states"] == done.distinct_states
+    assert got["states_per_second"] > 0
+    # The watch saw the states grow, run after run.
+    assert len(seen) == len(done.state_paths)
+    assert [s["states"] for s in seen] == sorted(s["states"] for s in seen)
+    assert "where it stopped" not in done.coverage()
