@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _harness import footer, header, parser, progress, show, sizes, target
+from _harness import count_instructions, footer, header, parser, progress, show, sizes, target
 from bench_baseline import ROOT, unpack
 
 if TYPE_CHECKING:
@@ -64,6 +64,8 @@ triggers = [ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{
             for n in range(orders)]
 scenario = dataclasses.replace(base, name=f"orders-{orders}x{workers}", faults=[],
                                workers=workers, triggers=triggers)
+if budget < 0:
+    raise SystemExit(0)  # everything but the search (--instructions takes it off)
 started = time.perf_counter()
 report = ys.explore(scenario, strategy="exhaustive", max_faults=faults, runtime="memory",
                     confirm=None, stop_at_first=False, time_budget=budget)
@@ -159,13 +161,63 @@ def ratios(found: dict[tuple[int, int, int], Side], baseline: str) -> None:
         )
 
 
+#: The cases ``--instructions`` counts: small enough for callgrind (about 50x slower).
+COUNTED_CASES = ((1, 2, 1), (1, 3, 1))
+
+
+def instructions(baseline: str, cases: Sequence[tuple[int, int, int]]) -> None:
+    """Machine instructions of each search, now against ``baseline``, counted by callgrind: a
+    ratio other sessions' load cannot move (a child with no search is counted and taken off)."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("instructions: skipped (no valgrind; `apt-get install valgrind`)")
+        return
+    print(f"\nInstructions per search, now against {baseline} (callgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(baseline, Path(tmp))
+        for case in cases:
+            counts = {}
+            for side, path in (("then", Path(tmp)), ("now", ROOT)):
+                progress(f"{case} {side} (callgrind)")
+                # Compiled once before counting: else the first child pays for the .pyc files.
+                subprocess.run(
+                    [sys.executable, "-c", "import yieldstar_sim"], cwd=path, check=True,
+                    env=dict(os.environ, PYTHONPATH=str(path)),
+                )  # fmt: skip
+                made = [
+                    count_instructions(
+                        ["-c", CHILD, *(str(n) for n in case), "100000" if run else "-1"],
+                        pythonpath=str(path),
+                        cwd=str(path),
+                    )
+                    for run in (False, True)
+                ]
+                counts[side] = None if None in made else made[1] - made[0]  # type: ignore[operator]
+            then, now = counts["then"], counts["now"]
+            if then is None or now is None:
+                print("  {} x {}, {}: valgrind printed no count".format(*case))
+                continue
+            print(
+                "  {} x {}, {}: ".format(*case)
+                + f"then {then / 1e9:.2f}G, now {now / 1e9:.2f}G: {now / then:.3f}x"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and the targets; returns 0."""
     made = parser(__doc__)
     made.add_argument("--baseline", default=None, help="the revision to compare with")
     made.add_argument("--budget", type=float, default=None, help="seconds per search")
+    made.add_argument(
+        "--instructions", action="store_true",
+        help="instead: machine instructions of small searches (valgrind), now against then",
+    )  # fmt: skip
     args = made.parse_args(argv)
     baseline = args.baseline or ("HEAD" if args.smoke else "b9007de")
+    if args.instructions:
+        instructions(baseline, [(1, 1, 0)] if args.smoke else COUNTED_CASES)
+        return 0
     cases, budget, reps = plan(args)
     began = header("exhaustive", details=f"against {baseline}, budget {budget:g} s{sizes(args)}")
     rows = [["case", "side", "states", "runs", "cut", "sym", "s", "states/s", "steps/tr",
