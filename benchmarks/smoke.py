@@ -31,6 +31,7 @@ RUNS: tuple[tuple[str, ...], ...] = (
     ("bench_simulation.py",),
     ("bench_explorer.py",),
     ("bench_explorer.py", "--only", "exhaustive"),
+    ("bench_exhaustive.py",),
     ("bench_views.py",),
     ("bench_stepper.py",),
     ("bench_postgres.py",),

@@ -44,7 +44,9 @@ def test_the_fixed_booking_is_verified_over_every_interleaving() -> None:
     assert report.exhausted
     assert report.ok
     assert report.coverage().startswith("verified: all ")
-    assert "every interleaving of 2 workers, none violates" in report.coverage()
+    assert "every interleaving of 2 workers up to worker symmetry, none violates" in (
+        report.coverage()
+    )
     assert report.distinct_states == len(report.state_space or ())
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
@@ -169,7 +169,7 @@ def explore(
         budget=budget, stop_at_first=stop_at_first, depth=depth, time_budget=time_budget,
         max_depth=max_depth, order=order, reduction=reduction,
     )  # fmt: skip
-    search = _strategy(strategy, runner, config, tick)
+    search = _strategy(strategy, runner, config, tick, bar)
     interrupted = False
     try:
         try:
@@ -246,12 +246,33 @@ def _config(
     )  # fmt: skip
 
 
+def _postfix(bar: Any) -> Callable[[dict[str, Any]], None]:
+    """Show an exhaustive search's progress beside its bar's count of schedules, as a model
+    checker shows it: states found, states per second, the frontier and the depth."""
+
+    def show(got: dict[str, Any]) -> None:
+        bar.set_postfix(
+            states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
+            depth=got["depth"], refresh=False,
+        )  # fmt: skip
+
+    return show
+
+
 def _strategy(
-    name: str, runner: Runner, config: SearchConfig, tick: Callable[[int], None] | None
+    name: str,
+    runner: Runner,
+    config: SearchConfig,
+    tick: Callable[[int], None] | None,
+    bar: Any = None,
 ) -> Strategy:
-    """The strategy of that name, over ``runner``, with ``config``."""
+    """The strategy of that name, over ``runner``, with ``config``; an exhaustive search shows
+    its progress on ``bar`` (a tqdm bar) too."""
     if name == "exhaustive":
-        return ExhaustiveSearch(runner, config, tick=tick)
+        search = ExhaustiveSearch(runner, config, tick=tick)
+        if bar is not None:
+            search.watch = _postfix(bar)
+        return search
     if name == "systematic":
         return Systematic(runner, config, tick=tick)
     return Randomized(runner, config, tick=tick)

@@ -40,9 +40,14 @@ from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.run import finish
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.simulator import Simulator
+
+#: How often, at most, the search tells its ``watch`` how far it got.
+WATCH_SECONDS = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,11 @@ class Node:
     histories: tuple[int, Histories] | None = None
     """The actors' histories on arrival here, with the trace's length then: a later run whose
     prefix ends here takes them up instead of feeding the keys every event of its prefix."""
+    twins: dict[Move, Move] = field(default_factory=dict)
+    """Pending moves of a worker interchangeable here with an earlier one (``symmetry``):
+    each with the move of that earlier worker it mirrors."""
+    children: dict[Move, str] = field(default_factory=dict)
+    """The key of the choice point each move taken from here arrived at."""
 
 
 class _Cut(BaseException):
@@ -96,6 +106,10 @@ class ExhaustiveSearch:
 
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
+    symmetric_workers: bool = True
+    """Whether a move of a worker interchangeable with another (``_twins``) is cut without
+    running it once the other's same move reached a choice point (off: it runs, and state
+    caching cuts it there; the tests compare the two)."""
 
     def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
@@ -118,6 +132,19 @@ class ExhaustiveSearch:
         """Each attempt's moves (actor, fault kind) in order: ``StateNode.plan`` indexes it."""
         self.pruned_by_reduction = 0
         self.pruned_by_cache = 0
+        self.pruned_by_symmetry = 0
+        """Of ``pruned_by_cache``: the moves never run, their worker's twin having reached
+        the state they reach (``symmetry``)."""
+        self.symmetry = config.cache and self.symmetric_workers
+        self._workers = frozenset(self.scenario.worker_names)
+        self.kernel_steps = 0
+        """Choice points passed by every run, its replayed prefix included."""
+        self.transitions = 0
+        """Moves run past a replayed prefix: the transitions the search explored."""
+        self.max_depth_reached = 0
+        self.watch: Callable[[dict[str, Any]], None] | None = None
+        """Called with ``progress()`` about every ``WATCH_SECONDS`` (the CLI's progress bar)."""
+        self._watched = 0.0
         self.cut_by: list[str] = []
         self.naive_estimate = 0.0
         self._limit = config.max_faults
@@ -207,10 +234,12 @@ class ExhaustiveSearch:
             if node.current is not None:
                 node.done.append((node.current, node.current_fp or frozenset({EVERYTHING})))
                 node.current, node.current_fp = None, None
-            if node.pending:
+            while node.pending:
                 node.current = node.pending.pop(0)
                 node.explored += 1
-                return [n.current for n in self._stack if n.current is not None], 0.0
+                if not self._mirrored(node, node.current):
+                    return [n.current for n in self._stack if n.current is not None], 0.0
+                node.current = None
             self._stack.pop()
             estimate = max(node.subtotal, 1.0) * node.options / max(node.explored, 1)
             self._estimates[node.key] = estimate
@@ -219,6 +248,23 @@ class ExhaustiveSearch:
             else:
                 return None, estimate
         return None, 0.0
+
+    def _mirrored(self, node: Node, move: Move) -> bool:
+        """Whether ``move`` mirrors a move of an interchangeable worker that arrived at a
+        choice point: it would arrive at a state of the same key (keys are blind to which
+        worker is which), which state caching would cut. It is counted so, as that run would
+        have been (its done entry, the naive estimate), without running it."""
+        twin = node.twins.get(move)
+        child = None if twin is None else node.children.get(twin)
+        if twin is None or child is None:
+            return False
+        fp = next((f for m, f in node.done if m == twin), None)
+        node.done.append((move, fp or frozenset({EVERYTHING})))
+        node.children[move] = child
+        self.pruned_by_cache += 1
+        self.pruned_by_symmetry += 1
+        node.subtotal += self._estimates.get(child, 1.0)
+        return True
 
     def _keep_path(self) -> None:
         """Remember the moves this attempt made: a state it reached first replays from them."""
@@ -233,6 +279,29 @@ class ExhaustiveSearch:
             )
         )
 
+    def progress(self) -> dict[str, Any]:
+        """How far the search got, as a model checker shows it (``report.search_progress``)."""
+        elapsed = time.perf_counter() - self._started
+        root = self._stack[0] if self._stack else None
+        root_moves = 0 if root is None else root.explored + len(root.pending)
+        running = root is not None and root.current is not None
+        return {
+            "states": len(self.space), "seconds": round(elapsed, 3),
+            "states_per_second": round(len(self.space) / elapsed, 1) if elapsed > 0 else 0.0,
+            "frontier": sum(len(node.pending) for node in self._stack),
+            "depth": len(self._stack), "max_depth_reached": self.max_depth_reached,
+            "root_moves": root_moves,
+            "root_moves_done": 0 if root is None else root.explored - running,
+            "kernel_steps": self.kernel_steps, "transitions": self.transitions,
+            "kernel_steps_per_transition": round(self.kernel_steps / max(self.transitions, 1), 2),
+        }  # fmt: skip
+
+    def _watch(self) -> None:
+        now = time.perf_counter()
+        if self.watch is not None and now - self._watched >= WATCH_SECONDS:
+            self._watched = now
+            self.watch(self.progress())
+
     def coverage(self) -> Coverage:
         """The completeness counts: the states and paths explored, what the reduction and the
         caching pruned, what cut the search, and the naive search's count when it was
@@ -243,6 +312,7 @@ class ExhaustiveSearch:
             "pruned_by_cache": self.pruned_by_cache, "cut_by": list(self.cut_by),
             "order": self.order, "max_depth": self.max_depth,
             "workers": len(self.scenario.worker_names),
+            "pruned_by_symmetry": self.pruned_by_symmetry, "search_progress": self.progress(),
         }  # fmt: skip
         naive = not (self.reduce or self.cache)
         # Stopping at a violation (either order) leaves paths, or fault levels, unsearched.
@@ -276,6 +346,8 @@ class ExhaustiveSearch:
         try:
             simulator.run()
         except _Cut as cut:
+            self.kernel_steps += simulator.kernel.points
+            self._watch()
             self._keep_path()
             if cut.why == "cache":
                 self.pruned_by_cache += 1
@@ -284,6 +356,8 @@ class ExhaustiveSearch:
             simulator.runtime.close()
             return
         probe.close_span()
+        self.kernel_steps += simulator.kernel.points
+        self._watch()
         self._keep_path()
         run = finish(simulator)
         final = probe.final_key()
@@ -291,6 +365,7 @@ class ExhaustiveSearch:
         self.space.add_state(final, depth=simulator.kernel.points, label="end of the run",
                              plan=self.attempts - 1, terminal=True)  # fmt: skip
         if last is not None and last.current is not None:
+            self.transitions += 1
             self.space.add_edge(
                 last.key, final, choice=last.current.actor,
                 fault=str(last.current.fault) if last.current.fault else None,
@@ -319,7 +394,10 @@ class ExhaustiveSearch:
         parent = self._stack[index - 1] if index > 0 else None
         sleep: dict[str, tuple[str, Footprint]] = {}
         faults_used = 0
+        self.max_depth_reached = max(self.max_depth_reached, index)
         if parent is not None and parent.current is not None:
+            self.transitions += 1
+            parent.children[parent.current] = key
             fp = parent.current_fp or frozenset({EVERYTHING})
             faults_used = parent.faults_used + (parent.current.fault is not None)
             if self.reduce and parent.current.fault is None:
@@ -378,6 +456,8 @@ class ExhaustiveSearch:
                 self._cut(f"the depth bound of {self.max_depth} choice points")
             moves = moves[:1]
         node = Node(key, ready, labels, sleep, moves, faults_used, options=options)
+        if self.symmetry and len(ready) > 1:
+            node.twins = self._twins(probe, ready, sleep, moves)
         self._stack.append(node)
         if len(moves) > 1 or (moves and moves[0].fault is not None):
             # A later prefix ends here (a move is left once this run takes the first).
@@ -386,6 +466,31 @@ class ExhaustiveSearch:
             raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
         node.current = moves.pop(0)
         node.explored = 1
+
+    def _twins(
+        self,
+        probe: Probe,
+        ready: tuple[str, ...],
+        sleep: dict[str, tuple[str, Footprint]],
+        moves: list[Move],
+    ) -> dict[Move, Move]:
+        """Each move of a worker interchangeable with an earlier ready worker, with that
+        worker's same move: two workers are interchangeable at a state when what the key
+        holds of each (its history and its wait, its name blinded) and its clock's skew are
+        the same, so that swapping their names maps the state to itself."""
+        first: dict[tuple[int, float], str] = {}
+        mirror: dict[str, str] = {}
+        behind = probe.simulator.clocks.behind
+        for actor in ready:
+            if actor not in self._workers or actor in sleep:
+                continue
+            sign = (probe.keys.actor_term(probe.simulator, actor), behind.get(actor, 0.0))
+            mirror[actor] = first.setdefault(sign, actor)
+        return {
+            move: Move(mirror[move.actor], move.fault)
+            for move in moves
+            if mirror.get(move.actor, move.actor) != move.actor
+        }
 
 
 class Probe:

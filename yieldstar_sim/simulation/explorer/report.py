@@ -85,6 +85,15 @@ class ExplorationReport:
     """Branches the sleep sets skipped: an independent order of transitions already tried."""
     pruned_by_cache: int = 0
     """Runs cut where they reached a state explored already (state caching)."""
+    pruned_by_symmetry: int = 0
+    """Of ``pruned_by_cache``: moves of a worker interchangeable with one whose same move was
+    tried from the same state, cut without running (their state has its key: keys are blind
+    to which worker is which)."""
+    search_progress: dict[str, Any] = field(default_factory=dict)
+    """How far an exhaustive search got, as a model checker shows it: ``states``,
+    ``states_per_second``, ``frontier`` (moves left to try on the current path), ``depth``
+    (of the current path) and ``max_depth_reached``, ``root_moves_done`` of
+    ``root_moves``, ``kernel_steps`` and ``transitions`` (moves run past a replayed prefix)."""
     naive_schedules: int | None = None
     """How many schedules the search without reduction or caching would run under the bound
     (``naive_how`` says whether it was ``computed`` or ``estimated``)."""
@@ -185,12 +194,16 @@ class ExplorationReport:
         """The exhaustive search's completeness statement: "verified" only when exhausted."""
         faults = f"{self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
         every = f"every interleaving of {self.workers} worker{'s' if self.workers != 1 else ''}"
+        if self.workers > 1:
+            every += " up to worker symmetry"
         schedules = f"{self.schedules_run:,} schedule{'s' if self.schedules_run != 1 else ''}"
         counts = (
             f"{schedules} run, {self.pruned_by_reduction:,} "
             f"branch{'es' if self.pruned_by_reduction != 1 else ''} pruned by the reduction, "
             f"{self.pruned_by_cache:,} by state caching"
         )
+        if self.pruned_by_symmetry:
+            counts += f" ({self.pruned_by_symmetry:,} of them by worker symmetry, not run)"
         if self.naive_schedules is not None:
             counts += f"; naive search: {self.naive_schedules:,} schedules ({self.naive_how})"
         states = f"{self.distinct_states:,} distinct states"
@@ -209,7 +222,15 @@ class ExplorationReport:
         else:
             why = "the search did not finish"
         found = "violations found" if self.violations else "no violation"
-        return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts})"
+        reached = ""
+        got = self.search_progress
+        if self.cut_by and got.get("root_moves"):
+            reached = (
+                f"; where it stopped: {got['root_moves_done']} of the first choice point's "
+                f"{got['root_moves']} moves searched, {got['frontier']:,} moves left on a path "
+                f"{got['depth']} choice points deep (deepest reached: {got['max_depth_reached']})"
+            )
+        return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts}){reached}"
 
     def completeness(self) -> dict[str, Any]:
         """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
@@ -221,6 +242,8 @@ class ExplorationReport:
             "schedules_run": self.schedules_run,
             "pruned_by_reduction": self.pruned_by_reduction,
             "pruned_by_cache": self.pruned_by_cache,
+            "pruned_by_symmetry": self.pruned_by_symmetry,
+            "progress": self.search_progress,
             "naive_schedules": self.naive_schedules,
             "naive_schedules_how": self.naive_how,
             "max_faults": self.max_faults,

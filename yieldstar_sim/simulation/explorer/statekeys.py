@@ -157,6 +157,15 @@ class StateKeys:
         running.update(b"\0" + wait.encode())
         return int.from_bytes(running.digest())
 
+    def actor_term(self, simulator: Simulator, name: str) -> int:
+        """The term of actor ``name`` in the key just read (``key``): its history and its wait,
+        its name blinded; equal for two actors exactly when each holds what the other does."""
+        state = simulator.kernel.waits[name]
+        seen = self._actors.get(name) if self.follows_changes else None
+        if seen is not None and seen[0] is state:
+            return seen[1]
+        return self._actor(name, describe(state).replace(name, "~"))
+
     # ------------------------------------------------------------------ the key
 
     def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:

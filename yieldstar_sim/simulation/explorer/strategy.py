@@ -143,6 +143,8 @@ class Coverage(TypedDict, total=False):
     distinct_states: int
     pruned_by_reduction: int
     pruned_by_cache: int
+    pruned_by_symmetry: int
+    search_progress: dict[str, Any]
     naive_schedules: int | None
     naive_how: str | None
     cut_by: list[str]

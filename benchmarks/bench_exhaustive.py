@@ -1,0 +1,249 @@
+"""The exhaustive search at scale (issue 32): orders x workers x faults, now against a baseline
+revision (default ``b9007de``, the issue's), in one run.
+
+Run it from the repository root::
+
+    .venv/bin/python benchmarks/bench_exhaustive.py --quick
+    .venv/bin/python benchmarks/bench_exhaustive.py --smoke            # against HEAD, tiny
+    .venv/bin/python benchmarks/bench_exhaustive.py --baseline b9007de --budget 300
+
+The case is the issue's: ``charge-order`` -> ``step.start ship-order`` on the memory runtime,
+one trigger per order, every fault kind, ``stop_at_first=False`` (the whole space), no DuckDB
+confirmation. Each side (the baseline's ``yieldstar_sim`` unpacked with ``git archive``, and
+this tree) runs each case in a child process of its own, the two sides alternating so that
+load on a shared machine falls on both; a search its time budget cuts reports how far it got.
+For each: distinct states, schedules run, runs cut at a known state, seconds, states per
+second, kernel steps per explored transition (every choice point any run passed, its replayed
+prefix included, over the transitions explored past a prefix: counted the same way on both
+sides, by wrapping ``Kernel.step`` and the search's ``arrive``), peak RSS of the child, and,
+now, the moves spared by worker symmetry. The ratio is the baseline's median seconds over
+this tree's, for cases both searched to the end with the same states and verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from _harness import count_instructions, footer, header, parser, progress, show, sizes, target
+from bench_baseline import ROOT, unpack
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+#: The issue's targets: 2 orders x 3 workers, 1 fault, this much faster than b9007de; 3 x 3
+#: verified within this many seconds.
+MIN_SPEEDUP, MAX_SECONDS = 10.0, 300.0
+
+CHILD = """
+import dataclasses, json, resource, sys, time
+import yieldstar_sim as ys
+from yieldstar_sim.simulation import kernel
+from yieldstar_sim.simulation.explorer import exhaustive
+orders, workers, faults, budget = (int(a) for a in sys.argv[1:5])
+count = {"steps": 0, "arrivals": 0}
+step = kernel.Kernel.step
+def counted_step(self, *args, **kwargs):
+    count["steps"] += 1
+    return step(self, *args, **kwargs)
+kernel.Kernel.step = counted_step
+arrive = exhaustive.ExhaustiveSearch.arrive
+def counted_arrive(self, probe, index, *args, **kwargs):
+    count["arrivals"] += index > 0
+    return arrive(self, probe, index, *args, **kwargs)
+exhaustive.ExhaustiveSearch.arrive = counted_arrive
+base = ys.load_scenario("durable-start")
+triggers = [ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
+            for n in range(orders)]
+scenario = dataclasses.replace(base, name=f"orders-{orders}x{workers}", faults=[],
+                               workers=workers, triggers=triggers)
+if budget < 0:
+    raise SystemExit(0)  # everything but the search (--instructions takes it off)
+started = time.perf_counter()
+report = ys.explore(scenario, strategy="exhaustive", max_faults=faults, runtime="memory",
+                    confirm=None, stop_at_first=False, time_budget=budget)
+seconds = time.perf_counter() - started
+# Kernel steps that passed no point (a run's last, which finds nothing to do) are left out:
+# they pass no choice point, on either side.
+transitions = count["arrivals"] + report.schedules_run
+print(json.dumps({
+    "states": report.distinct_states, "schedules": report.schedules_run,
+    "cut": report.pruned_by_cache, "symmetry": getattr(report, "pruned_by_symmetry", 0),
+    "seconds": seconds, "exhausted": report.exhausted, "verdict": report.verdict,
+    "steps": count["steps"], "transitions": transitions,
+    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+}))
+"""
+
+
+def run_side(path: Path, case: tuple[int, int, int], budget: float) -> dict[str, Any]:
+    """One case searched in a child importing the package from ``path``."""
+    env = dict(os.environ, PYTHONPATH=str(path))
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *(str(n) for n in case), str(int(budget))],
+        cwd=path, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+Side = dict[str, list[dict[str, Any]]]
+
+
+def plan(args: argparse.Namespace) -> tuple[list[tuple[int, int, int]], float, int]:
+    """The cases, the seconds each search may take, and the repetitions ``args`` ask for."""
+    if args.smoke:
+        cases, budget, reps = [(1, 1, 0), (1, 2, 0)], 10.0, 1
+    elif args.quick:
+        cases = [(1, 1, 1), (1, 2, 1), (1, 3, 1), (2, 2, 0), (2, 3, 0), (2, 3, 1), (3, 3, 1)]
+        budget, reps = 120.0, 1
+    else:
+        cases = [(o, w, k) for o in (1, 2, 3) for w in (1, 2, 3) for k in (0, 1, 2)]
+        budget, reps = MAX_SECONDS, 3
+    return cases, args.budget or budget, args.reps or reps
+
+
+def seconds_of(results: list[dict[str, Any]]) -> float:
+    """The median seconds of a side's repetitions."""
+    return statistics.median(float(r["seconds"]) for r in results)
+
+
+def row(case: tuple[int, int, int], side: str, results: list[dict[str, Any]]) -> list[str]:
+    """One line of the table: a case on one side."""
+    last = results[-1]
+    seconds = seconds_of(results)
+    states = int(last["states"])
+    mark = "" if last["exhausted"] else ">="
+    per = float(last["steps"]) / max(int(last["transitions"]), 1)
+    return [
+        "{} x {}, {}".format(*case), side, f"{mark}{states:,}", f"{last['schedules']:,}",
+        f"{last['cut']:,}", f"{last['symmetry']:,}", f"{seconds:.2f}",
+        f"{states / max(seconds, 1e-9):,.0f}", f"{per:.1f}", f"{float(last['rss_mb']):.0f}",
+        str(last["verdict"]),
+    ]  # fmt: skip
+
+
+def ratios(found: dict[tuple[int, int, int], Side], baseline: str) -> None:
+    """Now against then where both searched to the end, and the issue's targets."""
+    print("\nNow against then, where both searched to the end (median seconds, same run)")
+    for case, sides in found.items():
+        then, now = sides["then"][-1], sides["now"][-1]
+        name = "{} x {}, {}".format(*case)
+        if not (then["exhausted"] and now["exhausted"]):
+            print(f"  {name}: cut by the budget on a side")
+            continue
+        same = then["states"] == now["states"] and then["verdict"] == now["verdict"]
+        ratio = seconds_of(sides["then"]) / max(seconds_of(sides["now"]), 1e-9)
+        print(f"  {name}: {ratio:.2f}x, same states and verdict: {'yes' if same else 'NO'}")
+    print()
+    two = found.get((2, 3, 1))
+    if two is not None:
+        ratio = seconds_of(two["then"]) / max(seconds_of(two["now"]), 1e-9)
+        target(
+            ratio >= MIN_SPEEDUP,
+            f"2 x 3, 1 fault: {ratio:.2f}x faster than {baseline} (target >= {MIN_SPEEDUP:g}x)",
+        )
+    three = found.get((3, 3, 1))
+    if three is not None:
+        now = three["now"][-1]
+        took = float(now["seconds"])
+        done = "verified" if now["exhausted"] else "not finished"
+        target(
+            bool(now["exhausted"]) and took <= MAX_SECONDS,
+            f"3 x 3, 1 fault: {done} in {took:.0f} s (target: verified within {MAX_SECONDS:g} s)",
+        )
+
+
+#: The cases ``--instructions`` counts: small enough for callgrind (about 50x slower).
+COUNTED_CASES = ((1, 2, 1), (1, 3, 1))
+
+
+def instructions(baseline: str, cases: Sequence[tuple[int, int, int]]) -> None:
+    """Machine instructions of each search, now against ``baseline``, counted by callgrind: a
+    ratio other sessions' load cannot move (a child with no search is counted and taken off)."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("instructions: skipped (no valgrind; `apt-get install valgrind`)")
+        return
+    print(f"\nInstructions per search, now against {baseline} (callgrind)")
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(baseline, Path(tmp))
+        for case in cases:
+            counts = {}
+            for side, path in (("then", Path(tmp)), ("now", ROOT)):
+                progress(f"{case} {side} (callgrind)")
+                # Compiled once before counting: else the first child pays for the .pyc files.
+                subprocess.run(
+                    [sys.executable, "-c", "import yieldstar_sim"], cwd=path, check=True,
+                    env=dict(os.environ, PYTHONPATH=str(path)),
+                )  # fmt: skip
+                made = [
+                    count_instructions(
+                        ["-c", CHILD, *(str(n) for n in case), "100000" if run else "-1"],
+                        pythonpath=str(path),
+                        cwd=str(path),
+                    )
+                    for run in (False, True)
+                ]
+                counts[side] = None if None in made else made[1] - made[0]  # type: ignore[operator]
+            then, now = counts["then"], counts["now"]
+            if then is None or now is None:
+                print("  {} x {}, {}: valgrind printed no count".format(*case))
+                continue
+            print(
+                "  {} x {}, {}: ".format(*case)
+                + f"then {then / 1e9:.2f}G, now {now / 1e9:.2f}G: {now / then:.3f}x"
+            )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table and the targets; returns 0."""
+    made = parser(__doc__)
+    made.add_argument("--baseline", default=None, help="the revision to compare with")
+    made.add_argument("--budget", type=float, default=None, help="seconds per search")
+    made.add_argument(
+        "--instructions", action="store_true",
+        help="instead: machine instructions of small searches (valgrind), now against then",
+    )  # fmt: skip
+    args = made.parse_args(argv)
+    baseline = args.baseline or ("HEAD" if args.smoke else "b9007de")
+    if args.instructions:
+        instructions(baseline, [(1, 1, 0)] if args.smoke else COUNTED_CASES)
+        return 0
+    cases, budget, reps = plan(args)
+    began = header("exhaustive", details=f"against {baseline}, budget {budget:g} s{sizes(args)}")
+    rows = [["case", "side", "states", "runs", "cut", "sym", "s", "states/s", "steps/tr",
+             "RSS MB", "verdict"]]  # fmt: skip
+    found: dict[tuple[int, int, int], Side] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(baseline, Path(tmp))
+        for case in cases:
+            sides: Side = {"then": [], "now": []}
+            for _ in range(reps):
+                for side, path in (("then", Path(tmp)), ("now", ROOT)):
+                    progress(f"{case} {side}")
+                    sides[side].append(run_side(path, case, budget))
+            found[case] = sides
+            rows += [row(case, side, results) for side, results in sides.items()]
+    print("\nExhaustive search: N orders x W workers, k faults (charge-order -> ship-order)")
+    show(rows, [False, False, *[True] * 8, False])
+    print(
+        "  states: distinct states (>=: the time budget cut the search); runs: schedules run "
+        "to the end; cut: runs cut at a known state;\n  sym: of them, moves spared by worker "
+        "symmetry (not run); s: median seconds; steps/tr: kernel steps per explored transition"
+    )
+    ratios(found, baseline)
+    footer(began)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
