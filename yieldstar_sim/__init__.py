@@ -19,6 +19,7 @@ from __future__ import annotations
 from yieldstar_sim.core.authoring import Permanent, StepRunner, define_step, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.profiles import DriverProfile
 from yieldstar_sim.core.model import (
     ChildFailedError,
     Completed,
@@ -91,6 +92,7 @@ __all__ = [
     "ClientRetry",
     "Completed",
     "Deploy",
+    "DriverProfile",
     "DuckDBRuntime",
     "Engine",
     "ExecutionAdmissionError",

@@ -146,6 +146,8 @@ class Kernel:
         """Every choice point passed, with the actor that went and the actors that could have."""
         self.observers: list[Callable[[int, str, Point, Any], None]] = []
         self._idle_wake: tuple[float, int] | None = None
+        self.running: str | None = None
+        """The actor the kernel is resuming now (``None`` between resumptions)."""
 
     @property
     def schedule(self) -> list[str]:
@@ -171,14 +173,24 @@ class Kernel:
             self.waits[name] = now
         self._parked.clear()
 
+    def wake(self, name: str) -> None:
+        """Wake the parked actor ``name`` alone (``nudge`` wakes every parked actor)."""
+        if name in self._parked:
+            self._parked.discard(name)
+            heapq.heappush(self._sleeping, (self.clock.now(), next(self._tie), name))
+            self.waits[name] = self.clock.now()
+
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
         actor = self._actors[name]
+        self.running = name
         try:
             request = actor.send(value)
         except StopIteration:
             del self._actors[name]
             return
+        finally:
+            self.running = None
         if isinstance(request, Point):
             self._at_point[name] = self.waits[name] = request
         elif isinstance(request, Wait):
