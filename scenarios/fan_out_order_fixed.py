@@ -1,17 +1,11 @@
-"""Fan-out checkpointed in completion order: a recovery meets another order and swaps results.
+"""Fan-out replayed by step key: whatever order the members completed in, each gets its own.
 
-checkout-42 charges the card and books a courier at once (``step.all``), then emails the
-customer the receipt and the label. The engine modelled here numbers the gathered steps in the
-order they complete and, on replay, hands the n-th gathered step the n-th checkpoint: IDs drawn
-from completion order, not stable IDs at the call site (``group_ids="completion-order"``, a bug
-engines have shipped). Without a fault nothing shows.
-
-The explorer finds it with one fault: the courier completes first and is checkpointed, then the
-worker crashes before it records the charge. The recovery replays the group in call order:
-charge-card takes the courier's checkpoint (its "receipt" is the label), book-courier finds
-none and books again (the courier service deduplicates it by its key), and the email names the
-label as the receipt. fan-out-completion-order-fixed is the same workflow on this driver, whose
-replay finds each member's checkpoint by its step key.
+The checkout of fan-out-order on this driver: ``step.all`` charges the card and
+books a courier at once, each checkpointed as it completes. A replay finds each member's
+checkpoint by its step key (stable IDs at the call site), so a recovery that meets the members
+in another order still gives charge-card its receipt and book-courier its label, and runs only
+the member not yet recorded. The exhaustive search verifies it under one fault, in both orders
+of completion.
 """
 
 from __future__ import annotations
@@ -60,9 +54,8 @@ def email_names_the_label_and_receipt(run):
 
 
 scenario = ys.Scenario(
-    name="fan-out-completion-order",
+    name="fan-out-order-fixed",
     workflows=[checkout],
     triggers=[ys.Trigger("checkout", {"order": 42}, execution_id="checkout-42")],
     invariants=[email_names_the_label_and_receipt],
-    profile=ys.DriverProfile("completion-order-ids", group_ids="completion-order"),
 )
