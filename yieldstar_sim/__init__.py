@@ -19,7 +19,6 @@ from __future__ import annotations
 from yieldstar_sim.core.authoring import Permanent, StepRunner, define_step, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
-from yieldstar_sim.core.profiles import DriverProfile
 from yieldstar_sim.core.model import (
     ChildFailedError,
     Completed,
@@ -34,6 +33,7 @@ from yieldstar_sim.core.model import (
     WorkflowStartError,
     WorkflowStartErrorCode,
 )
+from yieldstar_sim.core.profiles import DriverProfile
 from yieldstar_sim.engine import Engine
 from yieldstar_sim.runtime import (
     DuckDBRuntime,

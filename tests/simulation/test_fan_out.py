@@ -70,7 +70,8 @@ def test_the_results_come_back_in_call_order_whatever_the_members_are(runtime: s
     assert record.result[0] == "shipped-42"
     assert record.result[2:] == ["shipped-42", "survey-42", "mail-42"]
     started = execution(run, str(record.result[1]))
-    assert started.parent is not None and started.parent.step_key == "ship-again"
+    assert started.parent is not None
+    assert started.parent.step_key == "ship-again"
     # The wait ended when the slowest member (the 20 s child) did, not before.
     assert run.trace.of_kind("outcome")[-1].t >= 20
 
@@ -89,7 +90,8 @@ def test_a_real_engine_runs_a_group_with_its_bodies_in_call_order(runtime: str) 
     engine.trigger("pair", execution_id="p")
     engine.run_until_idle()
     record = engine.runtime.execution("p")
-    assert record is not None and record.result == ["b", "a", "c"]
+    assert record is not None
+    assert record.result == ["b", "a", "c"]
     assert seen == ["b", "a", "c"]
 
 
@@ -201,7 +203,8 @@ def test_a_group_whose_members_changed_is_a_nondeterminism_error(runtime: str) -
     run = ys.simulate(scenario, runtime=runtime)
     assert run.ok, run.explain()
     error = execution(run, "order-42").error
-    assert error is not None and error.name == "NondeterminismError"
+    assert error is not None
+    assert error.name == "NondeterminismError"
     assert "the code asked for step 'c'" in error.message
 
 
@@ -214,10 +217,7 @@ def test_every_strategy_meets_the_order_of_completion_as_a_choice() -> None:
     @ys.workflow("three")
     def three(step: ys.StepRunner, params: Any) -> Any:
         yield from step.all(
-            [
-                step.run(key, lambda key=key: step.world.write(key, True))
-                for key in ("a", "b", "c")
-            ]
+            [step.run(key, lambda key=key: step.world.write(key, True)) for key in ("a", "b", "c")]
         )
         return "done"
 
@@ -232,7 +232,8 @@ def test_every_strategy_meets_the_order_of_completion_as_a_choice() -> None:
         workers=1,
     )
     report = ys.explore(scenario, strategy="exhaustive", max_faults=0, confirm=None)
-    assert report.exhausted and report.ok
+    assert report.exhausted
+    assert report.ok
     assert len(orders) == 6, orders
     for strategy in ("random", "pct"):
         orders.clear()

@@ -68,8 +68,8 @@ KINDS_SINCE = {
 }
 
 
-def test_the_kinds_of_attempts_and_clocks_are_emitted_by_bundled_scenarios() -> None:
-    names = ("zombie-attempt", "skewed-lease")
+def test_the_kinds_added_since_are_emitted_by_bundled_scenarios() -> None:
+    names = ("zombie-attempt", "skewed-lease", "fan-out-order")
     runs = [ys.simulate(ys.load_scenario(name), seed=0, runtime="memory") for name in names]
     emitted = {event.kind for run in runs for event in run.trace}
     assert emitted.issuperset(KINDS_SINCE)

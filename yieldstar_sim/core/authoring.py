@@ -445,7 +445,9 @@ class StepRunner:
         """
         return self._track(key, ChildStep(key, _workflow_name(workflow), child_id, params))
 
-    def all(self, members: Iterable[Generator[Any, Any, Any]]) -> Generator[StepRequest, Any, list[Any]]:
+    def all(
+        self, members: Iterable[Generator[Any, Any, Any]]
+    ) -> Generator[StepRequest, Any, list[Any]]:
         """Run the steps ``members`` concurrently and wait for them all (fan-out, fan-in).
 
         ``members`` are step verbs called but not run: ``step.run``, ``step.start``,

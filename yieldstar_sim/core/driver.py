@@ -25,10 +25,10 @@ from yieldstar_sim.core.authoring import (
     ChildStep,
     DelayStep,
     GroupStep,
+    MemberRequest,
     Permanent,
     RunStep,
     StartedExecution,
-    MemberRequest,
     StartStep,
     StepRunner,
     Workflow,
@@ -48,6 +48,10 @@ from yieldstar_sim.core.commands import (
     StartChild,
     WaitFor,
 )
+from yieldstar_sim.core.driver_flow import Diverged as _Diverged
+from yieldstar_sim.core.driver_flow import Suspend as _Suspend
+from yieldstar_sim.core.driver_flow import Throw as _Throw
+from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
@@ -83,10 +87,6 @@ from yieldstar_sim.core.model import (
     check_name,
     control_character,
 )
-from yieldstar_sim.core.driver_flow import Diverged as _Diverged
-from yieldstar_sim.core.driver_flow import Suspend as _Suspend
-from yieldstar_sim.core.driver_flow import Throw as _Throw
-from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]

@@ -42,6 +42,7 @@ from yieldstar_sim.core.model import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.authoring import GroupStep, MemberRequest
+    from yieldstar_sim.core.codec import DurableValue
     from yieldstar_sim.core.model import Lease, StepRecord
     from yieldstar_sim.core.profiles import DriverProfile
 
@@ -59,11 +60,17 @@ class _Replay(Protocol):
 class _Delivery(Protocol):
     """What a group needs of the driver's delivery context."""
 
-    lease: Lease
-    replay: _Replay
-    profile: DriverProfile
     cancel_pending: bool
     cancel_reason: str
+
+    @property
+    def lease(self) -> Lease: ...
+
+    @property
+    def replay(self) -> _Replay: ...
+
+    @property
+    def profile(self) -> DriverProfile: ...
 
     @property
     def execution_id(self) -> str: ...
@@ -179,7 +186,7 @@ def _cancel(
         record = records[key]
         if _open(record):
             attempt = 1 if record is None else record.attempt
-            failure = {"error": info.to_value(), "cancelled": True}
+            failure: DurableValue = {"error": info.to_value(), "cancelled": True}
             yield PutStep(ctx.lease, key, "failed", failure, attempt)
     raise Throw(WorkflowCancelledError(ctx.cancel_reason))
 
