@@ -39,7 +39,10 @@ def completion_order(
     order: list[str] = []
     for key in command.step_keys:
         info = new_point_info(worker, Op.COMPLETE, command.execution_id, key)
-        kernel.spawn(info.label, _completes(state, info, order, len(command.step_keys), parent))
+        # Named apart from its label, so that the state keys, which blind an actor's own name
+        # in what it waits for, still read which body waits.
+        actor = f"{info.label} (body)"
+        kernel.spawn(actor, _completes(state, info, order, len(command.step_keys), parent))
     while len(order) < len(command.step_keys):
         yield Park()
     return tuple(order)
