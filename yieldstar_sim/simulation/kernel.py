@@ -147,7 +147,7 @@ class Kernel:
         self.observers: list[Callable[[int, str, Point, Any], None]] = []
         self._idle_wake: tuple[float, int] | None = None
         self.running: str | None = None
-        """The actor the kernel is resuming now (``None`` between resumptions)."""
+        """The actor the kernel resumed last: while an actor runs, that actor."""
 
     @property
     def schedule(self) -> list[str]:
@@ -189,8 +189,6 @@ class Kernel:
         except StopIteration:
             del self._actors[name]
             return
-        finally:
-            self.running = None
         if isinstance(request, Point):
             self._at_point[name] = self.waits[name] = request
         elif isinstance(request, Wait):
