@@ -155,6 +155,45 @@ def test_cancelling_the_owner_ends_the_wait_and_cancels_its_owned_members(runtim
     assert all(r.status == "failed" for r in run.steps["order-42"])
 
 
+@ys.workflow("declines-then-waits")
+def declines_then_waits(step: ys.StepRunner, params: Any) -> Any:
+    def decline() -> None:
+        raise ys.Permanent(ValueError("card declined"))
+
+    try:
+        yield from step.all(
+            [step.call("ship", ship, {"order": 42, "pack": 60}), step.run("charge", decline)]
+        )
+    except ys.StepError:
+        pass
+    yield from step.delay("after", 100)
+    return "done"
+
+
+def test_a_cancellation_after_a_group_raised_is_thrown_at_the_next_step(runtime: str) -> None:
+    """The group is over once it raised: its replay raises the same failure, and the
+    cancellation lands on the step after it, not on the member still running."""
+    scenario = one(
+        "declines-then-waits",
+        declines_then_waits,
+        ship,
+        cancels=[ys.Cancel("order-42", at=10)],
+        expected=[
+            ys.expect("declines-then-waits", status="cancelled"),
+            ys.expect("ship", status="cancelled"),
+        ],
+    )
+    run = ys.simulate(scenario, runtime=runtime)
+    assert run.ok, run.explain()
+    steps = {s.step_key: s for s in run.steps["order-42"]}
+    assert steps["charge"].status == "failed"
+    assert not isinstance(steps["charge"].value, dict) or not steps["charge"].value.get("cancelled")
+    assert steps["ship"].status == "pending"
+    assert steps["after"].status == "failed"
+    assert isinstance(steps["after"].value, dict)
+    assert steps["after"].value.get("cancelled") is True
+
+
 # --------------------------------------------------------------------------- replay
 
 

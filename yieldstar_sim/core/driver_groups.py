@@ -81,9 +81,11 @@ def perform_group(
 ) -> Generator[Command, Any, list[Any]]:
     """Run ``group``'s members as the module says; return their results in call order."""
     records = reach_group(ctx.replay, group.keys, by_position=_by_position(ctx.profile))
-    if ctx.cancel_pending and any(_open(record) for record in records.values()):
-        yield from _cancel(group, records, ctx)
     raised_before = any(r is not None and r.status == "failed" for r in records.values())
+    if ctx.cancel_pending and not raised_before and any(map(_open, records.values())):
+        # A group that raised is over, as a recorded step is: the cancellation is thrown at
+        # the next step the code reaches.
+        yield from _cancel(group, records, ctx)
     runs = [m for m in group.members if _is_run(m)]
     unrecorded = [m for m in runs if records[m.key] is None]
     sequence = [m for m in group.members if not _is_run(m)]
