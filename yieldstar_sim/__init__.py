@@ -33,6 +33,7 @@ from yieldstar_sim.core.model import (
     WorkflowStartError,
     WorkflowStartErrorCode,
 )
+from yieldstar_sim.core.profiles import DriverProfile
 from yieldstar_sim.engine import Engine
 from yieldstar_sim.runtime import (
     DuckDBRuntime,
@@ -91,6 +92,7 @@ __all__ = [
     "ClientRetry",
     "Completed",
     "Deploy",
+    "DriverProfile",
     "DuckDBRuntime",
     "Engine",
     "ExecutionAdmissionError",

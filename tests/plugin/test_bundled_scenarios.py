@@ -21,6 +21,7 @@ HAZARDS = {
     "zombie-attempt": "at_most_once(card.charged, by=order)",
     "timed-out-attempt": "at_most_once(card.charged, by=order)",
     "skewed-lease-unfenced": "at_most_once(card.charged, by=order)",
+    "fan-out-order": "email_names_the_label_and_receipt",
 }
 
 

@@ -563,8 +563,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
             "record_wake, wait_for, "
-            "start, start_child, cancel, acknowledge, release, trigger, elapse (yieldstar-sim list "
-            "--faults says what each is)",
+            "start, start_child, cancel, acknowledge, release, trigger, elapse, complete "
+            "(yieldstar-sim list --faults says what each is)",
         ),
         ({"kind": "stall", "seconds": -5}, "a stall lasts a positive number of seconds, not -5"),
         ({"kind": "stall", "seconds": 0}, "a stall lasts a positive number of seconds, not 0"),
@@ -576,6 +576,11 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
             {"kind": "stall", "op": "put_step"},
             "a stall cannot be placed at put_step: it applies at elapse (a step body's "
             "step.world.elapse)",
+        ),
+        (
+            {"kind": "crash", "op": "complete"},
+            "a crash cannot be placed at complete: it applies at acknowledge, cancel, claim, "
+            "elapse, put_step, record_wake, release, start, start_child, trigger, wait_for",
         ),
         (
             {"kind": "lose_response", "op": "elapse"},

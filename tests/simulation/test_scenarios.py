@@ -46,6 +46,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "durable-start",
         "effect-in-workflow-code",
         "effect-in-workflow-code-fixed",
+        "fan-out-order",
+        "fan-out-order-fixed",
         "frozen-worker",
         "invalid-params",
         "join-child",

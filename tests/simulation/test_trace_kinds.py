@@ -59,11 +59,17 @@ def test_a_trace_written_when_data_was_a_dict_loads_into_typed_payloads() -> Non
 
 
 #: Kinds added after traces had typed payloads: the bundled scenarios emit each of them.
-KINDS_SINCE = {TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW, TraceKind.HEARTBEAT}
+KINDS_SINCE = {
+    TraceKind.STALL,
+    TraceKind.UNSTALL,
+    TraceKind.SKEW,
+    TraceKind.HEARTBEAT,
+    TraceKind.COMPLETION,
+}
 
 
-def test_the_kinds_of_attempts_and_clocks_are_emitted_by_bundled_scenarios() -> None:
-    names = ("zombie-attempt", "skewed-lease")
+def test_the_kinds_added_since_are_emitted_by_bundled_scenarios() -> None:
+    names = ("zombie-attempt", "skewed-lease", "fan-out-order")
     runs = [ys.simulate(ys.load_scenario(name), seed=0, runtime="memory") for name in names]
     emitted = {event.kind for run in runs for event in run.trace}
     assert emitted.issuperset(KINDS_SINCE)

@@ -38,6 +38,7 @@ EXPORTED = {
     "ChildFailedError",
     "Completed",
     "Deploy",
+    "DriverProfile",
     "DuckDBRuntime",
     "Engine",
     "ExecutionAdmissionError",

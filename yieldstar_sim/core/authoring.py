@@ -18,11 +18,11 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias
 
-from yieldstar_sim.core.model import StepDeclarationError, check_name
+from yieldstar_sim.core.model import StepDeclarationError, StepKeyError, check_name
 
 # --------------------------------------------------------------------------- workflows
 
@@ -296,8 +296,24 @@ class ChildStep:
     spawn: bool = False
 
 
-StepRequest: TypeAlias = RunStep | DelayStep | StartStep | CallStep | ChildStep
-STEP_REQUESTS = (RunStep, DelayStep, StartStep, CallStep, ChildStep)
+MemberRequest: TypeAlias = RunStep | StartStep | CallStep | ChildStep
+"""What a ``step.all`` group may hold: every verb but ``step.delay``."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStep:
+    """``step.all``: the members' steps, in call order, run concurrently and waited for."""
+
+    members: tuple[MemberRequest, ...]
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The members' step keys, in call order."""
+        return tuple(member.key for member in self.members)
+
+
+StepRequest: TypeAlias = RunStep | DelayStep | StartStep | CallStep | ChildStep | GroupStep
+STEP_REQUESTS = (RunStep, DelayStep, StartStep, CallStep, ChildStep, GroupStep)
 
 
 def _workflow_name(workflow: Workflow | str) -> str:
@@ -343,6 +359,7 @@ class StepRunner:
         self._execution_id = execution_id
         self._world = world
         self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
+        self._requests: dict[int, StepRequest] = {}
 
     @property
     def execution_id(self) -> str:
@@ -357,6 +374,7 @@ class StepRunner:
     def _track(self, key: str, request: StepRequest) -> Generator[StepRequest, Any, Any]:
         generator = _perform(request)
         self._created.append((key, generator))
+        self._requests[id(generator)] = request
         return generator
 
     def key_of(self, generator: object) -> str | None:
@@ -426,6 +444,64 @@ class StepRunner:
         Returns the child's result, or raises ``ChildFailedError``.
         """
         return self._track(key, ChildStep(key, _workflow_name(workflow), child_id, params))
+
+    def all(
+        self, members: Iterable[Generator[Any, Any, Any]]
+    ) -> Generator[StepRequest, Any, list[Any]]:
+        """Run the steps ``members`` concurrently and wait for them all (fan-out, fan-in).
+
+        ``members`` are step verbs called but not run: ``step.run``, ``step.start``,
+        ``step.call``, ``step.child`` or ``step.spawn`` (not ``step.delay``), as
+        ``asyncio.gather`` takes coroutines::
+
+            shipment, email = yield from step.all([
+                step.call("ship", "ship-order", {"order": 42}),
+                step.run("email", send_email, 42),
+            ])
+
+        Returns each member's usual result, in call order. A member that fails raises its
+        error here (the first recorded, as ``asyncio.gather`` raises the first to occur);
+        the others go on, as owned children of this execution. Replay matches members by
+        step key, whatever order they completed in. Cancelling this execution ends the wait
+        and cancels the members it owns.
+        """
+        return _perform(GroupStep(self._members(members)))
+
+    def _members(self, members: Iterable[Generator[Any, Any, Any]]) -> tuple[MemberRequest, ...]:
+        if isinstance(members, Generator) or not isinstance(members, Iterable):
+            raise TypeError(
+                "step.all takes a list of step verbs, e.g. "
+                "step.all([step.run('a', f), step.call('b', 'other')]), not "
+                f"{type(members).__name__}"
+            )
+        found: list[MemberRequest] = []
+        for member in list(members):
+            request = self._requests.get(id(member)) if inspect.isgenerator(member) else None
+            if request is None:
+                raise TypeError(
+                    f"step.all takes step verbs made by this workflow's step (step.run, "
+                    f"step.start, step.call, step.child, step.spawn), not {member!r}"
+                )
+            if isinstance(request, DelayStep | GroupStep):
+                raise TypeError(
+                    f"step.all cannot hold step.delay({getattr(request, 'key', '')!r}): run "
+                    "the delay before or after the group"
+                )
+            if inspect.getgeneratorstate(member) != inspect.GEN_CREATED:
+                raise TypeError(
+                    f"step {request.key!r} was already run (or given to another step.all): a "
+                    "member of step.all is a verb called but not run, without `yield from`"
+                )
+            if any(seen.key == request.key for seen in found):
+                raise StepKeyError(
+                    f"step key {request.key!r} is used twice in one step.all; each member "
+                    "needs its own key"
+                )
+            member.close()  # the group runs it: not a verb "called without running it"
+            found.append(request)
+        if not found:
+            raise TypeError("step.all needs at least one step to wait on")
+        return tuple(found)
 
     def spawn(
         self, key: str, workflow: Workflow | str, child_id: str, params: object = None

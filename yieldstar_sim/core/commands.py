@@ -70,6 +70,16 @@ class ReadClock:
 
 
 @dataclass(frozen=True, slots=True)
+class OrderCompletions:
+    """Ask in which order the concurrent step bodies ``step_keys`` of a ``step.all`` complete:
+    the answer is those keys, reordered. An engine answers in call order; the simulator makes
+    the order a choice point (``simulation.completions``)."""
+
+    execution_id: str
+    step_keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class RunBody:
     """Run one attempt of a step body, within ``timeout`` seconds of virtual time."""
 
@@ -91,4 +101,4 @@ class BodyResult:
 
 
 RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
-Command: TypeAlias = RuntimeCall | ReadClock | RunBody
+Command: TypeAlias = RuntimeCall | ReadClock | OrderCompletions | RunBody

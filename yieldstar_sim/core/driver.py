@@ -24,6 +24,8 @@ from yieldstar_sim.core.authoring import (
     CallStep,
     ChildStep,
     DelayStep,
+    GroupStep,
+    MemberRequest,
     Permanent,
     RunStep,
     StartedExecution,
@@ -46,6 +48,10 @@ from yieldstar_sim.core.commands import (
     StartChild,
     WaitFor,
 )
+from yieldstar_sim.core.driver_flow import Diverged as _Diverged
+from yieldstar_sim.core.driver_flow import Suspend as _Suspend
+from yieldstar_sim.core.driver_flow import Throw as _Throw
+from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
@@ -101,33 +107,6 @@ __all__ = [
     "WaitFor",
     "drive",
 ]
-
-
-# --------------------------------------------------------------------------- control flow
-
-
-class _Suspend(Exception):
-    """The unfinished step and its wake are recorded: end the delivery as suspended."""
-
-
-class _Throw(Exception):
-    """Throw ``error`` into workflow code at the step it is waiting on."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class _Diverged(Exception):
-    """The code took another path than the record: end the delivery failed at once.
-
-    Not thrown into workflow code: code that caught it would go on writing steps against a
-    history that no longer matches it.
-    """
-
-    def __init__(self, error: NondeterminismError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class _Replay:
@@ -299,7 +278,14 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
                 "such as step.run, step.delay and step.start"
             )
         )
-    recorded = replay.reach(request.key)
+    if isinstance(request, GroupStep):
+        return (yield from perform_group(request, ctx, lambda step, seen: _step(step, seen, ctx)))
+    return (yield from _step(request, replay.reach(request.key), ctx))
+
+
+def _step(
+    request: MemberRequest | DelayStep, recorded: StepRecord | None, ctx: _Context
+) -> Generator[Command, Any, Any]:
     if ctx.cancel_pending and (recorded is None or recorded.status == "pending"):
         # RFC 009: the cancellation is thrown at the current step, and recorded there as that
         # step's failure, so that every replay throws it at the same point.

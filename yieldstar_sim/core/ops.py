@@ -29,6 +29,7 @@ class Op(enum.StrEnum):
     RELEASE = "release"
     TRIGGER = "trigger"
     ELAPSE = "elapse"
+    COMPLETE = "complete"
     RENEW = "renew"
     """A worker's heartbeat renewing its lease: not a choice point (no fault is placed there,
     and ``faults.CHOICE_POINT_OPS`` leaves it out), but a refused renewal is a trace event."""

@@ -33,6 +33,16 @@ class DriverProfile:
     spawn_waits_for_start: bool = False
     """Spawn waits for the start's acknowledgement within the parent's budget (its max
     duration) instead of returning at once."""
+    group_ids: str = "call-site"
+    """How replay finds a ``step.all`` member's record: ``"call-site"``, by its step key
+    (this driver), or ``"completion-order"``, by position, the members numbered in the order
+    they completed: the engines' shipped bug, for a scenario to show it (docs/decisions.md)."""
+
+    def __post_init__(self) -> None:
+        if self.group_ids not in GROUP_IDS:
+            raise ValueError(
+                f"group_ids must be one of {', '.join(GROUP_IDS)}, not {self.group_ids!r}"
+            )
 
     def check_policy(self, step: str, policy: RetryPolicy) -> str | None:
         """Why this engine refuses a step with ``policy``, or ``None``."""
@@ -68,6 +78,9 @@ class DriverProfile:
             return seconds
         return round(seconds / self.delay_precision) * self.delay_precision
 
+
+#: The ways a profile may identify the members of a ``step.all`` on replay.
+GROUP_IDS = ("call-site", "completion-order")
 
 MEMORY = DriverProfile("memory")
 TEMPORAL = DriverProfile("temporal", allows_zero_initial_backoff=False, spawn_waits_for_start=True)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from yieldstar_sim.core.commands import (
     CallStart,
     Command,
+    OrderCompletions,
     PutStep,
     ReadClock,
     RecordWake,
@@ -135,7 +136,10 @@ def runtime_call(command: Command) -> CallKind[Any]:
 
 
 def perform_runtime_call(runtime: Runtime, command: Command) -> Any:
-    """Carry out a runtime call or a clock read against ``runtime``."""
+    """Carry out a runtime call or a clock read against ``runtime``; concurrent step bodies
+    complete in call order (an engine runs them one after another)."""
     if isinstance(command, ReadClock):
         return runtime.clock.now()
+    if isinstance(command, OrderCompletions):
+        return command.step_keys
     return runtime_call(command).perform(runtime, command)

@@ -14,6 +14,7 @@ import multiprocessing
 import pickle
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.commands import OrderCompletions
 from yieldstar_sim.core.driver import CallStart, Command, ReadClock, RunBody, StartChild, drive
 from yieldstar_sim.core.model import (
     DeliveryRejectedError,
@@ -292,6 +293,8 @@ def _child_main(connection: Connection, registry: Registry) -> None:
         def perform(command: Command, world: BodyWorld = world) -> Any:
             if isinstance(command, RunBody):
                 return world.run(command)
+            if isinstance(command, OrderCompletions):
+                return command.step_keys  # the bodies run here, one after another
             if isinstance(command, CallStart | StartChild):
                 # Invalid parameters may not even cross the pipe (a lambda does not pickle):
                 # answer with the runtime's own check, without a call.

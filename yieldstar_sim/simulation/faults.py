@@ -85,20 +85,24 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     Op.TRIGGER: "a client (ys.Client) admits an execution: a scenario trigger, or an external "
     "start with a caller-chosen request ID",
     Op.ELAPSE: "a step body lets time pass (step.world.elapse): its later effects wait for it",
+    Op.COMPLETE: "one of a step.all's concurrent step bodies completes: which one is next is "
+    "the choice (no fault is placed there: the worker's calls around it are where faults go)",
 }
 
 #: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at
 #: a point passes it by: there is no call at an elapse to lose the response of, and only a
 #: step body's elapse has an attempt to stall.
+_CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE}
+_WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE}
 KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
-    FaultKind.CRASH: None,
-    FaultKind.CRASH_AFTER: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
-    FaultKind.LOSE_RESPONSE: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
-    FaultKind.FREEZE: None,
-    FaultKind.INFRA_ERROR: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
-    FaultKind.CHILD_EXIT: frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE},
+    FaultKind.CRASH: _WORKER_OPS,
+    FaultKind.CRASH_AFTER: _CALL_OPS,
+    FaultKind.LOSE_RESPONSE: _CALL_OPS,
+    FaultKind.FREEZE: _WORKER_OPS,
+    FaultKind.INFRA_ERROR: _CALL_OPS,
+    FaultKind.CHILD_EXIT: _CALL_OPS,
     FaultKind.STALL: frozenset({Op.ELAPSE}),
-    FaultKind.SKEW: None,
+    FaultKind.SKEW: _WORKER_OPS,
 }
 
 #: The ops the explorer places each kind at, where it differs from ``KIND_OPS``: a skew

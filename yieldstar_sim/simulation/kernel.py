@@ -146,6 +146,8 @@ class Kernel:
         """Every choice point passed, with the actor that went and the actors that could have."""
         self.observers: list[Callable[[int, str, Point, Any], None]] = []
         self._idle_wake: tuple[float, int] | None = None
+        self.running: str | None = None
+        """The actor the kernel resumed last: while an actor runs, that actor."""
 
     @property
     def schedule(self) -> list[str]:
@@ -171,9 +173,17 @@ class Kernel:
             self.waits[name] = now
         self._parked.clear()
 
+    def wake(self, name: str) -> None:
+        """Wake the parked actor ``name`` alone (``nudge`` wakes every parked actor)."""
+        if name in self._parked:
+            self._parked.discard(name)
+            heapq.heappush(self._sleeping, (self.clock.now(), next(self._tie), name))
+            self.waits[name] = self.clock.now()
+
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
         actor = self._actors[name]
+        self.running = name
         try:
             request = actor.send(value)
         except StopIteration:

@@ -20,6 +20,7 @@ from yieldstar_sim.core.suggest import did_you_mean
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from yieldstar_sim.core.profiles import DriverProfile
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Invariant
 
@@ -228,8 +229,9 @@ class Scenario:
     deploys: Sequence[Deploy] = ()
     cancels: Sequence[Cancel] = ()
     prunes: Sequence[Prune] = ()
-    profile: str = "memory"
-    """The driver profile (``memory``, ``temporal``, ``restate``): an engine's native rules."""
+    profile: str | DriverProfile = "memory"
+    """The driver profile (``memory``, ``temporal``, ``restate``, or a ``ys.DriverProfile``):
+    an engine's native rules."""
     runtime_options: Mapping[str, object] = field(default_factory=dict)
     """Keyword arguments for the runtime's constructor, e.g. ``{"orphan_guard": False}`` to
     show the hazard the runtimes' orphan guard prevents (see ``RUNTIME_OPTIONS``)."""

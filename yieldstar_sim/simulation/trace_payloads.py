@@ -52,6 +52,9 @@ class TraceKind(StrEnum):
     """A frozen worker woke up."""
     BODY = "body"
     """A step body ran (`BodyData`)."""
+    COMPLETION = "completion"
+    """A concurrent step body of a ``step.all`` completes, in the order chosen at its choice
+    point (`CompletionData`)."""
     EFFECT = "effect"
     """An effect reached the outside world (`EffectData`)."""
     WORLD = "world"
@@ -308,6 +311,15 @@ class SkewData(Payload):
 
     behind: float
     believed: float
+
+
+@payload(TraceKind.COMPLETION)
+@dataclass(frozen=True, slots=True)
+class CompletionData(Payload):
+    """The ``place``-th of ``of`` concurrent step bodies of one ``step.all`` to complete."""
+
+    place: int
+    of: int
 
 
 @payload(TraceKind.HEARTBEAT)

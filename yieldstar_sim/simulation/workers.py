@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.commands import OrderCompletions
 from yieldstar_sim.core.driver import (
     BodyResult,
     CallStart,
@@ -36,6 +37,7 @@ from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.world import BodyWorld
 from yieldstar_sim.simulation.attempts import detachable, play_body
+from yieldstar_sim.simulation.completions import completion_order
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.kernel import Park, Wait
 from yieldstar_sim.simulation.narration import (
@@ -165,6 +167,8 @@ class _Delivering:
         state, lease = self.state, self.lease
         if isinstance(command, RunBody):
             return (yield from self._run_body(command))
+        if isinstance(command, OrderCompletions):
+            return (yield from completion_order(state, self.name, command))
         if isinstance(command, ReadClock):
             # Durable timers keep true time, skew or not: deliveries take no virtual time, so
             # a timer judged by a clock behind would be redelivered at one instant forever.
