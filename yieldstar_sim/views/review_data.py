@@ -58,9 +58,7 @@ def layout(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
     from yieldstar_sim.views.graph import NODE_SPACING
     from yieldstar_sim.views.layout import layered_layout
 
-    return {
-        node: (NODE_SPACING * x, y) for node, (x, y) in layered_layout(graph).positions.items()
-    }
+    return {node: (NODE_SPACING * x, y) for node, (x, y) in layered_layout(graph).positions.items()}
 
 
 def _positions(final: dict[str, dict[Hashable, tuple[str, ...]]], names: Names) -> list[Any]:
