@@ -37,6 +37,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "booking-race",
         "booking-race-fixed",
         "call-child-fails",
+        "cancel-in-backoff",
+        "cancel-in-backoff-fixed",
         "cancel-owner",
         "client-retry-new-request-id",
         "client-retry-same-request-id",

@@ -19,6 +19,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadli
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
+    CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
     Violation,
     as_invariant,
@@ -216,6 +217,7 @@ def finish(simulator: Simulator) -> SimulationRun:
     invariants = (
         *BUILT_IN,
         ExecutionsEndAsExpected(scenario.expected),
+        CancelledLiveExecutionsEndCancelled(scenario.expected),
         *map(as_invariant, scenario.invariants),
     )
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
