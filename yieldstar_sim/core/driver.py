@@ -46,6 +46,7 @@ from yieldstar_sim.core.commands import (
     StartChild,
     WaitFor,
 )
+from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
@@ -261,7 +262,7 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 return _failed(ExitCalled.from_exit(exit, f"the code of {ctx.execution_id}"))
             send, throw = None, None
             try:
-                send = yield from _perform(request, ctx)
+                send = yield from stamped(_perform(request, ctx), request)
             except _Suspend:
                 if ctx.deadline is not None and not ctx.cancel_pending:
                     yield RecordWake(ctx.lease, ctx.deadline)  # the max duration wakes it too
@@ -300,6 +301,8 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
             )
         )
     recorded = replay.reach(request.key)
+    if (diverged := changed(request, recorded, len(replay.reached) - 1)) is not None:
+        raise _Diverged(diverged)  # the same key, asking for another target than recorded
     if ctx.cancel_pending and (recorded is None or recorded.status == "pending"):
         # RFC 009: the cancellation is thrown at the current step, and recorded there as that
         # step's failure, so that every replay throws it at the same point.
