@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.simulation.narration import parting_words
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -25,31 +27,17 @@ CAUSE = "workflow code reading uuid, time or random outside a step is the usual 
 def first_difference(first: Trace, second: Trace) -> str | None:
     """Where two traces first differ, in words (None when they are the same)."""
     for number, (a, b) in enumerate(zip(first.events, second.events, strict=False)):
-        one, other = a.to_json(), b.to_json()
-        if _form(one) == _form(other):
-            continue
-        if a.text != b.text:
-            return f"event #{number} ({a.text!r} in one run, {b.text!r} in the other)"
-        field = next(k for k in sorted({*one, *other}) if _form(one.get(k)) != _form(other.get(k)))
-        return (
-            f"event #{number} ({a.text!r}: its {field} is {_short(one.get(field))} in one run, "
-            f"{_short(other.get(field))} in the other)"
-        )
+        if _form(a.to_json()) != _form(b.to_json()):
+            return parting_words(number, a, b)
+    shorter = min(len(first.events), len(second.events))
     if len(first.events) == len(second.events):
         return None
-    number = min(len(first.events), len(second.events))
-    longer = first if len(first.events) > number else second
-    goes_on = longer.events[number].text
-    return f"event #{number} (one run ends there, the other goes on with {goes_on!r})"
+    longer = first if len(first.events) > shorter else second
+    return parting_words(shorter, None, longer.events[shorter])
 
 
 def _form(event: object) -> str:
     return json.dumps(event, sort_keys=True, default=str)
-
-
-def _short(value: object) -> str:
-    text = _form(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def not_deterministic(where: str) -> str:
