@@ -20,7 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from yieldstar_sim.cli import main
-from yieldstar_sim.simulation.invariants import BUILT_IN, ExecutionsEndAsExpected
+from yieldstar_sim.simulation.invariants import (
+    BUILT_IN,
+    CancelledLiveExecutionsEndCancelled,
+    ExecutionsEndAsExpected,
+)
 
 #: A marker line, then the text generated for it last time (if any), up to ``<!-- end -->``.
 MARKER = re.compile(
@@ -46,7 +50,7 @@ def _output(args: str) -> str:
 
 def _invariants() -> str:
     lines = []
-    for invariant in (*BUILT_IN, ExecutionsEndAsExpected()):
+    for invariant in (*BUILT_IN, ExecutionsEndAsExpected(), CancelledLiveExecutionsEndCancelled()):
         doc = (type(invariant).__doc__ or "").strip().split("\n\n")[0]
         lines.append(f"- **{invariant.name}**: {' '.join(doc.split())}")
     return "\n".join(lines)

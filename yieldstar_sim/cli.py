@@ -123,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
         "--fault", type=fault, action="append", default=[], metavar="KIND[:FIELD=VALUE,...]",
         help=FAULT_HELP,
     )  # fmt: skip
-    _runtime_options(run)
+    _runtime_options(run, default=None, words="the scenario's own runtime, else duckdb")
     _timeout_option(run, "the run (and of the scenario file's import)")
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
 
@@ -179,13 +179,15 @@ def _parser() -> argparse.ArgumentParser:
         help="run to the end instead of stopping at the first violation",
     )
     explore.add_argument(
-        "--runtime", type=_runtime_choice, default="memory", metavar="RUNTIME",
-        help="runtime to explore on: memory (default, the fast path), duckdb, postgres "
-        "(YIELDSTAR_PG_DSN), or your own runtime's factory as package.module:factory",
+        "--runtime", type=_runtime_choice, default=None, metavar="RUNTIME",
+        help="runtime to explore on: memory (default, the fast path, unless the scenario names "
+        "its own runtime), duckdb, postgres (YIELDSTAR_PG_DSN), or your own runtime's factory "
+        "as package.module:factory",
     )  # fmt: skip
     explore.add_argument(
-        "--confirm", type=_runtime_choice, default="duckdb", metavar="RUNTIME",
-        help="runtime to replay findings and a sample of passing schedules on (default duckdb)",
+        "--confirm", type=_runtime_choice, default=None, metavar="RUNTIME",
+        help="runtime to replay findings and a sample of passing schedules on (default duckdb; "
+        "for a scenario that names its own runtime, its confirm_runtime, else none)",
     )  # fmt: skip
     explore.add_argument(
         "--no-confirm", action="store_true", help="do not replay findings on another runtime"
@@ -230,12 +232,16 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _runtime_options(command: argparse.ArgumentParser, default: str | None = "duckdb") -> None:
+def _runtime_options(
+    command: argparse.ArgumentParser,
+    default: str | None = "duckdb",
+    words: str = "the one the artifact used, if bundled, or the scenario's own",
+) -> None:
     command.add_argument(
         "--runtime", type=_runtime_choice, default=default, metavar="RUNTIME",
         help="duckdb, memory, postgres (the server YIELDSTAR_PG_DSN names), or your own "
         "runtime's factory as package.module:factory "
-        f"(default: {default or 'the one the artifact used, if bundled'})",
+        f"(default: {default or words})",
     )  # fmt: skip
     command.add_argument(
         "--db", metavar="PATH", help="DuckDB file to keep the run in (default: in memory)"

@@ -95,10 +95,11 @@ def _explore_and_draw(
     args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
 ) -> int:
     from yieldstar_sim.simulation.explorer import explore
+    from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO
 
     # DuckDB in memory and the memory runtime have no server to be missing; opening one here
     # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
-    if not args.no_confirm and args.confirm not in ("duckdb", "memory"):
+    if not args.no_confirm and args.confirm not in ("duckdb", "memory", None):
         _check_confirm_runtime(args.confirm, scenario)
     # The review page is of the whole exploration, not one more file per violation.
     formats = [format for format in args.format if format != "review"]
@@ -110,7 +111,7 @@ def _explore_and_draw(
         seed=args.seed,
         stop_at_first=not args.all,
         runtime=args.runtime,
-        confirm=None if args.no_confirm else args.confirm,
+        confirm=None if args.no_confirm else (args.confirm or BY_SCENARIO),
         check_adapter=args.check_adapter,
         jobs=args.jobs,
         out=out,

@@ -14,6 +14,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.driver import CallStart, Command, PutStep, RunBody, drive
+from yieldstar_sim.core.identity import params_digest
 from yieldstar_sim.core.model import (
     StartAccepted,
     StartRejected,
@@ -121,7 +122,17 @@ def test_returns_accepted() -> None:
     assert harness.deliver() == Suspended()
     assert harness.client.calls == [ys.StartRequest(REQUEST, "ship-order", {"order": 42})]
     step = harness.step()
-    assert (step.status, step.value) == ("completed", {"executionId": "@ship-order-7"})
+    assert (step.status, step.value) == (
+        "completed",
+        {
+            "executionId": "@ship-order-7",
+            "step": {
+                "kind": "start",
+                "workflow": "ship-order",
+                "params": params_digest({"order": 42}),
+            },
+        },
+    )
     assert harness.deliver() == ys.Completed({"shipment": "@ship-order-7"})
     assert len(harness.client.calls) == 1, "replay called the start client again"
 
@@ -200,7 +211,7 @@ def test_throws() -> None:
     assert harness.runtime.steps("order-42") == []
     assert caught == [], f"workflow code caught the client's error: {caught}"
     assert harness.deliver() == Suspended()
-    assert harness.step().value == {"executionId": "@ship-order-7"}
+    assert harness.step().value["executionId"] == "@ship-order-7"
     assert [c.request_id for c in harness.client.calls] == [REQUEST, REQUEST]
 
 
@@ -216,5 +227,5 @@ def test_caller_stops_after_accepted_but_before_recording_the_step() -> None:
     assert harness.runtime.steps("order-42") == []
     assert harness.deliver() == Suspended()
     assert [c.request_id for c in harness.client.calls] == [REQUEST, REQUEST]
-    assert harness.step().value == {"executionId": first_target}
+    assert harness.step().value["executionId"] == first_target
     assert len(runtime.executions()) == 2, "the repeated start admitted a second target"

@@ -11,6 +11,8 @@ from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 HAZARDS = {
     "booking-race": "no_oversell",
+    "cancel-in-backoff": "a cancelled live execution ends cancelled",
+    "cancel-misses-sleeping-run": "a cancelled live execution ends cancelled",
     "trigger-in-step": "at most one admitted execution per step",
     "spawn-after-prune": "one_survey_run_per_order",
     "join-child": "executions end as expected",

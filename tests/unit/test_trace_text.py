@@ -37,6 +37,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("widgets/stepper.py", "RunView.event_html"): "the stepper's trace line",
     ("widgets/whatif.py", "_line"): "the what-if diff's trace lines",
     ("simulation/explorer/shrink.py", "first_divergence"): "the sentence naming the divergence",
+    ("simulation/narration.py", "parting_words"): "the sentence naming where two runs part",
 }
 
 #: Calls that search text: a read passed to one parses it.

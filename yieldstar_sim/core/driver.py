@@ -52,6 +52,7 @@ from yieldstar_sim.core.driver_flow import Diverged as _Diverged
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
 from yieldstar_sim.core.driver_flow import Throw as _Throw
 from yieldstar_sim.core.driver_groups import perform_group
+from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
     Cancelled,
     ChildAccepted,
@@ -240,7 +241,7 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 return _failed(ExitCalled.from_exit(exit, f"the code of {ctx.execution_id}"))
             send, throw = None, None
             try:
-                send = yield from _perform(request, ctx)
+                send = yield from stamped(_perform(request, ctx), request)
             except _Suspend:
                 if ctx.deadline is not None and not ctx.cancel_pending:
                     yield RecordWake(ctx.lease, ctx.deadline)  # the max duration wakes it too
@@ -286,6 +287,8 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
 def _step(
     request: MemberRequest | DelayStep, recorded: StepRecord | None, ctx: _Context
 ) -> Generator[Command, Any, Any]:
+    if (diverged := changed(request, recorded, len(ctx.replay.reached) - 1)) is not None:
+        raise _Diverged(diverged)  # the same key, asking for another target than recorded
     if ctx.cancel_pending and (recorded is None or recorded.status == "pending"):
         # RFC 009: the cancellation is thrown at the current step, and recorded there as that
         # step's failure, so that every replay throws it at the same point.

@@ -14,7 +14,7 @@ import enum
 import math
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject, DurableValue
@@ -511,26 +511,47 @@ class StepDeclarationError(YieldstarError, ValueError):
 
 
 class NondeterminismError(YieldstarError):
-    """A replay asked for another step than the one recorded at that point.
+    """A replay asked for another step than the one recorded at that point, or for the same
+    step with other arguments (``detail``: the first field that differs).
 
     Carries what was recorded and what was asked, so the code change can be found.
     """
 
     def __init__(
-        self, execution_id: str, position: int, recorded: str | None, requested: str
+        self,
+        execution_id: str,
+        position: int,
+        recorded: str | None,
+        requested: str,
+        *,
+        detail: str | None = None,
     ) -> None:
         recorded_text = "no step" if recorded is None else f"step {recorded!r}"
+        if detail is None:
+            text = f"the record has {recorded_text}, the code asked for step {requested!r}"
+        else:
+            text = f"step {requested!r} is not the one recorded: {detail}"
         super().__init__(
-            f"execution {execution_id!r} replayed differently at step #{position}: the record "
-            f"has {recorded_text}, the code asked for step {requested!r}"
+            f"execution {execution_id!r} replayed differently at step #{position}: {text}"
         )
         self.execution_id = execution_id
         self.position = position
         self.recorded = recorded
         self.requested = requested
+        self.detail = detail
 
-    def __reduce__(self) -> tuple[type[NondeterminismError], tuple[str, int, str | None, str]]:
-        return (type(self), (self.execution_id, self.position, self.recorded, self.requested))
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _nondeterminism_error,
+            (self.execution_id, self.position, self.recorded, self.requested, self.detail),
+        )
+
+
+def _nondeterminism_error(
+    execution_id: str, position: int, recorded: str | None, requested: str, detail: str | None
+) -> NondeterminismError:
+    """Unpickle a ``NondeterminismError`` (its ``detail`` is keyword-only)."""
+    return NondeterminismError(execution_id, position, recorded, requested, detail=detail)
 
 
 class WorkflowCancelledError(YieldstarError):

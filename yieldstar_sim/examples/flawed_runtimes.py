@@ -1,13 +1,15 @@
-"""Two runtime adapters with the bugs real engines shipped, to explore on purpose.
+"""Runtime adapters with the bugs real engines shipped, to explore on purpose.
 
-Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start``:
+Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start`` or ``cancel``:
 
 - ``DedupWhileOpenRuntime`` deduplicates a start request only while its target is still open:
   a request repeated after the target finished starts a second run (dedup that ignored closed
   runs);
 - ``FreshIdOnRetryRuntime`` is a start client that, when it sends a request it has sent
   before (its retry after a lost response, or a replay's), mints a fresh request ID for it (a
-  retry that minted a new ID).
+  retry that minted a new ID);
+- ``CancelSkipsBackoffRuntime`` looks for the executions to cancel among those due now, so a
+  run waiting out a retry backoff is "nothing live" to it and goes on to complete.
 
 The explorer finds each with the built-in invariants, e.g.::
 
@@ -77,3 +79,21 @@ class FreshIdOnRetryRuntime(_Wrapped):
         return self.inner.start(
             StartRequest(fresh, request.workflow_id, request.params, request.detached)
         )
+
+
+class CancelSkipsBackoffRuntime(_Wrapped):
+    """A cancellation reaches only executions that are due now or leased: one waiting out a
+    retry backoff (or a delay) is passed over, and the answer says it reached nothing."""
+
+    def __init__(self, *, clock: Any = None, **options: Any) -> None:
+        super().__init__(clock=clock, **options)
+        self.clock = clock
+
+    def cancel(self, execution_id: str) -> list[str]:
+        """Cancel, unless the execution's next delivery is due later than now."""
+        record = self.inner.execution(execution_id)
+        now = self.clock.now() if self.clock is not None else 0.0
+        if record is not None and record.lease is None and (record.due_at or 0.0) > now:
+            # The bug: the cancel looked in the run queue, where a sleeping run is not.
+            return []
+        return list(self.inner.cancel(execution_id))

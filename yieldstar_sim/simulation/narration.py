@@ -8,6 +8,7 @@ by slicing the text (``tests/unit/test_trace_text.py``)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.driver import (
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.core.driver import BodyResult, Command
     from yieldstar_sim.core.model import WorkflowRunOutcome
     from yieldstar_sim.simulation.faults import PointInfo
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 
 def narration(command: Command) -> str | None:
@@ -174,3 +176,26 @@ def outcome_words(data: OutcomeData) -> str:
     if data.result is not None:
         return f"completed with {data.result}"
     return data.status
+
+
+def parting_words(number: int, first: TraceEvent | None, second: TraceEvent | None) -> str:
+    """Where two runs of one schedule part, in words: event #``number`` as each run has it
+    (None: that run ended before it), and the first field that differs when the text is the
+    same (``determinism.first_difference`` finds the event)."""
+    if first is None or second is None:
+        present = first if first is not None else second
+        goes_on = present.text if present is not None else ""
+        return f"event #{number} (one run ends there, the other goes on with {goes_on!r})"
+    one, other = first.to_json(), second.to_json()
+    field = next((k for k in sorted({*one, *other}) if one.get(k) != other.get(k)), "text")
+    if field == "text":
+        return f"event #{number} ({first.text!r} in one run, {second.text!r} in the other)"
+    return (
+        f"event #{number} ({first.text!r}: its {field} is {_short(one.get(field))} in one run, "
+        f"{_short(other.get(field))} in the other)"
+    )
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

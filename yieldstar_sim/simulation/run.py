@@ -16,15 +16,18 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
+from yieldstar_sim.simulation.determinism import first_difference, not_deterministic
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
+    CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
     Violation,
     as_invariant,
 )
 from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
+from yieldstar_sim.simulation.scenario_runtime import runtime_for
 from yieldstar_sim.simulation.simulator import Simulator
 from yieldstar_sim.simulation.trace import Admission, ClientAnswerData
 
@@ -42,7 +45,7 @@ def simulate(
     scenario: Scenario,
     seed: int = 0,
     *,
-    runtime: RuntimeChoice = "duckdb",
+    runtime: RuntimeChoice | None = None,
     db: str | Path | None = None,
     faults: Sequence[Fault] = (),
     schedule: Sequence[str] = (),
@@ -54,7 +57,8 @@ def simulate(
 
     ``runtime`` is ``"duckdb"`` (in memory, or the file ``db``), ``"memory"``, or your own: a
     factory the simulator calls with its virtual clock as ``clock=``, or its
-    ``"package.module:factory"`` name. ``faults`` are
+    ``"package.module:factory"`` name; by default the scenario's own (``Scenario.runtime``),
+    else DuckDB. ``faults`` are
     added to the scenario's own fault plan (``scenario_faults=False`` leaves that plan out, as a
     replay does: its artifact holds every fault that fired). A fault that no choice point of
     the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
@@ -65,7 +69,7 @@ def simulate(
     simulator = Simulator(
         scenario,
         seed=seed,
-        runtime=runtime,
+        runtime=runtime_for(scenario, runtime, "duckdb"),
         db=db,
         schedule=schedule,
         faults=faults,
@@ -216,6 +220,7 @@ def finish(simulator: Simulator) -> SimulationRun:
     invariants = (
         *BUILT_IN,
         ExecutionsEndAsExpected(scenario.expected),
+        CancelledLiveExecutionsEndCancelled(scenario.expected),
         *map(as_invariant, scenario.invariants),
     )
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
@@ -301,13 +306,15 @@ def replay(
 
     loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
     runtime = runtime if runtime is not None else loaded.runtime_choice
+    target = scenario if scenario is not None else loaded.scenario_object()
+    if runtime is None and target.runtime is not None:
+        runtime = target.runtime  # named by the scenario's code, which the artifact checks
     if runtime is None and loaded.runtime not in BUNDLED:
         raise ArtifactError(
             f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
             f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
             "if you trust that runtime, or on 'memory' or 'duckdb'"
         )
-    target = scenario if scenario is not None else loaded.scenario_object()
     fingerprint = target.fingerprint()
     if fingerprint != loaded.fingerprint:
         raise ArtifactError(
@@ -315,8 +322,9 @@ def replay(
             f"(fingerprint {loaded.fingerprint} then, {fingerprint} now); the schedule no longer "
             "describes it: explore again for a new artifact"
         )
-    try:
-        run = simulate(
+
+    def again(db: str | Path | None) -> SimulationRun:
+        return simulate(
             target,
             loaded.seed,
             runtime=runtime or loaded.runtime,
@@ -327,11 +335,21 @@ def replay(
             scenario_faults=False,
             db=db,
         )
+
+    try:
+        run = again(db)
     except Exception as error:
         raise ArtifactError(
             f"the artifact does not replay: {type(error).__name__}: {error}"
         ) from error
     if check_trace and loaded.trace_digest and run.trace_digest() != loaded.trace_digest:
+        # Two replays that differ from each other blame the scenario, not the artifact.
+        second = again(None)
+        second.runtime.close()
+        where = first_difference(run.trace, second.trace)
+        if where is not None:
+            run.runtime.close()
+            raise ArtifactError(f"the artifact does not replay: {not_deterministic(where)}")
         raise ArtifactError(
             "the replay took another path than the recorded run (trace digest "
             f"{run.trace_digest()} instead of {loaded.trace_digest})"

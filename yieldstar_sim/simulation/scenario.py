@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from yieldstar_sim.core.profiles import DriverProfile
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Invariant
 
@@ -235,6 +236,13 @@ class Scenario:
     runtime_options: Mapping[str, object] = field(default_factory=dict)
     """Keyword arguments for the runtime's constructor, e.g. ``{"orphan_guard": False}`` to
     show the hazard the runtimes' orphan guard prevents (see ``RUNTIME_OPTIONS``)."""
+    runtime: RuntimeChoice | None = None
+    """The runtime adapter the scenario runs on unless a caller names another: a factory
+    called with the virtual clock as ``clock=``, or its ``"package.module:factory"`` name
+    (``None``: the caller's default, DuckDB for a run and memory for an exploration)."""
+    confirm_runtime: RuntimeChoice | None = None
+    """For a scenario that names its ``runtime``: the runtime the explorer confirms findings
+    on (``None``: no confirmation, since the scenario's runtime differs on purpose)."""
     description: str = ""
     max_time: float = 3600.0
     max_points: int = 10_000

@@ -53,6 +53,12 @@ from yieldstar_sim.simulation.explorer.strategy import (
 from yieldstar_sim.simulation.explorer.systematic import Systematic
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.run import simulate
+from yieldstar_sim.simulation.scenario_runtime import (
+    BY_SCENARIO,
+    ByScenario,
+    confirm_for,
+    runtime_for,
+)
 from yieldstar_sim.testing import runtime_adapter_failures
 
 if TYPE_CHECKING:
@@ -85,8 +91,8 @@ def explore(
     kinds: Sequence[FaultKind | str] = FAULT_KINDS,
     freeze_seconds: float | None = None,
     depth: int = 3,
-    runtime: RuntimeChoice = "memory",
-    confirm: RuntimeChoice | None = "duckdb",
+    runtime: RuntimeChoice | None = None,
+    confirm: RuntimeChoice | ByScenario | None = BY_SCENARIO,
     confirm_samples: int = 3,
     jobs: int = 1,
     executor: concurrent.futures.Executor | None = None,
@@ -108,16 +114,19 @@ def explore(
     ``freeze_seconds`` (default: the lease plus the redelivery delay, so the lease expires).
     ``budget`` bounds the schedules run. ``runtime`` (and ``confirm``) is ``"memory"``,
     ``"duckdb"`` or your own runtime's factory (called with ``clock=``) or its
-    ``"package.module:factory"`` name. Violations are shrunk and, with ``confirm="duckdb"``,
-    replayed on DuckDB with a sample of passing schedules; a trace that differs between the
-    runtimes is reported as a runtime bug. ``jobs`` > 1 runs shards in processes; any
-    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
-    each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
-    seconds: a schedule it cuts counts as incomplete, apart from ok and violated ones. Ctrl-C
-    stops the search cleanly: the report keeps (and shrinks, and saves) what was found, with
-    ``interrupted`` set. ``check_adapter=True`` first runs the public runtime-adapter
-    conformance cases on ``runtime``; each case it fails is in ``report.adapter_failures`` and
-    makes the verdict ``violated``.
+    ``"package.module:factory"`` name; by default the scenario's own (``Scenario.runtime``),
+    else memory. Violations are shrunk and, with ``confirm="duckdb"`` (the default, but for a
+    scenario that names its runtime: its ``confirm_runtime``, else none), replayed on DuckDB
+    with a sample of passing schedules; a trace that differs between the runtimes is reported
+    as a runtime bug, unless the schedule run twice gives two traces: then the report says
+    the scenario is not deterministic (``report.nondeterminism``). ``jobs`` > 1 runs shards in
+    processes; any ``concurrent.futures.Executor`` may be given instead (e.g. a Dask
+    client's). With ``out``, each violation's artifact is written there. ``timeout`` bounds
+    each schedule's wall-clock seconds: a schedule it cuts counts as incomplete, apart from ok
+    and violated ones. Ctrl-C stops the search cleanly: the report keeps (and shrinks, and
+    saves) what was found, with ``interrupted`` set. ``check_adapter=True`` first runs the
+    public runtime-adapter conformance cases on ``runtime``; each case it fails is in
+    ``report.adapter_failures`` and makes the verdict ``violated``.
 
     ``strategy="exhaustive"`` covers every interleaving and every fault up to ``max_faults``
     (0: interleavings only), in this process. ``max_depth`` bounds the choice points it
@@ -142,6 +151,7 @@ def explore(
     (True, True)
     """
     fault_kinds = _checked(strategy, max_faults, budget, kinds)
+    runtime, confirm = runtime_for(scenario, runtime, "memory"), confirm_for(scenario, confirm)
     if on_searched is not None and not callable(on_searched):
         # Found out only after the whole search otherwise.
         raise TypeError(f"on_searched is a function of the report, not {on_searched!r}")
@@ -188,14 +198,13 @@ def explore(
             )
         if on_searched is not None and not report.interrupted:
             on_searched(report)
-        if confirm and not report.interrupted:
+        if not report.interrupted:
             confirmed = confirm_on(
-                scenario, runtime_name, report.violations, tally, runner, against=confirm,
+                scenario, runtime_name, report.violations, tally, runner, against=confirm or None,
                 samples=confirm_samples,
             )  # fmt: skip
             if confirmed is not None:
-                report.runtime_mismatches += confirmed.mismatches
-                report.confirmations.append(confirmed.sentence)
+                confirmed.file_into(report)
     except KeyboardInterrupt:
         report.interrupted = True  # a second Ctrl-C while shrinking: keep what is shrunk
     finally:

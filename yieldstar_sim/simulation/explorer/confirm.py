@@ -1,5 +1,7 @@
 """Confirmation: a found violation and a sample of passing schedules replayed on another
-runtime (DuckDB); a trace that differs between the runtimes is a runtime bug.
+runtime (DuckDB); a trace that differs between the runtimes is a runtime bug, unless the
+schedule gives another trace when run again on the runtime searched: then the scenario is not
+deterministic (``simulation.determinism``), and that is what the report says instead.
 
 The replays are independent runs, so with ``jobs`` > 1 they go to the search's worker
 processes (each keeps its own pool of DuckDB databases), the longest first; the report is
@@ -7,15 +9,19 @@ written from their answers in the same order as in one process, so it is the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.runtime.factory import resolve_runtime
+from yieldstar_sim.simulation.determinism import not_deterministic, twice
+from yieldstar_sim.simulation.explorer.plans import simulate_plan
 from yieldstar_sim.simulation.explorer.replays import Replay
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.explorer.report import FoundViolation
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.explorer.plans import Plan
+    from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
@@ -28,6 +34,13 @@ class Confirmation:
 
     mismatches: list[str]
     sentence: str
+    nondeterminism: list[str] = field(default_factory=list)
+
+    def file_into(self, report: ExplorationReport) -> None:
+        """Add what the confirmation showed to the report."""
+        report.runtime_mismatches += self.mismatches
+        report.confirmations += [self.sentence] if self.sentence else []
+        report.nondeterminism += self.nondeterminism
 
 
 def confirm_on(
@@ -37,16 +50,25 @@ def confirm_on(
     tally: Tally,
     runner: Runner,
     *,
-    against: RuntimeChoice,
+    against: RuntimeChoice | None,
     samples: int,
 ) -> Confirmation | None:
     """Replay the violations and a sample of the tally's passing schedules on ``against``
     (None when it is the runtime searched, ``runtime_name``): a mismatch for each trace that
-    differs."""
+    differs. Without ``against``, the first schedule runs twice on the runtime searched (a
+    confirmation with no sentence, which says only whether the scenario is deterministic)."""
     confirm, runtime = against, runner.runtime
-    confirm_name = resolve_runtime(confirm)[0]
-    if confirm_name == runtime_name:
-        return None
+    confirm_name = None if confirm is None else resolve_runtime(confirm)[0]
+    if confirm is None or confirm_name == runtime_name:
+        once = check_twice(scenario, runtime, tally.plans[0]) if tally.plans else None
+        said = ""
+        if confirm is None and scenario.runtime is not None:
+            said = (
+                f"not confirmed on another runtime: the scenario runs on its own "
+                f"({resolve_runtime(scenario.runtime)[0]}), which differs from the reference "
+                "on purpose (Scenario(confirm_runtime=...) names one to confirm on)"
+            )
+        return Confirmation([], said, [once] if once is not None else [])
     passing = [
         (plan, outcome)
         for plan, outcome in zip(tally.plans, tally.outcomes, strict=True)
@@ -54,27 +76,77 @@ def confirm_on(
     ]
     step = max(1, len(passing) // max(samples, 1))
     sampled = [plan for plan, _ in passing[::step][:samples]]
-    replays = [Replay(confirm, artifact=found.artifact) for found in violations]
+    replays = []
+    for found in violations:
+        replays += [
+            Replay(confirm, artifact=found.artifact),
+            Replay(runtime, artifact=found.artifact),
+        ]
     for plan in sampled:
-        replays += [Replay(runtime, plan=plan), Replay(confirm, plan=plan)]
+        replays += [
+            Replay(runtime, plan=plan),
+            Replay(runtime, plan=plan),
+            Replay(confirm, plan=plan),
+        ]
     digests = runner.digests(replays)
-    mismatches = []
-    for found, digest in zip(violations, digests, strict=False):
-        if digest != found.artifact.trace_digest:
+    mismatches: list[str] = []
+    flaky: str | None = None
+    for number, found in enumerate(violations):
+        other, again = digests[2 * number : 2 * number + 2]
+        if again != found.artifact.trace_digest:
+            flaky = flaky or _again(
+                scenario, runtime, found.artifact, again, found.artifact.trace_digest
+            )
+        elif other != found.artifact.trace_digest:
             mismatches.append(
                 f"the violation of {found.invariant} replays differently on {confirm_name}"
             )
-    pairs = digests[len(violations) :]
+    triples = digests[2 * len(violations) :]
     for number, plan in enumerate(sampled):
-        mine, other = pairs[2 * number], pairs[2 * number + 1]
-        if other != mine:
+        mine, again, other = triples[3 * number : 3 * number + 3]
+        if again != mine:
+            flaky = flaky or _again(scenario, runtime, plan, mine, again)
+        elif other != mine:
             faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
             mismatches.append(
                 f"schedule #{plan.index} ({faults}) gives another trace on {confirm_name} than "
                 f"on {runtime_name}"
             )
+    if flaky is not None:
+        return Confirmation(
+            [], f"not confirmed on {confirm_name}: the scenario is not deterministic", [flaky]
+        )
     return Confirmation(
         mismatches,
         f"confirmed on {confirm_name}: {len(violations)} violation(s) and {len(sampled)} "
         f"passing schedule(s) replayed, {len(mismatches)} mismatch(es)",
     )
+
+
+def _again(
+    scenario: Scenario,
+    runtime: RuntimeChoice,
+    what: Plan | ReplayArtifact,
+    first: str | None,
+    second: str | None,
+) -> str:
+    """The sentence for a schedule (a plan, or an artifact's) that gave two traces on one
+    runtime: its first difference, from two runs here that keep their traces."""
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
+    from yieldstar_sim.simulation.run import replay
+
+    if isinstance(what, ReplayArtifact):
+        artifact = what
+        said = twice(
+            lambda: replay(artifact, runtime=runtime, scenario=scenario, check_trace=False)
+        )
+    else:
+        plan = what
+        said = twice(lambda: simulate_plan(scenario, plan, runtime))
+    return said or not_deterministic(f"the trace's digest ({first} once, {second} again)")
+
+
+def check_twice(scenario: Scenario, runtime: RuntimeChoice, plan: Plan) -> str | None:
+    """Run ``plan`` twice on ``runtime``: the sentence when the traces differ (the check the
+    explorer makes when nothing confirms on another runtime)."""
+    return twice(lambda: simulate_plan(scenario, plan, runtime))

@@ -63,6 +63,9 @@ class ExplorationReport:
     verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
     confirmations: list[str] = field(default_factory=list)
     runtime_mismatches: list[str] = field(default_factory=list)
+    nondeterminism: list[str] = field(default_factory=list)
+    """Said when one schedule run twice on one runtime gave two traces (then no runtime is
+    blamed for a mismatch)."""
     elapsed: float = 0.0
     incomplete_schedules: int = 0
     """Schedules a budget or the wall-clock limit cut: neither ok nor violated."""
@@ -137,7 +140,12 @@ class ExplorationReport:
     @property
     def verdict(self) -> str:
         """``"ok"``, ``"violated"`` or ``"incomplete"``."""
-        if self.violations or self.runtime_mismatches or self.adapter_failures:
+        if (
+            self.violations
+            or self.runtime_mismatches
+            or self.adapter_failures
+            or self.nondeterminism
+        ):
             return "violated"
         if self.interrupted or self.incomplete_schedules:
             return "incomplete"
@@ -350,6 +358,7 @@ class ExplorationReport:
             lines.append("  single faults that break it:")
             lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
         lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
+        lines += [f"  NOT DETERMINISTIC: {m}" for m in self.nondeterminism]
         lines += [f"  {c}" for c in self.confirmations]
         lines += [f"  warning: {w}" for w in self.warnings]
         return "\n".join(lines)
@@ -441,6 +450,7 @@ class ExplorationReport:
                 for v in self.violations
             ],
             "runtime_mismatches": self.runtime_mismatches,
+            "nondeterminism": self.nondeterminism,
             "adapter_failures": self.adapter_failures,
             "confirmations": self.confirmations,
             **({"completeness": self.completeness()} if self.strategy == "exhaustive" else {}),
