@@ -20,6 +20,8 @@ from yieldstar_sim.core.authoring import (
     CallStep,
     ChildStep,
     DelayStep,
+    GroupStep,
+    MemberRequest,
     RunStep,
     StartStep,
     StepRequest,
@@ -71,7 +73,7 @@ def stamped(steps: Generator[Any, Any, Any], request: StepRequest) -> Generator[
     """Drive one step's commands, adding its identity to every value it records for its key
     that names a target."""
     identity = identity_of(request)
-    if identity is None:
+    if identity is None or isinstance(request, GroupStep):
         return (yield from steps)
     send: Any = None
     throw: BaseException | None = None
@@ -117,7 +119,7 @@ def _words(identity: dict[str, DurableValue] | None, request: StepRequest | None
 
 
 def changed(
-    request: StepRequest, record: StepRecord | None, position: int
+    request: MemberRequest | DelayStep, record: StepRecord | None, position: int
 ) -> NondeterminismError | None:
     """The first difference between what the code asks for and what was recorded under the
     same key, as a ``NondeterminismError``; None when they agree (or nothing was recorded)."""

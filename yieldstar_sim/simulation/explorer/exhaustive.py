@@ -106,10 +106,10 @@ class ExhaustiveSearch:
 
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
-    symmetric_workers: bool = True
+    symmetric_workers: bool = False
     """Whether a move of a worker interchangeable with another (``_twins``) is cut without
-    running it once the other's same move reached a choice point (off: it runs, and state
-    caching cuts it there; the tests compare the two)."""
+    running it once the other's same move reached a choice point (off, the default: it runs,
+    and state caching cuts it there). Off since it missed states of a fan-out group."""
 
     def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
