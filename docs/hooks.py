@@ -154,7 +154,7 @@ def _members(obj: Any) -> list[Any]:
 
 def _entry(obj: Any, level: int, members: bool, title: str | None = None) -> str:
     title = title or obj.name
-    parts = [f"{'#' * level} `{title}`", f"```python\n{_signature(obj)}\n```"]
+    parts = [f"{'#' * level} `{title}`", f"```py\n{_signature(obj)}\n```"]
     if obj.docstring:
         parts.append(_markdown(obj.docstring.value))
     if members and level == 3:
