@@ -31,7 +31,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("views/words.py", "_error"): "narration of a trace written before errors had payloads",
     ("views/timeline.py", "build_timeline"): "a mark's hover text",
     ("views/timeline.py", "_Attempts.take"): "a skew mark's hover text",
-    ("views/review.py", "stepper_html"): "the review page's trace lines",
+    ("views/review_data.py", "stepper_data"): "the review page's trace lines",
     ("views/review.py", "_trace_table"): "the review page's trace table",
     ("views/export.py", "html_report"): "the HTML report's trace table",
     ("widgets/stepper.py", "RunView.event_html"): "the stepper's trace line",

@@ -130,6 +130,8 @@ def changed(
     key = request.key
     if now is None or now["kind"] != was["kind"]:
         detail = f"the record has {_words(was)}, the code asks for {_words(now, request)}"
+    elif now["kind"] == "start":
+        return None  # RFC 003: the runtime answers a changed start request START_REQUEST_MISMATCH
     elif now["workflow"] != was["workflow"]:
         detail = (
             f"the record has {_words(was)}, the code asks for a {now['kind']} of workflow "
