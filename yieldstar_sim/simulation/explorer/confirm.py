@@ -60,7 +60,14 @@ def confirm_on(
     confirm, runtime = against, runner.runtime
     confirm_name = None if confirm is None else resolve_runtime(confirm)[0]
     if confirm is None or confirm_name == runtime_name:
-        once = check_twice(scenario, runtime, tally.plans[0]) if tally.plans else None
+        # A schedule that did not finish (a spinning body, a budget) says nothing about
+        # determinism, and run again without the explorer's limit it would never end.
+        finished = [
+            plan
+            for plan, outcome in zip(tally.plans, tally.outcomes, strict=True)
+            if outcome.incomplete is None
+        ]
+        once = check_twice(scenario, runtime, finished[0], runner.timeout) if finished else None
         said = ""
         if confirm is None and scenario.runtime is not None:
             said = (
@@ -95,7 +102,7 @@ def confirm_on(
         other, again = digests[2 * number : 2 * number + 2]
         if again != found.artifact.trace_digest:
             flaky = flaky or _again(
-                scenario, runtime, found.artifact, again, found.artifact.trace_digest
+                scenario, found.artifact, again, found.artifact.trace_digest, runner
             )
         elif other != found.artifact.trace_digest:
             mismatches.append(
@@ -105,7 +112,7 @@ def confirm_on(
     for number, plan in enumerate(sampled):
         mine, again, other = triples[3 * number : 3 * number + 3]
         if again != mine:
-            flaky = flaky or _again(scenario, runtime, plan, mine, again)
+            flaky = flaky or _again(scenario, plan, mine, again, runner)
         elif other != mine:
             faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
             mismatches.append(
@@ -125,28 +132,39 @@ def confirm_on(
 
 def _again(
     scenario: Scenario,
-    runtime: RuntimeChoice,
     what: Plan | ReplayArtifact,
     first: str | None,
     second: str | None,
+    runner: Runner,
 ) -> str:
     """The sentence for a schedule (a plan, or an artifact's) that gave two traces on one
-    runtime: its first difference, from two runs here that keep their traces."""
+    runtime (the runner's, under its wall-clock limit): its first difference, from two runs
+    here that keep their traces."""
+    runtime = runner.runtime
     from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.run import replay
 
     if isinstance(what, ReplayArtifact):
         artifact = what
         said = twice(
-            lambda: replay(artifact, runtime=runtime, scenario=scenario, check_trace=False)
+            lambda: replay(
+                artifact,
+                runtime=runtime,
+                scenario=scenario,
+                check_trace=False,
+                timeout=runner.timeout,
+            )
         )
     else:
         plan = what
-        said = twice(lambda: simulate_plan(scenario, plan, runtime))
+        said = twice(lambda: simulate_plan(scenario, plan, runtime, runner.timeout))
     return said or not_deterministic(f"the trace's digest ({first} once, {second} again)")
 
 
-def check_twice(scenario: Scenario, runtime: RuntimeChoice, plan: Plan) -> str | None:
-    """Run ``plan`` twice on ``runtime``: the sentence when the traces differ (the check the
-    explorer makes when nothing confirms on another runtime)."""
-    return twice(lambda: simulate_plan(scenario, plan, runtime))
+def check_twice(
+    scenario: Scenario, runtime: RuntimeChoice, plan: Plan, timeout: float | None
+) -> str | None:
+    """Run ``plan`` twice on ``runtime``, each run under ``timeout`` seconds: the sentence
+    when the traces differ (the check the explorer makes when nothing confirms on another
+    runtime)."""
+    return twice(lambda: simulate_plan(scenario, plan, runtime, timeout))
