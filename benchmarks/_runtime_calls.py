@@ -241,10 +241,7 @@ def _claims(runtime: Runtime, n: int) -> Batch:
         [partial(runtime.claim, "w1", lease_seconds=LEASE) for _ in range(n)],
         # The adapter's claim_rows and claim_take (its row by ID and revision); the bare run
         # writes through claim, the same UPDATE finding its row by the subquery (a little dearer).
-        [
-            [q("claim_rows", {"execution_id": None, "now": now}), q("claim", dict(params))]
-            for _ in range(n)
-        ],
+        [[q("claim_rows", {"execution_id": None}), q("claim", dict(params))] for _ in range(n)],
     )
 
 

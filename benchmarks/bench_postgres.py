@@ -69,6 +69,9 @@ NAME_OF = {sql: name for name, sql in DUCKDB_QUERIES.items()}
 #: DuckDB's start and child blocks hold two statements each; on PostgreSQL they are two calls.
 OPENS = {"start_insert": "begin", "child_insert": "begin"}
 ENDS_FIRST = {"start_find": "rollback", "child_find": "rollback"}
+#: DuckDB reads the row a claim will take (claim_rows), then takes it by ID and revision; on
+#: PostgreSQL the claim is the one statement that finds and takes it.
+FOLDED = {"claim_rows"}
 
 
 def new_postgres() -> PostgresRuntime:
@@ -84,6 +87,8 @@ def translate(op: BareOp) -> list[tuple[str, dict[str, object] | None]]:
     out: list[tuple[str, dict[str, object] | None]] = []
     for sql, params in op:
         name = NAME_OF[sql]
+        if name in FOLDED:
+            continue
         bound = params
         if name in OPENS:
             out.append((QUERIES[OPENS[name]], None))
