@@ -16,7 +16,11 @@ if TYPE_CHECKING:
 
 
 def state_key(
-    simulator: Simulator, histories: dict[str, list[str]], chosen: tuple[str, Point] | None
+    simulator: Simulator,
+    histories: dict[str, list[str]],
+    chosen: tuple[str, Point] | None,
+    *,
+    ended: bool = False,
 ) -> str:
     """The fingerprint of the state at a choice point (before the choice), blind to which
     worker is which: the records with their step values, the start requests, the clock, the
@@ -25,7 +29,7 @@ def state_key(
 
     Everything is read again and formatted whole: the key the search used before
     ``StateKeys``, which tells states apart exactly as this one does in time proportional to
-    what changed.
+    what changed. With ``ended``, the state a run ended in: no actor is counted.
     """
     runtime = simulator.runtime
     records = []
@@ -43,7 +47,7 @@ def state_key(
     requests = sorted(
         repr((r.request_id, r.workflow_id, r.target_execution_id)) for r in runtime.start_requests()
     )
-    waiting = list(simulator.kernel.waiting())
+    waiting = [] if ended else list(simulator.kernel.waiting())
     if chosen is not None:
         waiting.append((chosen[0], f"point {chosen[1].label}"))
     actors = sorted(

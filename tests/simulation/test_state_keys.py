@@ -104,8 +104,10 @@ class _OldKeys(StateKeys):
     def __init__(self) -> None:
         super().__init__(lines=True)
 
-    def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:
-        return state_key(simulator, self.histories, chosen)
+    def key(
+        self, simulator: Simulator, chosen: tuple[str, Point] | None, *, ended: bool = False
+    ) -> str:
+        return state_key(simulator, self.histories, chosen, ended=ended)
 
 
 def _search(report: ExplorationReport) -> tuple[object, ...]:

@@ -47,6 +47,17 @@ class ManualClock:
             raise ValueError(f"time cannot move backwards (from {self._now} to {when})")
         self._now = when
 
+    def rewind(self, when: float) -> None:
+        """Put time at ``when``, earlier or later: for a simulation that restores a state it
+        saved (or makes an actor again from what it was told then), never for a run itself.
+
+        >>> clock = ManualClock(5.0)
+        >>> clock.rewind(2.0)
+        >>> clock.now()
+        2.0
+        """
+        self._now = _finite(when)
+
     def __repr__(self) -> str:
         return f"ManualClock(now={self._now})"
 

@@ -14,13 +14,14 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
+    TERMINAL_STATUSES,
     ChildAccepted,
     ChildRequest,
     ChildResult,
@@ -46,6 +47,16 @@ from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_ste
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySnapshot:
+    """A memory runtime's records at one moment (``MemoryRuntime.snapshot``)."""
+
+    rows: dict[str, Row]
+    tombstones: dict[str, Row]
+    requests: dict[tuple[int, str], str]
+    last_seq: int
 
 
 class MemoryRuntime:
@@ -293,6 +304,37 @@ class MemoryRuntime:
             if self._writes is None:
                 self._writes = list(self._rows.values())
             return self._writes
+
+    def snapshot(self) -> MemorySnapshot:
+        """Every record as it is now, for ``restore``: what a simulation that restores a
+        saved state asks of its runtime (armed failure points are not part of it)."""
+        with self._lock:
+            rows = {execution_id: row.copy() for execution_id, row in self._rows.items()}
+            tombstones = {
+                execution_id: rows.get(execution_id) or row.copy()
+                for execution_id, row in self._tombstones.items()
+            }
+            return MemorySnapshot(rows, tombstones, dict(self._requests), self._last_seq)
+
+    def restore(self, snapshot: MemorySnapshot) -> None:
+        """Put every record back as ``snapshot`` holds it. The rows are new objects (the
+        snapshot can be restored again): a reader of ``rows_view`` and ``row_writes`` takes
+        them up again, the log of writes starting again with every row."""
+        with self._lock:
+            self._rows = {execution_id: row.copy() for execution_id, row in snapshot.rows.items()}
+            self._live = {
+                execution_id: row
+                for execution_id, row in self._rows.items()
+                if row.status not in TERMINAL_STATUSES
+            }
+            self._tombstones = {
+                execution_id: self._rows.get(execution_id) or row.copy()
+                for execution_id, row in snapshot.tombstones.items()
+            }
+            self._requests = dict(snapshot.requests)
+            self._last_seq = snapshot.last_seq
+            if self._writes is not None:
+                self._writes = list(self._rows.values())
 
     def _touch(self, row: Row) -> None:
         """Count a write to ``row`` (its ``revision``) and log it (``row_writes``)."""

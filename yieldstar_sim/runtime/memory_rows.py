@@ -177,6 +177,16 @@ class Row:
             self.waiting_on,
         )
 
+    def copy(self) -> Row:
+        """A row of its own with the same columns: its steps and step writes copied, its
+        values shared (they are never changed in place, only replaced)."""
+        new = _blank_row()
+        for name in _ROW_SLOTS:
+            setattr(new, name, getattr(self, name))
+        new.steps = dict(self.steps)
+        new.step_writes = list(self.step_writes)
+        return new
+
     def head(self) -> tuple[object, ...]:
         """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
         waiting on)`` as the record would show them: what of a record changes as it runs,
@@ -204,3 +214,10 @@ class Row:
             and self.lease_expires_at is not None
             and self.lease_expires_at > now
         )
+
+
+_ROW_SLOTS = tuple(Row.__slots__)
+
+
+def _blank_row() -> Row:
+    return Row.__new__(Row)

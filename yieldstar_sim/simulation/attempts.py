@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import LeaseLostError
@@ -50,9 +51,16 @@ class Detach:
     actor: str
 
 
-def detachable(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
+def detachable(
+    state: RunState,
+    delivery: Generator[Any, Any, None],
+    remake: Callable[[], Generator[Any, Any, None]],
+) -> Generator[Any, Any, None]:
     """Drive ``delivery`` for its worker; when it detaches (a stall), hand the rest of it to a
-    new actor of the kernel and return, so that the worker claims other work meanwhile."""
+    new actor of the kernel and return, so that the worker claims other work meanwhile.
+    ``remake`` makes the delivery again from its start, for a restored run to make the new
+    actor again: fed what the worker was told since the delivery started, it stands where it
+    detached."""
     running: Generator[Any, Any, None] | None = delivery
     value: Any = None
     try:
@@ -62,13 +70,34 @@ def detachable(state: RunState, delivery: Generator[Any, Any, None]) -> Generato
             except StopIteration:
                 return
             if isinstance(request, Detach):
-                state.kernel.spawn(request.actor, _stalled(state, delivery))
+                recorder, worker = state.recorder, state.kernel.running
+                log = None if recorder is None or worker is None else recorder.logs.get(worker)
+                told = [] if log is None or state.replaying else log.entries
+                state.spawn(
+                    request.actor,
+                    partial(_stalled_again, state, request.actor, remake, list(told)),
+                    actor=_stalled(state, delivery),
+                )  # fmt: skip
                 running = None
                 return
             value = yield request
     finally:
         if running is not None:
             running.close()
+
+
+def _stalled_again(
+    state: RunState,
+    name: str,
+    remake: Callable[[], Generator[Any, Any, None]],
+    told: list[Any],
+) -> Generator[Any, Any, None]:
+    """A stalled delivery made again: the delivery, fed what its worker was told up to the
+    stall, then the rest of it as ``_stalled``."""
+    delivery = remake()
+    if state.recorder is not None:
+        state.recorder.replay(name, delivery, told)
+    yield from _stalled(state, delivery)
 
 
 def _stalled(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
@@ -109,7 +138,9 @@ def play_body(
     deadline = None if timeout is None else state.clock.now() + timeout
     for index, op in enumerate(ops):
         if callable(op):
-            op()
+            # An actor made again is told what landed before its point: it is in the state.
+            if not state.replaying:
+                op()
             continue
         kept = yield from _elapse(
             state, name, lease, step_key=step_key, attempt=attempt, seconds=op,
@@ -140,7 +171,7 @@ def _elapse(
         before = BEFORE.get(kind)
         if before is not None:  # a crash, a freeze or a skew: as before a runtime call
             yield from before(state, info, fault, where)
-    heartbeat(state, name, lease, seconds, where)
+    state.answer(partial(heartbeat, state, name, lease, seconds, where))
     if stall is None:
         yield Wait(state.clock.now() + seconds)
         return True
@@ -155,9 +186,8 @@ def _elapse(
             data=StallData(attempt, stall, until, timed_out=True), **where,
         )  # fmt: skip
         actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
-        state.kernel.spawn(
-            actor, _abandoned(state, StallData(attempt, stall, until, timed_out=True), where, rest),
-        )  # fmt: skip
+        abandoned = StallData(attempt, stall, until, timed_out=True)
+        state.spawn(actor, partial(_abandoned, state, abandoned, where, rest))
         yield Wait(max(deadline, state.clock.now()))
         return False
     state.trace.add(
@@ -191,7 +221,8 @@ def _abandoned(
     )  # fmt: skip
     for op in rest:
         if callable(op):
-            op()
+            if not state.replaying:
+                op()
         else:
             yield Wait(state.clock.now() + op)
 

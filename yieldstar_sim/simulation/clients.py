@@ -18,6 +18,7 @@ the scenario's own actor, without faults, exactly as before (so no existing trac
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import (
@@ -150,7 +151,8 @@ class _Request:
             return "retry"
         lost = kind == FaultKind.LOSE_RESPONSE
         try:
-            seen = self._call(attempt, request_id, where, lost=lost)
+            # One answer: the call, what it answered, and what the client wrote of it.
+            seen = sim.answer(partial(self._call, attempt, request_id, where, lost=lost))
         except InfrastructureError as failed:
             sim.trace.add(
                 sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}",

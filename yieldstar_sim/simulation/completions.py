@@ -13,6 +13,7 @@ body's elapses, each checkpoint's ``put_step``) are where the worker crashes or 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -32,28 +33,32 @@ def completion_order(
     state: RunState, worker: str, command: OrderCompletions
 ) -> Generator[Any, Any, tuple[str, ...]]:
     """Let the kernel choose the order of ``command``'s step bodies; return it."""
-    kernel = state.kernel
-    parent = kernel.running
+    parent = state.kernel.running
     if parent is None:  # pragma: no cover - perform always runs inside an actor
         raise RuntimeError("a completion order is asked for outside any actor")
-    order: list[str] = []
+    # The order is shared with the bodies' actors, so it lives in the state (restored with
+    # it), under a number this actor is told again when it is made again.
+    group = state.answer(state.new_group)
+    of = len(command.step_keys)
     for key in command.step_keys:
         info = new_point_info(worker, Op.COMPLETE, command.execution_id, key)
         # Named apart from its label, so that the state keys, which blind an actor's own name
         # in what it waits for, still read which body waits.
         actor = f"{info.label} (body)"
-        kernel.spawn(actor, _completes(state, info, order, len(command.step_keys), parent))
-    while len(order) < len(command.step_keys):
+        state.spawn(actor, partial(_completes, state, info, group, of, parent))
+    while state.answer(partial(len, state.groups[group])) < of:
         yield Park()
-    return tuple(order)
+    return tuple(state.groups[group])
 
 
 def _completes(
-    state: RunState, info: Any, order: list[str], of: int, parent: str
+    state: RunState, info: Any, group: int, of: int, parent: str
 ) -> Generator[Any, Any, None]:
     """One body's completion: it waits at its choice point, then takes the next place."""
     _, where = yield from pass_point(state, info)
-    order.append(info.step_key)
+    order = state.groups[group]
+    if not state.replaying:
+        order.append(info.step_key)
     state.trace.add(
         state.clock.now(), TraceKind.COMPLETION,
         f"step {info.step_key} of {info.execution_id} completes {_ordinal(len(order))} of {of}",

@@ -368,6 +368,13 @@ class FaultPlan:
             return fault
         return None
 
+    def inject(self, index: int, fault: Fault, label: str) -> Fault:
+        """Apply ``fault`` at choice point ``index`` (labelled ``label``), whatever the plan
+        holds: a search that decides its faults as it goes (the exhaustive search, restoring
+        states) records it as fired here, as ``fault_at`` records its own."""
+        self.applied.append((index, _placed(fault, index, label)))
+        return fault
+
     def extended(self, faults: Sequence[Fault]) -> FaultPlan:
         """This plan with ``faults`` added after its own, as if they had been in it from the
         start: right for faults placed at choice points not passed yet (a forked run's)."""
@@ -376,6 +383,17 @@ class FaultPlan:
         plan._fired[: len(self.faults)] = self._fired
         plan.applied = list(self.applied)
         return plan
+
+    def snapshot(self) -> tuple[int, tuple[int, ...], tuple[bool, ...]]:
+        """How far the plan got (faults applied, each fault's passes and firing), for
+        ``restore``: a run restored to a saved state."""
+        return len(self.applied), tuple(self._seen), tuple(self._fired)
+
+    def restore(self, snapshot: tuple[int, tuple[int, ...], tuple[bool, ...]]) -> None:
+        """Put back how far the plan got when ``snapshot`` was taken."""
+        applied, seen, fired = snapshot
+        del self.applied[applied:]
+        self._seen, self._fired = list(seen), list(fired)
 
     @property
     def unfired(self) -> list[Fault]:

@@ -14,7 +14,6 @@ Every choice made is recorded, so the run can be replayed exactly.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
@@ -110,6 +109,25 @@ class Choice:
     among: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class KernelState:
+    """What a kernel holds at a choice point, but its actors' generators: ``Kernel.snapshot``
+    takes it and ``Kernel.restore`` puts it back, with generators made again by the caller."""
+
+    now: float
+    sleeping: tuple[tuple[float, int, str], ...]
+    ties: int
+    at_point: tuple[tuple[str, Point], ...]
+    parked: frozenset[str]
+    waits: tuple[tuple[str, Point | float | Park], ...]
+    points: int
+    choices: int
+    idle_wake: tuple[float, int] | None
+    running: str | None
+    schedule: tuple[str, ...]
+    actors: frozenset[str]
+
+
 class Kernel:
     """Runs actors on a virtual clock, one choice point at a time."""
 
@@ -131,7 +149,7 @@ class Kernel:
         """Chooses among ready actors once the schedule is used up (default: the seeded rng)."""
         self._schedule = deque(schedule)  # taken from the left, one per point
         self._sleeping: list[tuple[float, int, str]] = []
-        self._tie = itertools.count()
+        self._ties = 0  # the heap's tie-breaker: a number, so that a snapshot can hold it
         self._actors: dict[str, Any] = {}
         self._at_point: dict[str, Point] = {}
         self._parked: set[str] = set()
@@ -148,42 +166,58 @@ class Kernel:
         self._idle_wake: tuple[float, int] | None = None
         self.running: str | None = None
         """The actor the kernel resumed last: while an actor runs, that actor."""
+        self.on_resume: Callable[[str, Any], None] | None = None
+        """Told of every resumption (the actor, the value sent) before it happens: what a
+        recorder of the actors' inputs listens to."""
+        self.always_choose = False
+        """Ask the chooser at every choice point, even where one actor is ready (a search
+        that saves its state at every point asks before the point is taken)."""
+        self.muted = False
+        """While set, ``spawn``, ``nudge`` and ``wake`` change nothing: an actor rebuilt from
+        its inputs does again what it did, and what that did to the kernel is restored."""
 
     @property
     def schedule(self) -> list[str]:
         """The actor that went at each choice point: replaying it reproduces the run."""
         return [choice.actor for choice in self.choices]
 
+    def _sleep(self, when: float, name: str) -> None:
+        self._ties += 1
+        heapq.heappush(self._sleeping, (when, self._ties, name))
+        self.waits[name] = when
+
     def spawn(
         self, name: str, actor: Generator[Any, Any, None], *, at: float | None = None
     ) -> None:
         """Add an actor that starts at ``at`` (default: now)."""
+        if self.muted:
+            return
         if name in self._actors:
             raise ValueError(f"an actor named {name!r} exists already")
         self._actors[name] = actor
-        when = self.clock.now() if at is None else at
-        heapq.heappush(self._sleeping, (when, next(self._tie), name))
-        self.waits[name] = when
+        self._sleep(self.clock.now() if at is None else at, name)
 
     def nudge(self) -> None:
         """Wake every parked actor (something they may be waiting for has changed)."""
+        if self.muted:
+            return
         now = self.clock.now()
         for name in sorted(self._parked):
-            heapq.heappush(self._sleeping, (now, next(self._tie), name))
-            self.waits[name] = now
+            self._sleep(now, name)
         self._parked.clear()
 
     def wake(self, name: str) -> None:
         """Wake the parked actor ``name`` alone (``nudge`` wakes every parked actor)."""
-        if name in self._parked:
+        if name in self._parked and not self.muted:
             self._parked.discard(name)
-            heapq.heappush(self._sleeping, (self.clock.now(), next(self._tie), name))
-            self.waits[name] = self.clock.now()
+            self._sleep(self.clock.now(), name)
 
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
         actor = self._actors[name]
         self.running = name
+        if self.on_resume is not None:
+            self.on_resume(name, value)
         try:
             request = actor.send(value)
         except StopIteration:
@@ -192,9 +226,7 @@ class Kernel:
         if isinstance(request, Point):
             self._at_point[name] = self.waits[name] = request
         elif isinstance(request, Wait):
-            until = max(request.until, self.clock.now())
-            heapq.heappush(self._sleeping, (until, next(self._tie), name))
-            self.waits[name] = until
+            self._sleep(max(request.until, self.clock.now()), name)
         elif isinstance(request, Park):
             self._parked.add(name)
             self.waits[name] = PARKED
@@ -243,7 +275,7 @@ class Kernel:
                     f"waiting are {ready}"
                 )
             return wanted
-        if len(ready) == 1:
+        if len(ready) == 1 and not (self.always_choose and self.chooser is not None):
             return ready[0]
         if self.chooser is not None:
             return self.chooser(self.points, ready)
@@ -313,6 +345,37 @@ class Kernel:
         states += [(name, describe(t)) for t, _, name in self._sleeping]
         states += [(name, describe(PARKED)) for name in self._parked]
         return sorted(states)
+
+    def snapshot(self) -> KernelState:
+        """Everything but the actors' generators, as it is now (between two steps, or while
+        the chooser is asked)."""
+        return KernelState(
+            self.clock.now(), tuple(self._sleeping), self._ties, tuple(self._at_point.items()),
+            frozenset(self._parked), tuple(self.waits.items()), self.points, len(self.choices),
+            self._idle_wake, self.running, tuple(self._schedule), frozenset(self._actors),
+        )  # fmt: skip
+
+    def restore(self, state: KernelState, actors: dict[str, Any]) -> None:
+        """Put back ``state`` (a ``snapshot`` of this kernel on the path to here: the choices
+        made since are forgotten) with ``actors``, a generator for each of its actors, each
+        waiting where the snapshot says it waits. The clock is the caller's to set."""
+        if set(actors) != state.actors:
+            raise ValueError(f"restoring actors {sorted(actors)}, not {sorted(state.actors)}")
+        self._actors = dict(actors)
+        self._sleeping = list(state.sleeping)
+        self._ties = state.ties
+        self._at_point = dict(state.at_point)
+        self._parked = set(state.parked)
+        self.waits = dict(state.waits)
+        self.points = state.points
+        del self.choices[state.choices :]
+        self._idle_wake = state.idle_wake
+        self.running = state.running
+        self._schedule = deque(state.schedule)
+
+    def generators(self) -> dict[str, Any]:
+        """Each actor's generator, by name (the actors that have not ended)."""
+        return dict(self._actors)
 
     def close(self) -> None:
         """Close every actor that has not ended."""

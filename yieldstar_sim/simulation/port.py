@@ -4,6 +4,7 @@ execution, step, worker and fencing token that did it."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext
@@ -40,6 +41,8 @@ class SimPort:
         data: DurableObject,
         idempotency_key: str | None = None,
     ) -> None:
+        if self.state.replaying:
+            return  # workflow code made again: what it did is in the restored state
         if self.ops is not None:
             self.ops.append(lambda: self._land(context, name, data, idempotency_key, 0.0))
         else:
@@ -77,7 +80,14 @@ class SimPort:
             step_key=context.step_key, token=token, data=details,
         )  # fmt: skip
 
+    # Reads answer through ``RunState.answer`` (a body's are inside its own answer; workflow
+    # code's are told again when its worker is made again) and writes are skipped while an
+    # actor is made again.
+
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
+        return self.state.answer(partial(self._trigger, context, workflow_id, params))
+
+    def _trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
         execution_id = self.state.runtime.trigger(workflow_id, params)
         self.admitted = True
         self.effect(context, TRIGGERED, {"workflow_id": workflow_id, "execution_id": execution_id})
@@ -92,6 +102,9 @@ class SimPort:
             self.ops.append(float(seconds))  # a choice point when the body is played back
 
     def read(self, context: BodyContext, what: str) -> float:
+        return self.state.answer(partial(self._read, context, what))
+
+    def _read(self, context: BodyContext, what: str) -> float:
         sim = self.state
         clock = sim.clocks.now(context.worker)  # a skewed worker reads its own clock
         value = sim.world_random.random() if what == "random" else clock + self.elapsed
@@ -117,6 +130,9 @@ class SimPort:
         )  # fmt: skip
 
     def get(self, context: BodyContext, key: str, default: object) -> Any:
+        return self.state.answer(partial(self._get, context, key, default))
+
+    def _get(self, context: BodyContext, key: str, default: object) -> Any:
         sim = self.state
         found = key in sim.store.canonical
         value = sim.store.read(key, default)
@@ -133,6 +149,8 @@ class SimPort:
 
     def put(self, context: BodyContext, key: str, value: object) -> None:
         sim = self.state
+        if sim.replaying:
+            return
         previous = sim.store.read(key)
         sim.store.write(key, value)
         sim.trace.add(

@@ -6,6 +6,7 @@ choice points and faults; these are made without either, exactly as a scenario w
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
@@ -44,12 +45,13 @@ def scheduled_actor(state: RunState) -> Actor:
     for at, _, item in sorted(timeline, key=lambda entry: entry[:2]):
         if at > state.clock.now():
             yield Wait(at)
+        # Each call, with what it writes of it, is one answer (``RunState.answer``).
         if isinstance(item, Cancel):
-            _cancel(state, item, at)
+            state.answer(partial(_cancel, state, item, at))
         elif isinstance(item, Prune):
-            _prune(state, item.execution_id)
+            state.answer(partial(_prune, state, item.execution_id))
         elif isinstance(item, Trigger):
-            if not _trigger(state, item):
+            if not state.answer(partial(_trigger, state, item)):
                 continue  # refused: nothing new for the workers
         else:
             names = tuple(w.name for w in item.workflows)

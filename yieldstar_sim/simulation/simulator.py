@@ -10,16 +10,19 @@ fail the call or end its child process.
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.invoker import Registry
 from yieldstar_sim.engine.world import Ledger, WorldStore
 from yieldstar_sim.runtime.factory import RuntimeChoice, open_runtime, resolve_runtime
+from yieldstar_sim.simulation.checkpoint import put_back, take
 from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import Fault, FaultPlan
 from yieldstar_sim.simulation.kernel import Kernel
+from yieldstar_sim.simulation.recorder import Recorder
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.trace import Trace
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from yieldstar_sim.simulation.checkpoint import Checkpoint
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -52,6 +56,7 @@ class Simulator:
         scenario_faults: bool = True,
         chooser: Callable[[int, list[str]], str] | None = None,
         timeout: float | None = DEFAULT_TIMEOUT,
+        restorable: bool = False,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -89,6 +94,9 @@ class Simulator:
             clocks=WorkerClocks(clock.now),
         )
         state = self.state
+        if restorable:
+            state.recorder = Recorder(kernel, clock)
+            state.recorder.mutes.append(state.trace.mute)
         # The state's parts by name: the same objects, for readers of a finished run.
         self.clock, self.runtime, self.kernel, self.plan = clock, made, kernel, plan
         self.trace, self.ledger, self.store = state.trace, state.ledger, state.store
@@ -101,13 +109,23 @@ class Simulator:
 
     def run(self) -> None:
         """Run the scenario until nothing is left to do, or its time or point budget ends."""
-        state, kernel, deadline = self.state, self.kernel, self.deadline
-        scenario = self.scenario
-        kernel.spawn(SCHEDULED, scheduled_actor(state))
+        self.start()
+        self.advance(close=True)
+
+    def start(self) -> None:
+        """Spawn the scenario's actors: its own, each worker, each client."""
+        state, scenario = self.state, self.scenario
+        state.spawn(SCHEDULED, partial(scheduled_actor, state))
         for name in scenario.worker_names:
-            kernel.spawn(name, worker(state, name))
+            state.spawn(name, partial(worker, state, name))
         for name, requests in client_requests(scenario).items():
-            kernel.spawn(name, client_actor(state, name, requests))
+            state.spawn(name, partial(client_actor, state, name, requests))
+
+    def advance(self, *, close: bool) -> None:
+        """Run the kernel until nothing is left to do, or the time or point budget ends (an
+        exception from the kernel's chooser leaves it where it was asked); with ``close``,
+        close every actor after."""
+        kernel, deadline, scenario = self.kernel, self.deadline, self.scenario
         with deadline:
             try:
                 stopped = kernel.run(
@@ -117,14 +135,29 @@ class Simulator:
                     stop=None if deadline.seconds is None else lambda: deadline.expired,
                 )
                 self.stopped = {"until": "max_time", "stopped": "timeout"}.get(stopped, stopped)
+                self.finished = True
             except RunTimedOut:
                 self.stopped = "timeout"
-            finally:
-                try:
-                    kernel.close()
-                except RunTimedOut:
-                    self.stopped = "timeout"  # workflow code that spins as it is abandoned
                 self.finished = True
+            finally:
+                if close:
+                    try:
+                        kernel.close()
+                    except RunTimedOut:
+                        self.stopped = "timeout"  # workflow code that spins as it is abandoned
+                    self.finished = True
+
+    def checkpoint(self) -> Checkpoint:
+        """The run's state now, to ``restore`` later (a run made ``restorable``)."""
+        return take(self.state)
+
+    def restore(self, saved: Checkpoint) -> int:
+        """Put the run back as ``checkpoint`` saved it, to go on from there; returns how many
+        actors were made again."""
+        made = put_back(self.state, saved)
+        self.deadline.expired, self.deadline.where = False, None
+        self.finished, self.stopped = False, "quiescent"
+        return made
 
     def incomplete_reason(self) -> str | None:
         """Why the run did not finish, in words (None when it did)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from yieldstar_sim.simulation.trace import Admission
 
@@ -31,9 +31,12 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.deadline import Deadline
     from yieldstar_sim.simulation.faults import FaultPlan
-    from yieldstar_sim.simulation.kernel import Kernel
+    from yieldstar_sim.simulation.kernel import Actor, Kernel
+    from yieldstar_sim.simulation.recorder import Recorder
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -76,6 +79,13 @@ class RunState:
     """Every admission seen, once per incarnation, from the runtime's records."""
     admitted: set[tuple[str, int]] = field(default_factory=set)
     """The (execution, incarnation) pairs in ``admissions``."""
+    groups: dict[int, list[str]] = field(default_factory=dict)
+    """Each ``step.all``'s completion order so far, by the number ``new_group`` gave it:
+    shared by the group's worker and its bodies' actors, so kept here, with the rest of what
+    a restored state puts back."""
+    recorder: Recorder | None = None
+    """What each actor was told, when the run may be restored to a saved state (the
+    exhaustive search's): actors read the shared state through ``answer``."""
     _world_random: random.Random | None = field(default=None, repr=False)
 
     @property
@@ -87,6 +97,45 @@ class RunState:
         if self._world_random is None:
             self._world_random = random.Random(f"world-{self.seed}")
         return self._world_random
+
+    @property
+    def replaying(self) -> bool:
+        """Whether an actor is being made again from what it was told: it writes nothing."""
+        recorder = self.recorder
+        return recorder is not None and recorder.feed is not None
+
+    def answer(self, compute: Callable[[], T]) -> T:
+        """``compute()``: a read of the shared state by the running actor, logged when the
+        run may be restored (``recorder.Recorder.answer``)."""
+        recorder = self.recorder
+        return compute() if recorder is None else recorder.answer(compute)
+
+    def spawn(
+        self,
+        name: str,
+        factory: Callable[[], Actor],
+        *,
+        actor: Actor | None = None,
+        at: float | None = None,
+    ) -> None:
+        """Spawn an actor in the kernel: ``actor``, or ``factory()``; ``factory`` makes it
+        again from its arguments when the run is restored (``Recorder.spawn``)."""
+        made = factory() if actor is None else actor
+        if self.recorder is None:
+            self.kernel.spawn(name, made, at=at)
+        else:
+            self.recorder.spawn(name, made, factory, at=at)
+
+    def reset(self, name: str, factory: Callable[[], Actor]) -> None:
+        """Actor ``name`` stands where a new ``factory()`` would (``Recorder.reset``)."""
+        if self.recorder is not None:
+            self.recorder.reset(name, factory)
+
+    def new_group(self) -> int:
+        """A number for a new ``step.all`` completion order, with its empty list."""
+        number = len(self.groups)
+        self.groups[number] = []
+        return number
 
     def registry(self) -> Registry:
         """The workflow versions deployed now."""
@@ -102,6 +151,8 @@ class RunState:
     ) -> None:
         """Note an admission by the runtime's record of it (its incarnation), so that a reply
         that answers for an execution admitted earlier is never counted as a second one."""
+        if self.replaying:
+            return  # seen then; the admissions are restored with the state
         record = self.runtime.execution(execution_id)
         if record is None:
             return  # pruned already; the final records cannot show it either

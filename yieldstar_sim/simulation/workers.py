@@ -56,40 +56,50 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator
     from contextlib import AbstractContextManager
 
+    from yieldstar_sim.simulation.attempts import BodyOp
     from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
 
 
-def worker(state: RunState, name: str) -> Actor:
-    """The actor of worker ``name``: works until the run ends, restarting after each crash."""
+def worker(state: RunState, name: str, delivery: Delivery | None = None) -> Actor:
+    """The actor of worker ``name``: works until the run ends, restarting after each crash;
+    with ``delivery``, it starts by driving that delivery (a worker made again mid-delivery)."""
     trace, now = state.trace, state.clock.now
     while True:
         try:
-            yield from _work(state, name)
+            yield from _work(state, name, delivery)
             return
         except WorkerCrashed:
+            delivery = None
             trace.add(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
             yield Wait(now() + state.scenario.restart_delay)
             trace.add(now(), TraceKind.RESTART, f"{name} restarted with no memory", worker=name)
 
 
-def _work(state: RunState, name: str) -> Actor:
+def _work(state: RunState, name: str, delivery: Delivery | None) -> Actor:
     lease_seconds = state.scenario.lease_seconds
     runtime = state.runtime
     while True:
-        try:
-            delivery = yield from call(
-                state,
-                new_point_info(name, Op.CLAIM),
-                lambda: runtime.claim(name, lease_seconds=lease_seconds),
-            )
-        except InfrastructureError:
-            delivery = None  # the worker saw no delivery; a committed claim just expires
         if delivery is None:
-            yield Park()
-            continue
+            # Back at the claim, a worker holds nothing of its past (a restored run makes it
+            # again from here: ``RunState.reset``).
+            state.reset(name, partial(worker, state, name))
+            try:
+                delivery = yield from call(
+                    state,
+                    new_point_info(name, Op.CLAIM),
+                    lambda: runtime.claim(name, lease_seconds=lease_seconds),
+                )
+            except InfrastructureError:
+                delivery = None  # the worker saw no delivery; a committed claim just expires
+            if delivery is None:
+                yield Park()
+                continue
+            state.reset(name, partial(worker, state, name, delivery))
         # A stalled attempt detaches: the rest of its delivery becomes an actor apart.
-        yield from detachable(state, _deliver(state, name, delivery))
+        remake = partial(_deliver, state, name, delivery)
+        yield from detachable(state, remake(), remake)
+        delivery = None
 
 
 def _deliver(state: RunState, name: str, delivery: Delivery) -> Actor:
@@ -201,10 +211,10 @@ class _Delivering:
             state.kernel.nudge()
         return result
 
-    def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
-        """Run a step body at once, then land what it did in time, each elapse a choice point
-        (a heartbeat, and where a stall, crash, freeze or skew may fall)."""
-        state, name, lease, port = self.state, self.name, self.lease, self.port
+    def _body(self, command: RunBody) -> tuple[BodyResult, list[BodyOp], float, bool]:
+        """Run a step body at once: its result, what it did (to land in time), the seconds
+        it took and whether it admitted an execution."""
+        state, port = self.state, self.port
         port.elapsed, port.admitted, port.ops = 0.0, False, []
         deadline = state.deadline
         try:
@@ -213,12 +223,20 @@ class _Delivering:
             else:
                 with deadline.user_code(
                     f"step {command.step_key} of {command.execution_id} (attempt "
-                    f"{command.attempt}, {name})"
+                    f"{command.attempt}, {self.name})"
                 ):
                     result = self.world.run(command)
         finally:
             ops, port.ops = port.ops, None
-        if port.admitted:
+        return result, ops, port.elapsed, port.admitted
+
+    def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
+        """Run a step body at once, then land what it did in time, each elapse a choice point
+        (a heartbeat, and where a stall, crash, freeze or skew may fall)."""
+        state, name, lease, port = self.state, self.name, self.lease, self.port
+        # The body runs once: a run restored past it is told what it did (``state.answer``).
+        result, ops, port.elapsed, admitted = state.answer(partial(self._body, command))
+        if admitted:
             state.kernel.nudge()
         kept = yield from play_body(
             state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,

@@ -27,63 +27,28 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent, footprint
+from yieldstar_sim.simulation.checkpoint import restorable
+from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent
+from yieldstar_sim.simulation.explorer.nodes import Move, Node
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
-from yieldstar_sim.simulation.explorer.statekeys import Histories, StateKeys
+from yieldstar_sim.simulation.explorer.probe import Probe
+from yieldstar_sim.simulation.explorer.statekeys import StateKeys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Coverage, Tally
-from yieldstar_sim.simulation.faults import Fault, FaultKind, applies_at, explored_seconds
-from yieldstar_sim.simulation.kernel import Point
+from yieldstar_sim.simulation.faults import Fault, applies_at, explored_seconds
 from yieldstar_sim.simulation.run import finish
+from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
-    from yieldstar_sim.simulation.simulator import Simulator
 
 #: How often, at most, the search tells its ``watch`` how far it got.
 WATCH_SECONDS = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Move:
-    """One transition: ``actor`` goes at a choice point, with ``fault`` injected (or none)."""
-
-    actor: str
-    fault: FaultKind | None = None
-
-
-@dataclass
-class Node:
-    """A choice point on the current path."""
-
-    key: str
-    ready: tuple[str, ...]
-    labels: dict[str, str]
-    sleep: dict[str, tuple[str, Footprint]]
-    """Asleep actors: their normalised point label and the footprint of their transition."""
-    pending: list[Move]
-    faults_used: int
-    current: Move | None = None
-    current_fp: Footprint | None = None
-    done: list[tuple[Move, Footprint]] = field(default_factory=list)
-    options: int = 0
-    """How many transitions the naive search would try here."""
-    explored: int = 0
-    subtotal: float = 0.0
-    histories: tuple[int, Histories] | None = None
-    """The actors' histories on arrival here, with the trace's length then: a later run whose
-    prefix ends here takes them up instead of feeding the keys every event of its prefix."""
-    twins: dict[Move, Move] = field(default_factory=dict)
-    """Pending moves of a worker interchangeable here with an earlier one (``symmetry``):
-    each with the move of that earlier worker it mirrors."""
-    children: dict[Move, str] = field(default_factory=dict)
-    """The key of the choice point each move taken from here arrived at."""
 
 
 class _Cut(BaseException):
@@ -106,6 +71,11 @@ class ExhaustiveSearch:
 
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
+    restore_states: bool = True
+    """Whether to restore a saved state to take the next move from it (on a runtime that can
+    save its records: the memory runtime) instead of replaying the path to it from the start.
+    Off, every run replays its prefix: the reference the tests compare the restoring search
+    with."""
     symmetric_workers: bool = False
     """Whether a move of a worker interchangeable with another (``_twins``) is cut without
     running it once the other's same move reached a choice point (off, the default: it runs,
@@ -139,6 +109,12 @@ class ExhaustiveSearch:
         self._workers = frozenset(self.scenario.worker_names)
         self.kernel_steps = 0
         """Choice points passed by every run, its replayed prefix included."""
+        self.restores = 0
+        """States restored to take a move from them (instead of replaying the path there)."""
+        self.actors_rebuilt = 0
+        """Actors made again from what they were told, over all restores."""
+        self.rebuild_steps = 0
+        """Resumptions fed to actors made again: restoring's work, in kernel steps."""
         self.transitions = 0
         """Moves run past a replayed prefix: the transitions the search explored."""
         self.max_depth_reached = 0
@@ -184,20 +160,31 @@ class ExhaustiveSearch:
                 break
 
     def _level(self) -> None:
+        live = self._live_run()
         prefix: list[Move] = []
         estimate = 0.0
-        while True:
-            if self._budget_spent():
-                return
-            self._run_once(prefix)
-            if self.tally.done and self.order == "dfs":
-                return
-            next_prefix, popped = self._backtrack()
-            estimate += popped
-            if next_prefix is None:
-                self.naive_estimate += max(estimate, 1.0)
-                return
-            prefix = next_prefix
+        try:
+            while True:
+                if self._budget_spent():
+                    return
+                if live is None:
+                    self._run_once(prefix)
+                else:
+                    self._go_on(*live, close=False)
+                if self.tally.done and self.order == "dfs":
+                    return
+                next_prefix, popped = self._backtrack()
+                estimate += popped
+                if next_prefix is None:
+                    self.naive_estimate += max(estimate, 1.0)
+                    return
+                prefix = next_prefix
+                if live is not None:
+                    self._restore(*live, prefix)
+        finally:
+            if live is not None:
+                live[0].kernel.close()
+                live[0].runtime.close()
 
     def _budget_spent(self) -> bool:
         budget, seconds = self.config.budget, self.config.time_budget
@@ -293,7 +280,13 @@ class ExhaustiveSearch:
             "root_moves": root_moves,
             "root_moves_done": 0 if root is None else root.explored - running,
             "kernel_steps": self.kernel_steps, "transitions": self.transitions,
-            "kernel_steps_per_transition": round(self.kernel_steps / max(self.transitions, 1), 2),
+            "restores": self.restores, "actors_rebuilt": self.actors_rebuilt,
+            "rebuild_steps": self.rebuild_steps,
+            # The work of restoring counted as kernel steps: each resumption fed to an actor
+            # made again is one (a cheaper one: nothing is written).
+            "kernel_steps_per_transition": round(
+                (self.kernel_steps + self.rebuild_steps) / max(self.transitions, 1), 2
+            ),
         }  # fmt: skip
 
     def _watch(self) -> None:
@@ -328,6 +321,7 @@ class ExhaustiveSearch:
     # ------------------------------------------------------------------ one run
 
     def _run_once(self, prefix: list[Move]) -> None:
+        """Run ``prefix`` from the start, then on to the end or a cut."""
         faults = tuple(
             Fault(
                 move.fault, at=index,
@@ -342,21 +336,62 @@ class ExhaustiveSearch:
         probe = Probe(self, simulator, prefix)
         simulator.kernel.chooser = probe.choose
         simulator.kernel.observers.append(probe.observe)
+        simulator.start()
+        try:
+            self._go_on(simulator, probe, close=True)
+        finally:
+            simulator.runtime.close()
+
+    def _live_run(self) -> tuple[Simulator, Probe] | None:
+        """A run the search restores states of, its actors started; None when its runtime
+        cannot save its records (the search then replays each path from the start)."""
+        if not self.restore_states:
+            return None
+        simulator = Simulator(
+            self.scenario, seed=self.seed, runtime=self.runner.runtime, scenario_faults=False,
+            timeout=self.runner.timeout, restorable=True,
+        )  # fmt: skip
+        if not restorable(simulator.state):
+            simulator.runtime.close()
+            return None
+        probe = Probe(self, simulator, [])
+        kernel = simulator.kernel
+        kernel.chooser, kernel.faults, kernel.always_choose = probe.choose, probe, True
+        simulator.start()
+        return simulator, probe
+
+    def _restore(self, simulator: Simulator, probe: Probe, prefix: list[Move]) -> None:
+        """Put the run back at the last node of ``prefix``, to take its current move."""
+        node = self._stack[-1]
+        assert node.saved is not None, "a node with a move left saved the run's state"
+        recorder = simulator.state.recorder
+        resumed = 0 if recorder is None else recorder.resumed
+        self.actors_rebuilt += simulator.restore(node.saved)
+        if recorder is not None:
+            self.rebuild_steps += recorder.resumed - resumed
+        self.restores += 1
+        if not node.pending:
+            node.saved = None  # its last move: nothing will restore it again
+        probe.restart(prefix, node)
+
+    def _go_on(self, simulator: Simulator, probe: Probe, *, close: bool) -> None:
+        """Run on from where ``simulator`` stands to the end of the run or a cut, and record
+        what the run found."""
+        started = simulator.kernel.points
         self.attempts += 1
         try:
-            simulator.run()
+            simulator.advance(close=close)
         except _Cut as cut:
-            self.kernel_steps += simulator.kernel.points
+            self.kernel_steps += simulator.kernel.points - started
             self._watch()
             self._keep_path()
             if cut.why == "cache":
                 self.pruned_by_cache += 1
                 if self._stack:
                     self._stack[-1].subtotal += self._estimates.get(probe.cut_key or "", 1.0)
-            simulator.runtime.close()
             return
         probe.close_span()
-        self.kernel_steps += simulator.kernel.points
+        self.kernel_steps += simulator.kernel.points - started
         self._watch()
         self._keep_path()
         run = finish(simulator)
@@ -382,7 +417,6 @@ class ExhaustiveSearch:
             digest="", points=run.points, faults=tuple(run.faults), incomplete=run.incomplete,
             warnings=tuple(run.warnings),
         )  # fmt: skip
-        run.runtime.close()
         self.lengths.append(len(run.trace))
         self.tally.take(plan, outcome)
 
@@ -462,6 +496,8 @@ class ExhaustiveSearch:
         if len(moves) > 1 or (moves and moves[0].fault is not None):
             # A later prefix ends here (a move is left once this run takes the first).
             node.histories = (probe.span, probe.keys.snapshot())
+            if probe.simulator.state.recorder is not None:
+                node.saved = probe.simulator.checkpoint()
         if not moves or moves[0].fault is not None:
             raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
         node.current = moves.pop(0)
@@ -491,100 +527,6 @@ class ExhaustiveSearch:
             for move in moves
             if mirror.get(move.actor, move.actor) != move.actor
         }
-
-
-class Probe:
-    """Steers one run along its prefix, then along the first untried transitions, and reads
-    each transition's footprint from the trace."""
-
-    def __init__(self, search: ExhaustiveSearch, simulator: Simulator, prefix: list[Move]):
-        self.search, self.simulator, self.prefix = search, simulator, prefix
-        self.keys = search.state_keys()
-        self.arrived = -1
-        self.span = 0
-        self.fed = 0
-        """How much of the trace the keys have had (none of a replayed prefix until its end)."""
-        self.clock = simulator.clock.now()
-        self.cut_key: str | None = None
-
-    def choose(self, index: int, ready: list[str]) -> str:
-        """The kernel's chooser: the prefix's actor, then the node's first untried one."""
-        self._arrive(index, tuple(ready), None)
-        move = self._move(index)
-        return ready[0] if move is None else move.actor
-
-    def observe(self, index: int, name: str, point: Point, fault: Any) -> None:
-        """The kernel's observer: a choice point with one ready actor arrives here."""
-        if self.arrived < index:
-            self._arrive(index, tuple(self.simulator.kernel.choices[-1].among), (name, point))
-
-    def _move(self, index: int) -> Move | None:
-        if index < len(self.prefix):
-            return self.prefix[index]
-        node = self.search.node_at(index)
-        return None if node is None else node.current
-
-    def close_span(self) -> None:
-        """The footprint of the transition that just ended (at the last choice point)."""
-        sim, index = self.simulator, self.arrived
-        trace = sim.trace.events
-        events = trace[self.span :]
-        moved = sim.clock.now() != self.clock
-        if index >= len(self.prefix) - 1:
-            # Inside the replayed prefix no key is read: the keys are fed from its end.
-            if self.fed < self.span:
-                self._catch_up()
-            self.keys.remember(events)
-            self.fed = len(trace)
-        self.span, self.clock = len(trace), sim.clock.now()
-        node = self.search.node_at(index) if index >= max(0, len(self.prefix) - 1) else None
-        if node is None:
-            return  # before the first choice, inside the replayed prefix, or past the depth
-        if node.current is not None:
-            node.current_fp = footprint(
-                events, fault=node.current.fault is not None, time_moved=moved
-            )
-
-    def _catch_up(self) -> None:
-        """Bring the keys' histories to the end of the replayed prefix: those its last node
-        kept when a run first arrived there (the same path replays to the same trace), or,
-        should the trace's length differ, those the whole trace so far gives."""
-        last = len(self.prefix) - 1
-        node = self.search.node_at(last) if last >= 0 else None
-        kept = None if node is None else node.histories
-        if kept is not None and kept[0] == self.span:
-            self.keys.restore(kept[1])
-        else:
-            self.keys = self.search.state_keys()
-            self.keys.remember(self.simulator.trace.events[: self.span])
-        self.fed = self.span
-
-    def final_key(self) -> str:
-        """The key of the state the run ended in (after ``close_span``)."""
-        if self.fed < self.span:
-            self._catch_up()  # it ended inside its prefix (a replay does not)
-        return self.keys.key(self.simulator, None)
-
-    def _arrive(self, index: int, ready: tuple[str, ...], chosen: tuple[str, Point] | None) -> None:
-        self.close_span()
-        self.arrived = index
-        search = self.search
-        if index < len(self.prefix):
-            return
-        if search.max_depth is not None and index > search.max_depth:
-            return
-        # The actors waiting at a point are those the kernel chooses among.
-        at_point = {
-            name: state
-            for name, state in self.simulator.kernel.waits.items()
-            if isinstance(state, Point)
-        }
-        if chosen is not None:
-            at_point[chosen[0]] = chosen[1]
-        labels = {name: point.label for name, point in at_point.items()}
-        ops = {name: point.info.op for name, point in at_point.items()}
-        key = self.keys.key(self.simulator, chosen)
-        search.arrive(self, index, ready, key, labels=labels, ops=ops)
 
 
 def _norm(label: str, actor: str) -> str:

@@ -168,9 +168,13 @@ class StateKeys:
 
     # ------------------------------------------------------------------ the key
 
-    def key(self, simulator: Simulator, chosen: tuple[str, Point] | None) -> str:
+    def key(
+        self, simulator: Simulator, chosen: tuple[str, Point] | None, *, ended: bool = False
+    ) -> str:
         """The key of the state at a choice point (before the choice); ``chosen`` is the
-        actor the kernel already took there, with its point, when only one was ready."""
+        actor the kernel already took there, with its point, when only one was ready. With
+        ``ended``, the state a run ended in: its actors are over (closed, or left parked by a
+        run the search restores from), and none is counted."""
         runtime, executions = simulator.runtime, self._executions
         total = executions.of(runtime, follow=self.follows_changes)
         if not executions.following:
@@ -189,7 +193,9 @@ class StateKeys:
         if store != self._store:
             self._store, self._store_term = dict(store), term(_STORE, store_text(store))
         total += self._requests + self._now_term + self._ledger_term + self._store_term
-        if self.follows_changes:
+        if ended:
+            pass
+        elif self.follows_changes:
             # An actor's term is made again only when it waits on another object than at the
             # last point, or its history grew (most often only the one that just went).
             actors = self._actors

@@ -1,0 +1,224 @@
+"""A run restored to a state saved at any choice point goes on exactly as the run did: the same
+trace, byte for byte, the same effects, records, store and choices. This is what lets the
+exhaustive search restore states instead of replaying the path to each (``checkpoint``,
+``recorder``), so every bundled scenario is checked at every one of its choice points, with
+its own faults and with each explored fault kind added at a point of its story."""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation.checkpoint import restorable
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, applies_at, explored_seconds
+from yieldstar_sim.simulation.recorder import RestoreDiverged
+from yieldstar_sim.simulation.scenario_files import bundled_scenarios
+from yieldstar_sim.simulation.simulator import Simulator
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.checkpoint import Checkpoint
+
+SCENARIOS = sorted(bundled_scenarios())
+
+
+class _Saving:
+    """A chooser that saves the state at every choice point, then chooses at random (seeded)
+    or, past ``follow``, as the schedule it is given says."""
+
+    def __init__(self, seed: int) -> None:
+        self.simulator: Simulator | None = None
+        self.rng = random.Random(seed)
+        self.saved: dict[int, Checkpoint] = {}
+        self.schedule: list[str] = []
+        self.follow: list[str] | None = None
+
+    def __call__(self, index: int, ready: list[str]) -> str:
+        assert self.simulator is not None
+        if self.follow is not None:
+            return self.follow[index]
+        self.saved[index] = self.simulator.checkpoint()
+        choice = self.rng.choice(ready)
+        self.schedule.append(choice)
+        return choice
+
+
+def _simulator(scenario: ys.Scenario, faults: tuple[Fault, ...] = ()) -> tuple[Simulator, _Saving]:
+    chooser = _Saving(seed=7)
+    simulator = Simulator(
+        scenario, seed=0, runtime="memory", faults=faults, chooser=chooser, restorable=True
+    )
+    simulator.kernel.always_choose = True
+    chooser.simulator = simulator
+    return simulator, chooser
+
+
+def _outcome(simulator: Simulator) -> dict[str, Any]:
+    return {
+        "trace": simulator.trace.to_jsonl(),
+        "effects": list(simulator.ledger.effects),
+        "records": simulator.runtime.executions(),
+        "requests": simulator.runtime.start_requests(),
+        "store": dict(simulator.store.canonical),
+        "choices": list(simulator.kernel.choices),
+        "applied": list(simulator.plan.applied),
+        "admissions": list(simulator.admissions),
+        "stopped": simulator.stopped,
+    }
+
+
+def _check_every_point(
+    scenario: ys.Scenario, faults: tuple[Fault, ...] = ()
+) -> tuple[int, int, int]:
+    """Restore at every point; the points, the faults that fired and the actors made again."""
+    simulator, chooser = _simulator(scenario, faults)
+    if not restorable(simulator.state):
+        pytest.skip(f"{scenario.name} runs on a runtime that cannot save its records")
+    simulator.start()
+    simulator.advance(close=False)
+    expected = _outcome(simulator)
+    chooser.follow = chooser.schedule
+    # Deepest first, then the rest: each restore starts from wherever the last run ended.
+    order = sorted(chooser.saved, reverse=True)
+    order = order[::2] + order[1::2]
+    made = 0
+    for index in order:
+        made += simulator.restore(chooser.saved[index])
+        simulator.advance(close=False)
+        got = _outcome(simulator)
+        for part, value in expected.items():
+            assert got[part] == value, f"{scenario.name}: restored at point {index}, {part} differs"
+    simulator.kernel.close()
+    return len(order), len(expected["applied"]), made
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_run_restored_at_any_choice_point_goes_on_as_it_went(name: str) -> None:
+    points, _, made = _check_every_point(ys.load_scenario(name))
+    assert points > 0
+    assert made > 0
+
+
+def _faults_along(scenario: ys.Scenario) -> list[Fault]:
+    """One fault of each explored kind, each at the first point of the story where it can
+    fire after its middle (so that it strikes inside a delivery)."""
+    simulator = Simulator(scenario, seed=0, runtime="memory")
+    simulator.run()
+    points = [(choice.index, choice.actor) for choice in simulator.kernel.choices]
+    labels = {event.point: event for event in simulator.trace if event.point is not None}
+    faults = []
+    for kind in FAULT_KINDS:
+        for index, _ in points[len(points) // 3 :]:
+            event = labels.get(index)
+            if (
+                event is not None
+                and event.op is not None
+                and applies_at(kind, event.op, exploring=True)
+            ):
+                faults.append(Fault(kind, at=index, seconds=explored_seconds(kind, 40.0)))
+                break
+    return faults
+
+
+FAULTED = [
+    "durable-start", "booking-race", "fan-out-order", "zombie-attempt", "concurrent-clients",
+    "timed-out-attempt", "effect-in-workflow-code", "cancel-owner",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FAULTED)
+def test_a_faulted_run_restored_at_any_choice_point_goes_on_as_it_went(name: str) -> None:
+    base = ys.load_scenario(name)
+    faults = _faults_along(base)
+    assert faults
+    for fault in faults:
+        _, fired, _ = _check_every_point(base, (fault,))
+        assert fired > len(base.faults) or fired > 0, f"{fault} never fired"
+
+
+def test_an_actor_that_reads_outside_the_simulation_is_not_made_again_silently() -> None:
+    # A body whose answer is logged is told it again; a generator that asks the shared state
+    # for more than it was told is stopped with RestoreDiverged, never left half made.
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.simulation.kernel import Kernel, Point
+    from yieldstar_sim.simulation.recorder import ActorLog, Recorder
+
+    clock = ManualClock()
+    kernel = Kernel(clock, random.Random(0))
+    recorder = Recorder(kernel, clock)
+    outside = iter(range(100))
+
+    def reads_outside() -> Any:
+        while True:
+            if next(outside) % 2:
+                recorder.answer(lambda: 1)
+            yield Point("p")
+
+    recorder.spawn("a", reads_outside(), reads_outside)
+    for _ in range(4):
+        kernel.step()
+    log = recorder.logs["a"]
+    with pytest.raises(RestoreDiverged):
+        recorder.rebuild("a", ActorLog(log.factory, list(log.entries)))
+
+
+def _search(report: ys.ExplorationReport) -> tuple[object, ...]:
+    graph = report.state_graph()
+    return (
+        report.distinct_states,
+        report.schedules_run,
+        report.pruned_by_cache,
+        report.pruned_by_reduction,
+        report.searched_to_the_end,
+        report.cut_by,
+        report.naive_schedules,
+        sorted(report.verdicts.items()),
+        [(v.invariant, v.message, v.faults) for v in report.violations],
+        report.state_paths,
+        sorted(graph.nodes),
+        sorted(graph.edges),
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "max_faults"),
+    [(name, 0) for name in SCENARIOS]
+    + [
+        (name, 1)
+        for name in (
+            "booking-race", "booking-race-fixed", "durable-start", "trigger-in-step",
+            "cancel-owner", "concurrent-starts", "skewed-lease", "zombie-attempt",
+            "zombie-attempt-fixed", "timed-out-attempt", "fan-out-order", "fan-out-order-fixed",
+            "concurrent-clients", "effect-in-workflow-code", "orphan-after-cancel",
+        )
+    ],
+)  # fmt: skip
+def test_the_search_that_restores_states_finds_what_replaying_finds(
+    name: str, max_faults: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = ys.load_scenario(name)
+    options: dict[str, Any] = {
+        "strategy": "exhaustive", "confirm": None, "max_faults": max_faults,
+        "stop_at_first": False, "budget": 300, "runtime": "memory",
+    }  # fmt: skip
+    restoring = ys.explore(scenario, **options)
+    monkeypatch.setattr(ExhaustiveSearch, "restore_states", False)
+    replaying = ys.explore(scenario, **options)
+    assert _search(restoring) == _search(replaying)
+    assert replaying.search_progress["restores"] == 0
+    if restoring.schedules_run > 1 and restorable(
+        Simulator(scenario, runtime="memory", restorable=True).state
+    ):
+        assert restoring.search_progress["restores"] > 0
+
+
+def test_a_search_on_a_runtime_that_cannot_save_its_records_replays_its_paths() -> None:
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="exhaustive", max_faults=0, confirm=None,
+        runtime="duckdb",
+    )  # fmt: skip
+    assert report.exhausted
+    assert report.search_progress["restores"] == 0

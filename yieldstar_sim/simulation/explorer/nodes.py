@@ -1,0 +1,52 @@
+"""The exhaustive search's path: a move (which actor goes at a choice point, with which fault)
+and a node (a choice point on the current path, with the moves left to take from it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.checkpoint import Checkpoint
+    from yieldstar_sim.simulation.explorer.footprints import Footprint
+    from yieldstar_sim.simulation.explorer.statekeys import Histories
+    from yieldstar_sim.simulation.faults import FaultKind
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One transition: ``actor`` goes at a choice point, with ``fault`` injected (or none)."""
+
+    actor: str
+    fault: FaultKind | None = None
+
+
+@dataclass
+class Node:
+    """A choice point on the current path."""
+
+    key: str
+    ready: tuple[str, ...]
+    labels: dict[str, str]
+    sleep: dict[str, tuple[str, Footprint]]
+    """Asleep actors: their normalised point label and the footprint of their transition."""
+    pending: list[Move]
+    faults_used: int
+    current: Move | None = None
+    current_fp: Footprint | None = None
+    done: list[tuple[Move, Footprint]] = field(default_factory=list)
+    options: int = 0
+    """How many transitions the naive search would try here."""
+    explored: int = 0
+    subtotal: float = 0.0
+    histories: tuple[int, Histories] | None = None
+    """The actors' histories on arrival here, with the trace's length then: a later run whose
+    prefix ends here takes them up instead of feeding the keys every event of its prefix."""
+    twins: dict[Move, Move] = field(default_factory=dict)
+    """Pending moves of a worker interchangeable here with an earlier one (``symmetry``):
+    each with the move of that earlier worker it mirrors."""
+    children: dict[Move, str] = field(default_factory=dict)
+    """The key of the choice point each move taken from here arrived at."""
+    saved: Checkpoint | None = None
+    """The run's state here, while a move is left to take from it (a search that restores
+    states instead of replaying the path to them)."""
