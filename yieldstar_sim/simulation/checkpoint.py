@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.kernel import Deferred
 from yieldstar_sim.simulation.recorder import ActorLog
 
 if TYPE_CHECKING:
@@ -81,7 +83,8 @@ def take(state: RunState) -> Checkpoint:
 
 
 def put_back(state: RunState, checkpoint: Checkpoint) -> int:
-    """Put ``state`` back as ``checkpoint`` saved it; returns how many actors were made again."""
+    """Put ``state`` back as ``checkpoint`` saved it; returns how many actors moved since, each
+    made again from its log when it next moves (``kernel.Deferred``)."""
     recorder = state.recorder
     assert recorder is not None, "a run saved for restoring records its actors"
     _put_back_data(state, checkpoint)
@@ -97,10 +100,13 @@ def put_back(state: RunState, checkpoint: Checkpoint) -> int:
             continue
         again = ActorLog(log.factory, log.entries[:length])
         recorder.logs[name] = again
-        actors[name] = recorder.rebuild(name, again)
+        # Made when it next moves: most restored runs are cut at their next choice point,
+        # before any actor but the one that moves there has moved.
+        told = ActorLog(log.factory, again.entries[:])
+        actors[name] = Deferred(partial(recorder.rebuild, name, told))
         made += 1
     for name, actor in running.items():
-        if actors.get(name) is not actor:
+        if actors.get(name) is not actor and type(actor) is not Deferred:
             recorder.discard(actor)
     for name in [name for name in recorder.logs if name not in checkpoint.kernel.actors]:
         del recorder.logs[name]

@@ -110,6 +110,14 @@ class Choice:
 
 
 @dataclass(frozen=True, slots=True)
+class Deferred:
+    """An actor made only when the kernel first resumes it: ``restore`` may be given one where
+    making the generator costs something and the actor may never move again."""
+
+    make: Callable[[], Generator[Any, Any, None]]
+
+
+@dataclass(frozen=True, slots=True)
 class KernelState:
     """What a kernel holds at a choice point, but its actors' generators: ``Kernel.snapshot``
     takes it and ``Kernel.restore`` puts it back, with generators made again by the caller."""
@@ -215,6 +223,8 @@ class Kernel:
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
         actor = self._actors[name]
+        if type(actor) is Deferred:
+            actor = self._actors[name] = actor.make()
         self.running = name
         if self.on_resume is not None:
             self.on_resume(name, value)
@@ -357,8 +367,9 @@ class Kernel:
 
     def restore(self, state: KernelState, actors: dict[str, Any]) -> None:
         """Put back ``state`` (a ``snapshot`` of this kernel on the path to here: the choices
-        made since are forgotten) with ``actors``, a generator for each of its actors, each
-        waiting where the snapshot says it waits. The clock is the caller's to set."""
+        made since are forgotten) with ``actors``, a generator (or a ``Deferred`` that makes
+        it) for each of its actors, each waiting where the snapshot says it waits. The clock
+        is the caller's to set."""
         if set(actors) != state.actors:
             raise ValueError(f"restoring actors {sorted(actors)}, not {sorted(state.actors)}")
         self._actors = dict(actors)
@@ -374,13 +385,14 @@ class Kernel:
         self._schedule = deque(state.schedule)
 
     def generators(self) -> dict[str, Any]:
-        """Each actor's generator, by name (the actors that have not ended)."""
+        """Each actor's generator (or ``Deferred``), by name: the actors that have not ended."""
         return dict(self._actors)
 
     def close(self) -> None:
         """Close every actor that has not ended."""
         for actor in self._actors.values():
-            actor.close()
+            if type(actor) is not Deferred:
+                actor.close()
         self._actors.clear()
         self._at_point.clear()
         self._sleeping.clear()

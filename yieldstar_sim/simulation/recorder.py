@@ -140,6 +140,8 @@ class Recorder:
         self.resumed = 0
         """Resumptions fed to actors made again: the work restoring costs, in the units a
         kernel step is counted in."""
+        self.rebuilt = 0
+        """Actors made again."""
         self.mutes: list[Callable[[bool], None]] = []
         """Told True while an actor is made again, False after: what else must be muted
         then (the trace)."""
@@ -212,6 +214,7 @@ class Recorder:
         when the log was this long."""
         actor = log.factory()
         self.replay(name, actor, log.entries)
+        self.rebuilt += 1
         return actor
 
     def replay(self, name: str, actor: Generator[Any, Any, Any], entries: list[Any]) -> None:

@@ -115,6 +115,7 @@ class ExhaustiveSearch:
         """Actors made again from what they were told, over all restores."""
         self.rebuild_steps = 0
         """Resumptions fed to actors made again: restoring's work, in kernel steps."""
+        self._live: Simulator | None = None
         self.transitions = 0
         """Moves run past a replayed prefix: the transitions the search explored."""
         self.max_depth_reached = 0
@@ -183,8 +184,18 @@ class ExhaustiveSearch:
                     self._restore(*live, prefix)
         finally:
             if live is not None:
+                self._counted(live[0])
                 live[0].kernel.close()
                 live[0].runtime.close()
+                self._live = None
+
+    def _counted(self, simulator: Simulator) -> None:
+        """Add what restoring ``simulator``'s states cost to the counts (``progress``)."""
+        recorder = simulator.state.recorder
+        if recorder is not None:
+            self.actors_rebuilt += recorder.rebuilt
+            self.rebuild_steps += recorder.resumed
+            recorder.rebuilt = recorder.resumed = 0
 
     def _budget_spent(self) -> bool:
         budget, seconds = self.config.budget, self.config.time_budget
@@ -268,6 +279,8 @@ class ExhaustiveSearch:
 
     def progress(self) -> dict[str, Any]:
         """How far the search got, as a model checker shows it (``report.search_progress``)."""
+        if self._live is not None:
+            self._counted(self._live)
         elapsed = time.perf_counter() - self._started
         root = self._stack[0] if self._stack else None
         root_moves = 0 if root is None else root.explored + len(root.pending)
@@ -358,17 +371,14 @@ class ExhaustiveSearch:
         kernel = simulator.kernel
         kernel.chooser, kernel.faults, kernel.always_choose = probe.choose, probe, True
         simulator.start()
+        self._live = simulator
         return simulator, probe
 
     def _restore(self, simulator: Simulator, probe: Probe, prefix: list[Move]) -> None:
         """Put the run back at the last node of ``prefix``, to take its current move."""
         node = self._stack[-1]
         assert node.saved is not None, "a node with a move left saved the run's state"
-        recorder = simulator.state.recorder
-        resumed = 0 if recorder is None else recorder.resumed
-        self.actors_rebuilt += simulator.restore(node.saved)
-        if recorder is not None:
-            self.rebuild_steps += recorder.resumed - resumed
+        simulator.restore(node.saved)
         self.restores += 1
         if not node.pending:
             node.saved = None  # its last move: nothing will restore it again
