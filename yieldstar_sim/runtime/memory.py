@@ -321,20 +321,24 @@ class MemoryRuntime:
         snapshot can be restored again): a reader of ``rows_view`` and ``row_writes`` takes
         them up again, the log of writes starting again with every row."""
         with self._lock:
-            self._rows = {execution_id: row.copy() for execution_id, row in snapshot.rows.items()}
+            # In place: ``rows_view`` and ``row_writes`` are live views of these objects.
+            rows = self._rows
+            rows.clear()
+            for execution_id, row in snapshot.rows.items():
+                rows[execution_id] = row.copy()
             self._live = {
                 execution_id: row
-                for execution_id, row in self._rows.items()
+                for execution_id, row in rows.items()
                 if row.status not in TERMINAL_STATUSES
             }
             self._tombstones = {
-                execution_id: self._rows.get(execution_id) or row.copy()
+                execution_id: rows.get(execution_id) or row.copy()
                 for execution_id, row in snapshot.tombstones.items()
             }
             self._requests = dict(snapshot.requests)
             self._last_seq = snapshot.last_seq
             if self._writes is not None:
-                self._writes = list(self._rows.values())
+                self._writes[:] = rows.values()
 
     def _touch(self, row: Row) -> None:
         """Count a write to ``row`` (its ``revision``) and log it (``row_writes``)."""

@@ -380,9 +380,9 @@ class ExhaustiveSearch:
         assert node.saved is not None, "a node with a move left saved the run's state"
         simulator.restore(node.saved)
         self.restores += 1
-        if not node.pending:
-            node.saved = None  # its last move: nothing will restore it again
         probe.restart(prefix, node)
+        if not node.pending:
+            node.saved = node.keys = None  # its last move: nothing will restore it again
 
     def _go_on(self, simulator: Simulator, probe: Probe, *, close: bool) -> None:
         """Run on from where ``simulator`` stands to the end of the run or a cut, and record
@@ -504,10 +504,7 @@ class ExhaustiveSearch:
             node.twins = self._twins(probe, ready, sleep, moves)
         self._stack.append(node)
         if len(moves) > 1 or (moves and moves[0].fault is not None):
-            # A later prefix ends here (a move is left once this run takes the first).
-            node.histories = (probe.span, probe.keys.snapshot())
-            if probe.simulator.state.recorder is not None:
-                node.saved = probe.simulator.checkpoint()
+            _save(node, probe)  # a later run starts here (a move is left after the first)
         if not moves or moves[0].fault is not None:
             raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
         node.current = moves.pop(0)
@@ -537,6 +534,16 @@ class ExhaustiveSearch:
             for move in moves
             if mirror.get(move.actor, move.actor) != move.actor
         }
+
+
+def _save(node: Node, probe: Probe) -> None:
+    """Keep at ``node`` what a later run that starts there needs: the state and the keys when
+    the search restores states, the actors' histories when it replays the path."""
+    if probe.simulator.state.recorder is None:
+        node.histories = (probe.span, probe.keys.snapshot())
+    else:
+        node.keys = (probe.span, probe.keys.copy())
+        node.saved = probe.simulator.checkpoint()
 
 
 def _norm(label: str, actor: str) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.checkpoint import Checkpoint
     from yieldstar_sim.simulation.explorer.footprints import Footprint
-    from yieldstar_sim.simulation.explorer.statekeys import Histories
+    from yieldstar_sim.simulation.explorer.statekeys import Histories, StateKeys
     from yieldstar_sim.simulation.faults import FaultKind
 
 
@@ -47,6 +47,9 @@ class Node:
     each with the move of that earlier worker it mirrors."""
     children: dict[Move, str] = field(default_factory=dict)
     """The key of the choice point each move taken from here arrived at."""
+    keys: tuple[int, StateKeys] | None = None
+    """The keys whole on arrival here, with the trace's length then (a search that restores
+    states: a run restored here goes on with a copy of them)."""
     saved: Checkpoint | None = None
     """The run's state here, while a move is left to take from it (a search that restores
     states instead of replaying the path to them)."""

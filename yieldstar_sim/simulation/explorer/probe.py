@@ -85,13 +85,12 @@ class Probe:
 
     def restart(self, prefix: list[Move], node: Node) -> None:
         """Go on from the state saved at the last move of ``prefix`` (``node``'s), restored:
-        the keys take up the histories kept there, and the next point asked is that one."""
-        assert node.histories is not None, "a restored node kept its histories"
-        span, histories = node.histories
+        with a copy of the keys kept there, the next point asked being that one."""
+        assert node.keys is not None, "a restored node kept its keys"
+        span, keys = node.keys
         self.prefix = prefix
         self.arrived = len(prefix) - 1
-        self.keys = self.search.state_keys()
-        self.keys.restore(histories)
+        self.keys = keys.copy().caught_up()
         self.span = self.fed = span
         self.clock = self.simulator.clock.now()
         self.cut_key = None

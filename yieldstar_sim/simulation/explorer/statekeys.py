@@ -139,6 +139,24 @@ class StateKeys:
         lines = {w: list(h) for w, h in self.histories.items()} if self.lines else None
         return ({w: h.copy() for w, h in self._hashes.items()}, lines)
 
+    def copy(self) -> StateKeys:
+        """These keys, whole, kept apart: a saved state's, which a restored run goes on from
+        (``caught_up``) instead of reading every row again."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.histories = {w: list(h) for w, h in self.histories.items()} if self.lines else {}
+        new._hashes = {w: h.copy() for w, h in self._hashes.items()}
+        new._actors = dict(self._actors)
+        new._executions = self._executions.copy()
+        new._ledger = self._ledger.copy()
+        return new
+
+    def caught_up(self) -> StateKeys:
+        """These keys, after the runtime's rows were restored to those they were read from
+        (``MemoryRuntime.restore``): the restored rows' writes count as read."""
+        self._executions.caught_up()
+        return self
+
     def restore(self, snapshot: Histories) -> None:
         """Put back the histories of ``snapshot`` (one ``snapshot`` gave): the keys go on
         from there."""

@@ -107,6 +107,14 @@ class _Execution:
         self.record = 0
         self.term = 0
 
+    def copy(self) -> _Execution:
+        """An entry of its own with the same terms."""
+        new = _Execution.__new__(_Execution)
+        for name in _Execution.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.step_terms = dict(self.step_terms)
+        return new
+
     def update(
         self,
         steps: Iterable[StepRecord],
@@ -184,6 +192,24 @@ class Executions:
             self._rows = None if view is None or writes is None else (view(), writes())
         rows = self._rows
         return self.read_whole(runtime) if rows is None else self.follow(*rows)
+
+    def copy(self) -> Executions:
+        """The same sums, kept apart from these (a saved state's keys): following the same
+        runtime's live views."""
+        new = Executions(values=self.values)
+        new._runtime, new._rows, new._done, new._total = (
+            self._runtime, self._rows, self._done, self._total,
+        )  # fmt: skip
+        new._cache = {seq: entry.copy() for seq, entry in self._cache.items()}
+        new.shape = self.shape
+        return new
+
+    def caught_up(self) -> None:
+        """Take every write logged so far as read: the runtime's rows were restored to those
+        these sums were made from (their writes log starts again with every row)."""
+        rows = self._rows
+        if rows is not None:
+            self._done = len(rows[1])
 
     @property
     def following(self) -> bool:
