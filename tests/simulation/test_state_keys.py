@@ -285,6 +285,7 @@ def test_a_replayed_prefix_takes_up_the_histories_its_last_node_kept(
             super().restore(snapshot)
 
     monkeypatch.setattr(ExhaustiveSearch, "state_keys", Counted)
+    monkeypatch.setattr(ExhaustiveSearch, "restore_states", False)  # the replaying search
     report = ys.explore(
         ys.load_scenario("cancel-owner"), strategy="exhaustive", max_faults=1, confirm=None,
         stop_at_first=False, kinds=["crash"],
@@ -293,3 +294,26 @@ def test_a_replayed_prefix_takes_up_the_histories_its_last_node_kept(
     assert runs > 100
     assert len(made) == runs
     assert restored == list(range(2, runs + 1))
+
+
+def test_a_restored_run_goes_on_with_the_keys_its_node_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search that restores states makes its keys once: each run after the first goes on
+    with a copy of the keys kept at the node it was restored to (none is read whole again),
+    and the results are those of the whole read (above)."""
+    made: list[StateKeys] = []
+
+    class Counted(StateKeys):
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(ExhaustiveSearch, "state_keys", Counted)
+    report = ys.explore(
+        ys.load_scenario("cancel-owner"), strategy="exhaustive", max_faults=1, confirm=None,
+        stop_at_first=False, kinds=["crash"],
+    )  # fmt: skip
+    assert len(report.state_paths) > 100
+    assert report.search_progress["restores"] > 100
+    assert len(made) == 1
