@@ -264,7 +264,7 @@ class MemoryRuntime:
             for target_id in owned:
                 row = self._rows[target_id]
                 if target_id in self._live and not row.cancel_requested:
-                    self._touch(row)
+                    row = self._touch(row)
                     row.cancel_requested = True
                     row.due_at = now if row.due_at is None else min(row.due_at, now)
                     cancelled.append(target_id)
@@ -307,44 +307,56 @@ class MemoryRuntime:
 
     def snapshot(self) -> MemorySnapshot:
         """Every record as it is now, for ``restore``: what a simulation that restores a
-        saved state asks of its runtime (armed failure points are not part of it)."""
+        saved state asks of its runtime (armed failure points are not part of it). The rows
+        are shared with the snapshot, not copied: a row is copied when it is next written
+        (``_touch``)."""
         with self._lock:
-            rows = {execution_id: row.copy() for execution_id, row in self._rows.items()}
-            tombstones = {
-                execution_id: rows.get(execution_id) or row.copy()
-                for execution_id, row in self._tombstones.items()
-            }
-            return MemorySnapshot(rows, tombstones, dict(self._requests), self._last_seq)
+            for row in self._rows.values():
+                row.shared = True
+            for row in self._tombstones.values():
+                row.shared = True
+            return MemorySnapshot(
+                dict(self._rows), dict(self._tombstones), dict(self._requests), self._last_seq
+            )
 
     def restore(self, snapshot: MemorySnapshot) -> None:
-        """Put every record back as ``snapshot`` holds it. The rows are new objects (the
-        snapshot can be restored again): a reader of ``rows_view`` and ``row_writes`` takes
+        """Put every record back as ``snapshot`` holds it (its rows still shared with it: the
+        snapshot can be restored again). A reader of ``rows_view`` and ``row_writes`` takes
         them up again, the log of writes starting again with every row."""
         with self._lock:
             # In place: ``rows_view`` and ``row_writes`` are live views of these objects.
             rows = self._rows
             rows.clear()
-            for execution_id, row in snapshot.rows.items():
-                rows[execution_id] = row.copy()
+            rows.update(snapshot.rows)
             self._live = {
                 execution_id: row
                 for execution_id, row in rows.items()
                 if row.status not in TERMINAL_STATUSES
             }
-            self._tombstones = {
-                execution_id: rows.get(execution_id) or row.copy()
-                for execution_id, row in snapshot.tombstones.items()
-            }
+            self._tombstones = dict(snapshot.tombstones)
             self._requests = dict(snapshot.requests)
             self._last_seq = snapshot.last_seq
             if self._writes is not None:
                 self._writes[:] = rows.values()
 
-    def _touch(self, row: Row) -> None:
-        """Count a write to ``row`` (its ``revision``) and log it (``row_writes``)."""
+    def _touch(self, row: Row) -> Row:
+        """Count a write to ``row`` (its ``revision``) and log it (``row_writes``); returns
+        the row to write, a copy of its own when ``row`` is shared with a snapshot."""
+        if row.shared:
+            row = self._unshared(row)
         row.revision += 1
         if self._writes is not None:
             self._writes.append(row)
+        return row
+
+    def _unshared(self, row: Row) -> Row:
+        """A copy of ``row`` of this runtime's own, in its place wherever ``row`` stands."""
+        mine = row.copy()
+        execution_id = row.execution_id
+        for rows in (self._rows, self._live, self._tombstones):
+            if rows.get(execution_id) is row:
+                rows[execution_id] = mine
+        return mine
 
     def _logged(self, row: Row) -> None:
         """Log the admission of ``row`` (``row_writes``)."""
@@ -421,7 +433,7 @@ class MemoryRuntime:
             delivery = None
             if row_or_none is not None:
                 row = row_or_none
-                self._touch(row)
+                row = self._touch(row)
                 row.lease_owner = owner
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds
@@ -450,7 +462,7 @@ class MemoryRuntime:
         lease_seconds = common.check_seconds(lease_seconds, "lease_seconds", positive=True)
         with self._lock:
             row, now = self._fenced("renew", lease)
-            self._touch(row)
+            row = self._touch(row)
             row.lease_expires_at = now + lease_seconds
             renewed = replace(lease, expires_at=row.lease_expires_at)
         self._failpoints.hit("renew.after_commit")
@@ -470,7 +482,7 @@ class MemoryRuntime:
         write, wake_at = common.check_put_step(step_key, status, value, attempt, wake_at)
         with self._lock:
             row, now = self._fenced("put_step", lease)
-            self._touch(row)
+            row = self._touch(row)
             old = row.steps.get(write.step_key)
             row.step_writes.append(write.step_key)
             row.steps[write.step_key] = new_step(
@@ -491,7 +503,7 @@ class MemoryRuntime:
         at = common.check_seconds(at, "the wake time")
         with self._lock:
             row, _ = self._fenced("record_wake", lease)
-            self._touch(row)
+            row = self._touch(row)
             row.due_at = at if row.due_at is None else min(row.due_at, at)
         self._failpoints.hit("record_wake.after_commit")
 
@@ -500,7 +512,7 @@ class MemoryRuntime:
         status, result, error = common.outcome_columns(outcome)
         with self._lock:
             row, now = self._fenced("acknowledge", lease)
-            self._touch(row)
+            row = self._touch(row)
             terminal = ExecutionStatus(status).terminal
             row.set_outcome(status, result, error)
             row.lease_owner = None
@@ -509,9 +521,9 @@ class MemoryRuntime:
                 row.finished_at = now
                 row.due_at = None
                 del self._live[row.execution_id]
-                for waiter in self._live.values():
-                    if waiter.waiting_on == row.execution_id:
-                        self._touch(waiter)
+                for waiting in self._live.values():
+                    if waiting.waiting_on == row.execution_id:
+                        waiter = self._touch(waiting)
                         waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
@@ -523,7 +535,7 @@ class MemoryRuntime:
         check_name(execution_id, "the execution to wait for")
         with self._lock:
             row, _ = self._fenced("wait_for", lease)
-            self._touch(row)
+            row = self._touch(row)
             row.waiting_on = execution_id
             target = self._rows.get(execution_id)
             record = None if target is None else target.record()
@@ -535,7 +547,7 @@ class MemoryRuntime:
         delay = common.check_seconds(delay, "the redelivery delay")
         with self._lock:
             row, now = self._fenced("release", lease)
-            self._touch(row)
+            row = self._touch(row)
             row.lease_owner = None
             row.lease_expires_at = None
             row.due_at = now + delay
@@ -556,7 +568,7 @@ class MemoryRuntime:
                     "can be pruned"
                 )
             del self._rows[execution_id]
-            self._touch(row)
+            row = self._touch(row)
             if row.origin == "start" and (row.parent_seq, row.parent_step_key) in self._requests:
                 # Its caller's request record outlives it, and still names it (RFC 013 prunes a
                 # caller's requests with the caller, not with the target).

@@ -101,6 +101,9 @@ class Row:
     """The step key of every step write, in order (``MemoryRuntime.rows_view``)."""
     params_value: DurableValue = None
     """``params`` decoded (set on admission)."""
+    shared: bool = False
+    """Whether a snapshot holds this very row (``MemoryRuntime.snapshot``): the runtime
+    writes a copy of it instead."""
     result_value: DurableValue = None
     error_info: ErrorInfo | None = None
     parent: ParentLink | None = None
@@ -185,6 +188,7 @@ class Row:
             setattr(new, name, getattr(self, name))
         new.steps = dict(self.steps)
         new.step_writes = list(self.step_writes)
+        new.shared = False
         return new
 
     def head(self) -> tuple[object, ...]:

@@ -91,7 +91,7 @@ class _Execution:
 
     __slots__ = (
         "head", "index", "prefix", "record", "result", "result_text",
-        "revision", "step_terms", "steps_sum", "term", "writes",
+        "revision", "shared", "step_terms", "steps_sum", "term", "writes",
     )  # fmt: skip
 
     def __init__(self, execution_id: str) -> None:
@@ -106,6 +106,9 @@ class _Execution:
         self.result_text = ""
         self.record = 0
         self.term = 0
+        self.shared = False
+        """Whether another ``Executions`` holds this very entry: it is copied before it is
+        updated (``Executions._update``)."""
 
     def copy(self) -> _Execution:
         """An entry of its own with the same terms."""
@@ -113,6 +116,7 @@ class _Execution:
         for name in _Execution.__slots__:
             setattr(new, name, getattr(self, name))
         new.step_terms = dict(self.step_terms)
+        new.shared = False
         return new
 
     def update(
@@ -200,7 +204,9 @@ class Executions:
         new._runtime, new._rows, new._done, new._total = (
             self._runtime, self._rows, self._done, self._total,
         )  # fmt: skip
-        new._cache = {seq: entry.copy() for seq, entry in self._cache.items()}
+        new._cache = dict(self._cache)
+        for entry in new._cache.values():
+            entry.shared = True  # copied by whichever of the two updates it first
         new.shape = self.shape
         return new
 
@@ -268,6 +274,8 @@ class Executions:
         if len(writes) < done:  # the row's steps were emptied: read them all
             entry, done = _Execution(row.execution_id), 0
             self._cache[row.seq] = entry
+        elif entry.shared:
+            entry = self._cache[row.seq] = entry.copy()
         entry.update(written_since(row, done), row.head(), row.result_value, index, self.values)
         entry.writes = len(writes)
         entry.revision = row.revision
