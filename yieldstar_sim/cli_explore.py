@@ -51,13 +51,6 @@ def explore_command(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
-    if args.strategy == "exhaustive" and args.jobs > 1:
-        # Accepted and ignored, it would promise a speed-up the search never gives: its sleep
-        # sets and state cache belong to one depth-first search in one process.
-        raise UsageError(
-            f"--jobs {args.jobs} is not an option of --strategy exhaustive: its search runs in "
-            "one process (the sleep sets and the state cache are one search's)"
-        )
     if (
         args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
         and args.max_faults > MAX_FAULTS_UNBUDGETED

@@ -370,13 +370,17 @@ def test_exhaustive_options_need_the_exhaustive_strategy(tmp_path: Path) -> None
     assert "--order is an option of --strategy exhaustive only" in result.stderr
 
 
-def test_exhaustive_refuses_jobs_it_would_ignore(tmp_path: Path) -> None:
+def test_exhaustive_searches_in_the_processes_jobs_asks_for(tmp_path: Path) -> None:
     result = run(
-        "explore", "booking-race", "--strategy", "exhaustive", "--jobs", "2", cwd=tmp_path
+        "explore", "durable-start", "--strategy", "exhaustive", "--jobs", "2", "--json",
+        cwd=tmp_path,
     )  # fmt: skip
-    assert result.returncode == 2
-    assert "--jobs 2 is not an option of --strategy exhaustive" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    statement = report["completeness"]["statement"]
+    assert statement.startswith("verified: all ")
+    assert "searched by 2 processes sharing their states" in statement
+    assert report["completeness"]["progress"]["processes"] == 2
 
 
 @pytest.mark.parametrize("strategy", ["systematic", "exhaustive"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.explorer.statekeys import _HISTORY, WholeReads, _feed
+from yieldstar_sim.simulation.explorer.statekeys import _HISTORY, WholeReads, _feed, actor_role
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.kernel import Point
@@ -51,7 +51,8 @@ def state_key(
     if chosen is not None:
         waiting.append((chosen[0], f"point {chosen[1].label}"))
     actors = sorted(
-        (state.replace(name, "~"), tuple(histories.get(name, ()))) for name, state in waiting
+        (state.replace(name, "~") + actor_role(name), tuple(histories.get(name, ())))
+        for name, state in waiting
     )
     ledger = [
         (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt)
@@ -62,7 +63,10 @@ def state_key(
     # after its heartbeats (worker names are blinded like the actors').
     clocks = sorted(simulator.clocks.behind.values())
     leases = sorted(simulator.lease_ends.items())
-    text = repr((records, requests, simulator.clock.now(), ledger, store, actors, clocks, leases))
+    groups = sorted((n, tuple(o)) for n, o in simulator.state.groups.items())
+    text = repr(
+        (records, requests, simulator.clock.now(), ledger, store, actors, clocks, leases, groups)
+    )
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

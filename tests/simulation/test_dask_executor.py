@@ -87,3 +87,14 @@ def test_a_worker_reused_by_a_second_exploration_runs_the_second_scenario(client
     assert first.ok
     second = _explore("trigger-in-step", executor=executor, jobs=2, max_faults=1)
     assert _essentials(second) == _essentials(_explore("trigger-in-step", max_faults=1))
+
+
+def test_an_exhaustive_search_on_dask_reaches_the_states_one_process_reaches(client: Any) -> None:
+    # Dask's workers run on this machine here: they share the visited states' table.
+    options: dict[str, Any] = {"strategy": "exhaustive", "max_faults": 1}
+    on_dask = _explore("booking-race", executor=client.get_executor(), jobs=2, **options)
+    alone = _explore("booking-race", **options)
+    assert on_dask.exhausted == alone.exhausted
+    assert on_dask.distinct_states == alone.distinct_states
+    assert {v.invariant for v in on_dask.violations} == {v.invariant for v in alone.violations}
+    assert on_dask.search_progress["processes"] == 2

@@ -81,7 +81,10 @@ def test_a_time_budget_that_cuts_the_search_is_named() -> None:
     assert report.cut_by == ["the time budget of 1e-09s"]
 
 
-def test_the_reduction_finds_what_the_naive_search_finds_in_fewer_schedules() -> None:
+def test_the_reduction_finds_what_the_naive_search_finds_in_fewer_schedules(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ExhaustiveSearch, "sleep_sets", True)  # off by default
     reduced = exhaustive("booking-race", stop_at_first=False)
     naive = exhaustive("booking-race", stop_at_first=False, reduction=False)
     assert [v.invariant for v in reduced.violations] == [v.invariant for v in naive.violations]
@@ -364,7 +367,8 @@ def test_a_client_minting_a_new_request_id_is_found_and_one_reusing_it_verified(
     assert fixed.ok
 
 
-def test_one_pruned_branch_is_one_branch() -> None:
+def test_one_pruned_branch_is_one_branch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ExhaustiveSearch, "sleep_sets", True)  # off by default
     report = exhaustive("skewed-lease")  # 2 schedules, 1 branch pruned by the reduction
     assert report.pruned_by_reduction == 1
     assert "1 branch pruned by the reduction" in report.coverage()

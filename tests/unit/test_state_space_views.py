@@ -13,6 +13,7 @@ import pytest
 from matplotlib.legend import Legend
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.views.statespace import (
     describe_path,
@@ -160,7 +161,11 @@ def test_the_legend_names_only_what_the_picture_shows() -> None:
     assert legend_labels(verified) == ["initial state", "end: ok"]
 
 
-def test_a_state_the_search_did_not_go_on_from_is_drawn_and_explained() -> None:
+def test_a_state_the_search_did_not_go_on_from_is_drawn_and_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # With sleep sets (off by default), the race has states whose every move slept.
+    monkeypatch.setattr(ExhaustiveSearch, "sleep_sets", True)
     report = ys.explore(
         ys.load_scenario("booking-race-fixed"), strategy="exhaustive", max_faults=0, confirm=None
     )

@@ -37,6 +37,7 @@ from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.parallel import ParallelExhaustive
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan, simulate_plan
 from yieldstar_sim.simulation.explorer.randomized import Randomized
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
@@ -129,7 +130,9 @@ def explore(
     ``report.adapter_failures`` and makes the verdict ``violated``.
 
     ``strategy="exhaustive"`` covers every interleaving and every fault up to ``max_faults``
-    (0: interleavings only), in this process. ``max_depth`` bounds the choice points it
+    (0: interleavings only), in this process, or with ``jobs`` > 1 (or an ``executor``) in
+    that many processes that share the states they reach (the same states and verdict; each
+    process's ``budget`` and ``time_budget`` its own). ``max_depth`` bounds the choice points it
     branches at, ``budget`` the schedules and ``time_budget`` the seconds; the report says which
     cut it, or that the bound was exhausted. ``order="shortest"`` finds the violation with the
     fewest faults, then events, first. ``reduction=False`` switches off the sleep sets and the
@@ -179,7 +182,7 @@ def explore(
         budget=budget, stop_at_first=stop_at_first, depth=depth, time_budget=time_budget,
         max_depth=max_depth, order=order, reduction=reduction,
     )  # fmt: skip
-    search = _strategy(strategy, runner, config, tick, bar)
+    search = _strategy(strategy, runner, config, tick, bar, jobs=jobs)
     interrupted = False
     try:
         try:
@@ -274,10 +277,16 @@ def _strategy(
     config: SearchConfig,
     tick: Callable[[int], None] | None,
     bar: Any = None,
+    *,
+    jobs: int = 1,
 ) -> Strategy:
     """The strategy of that name, over ``runner``, with ``config``; an exhaustive search shows
     its progress on ``bar`` (a tqdm bar) too."""
     if name == "exhaustive":
+        if runner.jobs > 1 or runner.executor is not None:
+            # As many processes as asked for, and two at least on an executor of someone
+            # else's (a cluster's): its plan shards' minimum of four is about shipping plans.
+            return ParallelExhaustive(runner, config, processes=max(2, jobs), tick=tick)
         search = ExhaustiveSearch(runner, config, tick=tick)
         if bar is not None:
             search.watch = _postfix(bar)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.checkpoint import restorable
 from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent
-from yieldstar_sim.simulation.explorer.nodes import Move, Node
+from yieldstar_sim.simulation.explorer.nodes import Move, Node, turned
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
 from yieldstar_sim.simulation.explorer.probe import Probe
 from yieldstar_sim.simulation.explorer.statekeys import StateKeys
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
+    from yieldstar_sim.simulation.explorer.visited import SharedVisited
 
 #: How often, at most, the search tells its ``watch`` how far it got.
 WATCH_SECONDS = 0.5
@@ -71,6 +72,12 @@ class ExhaustiveSearch:
 
     state_keys: type[StateKeys] = StateKeys
     """What keys each run's states (one per run): incremental on the memory runtime."""
+    sleep_sets: bool = False
+    """Whether the reduction puts moves to sleep (sleep sets) beside caching states. Off: on
+    the bundled scenarios and the issue's orders they spared 0-3% of the transitions, and
+    with keys blind to which worker is which they made what the search reaches depend on
+    the order it tries moves in (docs/decisions.md), which a search in several processes,
+    each in an order of its own, cannot have."""
     restore_states: bool = True
     """Whether to restore a saved state to take the next move from it (on a runtime that can
     save its records: the memory runtime) instead of replaying the path to it from the start.
@@ -93,7 +100,7 @@ class ExhaustiveSearch:
         )  # fmt: skip
         self.max_depth, self.order = config.max_depth, config.order
         # Switched off for a second pass of a level when the order is shortest-first.
-        self.reduce, self.cache = config.reduce, config.cache
+        self.reduce, self.cache = config.reduce and self.sleep_sets, config.cache
         self.space = StateSpace()
         self.lengths: list[int] = []
         """The trace length of each schedule run (shortest-first picks by it)."""
@@ -116,6 +123,12 @@ class ExhaustiveSearch:
         self.rebuild_steps = 0
         """Resumptions fed to actors made again: restoring's work, in kernel steps."""
         self._live: Simulator | None = None
+        self._open: Counter[str] = Counter()
+        """The keys of the nodes on the current path (states still being searched)."""
+        self.shared: SharedVisited | None = None
+        """The states this search shares with the other processes searching the same tree
+        (``parallel.py``), each in an order of its own (``part``)."""
+        self.part = 0
         self.transitions = 0
         """Moves run past a replayed prefix: the transitions the search explored."""
         self.max_depth_reached = 0
@@ -143,6 +156,7 @@ class ExhaustiveSearch:
         for limit in levels:
             self._limit = limit
             self._stack, self._seen, self._estimates = [], {}, {}
+            self._open = Counter()
             before = len(self.tally.failures)
             self._level()
             if self.order == "shortest" and len(self.tally.failures) > before:
@@ -151,6 +165,7 @@ class ExhaustiveSearch:
                 reduce, cache = self.reduce, self.cache
                 self.reduce = self.cache = False
                 self._stack, self._seen, self._estimates = [], {}, {}
+                self._open = Counter()
                 del self.tally.failures[before:]
                 self._level()
                 self.reduce, self.cache = reduce, cache
@@ -173,6 +188,8 @@ class ExhaustiveSearch:
                 else:
                     self._go_on(*live, close=False)
                 if self.tally.done and self.order == "dfs":
+                    if self.shared is not None:
+                        self.shared.stop()
                     return
                 next_prefix, popped = self._backtrack()
                 estimate += popped
@@ -198,6 +215,8 @@ class ExhaustiveSearch:
             recorder.rebuilt = recorder.resumed = 0
 
     def _budget_spent(self) -> bool:
+        if self.shared is not None and self.shared.stopped:
+            return True  # another process found a violation and stops the search
         budget, seconds = self.config.budget, self.config.time_budget
         if budget is not None and len(self.tally.plans) >= budget:
             self._cut(f"the budget of {budget} schedule{'s' if budget != 1 else ''}")
@@ -239,6 +258,12 @@ class ExhaustiveSearch:
                     return [n.current for n in self._stack if n.current is not None], 0.0
                 node.current = None
             self._stack.pop()
+            self._open[node.key] -= 1
+            if self.shared is not None and not node.sleep and self.cache:
+                # Searched to the end: another process reaching it may cut it. Only then, and
+                # only with an empty sleep set, whose subtree owes nothing to moves outside it.
+                depth = None if self.max_depth is None else self.max_depth - len(self._stack)
+                self.shared.add(node.key, self._limit - node.faults_used, depth)
             estimate = max(node.subtotal, 1.0) * node.options / max(node.explored, 1)
             self._estimates[node.key] = estimate
             if self._stack:
@@ -468,20 +493,10 @@ class ExhaustiveSearch:
                                  plan=self.attempts - 1)  # fmt: skip
         depth_left = None if self.max_depth is None else self.max_depth - index
         if self.cache:
-            asleep = Counter(sleep.values())
-            for faults_left, depth_room, slept in self._seen.get(key, ()):
-                if (
-                    faults_left >= self._limit - faults_used
-                    and (depth_left is None or depth_room >= depth_left)
-                    and not slept - asleep
-                ):
-                    probe.cut_key = key
-                    raise _Cut("cache")
-            self._seen.setdefault(key, []).append(
-                (self._limit - faults_used, depth_left or 0, asleep)
-            )
+            self._visit(probe, key, self._limit - faults_used, depth_left, Counter(sleep.values()))
         moves = [Move(actor) for actor in ready if actor not in sleep]
         self.pruned_by_reduction += len(ready) - len(moves)
+        moves = turned(moves, key, self.part)
         options = len(ready)
         if faults_used < self._limit:
             # A kind is tried only where it can fire (a stall at a body's elapse, no lost
@@ -493,7 +508,7 @@ class ExhaustiveSearch:
                 for kind in self.kinds
                 if applies_at(kind, ops.get(actor, ""), exploring=True)
             ]
-            moves += faulted
+            moves += turned(faulted, key, self.part)
             options += len(faulted)
         if depth_left is not None and depth_left <= 0:
             if len(moves) > 1:
@@ -503,12 +518,43 @@ class ExhaustiveSearch:
         if self.symmetry and len(ready) > 1:
             node.twins = self._twins(probe, ready, sleep, moves)
         self._stack.append(node)
+        self._open[key] += 1
         if len(moves) > 1 or (moves and moves[0].fault is not None):
             _save(node, probe)  # a later run starts here (a move is left after the first)
         if not moves or moves[0].fault is not None:
             raise _Cut("sleep")  # every ready actor is asleep: the faults are tried later
         node.current = moves.pop(0)
         node.explored = 1
+
+    def _visit(
+        self,
+        probe: Probe,
+        key: str,
+        left: int,
+        depth_left: int | None,
+        asleep: Counter[tuple[str, Footprint]],
+    ) -> None:
+        """Cut the run at state ``key`` when it was reached before with no fewer faults
+        (``left``) and no less depth left, and a sleep set no larger (here), or searched to
+        its end so by another process sharing this search's states; else record the visit."""
+        # A state still being searched (on the path to here: the keys are blind to which
+        # worker is which, so a worker's move can lead back to its twin's state) is searched
+        # again, not cut: a cut there would leave its moves to a search that has not made
+        # them (partial-order reduction's "ignoring" problem, and its cycle proviso).
+        seen = () if self._open[key] else self._seen.get(key, ())
+        for faults_left, depth_room, slept in seen:
+            if (
+                faults_left >= left
+                and (depth_left is None or depth_room >= depth_left)
+                and not slept - asleep
+            ):
+                probe.cut_key = key
+                raise _Cut("cache")
+        shared = self.shared
+        if shared is not None and shared.covers(key, left, depth_left):
+            probe.cut_key = key  # another process reached it: that process searches it
+            raise _Cut("cache")
+        self._seen.setdefault(key, []).append((left, depth_left or 0, asleep))
 
     def _twins(
         self,

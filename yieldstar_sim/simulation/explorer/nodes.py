@@ -53,3 +53,14 @@ class Node:
     saved: Checkpoint | None = None
     """The run's state here, while a move is left to take from it (a search that restores
     states instead of replaying the path to them)."""
+
+
+def turned(moves: list[Move], key: str, part: int) -> list[Move]:
+    """``moves`` in the order the process searching as ``part`` takes them: the first
+    process's own order, the others' turned by an amount each state and part give, so that
+    processes sharing their visited states spread over the tree instead of racing down one
+    path."""
+    if part == 0 or len(moves) < 2:
+        return moves
+    turn = (int(key[:8], 16) + part) % len(moves)
+    return moves[turn:] + moves[:turn]

@@ -214,6 +214,12 @@ class ExplorationReport:
             counts += f" ({self.pruned_by_symmetry:,} of them by worker symmetry, not run)"
         if self.naive_schedules is not None:
             counts += f"; naive search: {self.naive_schedules:,} schedules ({self.naive_how})"
+        processes = self.search_progress.get("processes", 1)
+        if processes > 1:
+            alone = processes - self.search_progress.get("sharing", processes)
+            counts += f"; searched by {processes} processes sharing their states" + (
+                f" ({alone} of them, on another machine, on its own)" if alone else ""
+            )
         states = f"{self.distinct_states:,} distinct states"
         if self.exhausted and not self.violations:
             return f"verified: all {states} under {faults} and {every}, none violates ({counts})"

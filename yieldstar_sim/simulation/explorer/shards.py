@@ -31,7 +31,8 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
     _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
 
 
-def _shard_scenario(reference: str | None) -> Scenario:
+def shard_scenario(reference: str | None) -> Scenario:
+    """The scenario a task in a shard process runs: its own pool's, or loaded by reference."""
     scenario = _SHARD_SCENARIOS.get(reference)
     if scenario is None:
         scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
@@ -45,12 +46,12 @@ def _shard_run(
     reference: str | None,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> list[Outcome]:
-    scenario = _shard_scenario(reference)
+    scenario = shard_scenario(reference)
     return [run_plan(scenario, plan, runtime, expand=expand, timeout=timeout) for plan in plans]
 
 
 def _shard_digest(replay: Replay, reference: str | None) -> str | None:
-    return replay.digest(_shard_scenario(reference))
+    return replay.digest(shard_scenario(reference))
 
 
 class Runner:
@@ -132,6 +133,16 @@ class Runner:
                 self.jobs, initializer=_shard_init, initargs=(None, self._reference())
             )
         self.executor = self._own
+
+    def own_pool(self, size: int) -> str | None:
+        """Make room for ``size`` tasks at once: our own pool of that many processes, unless
+        an executor was given. Returns what a task loads the scenario by (None: our own
+        pool's processes hold it already)."""
+        if self._own is None and self.executor is not None:
+            return self._reference()
+        self._asked = max(self._asked, size)
+        self._size_pool(size)
+        return None
 
     def _reference(self) -> str:
         if not self.scenario.ref:

@@ -55,6 +55,7 @@ _REQUESTS = kind("requests")
 _CLOCK = kind("clock")
 _STORE = kind("store")
 _BELIEVED = kind("believed")
+_GROUPS = kind("groups")
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -97,15 +98,19 @@ class StateKeys:
 
     # ------------------------------------------------------------------ histories
 
-    def remember(self, events: Sequence[TraceEvent]) -> None:
-        """Add each event to its worker's history, as its trace reads with the worker's name
-        blinded: the state its generator holds. A claim, a crash, an outcome or a rejection
-        starts the history again."""
+    def remember(
+        self, events: Sequence[TraceEvent], by: Sequence[str | None] | None = None
+    ) -> None:
+        """Add each event to the history of the actor that wrote it (``by``, the trace's
+        ``actors``; else its worker), as its trace reads with the worker's name blinded: the
+        state its generator holds. A claim, a crash, an outcome or a rejection starts the
+        history again."""
         histories, hashes, actors, lines = self.histories, self._hashes, self._actors, self.lines
-        for event in events:
+        for number, event in enumerate(events):
             worker = event.worker
             if worker is None:
                 continue
+            actor = worker if by is None else (by[number] or worker)
             kind = event.kind
             # The event's facts, not its words: the payloads carry what the text says (a
             # body's value or error, an outcome, a lease's end, a wait's target, a reason),
@@ -115,7 +120,7 @@ class StateKeys:
                 f"{kind} {event.op} {event.execution_id} {event.step_key} {event.token} "
                 f"{event.data.to_json()}"
             ).replace(worker, "~")
-            running = hashes.get(worker)
+            running = hashes.get(actor)
             # Kinds compared by identity: an enum member's hash is a Python call.
             if (
                 running is None
@@ -124,14 +129,14 @@ class StateKeys:
                 or kind is _REJECT
                 or (kind is _CALL and event.op == Op.CLAIM)
             ):
-                hashes[worker] = running = _HISTORY.copy()
+                hashes[actor] = running = _HISTORY.copy()
                 if lines:
-                    histories[worker] = [line]
+                    histories[actor] = [line]
             elif lines:
-                histories[worker].append(line)
+                histories[actor].append(line)
             data = line.encode()  # as _feed does, inline: every event passes here
             running.update(b"%d:%b" % (len(data), data))
-            actors.pop(worker, None)
+            actors.pop(actor, None)
 
     def snapshot(self) -> Histories:
         """The histories as they are now, for ``restore``: a run that replays the same path
@@ -172,7 +177,7 @@ class StateKeys:
         start with a digit: the wait, after a zero byte, reads back one way."""
         running = self._hashes.get(name)
         running = _HISTORY.copy() if running is None else running.copy()
-        running.update(b"\0" + wait.encode())
+        running.update(b"\0" + wait.encode() + b"\0" + actor_role(name).encode())
         return int.from_bytes(running.digest())
 
     def actor_term(self, simulator: Simulator, name: str) -> int:
@@ -232,6 +237,11 @@ class StateKeys:
         behind, ends = simulator.clocks.behind, simulator.lease_ends
         if behind or ends:
             total += self._beliefs(behind, ends)
+        groups = simulator.state.groups
+        if groups:
+            # The order a step.all's bodies completed in so far: the worker and the bodies
+            # that wait share it, and it decides the order the rest are checkpointed in.
+            total += term(_GROUPS, repr(sorted((n, tuple(o)) for n, o in groups.items())))
         return key_text(total)
 
     def _beliefs(self, behind: dict[str, float], ends: dict[tuple[str, int], float]) -> int:
@@ -266,6 +276,18 @@ class WholeReads(StateKeys):
 
     def __init__(self, *, lines: bool = True) -> None:
         super().__init__(lines=lines)
+
+
+def actor_role(name: str) -> str:
+    """What an actor's name says of it once its worker is blinded: nothing for a worker, the
+    rest of the name for an actor a worker's delivery left behind (a stalled attempt,
+    ``w1~order-42~3``: which execution, lease and attempt it goes on with), whose history is
+    its worker's and whose wait alone (``sleep until 120``) would not tell two apart.
+
+    >>> actor_role("w1"), actor_role("w1~order-42~3")
+    ('', 'order-42~3')
+    """
+    return name.partition("~")[2]
 
 
 def _feed(running: Any, line: str) -> None:

@@ -70,6 +70,28 @@ class StateSpace:
     nodes: dict[str, StateNode] = field(default_factory=dict)
     edges: dict[tuple[str, str, str, str | None], StateEdge] = field(default_factory=dict)
 
+    def merge(self, other: StateSpace, shift: int) -> None:
+        """Add the states and edges of ``other`` (another process's search of the same tree),
+        its plan numbers moved up by ``shift``; a state both reached keeps the first's
+        record, ending and violations joined."""
+        for key, node in other.nodes.items():
+            mine = self.nodes.get(key)
+            if mine is None:
+                self.nodes[key] = StateNode(
+                    key, node.depth, node.label, node.plan + shift, node.terminal,
+                    list(node.violations),
+                )  # fmt: skip
+                continue
+            mine.terminal = mine.terminal or node.terminal
+            mine.violations += [v for v in node.violations if v not in mine.violations]
+        for edge_key, edge in other.edges.items():
+            if edge_key not in self.edges:
+                self.edges[edge_key] = StateEdge(
+                    edge.source, edge.target, edge.choice, edge.fault, edge.plan + shift
+                )
+        if self.root is None:
+            self.root = other.root
+
     def add_state(
         self, key: str, *, depth: int, label: str, plan: int, terminal: bool = False
     ) -> bool:

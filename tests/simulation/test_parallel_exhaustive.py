@@ -1,0 +1,99 @@
+"""The exhaustive search in several processes (``jobs`` > 1): each searches the whole tree in an
+order of its own and they share the states searched to their end (``explorer/parallel.py``,
+``explorer/visited.py``). Together they reach the very states one process reaches, and find
+the same violations; the report says how many processes searched."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation.explorer.visited import SharedVisited
+
+
+def _explore(name: str, max_faults: int, **options: Any) -> ys.ExplorationReport:
+    return ys.explore(
+        ys.load_scenario(name), strategy="exhaustive", max_faults=max_faults, confirm=None,
+        **options,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "max_faults"),
+    [
+        ("durable-start", 1), ("trigger-in-step", 1), ("booking-race", 1),
+        ("booking-race-fixed", 1), ("fan-out-order", 1), ("cancel-owner", 0),
+        ("concurrent-starts", 1),
+    ],
+)  # fmt: skip
+def test_two_processes_reach_the_states_and_violations_one_process_reaches(
+    name: str, max_faults: int
+) -> None:
+    alone = _explore(name, max_faults, stop_at_first=False)
+    two = _explore(name, max_faults, stop_at_first=False, jobs=2)
+    assert two.exhausted == alone.exhausted
+    assert two.distinct_states == alone.distinct_states
+    assert sorted(two.state_graph().nodes) == sorted(alone.state_graph().nodes)
+    assert {v.invariant for v in two.violations} == {v.invariant for v in alone.violations}
+    assert two.verdict == alone.verdict
+    progress = two.search_progress
+    assert progress["processes"] == progress["sharing"] == 2
+    assert all(moves > 0 for moves in progress["transitions_per_process"])
+
+
+def test_processes_reach_at_least_the_states_of_one_where_a_stalled_attempt_runs() -> None:
+    # The keys are blind to which worker is which, and a stalled attempt's actor is named
+    # after its worker: two states one process takes for the same (twins by a renaming of
+    # workers) go on a little differently, and processes that reach different twins count
+    # both (docs/decisions.md). The violations are the same.
+    alone = _explore("zombie-attempt", 1, stop_at_first=False)
+    two = _explore("zombie-attempt", 1, stop_at_first=False, jobs=2)
+    assert two.exhausted
+    assert alone.exhausted
+    assert alone.distinct_states <= two.distinct_states <= alone.distinct_states * 1.01
+    assert {v.invariant for v in two.violations} == {v.invariant for v in alone.violations}
+
+
+def test_a_violation_found_by_one_process_stops_the_others() -> None:
+    report = _explore("trigger-in-step", 1, jobs=2)
+    assert not report.ok
+    assert not report.exhausted
+    assert report.violations
+    assert "stopped at the first violation" in report.completeness()["statement"]
+
+
+def test_the_statement_names_the_processes_that_searched() -> None:
+    report = _explore("durable-start", 1, jobs=2)
+    statement = report.completeness()["statement"]
+    assert statement.startswith("verified: all ")
+    assert "searched by 2 processes sharing their states" in statement
+
+
+def test_the_shortest_first_search_in_processes_keeps_its_shortest_violation() -> None:
+    options: dict[str, Any] = {"order": "shortest", "kinds": ["crash"]}
+    alone = _explore("booking-race", 1, **options)
+    two = _explore("booking-race", 1, jobs=2, **options)
+    assert [(v.invariant, len(v.faults)) for v in two.violations] == [
+        (v.invariant, len(v.faults)) for v in alone.violations
+    ]
+
+
+def test_the_shared_table_cuts_only_what_was_searched_with_as_much_left() -> None:
+    table = SharedVisited.create(slots=16)
+    try:
+        keys = [f"{n:032x}" for n in range(40)]  # more keys than slots: the table fills
+        for key in keys:
+            table.add(key, faults_left=1, depth_left=5)
+        kept = [key for key in keys if table.covers(key, 1, 5)]
+        assert 0 < len(kept) <= 16
+        assert not any(table.covers(key, 2, 5) for key in kept)  # more faults left
+        assert not any(table.covers(key, 1, 6) for key in kept)  # more depth left
+        assert all(table.covers(key, 0, 4) for key in kept)
+        assert not table.covers("f" * 32, 0, None)
+        assert not table.stopped
+        table.stop()
+        assert table.stopped
+    finally:
+        table.close(unlink=True)
