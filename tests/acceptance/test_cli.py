@@ -193,7 +193,7 @@ def test_run_a_scenario_file(tmp_path: Path) -> None:
         (
             ["run", "boom.py"],
             {"boom.py": "raise ValueError('boom')\n"},
-            "raised ValueError on import: boom",
+            "'boom.py' raised ValueError on import, at line 1: boom",
         ),
         (["replay", "missing.json"], {}, "no artifact file 'missing.json'"),
         (["replay", "bad.json"], {"bad.json": "{"}, "corrupt JSON"),

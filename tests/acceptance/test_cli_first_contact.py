@@ -109,3 +109,111 @@ def test_a_scenario_without_a_description_prints_no_empty_story_line(tmp_path: P
     result = cli("run", "trip.py", "--runtime", "memory", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "trip"
+
+
+TRIP = """\
+import yieldstar_sim as ys
+
+
+@ys.workflow("ship-order")
+def ship_order(step, params):
+    yield from step.run("book", lambda: step.world.effect("courier.booked", order=params["order"]))
+
+
+@ys.workflow("charge-order")
+def charge_order(step, params):
+    yield from step.run("charge", lambda: step.world.effect("card.charged", order=params["order"]))
+    yield from step.start("ship", "ship-order", {"order": params["order"]})
+
+
+scenario = ys.Scenario(
+    name="trip",
+    workflows=[charge_order, ship_order],
+    triggers=[ys.Trigger("charge-order", {"order": 1}, execution_id="o1")],
+    faults=[ys.Fault("crash", op="put_step", step_key="ship")],
+)
+"""
+
+
+@pytest.mark.parametrize(
+    ("typo", "fixed", "says"),
+    [
+        (
+            'ys.Trigger("charge-ordr"',
+            'ys.Trigger("charge-order"',
+            "'trip.py', line 15: scenario 'trip': ys.Trigger('charge-ordr') names no workflow of "
+            "the scenario (did you mean 'charge-order'?)",
+        ),
+        (
+            'op="put-step"',
+            'op="put_step"',
+            "'trip.py', line 19: unknown fault op 'put-step' (did you mean 'put_step'?)",
+        ),
+        ('Fault("crsh"', 'Fault("crash"', "unknown fault kind 'crsh' (did you mean 'crash'?)"),
+        ('step_key="shp"', 'step_key="ship"', "no step 'shp' (did you mean 'ship'?) runs"),
+        (
+            'step_key="ship", worker="w-1")',
+            'step_key="ship")',
+            "names worker 'w-1' (did you mean 'w1'?), but the workers are w1, w2",
+        ),
+    ],
+)
+def test_a_typo_in_a_scenario_file_is_one_line_with_the_name_meant(
+    typo: str, fixed: str, says: str, tmp_path: Path
+) -> None:
+    """What can be checked before running (or, for a step key, by the run itself) is a scenario
+    error: exit 2, one line, never a verdict, whichever way the file is given."""
+    assert fixed in TRIP
+    (tmp_path / "trip.py").write_text(TRIP.replace(fixed, typo), encoding="utf-8")
+    result = cli("run", "trip.py", "--runtime", "memory", cwd=tmp_path)
+    assert result.returncode == 2, result.stdout
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("yieldstar-sim: error: ")
+    assert says in line
+
+
+def test_the_scenario_file_without_typos_runs(tmp_path: Path) -> None:
+    (tmp_path / "trip.py").write_text(TRIP, encoding="utf-8")
+    result = cli("run", "trip.py", "--runtime", "memory", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr  # the durable start: one ship-order
+    assert result.stdout.startswith("trip (seed 0, memory): ok")
+
+
+def test_a_start_of_an_unknown_workflow_from_workflow_code_stays_a_verdict(tmp_path: Path) -> None:
+    # The workflow's own bug, found by running it: a violated run, not bad input.
+    typo = TRIP.replace('"ship", "ship-order"', '"ship", "ship-ordr"')
+    (tmp_path / "trip.py").write_text(typo, encoding="utf-8")
+    result = cli("run", "trip.py", "--runtime", "memory", "--quiet", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert "UnknownWorkflowError: no workflow named 'ship-ordr'" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (
+            ["run", "durable-strat"],
+            "unknown scenario 'durable-strat' (did you mean 'durable-start'?)",
+        ),
+        (
+            ["run", "trigger_in_step"],
+            "unknown scenario 'trigger_in_step' (did you mean 'trigger-in-step'?)",
+        ),
+        (
+            ["explore", "trigger_in_step.py"],
+            "no scenario file 'trigger_in_step.py' (did you mean the bundled scenario "
+            "'trigger-in-step'?)",
+        ),
+        (["replay", "nothing.replay.json"], "no artifact file 'nothing.replay.json'"),
+    ],
+)
+def test_a_misspelt_scenario_is_one_line_with_the_name_meant(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line == f"yieldstar-sim: error: {says}" or line.startswith(
+        f"yieldstar-sim: error: {says};"
+    )
