@@ -68,7 +68,6 @@ def test_demo_keeps_its_records_in_a_duckdb_file(tmp_path: Path) -> None:
         (["demo", "--db", "."], "is a folder"),
         (["demo", "--db", "not-a-db.txt"], "not a valid DuckDB database"),
         (["demo", "--out", "file.txt"], "output"),
-        (["demo", "--runtime", "memory", "--db", "x.duckdb"], "--db needs --runtime duckdb"),
     ],
 )
 def test_bad_input_gets_one_line_and_exit_code_2(
@@ -386,8 +385,8 @@ def test_many_faults_without_a_budget_are_refused_not_searched_forever(
     result = run("explore", "durable-start", "--strategy", strategy, "--max-faults", "99",
                  cwd=tmp_path)  # fmt: skip
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1
-    assert "--max-faults 99 tries every combination of 99 faults" in result.stderr
+    assert result.stderr.startswith("usage: yieldstar-sim explore ")  # flags: the usage, then
+    assert "--max-faults 99 tries every combination of 99 faults" in result.stderr.splitlines()[-1]
     budgeted = run("explore", "booking-race", "--strategy", strategy, "--max-faults", "99",
                    "--budget", "3", "--no-confirm", "--quiet", cwd=tmp_path)  # fmt: skip
     assert budgeted.returncode in (1, 3), budgeted.stderr

@@ -217,3 +217,33 @@ def test_a_misspelt_scenario_is_one_line_with_the_name_meant(
     assert line == f"yieldstar-sim: error: {says}" or line.startswith(
         f"yieldstar-sim: error: {says};"
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["rn", "durable-start"], "invalid choice: 'rn'"),
+        (["explore", "durable-start", "--strategy", "exhaustiv"], "(did you mean 'exhaustive'?)"),
+        (["run", "durable-start", "--runtime", "duckd"], "(did you mean 'duckdb'?)"),
+        (["explore", "durable-start", "--max-faults", "-1"], "--max-faults must be 0 or more"),
+        (["explore", "durable-start", "--max-depth", "3"], "an option of --strategy exhaustive"),
+        (["run", "durable-start", "--runtime", "memory", "--db", "x.db"], "--db needs --runtime"),
+        (["demo", "--runtime", "memory", "--db", "x.db"], "--db needs --runtime duckdb"),
+    ],
+)
+def test_a_flag_mistake_is_the_subcommands_usage_then_one_line(
+    args: list[str], says: str, tmp_path: Path
+) -> None:
+    """Whether argparse finds it or the command does (flags that do not go together), a flag
+    mistake reads alike: the subcommand's usage, then one line from the subcommand."""
+    result = cli(*args, cwd=tmp_path)
+    assert result.returncode == 2
+    command = "" if args[0] == "rn" else f" {args[0]}"
+    assert result.stderr.startswith(f"usage: yieldstar-sim{command} ")
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith(f"yieldstar-sim{command}: error: ")
+    assert says in last
+    if args[0] == "rn":
+        assert last.endswith("(did you mean 'run'?)")
+    under_json = cli(*args, "--json", cwd=tmp_path)
+    assert json.loads(under_json.stdout) == {"error": last.replace(": error: ", ": ", 1), "exit": 2}
