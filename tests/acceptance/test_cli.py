@@ -130,8 +130,16 @@ def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
 
 
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
+    # What `make demo` runs; its output is read whole on a first visit, so it stays short: the
+    # story, the trace a line an event (long values cut), the verdict and the files.
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text(encoding="utf-8")
+    assert "$(BIN)/yieldstar-sim run durable-start --out out\n" in makefile
     result = run("run", "durable-start", "--out", "out", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 40, result.stdout
+    assert max(map(len, lines)) <= 150, result.stdout
+    assert lines[0].startswith("durable-start: RFC 003's fix")
     assert "durable-start (seed 0, duckdb): ok: every invariant held" in result.stdout
     assert "fault    crash before" in result.stdout
     out = tmp_path / "out"
