@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
@@ -19,12 +20,14 @@ from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
     INTERRUPTED,
+    FlagError,
     UsageError,
     database_path,
     output_folder,
     output_stem,
     refuse_used_database,
 )
+from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -61,9 +64,26 @@ class _Parser(argparse.ArgumentParser):
     """Whether the command line being parsed asks for JSON (set by ``main``)."""
 
     def error(self, message: str) -> NoReturn:
+        message += _choice_suggestion(message)
         if self.json_errors:
             print(json.dumps({"error": f"{self.prog}: {message}", "exit": 2}))
         super().error(message)
+
+
+# argparse's words for a value outside an argument's choices (with or without quotes, which
+# vary between Python versions). A wording this does not match gets no suggestion, no worse.
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: '?(?P<word>[^' ]*)'? \(choose from (?P<choices>.*)\)$"
+)
+
+
+def _choice_suggestion(message: str) -> str:
+    """`` (did you mean 'run'?)`` for argparse's invalid-choice error, when a choice is near."""
+    found = _INVALID_CHOICE.search(message)
+    if found is None:
+        return ""
+    choices = [choice.strip(" '") for choice in found["choices"].split(",")]
+    return did_you_mean(found["word"], choices)
 
 
 def _json_error(args: argparse.Namespace, message: str) -> None:
@@ -229,6 +249,10 @@ def _parser() -> argparse.ArgumentParser:
     _runtime_options(replay, default=None)
     _timeout_option(replay, "the replay")
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
+    for command in (demo, listing, run, explore, replay):
+        # A mistake found after parsing (flags that do not go together) is reported by the
+        # subcommand's parser, with its usage, as argparse reports its own.
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -271,7 +295,8 @@ def _runtime_choice(text: str) -> str:
     try:
         return resolve_runtime(text)[0]
     except RuntimeChoiceError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+        near = "" if ":" in text else did_you_mean(text, ("memory", "duckdb", "postgres"))
+        raise argparse.ArgumentTypeError(f"{error}{near}") from None
 
 
 def _format_list(text: str) -> list[str]:
@@ -353,7 +378,7 @@ def _run(args: argparse.Namespace) -> int:
     out = output_folder(args.out)
     db = database_path(args.db) if args.db else None
     if db is not None and args.runtime not in ("duckdb", None):
-        raise UsageError("--db needs --runtime duckdb")
+        raise FlagError("--db needs --runtime duckdb")
     if db is not None and not args.continue_db:
         refuse_used_database(db)
     started = time.perf_counter()
@@ -458,6 +483,10 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
             return explore_command(args)
         parser.error(f"unknown command {args.command!r}")  # argparse exits
+    except FlagError as error:
+        if args.debug:
+            raise
+        args.command_parser.error(str(error))  # the subcommand's usage, then the line; exits 2
     except UsageError as error:
         if args.debug:
             raise

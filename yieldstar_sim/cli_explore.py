@@ -12,6 +12,7 @@ from yieldstar_sim.cli_files import (
     EXIT_CODES,
     INTERRUPTED,
     MAX_FAULTS_UNBUDGETED,
+    FlagError,
     UsageError,
     output_folder,
 )
@@ -30,11 +31,11 @@ def explore_command(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario_files import load_scenario
 
     if args.max_faults < 0:
-        raise UsageError(f"--max-faults must be 0 or more, not {args.max_faults}")
+        raise FlagError(f"--max-faults must be 0 or more, not {args.max_faults}")
     if args.budget is not None and args.budget < 1:
-        raise UsageError(f"--budget must be at least 1, not {args.budget}")
+        raise FlagError(f"--budget must be at least 1, not {args.budget}")
     if args.jobs < 1:
-        raise UsageError(f"--jobs must be at least 1, not {args.jobs}")
+        raise FlagError(f"--jobs must be at least 1, not {args.jobs}")
     exhaustive_only = [
         option
         for option, given in (
@@ -46,11 +47,11 @@ def explore_command(args: argparse.Namespace) -> int:
         if given
     ]
     if exhaustive_only and args.strategy != "exhaustive":
-        raise UsageError(f"{exhaustive_only[0]} is an option of --strategy exhaustive only")
+        raise FlagError(f"{exhaustive_only[0]} is an option of --strategy exhaustive only")
     if args.max_depth is not None and args.max_depth < 1:
-        raise UsageError(f"--max-depth must be at least 1, not {args.max_depth}")
+        raise FlagError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
-        raise UsageError(f"--time-budget must be a positive number, not {args.time_budget}")
+        raise FlagError(f"--time-budget must be a positive number, not {args.time_budget}")
     if (
         args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
         and args.max_faults > MAX_FAULTS_UNBUDGETED
@@ -59,7 +60,7 @@ def explore_command(args: argparse.Namespace) -> int:
     ):
         # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
         # budget such a search runs for days and prints nothing.
-        raise UsageError(
+        raise FlagError(
             f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
             "faults, more schedules than a search finishes; give --budget N (or --time-budget "
             f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"

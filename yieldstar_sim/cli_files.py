@@ -19,6 +19,11 @@ class UsageError(Exception):
     """Bad input from the user: reported in one line, exit code 2."""
 
 
+class FlagError(UsageError):
+    """A command line whose flags do not go together (or a value argparse cannot check alone):
+    reported as argparse reports its own errors, after the subcommand's usage."""
+
+
 def output_folder(path: str) -> Path:
     """The ``--out`` folder, made and checked writable before any run starts."""
     import tempfile

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.cli_files import UsageError, database_path, output_folder
+from yieldstar_sim.cli_files import FlagError, UsageError, database_path, output_folder
 from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
@@ -125,7 +125,7 @@ def demo_command(args: argparse.Namespace) -> int:
     runtime: Runtime
     if args.runtime == "memory":
         if args.db:
-            raise UsageError("--db needs --runtime duckdb")
+            raise FlagError("--db needs --runtime duckdb")
         runtime = MemoryRuntime(clock=clock)
     else:
         runtime = DuckDBRuntime(database_path(args.db), clock=clock)

@@ -14,6 +14,12 @@ CLI = [sys.executable, "-m", "yieldstar_sim.cli"]
 CASES = Path(__file__).parents[1] / "scenarios" / "verdicts"
 
 
+#: The verdicts are what these tests read, so they ask for no picture (the JSON graph only):
+#: drawing a PNG was two thirds of each command's time. Pictures of such runs are drawn in
+#: test_a_body_that_takes_time_draws here, test_cli.py and test_views_never_crash.py.
+NO_PICTURES = ("--format", "json")
+
+
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
@@ -21,7 +27,9 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def run_case(name: str, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return cli("run", str(CASES / f"{name}.py"), "--runtime", "memory", *extra, cwd=cwd)
+    """Run a case file; a --format among ``extra`` comes later and wins over NO_PICTURES."""
+    command = ("run", str(CASES / f"{name}.py"), "--runtime", "memory", *NO_PICTURES, *extra)
+    return cli(*command, cwd=cwd)
 
 
 def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -111,7 +119,9 @@ def test_an_invariant_that_watches_nothing_is_said_beside_the_verdict(tmp_path: 
     assert "warning: at_most_once(courier.bookd, by=order) watched nothing" in text.stdout
     report = json.loads(run_case("invariant_typo", tmp_path, "--json").stdout)
     assert report["warnings"][0].startswith("at_most_once(courier.bookd, by=order) watched")
-    explored = cli("explore", str(CASES / "invariant_typo.py"), "--no-confirm", cwd=tmp_path)
+    explored = cli(
+        "explore", str(CASES / "invariant_typo.py"), "--no-confirm", *NO_PICTURES, cwd=tmp_path
+    )
     assert explored.returncode == 0
     assert "warning: at_most_once(courier.bookd" in explored.stdout
 
@@ -135,19 +145,23 @@ def test_a_body_that_takes_time_draws(command: str, tmp_path: Path) -> None:
 
 
 def test_explore_says_what_it_covered(tmp_path: Path) -> None:
-    result = cli("explore", "durable-start", "--no-confirm", "--json", cwd=tmp_path)
+    result = cli("explore", "durable-start", "--no-confirm", "--json", *NO_PICTURES, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert (report["verdict"], report["exhausted"]) == ("ok", True)
     assert report["coverage"].startswith("exhausted the bound: all ")
-    budget = cli("explore", "durable-start", "--no-confirm", "--budget", "3", cwd=tmp_path)
+    budget = cli(
+        "explore", "durable-start", "--no-confirm", "--budget", "3", *NO_PICTURES, cwd=tmp_path
+    )
     assert budget.returncode == 3
     assert "incomplete" in budget.stdout
     assert "the budget of 3 schedules cut the search" in budget.stdout
 
 
 def test_explore_all_lists_the_faults_that_broke_it(tmp_path: Path) -> None:
-    result = cli("explore", "trigger-in-step", "--all", "--no-confirm", "--json", cwd=tmp_path)
+    result = cli(
+        "explore", "trigger-in-step", "--all", "--no-confirm", "--json", *NO_PICTURES, cwd=tmp_path
+    )
     assert result.returncode == 1
     report = json.loads(result.stdout)
     assert "w2 put_step order-42/ship" in report["broken_by"]["crash"]
@@ -157,6 +171,7 @@ def test_explore_all_lists_the_faults_that_broke_it(tmp_path: Path) -> None:
 def test_ctrl_c_in_explore_exits_130_and_keeps_what_it_found(tmp_path: Path) -> None:
     result = cli(
         "explore", str(CASES / "interrupted_explore.py"), "--all", "--no-confirm", "--out", "found",
+        *NO_PICTURES,
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 130, result.stdout + result.stderr

@@ -114,3 +114,38 @@ def test_without_its_idempotency_keys_the_readmes_workflow_would_book_twice(
     result = run_script(code + EXPLORE, tmp_path)
     assert result.returncode != 0
     assert "courier.booked happened 2 times" in result.stderr
+
+
+LINK = re.compile(r"\]\((?P<target>[^)#\s]+)(?:#(?P<anchor>[^)\s]+))?\)")
+
+
+def _anchors(document: Path) -> set[str]:
+    """The anchors of a page's headings, as GitHub and MkDocs make them."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", document.read_text(encoding="utf-8"), re.M):
+        words = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+        found.add(words.replace(" ", "-"))
+    return found
+
+
+def test_the_readme_is_a_first_read() -> None:
+    """What it is, the two commands, a first scenario, the verdicts, pictures and links: the
+    rest lives in docs/, where a reader of the README follows a link (issue 36)."""
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"the README has {len(lines)} lines; move detail into docs/"
+    headings = [line for line in lines if line.startswith("## ")]
+    assert "## Two commands" in headings
+    assert "## Verdicts: ok, violated, incomplete" in headings
+
+
+def test_the_readmes_links_reach_a_file_and_its_heading() -> None:
+    # mkdocs --strict checks the docs' links, but the README is not part of the site.
+    text = README.read_text(encoding="utf-8")
+    for match in LINK.finditer(text):
+        target = match["target"]
+        if target.startswith(("http://", "https://")):
+            continue
+        path = ROOT / target
+        assert path.exists(), f"the README links to {target}, which does not exist"
+        if match["anchor"] and path.suffix == ".md":
+            assert match["anchor"] in _anchors(path), f"no heading #{match['anchor']} in {target}"

@@ -18,8 +18,23 @@ def test_a_misspelt_scenario_name_suggests_the_nearest_and_lists_none() -> None:
     assert "frozen-worker" not in message  # the bundled names are not all printed
 
 
-def test_a_bundled_scenarios_file_stem_names_it() -> None:
-    assert ys.load_scenario("trigger_in_step").name == ys.load_scenario("trigger-in-step").name
+@pytest.mark.parametrize(
+    ("reference", "says"),
+    [
+        ("trigger_in_step", "unknown scenario 'trigger_in_step' (did you mean 'trigger-in-step'?)"),
+        ("durable_strat", "unknown scenario 'durable_strat' (did you mean 'durable-start'?)"),
+        (
+            "trigger_in_step.py",
+            "no scenario file 'trigger_in_step.py' (did you mean the bundled scenario "
+            "'trigger-in-step'?)",
+        ),
+    ],
+)
+def test_a_bundled_scenarios_file_stem_is_a_typo_of_its_name(reference: str, says: str) -> None:
+    # One name per scenario: what the user types is what the output and artifacts say.
+    with pytest.raises(ys.ScenarioError) as raised:
+        ys.load_scenario(reference)
+    assert str(raised.value).startswith(says)
 
 
 def test_a_trigger_of_a_workflow_deployed_later_is_allowed() -> None:

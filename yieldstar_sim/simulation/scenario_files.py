@@ -1,5 +1,5 @@
-"""Finding and loading scenarios: the bundled ones by name (or their file's stem), your own by
-the path of a ``.py`` file that defines ``scenario = ys.Scenario(...)``.
+"""Finding and loading scenarios: the bundled ones by name, your own by the path of a ``.py``
+file that defines ``scenario = ys.Scenario(...)``.
 
 A scenario file is code and runs when it is loaded; a replay artifact names the file by the
 SHA-256 of its bytes (``source_digest``), and ``load_scenario`` refuses a file whose bytes have
@@ -14,10 +14,11 @@ import importlib.util
 import inspect
 import os
 import sys
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.core.suggest import did_you_mean, nearest
 from yieldstar_sim.simulation.scenario import Scenario, ScenarioError
 
 if TYPE_CHECKING:
@@ -55,13 +56,17 @@ def bundled_scenarios() -> dict[str, Path]:
 def _resolve(text: str, bundled: Mapping[str, Path]) -> tuple[str, Path, str]:
     """What a scenario reference names: (the reference, its file, the ref an artifact keeps)."""
     path = Path(text)
-    if text.replace("_", "-") in bundled and not path.exists():
-        text = text.replace("_", "-")  # a bundled file's stem names its scenario too
+    # A scenario has one name: a bundled file's stem (trigger_in_step) is a typo of it, answered
+    # with the name, so that what the user types is what the output, artifacts and lists say.
     if text in bundled:
         return text, bundled[text], text
     if path.suffix == ".py" or path.exists():
         if not path.is_file():
-            raise ScenarioError(f"no scenario file {text!r}")
+            meant = nearest(path.stem, bundled) if path.suffix == ".py" else None
+            raise ScenarioError(
+                f"no scenario file {text!r}"
+                + (f" (did you mean the bundled scenario {meant!r}?)" if meant else "")
+            )
         return text, path, str(path)
     raise ScenarioError(
         f"unknown scenario {text!r}{did_you_mean(text, bundled)}; "
@@ -114,10 +119,10 @@ def load_scenario(
             exec(code, module.__dict__)
     except ScenarioError as error:  # the scenario's own words: it names what is wrong
         del sys.modules[module_name]
-        raise ScenarioError(f"{text!r}: {error}") from error
+        raise ScenarioError(f"{_where(text, path, error)}: {error}") from error
     except Exception as error:
         del sys.modules[module_name]
-        raise ScenarioError(f"{text!r} raised {type(error).__name__} on import: {error}") from error
+        raise ScenarioError(_import_failure(text, path, error)) from error
     except SystemExit as exit:
         del sys.modules[module_name]
         raise ScenarioError(f"{text!r} called sys.exit({exit.code!r}) on import") from None
@@ -137,6 +142,49 @@ def load_scenario(
     if not scenario.description and module.__doc__:
         scenario.description = inspect.cleandoc(module.__doc__)
     return scenario
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _line(path: Path, error: BaseException) -> int | None:
+    """The line of the file that was running when ``error`` was raised (the deepest frame in
+    the file: the line that called the code that refused), if any."""
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(error.__traceback__)
+        if frame.filename == str(path)
+    ]
+    return lines[-1] if lines else None
+
+
+def _where(text: str, path: Path, error: BaseException) -> str:
+    """The file, and its line that raised ``error`` when known: ``'trip.py', line 12``."""
+    line = _line(path, error)
+    return repr(text) if line is None else f"{text!r}, line {line}"
+
+
+def _import_failure(text: str, path: Path, error: Exception) -> str:
+    """One line for an exception raised while a scenario file ran.
+
+    A ``ValueError`` or ``TypeError`` raised by the package itself is its refusal of an
+    argument (``ys.Fault("crsh")``): its message names the mistake, so it is shown as the
+    scenario's error at the line that made it, not as a crash of the file. Anything else was
+    raised by the file's own code and is named as such.
+    """
+    frames = traceback.extract_tb(error.__traceback__)
+    raised_in = Path(frames[-1].filename) if frames else None
+    refused = (
+        isinstance(error, ValueError | TypeError)
+        and raised_in is not None
+        and raised_in.is_absolute()
+        and raised_in.resolve().is_relative_to(_PACKAGE)
+    )
+    if refused:
+        return f"{_where(text, path, error)}: {error}"
+    line = _line(path, error)
+    at = "" if line is None else f", at line {line}"
+    return f"{text!r} raised {type(error).__name__} on import{at}: {error}"
 
 
 def source_digest(source: bytes) -> str:
