@@ -121,20 +121,39 @@ def stalled_lane(worker: str, token: int) -> str:
     return f"{worker}: stalled attempt (token {token})"
 
 
+#: An instant's least room, as a share of the events: ``1 / INSTANT_SHARE`` of them (less when
+#: there are many instants, so that the floors take at most half the axis).
+INSTANT_SHARE = 20
+
+
 def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[float, str]], float]:
-    """Stretched x for every event: instants get room for their events, gaps are compressed."""
+    """Stretched x for every event: instants get room for their events, gaps are compressed.
+
+    An event takes one unit, and each instant at least ``len(events) / INSTANT_SHARE`` units
+    (its events spread over them): in a run of a thousand orders one instant holds 15,000
+    events, and the crash's recovery 30 s later, nine events, was two pixels at the axis's end,
+    its tick printed over the one before it ("1" and "30" read "130")."""
+    instants: list[list[TraceEvent]] = []
+    for event in events:
+        if instants and instants[-1][0].t == event.t:
+            instants[-1].append(event)
+        else:
+            instants.append([event])
+    least = len(events) / max(INSTANT_SHARE, 2 * len(instants))
     x_of: dict[int, float] = {}
     ticks: list[tuple[float, str]] = []
     x = 0.0
     previous: float | None = None
-    for event in events:
-        if previous is None or event.t != previous:
-            if previous is not None:
-                x += 1.5 + math.log1p(max(0.0, event.t - previous))
-            ticks.append((x, f"{event.t:g}"))
-            previous = event.t
-        x_of[event.seq] = x
-        x += 1.0
+    for instant in instants:
+        t = instant[0].t
+        if previous is not None:
+            x += 1.5 + math.log1p(max(0.0, t - previous))
+        ticks.append((x, f"{t:g}"))
+        previous = t
+        step = max(1.0, least / len(instant))
+        for event in instant:
+            x_of[event.seq] = x
+            x += step
     return x_of, ticks, max(x, 1.0)
 
 
@@ -439,7 +458,6 @@ def draw_timeline(
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
     char_units = 0.055 * (timeline.width + 2) / axes_inches
     bucket = aggregation(timeline.width, axes_inches * figure.dpi)
-    free_from: dict[str, float] = {}
     # Bars are batched, one collection per lane and look: an artist per bar made a timeline
     # of a hundred deliveries slow to build and to draw.
     held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -453,11 +471,7 @@ def draw_timeline(
         if span.expires is not None:
             # The worker goes on past its lease: a stale holder, fenced on its next write.
             stale_bars.setdefault(span.worker, []).append((span.expires, span.end - span.expires))
-        label = f"{span.execution_id} · token {span.token}"
-        if span.start >= free_from.get(span.worker, -math.inf):  # labels never print over labels
-            free_from[span.worker] = span.start + 0.2 + char_units * (len(label) + 1)
-            ax.text(span.start + 0.2, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom",
-                    ha="left", clip_on=True, parse_math=False)  # fmt: skip
+    _label_spans(ax, timeline, lane_y, char_units)
     if bucket:  # deliveries a couple of pixels apart are one bar
         held_bars = {
             look: merge_bars(bars, 2 * bucket / BUCKET_PIXELS) for look, bars in held_bars.items()
@@ -486,9 +500,11 @@ def draw_timeline(
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
     ax.set_yticks(list(lane_y.values()), list(lane_y))
     ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
-    ax.set_xlim(-1, timeline.width + 1)
-    ax.set_xticks([x for x, _ in timeline.ticks], [label for _, label in timeline.ticks],
-                  fontsize=8)  # fmt: skip
+    # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.
+    pad = max(1.0, timeline.width / 250)
+    ax.set_xlim(-pad, timeline.width + pad)
+    ticks = [x for x, _ in timeline.ticks]
+    ax.set_xticks(ticks, _tick_labels(timeline.ticks, 8 / 7 * char_units), fontsize=8)
     ax.set_xlabel(_x_label(timeline, bucket))
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
@@ -500,6 +516,47 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+def _notable_span(span: Span) -> bool:
+    """A delivery a reviewer looks for: one that ended badly or ran past its lease, or a
+    re-delivery (a token past the first: the execution was claimed again after a crash or an
+    expiry)."""
+    return span.how in ("crash", "refused", "open") or span.expires is not None or span.token > 1
+
+
+def _label_spans(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
+    """Label deliveries with their execution and token where the label fits: notable ones
+    first, then the rest from the left; a label never prints over another."""
+    taken: dict[str, list[tuple[float, float]]] = {}
+    spans = sorted(timeline.spans, key=lambda span: (not _notable_span(span), span.start))
+    for span in spans:
+        label = f"{span.execution_id} · token {span.token}"
+        left = span.start + 0.2
+        right = left + char_units * (len(label) + 1)
+        if right > timeline.width + 1:  # near the axis's end the label ends there
+            left, right = timeline.width + 1 - (right - left), timeline.width + 1
+        lane = taken.setdefault(span.worker, [])
+        if any(left < end and right > start for start, end in lane):
+            continue
+        lane.append((left, right))
+        ax.text(left, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom", ha="left",
+                clip_on=True, parse_math=False)  # fmt: skip
+
+
+def _tick_labels(ticks: list[tuple[float, str]], char_units: float) -> list[str]:
+    """The ticks' labels, a label that would print over the one before it left blank (its
+    grid line stays): two instants close on the axis once read as one time, "130"."""
+    labels: list[str] = []
+    free_from = -math.inf
+    for x, label in ticks:
+        half = char_units * (len(label) + 1) / 2
+        if x - half < free_from:
+            labels.append("")
+            continue
+        labels.append(label)
+        free_from = x + half
+    return labels
 
 
 def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:
