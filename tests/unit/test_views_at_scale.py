@@ -157,6 +157,25 @@ def test_a_20000_state_space_is_drawn_bounded(big_space: StateSpace) -> None:
     assert "the paths to 12 of them" in title
 
 
+def test_a_bounded_picture_says_what_it_draws_and_labels_alike_violations_once(
+    big_space: StateSpace,
+) -> None:
+    # A report's title (its coverage sentence) hid what a bounded picture leaves out, and ran
+    # off the figure; twelve red end states each printed the same words over the paths.
+    title = "orders: exhausted: all 20,000 distinct states " + "and every interleaving " * 8
+    figure = draw_state_graph(state_graph(big_space), title=title)
+    axes = figure.axes[0]
+    heading = axes.get_title()
+    assert "drawn: the paths to 12 of them" in heading
+    assert max(len(line) for line in heading.splitlines()) <= figure.get_figwidth() / 0.09
+    assert "".join(heading.split()) == "".join(
+        (title + "drawn: the paths to 12 of them; the other states summed by depth").split()
+    )
+    red = [text for text in axes.texts if text.get_color() == "#CC0000"]
+    assert len(red) == 1
+    assert "at most one admitted" in red[0].get_text()
+
+
 def test_a_small_space_is_drawn_state_by_state() -> None:
     space = layered_space(60, depth=4, violations=2)
     graph = state_graph(space)
