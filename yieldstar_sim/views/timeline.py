@@ -35,6 +35,7 @@ from yieldstar_sim.simulation.trace import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
+from yieldstar_sim.views.timeline_labels import label_marks, label_spans, tick_labels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -471,7 +472,7 @@ def draw_timeline(
         if span.expires is not None:
             # The worker goes on past its lease: a stale holder, fenced on its next write.
             stale_bars.setdefault(span.worker, []).append((span.expires, span.end - span.expires))
-    _label_spans(ax, timeline, lane_y, char_units)
+    label_spans(ax, timeline.spans, timeline.width, lane_y, char_units)
     if bucket:  # deliveries a couple of pixels apart are one bar
         held_bars = {
             look: merge_bars(bars, 2 * bucket / BUCKET_PIXELS) for look, bars in held_bars.items()
@@ -495,7 +496,8 @@ def draw_timeline(
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
                        hatch="\\\\", linewidth=0.8)  # fmt: skip
     _draw_marks(ax, timeline, lane_y, bucket)
-    _label_marks(ax, timeline, lane_y, char_units)
+    colours = {kind: style[1] for kind, style in MARK_STYLE.items()}
+    label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
     ax.set_yticks(list(lane_y.values()), list(lane_y))
@@ -504,7 +506,7 @@ def draw_timeline(
     pad = max(1.0, timeline.width / 250)
     ax.set_xlim(-pad, timeline.width + pad)
     ticks = [x for x, _ in timeline.ticks]
-    ax.set_xticks(ticks, _tick_labels(timeline.ticks, 8 / 7 * char_units), fontsize=8)
+    ax.set_xticks(ticks, tick_labels(timeline.ticks, 8 / 7 * char_units), fontsize=8)
     ax.set_xlabel(_x_label(timeline, bucket))
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
@@ -516,47 +518,6 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
-
-
-def _notable_span(span: Span) -> bool:
-    """A delivery a reviewer looks for: one that ended badly or ran past its lease, or a
-    re-delivery (a token past the first: the execution was claimed again after a crash or an
-    expiry)."""
-    return span.how in ("crash", "refused", "open") or span.expires is not None or span.token > 1
-
-
-def _label_spans(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
-    """Label deliveries with their execution and token where the label fits: notable ones
-    first, then the rest from the left; a label never prints over another."""
-    taken: dict[str, list[tuple[float, float]]] = {}
-    spans = sorted(timeline.spans, key=lambda span: (not _notable_span(span), span.start))
-    for span in spans:
-        label = f"{span.execution_id} · token {span.token}"
-        left = span.start + 0.2
-        right = left + char_units * (len(label) + 1)
-        if right > timeline.width + 1:  # near the axis's end the label ends there
-            left, right = timeline.width + 1 - (right - left), timeline.width + 1
-        lane = taken.setdefault(span.worker, [])
-        if any(left < end and right > start for start, end in lane):
-            continue
-        lane.append((left, right))
-        ax.text(left, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom", ha="left",
-                clip_on=True, parse_math=False)  # fmt: skip
-
-
-def _tick_labels(ticks: list[tuple[float, str]], char_units: float) -> list[str]:
-    """The ticks' labels, a label that would print over the one before it left blank (its
-    grid line stays): two instants close on the axis once read as one time, "130"."""
-    labels: list[str] = []
-    free_from = -math.inf
-    for x, label in ticks:
-        half = char_units * (len(label) + 1) / 2
-        if x - half < free_from:
-            labels.append("")
-            continue
-        labels.append(label)
-        free_from = x + half
-    return labels
 
 
 def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:
@@ -582,36 +543,3 @@ def _x_label(timeline: Timeline, bucket: float) -> str:
             "(calls, starts, effects) are drawn once per few pixels, faults and crashes each"
         )
     return label
-
-
-#: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
-LABEL_ROWS = (-0.36, -0.52)
-#: Which marks get labels, most important first: a fault and a crash before start calls.
-LABELLED = ("fault", "crash", "declined", "skew", "belief", "start")
-
-
-def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
-    """Label faults, crashes and start calls under their lane, each only where it fits: a label
-    that would print over another is left out, one that would run past the axis ends at its
-    mark."""
-    taken: dict[tuple[str, float], list[tuple[float, float]]] = {}
-    marks = sorted(
-        (m for m in timeline.marks if m.label and m.kind in LABELLED),
-        key=lambda m: (LABELLED.index(m.kind), m.x),
-    )
-    for mark in marks:
-        width = char_units * 0.9 * (len(mark.label) + 1)
-        left, right = mark.x - 0.3, mark.x - 0.3 + width
-        if right > timeline.width + 1:
-            # Near the right edge the label ends at its mark instead of starting there.
-            left, right = mark.x + 0.3 - width, mark.x + 0.3
-            if left < -0.5:
-                continue
-        for row in LABEL_ROWS:
-            spans = taken.setdefault((mark.lane, row), [])
-            if all(right <= start or left >= end for start, end in spans):
-                spans.append((left, right))
-                colour = MARK_STYLE[mark.kind][1]
-                ax.text(left, lane_y[mark.lane] + row, mark.label, fontsize=7, ha="left",
-                        va="top", color=colour, clip_on=True, parse_math=False)  # fmt: skip
-                break
