@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from yieldstar_sim.views import draw_run, graph_from_trace
+from yieldstar_sim.views.evidence import node_label
 from yieldstar_sim.views.graph import group_siblings
 
 if TYPE_CHECKING:
@@ -111,7 +112,9 @@ def readability(run: SimulationRun, picture: str) -> Readability:
 
     # A group's stack has a box behind its own, its text invisible: not a label to read.
     shown = [t for t in graph_axes.texts if t.get_color() != "none"]
-    nodes = [t for t in shown if first_line(t) in graph.nodes]
+    # A node's label starts with its ID; a family's with its count and first workflow.
+    firsts = {node_label(node, data).split("\n", 1)[0] for node, data in graph.nodes(data=True)}
+    nodes = [t for t in shown if first_line(t) in firsts]
     edges = [t for t in shown if first_line(t) in step_keys]
     spans = [t for t in timeline_axes.texts if " · token " in t.get_text()]
     if len(nodes) != graph.number_of_nodes():

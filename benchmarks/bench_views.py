@@ -49,13 +49,18 @@ orders (10,000 only in the full run, 10 and 100 with ``--smoke``), seconds, byte
 of each export format beside a plain run; ``--orders-only`` runs just this section.
 
 Targets, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
-executions; at 1,000 orders, PNG + SVG within 10x a plain run and the PNG at most 4,000 px a
-side.
+executions; at 1,000 orders, PNG + SVG + review page within 10x a plain run and the PNG at
+most 4,000 px a side.
 
 Then the review page at 10 / 40 / 100 / 1,000 orders (``benchmarks/_views_review.py``: bytes
 per trace event, seconds, against the plain run); ``--review-only`` runs just that section.
 
 And the review page's targets (see ``_views_review.py``).
+
+Then a big state space drawn bounded (``_views_states.py``): a made-up 20,000-state space and,
+in the full run, the 20,600 states of an exhaustive search of the booking race with 4
+bookings; seconds to build, draw and save it, what the picture draws (target: under 5 s);
+``--states-only`` runs just that section.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from _harness import footer, header, ms, parser, progress, show, sizes, targets
 from _views_labels import DPI, Readability, rasterised, readability
 from _views_orders import ORDER_SIZES, measure_orders, print_orders
 from _views_review import review_section
+from _views_states import states_section
 from matplotlib.axes import Axes
 from matplotlib.image import imsave
 
@@ -411,7 +417,8 @@ def orders_section(args: Any) -> list[tuple[bool, str]]:
     return print_orders(rows)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def arguments(argv: Sequence[str] | None) -> Any:
+    """The command line: the harness's flags, where to save the picture, one section only."""
     args_parser = parser(__doc__, reps="repetitions for every size")
     args_parser.add_argument("--picture", default="/tmp/views-100.png", help="where to save it")
     args_parser.add_argument(
@@ -423,7 +430,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_parser.add_argument(
         "--review-only", action="store_true", help="only the review page section (orders)"
     )
-    args = args_parser.parse_args(argv)
+    args_parser.add_argument(
+        "--states-only", action="store_true", help="only the big state space section"
+    )
+    return args_parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = arguments(argv)
     matplotlib.use("Agg")
     # Smoke: every section once, without the 500-execution run (the target's 100 stays).
     run_sizes = tuple(size for size in SIZES if size <= TARGET_SIZE) if args.smoke else SIZES
@@ -439,12 +453,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
-    if args.orders_only or args.review_only:
+    if args.orders_only or args.review_only or args.states_only:
         if args.orders_only:
             png(draw_run(simulate(SIZES[0])))  # imports, font caches
             targets(orders_section(args))
         if args.review_only:
             targets(review_section(smoke=args.smoke, quick=args.quick))
+        if args.states_only:
+            targets(states_section(smoke=args.smoke, quick=args.quick))
         footer(began)
         return 0
     runs = {executions: simulate(executions) for executions in run_sizes}
@@ -475,9 +491,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = statistics.median(sized.total)
     node_text, node_boxes = seen.labels[0], seen.labels[1]
     review = review_section(smoke=args.smoke, quick=args.quick)
+    states = states_section(smoke=args.smoke, quick=args.quick)
     targets(
         [
             *review,
+            *states,
             (
                 total < TARGET_SECONDS,
                 f"build + render under {TARGET_SECONDS:g} s for {TARGET_SIZE} executions: "

@@ -132,6 +132,14 @@ def test_the_stepper_moves_in_a_real_browser(voila: str) -> None:
                 arg=before_graph,
                 timeout=30_000,
             )
+            # The timeline's picture is its own message from the kernel: it may land after
+            # the graph's (the check right after the graph's change failed now and then).
+            page.wait_for_function(
+                "(old) => { const t = document.querySelector('.ys-stepper img.ys-timeline');"
+                " return t && t.src !== old && t.complete && t.naturalWidth > 0; }",
+                arg=before_timeline,
+                timeout=30_000,
+            )
             after_text = event.inner_text()
             assert "calls start again for request (order-42, ship)" in after_text
             assert graph.get_attribute("src") != before_graph

@@ -177,3 +177,21 @@ def test_the_steppers_graph_is_sized_for_what_it_draws_grouped_or_not() -> None:
     assert pictures.graph_size[1] > grouped[1]  # 40 trees in bands, not one family box
     pictures.group = True
     assert pictures.graph_size == grouped
+
+
+def test_sibling_edge_labels_never_print_over_each_other() -> None:
+    # trigger-in-step's two "ship / duplicate admission" labels touched: the README's picture.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from yieldstar_sim.views import draw_run
+
+    run = ys.simulate(ys.load_scenario("trigger-in-step"), seed=0, runtime="memory")
+    figure = draw_run(run)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # type: ignore[no-untyped-call]
+    renderer = canvas.get_renderer()
+    labels = [t for t in figure.axes[0].texts if t.get_fontsize() == 9 and t.get_bbox_patch()]
+    assert [t.get_text() for t in labels] == ["ship\nduplicate\nadmission"] * 2  # wrapped
+    boxes = [t.get_bbox_patch().get_window_extent(renderer) for t in labels]  # type: ignore[union-attr]
+    for one, other in itertools.combinations(boxes, 2):
+        assert one.x1 < other.x0 or other.x1 < one.x0 or one.y1 < other.y0 or other.y1 < one.y0

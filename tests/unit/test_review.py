@@ -236,6 +236,75 @@ def test_the_page_grows_linearly_within_1000_bytes_per_event_and_names_every_exe
     assert sizes[40] <= 6 * sizes[10]
 
 
+def test_families_are_drawn_once_at_the_pictures_layout() -> None:
+    # The page drew a thousand orders as two thousand boxes to scroll through while the PNG
+    # drew one family; now both draw the family at one layout, and the page can unfold it.
+    from yieldstar_sim.views import collapse_families, graph_from_trace, layered_layout
+    from yieldstar_sim.views.evidence import mark_violations
+    from yieldstar_sim.views.graph import NODE_SPACING
+    from yieldstar_sim.views.review_data import GRID_X, GRID_Y, stepper_data
+
+    run = ys.simulate(orders(10), seed=0, runtime="memory")
+    data = stepper_data(run)
+    names = data["names"]
+    (family,) = data["families"]
+    node, shape, members, executions, parent, label, line = family
+    assert names[node] == "9 \u00d7 charge-order \u2192 ship-order, completed"
+    assert names[shape] == "charge-order \u2192 ship-order, completed"
+    assert [names[m] for m in members] == [f"order-{n}" for n in range(2, 11)]
+    assert len(executions) == 18
+    assert (parent, label, line) == (-1, -1, "")
+    # The PNG's graph, its families collapsed, laid out: the page's grouped places.
+    graph = graph_from_trace(run.trace)
+    mark_violations(graph, run.violations)
+    positions = layered_layout(collapse_families(graph)).positions
+    left = min(x for x, _ in positions.values())
+    top = max(y for _, y in positions.values())
+    expected = {
+        str(n): (round((x - left) * NODE_SPACING * GRID_X, 1), round((top - y) * GRID_Y, 1))
+        for n, (x, y) in positions.items()
+    }
+    assert {names[n]: (x, y) for n, x, y in data["grouped"]} == expected
+    assert {names[n] for n, _, _ in data["nodes"]} == {r.execution_id for r in run.executions}
+    (box,) = parse(review_page(run)).named("input", "ys-grouped")
+    assert "checked" in box
+
+
+def test_a_family_under_a_parent_is_reached_by_one_edge() -> None:
+    @ys.workflow("line")
+    def line(step: ys.StepRunner, params: Any) -> Any:
+        return (yield from step.run("pick", lambda: params["line"]))
+
+    @ys.workflow("order")
+    def order(step: ys.StepRunner, params: Any) -> Any:
+        for number in range(1, 7):
+            yield from step.start(f"line-{number}", "line", {"line": number})
+        return "ok"
+
+    from yieldstar_sim.views.review_data import stepper_data
+
+    scenario = ys.Scenario(name="lines", workflows=[order, line],
+                           triggers=[ys.Trigger("order", {}, execution_id="order-1")])  # fmt: skip
+    data = stepper_data(ys.simulate(scenario, seed=0, runtime="memory"))
+    names = data["names"]
+    (family,) = data["families"]
+    assert names[family[0]] == "6 \u00d7 line, completed"
+    assert (names[family[4]], names[family[5]], family[6]) == (
+        "order-1",
+        "line-1 \u2026 line-6",
+        "owned",
+    )
+    assert {names[n] for n, _, _ in data["grouped"]} == {"order-1", names[family[0]]}
+
+
+def test_a_run_without_families_has_no_grouping_box(trigger_run: SimulationRun) -> None:
+    page = review_page(trigger_run)
+    (data,) = parse(page).stepper_data()
+    assert data["families"] == []
+    assert data["grouped"] == []
+    assert not parse(page).named("input", "ys-grouped")
+
+
 def test_the_trigger_in_step_page_stays_under_its_size_target(
     trigger_run: SimulationRun,
 ) -> None:

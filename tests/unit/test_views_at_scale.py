@@ -4,6 +4,7 @@ marks once per few pixels but every fault and crash; a 20,000-state space is dra
 
 from __future__ import annotations
 
+import itertools
 import random
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,7 @@ from yieldstar_sim.views.statespace_bounds import (
     SUMMARY_BANDS,
     bounded_state_graph,
 )
+from yieldstar_sim.views.timeline import INSTANT_SHARE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -71,6 +73,25 @@ def test_a_timeline_denser_than_its_pixels_aggregates_routine_marks_only() -> No
     for mark in notable:
         assert (mark.x, -timeline.lanes.index(mark.lane)) in offsets
     assert "more than the picture has pixels" in figure.axes[0].get_xlabel()
+
+
+def test_every_instant_of_a_dense_timeline_has_room_and_a_readable_tick() -> None:
+    # 15,000 events happen at t=0; order-1's re-delivery after the crash, at t=30, was two
+    # pixels at the axis's end, unlabelled, its tick printed over t=1's ("130").
+    timeline = build_timeline(orders(1_000).trace, ["w1", "w2", "w3", "w4"])
+    least = len(timeline.x_of) / INSTANT_SHARE
+    xs = [x for x, _ in timeline.ticks]
+    assert [label for _, label in timeline.ticks] == ["0", "1", "30"]
+    assert all(after - before >= least for before, after in itertools.pairwise(xs))
+    figure = draw_timeline(timeline)
+    axes = figure.axes[0]
+    texts = [text.get_text() for text in axes.texts]
+    assert "order-1 \u00b7 token 2" in texts  # the recovery is labelled before routine ones
+    figure.canvas.draw()  # type: ignore[no-untyped-call]
+    shown = [label for label in axes.get_xticklabels() if label.get_text()]
+    assert [label.get_text() for label in shown] == ["0", "1", "30"]
+    boxes = [label.get_window_extent() for label in shown]
+    assert all(one.x1 <= other.x0 for one, other in itertools.pairwise(boxes))
 
 
 def test_a_small_timeline_draws_every_mark() -> None:
@@ -134,6 +155,25 @@ def test_a_20000_state_space_is_drawn_bounded(big_space: StateSpace) -> None:
     title = draw_state_graph(graph).axes[0].get_title()
     assert title.startswith("20,000 distinct states")
     assert "the paths to 12 of them" in title
+
+
+def test_a_bounded_picture_says_what_it_draws_and_labels_alike_violations_once(
+    big_space: StateSpace,
+) -> None:
+    # A report's title (its coverage sentence) hid what a bounded picture leaves out, and ran
+    # off the figure; twelve red end states each printed the same words over the paths.
+    title = "orders: exhausted: all 20,000 distinct states " + "and every interleaving " * 8
+    figure = draw_state_graph(state_graph(big_space), title=title)
+    axes = figure.axes[0]
+    heading = axes.get_title()
+    assert "drawn: the paths to 12 of them" in heading
+    assert max(len(line) for line in heading.splitlines()) <= figure.get_figwidth() / 0.09
+    assert "".join(heading.split()) == "".join(
+        (title + "drawn: the paths to 12 of them; the other states summed by depth").split()
+    )
+    red = [text for text in axes.texts if text.get_color() == "#CC0000"]
+    assert len(red) == 1
+    assert "at most one admitted" in red[0].get_text()
 
 
 def test_a_small_space_is_drawn_state_by_state() -> None:

@@ -33,9 +33,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.evidence import ARROW, TIMES, notable, notable_edge
-from yieldstar_sim.views.layout import layered_layout, natural
+from yieldstar_sim.views.layout import Layout, layered_layout, natural
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import networkx as nx
 
 #: Siblings of one shape drawn as one family when at least this many have it.
@@ -121,10 +123,13 @@ def shape_words(shape: Shape) -> str:
     return f"{_words(shape)}, {'/'.join(sorted(_statuses(shape, set())))}"
 
 
-def families(graph: nx.MultiDiGraph, *, at_least: int = GROUP_AT_LEAST) -> list[Family]:
+def families(
+    graph: nx.MultiDiGraph, *, at_least: int = GROUP_AT_LEAST, layout: Layout | None = None
+) -> list[Family]:
     """The families of ``graph``, top-down: once siblings form a family, nothing under them is
-    looked at again."""
-    layout = layered_layout(graph)
+    looked at again. ``layout``: the graph's ``layered_layout``, if the caller has it."""
+    if layout is None:
+        layout = layered_layout(graph)
     children = layout.children
     order = list(layout.positions)  # parents before children
     shapes = _shapes(graph, children, order)
@@ -164,8 +169,14 @@ def families(graph: nx.MultiDiGraph, *, at_least: int = GROUP_AT_LEAST) -> list[
     return found
 
 
-def collapse_families(graph: nx.MultiDiGraph, *, at_least: int = GROUP_AT_LEAST) -> nx.MultiDiGraph:
-    """A copy of ``graph`` with each family (``families``) drawn as one node.
+def collapse_families(
+    graph: nx.MultiDiGraph,
+    *,
+    at_least: int = GROUP_AT_LEAST,
+    found: Sequence[Family] | None = None,
+) -> nx.MultiDiGraph:
+    """A copy of ``graph`` with each family (``families``, or ``found`` when the caller has
+    them) drawn as one node.
 
     A family's node has its members' ``workflow_id``, ``status`` and ``origin``, and
     ``group`` (how many members), ``members`` and ``executions`` (their IDs, in order) and
@@ -173,7 +184,7 @@ def collapse_families(graph: nx.MultiDiGraph, *, at_least: int = GROUP_AT_LEAST)
     step keys as ``first … last``.
     """
     drawn = graph.copy()
-    for family in families(graph, at_least=at_least):
+    for family in families(graph, at_least=at_least) if found is None else found:
         first = graph.nodes[family.members[0]]
         drawn.remove_nodes_from(family.executions)
         drawn.add_node(

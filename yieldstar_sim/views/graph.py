@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -59,8 +60,13 @@ NODE_SPACING = 2.2
 #: Inches a slot and a layer of the layout take in a figure of the graph alone.
 INCHES_PER_SLOT = 2.6
 INCHES_PER_LAYER = 1.9
-#: Where an edge's label sits between parent and child: nearer the child, which it names.
+#: Where an edge's label sits between parent and child: nearer the child, which it names; a
+#: label that would print over its left sibling's, even wrapped, sits nearer the parent.
 LABEL_AT = 0.62
+LABEL_NEAR_PARENT = 0.36
+#: Data units per character of an edge label: 9 pt is about 0.075 in a character, and the
+#: axes are narrower than the layout's inches (margins, the legend): 0.1 in, to be safe.
+_LABEL_CHAR = 0.1 * NODE_SPACING / INCHES_PER_SLOT
 #: Line width of the outline of an execution a violation names.
 VIOLATION_OUTLINE = 3.0
 
@@ -317,6 +323,46 @@ def _legend(graph: nx.MultiDiGraph) -> list[Any]:
     return handles
 
 
+def _label_places(
+    graph: nx.MultiDiGraph, positions: Mapping[Any, tuple[float, float]]
+) -> dict[tuple[Any, Any, Any], tuple[float, str]]:
+    """Each edge's label and where along its edge it sits, at ``LABEL_AT``. When a parent's
+    labels would print over each other, all of them are wrapped narrower, and one that still
+    would sits at ``LABEL_NEAR_PARENT`` (two "duplicate admission" labels of trigger-in-step
+    touched)."""
+    places: dict[tuple[Any, Any, Any], tuple[float, str]] = {}
+    for source in graph.nodes:
+        x1 = positions[source][0]
+        edges = sorted(graph.out_edges(source, keys=True, data=True),
+                       key=lambda edge: positions[edge[1]])  # fmt: skip
+        for wrap in (False, True):
+            right_end: dict[float, float] = {}  # per row of children, where the last label ends
+            collided = False
+            for _, target, key, data in edges:
+                x2, row = positions[target]
+                lines = edge_label(data["step_key"], data).split("\n")
+                if wrap:  # each line broken at its middle space: about half as wide
+                    lines = [part for line in lines for part in _halves(line)]
+                half = _LABEL_CHAR * (max(len(line) for line in lines) + 1) / 2
+                at = LABEL_AT
+                if x1 + (x2 - x1) * at - half < right_end.get(row, -math.inf):
+                    collided, at = True, LABEL_NEAR_PARENT
+                right_end[row] = max(right_end.get(row, -math.inf), x1 + (x2 - x1) * at + half)
+                places[source, target, key] = (at, "\n".join(lines))
+            if not collided:
+                break
+    return places
+
+
+def _halves(line: str) -> list[str]:
+    """``line`` broken at the space nearest its middle (a step key, one word, stays whole)."""
+    spaces = [i for i, char in enumerate(line) if char == " "]
+    if not spaces:
+        return [line]
+    cut = min(spaces, key=lambda i: abs(i - len(line) / 2))
+    return [line[:cut], line[cut + 1 :]]
+
+
 def draw_execution_graph(
     graph: nx.MultiDiGraph,
     *,
@@ -345,7 +391,8 @@ def draw_execution_graph(
     else:
         figure, axes = ax.figure, ax  # type: ignore[assignment]
     axes.set_axis_off()
-    for source, target, data in graph.edges(data=True):
+    places = _label_places(graph, positions)
+    for source, target, key, data in graph.edges(keys=True, data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
         colour = DUPLICATE_COLOUR if data["duplicate"] else "#333333"
         style = EDGE_STYLES[edge_line(data)]
@@ -365,10 +412,11 @@ def draw_execution_graph(
                 linewidth=2.2 if data["duplicate"] else 1.4,
             )
         )
+        at, text = places[source, target, key]
         axes.text(
-            x1 + (x2 - x1) * LABEL_AT,
-            y1 + (y2 - y1) * LABEL_AT,
-            edge_label(data["step_key"], data),
+            x1 + (x2 - x1) * at,
+            y1 + (y2 - y1) * at,
+            text,
             ha="center",
             va="center",
             fontsize=9,

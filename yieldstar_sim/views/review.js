@@ -11,6 +11,10 @@
   var ROW_LIMIT = 25; // rows per table shown without a search (plus the event's own changes)
   var NODE_W = 136;
   var NODE_H = 48;
+  var FAMILY_W = 164; // a family's box: its shape on two lines, a bar of statuses, its counts
+  var FAMILY_H = 56;
+  var BAR_W = 140;
+  var COUNTS_FIT = 30; // characters of counts that fit in the box
   var MARGIN = 12;
   var LABEL_AT = 0.62;
   var DASHES = { owned: "", detached: "6 4", joined: "6 3 2 3", trigger: "2 3" };
@@ -251,7 +255,24 @@
 
     // Only the executions in (or near) the graph box's scrolled window have elements: a
     // thousand orders' nodes would cost the browser a relayout of thousands at every event.
+    // Families of alike executions (data.families) are drawn once, at the layout of the graph
+    // with each family one node (data.grouped), as the PNG and the SVG draw them; a family
+    // shows how many of its executions are in each status as of the event, and a click on it
+    // (or the checkbox) draws every execution (data.nodes).
+    var families = data.families || [];
+    var familyOf = new Map(); // an execution's family, by its ID
+    var familyNamed = new Map(); // a family's index, by its node's name
+    families.forEach(function (family, index) {
+      familyNamed.set(names[family[0]], index);
+      family[3].forEach(function (execution) {
+        familyOf.set(names[execution], index);
+      });
+    });
+    var grouped = families.length > 0 && data.grouped.length > 0;
+    var groupBox = root.querySelector(".ys-grouped");
     var nodes = new Map();
+    var familyNodes = new Map(); // the family nodes drawn now, by family index
+    var dirtyFamilies = new Set();
     var byY = [];
     var drawnLinks = new Map();
     var picture = null;
@@ -260,16 +281,45 @@
     var windowTop = -1;
     var windowBottom = -1;
 
+    function buildLegend() {
+      var legend = html("div", "ys-legend", null, graphBox);
+      Object.keys(data.colours).forEach(function (status) {
+        var item = html("span", "ys-legend-item", null, legend);
+        html("span", "ys-swatch", "", item).style.background = data.colours[status];
+        item.appendChild(document.createTextNode(status));
+      });
+      var leased = html("span", "ys-legend-item", null, legend);
+      html("span", "ys-swatch ys-swatch-leased", "", leased);
+      leased.appendChild(document.createTextNode("leased (a worker holds it)"));
+      if (families.length) {
+        var family = html("span", "ys-legend-item", null, legend);
+        html("span", "ys-swatch ys-swatch-family", "", family);
+        family.appendChild(document.createTextNode(
+          "N \u00d7 shape: alike executions drawn once, by status now (click: draw each)"));
+      }
+    }
+
     function buildGraph() {
+      if (picture !== null) {
+        graphBox.removeChild(picture);
+      }
+      nodes = new Map();
+      familyNodes = new Map();
+      byY = [];
+      drawnLinks = new Map();
+      windowTop = -1;
+      windowBottom = -1;
+      var places = grouped ? data.grouped : data.nodes;
       var width = 0;
       var height = 0;
-      for (var i = 0; i < data.nodes.length; i += 1) {
-        width = Math.max(width, data.nodes[i][1]);
-        height = Math.max(height, data.nodes[i][2]);
+      for (var i = 0; i < places.length; i += 1) {
+        width = Math.max(width, places[i][1]);
+        height = Math.max(height, places[i][2]);
       }
-      var w = width + NODE_W + 2 * MARGIN;
-      var h = height + NODE_H + 2 * MARGIN;
+      var w = width + FAMILY_W + 2 * MARGIN;
+      var h = height + FAMILY_H + 2 * MARGIN;
       picture = svg("svg", { class: "ys-graph-svg", width: w, height: h, viewBox: "0 0 " + w + " " + h });
+      graphBox.insertBefore(picture, graphBox.firstChild);
       var defs = svg("defs", {}, picture);
       ["arrow", "arrow-duplicate"].forEach(function (name) {
         var marker = svg("marker", {
@@ -285,33 +335,28 @@
       });
       edgeLayer = svg("g", { class: "ys-edges" }, picture);
       nodeLayer = svg("g", { class: "ys-nodes" }, picture);
-      for (var n = 0; n < data.nodes.length; n += 1) {
-        var id = names[data.nodes[n][0]];
+      for (var n = 0; n < places.length; n += 1) {
+        var id = names[places[n][0]];
+        var family = grouped && familyNamed.has(id) ? familyNamed.get(id) : -1;
         var node = {
           id: id,
-          x: data.nodes[n][1] + MARGIN + NODE_W / 2,
-          y: data.nodes[n][2] + MARGIN + NODE_H / 2,
+          x: places[n][1] + MARGIN + FAMILY_W / 2,
+          y: places[n][2] + MARGIN + FAMILY_H / 2,
+          family: family,
           el: null,
         };
         nodes.set(id, node);
+        if (family >= 0) {
+          familyNodes.set(family, node);
+        }
         byY.push(node);
       }
       byY.sort(function (a, b) {
         return a.y - b.y;
       });
-      graphBox.appendChild(picture);
-      var legend = html("div", "ys-legend", null, graphBox);
-      Object.keys(data.colours).forEach(function (status) {
-        var item = html("span", "ys-legend-item", null, legend);
-        html("span", "ys-swatch", "", item).style.background = data.colours[status];
-        item.appendChild(document.createTextNode(status));
-      });
-      var leased = html("span", "ys-legend-item", null, legend);
-      html("span", "ys-swatch ys-swatch-leased", "", leased);
-      leased.appendChild(document.createTextNode("leased (a worker holds it)"));
-      graphBox.addEventListener("scroll", function () {
-        drawWindow(false);
-      });
+      if (groupBox !== null) {
+        groupBox.checked = grouped;
+      }
     }
 
     function inWindow(node) {
@@ -346,9 +391,16 @@
       rows[LINKS].forEach(function (row, key) {
         updateLink(key);
       });
+      familyNodes.forEach(function (node, index) {
+        updateFamily(index);
+      });
     }
 
     function createNode(node) {
+      if (node.family >= 0) {
+        createFamily(node);
+        return;
+      }
       var group = svg("g", { class: "ys-node", transform: "translate(" + node.x + " " + node.y + ")" }, nodeLayer);
       node.el = {
         group: group,
@@ -388,14 +440,158 @@
       el.lease.textContent = leased ? "lease: " + lease.split(", token")[0] : "";
     }
 
+    // A family's words: its count and first workflow, then the workflows its members started
+    // (or, for a family of leaves, its first and last member), as the PNG writes them.
+    function familyWords(index) {
+      var family = families[index];
+      var shape = names[family[1]];
+      var chain = shape.slice(0, shape.lastIndexOf(", "));
+      var parts = chain.split(" \u2192 ");
+      var members = family[2];
+      var first = members.length + " \u00d7 " + parts[0];
+      var span = names[members[0]] + " \u2026 " + names[members[members.length - 1]];
+      var second = parts.length > 1 ? "\u2192 " + parts.slice(1).join(" \u2192 ") : span;
+      return [first, second, span];
+    }
+
+    function createFamily(node) {
+      var words = familyWords(node.family);
+      var group = svg("g", {
+        class: "ys-node ys-family",
+        transform: "translate(" + node.x + " " + node.y + ")",
+        "data-family": node.id,
+        tabindex: 0,
+        role: "button",
+      }, nodeLayer);
+      // A stack of boxes: the one behind peeks out, as in the PNG.
+      svg("rect", { x: -FAMILY_W / 2 + 4, y: -FAMILY_H / 2 + 4, width: FAMILY_W, height: FAMILY_H, rx: 7, class: "ys-family-back" }, group);
+      node.el = {
+        group: group,
+        box: svg("rect", { x: -FAMILY_W / 2, y: -FAMILY_H / 2, width: FAMILY_W, height: FAMILY_H, rx: 7, fill: "#FFFFFF" }, group),
+        name: svg("text", { y: -14, "text-anchor": "middle", class: "ys-node-id" }, group),
+        state: svg("text", { y: -2, "text-anchor": "middle", class: "ys-node-state" }, group),
+        bar: svg("g", { transform: "translate(" + (-BAR_W / 2) + " 4)", class: "ys-bar" }, group),
+        counts: svg("text", { y: 22, "text-anchor": "middle", class: "ys-family-counts" }, group),
+        title: svg("title", {}, group),
+      };
+      node.el.name.textContent = words[0];
+      node.el.state.textContent = words[1];
+      group.addEventListener("click", function () {
+        expand(node.family);
+      });
+      group.addEventListener("keydown", function (key) {
+        if (key.key === "Enter" || key.key === " ") {
+          key.preventDefault();
+          expand(node.family);
+        }
+      });
+      updateFamily(node.family);
+    }
+
+    function updateFamily(index) {
+      var node = familyNodes.get(index);
+      if (!node || node.el === null) {
+        return;
+      }
+      var family = families[index];
+      var counts = {};
+      var present = 0;
+      var leased = 0;
+      var found = false;
+      for (var e = 0; e < family[3].length; e += 1) {
+        var id = names[family[3][e]];
+        var row = rows[0].get(id);
+        if (row) {
+          counts[row.cells[4]] = (counts[row.cells[4]] || 0) + 1;
+          present += 1;
+          leased += row.cells[5] !== "none" ? 1 : 0;
+        }
+        found = found || hit(id);
+      }
+      var el = node.el;
+      el.group.style.display = present ? "" : "none";
+      var total = family[3].length;
+      var statuses = Object.keys(data.colours).filter(function (status) {
+        return counts[status];
+      });
+      Object.keys(counts).forEach(function (status) {
+        if (statuses.indexOf(status) < 0) {
+          statuses.push(status); // a status with no colour of its own still counts
+        }
+      });
+      clear(el.bar);
+      var x = 0;
+      var said = [];
+      statuses.forEach(function (status) {
+        var part = (BAR_W * counts[status]) / total;
+        svg("rect", { x: x, width: part, height: 7, fill: data.colours[status] || "#FFFFFF" }, el.bar);
+        x += part;
+        said.push(counts[status] + " " + status);
+      });
+      svg("rect", { width: BAR_W, height: 7, class: "ys-bar-frame" }, el.bar);
+      if (present < total) {
+        said.push((total - present) + " to come");
+      }
+      // As many counts as fit in the box (the tooltip has them all).
+      var shown = said.slice(0, 1);
+      for (var s = 1; s < said.length && (shown.concat(said[s]).join(" \u00b7 ").length <= COUNTS_FIT); s += 1) {
+        shown.push(said[s]);
+      }
+      el.counts.textContent = shown.join(" \u00b7 ") + (shown.length < said.length ? " \u2026" : "");
+      var words = familyWords(index);
+      el.title.textContent = names[family[0]] + "\n" + words[2] + "\n" + total + " executions now: " +
+        said.join(", ") + (leased ? ", " + leased + " leased" : "") + "\nclick: draw every execution";
+      el.group.setAttribute("data-counts", statuses.map(function (status) {
+        return status + ":" + counts[status];
+      }).join(","));
+      el.group.setAttribute("class", "ys-node ys-family" + (leased ? " ys-leased" : "") + (found ? " ys-hit" : ""));
+      updateFamilyLink(index, present > 0);
+    }
+
+    function drawLink(key, source, target) {
+      var link = drawnLinks.get(key);
+      if (!link) {
+        var group = svg("g", { class: "ys-edge" }, edgeLayer);
+        var bottom = source.y + (source.family >= 0 ? FAMILY_H : NODE_H) / 2;
+        var top = target.y - (target.family >= 0 ? FAMILY_H : NODE_H) / 2;
+        link = {
+          group: group,
+          source: source,
+          target: target,
+          path: svg("line", { x1: source.x, y1: bottom, x2: target.x, y2: top }, group),
+          label: svg("text", {
+            x: source.x + (target.x - source.x) * LABEL_AT,
+            y: bottom + (top - bottom) * LABEL_AT,
+            "text-anchor": "middle",
+            class: "ys-edge-label",
+          }, group),
+        };
+        drawnLinks.set(key, link);
+      }
+      return link;
+    }
+
+    function removeLink(key) {
+      var link = drawnLinks.get(key);
+      if (link) {
+        edgeLayer.removeChild(link.group);
+        drawnLinks.delete(key);
+      }
+    }
+
+    function styleLink(link, line, duplicate, text) {
+      link.group.setAttribute("data-line", line);
+      link.path.setAttribute("stroke", duplicate ? DUPLICATE : "#333333");
+      link.path.setAttribute("stroke-width", duplicate ? 2.2 : 1.4);
+      link.path.setAttribute("stroke-dasharray", DASHES[line] || "");
+      link.path.setAttribute("marker-end", "url(#ys-" + (duplicate ? "arrow-duplicate" : "arrow") + "-" + number + ")");
+      link.label.textContent = text;
+    }
+
     function updateLink(key) {
       var row = rows[LINKS].get(key);
-      var link = drawnLinks.get(key);
-      if (!row) {
-        if (link) {
-          edgeLayer.removeChild(link.group);
-          drawnLinks.delete(key);
-        }
+      if (!row || (grouped && familyOf.has(row.cells[1]))) {
+        removeLink(key); // gone, or inside a family (its parent's edge is the family's)
         return;
       }
       var source = nodes.get(row.cells[0]);
@@ -403,42 +599,56 @@
       if (!source || !target || (!inWindow(source) && !inWindow(target))) {
         return;
       }
-      if (!link) {
-        var group = svg("g", { class: "ys-edge" }, edgeLayer);
-        link = {
-          group: group,
-          source: source,
-          target: target,
-          path: svg("line", {
-            x1: source.x, y1: source.y + NODE_H / 2, x2: target.x, y2: target.y - NODE_H / 2,
-          }, group),
-          label: svg("text", {
-            x: source.x + (target.x - source.x) * LABEL_AT,
-            y: source.y + NODE_H / 2 + (target.y - source.y - NODE_H) * LABEL_AT,
-            "text-anchor": "middle",
-            class: "ys-edge-label",
-          }, group),
-        };
-        drawnLinks.set(key, link);
-      }
-      var duplicate = row.cells[4] === "duplicate";
       var calls = Number(row.cells[5]);
-      link.group.setAttribute("data-line", row.cells[3]);
-      link.path.setAttribute("stroke", duplicate ? DUPLICATE : "#333333");
-      link.path.setAttribute("stroke-width", duplicate ? 2.2 : 1.4);
-      link.path.setAttribute("stroke-dasharray", DASHES[row.cells[3]] || "");
-      link.path.setAttribute("marker-end", "url(#ys-" + (duplicate ? "arrow-duplicate" : "arrow") + "-" + number + ")");
-      link.label.textContent = row.cells[2] + (calls > 1 ? " \u00b7 " + calls + " start calls, one target" : "");
+      styleLink(drawLink(key, source, target), row.cells[3], row.cells[4] === "duplicate",
+        row.cells[2] + (calls > 1 ? " \u00b7 " + calls + " start calls, one target" : ""));
+    }
+
+    function updateFamilyLink(index, present) {
+      var family = families[index];
+      var key = "family\u0000" + index;
+      var source = family[4] >= 0 ? nodes.get(names[family[4]]) : undefined;
+      var target = familyNodes.get(index);
+      if (!source || !target || !present || !rows[0].has(source.id) ||
+          (!inWindow(source) && !inWindow(target))) {
+        removeLink(key);
+        return;
+      }
+      styleLink(drawLink(key, source, target), family[6], false, names[family[5]]);
     }
 
     function renderGraph() {
       if (windowTop === -1 && windowBottom === -1) {
         drawWindow(true);
       }
-      dirtyNodes.forEach(updateNode);
+      dirtyNodes.forEach(function (id) {
+        if (grouped && familyOf.has(id)) {
+          dirtyFamilies.add(familyOf.get(id));
+        } else if (grouped && familyNamed.has(id)) {
+          dirtyFamilies.add(familyNamed.get(id));
+        } else {
+          updateNode(id);
+        }
+      });
       dirtyLinks.forEach(updateLink);
+      dirtyFamilies.forEach(updateFamily);
       dirtyNodes.clear();
       dirtyLinks.clear();
+      dirtyFamilies.clear();
+    }
+
+    function regroup(value) {
+      if (value === grouped || (value && !families.length)) {
+        return;
+      }
+      grouped = value;
+      buildGraph();
+      renderGraph();
+    }
+
+    function expand(index) {
+      regroup(false);
+      scrollTo(names[families[index][2][0]]);
     }
 
     // ---------------------------------------------------------------- search and links
@@ -481,6 +691,14 @@
         ? "no execution ID contains \u201c" + query + "\u201d"
         : count + " execution" + (count === 1 ? "" : "s") + "; " + exact + " appears at event #" + firstSeen.get(exact);
       return exact;
+    }
+
+    // An execution found by the search box or a link is drawn on its own: its family, if it
+    // is in one, is unfolded (every execution drawn).
+    function unfold(id) {
+      if (id !== null && grouped && familyOf.has(id)) {
+        regroup(false);
+      }
     }
 
     function scrollTo(id) {
@@ -563,6 +781,7 @@
       if (parameters.execution !== undefined) {
         search.value = parameters.execution;
         var id = applySearch();
+        unfold(id);
         if (event === undefined && id !== null) {
           event = firstSeen.get(id);
         }
@@ -586,10 +805,19 @@
     });
     search.addEventListener("input", function () {
       var id = applySearch();
+      unfold(id);
       show(Number(slider.value));
       if (id !== null) {
         scrollTo(id);
       }
+    });
+    if (groupBox !== null) {
+      groupBox.addEventListener("change", function () {
+        regroup(groupBox.checked);
+      });
+    }
+    graphBox.addEventListener("scroll", function () {
+      drawWindow(false);
     });
     root.addEventListener("keydown", function (key) {
       if (key.target === slider || key.target === search) {
@@ -602,6 +830,7 @@
       }
     });
     var asked = number === 0 ? hashParameters() : {}; // before show() rewrites the address
+    buildLegend();
     buildGraph();
     show(0);
     if (number === 0) {

@@ -128,10 +128,12 @@ def _timeline(run: SimulationRun) -> tuple[str, list[float | None], float]:
         svg = _svg(figure)  # draws the figure: the layout, hence the axes' box, is final now
     left, bottom, right, top = (float(value) for value in axes.bbox.extents)
     page_height = height * _POINTS
-    xs: list[float | None] = []
-    for event in run.trace:
-        x = timeline.x_of.get(event.seq)
-        xs.append(None if x is None else round(float(axes.transData.transform((x, 0.0))[0]), 2))
+    # One transform of every event's x: one call per event was a tenth of a big page's time.
+    seqs = [event.seq for event in run.trace]
+    placed = [seq for seq in seqs if seq in timeline.x_of]
+    pixels = axes.transData.transform([(timeline.x_of[seq], 0.0) for seq in placed] or [(0, 0)])
+    cursor = {seq: round(float(x), 2) for seq, (x, _) in zip(placed, pixels, strict=False)}
+    xs: list[float | None] = [cursor.get(seq) for seq in seqs]
     first = next((x for x in xs if x is not None), left)
     y_top, y_bottom = page_height - top, page_height - bottom
     overlay = (
@@ -169,6 +171,12 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
     data.update({"x": xs, "right": right, "colours": colours})
     last = len(events) - 1
     caption = f'<h3 class="ys-run">{_text(label)}</h3>' if label else ""
+    grouping = (
+        '<label class="ys-group"><input type="checkbox" class="ys-grouped" checked> '
+        "alike executions drawn once</label>"
+        if data["families"]
+        else ""
+    )
     parts = [
         '<section class="ys-stepper" data-event="">',
         caption,
@@ -180,7 +188,7 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
         '<span class="ys-position"></span>'
         '<input type="search" class="ys-search" placeholder="find an execution ID" '
         'aria-label="find an execution ID" spellcheck="false">'
-        '<span class="ys-found"></span></div>',
+        '<span class="ys-found"></span>' + grouping + "</div>",
         '<div class="ys-event"><div class="ys-where"></div><div class="ys-words"></div>'
         '<div class="ys-line"></div></div>',
         '<div class="ys-pictures"><figure class="ys-graph"></figure>'

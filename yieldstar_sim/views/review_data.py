@@ -8,7 +8,9 @@ once in a table of strings and referred to by number. The page's script replays 
 as the slider moves to derive the state at any event, and draws the execution graph from the
 same rows as the tables (an execution's node is its row in ``executions``, an edge a row of
 ``links``), so the graph and the tables cannot disagree. The node positions are the graph
-module's layout of the run's final graph, so every event draws an execution where it stays.
+module's layout of the run's final graph, so every event draws an execution where it stays;
+its families (``views/families.py``) are drawn once, as in the PNG and the SVG, at the layout
+of the graph with each family one node, and a click draws every execution.
 
 >>> import yieldstar_sim as ys
 >>> data = stepper_data(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
@@ -29,11 +31,14 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from yieldstar_sim.simulation.result import SimulationRun
+    from yieldstar_sim.views.layout import Layout
 
 #: Trace kinds whose sentence is shown as bad news (red) or a warning (orange).
 TONES = {"fault": "bad", "crash": "bad", "refused": "bad", "error": "warn"}
-#: Pixels per unit of the graph layout: a node box is about 1.7 units wide.
-GRID_X, GRID_Y = 78.0, 66.0
+#: Pixels per unit of the graph layout: a node box is about 1.7 units wide (136 px) and 48 px
+#: tall; a layer is 84 px, room for a two-line edge label between parent and child (at 66 the
+#: label sat on the boxes, and the rows of a grid of siblings, 0.7 layers apart, overlapped).
+GRID_X, GRID_Y = 78.0, 84.0
 
 
 class Names:
@@ -61,18 +66,43 @@ def layout(graph: nx.MultiDiGraph) -> dict[Any, tuple[float, float]]:
     return {node: (NODE_SPACING * x, y) for node, (x, y) in layered_layout(graph).positions.items()}
 
 
-def _positions(final: dict[str, dict[Hashable, tuple[str, ...]]], names: Names) -> list[Any]:
-    """Each execution's place: ``[name, x, y]`` in pixels, every coordinate at least 0."""
+def records_graph(
+    final: dict[str, dict[Hashable, tuple[str, ...]]], run: SimulationRun
+) -> nx.MultiDiGraph:
+    """The run's final execution graph as the page's rows say it (an execution's row, a
+    link's row), with the evidence the pictures mark (faults, retries, violations): the graph
+    whose families and layout the page draws, the pictures' own."""
     import networkx as nx
 
+    from yieldstar_sim.views.evidence import mark_trace_evidence, mark_violations
+
     graph = nx.MultiDiGraph()
-    for ident in final["executions"]:
-        graph.add_node(ident)
+    for ident, cells in final["executions"].items():
+        graph.add_node(ident, workflow_id=cells[1], origin=cells[2], status=cells[4])
     for ident, cells in final[LINKS].items():
-        source, target = cells[0], cells[1]
+        source, target, step_key, line, duplicate, calls = cells[:6]
         if source in graph and target in graph:
-            graph.add_edge(source, target, key=ident)
-    places = layout(graph)
+            # Keyed as graph_from_trace keys its edges (the step key; a trigger's with its
+            # target): the layout orders siblings by it.
+            key = ident[2] if isinstance(ident, tuple) else ident
+            graph.add_edge(
+                source, target, key=key, step_key=step_key, detached=line == "detached",
+                kind=line if line in ("trigger", "joined") else "start",
+                duplicate=duplicate == "duplicate", calls=int(calls or 1),
+            )  # fmt: skip
+    mark_trace_evidence(graph, run.trace)
+    mark_violations(graph, run.violations)
+    return graph
+
+
+def _places(graph: nx.MultiDiGraph, names: Names, laid: Layout | None = None) -> list[Any]:
+    """Each node's place: ``[name, x, y]`` in pixels, every coordinate at least 0 (``laid``:
+    the graph's layered layout, if the caller has it)."""
+    from yieldstar_sim.views.graph import NODE_SPACING
+    from yieldstar_sim.views.layout import layered_layout
+
+    positions = (laid or layered_layout(graph)).positions
+    places = {node: (NODE_SPACING * x, y) for node, (x, y) in positions.items()}
     if not places:
         return []
     left = min(x for x, _ in places.values())
@@ -83,11 +113,48 @@ def _positions(final: dict[str, dict[Hashable, tuple[str, ...]]], names: Names) 
     ]
 
 
+def _graph_places(graph: nx.MultiDiGraph, names: Names) -> tuple[list[Any], list[Any], list[Any]]:
+    """Every execution's place, and the families of ``graph`` as the page draws them with the
+    places of the graph with each family drawn once (``[]`` and ``[]`` when there are none).
+    A family is ``[node, shape, members, executions, parent, edge label, line]`` (names'
+    indices; parent -1 when nobody started them)."""
+    from yieldstar_sim.views.families import collapse_families, families
+    from yieldstar_sim.views.graph import edge_line
+    from yieldstar_sim.views.layout import layered_layout
+
+    laid = layered_layout(graph)  # once: the families are found on it too
+    every = _places(graph, names, laid)
+    found = families(graph, layout=laid)
+    if not found:
+        return every, [], []
+    drawn = collapse_families(graph, found=found)
+    rows = []
+    for family in found:
+        parent, label, line = -1, -1, ""
+        for source, _, data in drawn.in_edges(family.node, data=True):
+            parent, label = names.number(str(source)), names.number(str(data["step_key"]))
+            line = edge_line(data)
+        rows.append(
+            [
+                names.number(family.node),
+                names.number(family.shape),
+                [names.number(str(member)) for member in family.members],
+                [names.number(str(execution)) for execution in family.executions],
+                parent,
+                label,
+                line,
+            ]
+        )
+    return every, rows, _places(drawn, names)
+
+
 def stepper_data(run: SimulationRun) -> dict[str, Any]:
     """The stepper's JSON: ``names`` (every string once), ``tables`` (name, columns, note),
     per event ``t``, ``worker``, ``kind``, ``point``, ``words``, ``text`` and ``changes``
     (per changed row ``[table, key, order, cell...]``, or ``[table, key]`` when it went;
-    strings as indices into ``names``), and ``nodes``: each execution's place in the graph."""
+    strings as indices into ``names``), ``nodes``: each execution's place in the graph, and
+    ``families`` and ``grouped``: the families of alike executions and the places of the
+    graph with each drawn once (both empty when the run has none)."""
     from yieldstar_sim.views.records import COLUMNS, RecordBook
     from yieldstar_sim.views.words import narrate
 
@@ -109,6 +176,7 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
                 numbered.extend(names.number(cell) for cell in change.cells)
             row_changes.append(numbered)
         changes.append(row_changes)
+    nodes, families, grouped = _graph_places(records_graph(final, run), names)
     tables = [[name, *COLUMNS[name]] for name in TABLES]
     tables.append([LINKS, LINK_CELLS, "the graph's edges"])
     return {
@@ -121,6 +189,8 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
         "words": [_writable(sentence) for sentence in narrate(events)],
         "text": [_writable(event.text) for event in events],
         "changes": changes,
-        "nodes": _positions(final, names),
+        "nodes": nodes,
+        "families": families,
+        "grouped": grouped,
         "names": names.texts,
     }

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.views.statespace_bounds import DRAWN_AT_MOST, bounded_state_graph
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     import networkx as nx
     from matplotlib.axes import Axes
@@ -251,23 +251,12 @@ def draw_state_graph(
         for node, data in graph.nodes(data=True)
     ]  # fmt: skip
     _draw_nodes(axes, graph, positions, colours, big=big)
-    labels = {
-        node: _node_text(data)
-        for node, data in graph.nodes(data=True)
-        if not big or data["root"] or data["violating"] or data.get("summary")
-    }
-    for node, text in labels.items():
-        x, y = positions[node]
-        colour = VIOLATING_COLOUR if graph.nodes[node]["violating"] else "#222222"
-        # A summary's label stands upright: one summary per column, columns close together.
-        turn = 90 if graph.nodes[node].get("summary") else 0
-        axes.text(x, y - 0.28, text, ha="center", va="top", fontsize=7, parse_math=False,
-                  color=colour, rotation=turn)  # fmt: skip
     if positions:
         xs = [p[0] for p in positions.values()]
         ys = [p[1] for p in positions.values()]
         axes.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
         axes.set_ylim(min(ys) - 0.8, max(ys) + 0.5)
+    _draw_labels(figure, axes, graph, positions, big=big)
     # Only what the picture shows: a search with no fault draws no fault edge, a verified one
     # no red state and no path to it.
     shown = {
@@ -307,8 +296,102 @@ def draw_state_graph(
     legend = [entry for entry in legend if shown[str(entry.get_label())]]
     axes.legend(handles=legend, loc="upper left", fontsize=7, frameon=False, ncols=3,
                 bbox_to_anchor=(0, 1.0))  # fmt: skip
-    axes.set_title(title or _heading(graph), fontsize=11, parse_math=False)
+    axes.set_title(_title(figure, graph, title), fontsize=11, parse_math=False)
     return figure
+
+
+def _title(figure: Figure, graph: nx.DiGraph, title: str) -> str:
+    """``title`` (or what the space holds), with what a bounded picture draws, wrapped to the
+    figure: a report's coverage sentence ran off the picture's edge."""
+    heading = _heading(graph)
+    if title and "states" in graph.graph:  # bounded: the title says what is drawn, too
+        title = f"{title}\n{heading.splitlines()[-1]}"
+    characters = max(40, int(figure.get_figwidth() / 0.09))
+    return "\n".join(textwrap.fill(line, characters) for line in (title or heading).split("\n"))
+
+
+class _LabelRoom:
+    """Where the labels of a big picture already stand, in inches on the figure: a label that
+    would print over one of them is left out (twenty violating end states in one column all
+    said "end of the run", one over the other)."""
+
+    #: Inches per character and per line of 7-point text, roughly.
+    CHAR, LINE = 0.055, 0.11
+
+    #: Inches a state's marker takes each way from its centre.
+    NODE = 0.05
+
+    def __init__(
+        self, figure: Figure, axes: Axes, nodes: Iterable[tuple[float, float]] = ()
+    ) -> None:
+        (left, right), (bottom, top) = axes.get_xlim(), axes.get_ylim()
+        self.x_inches = 0.9 * figure.get_figwidth() / max(right - left, 1e-9)
+        self.y_inches = 0.85 * figure.get_figheight() / max(top - bottom, 1e-9)
+        self.right = right * self.x_inches  # the axes' right edge, in inches
+        self.taken = [
+            (x * self.x_inches - self.NODE, y * self.y_inches - self.NODE,
+             x * self.x_inches + self.NODE, y * self.y_inches + self.NODE)
+            for x, y in nodes
+        ]  # fmt: skip
+
+    def take(self, x: float, y: float, text: str, *, upright: bool) -> float | None:
+        """Where a label for (x, y) (centred, hanging down) goes: its x, moved left to end at
+        the picture's edge if it would pass it; None when that place is taken."""
+        lines = text.split("\n")
+        width = self.CHAR * max(len(line) for line in lines)
+        height = self.LINE * len(lines)
+        if upright:
+            width, height = height, width
+        left, top = min(x * self.x_inches, self.right - width / 2) - width / 2, y * self.y_inches
+        box = (left, top - height, left + width, top)
+        if any(
+            box[0] < other[2] and other[0] < box[2] and box[1] < other[3] and other[1] < box[3]
+            for other in self.taken
+        ):
+            return None
+        self.taken.append(box)
+        return (left + width / 2) / self.x_inches
+
+
+def _draw_labels(
+    figure: Figure,
+    axes: Axes,
+    graph: nx.DiGraph,
+    positions: dict[str, tuple[float, float]],
+    *,
+    big: bool,
+) -> None:
+    """Every state's label; in a big picture only the root's, the summaries' and the
+    violating states' (the axes' limits must be set: a big picture's labels are placed where
+    they fit)."""
+    labels = {
+        node: _node_text(data)
+        for node, data in graph.nodes(data=True)
+        if not big or data["root"] or data["violating"] or data.get("summary")
+    }
+    fits = _LabelRoom(figure, axes, positions.values()) if big else None
+    said: set[str] = set()
+    for node, text in sorted(labels.items(), key=lambda item: graph.nodes[item[0]]["depth"]):
+        x, y = positions[node]
+        violating = graph.nodes[node]["violating"]
+        colour = VIOLATING_COLOUR if violating else "#222222"
+        # A summary's label stands upright: one summary per column, columns close together.
+        turn = 90 if graph.nodes[node].get("summary") else 0
+        if fits is not None:
+            # Red states saying the same thing are labelled once, the shallowest, and no label
+            # prints over another or over a state: twenty said "end of the run" in a column.
+            if violating and text in said:
+                continue
+            placed = fits.take(x, y - 0.28, text, upright=bool(turn))
+            if placed is None:
+                continue
+            x = placed
+            said.add(text)
+        # On a big picture a label stands on white: red words on the red paths were lost.
+        box = {"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none",
+               "alpha": 0.85} if big else None  # fmt: skip
+        axes.text(x, y - 0.28, text, ha="center", va="top", fontsize=7, parse_math=False,
+                  color=colour, rotation=turn, bbox=box)  # fmt: skip
 
 
 def _draw_nodes(

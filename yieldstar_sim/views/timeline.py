@@ -35,6 +35,7 @@ from yieldstar_sim.simulation.trace import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
+from yieldstar_sim.views.timeline_labels import label_marks, label_spans, tick_labels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -121,20 +122,39 @@ def stalled_lane(worker: str, token: int) -> str:
     return f"{worker}: stalled attempt (token {token})"
 
 
+#: An instant's least room, as a share of the events: ``1 / INSTANT_SHARE`` of them (less when
+#: there are many instants, so that the floors take at most half the axis).
+INSTANT_SHARE = 20
+
+
 def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[float, str]], float]:
-    """Stretched x for every event: instants get room for their events, gaps are compressed."""
+    """Stretched x for every event: instants get room for their events, gaps are compressed.
+
+    An event takes one unit, and each instant at least ``len(events) / INSTANT_SHARE`` units
+    (its events spread over them): in a run of a thousand orders one instant holds 15,000
+    events, and the crash's recovery 30 s later, nine events, was two pixels at the axis's end,
+    its tick printed over the one before it ("1" and "30" read "130")."""
+    instants: list[list[TraceEvent]] = []
+    for event in events:
+        if instants and instants[-1][0].t == event.t:
+            instants[-1].append(event)
+        else:
+            instants.append([event])
+    least = len(events) / max(INSTANT_SHARE, 2 * len(instants))
     x_of: dict[int, float] = {}
     ticks: list[tuple[float, str]] = []
     x = 0.0
     previous: float | None = None
-    for event in events:
-        if previous is None or event.t != previous:
-            if previous is not None:
-                x += 1.5 + math.log1p(max(0.0, event.t - previous))
-            ticks.append((x, f"{event.t:g}"))
-            previous = event.t
-        x_of[event.seq] = x
-        x += 1.0
+    for instant in instants:
+        t = instant[0].t
+        if previous is not None:
+            x += 1.5 + math.log1p(max(0.0, t - previous))
+        ticks.append((x, f"{t:g}"))
+        previous = t
+        step = max(1.0, least / len(instant))
+        for event in instant:
+            x_of[event.seq] = x
+            x += step
     return x_of, ticks, max(x, 1.0)
 
 
@@ -439,7 +459,6 @@ def draw_timeline(
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
     char_units = 0.055 * (timeline.width + 2) / axes_inches
     bucket = aggregation(timeline.width, axes_inches * figure.dpi)
-    free_from: dict[str, float] = {}
     # Bars are batched, one collection per lane and look: an artist per bar made a timeline
     # of a hundred deliveries slow to build and to draw.
     held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -453,11 +472,7 @@ def draw_timeline(
         if span.expires is not None:
             # The worker goes on past its lease: a stale holder, fenced on its next write.
             stale_bars.setdefault(span.worker, []).append((span.expires, span.end - span.expires))
-        label = f"{span.execution_id} · token {span.token}"
-        if span.start >= free_from.get(span.worker, -math.inf):  # labels never print over labels
-            free_from[span.worker] = span.start + 0.2 + char_units * (len(label) + 1)
-            ax.text(span.start + 0.2, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom",
-                    ha="left", clip_on=True, parse_math=False)  # fmt: skip
+    label_spans(ax, timeline.spans, timeline.width, lane_y, char_units)
     if bucket:  # deliveries a couple of pixels apart are one bar
         held_bars = {
             look: merge_bars(bars, 2 * bucket / BUCKET_PIXELS) for look, bars in held_bars.items()
@@ -481,14 +496,17 @@ def draw_timeline(
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
                        hatch="\\\\", linewidth=0.8)  # fmt: skip
     _draw_marks(ax, timeline, lane_y, bucket)
-    _label_marks(ax, timeline, lane_y, char_units)
+    colours = {kind: style[1] for kind, style in MARK_STYLE.items()}
+    label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
     ax.set_yticks(list(lane_y.values()), list(lane_y))
     ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
-    ax.set_xlim(-1, timeline.width + 1)
-    ax.set_xticks([x for x, _ in timeline.ticks], [label for _, label in timeline.ticks],
-                  fontsize=8)  # fmt: skip
+    # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.
+    pad = max(1.0, timeline.width / 250)
+    ax.set_xlim(-pad, timeline.width + pad)
+    ticks = [x for x, _ in timeline.ticks]
+    ax.set_xticks(ticks, tick_labels(timeline.ticks, 8 / 7 * char_units), fontsize=8)
     ax.set_xlabel(_x_label(timeline, bucket))
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
@@ -525,36 +543,3 @@ def _x_label(timeline: Timeline, bucket: float) -> str:
             "(calls, starts, effects) are drawn once per few pixels, faults and crashes each"
         )
     return label
-
-
-#: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
-LABEL_ROWS = (-0.36, -0.52)
-#: Which marks get labels, most important first: a fault and a crash before start calls.
-LABELLED = ("fault", "crash", "declined", "skew", "belief", "start")
-
-
-def _label_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float) -> None:
-    """Label faults, crashes and start calls under their lane, each only where it fits: a label
-    that would print over another is left out, one that would run past the axis ends at its
-    mark."""
-    taken: dict[tuple[str, float], list[tuple[float, float]]] = {}
-    marks = sorted(
-        (m for m in timeline.marks if m.label and m.kind in LABELLED),
-        key=lambda m: (LABELLED.index(m.kind), m.x),
-    )
-    for mark in marks:
-        width = char_units * 0.9 * (len(mark.label) + 1)
-        left, right = mark.x - 0.3, mark.x - 0.3 + width
-        if right > timeline.width + 1:
-            # Near the right edge the label ends at its mark instead of starting there.
-            left, right = mark.x + 0.3 - width, mark.x + 0.3
-            if left < -0.5:
-                continue
-        for row in LABEL_ROWS:
-            spans = taken.setdefault((mark.lane, row), [])
-            if all(right <= start or left >= end for start, end in spans):
-                spans.append((left, right))
-                colour = MARK_STYLE[mark.kind][1]
-                ax.text(left, lane_y[mark.lane] + row, mark.label, fontsize=7, ha="left",
-                        va="top", color=colour, clip_on=True, parse_math=False)  # fmt: skip
-                break

@@ -107,8 +107,10 @@ def graph_window_html(book: RecordBook, events: list[TraceEvent], seq: int) -> s
         parts.append(
             f"<line x1='{x1:.0f}' y1='{y1 + _H / 2:.0f}' x2='{x2:.0f}' y2='{y2 - _H / 2:.0f}' "
             f"stroke='{colour}' stroke-width='1.4' stroke-dasharray='{dash}'/>"
+            # A white halo under the words: the edge ran through them.
             f"<text x='{(x1 + x2) / 2:.0f}' y='{(y1 + y2) / 2 + 4:.0f}' font-size='10' "
-            f"text-anchor='middle' fill='#333'>{_text(label)}</text>"
+            "text-anchor='middle' fill='#333' stroke='#FFF' stroke-width='3' "
+            f"paint-order='stroke'>{_text(label)}</text>"
         )
     for node, data in window.nodes(data=True):
         x, y = spot[node]

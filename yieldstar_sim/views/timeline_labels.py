@@ -1,0 +1,134 @@
+"""Where the timeline's words go: deliveries' labels, mark labels and the axis's ticks, each
+only where it fits, the ones a reviewer looks for first (a crash's recovery, a fault), so that
+no label prints over another and none is cut off at the axis's end.
+
+>>> tick_labels([(0.0, "0"), (0.5, "1"), (40.0, "30")], char_units=1.0)
+['0', '', '30']
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from matplotlib.axes import Axes
+
+
+# What is read of the timeline's spans and marks (``views.timeline`` imports this module, so
+# it names their shapes rather than their classes).
+class Span(Protocol):
+    """A delivery on a lane (``views.timeline.Span``)."""
+
+    @property
+    def worker(self) -> str: ...
+    @property
+    def execution_id(self) -> str: ...
+    @property
+    def token(self) -> int: ...
+    @property
+    def start(self) -> float: ...
+    @property
+    def how(self) -> str: ...
+    @property
+    def expires(self) -> float | None: ...
+
+
+class Mark(Protocol):
+    """A mark on a lane (``views.timeline.Mark``)."""
+
+    @property
+    def lane(self) -> str: ...
+    @property
+    def x(self) -> float: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+
+
+def notable_span(span: Span) -> bool:
+    """A delivery a reviewer looks for: one that ended badly or ran past its lease, or a
+    re-delivery (a token past the first: the execution was claimed again after a crash or an
+    expiry)."""
+    return span.how in ("crash", "refused", "open") or span.expires is not None or span.token > 1
+
+
+def label_spans(
+    ax: Axes, spans: Sequence[Span], width: float, lane_y: dict[str, int], char_units: float
+) -> None:
+    """Label deliveries with their execution and token where the label fits, on an axis
+    ``width`` units wide: notable ones first, then the rest from the left; a label never
+    prints over another."""
+    taken: dict[str, list[tuple[float, float]]] = {}
+    ordered = sorted(spans, key=lambda span: (not notable_span(span), span.start))
+    for span in ordered:
+        label = f"{span.execution_id} · token {span.token}"
+        left = span.start + 0.2
+        right = left + char_units * (len(label) + 1)
+        if right > width + 1:  # near the axis's end the label ends there
+            left, right = width + 1 - (right - left), width + 1
+        lane = taken.setdefault(span.worker, [])
+        if any(left < end and right > start for start, end in lane):
+            continue
+        lane.append((left, right))
+        ax.text(left, lane_y[span.worker] + 0.18, label, fontsize=7, va="bottom", ha="left",
+                clip_on=True, parse_math=False)  # fmt: skip
+
+
+def tick_labels(ticks: list[tuple[float, str]], char_units: float) -> list[str]:
+    """The ticks' labels, a label that would print over the one before it left blank (its
+    grid line stays): two instants close on the axis once read as one time, "130"."""
+    labels: list[str] = []
+    free_from = -math.inf
+    for x, label in ticks:
+        half = char_units * (len(label) + 1) / 2
+        if x - half < free_from:
+            labels.append("")
+            continue
+        labels.append(label)
+        free_from = x + half
+    return labels
+
+
+#: Rows below a lane's centre where mark labels go, nearest first (lanes are 1 apart).
+LABEL_ROWS = (-0.36, -0.52)
+#: Which marks get labels, most important first: a fault and a crash before start calls.
+LABELLED = ("fault", "crash", "declined", "skew", "belief", "start")
+
+
+def label_marks(
+    ax: Axes,
+    marks: Sequence[Mark],
+    width: float,
+    lane_y: dict[str, int],
+    *,
+    char_units: float,
+    colours: Mapping[str, str],
+) -> None:
+    """Label faults, crashes and start calls under their lane, each only where it fits: a label
+    that would print over another is left out, one that would run past the axis ends at its
+    mark."""
+    taken: dict[tuple[str, float], list[tuple[float, float]]] = {}
+    labelled = sorted(
+        (m for m in marks if m.label and m.kind in LABELLED),
+        key=lambda m: (LABELLED.index(m.kind), m.x),
+    )
+    for mark in labelled:
+        long = char_units * 0.9 * (len(mark.label) + 1)
+        left, right = mark.x - 0.3, mark.x - 0.3 + long
+        if right > width + 1:
+            # Near the right edge the label ends at its mark instead of starting there.
+            left, right = mark.x + 0.3 - long, mark.x + 0.3
+            if left < -0.5:
+                continue
+        for row in LABEL_ROWS:
+            spans = taken.setdefault((mark.lane, row), [])
+            if all(right <= start or left >= end for start, end in spans):
+                spans.append((left, right))
+                colour = colours[mark.kind]
+                ax.text(left, lane_y[mark.lane] + row, mark.label, fontsize=7, ha="left",
+                        va="top", color=colour, clip_on=True, parse_math=False)  # fmt: skip
+                break
