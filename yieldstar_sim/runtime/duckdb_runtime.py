@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import os
 import re
 import threading
@@ -124,7 +125,9 @@ class DatabasePool:
 
     A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
     collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
-    finalizer can run inside any code, this pool's included); the next ``take`` resets it.
+    finalizer can run inside any code, this pool's included); the next ``take`` resets it. A run's
+    runtime is often held by the run's own reference cycles, which only the cyclic collector
+    frees: a ``take`` that finds nothing idle collects the young generations first.
     """
 
     def __init__(self, size: int = 4) -> None:
@@ -138,6 +141,20 @@ class DatabasePool:
 
     def take(self) -> duckdb.DuckDBPyConnection | None:
         """An idle database, reset, or ``None`` when there is none."""
+        taken = self._take()
+        if taken is None and not self._idle:
+            # A run's runtime is often reachable only from the run's own reference cycles
+            # (actors, the kernel, closures), which reference counting never frees: its
+            # finalizer then waits for the cyclic collector. Collecting the young generations
+            # costs about 0.1 ms and usually frees it (a looped durable-start run took a pooled
+            # database 30 times in 31, against 23 without); a fresh database costs 30-70 ms.
+            # Older generations are left alone: a full collection costs 10-30 ms on a small
+            # heap and grows with the caller's.
+            gc.collect(1)
+            taken = self._take()
+        return taken
+
+    def _take(self) -> duckdb.DuckDBPyConnection | None:
         while self._returned:
             try:
                 held = self._returned.popleft()
