@@ -67,6 +67,10 @@ def _statement_count(sql: str) -> int:
 
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+#: Each named query parsed once per process, on first use: ``execute`` takes a parsed
+#: ``duckdb.Statement`` (it runs a copy), which skips the parser, 35-45% of a statement's cost on
+#: duckdb 2.0 (docs/decisions.md, "The DuckDB path"). A block of several statements is several.
+_PARSED: dict[str, tuple[duckdb.Statement, ...]] = {}
 _PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
 #: The statements that write nothing (a plain SELECT): every other one, BEGIN and COMMIT
 #: included, makes the runtime read the queue's next ready time again.
@@ -374,10 +378,18 @@ class DuckDBRuntime(SqlCalls):
         if params is not None and len(params) != len(_PARAMETERS[name]):
             # A composed call's statements share its parameters; DuckDB refuses unused ones.
             params = {key: params[key] for key in _PARAMETERS[name]}
+        cursor = self._cursor()
+        parsed = _PARSED.get(name)
+        if parsed is None:
+            # Parsing needs a connection, not a particular one: every connection parses alike.
+            parsed = _PARSED[name] = tuple(cursor.extract_statements(QUERIES[name]))
+        *opening, last = parsed
         if name in _READS:
-            return self._cursor().execute(QUERIES[name], params).fetchall()
+            return cursor.execute(last, params).fetchall()
         try:
-            return self._cursor().execute(QUERIES[name], params).fetchall()
+            for statement in opening:  # BEGIN or ROLLBACK before the statement of the block
+                cursor.execute(statement)
+            return cursor.execute(last, params).fetchall()
         finally:
             # After a write, failed or not, the queue's next ready time is read again.
             with self._count_lock:
