@@ -88,9 +88,15 @@ _RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq STAR
 
 
 _COLUMNS = common.EXECUTION_COLUMNS
-_DUE, _OWNER = _COLUMNS.index("due_at"), _COLUMNS.index("lease_owner")
-_TOKEN, _EXPIRES = _COLUMNS.index("lease_token"), _COLUMNS.index("lease_expires_at")
-_WAITING = _COLUMNS.index("waiting_on")
+_SEQ, _STATUS = _COLUMNS.index("seq"), _COLUMNS.index("status")
+_RESULT, _ERROR = _COLUMNS.index("result"), _COLUMNS.index("error")
+_FINISHED, _DUE = _COLUMNS.index("finished_at"), _COLUMNS.index("due_at")
+_OWNER, _TOKEN = _COLUMNS.index("lease_owner"), _COLUMNS.index("lease_token")
+_EXPIRES, _WAITING = _COLUMNS.index("lease_expires_at"), _COLUMNS.index("waiting_on")
+
+#: A leased row as this runtime last knew it: its record columns (``EXECUTION_COLUMNS``) and
+#: its ``revision``, the one a compare-and-swap names.
+_Known = tuple[tuple[Any, ...], int]
 
 
 #: The database's settings for the adapter's own statements, chosen by measurement
@@ -279,6 +285,9 @@ class DuckDBRuntime(SqlCalls):
         # (generation, time): the next ready time as read at that generation; -1 is none yet.
         self._next_ready: tuple[int, float | None] = (-1, None)
         self._optimizing = False
+        # The rows this runtime leased, as its claim read them and its fenced writes changed
+        # them since (by execution ID): what lets an acknowledgement skip reading its record.
+        self._leased: dict[str, _Known] = {}
         self._cursors = self._held.cursors
         finalizer = weakref.finalize(self, POOL.returned, self._held)
         finalizer.atexit = False
@@ -460,20 +469,64 @@ class DuckDBRuntime(SqlCalls):
             raise duckdb.TransactionException("claim: the row changed since it was read")
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
+        self._leased[row[0]] = (tuple(row[: len(_COLUMNS)]), revision + 1)
         return [tuple(row)]
 
     def _fenced_count(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """A fenced write answers its row count: ``[(count,)]``, or no row when the fence
         refused it (what ``SqlCalls`` reads as a lost lease)."""
         rows = self._statement(name, params)
-        return rows if rows[0][0] else []
+        if not rows[0][0]:
+            self._leased.pop(str(params["execution_id"]), None)
+            return []
+        self._wrote_leased(name, params)
+        return rows
+
+    def _wrote_leased(self, name: str, params: Mapping[str, object]) -> None:
+        """Follow a fenced write that went through in the leased row this runtime knows: the
+        columns it set, as its statement sets them, and one more revision. A row known wrong
+        (a write by another connection or call in between) costs only the read it would have
+        saved: the acknowledgement's compare-and-swap then writes nothing and reads instead."""
+        key = str(params["execution_id"])
+        known = self._leased.pop(key, None)
+        if known is None or name == "release":
+            return
+        row, revision = known
+        if (row[_SEQ], row[_OWNER], row[_TOKEN]) != (
+            params["incarnation"],
+            params["owner"],
+            params["token"],
+        ):
+            return
+        changed = list(row)
+        if name == "renew":
+            changed[_EXPIRES] = params["expires_at"]
+        elif name == "wait_for":
+            changed[_WAITING] = params["target"]
+        else:  # put_step with or without a wake, record_wake: the earliest wake wins
+            wake = params["at"] if name == "record_wake" else params["wake_at"]
+            if wake is not None:
+                due = changed[_DUE]
+                changed[_DUE] = wake if due is None else min(due, wake)
+        self._leased[key] = (tuple(changed), revision + 1)
 
     def _fenced_record(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
-        """An acknowledgement and the read of its record, in one transaction (what the record
-        was when the write committed); no row when the fence refused it."""
+        """An acknowledgement with its record: one compare-and-swap when this runtime knows the
+        leased row (its record is that row with the acknowledgement's columns), else the write
+        and the read of the record in one transaction (what the record was when the write
+        committed); no row when the fence refused it."""
+        known = self._leased.pop(str(params["execution_id"]), None)
+        if known is not None:
+            row, revision = known
+            if (row[_SEQ], row[_OWNER], row[_TOKEN]) == (
+                params["incarnation"],
+                params["owner"],
+                params["token"],
+            ) and self._statement(name, {**params, "revision": revision})[0][0]:
+                return [_acknowledged(row, name, params)]
         self._statement("begin")
         try:
-            if not self._statement(name, params)[0][0]:
+            if not self._statement(name, {**params, "revision": None})[0][0]:
                 self._statement("rollback")
                 return []
             rows = self._statement("execution", params)
@@ -503,6 +556,18 @@ class DuckDBRuntime(SqlCalls):
 
     def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
         return InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")
+
+
+def _acknowledged(row: tuple[Any, ...], name: str, params: Mapping[str, object]) -> tuple[Any, ...]:
+    """The record an acknowledgement leaves, from the row it wrote as it was before: the
+    columns ``acknowledge`` and ``acknowledge_terminal`` set, set the same way."""
+    changed = list(row)
+    changed[_STATUS] = str(params["status"])
+    changed[_RESULT], changed[_ERROR] = params["result"], params["error"]
+    if name == "acknowledge_terminal" or params["terminal"]:
+        changed[_FINISHED], changed[_DUE] = params["now"], None
+    changed[_OWNER] = changed[_EXPIRES] = None
+    return tuple(changed)
 
 
 #: The calls composed of several statements (``DuckDBRuntime._execute``).

@@ -144,8 +144,12 @@ WHERE execution_id = (
 
 -- Fenced writes: each names the lease it holds and bumps `revision`, so that it conflicts with
 -- any concurrent claim of the same row whichever commits first. Each answers its row count
--- (0: the fence refused it), not RETURNING rows (see claim_rows); the acknowledgements read
--- their record back in the same transaction.
+-- (0: the fence refused it), not RETURNING rows (see claim_rows). An acknowledgement given the
+-- row's `$revision` is also a compare-and-swap: the adapter knows the row as its claim read it
+-- and as its own fenced writes changed it since, so when no other write came in between (the
+-- revision is the one it counted) the record is that row with the acknowledgement's columns,
+-- with no read; without `$revision` (NULL), the adapter reads the record back in the
+-- acknowledgement's transaction.
 
 -- name: renew
 UPDATE executions
@@ -178,7 +182,8 @@ SET status = $status, result = $result, error = $error,
     lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
 WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
   AND lease_token = $token
-  AND lease_expires_at > $now AND status IN ('pending', 'suspended');
+  AND lease_expires_at > $now AND status IN ('pending', 'suspended')
+  AND ($revision IS NULL OR revision = $revision);
 
 -- name: release
 UPDATE executions
@@ -203,12 +208,13 @@ SET status = CASE WHEN execution_id = $execution_id THEN $status ELSE status END
     revision = revision + 1
 WHERE (execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
        AND lease_token = $token AND lease_expires_at > $now
-       AND status IN ('pending', 'suspended'))
+       AND status IN ('pending', 'suspended') AND ($revision IS NULL OR revision = $revision))
    OR (waiting_on = $execution_id AND status IN ('pending', 'suspended')
        AND EXISTS (SELECT 1 FROM executions AS t
                    WHERE t.execution_id = $execution_id AND t.seq = $incarnation
                      AND t.lease_owner = $owner AND t.lease_token = $token
-                     AND t.lease_expires_at > $now AND t.status IN ('pending', 'suspended')));
+                     AND t.lease_expires_at > $now AND t.status IN ('pending', 'suspended')
+                     AND ($revision IS NULL OR t.revision = $revision)));
 
 -- name: wait_for
 UPDATE executions
