@@ -15,10 +15,7 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import gc
-import os
 import re
 import threading
 import weakref
@@ -31,6 +28,8 @@ import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import InfrastructureError
 from yieldstar_sim.runtime._sql_calls import SqlCalls
+from yieldstar_sim.runtime.duckdb_pool import POOL, Held
+from yieldstar_sim.runtime.duckdb_queue import QueueModel
 from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
@@ -72,20 +71,27 @@ _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
 #: duckdb 2.0 (docs/decisions.md, "The DuckDB path"). A block of several statements is several.
 _PARSED: dict[str, tuple[duckdb.Statement, ...]] = {}
 _PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
-#: The statements that write nothing (a plain SELECT): every other one, BEGIN and COMMIT
-#: included, makes the runtime read the queue's next ready time again.
+#: The statements that write nothing (a plain SELECT).
 _READS = frozenset(
     name
     for name, sql in QUERIES.items()
     if re.match(r"(?:\s|--[^\n]*\n)*SELECT\b", sql, re.IGNORECASE)
 )
+#: The writes the queue model follows (``duckdb_queue``): those that change no row's ready
+#: time (a step or a wake recorded under a lease, whose expiry decides; transactions; prunes,
+#: which touch terminal rows only) and those whose change the adapter applies after them. Any
+#: other write, and any statement that fails, drops the model.
+_FOLLOWED = frozenset(
+    {
+        "begin", "commit", "rollback", "start_find", "child_find",
+        "put_step", "record_wake",
+        "prune", "prune_to_tombstone_rows", "prune_to_tombstone", "prune_requests",
+        "trigger", "start_insert", "child_insert", "claim_take", "renew", "release", "wait_for",
+        "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
+    }
+)  # fmt: skip
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
-
-
-#: Statements that return a pooled database to the state a fresh one has: no rows, and the
-#: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it).
-_RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq START 1;"
-
 
 _COLUMNS = common.EXECUTION_COLUMNS
 _SEQ, _STATUS = _COLUMNS.index("seq"), _COLUMNS.index("status")
@@ -106,127 +112,6 @@ _Known = tuple[tuple[Any, ...], int]
 #: (``connection``, ``sql``) get the optimizer back (``_YOUR_OWN``).
 SETTINGS = "SET threads TO 1; SET enable_optimizer = false"
 _YOUR_OWN = "SET enable_optimizer = true"
-
-
-class _Held:
-    """What a runtime holds of its database, apart from the runtime: what its finalizer hands
-    back to the pool when a runtime nobody closed is collected (a run's runtime stays open for
-    ``run.sql()``, so most are never closed)."""
-
-    __slots__ = ("connection", "cursors", "pid", "poolable")
-
-    def __init__(self, connection: duckdb.DuckDBPyConnection, poolable: bool) -> None:
-        self.connection = connection
-        self.cursors: list[duckdb.DuckDBPyConnection] = []
-        self.pid = os.getpid()
-        self.poolable = poolable
-
-
-class DatabasePool:
-    """A per-process pool of private in-memory databases, their schema already created.
-
-    Opening a database and creating the schema costs tens of milliseconds, a quarter of a short
-    simulated run; emptying the table and restarting the sequence costs under one. A runtime
-    on ``":memory:"`` takes a database here and gives it back when closed, reset, so a run
-    starts from exactly the state a fresh database has (the determinism and memory = DuckDB
-    tests check it). A database that its runtime handed out for queries of your own
-    (``connection``, ``sql``) may hold objects or settings a reset would not undo: it is closed,
-    never pooled. A file-backed database is never pooled: the file holds one run.
-
-    A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
-    collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
-    finalizer can run inside any code, this pool's included); the next ``take`` resets it. A run's
-    runtime is often held by the run's own reference cycles, which only the cyclic collector
-    frees: a ``take`` that finds nothing idle collects the young generations first.
-    """
-
-    def __init__(self, size: int = 4) -> None:
-        self.size = size
-        """The most idle databases kept."""
-        self._idle: list[duckdb.DuckDBPyConnection] = []
-        self._inherited: list[object] = []
-        self._returned: collections.deque[_Held] = collections.deque()
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-
-    def take(self) -> duckdb.DuckDBPyConnection | None:
-        """An idle database, reset, or ``None`` when there is none."""
-        taken = self._take()
-        if taken is None and not self._idle:
-            # A run's runtime is often reachable only from the run's own reference cycles
-            # (actors, the kernel, closures), which reference counting never frees: its
-            # finalizer then waits for the cyclic collector. Collecting the young generations
-            # costs about 0.1 ms and usually frees it (a looped durable-start run took a pooled
-            # database 30 times in 31, against 23 without); a fresh database costs 30-70 ms.
-            # Older generations are left alone: a full collection costs 10-30 ms on a small
-            # heap and grows with the caller's.
-            gc.collect(1)
-            taken = self._take()
-        return taken
-
-    def _take(self) -> duckdb.DuckDBPyConnection | None:
-        while self._returned:
-            try:
-                held = self._returned.popleft()
-            except IndexError:  # another thread took the last one
-                break
-            if held.pid != os.getpid():
-                self._inherited.append(held)  # a parent's, collected in this child: unused
-                continue
-            for cursor in held.cursors:
-                with contextlib.suppress(duckdb.Error):
-                    cursor.close()
-            self.give(held.connection)
-        with self._lock:
-            if self._pid != os.getpid():
-                self.after_fork()
-            return self._idle.pop() if self._idle else None
-
-    def after_fork(self) -> None:
-        """In a forked child: never use the parent's databases, nor close them (a destructor
-        could wait on a lock another parent thread held at the fork): keep them referenced,
-        unused, and start with a fresh lock and no idle database."""
-        self._lock = threading.Lock()
-        self._inherited.extend(self._idle)
-        self._inherited.extend(self._returned)
-        self._idle, self._pid = [], os.getpid()
-        self._returned = collections.deque()
-
-    def returned(self, held: _Held) -> None:
-        """Queue the database of a runtime collected unclosed, for the next ``take`` to reset
-        (a runtime's finalizer: appending to a deque is atomic)."""
-        if held.poolable:
-            self._returned.append(held)
-
-    def give(self, connection: duckdb.DuckDBPyConnection) -> None:
-        """Reset ``connection`` and keep it for the next run, or close it when the pool is
-        full or the reset fails."""
-        try:
-            with contextlib.suppress(duckdb.TransactionException):
-                connection.execute("ROLLBACK")
-            connection.execute(_RESET)
-        except duckdb.Error:
-            connection.close()
-            return
-        with self._lock:
-            if self._pid == os.getpid() and len(self._idle) < self.size:
-                self._idle.append(connection)
-                return
-        connection.close()
-
-    def clear(self) -> None:
-        """Close every idle database."""
-        self._returned.clear()
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-
-
-POOL = DatabasePool()
-"""The process's pool of in-memory DuckDB databases."""
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=POOL.after_fork)
 
 
 class DuckDBRuntime(SqlCalls):
@@ -280,10 +165,10 @@ class DuckDBRuntime(SqlCalls):
             self._connection = duckdb.connect(self.path)
             self._connection.execute(SETTINGS)
             self._create_schema()
-        self._held = _Held(self._connection, poolable)
-        self._generation = 0
-        # (generation, time): the next ready time as read at that generation; -1 is none yet.
-        self._next_ready: tuple[int, float | None] = (-1, None)
+        self._held = Held(self._connection, poolable)
+        # A private in-memory database starts empty, fresh or reset: this runtime can follow
+        # its queue from here, as long as it is the database's one writer (duckdb_queue).
+        self._queue: QueueModel | None = QueueModel() if poolable else None
         self._optimizing = False
         # The rows this runtime leased, as its claim read them and its fenced writes changed
         # them since (by execution ID): what lets an acknowledgement skip reading its record.
@@ -330,6 +215,7 @@ class DuckDBRuntime(SqlCalls):
         """Queries of your own: they may leave what a reset does not undo (the database is not
         pooled), and they may join and aggregate (the optimizer is back on, for everyone)."""
         self._held.poolable = False
+        self._queue = None  # your own writes are not followed
         if not self._optimizing:
             self._optimizing = True
             self._cursor().execute(_YOUR_OWN)
@@ -365,6 +251,10 @@ class DuckDBRuntime(SqlCalls):
             self._local.cursor = cursor
             with self._count_lock:
                 self._cursors.append(cursor)
+                if len(self._cursors) > 1:
+                    # A second thread: writes can now commit in another order than the queue
+                    # model would follow them in.
+                    self._queue = None
         return cursor
 
     def _execute(
@@ -377,7 +267,20 @@ class DuckDBRuntime(SqlCalls):
         if composed is not None:
             assert params is not None
             return composed(self, name, params)
-        return self._statement(name, params)
+        rows = self._statement(name, params)
+        queue = self._queue
+        if queue is not None:
+            if name == "trigger" and rows:
+                assert params is not None
+                queue.admitted(rows[0][0], float(params["now"]))  # type: ignore[arg-type]
+            elif name in ("start_insert", "child_insert"):
+                assert params is not None
+                queue.inserting(rows[0][0] if rows else None, float(params["now"]))  # type: ignore[arg-type]
+            elif name == "commit":
+                queue.committed()
+            elif name in ("rollback", "start_find", "child_find"):
+                queue.rolled_back()
+        return rows
 
     def _statement(
         self, name: str, params: Mapping[str, object] | None = None
@@ -395,40 +298,26 @@ class DuckDBRuntime(SqlCalls):
         *opening, last = parsed
         if name in _READS:
             return cursor.execute(last, params).fetchall()
+        if name not in _FOLLOWED:
+            self._queue = None
         try:
             for statement in opening:  # BEGIN or ROLLBACK before the statement of the block
                 cursor.execute(statement)
             return cursor.execute(last, params).fetchall()
-        finally:
-            # After a write, failed or not, the queue's next ready time is read again.
-            with self._count_lock:
-                self._generation += 1
-
-    # The queue's next ready time, kept between writes: an idle worker's claim and the
-    # simulator's next_wake_at are a third of the statements of a search on DuckDB, and most
-    # follow a read that already said when the next row becomes claimable. Only a runtime that
-    # is its database's one writer keeps it (a private in-memory database whose connection was
-    # never handed out for queries of your own); a generation counter bumped after every
-    # write statement keeps a time read before a write from being kept after it.
+        except BaseException:
+            if name != "rollback":  # a ROLLBACK with no transaction open changed nothing
+                self._queue = None
+            raise
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""
-        known, ready = self._known_next_ready()
-        if known:
-            return ready
-        generation = self._generation
-        ready = super().next_wake_at()
-        self._learn_next_ready(generation, ready)
-        return ready
+        queue = self._queue
+        return queue.next_ready() if queue is not None else super().next_wake_at()
 
-    def _known_next_ready(self) -> tuple[bool, float | None]:
-        if self._next_ready[0] == self._generation and self._held.poolable:
-            return True, self._next_ready[1]
-        return False, None
-
-    def _learn_next_ready(self, generation: int, ready: float | None) -> None:
-        if self._held.poolable:
-            self._next_ready = (generation, None if ready is None else float(ready))
+    def _follow(self, followed: bool) -> None:
+        """Drop the queue model when a write's rule met a row the model did not know."""
+        if not followed:
+            self._queue = None
 
     def _read_then_write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """``{name}_rows`` (which opens a transaction) reads the rows the plain UPDATE ``name``
@@ -443,6 +332,11 @@ class DuckDBRuntime(SqlCalls):
         except BaseException:
             self._rollback_quietly()
             raise
+        queue = self._queue
+        if queue is not None and name == "cancel" and rows:
+            now = params["now"]
+            assert isinstance(now, float)
+            self._follow(queue.cancelled([str(row[0]) for row in rows], now))
         return rows
 
     def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
@@ -451,16 +345,17 @@ class DuckDBRuntime(SqlCalls):
         so a claim that finds nothing is one statement, or none while the queue's next ready
         time is known); the claim answers the row read with the lease's columns as
         ``claim_take`` sets them. A row written in between is a lost race, for ``_write``."""
-        now = params["now"]
+        now, named = params["now"], params["execution_id"]
         assert isinstance(now, float)
-        known, ready = self._known_next_ready()
-        if known and (ready is None or ready > now):
-            return []
-        generation = self._generation
+        queue = self._queue
+        if queue is not None:
+            known = queue.next_ready() if named is None else queue.ready(str(named))
+            if known is None or known > now:
+                return []
         rows = self._statement("claim_rows", params)
         first = rows[0][-1] if rows else None
-        if params["execution_id"] is None:
-            self._learn_next_ready(generation, first)
+        if queue is not None and self._queue is queue and first != known:
+            self._queue = None  # the model was wrong: never trust it again
         if first is None or first > now:
             return []
         *row, revision, _ = rows[0]
@@ -470,6 +365,8 @@ class DuckDBRuntime(SqlCalls):
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
         self._leased[row[0]] = (tuple(row[: len(_COLUMNS)]), revision + 1)
+        if self._queue is not None:
+            self._follow(self._queue.claimed(row[0], float(params["expires_at"])))  # type: ignore[arg-type]
         return [tuple(row)]
 
     def _fenced_count(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
@@ -480,6 +377,14 @@ class DuckDBRuntime(SqlCalls):
             self._leased.pop(str(params["execution_id"]), None)
             return []
         self._wrote_leased(name, params)
+        queue, key = self._queue, str(params["execution_id"])
+        if queue is not None:
+            if name == "renew":
+                self._follow(queue.renewed(key, float(params["expires_at"])))  # type: ignore[arg-type]
+            elif name == "release":
+                self._follow(queue.released(key, float(params["due_at"])))  # type: ignore[arg-type]
+            elif name == "wait_for":
+                self._follow(queue.waits(key, str(params["target"])))
         return rows
 
     def _wrote_leased(self, name: str, params: Mapping[str, object]) -> None:
@@ -522,11 +427,16 @@ class DuckDBRuntime(SqlCalls):
                 params["incarnation"],
                 params["owner"],
                 params["token"],
-            ) and self._statement(name, {**params, "revision": revision})[0][0]:
-                return [_acknowledged(row, name, params)]
+            ):
+                written = self._statement(name, {**params, "revision": revision})[0][0]
+                if written:
+                    record = _acknowledged(row, name, params)
+                    self._acknowledged_queue(name, record, written, params)
+                    return [record]
         self._statement("begin")
         try:
-            if not self._statement(name, {**params, "revision": None})[0][0]:
+            written = self._statement(name, {**params, "revision": None})[0][0]
+            if not written:
                 self._statement("rollback")
                 return []
             rows = self._statement("execution", params)
@@ -534,7 +444,24 @@ class DuckDBRuntime(SqlCalls):
         except BaseException:
             self._rollback_quietly()
             raise
+        self._acknowledged_queue(name, rows[0], written, params)
         return rows
+
+    def _acknowledged_queue(
+        self, name: str, record: tuple[Any, ...], written: int, params: Mapping[str, object]
+    ) -> None:
+        """Follow an acknowledgement in the queue model: a terminal one takes the row out and
+        wakes its waiters (``written`` counts them with the row), another frees the row."""
+        queue = self._queue
+        if queue is None:
+            return
+        key = str(record[0])
+        if record[_STATUS] not in _TERMINAL:
+            self._follow(queue.suspended(key, record[_DUE], record[_WAITING]))
+        elif name == "acknowledge_terminal":
+            self._follow(queue.finished(key, written - 1, float(params["now"])))  # type: ignore[arg-type]
+        else:
+            self._queue = None  # a terminal outcome through `acknowledge`: no rule for it
 
     # A read is one statement on the thread's own cursor, run once: a snapshot read loses no
     # race under DuckDB's optimistic concurrency, so there is nothing to retry.
