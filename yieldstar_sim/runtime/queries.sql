@@ -13,6 +13,8 @@ RETURNING execution_id;
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
 -- parent link and its first wake (due_at) are one row, so they commit together or not at all.
+-- The request is looked up by the caller's seq through an uncorrelated subquery: a correlated
+-- NOT EXISTS (t.request_seq = c.seq) is planned as a delim join, about 0.3 ms more.
 -- With the orphan guard ($guard), a terminal caller admits nothing (start_find then tells a
 -- repeat from a refusal), and an owned target of a caller whose cancellation is requested
 -- starts with its own cancellation requested.
@@ -29,7 +31,10 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
       WHERE c.execution_id = $caller AND c.status <> 'pruned'
         AND (NOT $guard OR c.status IN ('pending', 'suspended'))
         AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
+                        WHERE t.parent_step_key = $step_key
+                          AND t.request_seq = (SELECT seq FROM executions
+                                               WHERE execution_id = $caller
+                                                 AND status <> 'pruned')))
 RETURNING execution_id;
 
 -- name: begin
@@ -269,7 +274,10 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
         AND (NOT $guard OR c.status IN ('pending', 'suspended'))
         AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id)
         AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.request_seq = c.seq AND t.parent_step_key = $step_key))
+                        WHERE t.parent_step_key = $step_key
+                          AND t.request_seq = (SELECT seq FROM executions
+                                               WHERE execution_id = $caller
+                                                 AND status <> 'pruned')))
 RETURNING execution_id;
 
 -- name: child_find
