@@ -1,8 +1,9 @@
 """The DuckDB adapter follows its queue (``duckdb_queue.QueueModel``): a runtime that is its
 database's one writer answers a claim that would find nothing, and ``next_wake_at``, without a
 statement, from what its own writes set; a claim that finds something still reads and takes its
-row with SQL. A write it does not follow, a second thread, or a connection handed out for
-queries of your own makes it read the queue every time."""
+row with SQL. Such a runtime also answers a read from one made since the last write (the row an
+insert answered, the snapshot ``executions`` read). A write it does not follow, a second
+thread, or a connection handed out for queries of your own makes it read every time."""
 
 from __future__ import annotations
 
@@ -184,15 +185,62 @@ def test_a_second_thread_makes_the_runtime_read_the_queue_every_time() -> None:
     runtime.close()
 
 
+def test_an_admitted_execution_is_read_back_without_a_statement_until_the_next_write() -> None:
+    runtime = ys.DuckDBRuntime()
+    runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    record = runtime.execution("order-42")
+    assert _statements(runtime, lambda: runtime.execution("order-42")) == 0
+    assert record is not None
+    assert record.params == {"order": 42}
+    delivery = runtime.claim("w1", lease_seconds=LEASE)
+    assert delivery is not None
+    started = runtime.start(
+        ys.StartRequest(ys.RequestId("order-42", "ship"), "ship-order", {"order": 42})
+    )
+    target = runtime.execution(started.execution_id)  # type: ignore[union-attr]
+    assert target is not None
+    assert target.parent is not None
+    assert _statements(runtime, lambda: runtime.execution("order-42")) == 1  # not the last one
+    runtime.put_step(delivery.lease, "ship", status="completed", value=None)
+    assert _statements(runtime, lambda: runtime.execution(target.execution_id)) == 1
+    runtime.close()
+
+
+def test_a_run_end_reads_executions_requests_and_steps_in_one_statement() -> None:
+    runtime = ys.DuckDBRuntime()
+    runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    delivery = runtime.claim("w1", lease_seconds=LEASE)
+    assert delivery is not None
+    runtime.start(ys.StartRequest(ys.RequestId("order-42", "ship"), "ship-order", None))
+    runtime.put_step(delivery.lease, "ship", status="completed", value=None)
+
+    def run_end() -> None:
+        records = runtime.executions()
+        assert [r.execution_id for r in records] == ["order-42", "@ship-order-2"]
+        assert [r.target_execution_id for r in runtime.start_requests()] == ["@ship-order-2"]
+        assert [s.step_key for s in runtime.steps("order-42")] == ["ship"]
+        assert runtime.steps("nobody") == []
+
+    assert _statements(runtime, run_end) == 1
+    runtime.acknowledge(delivery.lease, Completed(None))  # a write: read again
+    assert _statements(runtime, runtime.start_requests) == 1
+    runtime.close()
+
+
 def test_a_file_database_reads_the_queue_every_time(tmp_path: Any) -> None:
     runtime = ys.DuckDBRuntime(tmp_path / "run.duckdb")  # other runtime objects may write it
     assert _statements(runtime, lambda: runtime.claim("w1", lease_seconds=LEASE)) == 1
+    runtime.trigger("charge-order", execution_id="order-42")
+    assert _statements(runtime, lambda: runtime.execution("order-42")) == 1
+    runtime.executions()
+    assert _statements(runtime, runtime.start_requests) == 1
     runtime.close()
 
 
 class CheckedRuntime(ys.DuckDBRuntime):
     """A DuckDB runtime that asks the database, before every claim and next wake, what its
-    queue model answers, and fails on any difference."""
+    queue model answers, and at every read it answers from a read kept since, what the read's
+    own statement answers now; it fails on any difference."""
 
     checks = 0
 
@@ -200,6 +248,21 @@ class CheckedRuntime(ys.DuckDBRuntime):
         if self._queue is not None:
             CheckedRuntime.checks += 1
             assert self._queue.next_ready() == SqlCalls.next_wake_at(self), self.executions()
+
+    def execution(self, execution_id: str) -> ys.ExecutionRecord | None:
+        kept = super().execution(execution_id)
+        assert kept == SqlCalls.execution(self, execution_id)
+        return kept
+
+    def start_requests(self) -> list[ys.StartRequestRecord]:
+        kept = super().start_requests()
+        assert kept == SqlCalls.start_requests(self)
+        return kept
+
+    def steps(self, execution_id: str) -> list[ys.StepRecord]:
+        kept = super().steps(execution_id)
+        assert kept == SqlCalls.steps(self, execution_id)
+        return kept
 
     def claim(
         self, owner: str, *, lease_seconds: float, execution_id: str | None = None

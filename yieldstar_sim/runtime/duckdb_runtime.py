@@ -26,7 +26,12 @@ import duckdb
 
 import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
-from yieldstar_sim.core.model import InfrastructureError
+from yieldstar_sim.core.model import (
+    ExecutionRecord,
+    InfrastructureError,
+    StartRequestRecord,
+    StepRecord,
+)
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.duckdb_pool import POOL, Held
 from yieldstar_sim.runtime.duckdb_queue import QueueModel
@@ -169,6 +174,13 @@ class DuckDBRuntime(SqlCalls):
         # A private in-memory database starts empty, fresh or reset: this runtime can follow
         # its queue from here, as long as it is the database's one writer (duckdb_queue).
         self._queue: QueueModel | None = QueueModel() if poolable else None
+        # Write statements issued so far: what the reads kept below are as of. They answer only
+        # while nothing was written since and this runtime is the database's one writer (its
+        # queue model stands), as a statement would.
+        self._writes = 0
+        self._inserted: tuple[int, tuple[Any, ...]] | None = None  # the last admitted row
+        self._uncommitted: tuple[Any, ...] | None = None  # a start's or child's, until COMMIT
+        self._snapshot: tuple[int, dict[str, tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
         self._optimizing = False
         # The rows this runtime leased, as its claim read them and its fenced writes changed
         # them since (by execution ID): what lets an acknowledgement skip reading its record.
@@ -268,6 +280,15 @@ class DuckDBRuntime(SqlCalls):
             assert params is not None
             return composed(self, name, params)
         rows = self._statement(name, params)
+        if name == "trigger":
+            self._inserted = (self._writes, rows[0]) if rows else None
+        elif name in ("start_insert", "child_insert"):
+            self._uncommitted = rows[0] if rows else None
+        elif name == "commit":
+            if self._uncommitted is not None:
+                self._inserted, self._uncommitted = (self._writes, self._uncommitted), None
+        elif name in ("rollback", "start_find", "child_find"):
+            self._uncommitted = None
         queue = self._queue
         if queue is not None:
             if name == "trigger" and rows:
@@ -300,6 +321,7 @@ class DuckDBRuntime(SqlCalls):
             return cursor.execute(last, params).fetchall()
         if name not in _FOLLOWED:
             self._queue = None
+        self._writes += 1
         try:
             for statement in opening:  # BEGIN or ROLLBACK before the statement of the block
                 cursor.execute(statement)
@@ -308,6 +330,61 @@ class DuckDBRuntime(SqlCalls):
             if name != "rollback":  # a ROLLBACK with no transaction open changed nothing
                 self._queue = None
             raise
+
+    # Reads kept while nothing is written: the simulator reads each execution it admitted right
+    # after admitting it (the insert answered its row), and a run's end reads the executions,
+    # the start requests and every execution's steps in a row (one `snapshot` read answers
+    # all three). Only a runtime whose queue model stands (its database's one writer) keeps
+    # them; any write statement makes them stale.
+
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution, or ``None``."""
+        inserted = self._inserted
+        if inserted is not None and inserted[1][0] == execution_id and self._fresh(inserted[0]):
+            return common.execution_record(inserted[1])
+        snapshot = self._fresh_snapshot()
+        if snapshot is None:
+            return super().execution(execution_id)
+        row = snapshot.get(execution_id)
+        if row is None or row[_STATUS] == "pruned":
+            return None
+        return common.execution_record(row[: len(_COLUMNS)])
+
+    def executions(self) -> list[ExecutionRecord]:
+        """Every execution, in admission order."""
+        rows = self._read("snapshot")
+        self._snapshot = (self._writes, {row[0]: row for row in rows}, rows)
+        return [
+            common.execution_record(row[: len(_COLUMNS)])
+            for row in rows
+            if row[_STATUS] != "pruned"
+        ]
+
+    def start_requests(self) -> list[StartRequestRecord]:
+        """Every retained start request with its target."""
+        snapshot = self._snapshot
+        if snapshot is None or not self._fresh(snapshot[0]):
+            return super().start_requests()
+        return [
+            common.start_request_record(common.execution_record(row[: len(_COLUMNS)]))
+            for row in snapshot[2]
+            if row[-1]
+        ]
+
+    def steps(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of one execution, in the order they were first recorded."""
+        snapshot = self._fresh_snapshot()
+        if snapshot is None:
+            return super().steps(execution_id)
+        row = snapshot.get(execution_id)
+        return [] if row is None else common.parse_step_log(execution_id, row[len(_COLUMNS)])
+
+    def _fresh(self, writes: int) -> bool:
+        return writes == self._writes and self._queue is not None
+
+    def _fresh_snapshot(self) -> dict[str, tuple[Any, ...]] | None:
+        snapshot = self._snapshot
+        return snapshot[1] if snapshot is not None and self._fresh(snapshot[0]) else None
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""

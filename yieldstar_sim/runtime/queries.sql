@@ -2,13 +2,20 @@
 -- formatted into the text. A block may hold several statements; only its last takes parameters.
 -- The execution columns come in the order of _common.EXECUTION_COLUMNS.
 
+-- The inserts answer the record they inserted (an INSERT's RETURNING costs what the INSERT
+-- does; an UPDATE's costs 4-5 ms more, see claim_rows): the simulator reads every admitted
+-- execution right after admitting it, and a runtime that is its database's one writer answers
+-- that read from here while nothing was written since.
+
 -- name: trigger
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at, due_at)
 SELECT coalesce($execution_id, '@' || $workflow_id || '-' || n), n, $workflow_id, $params,
        'trigger', 'pending', $now, $now
 FROM (SELECT nextval('execution_seq') AS n
       WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $execution_id))
-RETURNING execution_id;
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at, cancel_requested, waiting_on;
 
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
@@ -35,7 +42,9 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
                           AND t.request_seq = (SELECT seq FROM executions
                                                WHERE execution_id = $caller
                                                  AND status <> 'pruned')))
-RETURNING execution_id;
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at, cancel_requested, waiting_on;
 
 -- name: begin
 BEGIN TRANSACTION;
@@ -80,6 +89,17 @@ SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, pare
        lease_token, lease_expires_at, cancel_requested, waiting_on
 FROM executions
 WHERE status <> 'pruned'
+ORDER BY seq;
+
+-- name: snapshot
+-- Every row, pruned tombstones included, with its step log and whether it is a retained start
+-- request (as start_requests joins them): what `executions` answers, and while nothing was
+-- written since, what `start_requests` and `step_log` would (a run's end reads all three).
+SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log,
+       request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned') AS requested
+FROM executions
 ORDER BY seq;
 
 -- name: start_requests
@@ -278,7 +298,9 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
                           AND t.request_seq = (SELECT seq FROM executions
                                                WHERE execution_id = $caller
                                                  AND status <> 'pruned')))
-RETURNING execution_id;
+RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
+          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
+          lease_token, lease_expires_at, cancel_requested, waiting_on;
 
 -- name: child_find
 ROLLBACK;
