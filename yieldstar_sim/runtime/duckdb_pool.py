@@ -13,8 +13,21 @@ import threading
 import duckdb
 
 #: Statements that return a pooled database to the state a fresh one has: no rows, and the
-#: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it).
-_RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq START 1;"
+#: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it). In a
+#: transaction of their own: BEGIN refuses to run inside an open one (see ``give``).
+_RESET = """BEGIN TRANSACTION;
+DELETE FROM executions;
+CREATE OR REPLACE SEQUENCE execution_seq START 1;
+COMMIT;"""
+#: ``_RESET`` parsed once per process (the parser is a third of a small statement's cost).
+_PARSED_RESET: list[duckdb.Statement] = []
+
+
+def _reset(connection: duckdb.DuckDBPyConnection) -> None:
+    if not _PARSED_RESET:
+        _PARSED_RESET.extend(connection.extract_statements(_RESET))
+    for statement in _PARSED_RESET:
+        connection.execute(statement)
 
 
 class Held:
@@ -111,9 +124,15 @@ class DatabasePool:
         """Reset ``connection`` and keep it for the next run, or close it when the pool is
         full or the reset fails."""
         try:
-            with contextlib.suppress(duckdb.TransactionException):
-                connection.execute("ROLLBACK")
-            connection.execute(_RESET)
+            try:
+                _reset(connection)
+            except duckdb.TransactionException:
+                # A transaction was open (BEGIN refused) or the reset failed inside its own:
+                # end it and reset again. Ending one first every time costs a failing ROLLBACK
+                # (an exception) on almost every reset.
+                with contextlib.suppress(duckdb.TransactionException):
+                    connection.execute("ROLLBACK")
+                _reset(connection)
         except duckdb.Error:
             connection.close()
             return
