@@ -1,9 +1,13 @@
 """The DuckDB runtime: the default adapter, embedded, in memory or in a file.
 
-Every runtime call is one SQL statement (a new start is one INSERT inside an explicit
-transaction, so a failure point can sit between it and its COMMIT). Threads each get their own
-cursor; DuckDB's optimistic concurrency turns races into conflicts, which are retried here as
-re-reads, never surfaced as errors (docs/decisions.md, "DuckDB concurrency").
+Most runtime calls are one SQL statement of ``queries.sql``, each parsed once per process (a new
+start is one INSERT inside an explicit transaction, so a failure point can sit between it and
+its COMMIT; a claim reads its row, then takes it by compare-and-swap). Threads each get their
+own cursor; DuckDB's optimistic concurrency turns races into conflicts, which are retried here
+as re-reads, never surfaced as errors (docs/decisions.md, "DuckDB concurrency"). A runtime that
+is its database's one writer also follows its queue (``duckdb_queue``), the rows it leased and
+the reads it made since its last write, and answers from them what needs no statement
+(docs/decisions.md, "The DuckDB path").
 
 >>> from yieldstar_sim import DuckDBRuntime, RequestId, StartRequest
 >>> runtime = DuckDBRuntime()
