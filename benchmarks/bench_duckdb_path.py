@@ -22,6 +22,19 @@ medians over every call of every worker, and now / then is the ratio of the medi
 Runs per second are 1 / the median run. Targets (issue 34; reported as PASS/MISS, never
 asserted): a DuckDB run at most 0.4x and a DuckDB single-fault exploration at most 0.35x of the
 baseline's, and ``run.sql("select * from executions")`` answering on this tree.
+
+With ``--speed-issue``, instead: the figures of the speed issue (issue 18) that issue 34 names,
+against its baseline ``a4d8c19`` by default, with its targets: the DuckDB run (at most 0.8x)
+and the memory run (0.6x) as above, and
+
+* **chain-300 explore**: ``ys.explore`` of one 300-step workflow on memory, single fault,
+  ``confirm=None`` (the whole bound, about 1,800 schedules; one call per worker), at most 0.6x;
+* **fan-out-100 png**: a finished 100-execution fan-out run on memory (a parent starting 99
+  children, as ``bench_views.py`` makes it) drawn with every execution its own box
+  (``draw_run``, ``group=False`` where the code has grouping) and saved as PNG at 100 dpi, at
+  most 0.5x.
+
+The workers build these scenarios themselves, with only what both revisions' public API has.
 """
 
 from __future__ import annotations
@@ -34,12 +47,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from _harness import footer, header, parser, progress, show, sizes, targets
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Generator, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = "b9007de"
@@ -48,6 +61,54 @@ MAX_EXPLORE_RATIO = 0.35
 
 #: What a worker can time: the name, and how many calls a repetition count means for it.
 MEASURES = ("duckdb run", "duckdb explore", "memory run", "postgres run")
+#: ``--speed-issue``: the speed issue's figures that issue 34 names, its baseline and targets.
+SPEED_MEASURES = ("duckdb run", "memory run", "chain-300 explore", "fan-out-100 png")
+SPEED_BASELINE = "a4d8c19"
+SPEED_TARGETS = {"duckdb run": 0.8, "memory run": 0.6, "chain-300 explore": 0.6,
+                 "fan-out-100 png": 0.5}  # fmt: skip
+#: Measures of which one call is already many runs: a few calls are as many samples.
+HEAVY = {"duckdb explore": 3, "chain-300 explore": 10}
+
+
+def _chain(steps: int) -> object:
+    """One workflow of ``steps`` ``step.run`` steps, one trigger, 2 workers."""
+    import yieldstar_sim as ys
+
+    @ys.workflow("chain")
+    def chain(step: ys.StepRunner, params: object) -> Generator[Any, Any, int]:
+        total = 0
+        for i in range(steps):
+            total += yield from step.run(f"s{i}", lambda i=i: i)
+        return total
+
+    trigger = ys.Trigger("chain", {"steps": steps}, execution_id="chain-1")
+    return ys.Scenario(
+        name=f"chain-{steps}", workflows=[chain], triggers=[trigger], workers=2,
+        max_points=100 * steps + 1_000,
+    )  # fmt: skip
+
+
+def _fan_out(executions: int) -> object:
+    """A parent that starts ``executions - 1`` children, on 2 workers (``bench_views.py``)."""
+    import yieldstar_sim as ys
+
+    @ys.workflow("child")
+    def child(step: ys.StepRunner, params: dict[str, int]) -> Generator[Any, Any, Any]:
+        index = params["i"]
+        value = yield from step.run("work", lambda: index)
+        return value
+
+    @ys.workflow("fan-out")
+    def fan_out(step: ys.StepRunner, params: dict[str, int]) -> Generator[Any, Any, Any]:
+        for i in range(params["children"]):
+            yield from step.start(f"child-{i}", "child", {"i": i})
+        return {"children": params["children"]}
+
+    trigger = ys.Trigger("fan-out", {"children": executions - 1}, execution_id="parent")
+    return ys.Scenario(
+        name=f"fan-out-{executions}", workflows=[fan_out, child], triggers=[trigger],
+        workers=2, max_points=20 * executions + 1_000,
+    )  # fmt: skip
 
 
 def _worker(measure: str, reps: int) -> None:
@@ -58,12 +119,34 @@ def _worker(measure: str, reps: int) -> None:
     runtime = measure.split(maxsplit=1)[0]
 
     def call() -> None:
-        if measure.endswith("explore"):
+        if measure == "chain-300 explore":
+            ys.explore(chain, confirm=None)  # type: ignore[arg-type]
+        elif measure == "fan-out-100 png":
+            figure = draw_run(run, **options)
+            figure.savefig(io.BytesIO(), format="png", dpi=100)
+            pyplot.close(figure)
+        elif measure.endswith("explore"):
             ys.explore(scenario, runtime=runtime, confirm=None)
         else:
             ys.simulate(scenario, 0, runtime=runtime)
 
-    call()
+    if measure == "chain-300 explore":
+        chain = _chain(300)
+    elif measure == "fan-out-100 png":
+        import inspect
+        import io
+
+        from matplotlib import pyplot
+
+        from yieldstar_sim.views.figures import draw_run
+
+        run = ys.simulate(_fan_out(100), seed=0, runtime="memory")  # type: ignore[arg-type]
+        # At a4d8c19 every execution had its own box; since then group=False asks for that.
+        grouping = "group" in inspect.signature(draw_run).parameters
+        options = {"group": False} if grouping else {}
+
+    if measure != "chain-300 explore":  # a call of tens of seconds needs no warm-up
+        call()
     seconds = []
     for _ in range(reps):
         began = time.perf_counter()
@@ -82,7 +165,11 @@ def _answers_sql() -> bool:
 
 def _time(code: Path, measure: str, reps: int) -> list[float]:
     """The seconds of a worker process on ``code`` (a tree holding ``yieldstar_sim``)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(code), str(ROOT / "benchmarks")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(code), str(ROOT / "benchmarks")]),
+        "MPLBACKEND": "Agg",
+    }
     done = subprocess.run(
         [sys.executable, __file__, "--worker", measure, str(reps)],
         cwd=code, env=env, capture_output=True, text=True, check=True,
@@ -103,13 +190,21 @@ def _unpack(revision: str, into: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_parser = parser(__doc__, reps="worker processes per measurement and side")
-    args_parser.add_argument("--baseline", default=BASELINE, help="git revision to compare with")
+    args_parser.add_argument(
+        "--baseline", help=f"git revision to compare with ({BASELINE}; {SPEED_BASELINE} with "
+        "--speed-issue)"
+    )  # fmt: skip
+    args_parser.add_argument(
+        "--speed-issue", action="store_true",
+        help=f"the speed issue's figures against {SPEED_BASELINE} instead",
+    )  # fmt: skip
     args_parser.add_argument("--calls", type=int, help="timed calls per worker")
     args_parser.add_argument("--worker", nargs=2, help="(internal) time MEASURE, CALLS times")
     args = args_parser.parse_args(argv)
     if args.worker:
         _worker(args.worker[0], int(args.worker[1]))
         return 0
+    args.baseline = args.baseline or (SPEED_BASELINE if args.speed_issue else BASELINE)
     workers: int = args.reps or (1 if args.smoke else 2 if args.quick else 3)
     calls: int = args.calls or (1 if args.smoke else 5 if args.quick else 10)
     began = header(
@@ -117,7 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         details=f"{workers} workers x {calls} calls per side, against {args.baseline}"
         + sizes(args),
     )
-    measures = [m for m in MEASURES if m != "postgres run" or os.environ.get("YIELDSTAR_PG_DSN")]
+    measures = (
+        list(SPEED_MEASURES)
+        if args.speed_issue
+        else [m for m in MEASURES if m != "postgres run" or os.environ.get("YIELDSTAR_PG_DSN")]
+    )
     times: dict[str, dict[str, list[float]]] = {m: {"then": [], "now": []} for m in measures}
     with tempfile.TemporaryDirectory(prefix="ys-baseline-") as folder:
         then = _unpack(args.baseline, Path(folder))
@@ -126,11 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             order = ("then", "now") if rep % 2 == 0 else ("now", "then")
             for measure in measures:
                 # An exploration is ~70 runs: a few calls are as many samples as a run's ten.
-                count = max(1, calls // 3) if measure.endswith("explore") else calls
+                count = max(1, calls // HEAVY.get(measure, 1))
                 for side in order:
                     progress(f"{measure}: {side} ({rep + 1}/{workers})")
                     times[measure][side].extend(_time(sides[side], measure, count))
-    print(f"\nNow against {args.baseline} (durable-start; medians, ms; runs per second)\n")
+    what = "medians, ms" if args.speed_issue else "durable-start; medians, ms"
+    print(f"\nNow against {args.baseline} ({what}; runs per second)\n")
     rows = [["measure", f"at {args.baseline}", "now", "now / then", "per s then", "per s now"]]
     ratios: dict[str, float] = {}
     for measure, by in times.items():
@@ -147,6 +247,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
         )
     show(rows, [False, True, True, True, True, True], "  ")
+    if args.speed_issue:
+        targets(
+            [
+                (ratios[m] <= most, f"{m}: at most {most}x of {args.baseline}'s: {ratios[m]:.2f}x")
+                for m, most in SPEED_TARGETS.items()
+            ]
+        )
+        footer(began)
+        return 0
     targets(
         [
             (

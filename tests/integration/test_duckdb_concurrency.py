@@ -144,13 +144,25 @@ FENCED = {
     "renew": {"expires_at": 99.0},
     "put_step": {"entry": '{"a":1,"k":"late","s":"completed","t":29,"v":null}\n', "wake_at": None},
     "record_wake": {"at": 99.0},
-    "acknowledge": {"status": "completed", "result": "1", "error": None, "terminal": True},
+    "acknowledge": {
+        "status": "completed",
+        "result": "1",
+        "error": None,
+        "terminal": True,
+        "revision": None,
+    },
     "release": {"due_at": 99.0},
+    "acknowledge_terminal": {"status": "completed", "result": "1", "error": None, "revision": None},
 }
+#: The acknowledgements again as the adapter runs them when it knows the leased row: a
+#: compare-and-swap on the revision it counted (read here from the row).
+SWAPPED = {"acknowledge", "acknowledge_terminal"}
 
 
 @pytest.mark.parametrize("wake", [False, True], ids=["no wake", "a wake recorded"])
-@pytest.mark.parametrize("write", sorted(FENCED))
+@pytest.mark.parametrize(
+    "write", [*sorted(FENCED), *(f"{name} (compare-and-swap)" for name in sorted(SWAPPED))]
+)
 @pytest.mark.parametrize("first", ["stale write first", "claim first"])
 def test_a_stale_fenced_write_conflicts_with_a_concurrent_claim(
     write: str, first: str, wake: bool
@@ -171,6 +183,7 @@ def test_a_stale_fenced_write_conflicts_with_a_concurrent_claim(
         # not count as a conflict: only the revision bump then separates the two writers.
         runtime.record_wake(delivery.lease, 60.0)
     stale, claimer = runtime._connection.cursor(), runtime._connection.cursor()
+    write, swapped = write.removesuffix(" (compare-and-swap)"), write.endswith(")")
     stale_params = {
         **FENCED[write],
         "execution_id": "order-42",
@@ -179,6 +192,10 @@ def test_a_stale_fenced_write_conflicts_with_a_concurrent_claim(
         "token": 1,
         "now": 29.0,
     }
+    if swapped:
+        [(stale_params["revision"],)] = stale.execute(
+            "SELECT revision FROM executions WHERE execution_id = 'order-42'"
+        ).fetchall()
     claim_params = {"owner": "w2", "expires_at": 60.0, "execution_id": None, "now": 30.0}
     order = [(stale, write, stale_params), (claimer, "claim", claim_params)]
     if first == "claim first":

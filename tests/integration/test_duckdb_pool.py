@@ -155,3 +155,45 @@ def test_simulated_runs_reuse_databases_and_still_answer_sql() -> None:
         row.execution_id for row in third.executions
     ]
     third.runtime.close()
+
+
+class _Cycle:
+    """An object that refers to itself, as a run's actors and kernel do: reference counting
+    never frees it, only the cyclic collector."""
+
+    def __init__(self, runtime: DuckDBRuntime) -> None:
+        self.runtime = runtime
+        self.me = self
+
+
+def test_a_runtime_held_by_a_dropped_reference_cycle_comes_back_without_a_collection() -> None:
+    gc.collect()
+    POOL.clear()
+    runtime = DuckDBRuntime()
+    _fill(runtime)
+    held = runtime._connection
+    cycle = _Cycle(runtime)
+    del runtime, cycle
+    # No gc.collect() here: the pool collects the young generations itself when it is empty.
+    again = DuckDBRuntime()
+    assert again._connection is held
+    assert again.executions() == []
+    again.close()
+
+
+def test_a_database_given_back_inside_an_open_transaction_is_reset_all_the_same() -> None:
+    POOL.clear()
+    runtime = DuckDBRuntime()
+    _fill(runtime)
+    held = runtime._connection
+    runtime.close()
+    assert POOL.take() is held
+    held.execute("BEGIN TRANSACTION")
+    held.execute("DELETE FROM executions")  # an open transaction the reset must not join
+    POOL.give(held)
+    again = DuckDBRuntime()
+    assert again._connection is held
+    assert again.executions() == []
+    again.trigger("charge-order", {"order": 42}, execution_id="order-42")
+    assert [record.seq for record in again.executions()] == [1]
+    again.close()

@@ -1,9 +1,13 @@
 """The DuckDB runtime: the default adapter, embedded, in memory or in a file.
 
-Every runtime call is one SQL statement (a new start is one INSERT inside an explicit
-transaction, so a failure point can sit between it and its COMMIT). Threads each get their own
-cursor; DuckDB's optimistic concurrency turns races into conflicts, which are retried here as
-re-reads, never surfaced as errors (docs/decisions.md, "DuckDB concurrency").
+Most runtime calls are one SQL statement of ``queries.sql``, each parsed once per process (a new
+start is one INSERT inside an explicit transaction, so a failure point can sit between it and
+its COMMIT; a claim reads its row, then takes it by compare-and-swap). Threads each get their
+own cursor; DuckDB's optimistic concurrency turns races into conflicts, which are retried here
+as re-reads, never surfaced as errors (docs/decisions.md, "DuckDB concurrency"). A runtime that
+is its database's one writer also follows its queue (``duckdb_queue``), the rows it leased and
+the reads it made since its last write, and answers from them what needs no statement
+(docs/decisions.md, "The DuckDB path").
 
 >>> from yieldstar_sim import DuckDBRuntime, RequestId, StartRequest
 >>> runtime = DuckDBRuntime()
@@ -15,9 +19,7 @@ StartAccepted(execution_id='@ship-order-2', status='accepted')
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import os
 import re
 import threading
 import weakref
@@ -28,8 +30,15 @@ import duckdb
 
 import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.clock import Clock, ManualClock
-from yieldstar_sim.core.model import InfrastructureError
+from yieldstar_sim.core.model import (
+    ExecutionRecord,
+    InfrastructureError,
+    StartRequestRecord,
+    StepRecord,
+)
 from yieldstar_sim.runtime._sql_calls import SqlCalls
+from yieldstar_sim.runtime.duckdb_pool import POOL, Held
+from yieldstar_sim.runtime.duckdb_queue import QueueModel
 from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
@@ -66,26 +75,43 @@ def _statement_count(sql: str) -> int:
 
 
 _STATEMENTS = {name: _statement_count(sql) for name, sql in QUERIES.items()}
+#: Each named query parsed once per process, on first use: ``execute`` takes a parsed
+#: ``duckdb.Statement`` (it runs a copy), which skips the parser, 35-45% of a statement's cost on
+#: duckdb 2.0 (docs/decisions.md, "The DuckDB path"). A block of several statements is several.
+_PARSED: dict[str, tuple[duckdb.Statement, ...]] = {}
 _PARAMETERS = {name: frozenset(re.findall(r"\$(\w+)", sql)) for name, sql in QUERIES.items()}
-#: The statements that write nothing (a plain SELECT): every other one, BEGIN and COMMIT
-#: included, makes the runtime read the queue's next ready time again.
+#: The statements that write nothing (a plain SELECT).
 _READS = frozenset(
     name
     for name, sql in QUERIES.items()
     if re.match(r"(?:\s|--[^\n]*\n)*SELECT\b", sql, re.IGNORECASE)
 )
+#: The writes the queue model follows (``duckdb_queue``): those that change no row's ready
+#: time (a step or a wake recorded under a lease, whose expiry decides; transactions; prunes,
+#: which touch terminal rows only) and those whose change the adapter applies after them. Any
+#: other write, and any statement that fails, drops the model.
+_FOLLOWED = frozenset(
+    {
+        "begin", "commit", "rollback", "start_find", "child_find",
+        "put_step", "record_wake",
+        "prune", "prune_to_tombstone_rows", "prune_to_tombstone", "prune_requests",
+        "trigger", "start_insert", "child_insert", "claim_take", "renew", "release", "wait_for",
+        "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
+    }
+)  # fmt: skip
+_TERMINAL = frozenset({"completed", "failed", "cancelled"})
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
-
-#: Statements that return a pooled database to the state a fresh one has: no rows, and the
-#: admission sequence starting again at 1 (execution IDs and ``seq`` derive from it).
-_RESET = "DELETE FROM executions;\nCREATE OR REPLACE SEQUENCE execution_seq START 1;"
-
-
 _COLUMNS = common.EXECUTION_COLUMNS
-_DUE, _OWNER = _COLUMNS.index("due_at"), _COLUMNS.index("lease_owner")
-_TOKEN, _EXPIRES = _COLUMNS.index("lease_token"), _COLUMNS.index("lease_expires_at")
-_WAITING = _COLUMNS.index("waiting_on")
+_SEQ, _STATUS = _COLUMNS.index("seq"), _COLUMNS.index("status")
+_RESULT, _ERROR = _COLUMNS.index("result"), _COLUMNS.index("error")
+_FINISHED, _DUE = _COLUMNS.index("finished_at"), _COLUMNS.index("due_at")
+_OWNER, _TOKEN = _COLUMNS.index("lease_owner"), _COLUMNS.index("lease_token")
+_EXPIRES, _WAITING = _COLUMNS.index("lease_expires_at"), _COLUMNS.index("waiting_on")
+
+#: A leased row as this runtime last knew it: its record columns (``EXECUTION_COLUMNS``) and
+#: its ``revision``, the one a compare-and-swap names.
+_Known = tuple[tuple[Any, ...], int]
 
 
 #: The database's settings for the adapter's own statements, chosen by measurement
@@ -95,111 +121,6 @@ _WAITING = _COLUMNS.index("waiting_on")
 #: (``connection``, ``sql``) get the optimizer back (``_YOUR_OWN``).
 SETTINGS = "SET threads TO 1; SET enable_optimizer = false"
 _YOUR_OWN = "SET enable_optimizer = true"
-
-
-class _Held:
-    """What a runtime holds of its database, apart from the runtime: what its finalizer hands
-    back to the pool when a runtime nobody closed is collected (a run's runtime stays open for
-    ``run.sql()``, so most are never closed)."""
-
-    __slots__ = ("connection", "cursors", "pid", "poolable")
-
-    def __init__(self, connection: duckdb.DuckDBPyConnection, poolable: bool) -> None:
-        self.connection = connection
-        self.cursors: list[duckdb.DuckDBPyConnection] = []
-        self.pid = os.getpid()
-        self.poolable = poolable
-
-
-class DatabasePool:
-    """A per-process pool of private in-memory databases, their schema already created.
-
-    Opening a database and creating the schema costs tens of milliseconds, a quarter of a short
-    simulated run; emptying the table and restarting the sequence costs under one. A runtime
-    on ``":memory:"`` takes a database here and gives it back when closed, reset, so a run
-    starts from exactly the state a fresh database has (the determinism and memory = DuckDB
-    tests check it). A database that its runtime handed out for queries of your own
-    (``connection``, ``sql``) may hold objects or settings a reset would not undo: it is closed,
-    never pooled. A file-backed database is never pooled: the file holds one run.
-
-    A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
-    collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
-    finalizer can run inside any code, this pool's included); the next ``take`` resets it.
-    """
-
-    def __init__(self, size: int = 4) -> None:
-        self.size = size
-        """The most idle databases kept."""
-        self._idle: list[duckdb.DuckDBPyConnection] = []
-        self._inherited: list[object] = []
-        self._returned: collections.deque[_Held] = collections.deque()
-        self._lock = threading.Lock()
-        self._pid = os.getpid()
-
-    def take(self) -> duckdb.DuckDBPyConnection | None:
-        """An idle database, reset, or ``None`` when there is none."""
-        while self._returned:
-            try:
-                held = self._returned.popleft()
-            except IndexError:  # another thread took the last one
-                break
-            if held.pid != os.getpid():
-                self._inherited.append(held)  # a parent's, collected in this child: unused
-                continue
-            for cursor in held.cursors:
-                with contextlib.suppress(duckdb.Error):
-                    cursor.close()
-            self.give(held.connection)
-        with self._lock:
-            if self._pid != os.getpid():
-                self.after_fork()
-            return self._idle.pop() if self._idle else None
-
-    def after_fork(self) -> None:
-        """In a forked child: never use the parent's databases, nor close them (a destructor
-        could wait on a lock another parent thread held at the fork): keep them referenced,
-        unused, and start with a fresh lock and no idle database."""
-        self._lock = threading.Lock()
-        self._inherited.extend(self._idle)
-        self._inherited.extend(self._returned)
-        self._idle, self._pid = [], os.getpid()
-        self._returned = collections.deque()
-
-    def returned(self, held: _Held) -> None:
-        """Queue the database of a runtime collected unclosed, for the next ``take`` to reset
-        (a runtime's finalizer: appending to a deque is atomic)."""
-        if held.poolable:
-            self._returned.append(held)
-
-    def give(self, connection: duckdb.DuckDBPyConnection) -> None:
-        """Reset ``connection`` and keep it for the next run, or close it when the pool is
-        full or the reset fails."""
-        try:
-            with contextlib.suppress(duckdb.TransactionException):
-                connection.execute("ROLLBACK")
-            connection.execute(_RESET)
-        except duckdb.Error:
-            connection.close()
-            return
-        with self._lock:
-            if self._pid == os.getpid() and len(self._idle) < self.size:
-                self._idle.append(connection)
-                return
-        connection.close()
-
-    def clear(self) -> None:
-        """Close every idle database."""
-        self._returned.clear()
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for connection in idle:
-            connection.close()
-
-
-POOL = DatabasePool()
-"""The process's pool of in-memory DuckDB databases."""
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=POOL.after_fork)
 
 
 class DuckDBRuntime(SqlCalls):
@@ -253,11 +174,21 @@ class DuckDBRuntime(SqlCalls):
             self._connection = duckdb.connect(self.path)
             self._connection.execute(SETTINGS)
             self._create_schema()
-        self._held = _Held(self._connection, poolable)
-        self._generation = 0
-        # (generation, time): the next ready time as read at that generation; -1 is none yet.
-        self._next_ready: tuple[int, float | None] = (-1, None)
+        self._held = Held(self._connection, poolable)
+        # A private in-memory database starts empty, fresh or reset: this runtime can follow
+        # its queue from here, as long as it is the database's one writer (duckdb_queue).
+        self._queue: QueueModel | None = QueueModel() if poolable else None
+        # Write statements issued so far: what the reads kept below are as of. They answer only
+        # while nothing was written since and this runtime is the database's one writer (its
+        # queue model stands), as a statement would.
+        self._writes = 0
+        self._inserted: tuple[int, tuple[Any, ...]] | None = None  # the last admitted row
+        self._uncommitted: tuple[Any, ...] | None = None  # a start's or child's, until COMMIT
+        self._snapshot: tuple[int, dict[str, tuple[Any, ...]], list[tuple[Any, ...]]] | None = None
         self._optimizing = False
+        # The rows this runtime leased, as its claim read them and its fenced writes changed
+        # them since (by execution ID): what lets an acknowledgement skip reading its record.
+        self._leased: dict[str, _Known] = {}
         self._cursors = self._held.cursors
         finalizer = weakref.finalize(self, POOL.returned, self._held)
         finalizer.atexit = False
@@ -300,6 +231,7 @@ class DuckDBRuntime(SqlCalls):
         """Queries of your own: they may leave what a reset does not undo (the database is not
         pooled), and they may join and aggregate (the optimizer is back on, for everyone)."""
         self._held.poolable = False
+        self._queue = None  # your own writes are not followed
         if not self._optimizing:
             self._optimizing = True
             self._cursor().execute(_YOUR_OWN)
@@ -335,6 +267,10 @@ class DuckDBRuntime(SqlCalls):
             self._local.cursor = cursor
             with self._count_lock:
                 self._cursors.append(cursor)
+                if len(self._cursors) > 1:
+                    # A second thread: writes can now commit in another order than the queue
+                    # model would follow them in.
+                    self._queue = None
         return cursor
 
     def _execute(
@@ -347,7 +283,29 @@ class DuckDBRuntime(SqlCalls):
         if composed is not None:
             assert params is not None
             return composed(self, name, params)
-        return self._statement(name, params)
+        rows = self._statement(name, params)
+        if name == "trigger":
+            self._inserted = (self._writes, rows[0]) if rows else None
+        elif name in ("start_insert", "child_insert"):
+            self._uncommitted = rows[0] if rows else None
+        elif name == "commit":
+            if self._uncommitted is not None:
+                self._inserted, self._uncommitted = (self._writes, self._uncommitted), None
+        elif name in ("rollback", "start_find", "child_find"):
+            self._uncommitted = None
+        queue = self._queue
+        if queue is not None:
+            if name == "trigger" and rows:
+                assert params is not None
+                queue.admitted(rows[0][0], float(params["now"]))  # type: ignore[arg-type]
+            elif name in ("start_insert", "child_insert"):
+                assert params is not None
+                queue.inserting(rows[0][0] if rows else None, float(params["now"]))  # type: ignore[arg-type]
+            elif name == "commit":
+                queue.committed()
+            elif name in ("rollback", "start_find", "child_find"):
+                queue.rolled_back()
+        return rows
 
     def _statement(
         self, name: str, params: Mapping[str, object] | None = None
@@ -357,40 +315,90 @@ class DuckDBRuntime(SqlCalls):
         if params is not None and len(params) != len(_PARAMETERS[name]):
             # A composed call's statements share its parameters; DuckDB refuses unused ones.
             params = {key: params[key] for key in _PARAMETERS[name]}
+        cursor = self._cursor()
+        parsed = _PARSED.get(name)
+        if parsed is None:
+            # Parsing needs a connection, not a particular one: every connection parses alike.
+            parsed = _PARSED[name] = tuple(cursor.extract_statements(QUERIES[name]))
+        *opening, last = parsed
         if name in _READS:
-            return self._cursor().execute(QUERIES[name], params).fetchall()
+            return cursor.execute(last, params).fetchall()
+        if name not in _FOLLOWED:
+            self._queue = None
+        self._writes += 1
         try:
-            return self._cursor().execute(QUERIES[name], params).fetchall()
-        finally:
-            # After a write, failed or not, the queue's next ready time is read again.
-            with self._count_lock:
-                self._generation += 1
+            for statement in opening:  # BEGIN or ROLLBACK before the statement of the block
+                cursor.execute(statement)
+            return cursor.execute(last, params).fetchall()
+        except BaseException:
+            if name != "rollback":  # a ROLLBACK with no transaction open changed nothing
+                self._queue = None
+            raise
 
-    # The queue's next ready time, kept between writes: an idle worker's claim and the
-    # simulator's next_wake_at are a third of the statements of a search on DuckDB, and most
-    # follow a read that already said when the next row becomes claimable. Only a runtime that
-    # is its database's one writer keeps it (a private in-memory database whose connection was
-    # never handed out for queries of your own); a generation counter bumped after every
-    # write statement keeps a time read before a write from being kept after it.
+    # Reads kept while nothing is written: the simulator reads each execution it admitted right
+    # after admitting it (the insert answered its row), and a run's end reads the executions,
+    # the start requests and every execution's steps in a row (one `snapshot` read answers
+    # all three). Only a runtime whose queue model stands (its database's one writer) keeps
+    # them; any write statement makes them stale.
+
+    def execution(self, execution_id: str) -> ExecutionRecord | None:
+        """The record of one execution, or ``None``."""
+        inserted = self._inserted
+        if inserted is not None and inserted[1][0] == execution_id and self._fresh(inserted[0]):
+            return common.execution_record(inserted[1])
+        snapshot = self._fresh_snapshot()
+        if snapshot is None:
+            return super().execution(execution_id)
+        row = snapshot.get(execution_id)
+        if row is None or row[_STATUS] == "pruned":
+            return None
+        return common.execution_record(row[: len(_COLUMNS)])
+
+    def executions(self) -> list[ExecutionRecord]:
+        """Every execution, in admission order."""
+        rows = self._read("snapshot")
+        self._snapshot = (self._writes, {row[0]: row for row in rows}, rows)
+        return [
+            common.execution_record(row[: len(_COLUMNS)])
+            for row in rows
+            if row[_STATUS] != "pruned"
+        ]
+
+    def start_requests(self) -> list[StartRequestRecord]:
+        """Every retained start request with its target."""
+        snapshot = self._snapshot
+        if snapshot is None or not self._fresh(snapshot[0]):
+            return super().start_requests()
+        return [
+            common.start_request_record(common.execution_record(row[: len(_COLUMNS)]))
+            for row in snapshot[2]
+            if row[-1]
+        ]
+
+    def steps(self, execution_id: str) -> list[StepRecord]:
+        """The recorded steps of one execution, in the order they were first recorded."""
+        snapshot = self._fresh_snapshot()
+        if snapshot is None:
+            return super().steps(execution_id)
+        row = snapshot.get(execution_id)
+        return [] if row is None else common.parse_step_log(execution_id, row[len(_COLUMNS)])
+
+    def _fresh(self, writes: int) -> bool:
+        return writes == self._writes and self._queue is not None
+
+    def _fresh_snapshot(self) -> dict[str, tuple[Any, ...]] | None:
+        snapshot = self._snapshot
+        return snapshot[1] if snapshot is not None and self._fresh(snapshot[0]) else None
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""
-        known, ready = self._known_next_ready()
-        if known:
-            return ready
-        generation = self._generation
-        ready = super().next_wake_at()
-        self._learn_next_ready(generation, ready)
-        return ready
+        queue = self._queue
+        return queue.next_ready() if queue is not None else super().next_wake_at()
 
-    def _known_next_ready(self) -> tuple[bool, float | None]:
-        if self._next_ready[0] == self._generation and self._held.poolable:
-            return True, self._next_ready[1]
-        return False, None
-
-    def _learn_next_ready(self, generation: int, ready: float | None) -> None:
-        if self._held.poolable:
-            self._next_ready = (generation, None if ready is None else float(ready))
+    def _follow(self, followed: bool) -> None:
+        """Drop the queue model when a write's rule met a row the model did not know."""
+        if not followed:
+            self._queue = None
 
     def _read_then_write(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """``{name}_rows`` (which opens a transaction) reads the rows the plain UPDATE ``name``
@@ -405,6 +413,11 @@ class DuckDBRuntime(SqlCalls):
         except BaseException:
             self._rollback_quietly()
             raise
+        queue = self._queue
+        if queue is not None and name == "cancel" and rows:
+            now = params["now"]
+            assert isinstance(now, float)
+            self._follow(queue.cancelled([str(row[0]) for row in rows], now))
         return rows
 
     def _claim(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
@@ -413,16 +426,17 @@ class DuckDBRuntime(SqlCalls):
         so a claim that finds nothing is one statement, or none while the queue's next ready
         time is known); the claim answers the row read with the lease's columns as
         ``claim_take`` sets them. A row written in between is a lost race, for ``_write``."""
-        now = params["now"]
+        now, named = params["now"], params["execution_id"]
         assert isinstance(now, float)
-        known, ready = self._known_next_ready()
-        if known and (ready is None or ready > now):
-            return []
-        generation = self._generation
+        queue = self._queue
+        if queue is not None:
+            known = queue.next_ready() if named is None else queue.ready(str(named))
+            if known is None or known > now:
+                return []
         rows = self._statement("claim_rows", params)
         first = rows[0][-1] if rows else None
-        if params["execution_id"] is None:
-            self._learn_next_ready(generation, first)
+        if queue is not None and self._queue is queue and first != known:
+            self._queue = None  # the model was wrong: never trust it again
         if first is None or first > now:
             return []
         *row, revision, _ = rows[0]
@@ -431,20 +445,79 @@ class DuckDBRuntime(SqlCalls):
             raise duckdb.TransactionException("claim: the row changed since it was read")
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
+        self._leased[row[0]] = (tuple(row[: len(_COLUMNS)]), revision + 1)
+        if self._queue is not None:
+            self._follow(self._queue.claimed(row[0], float(params["expires_at"])))  # type: ignore[arg-type]
         return [tuple(row)]
 
     def _fenced_count(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
         """A fenced write answers its row count: ``[(count,)]``, or no row when the fence
         refused it (what ``SqlCalls`` reads as a lost lease)."""
         rows = self._statement(name, params)
-        return rows if rows[0][0] else []
+        if not rows[0][0]:
+            self._leased.pop(str(params["execution_id"]), None)
+            return []
+        self._wrote_leased(name, params)
+        queue, key = self._queue, str(params["execution_id"])
+        if queue is not None:
+            if name == "renew":
+                self._follow(queue.renewed(key, float(params["expires_at"])))  # type: ignore[arg-type]
+            elif name == "release":
+                self._follow(queue.released(key, float(params["due_at"])))  # type: ignore[arg-type]
+            elif name == "wait_for":
+                self._follow(queue.waits(key, str(params["target"])))
+        return rows
+
+    def _wrote_leased(self, name: str, params: Mapping[str, object]) -> None:
+        """Follow a fenced write that went through in the leased row this runtime knows: the
+        columns it set, as its statement sets them, and one more revision. A row known wrong
+        (a write by another connection or call in between) costs only the read it would have
+        saved: the acknowledgement's compare-and-swap then writes nothing and reads instead."""
+        key = str(params["execution_id"])
+        known = self._leased.pop(key, None)
+        if known is None or name == "release":
+            return
+        row, revision = known
+        if (row[_SEQ], row[_OWNER], row[_TOKEN]) != (
+            params["incarnation"],
+            params["owner"],
+            params["token"],
+        ):
+            return
+        changed = list(row)
+        if name == "renew":
+            changed[_EXPIRES] = params["expires_at"]
+        elif name == "wait_for":
+            changed[_WAITING] = params["target"]
+        else:  # put_step with or without a wake, record_wake: the earliest wake wins
+            wake = params["at"] if name == "record_wake" else params["wake_at"]
+            if wake is not None:
+                due = changed[_DUE]
+                changed[_DUE] = wake if due is None else min(due, wake)
+        self._leased[key] = (tuple(changed), revision + 1)
 
     def _fenced_record(self, name: str, params: Mapping[str, object]) -> list[tuple[Any, ...]]:
-        """An acknowledgement and the read of its record, in one transaction (what the record
-        was when the write committed); no row when the fence refused it."""
+        """An acknowledgement with its record: one compare-and-swap when this runtime knows the
+        leased row (its record is that row with the acknowledgement's columns), else the write
+        and the read of the record in one transaction (what the record was when the write
+        committed); no row when the fence refused it."""
+        known = self._leased.pop(str(params["execution_id"]), None)
+        if known is not None:
+            row, revision = known
+            if (row[_SEQ], row[_OWNER], row[_TOKEN]) == (
+                params["incarnation"],
+                params["owner"],
+                params["token"],
+            ):
+                written = self._statement(name, {**params, "revision": revision})[0][0]
+                if written:
+                    record = _acknowledged(row, name, params)
+                    self._acknowledged_queue(name, record, written, params)
+                    return [record]
         self._statement("begin")
         try:
-            if not self._statement(name, params)[0][0]:
+            written = self._statement(name, {**params, "revision": None})[0][0]
+            if not written:
                 self._statement("rollback")
                 return []
             rows = self._statement("execution", params)
@@ -452,7 +525,24 @@ class DuckDBRuntime(SqlCalls):
         except BaseException:
             self._rollback_quietly()
             raise
+        self._acknowledged_queue(name, rows[0], written, params)
         return rows
+
+    def _acknowledged_queue(
+        self, name: str, record: tuple[Any, ...], written: int, params: Mapping[str, object]
+    ) -> None:
+        """Follow an acknowledgement in the queue model: a terminal one takes the row out and
+        wakes its waiters (``written`` counts them with the row), another frees the row."""
+        queue = self._queue
+        if queue is None:
+            return
+        key = str(record[0])
+        if record[_STATUS] not in _TERMINAL:
+            self._follow(queue.suspended(key, record[_DUE], record[_WAITING]))
+        elif name == "acknowledge_terminal":
+            self._follow(queue.finished(key, written - 1, float(params["now"])))  # type: ignore[arg-type]
+        else:
+            self._queue = None  # a terminal outcome through `acknowledge`: no rule for it
 
     # A read is one statement on the thread's own cursor, run once: a snapshot read loses no
     # race under DuckDB's optimistic concurrency, so there is nothing to retry.
@@ -474,6 +564,18 @@ class DuckDBRuntime(SqlCalls):
 
     def _gave_up(self, name: str, error: BaseException | None) -> InfrastructureError:
         return InfrastructureError(f"{name}: gave up after {_MAX_RACE_RETRIES} lost races")
+
+
+def _acknowledged(row: tuple[Any, ...], name: str, params: Mapping[str, object]) -> tuple[Any, ...]:
+    """The record an acknowledgement leaves, from the row it wrote as it was before: the
+    columns ``acknowledge`` and ``acknowledge_terminal`` set, set the same way."""
+    changed = list(row)
+    changed[_STATUS] = str(params["status"])
+    changed[_RESULT], changed[_ERROR] = params["result"], params["error"]
+    if name == "acknowledge_terminal" or params["terminal"]:
+        changed[_FINISHED], changed[_DUE] = params["now"], None
+    changed[_OWNER] = changed[_EXPIRES] = None
+    return tuple(changed)
 
 
 #: The calls composed of several statements (``DuckDBRuntime._execute``).

@@ -1,0 +1,152 @@
+"""The queue as a DuckDB runtime's own writes left it: when each live execution becomes claimable.
+
+An idle worker's claim and the simulator's ``next_wake_at`` were a third of the statements of a
+search on DuckDB, and most of them only learned that nothing is claimable yet. A runtime that is
+its database's one writer (a private in-memory database, one thread, no connection handed out
+for queries of your own) starts from an empty table and sees every write, so it can follow the
+three columns that decide when a row becomes claimable (``due_at``, the lease's expiry, and
+``waiting_on``, which says whom a terminal acknowledgement wakes) as each of its writes sets
+them, the way its statement does. ``DuckDBRuntime`` then answers a claim that would find
+nothing, and ``next_wake_at``, from here without a statement; every claim that finds something
+still reads and takes its row with SQL, and checks that the row it read becomes claimable when
+this model says the queue does (any difference and the model is dropped).
+
+The runtime drops the model for good (``None``) on anything it does not follow: a write
+statement it has no rule for, a statement that failed, a second thread, a connection handed
+out. This module only keeps the rows; ``DuckDBRuntime`` decides when each rule applies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class _Row:
+    """When one live execution becomes claimable: at ``due`` while free, at ``expires`` while
+    leased (``expires`` is ``None`` when free); ``waiting_on`` is the execution whose terminal
+    acknowledgement wakes it."""
+
+    due: float | None
+    expires: float | None
+    waiting_on: str | None
+
+    @property
+    def ready(self) -> float | None:
+        return self.due if self.expires is None else self.expires
+
+
+def _woken(due: float | None, now: float) -> float:
+    # least(coalesce(due_at, $now), $now): what a cancellation and a terminal acknowledgement
+    # set for the executions they wake.
+    return now if due is None else min(due, now)
+
+
+class QueueModel:
+    """The live executions of a runtime's database and when each becomes claimable, as the
+    runtime's own writes set them. Each method follows one kind of write that went through;
+    the ones that can meet a row they do not know answer ``False`` (the model is then wrong,
+    and the runtime drops it)."""
+
+    __slots__ = ("_inserted", "_next", "_rows")
+
+    def __init__(self) -> None:
+        self._rows: dict[str, _Row] = {}
+        self._next: tuple[float | None] | None = None  # the earliest ready time, cached
+        self._inserted: tuple[str, float] | None = None  # admitted, not yet committed
+
+    def next_ready(self) -> float | None:
+        """When the first execution becomes claimable (``None``: none will without a write)."""
+        if self._next is None:
+            times = [time for row in self._rows.values() if (time := row.ready) is not None]
+            self._next = (min(times) if times else None,)
+        return self._next[0]
+
+    def ready(self, execution_id: str) -> float | None:
+        """When ``execution_id`` becomes claimable (``None``: it is not live, or never)."""
+        row = self._rows.get(execution_id)
+        return None if row is None else row.ready
+
+    def admitted(self, execution_id: str, now: float) -> None:
+        """A trigger inserted a row, due now."""
+        self._rows[execution_id] = _Row(now, None, None)
+        self._next = None
+
+    def inserting(self, execution_id: str | None, now: float) -> None:
+        """A start or child insert, inside its transaction: due now once committed."""
+        self._inserted = None if execution_id is None else (execution_id, now)
+
+    def committed(self) -> None:
+        """The open transaction committed: its insert, if any, is in the queue."""
+        if self._inserted is not None:
+            self.admitted(*self._inserted)
+            self._inserted = None
+
+    def rolled_back(self) -> None:
+        """The open transaction rolled back: its insert, if any, never happened."""
+        self._inserted = None
+
+    def claimed(self, execution_id: str, expires: float) -> bool:
+        """``claim_take`` leased the row until ``expires`` and cleared its wake and its wait."""
+        row = self._rows.get(execution_id)
+        if row is None:
+            return False
+        row.due, row.expires, row.waiting_on = None, expires, None
+        self._next = None
+        return True
+
+    def renewed(self, execution_id: str, expires: float) -> bool:
+        """``renew`` moved the lease's expiry."""
+        row = self._rows.get(execution_id)
+        if row is None or row.expires is None:
+            return False
+        row.expires = expires
+        self._next = None
+        return True
+
+    def released(self, execution_id: str, due: float) -> bool:
+        """``release`` gave the lease up: the row is free, due at ``due``."""
+        row = self._rows.get(execution_id)
+        if row is None:
+            return False
+        row.due, row.expires = due, None
+        self._next = None
+        return True
+
+    def waits(self, execution_id: str, target: str) -> bool:
+        """``wait_for``: a terminal acknowledgement of ``target`` will wake the row."""
+        row = self._rows.get(execution_id)
+        if row is None:
+            return False
+        row.waiting_on = target
+        return True
+
+    def suspended(self, execution_id: str, due: float | None, waiting_on: str | None) -> bool:
+        """A non-terminal acknowledgement freed the row (its record says its wake and wait)."""
+        row = self._rows.get(execution_id)
+        if row is None:
+            return False
+        row.due, row.expires, row.waiting_on = due, None, waiting_on
+        self._next = None
+        return True
+
+    def finished(self, execution_id: str, woken: int, now: float) -> bool:
+        """A terminal acknowledgement: the row leaves the queue, and the live rows waiting on
+        it (the statement counted ``woken`` of them) are due now at the latest."""
+        if self._rows.pop(execution_id, None) is None:
+            return False
+        waiters = [row for row in self._rows.values() if row.waiting_on == execution_id]
+        for row in waiters:
+            row.due = _woken(row.due, now)
+        self._next = None
+        return len(waiters) == woken
+
+    def cancelled(self, execution_ids: list[str], now: float) -> bool:
+        """A cancellation request reached these live rows: each is due now at the latest."""
+        for execution_id in execution_ids:
+            row = self._rows.get(execution_id)
+            if row is None:
+                return False
+            row.due = _woken(row.due, now)
+        self._next = None
+        return True
