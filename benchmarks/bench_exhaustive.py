@@ -48,6 +48,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.simulation import kernel
 from yieldstar_sim.simulation.explorer import exhaustive
 orders, workers, faults, budget = (int(a) for a in sys.argv[1:5])
+jobs = int(sys.argv[5]) if len(sys.argv) > 5 else 1
 count = {"steps": 0, "arrivals": 0}
 step = kernel.Kernel.step
 def counted_step(self, *args, **kwargs):
@@ -67,8 +68,10 @@ scenario = dataclasses.replace(base, name=f"orders-{orders}x{workers}", faults=[
 if budget < 0:
     raise SystemExit(0)  # everything but the search (--instructions takes it off)
 started = time.perf_counter()
+options = {"jobs": jobs} if jobs > 1 else {}
 report = ys.explore(scenario, strategy="exhaustive", max_faults=faults, runtime="memory",
-                    confirm=None, stop_at_first=False, time_budget=budget)
+                    confirm=None, stop_at_first=False, time_budget=budget, **options)
+progress = getattr(report, "search_progress", None) or {}
 seconds = time.perf_counter() - started
 # Kernel steps that passed no point (a run's last, which finds nothing to do) are left out:
 # they pass no choice point, on either side.
@@ -77,17 +80,21 @@ print(json.dumps({
     "states": report.distinct_states, "schedules": report.schedules_run,
     "cut": report.pruned_by_cache, "symmetry": getattr(report, "pruned_by_symmetry", 0),
     "seconds": seconds, "exhausted": report.exhausted, "verdict": report.verdict,
-    "steps": count["steps"], "transitions": transitions,
+    # A restored actor's resumptions are work too: counted as the kernel steps they stand for.
+    "steps": count["steps"] + progress.get("rebuild_steps", 0),
+    "transitions": progress.get("transitions", transitions) if jobs > 1 else transitions,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
 
 
-def run_side(path: Path, case: tuple[int, int, int], budget: float) -> dict[str, Any]:
+def run_side(
+    path: Path, case: tuple[int, int, int], budget: float, jobs: int = 1
+) -> dict[str, Any]:
     """One case searched in a child importing the package from ``path``."""
     env = dict(os.environ, PYTHONPATH=str(path))
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, *(str(n) for n in case), str(int(budget))],
+        [sys.executable, "-c", CHILD, *(str(n) for n in case), str(int(budget)), str(jobs)],
         cwd=path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -204,11 +211,45 @@ def instructions(baseline: str, cases: Sequence[tuple[int, int, int]]) -> None:
             )
 
 
+#: The issue's target for ``--jobs 2`` against one process on the 3 x 3 case.
+MIN_JOBS_SPEEDUP = 1.4
+
+
+def jobs_section(case: tuple[int, int, int], jobs: int, budget: float, reps: int) -> None:
+    """This tree's search of ``case`` in one process and in ``jobs``, alternating: seconds,
+    states and verdict, and the speed-up against the target."""
+    print(f"\nOne process against {jobs} (this tree), " + "{} x {}, {} fault(s)".format(*case))
+    sides: dict[int, list[dict[str, Any]]] = {1: [], jobs: []}
+    for rep in range(reps):
+        for n in (1, jobs) if rep % 2 == 0 else (jobs, 1):
+            progress(f"{case} jobs={n}")
+            sides[n].append(run_side(ROOT, case, budget, n))
+    for n, results in sides.items():
+        last = results[-1]
+        print(
+            f"  jobs={n}: {seconds_of(results):.2f} s, {int(last['states']):,} states, "
+            f"{int(last['transitions']):,} transitions, {last['verdict']}"
+            + ("" if last["exhausted"] else " (cut by the budget)")
+        )
+    one, many = sides[1][-1], sides[jobs][-1]
+    ratio = seconds_of(sides[1]) / max(seconds_of(sides[jobs]), 1e-9)
+    same = one["states"] == many["states"] and one["verdict"] == many["verdict"]
+    print(f"  same states and verdict: {'yes' if same else 'NO'}")
+    target(
+        ratio >= MIN_JOBS_SPEEDUP and same,
+        f"--jobs {jobs}: {ratio:.2f}x faster than --jobs 1 (target >= {MIN_JOBS_SPEEDUP:g}x)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and the targets; returns 0."""
     made = parser(__doc__)
     made.add_argument("--baseline", default=None, help="the revision to compare with")
     made.add_argument("--budget", type=float, default=None, help="seconds per search")
+    made.add_argument(
+        "--jobs", type=int, default=0, metavar="N",
+        help="instead: this tree's search in one process against N (3 x 3, 1 fault; --quick 2 x 3)",
+    )  # fmt: skip
     made.add_argument(
         "--instructions", action="store_true",
         help="instead: machine instructions of small searches (valgrind), now against then",
@@ -217,6 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     baseline = args.baseline or ("HEAD" if args.smoke else "b9007de")
     if args.instructions:
         instructions(baseline, [(1, 1, 0)] if args.smoke else COUNTED_CASES)
+        return 0
+    if args.jobs > 1:
+        case = (1, 2, 1) if args.smoke else (2, 3, 1) if args.quick else (3, 3, 1)
+        jobs_section(case, args.jobs, args.budget or MAX_SECONDS, args.reps or 1)
         return 0
     cases, budget, reps = plan(args)
     began = header("exhaustive", details=f"against {baseline}, budget {budget:g} s{sizes(args)}")

@@ -186,12 +186,12 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     explore.add_argument(
         "--no-reduction", action="store_true",
-        help="exhaustive: no sleep sets and no state caching (the naive search, to compare)",
+        help="exhaustive: no state caching (the naive search, to compare)",
     )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     explore.add_argument(
         "--jobs", type=int, default=1, metavar="N",
-        help="worker processes (not with --strategy exhaustive: one search, one process)",
+        help="worker processes (exhaustive: processes sharing one search's states)",
     )  # fmt: skip
     explore.add_argument(
         "--all",
