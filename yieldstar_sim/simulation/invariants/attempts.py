@@ -145,10 +145,7 @@ def _why(run: RunView, attempt: AttemptSpan) -> str:
             )
         if event.kind == TraceKind.FAULT and isinstance(data, FaultData):
             if data.kind == "freeze":
-                return (
-                    f"its worker froze at t={event.t:g} past its lease, then worked on (a body "
-                    "that heartbeats is stopped before more work)"
-                )
+                return f"its worker froze at t={event.t:g} past its lease, then worked on"
             if data.kind == "skew":
                 return (
                     f"its worker's clock fell behind at t={event.t:g}, so it believed its lease "
