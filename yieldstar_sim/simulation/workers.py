@@ -291,11 +291,12 @@ class _Delivering:
         # The attempt's span, where the event's time and the work do not tell it (the
         # invariant that two attempts of one step never overlap reads it).
         ended = played.ended if played.how == "timed_out" else played.worked_until
-        ran_data = replace(
-            ran_data,
-            started=None if started == now - elapsed else started,
-            ended=None if ended is None or ended == now else ended,
-        )
+        if started != now - elapsed or (ended is not None and ended != now):
+            ran_data = replace(
+                ran_data,
+                started=None if started == now - elapsed else started,
+                ended=None if ended is None or ended == now else ended,
+            )
         state.trace.add(
             now, TraceKind.BODY,
             f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran_data)}",
