@@ -22,6 +22,7 @@ from typing import Any
 from yieldstar_sim.cli import main
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
+    AttemptsNeverOverlap,
     CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
 )
@@ -50,7 +51,12 @@ def _output(args: str) -> str:
 
 def _invariants() -> str:
     lines = []
-    for invariant in (*BUILT_IN, ExecutionsEndAsExpected(), CancelledLiveExecutionsEndCancelled()):
+    for invariant in (
+        *BUILT_IN,
+        ExecutionsEndAsExpected(),
+        CancelledLiveExecutionsEndCancelled(),
+        AttemptsNeverOverlap(),
+    ):
         doc = (type(invariant).__doc__ or "").strip().split("\n\n")[0]
         lines.append(f"- **{invariant.name}**: {' '.join(doc.split())}")
     return "\n".join(lines)

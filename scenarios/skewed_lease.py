@@ -7,7 +7,9 @@ again. At t=40 w2 finishes its work believing its lease valid (its clock reads t
 the card and tries to record the step: refused, its fencing token 1 is stale. The charge
 carries the order's idempotency key, and the step retries an attempt that hangs past its
 timeout, so the payment service charges once and the order completes: the scenario holds.
-Its twin skewed-lease-unfenced leaves the key out and charges twice.
+The two attempts do run at once (t=30 to t=40), so the scenario declares the charge safe to
+overlap (``overlap_safe``). Its twin skewed-lease-unfenced leaves the key out and charges
+twice.
 """
 
 from __future__ import annotations
@@ -37,4 +39,5 @@ scenario = ys.Scenario(
     triggers=[ys.Trigger("checkout", {"order": 42}, execution_id="order-42")],
     faults=[ys.Fault("skew", op="elapse", step_key="charge", seconds=60)],
     invariants=[ys.at_most_once("card.charged", by="order")],
+    overlap_safe=["charge"],  # the charge is deduplicated: two attempts at once charge once
 )

@@ -353,7 +353,10 @@ def _list_faults(args: argparse.Namespace) -> int:
     width = max(map(len, kinds))
     for kind, effect in kinds.items():
         print(f"  {kind:<{width}}  {effect}")
-    print("\nOps: the runtime calls, and a body's elapse, that are choice points (op=OP):")
+    print(
+        "\nOps: the runtime calls (a body's heartbeat renews), and a body's elapse and draws, "
+        "that are choice points (op=OP):"
+    )
     width = max(map(len, CHOICE_POINT_OPS))
     for op, what in CHOICE_POINT_OPS.items():
         print(f"  {op:<{width}}  {what}")

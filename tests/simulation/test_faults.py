@@ -563,8 +563,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
             "record_wake, wait_for, "
-            "start, start_child, cancel, acknowledge, release, trigger, elapse, complete "
-            "(yieldstar-sim list --faults says what each is)",
+            "start, start_child, cancel, acknowledge, release, trigger, elapse, complete, renew, "
+            "draw (yieldstar-sim list --faults says what each is)",
         ),
         ({"kind": "stall", "seconds": -5}, "a stall lasts a positive number of seconds, not -5"),
         ({"kind": "stall", "seconds": 0}, "a stall lasts a positive number of seconds, not 0"),
@@ -580,12 +580,20 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "crash", "op": "complete"},
             "a crash cannot be placed at complete: it applies at acknowledge, cancel, claim, "
-            "elapse, put_step, record_wake, release, start, start_child, trigger, wait_for",
+            "elapse, put_step, record_wake, release, renew, start, start_child, trigger, "
+            "wait_for",
+        ),
+        (
+            {"kind": "crash", "op": "draw"},
+            "a crash cannot be placed at draw: it applies at acknowledge, cancel, claim, "
+            "elapse, put_step, record_wake, release, renew, start, start_child, trigger, "
+            "wait_for",
         ),
         (
             {"kind": "lose_response", "op": "elapse"},
             "a lose_response cannot be placed at elapse: it applies at acknowledge, cancel, "
-            "claim, put_step, record_wake, release, start, start_child, trigger, wait_for",
+            "claim, put_step, record_wake, release, renew, start, start_child, trigger, "
+            "wait_for",
         ),
     ],
 )

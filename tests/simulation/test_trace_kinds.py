@@ -65,11 +65,16 @@ KINDS_SINCE = {
     TraceKind.SKEW,
     TraceKind.HEARTBEAT,
     TraceKind.COMPLETION,
+    TraceKind.STOP,
+    TraceKind.DRAW,
 }
 
 
 def test_the_kinds_added_since_are_emitted_by_bundled_scenarios() -> None:
-    names = ("zombie-attempt", "skewed-lease", "fan-out-order")
+    names = (
+        "zombie-attempt", "skewed-lease", "fan-out-order", "heartbeat-zombie-fixed",
+        "random-replica",
+    )  # fmt: skip
     runs = [ys.simulate(ys.load_scenario(name), seed=0, runtime="memory") for name in names]
     emitted = {event.kind for run in runs for event in run.trace}
     assert emitted.issuperset(KINDS_SINCE)

@@ -18,13 +18,15 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from yieldstar_sim.core.model import StepDeclarationError, StepKeyError, check_name
 
 # --------------------------------------------------------------------------- workflows
+
+T = TypeVar("T")
 
 WorkflowFunction: TypeAlias = Callable[["StepRunner", Any], Any]
 
@@ -351,6 +353,18 @@ class World(Protocol):
         """Let the current step body take ``seconds`` of virtual time."""
         ...
 
+    def heartbeat(self) -> None:
+        """Tell the worker the step body is alive: it renews the lease (``step.heartbeat()``)."""
+        ...
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of a few ``options``: a draw the simulator makes a choice point."""
+        ...
+
+    def coin(self) -> bool:
+        """True or False: a draw of two."""
+        ...
+
 
 class StepRunner:
     """The ``step`` object a workflow function receives."""
@@ -370,6 +384,22 @@ class StepRunner:
     def world(self) -> World:
         """The outside world, for step bodies: ``step.world.effect("courier.booked")``."""
         return self._world
+
+    def heartbeat(self) -> None:
+        """Inside a step body: tell the worker the body is alive, and renew the lease.
+
+        A long body heartbeats between pieces of work::
+
+            def load_truck(order):
+                for crate in range(3):
+                    step.world.elapse(20)   # 20 s of work
+                    step.heartbeat()        # the lease runs 30 s from here
+
+        In the simulator each heartbeat is a choice point where a renewal can fail; a worker
+        that lost the lease stops the attempt (``Scenario.stop_after_failed_renewals``), and the
+        body sees it here: the rest of it does not run. Same as ``step.world.heartbeat()``.
+        """
+        self._world.heartbeat()
 
     def _track(self, key: str, request: StepRequest) -> Generator[StepRequest, Any, Any]:
         generator = _perform(request)

@@ -15,8 +15,7 @@ import enum
 
 
 class Op(enum.StrEnum):
-    """A choice point's op (``faults.CHOICE_POINT_OPS`` says what each is), or the one trace
-    op that is not a choice point, `RENEW`."""
+    """A choice point's op (``faults.CHOICE_POINT_OPS`` says what each is)."""
 
     CLAIM = "claim"
     PUT_STEP = "put_step"
@@ -31,5 +30,10 @@ class Op(enum.StrEnum):
     ELAPSE = "elapse"
     COMPLETE = "complete"
     RENEW = "renew"
-    """A worker's heartbeat renewing its lease: not a choice point (no fault is placed there,
-    and ``faults.CHOICE_POINT_OPS`` leaves it out), but a refused renewal is a trace event."""
+    """A step body's heartbeat (``step.heartbeat()``): its worker renews the lease there, a
+    choice point where a fault fails the renewal or loses its answer. The renewals a worker
+    makes on its own while a body that never heartbeats works are no choice point: they are
+    part of that body's elapse, and trace a ``heartbeat`` event."""
+    DRAW = "draw"
+    """One option of a step body's draw (``step.world.choice``, ``step.world.coin``): the
+    first option the kernel lets pass is the one drawn."""

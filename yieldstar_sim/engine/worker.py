@@ -151,6 +151,11 @@ class WorkerProcessInvoker:
             if kind == "put":
                 self._world.put(context, message[2], message[3])
                 return ("ok", None)
+            if kind == "heartbeat":
+                self._world.heartbeat(context)
+                return ("ok", None)
+            if kind == "draw":
+                return ("ok", self._world.draw(context, message[2]))
             raise ValueError(f"unknown message from the worker: {kind!r}")
         except Exception as error:
             return ("error", _portable(error))
@@ -260,6 +265,12 @@ class _ParentPort:
 
     def put(self, context: BodyContext, key: str, value: object) -> None:
         self.ask("put", context, key, value)
+
+    def heartbeat(self, context: BodyContext) -> None:
+        self.ask("heartbeat", context)
+
+    def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
+        return int(self.ask("draw", context, options))
 
 
 @contextlib.contextmanager

@@ -10,8 +10,9 @@ balance, a flag in another service. Like the ledger, crashes never roll it back.
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from yieldstar_sim.core.codec import DurableObject, InvalidValue, durable_value_codec
 from yieldstar_sim.core.driver import BodyResult, RunBody
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from yieldstar_sim.core.clock import ManualClock
     from yieldstar_sim.core.model import Lease
     from yieldstar_sim.runtime.protocol import ExecutionClient
+
+T = TypeVar("T")
 
 #: The ledger name of a non-durable trigger made from a step body.
 TRIGGERED = "workflow.triggered"
@@ -144,6 +147,17 @@ class WorldStore:
         return {k: durable_value_codec.decode(v) for k, v in sorted(self.canonical.items())}
 
 
+#: The most options one draw takes: each is a choice point, and the exhaustive search tries
+#: every one.
+MAX_DRAW_OPTIONS = 16
+
+
+def _option_label(option: object) -> str:
+    """An option as a draw's trace names it: its repr, cut to 40 characters."""
+    text = repr(option)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _check_key(key: object, what: str) -> None:
     if not isinstance(key, str) or not key:
         raise ValueError(f"step.world.{what} takes a non-empty string key, not {key!r}")
@@ -176,6 +190,14 @@ class WorldPort(Protocol):
 
     def put(self, context: BodyContext, key: str, value: object) -> None:
         """Write a durable value under ``key`` in the world's key-value store."""
+        ...
+
+    def heartbeat(self, context: BodyContext) -> None:
+        """The body is alive: renew the delivery's lease (a refused renewal raises)."""
+        ...
+
+    def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
+        """Draw one of ``options`` (their labels): the index of the one drawn."""
         ...
 
 
@@ -243,6 +265,18 @@ class EngineWorld:
         """Write ``key`` in the store."""
         self.store.write(key, value)
 
+    def heartbeat(self, context: BodyContext) -> None:
+        """Renew the delivery's lease now. A renewal that fails raises into the body, which
+        stops it and rejects the delivery: the engine's workers stop an attempt at its first
+        failed renewal (``Scenario.stop_after_failed_renewals`` is the simulator's policy)."""
+        if context.lease is not None:
+            self.runtime.renew(context.lease, lease_seconds=self.lease_seconds)
+
+    def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
+        """A random option: the engine's draws are Python's (the simulator's are choice
+        points)."""
+        return random.randrange(len(options))
+
 
 class BodyWorld:
     """``step.world``: what a step body sees. Outside a body it refuses, with the reason."""
@@ -307,6 +341,58 @@ class BodyWorld:
         code) reading one would get: a new one on every call, and so on every replay of
         workflow code, which is why workflow code must read it inside a step."""
         return self._port.read(self._current("random"), "random")
+
+    def choice(self, options: Sequence[T]) -> T:
+        """One of a few ``options``, drawn at random: ``step.world.choice(["east", "west"])``.
+
+        In the simulator a draw is a choice point: the exhaustive search tries every option,
+        the other strategies vary it across schedules (``random()`` is fixed by the seed
+        instead). The body runs once its draw is decided, so a body that draws is run again
+        from its start for each draw it makes (what it did before the draw is taken back; keep
+        a body's Python state out of it, as workflow code's). Up to 16 options; a draw belongs
+        in a step body, never in workflow code, and comes before the body's
+        ``step.world.trigger``.
+        """
+        context = self._current("choice")
+        if context.step_key == WORKFLOW_CODE:
+            raise WorkflowDefinitionError(
+                "step.world.choice and coin are a step body's draws (each a choice point): "
+                "workflow code replays, so draw inside a step: `yield from step.run(key, "
+                "lambda: step.world.choice([...]))`"
+            )
+        if isinstance(options, Mapping) or not isinstance(options, Sequence):
+            raise TypeError(f"step.world.choice takes a sequence of options, not {options!r}")
+        items = list(options)
+        if not 1 <= len(items) <= MAX_DRAW_OPTIONS:
+            raise ValueError(
+                f"step.world.choice draws from 1 to {MAX_DRAW_OPTIONS} options (each is a choice "
+                f"point), not {len(items)}"
+            )
+        if len(items) == 1:
+            return items[0]  # nothing to choose
+        return items[self._port.draw(context, tuple(_option_label(item) for item in items))]
+
+    def coin(self) -> bool:
+        """A coin toss, True or False: ``step.world.choice([True, False])``."""
+        return self.choice((True, False))
+
+    def heartbeat(self) -> None:
+        """Tell the worker that this step body is alive (``step.heartbeat()``): it renews the
+        delivery's lease.
+
+        In the simulator each heartbeat is a choice point where a fault can fail the renewal
+        or lose its answer; the worker counts failed renewals and, by the scenario's
+        ``stop_after_failed_renewals``, stops an attempt whose lease it lost: the body sees it
+        here, and the rest of it does not run. A body that heartbeats renews its lease only
+        by its heartbeats (a body that never does has its worker renew for it while it
+        works). In the engine a failed renewal raises here and the delivery rejects.
+        """
+        context = self._current("heartbeat")
+        if context.step_key == WORKFLOW_CODE:
+            raise WorkflowDefinitionError(
+                "step.heartbeat() renews a step body's lease: call it inside a step body"
+            )
+        self._port.heartbeat(context)
 
     def now(self) -> float:
         """The clock, as code reading the wall clock sees it (virtual time in the simulator):

@@ -18,6 +18,14 @@ behind believes its lease holds when by true time it has expired; the runtime ju
 time, and fencing refuses the worker's next write.
 
 Each worker's clock is a ``state.WorkerClocks``; a skew fault (``points.skew``) sets it back.
+
+A body that heartbeats (``step.heartbeat()``) renews its lease by its heartbeats alone: each is
+a choice point (op ``renew``) where the worker makes the renewal, and where a fault fails it
+(``infra_error``) or loses its answer (``lose_response``). The worker keeps the scenario's
+lease-loss policy (``Scenario.stop_after_failed_renewals``): it stops the attempt after so many
+failed renewals in a row, at once when a renewal is refused, and before more work when by its
+own clock the lease it knows of has ended (it froze past it). The body sees the stop at its
+heartbeat: what it did after it does not land, as if ``step.heartbeat()`` had raised there.
 """
 
 from __future__ import annotations
@@ -27,20 +35,58 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.model import LeaseLostError
+from yieldstar_sim.core.model import DeliveryRejectedError, InfrastructureError, LeaseLostError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
-from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, pass_point
-from yieldstar_sim.simulation.trace import HeartbeatData, ReasonData, StallData, TraceKind
+from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, call, pass_point
+from yieldstar_sim.simulation.trace import (
+    HeartbeatData,
+    ReasonData,
+    RenewData,
+    StallData,
+    StopData,
+    TraceKind,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
     from yieldstar_sim.simulation.points import Where
     from yieldstar_sim.simulation.state import RunState
 
-#: What a body did, in order: an effect or a read to land now (a callable), or seconds of work.
-BodyOp = Callable[[], None] | float
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """A body's ``step.heartbeat()``, in what it did: its worker renews the lease there."""
+
+
+#: The one heartbeat mark (``SimPort.heartbeat`` appends it to what a body did).
+HEARTBEAT = Heartbeat()
+
+#: What a body did, in order: an effect or a read to land now (a callable), seconds of work,
+#: or a heartbeat.
+BodyOp = Callable[[], None] | float | Heartbeat
+
+
+class AttemptStopped(LeaseLostError):
+    """A worker stopped a step attempt whose lease it lost (``Scenario.
+    stop_after_failed_renewals``): the delivery rejects, as on any lost lease."""
+
+
+@dataclass(frozen=True, slots=True)
+class Played:
+    """How a body's playback ended: ``done`` (all of it landed), ``timed_out`` (its worker
+    gave up on it at its timeout; it works on apart until ``ended``) or ``stopped`` (its
+    worker stopped it: ``stop`` says why). ``work`` is the seconds of work played;
+    ``worked_until`` when its last work or effect landed."""
+
+    how: str
+    work: float
+    worked_until: float
+    ended: float | None = None
+    stop: StopData | None = None
+    reason: str = ""
+    """Why it was stopped, in words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,24 +177,136 @@ def play_body(
     attempt: int,
     ops: list[BodyOp],
     timeout: float | None = None,
-) -> Generator[Any, Any, bool]:
-    """Land what a body did, in order, passing a choice point at each of its elapses. False
-    when the worker gave up on the attempt at its ``timeout`` (a stall outlasted it): the rest
-    of the attempt goes on apart, and the worker treats the attempt as timed out."""
+) -> Generator[Any, Any, Played]:
+    """Land what a body did, in order, passing a choice point at each of its elapses and
+    heartbeats. How it ended: ``timed_out`` when the worker gave up on the attempt at its
+    ``timeout`` (a stall outlasted it: the rest of the attempt goes on apart, and the worker
+    treats it as timed out), ``stopped`` when the worker stopped it for its lease."""
     deadline = None if timeout is None else state.clock.now() + timeout
+    watch = _LeaseWatch.of(state, name, lease, attempt) if HEARTBEAT in ops else None
+    work, worked_until = 0.0, state.clock.now()
     for index, op in enumerate(ops):
+        if op is HEARTBEAT:
+            assert watch is not None
+            stop = yield from watch.heartbeat(step_key)
+            if stop is not None:
+                return Played("stopped", work, worked_until, stop=stop, reason=watch.reason)
+            continue
         if callable(op):
             # An actor made again is told what landed before its point: it is in the state.
             if not state.replaying:
                 op()
+            worked_until = state.clock.now()
             continue
-        kept = yield from _elapse(
+        assert isinstance(op, float)
+        how, ended = yield from _elapse(
             state, name, lease, step_key=step_key, attempt=attempt, seconds=op,
-            deadline=deadline, rest=ops[index + 1 :],
+            deadline=deadline, rest=ops[index + 1 :], watch=watch,
         )  # fmt: skip
-        if not kept:
+        if how == "stopped":
+            assert watch is not None
+            return Played("stopped", work, worked_until, stop=watch.stopped, reason=watch.reason)
+        if how == "timed_out":
+            return Played("timed_out", work, worked_until, ended=ended)
+        work += op
+        worked_until = state.clock.now()
+    return Played("done", work, worked_until)
+
+
+class _LeaseWatch:
+    """A worker's watch over the lease of an attempt whose body heartbeats: the renewals it
+    saw fail in a row, where it knows its lease ends, and the scenario's policy."""
+
+    __slots__ = (
+        "attempt", "believed_end", "failed", "lease", "name", "policy", "reason", "state",
+        "stopped",
+    )  # fmt: skip
+
+    def __init__(
+        self, state: RunState, name: str, lease: Lease, attempt: int, believed_end: float
+    ) -> None:
+        self.state, self.name, self.lease, self.attempt = state, name, lease, attempt
+        self.policy = state.scenario.stop_after_failed_renewals
+        self.believed_end = believed_end
+        self.failed = 0
+        self.stopped: StopData | None = None
+        self.reason = ""
+
+    @classmethod
+    def of(cls, state: RunState, name: str, lease: Lease, attempt: int) -> _LeaseWatch:
+        """A watch from what the worker knows now: its lease ends where its last renewal (or
+        its claim) said."""
+        key = (lease.execution_id, lease.token)
+        believed = state.answer(partial(_lease_end, state, key, lease.expires_at))
+        return cls(state, name, lease, attempt, believed)
+
+    def heartbeat(self, step_key: str) -> Generator[Any, Any, StopData | None]:
+        """The body's heartbeat: a choice point, then the renewal; the stop it leads to, if
+        any (the body sees it here)."""
+        state, lease = self.state, self.lease
+        info = new_point_info(self.name, Op.RENEW, lease.execution_id, step_key)
+        lease_seconds = state.scenario.lease_seconds
+        try:
+            renewed = yield from call(
+                state, info, lambda: state.runtime.renew(lease, lease_seconds=lease_seconds),
+                token=lease.token, data=lambda renewed: RenewData(renewed.expires_at),
+            )  # fmt: skip
+        except DeliveryRejectedError:
+            raise  # the worker's process exited: the delivery is over, whatever the policy
+        except LeaseLostError:
+            return self._stop(step_key, "refused")
+        except InfrastructureError:
+            self.failed += 1
+            if self.policy is not None and self.failed >= self.policy:
+                return self._stop(step_key, "failed")
+            return None
+        self.failed = 0
+        self.believed_end = renewed.expires_at
+        if not state.replaying:
+            state.lease_ends[(lease.execution_id, lease.token)] = renewed.expires_at
+        return None
+
+    def expired(self, step_key: str, where: Where) -> bool:
+        """Before more work: whether by its own clock the worker knows its lease has ended (it
+        froze past it), and so stops the attempt."""
+        if self.policy is None:
             return False
-    return True
+        # The worker's clock is shared state (a skew moves it): read as an answer.
+        believed_now = self.state.answer(partial(self.state.clocks.now, self.name))
+        if believed_now < self.believed_end:
+            return False
+        self._stop(step_key, "expired", where)
+        return True
+
+    def _stop(self, step_key: str, why: str, where: Where | None = None) -> StopData | None:
+        """Stop the attempt, and say why in the trace; None when the policy never stops one
+        (the worker ignores what its renewal answered and the body works on)."""
+        if self.policy is None:
+            return None
+        state, lease, name = self.state, self.lease, self.name
+        stop = StopData(self.attempt, why, self.failed if why == "failed" else 0)
+        reason = {
+            "failed": f"{self.failed} failed renewal{'s' if self.failed != 1 else ''} in a row "
+            f"(it stops after {self.policy})",
+            "refused": "the runtime refused its renewal: the lease is gone",
+            "expired": f"by its clock its lease ended at t={self.believed_end:g}",
+        }[why]
+        place = where or {
+            "worker": name, "op": Op.RENEW, "execution_id": lease.execution_id,
+            "step_key": step_key, "token": lease.token, "point": state.kernel.points - 1,
+        }  # fmt: skip
+        state.trace.add(
+            state.clock.now(), TraceKind.STOP,
+            f"{name} stops attempt {self.attempt} of step {step_key}: {reason}; the body sees "
+            "it at its heartbeat",
+            data=stop, **place,
+        )  # fmt: skip
+        self.stopped, self.reason = stop, reason
+        return stop
+
+
+def _lease_end(state: RunState, key: tuple[str, int], claimed: float) -> float:
+    return state.lease_ends.get(key, claimed)
 
 
 def _elapse(
@@ -161,7 +319,11 @@ def _elapse(
     seconds: float,
     deadline: float | None,
     rest: list[BodyOp],
-) -> Generator[Any, Any, bool]:
+    watch: _LeaseWatch | None,
+) -> Generator[Any, Any, tuple[str, float | None]]:
+    """One elapse: ``kept`` (the work was waited out), ``stopped`` (the worker stopped the
+    attempt before it) or ``timed_out`` (a stall outlasted the timeout), with, then, when the
+    attempt that hangs on apart ends."""
     info = new_point_info(name, Op.ELAPSE, lease.execution_id, step_key)
     fault, where = yield from pass_point(state, info, token=lease.token)
     kind = FaultKind(fault.kind) if fault is not None else None
@@ -171,10 +333,14 @@ def _elapse(
         before = BEFORE.get(kind)
         if before is not None:  # a crash, a freeze or a skew: as before a runtime call
             yield from before(state, info, fault, where)
-    state.answer(partial(heartbeat, state, name, lease, seconds, where))
+    if watch is None:
+        # A body that never heartbeats: its worker renews for it, by its own clock.
+        state.answer(partial(heartbeat, state, name, lease, seconds, where))
+    elif watch.expired(step_key, where):
+        return "stopped", None
     if stall is None:
         yield Wait(state.clock.now() + seconds)
-        return True
+        return "kept", None
     until = state.clock.now() + stall + seconds
     if deadline is not None and deadline < until:
         # The worker waits for the attempt until its timeout, then gives up on it and retries;
@@ -187,9 +353,10 @@ def _elapse(
         )  # fmt: skip
         actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
         abandoned = StallData(attempt, stall, until, timed_out=True)
-        state.spawn(actor, partial(_abandoned, state, abandoned, where, rest))
+        stops = watch is not None and watch.policy is not None
+        state.spawn(actor, partial(_abandoned, state, abandoned, where, rest, stops=stops))
         yield Wait(max(deadline, state.clock.now()))
-        return False
+        return "timed_out", until + _work_before_stop(rest, stops=stops)
     state.trace.add(
         state.clock.now(), TraceKind.STALL,
         f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until t={until:g}); "
@@ -204,14 +371,30 @@ def _elapse(
         "lost",
         data=StallData(attempt, stall, until), **where,
     )  # fmt: skip
-    return True
+    return "kept", None
+
+
+def _work_before_stop(rest: list[BodyOp], *, stops: bool) -> float:
+    """The seconds of work in ``rest`` before the attempt stops (at its first heartbeat, when
+    it ``stops`` there)."""
+    work = 0.0
+    for op in rest:
+        if op is HEARTBEAT:
+            if stops:
+                break
+        elif not callable(op):
+            assert isinstance(op, float)
+            work += op
+    return work
 
 
 def _abandoned(
-    state: RunState, stall: StallData, where: Where, rest: list[BodyOp]
+    state: RunState, stall: StallData, where: Where, rest: list[BodyOp], *, stops: bool = False
 ) -> Generator[Any, Any, None]:
     """An attempt its worker gave up on at its timeout: it resumes after its stall and does
-    the rest of what its body did (no call of its own: its worker owns the delivery)."""
+    the rest of what its body did (no call of its own: its worker owns the delivery). A body
+    that heartbeats, under a policy that stops attempts (``stops``), sees at its next
+    heartbeat that its worker gave up on it, and stops there."""
     yield Wait(stall.until)
     state.trace.add(
         state.clock.now(), TraceKind.UNSTALL,
@@ -220,10 +403,20 @@ def _abandoned(
         data=stall, **{**where, "point": None},
     )  # fmt: skip
     for op in rest:
-        if callable(op):
+        if op is HEARTBEAT:
+            if stops:
+                state.trace.add(
+                    state.clock.now(), TraceKind.STOP,
+                    f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} "
+                    "sees at its heartbeat that its worker gave up on it, and stops",
+                    data=StopData(stall.attempt, "abandoned"), **{**where, "point": None},
+                )  # fmt: skip
+                return
+        elif callable(op):
             if not state.replaying:
                 op()
         else:
+            assert isinstance(op, float)
             yield Wait(state.clock.now() + op)
 
 

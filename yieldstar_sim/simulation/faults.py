@@ -87,13 +87,17 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     Op.ELAPSE: "a step body lets time pass (step.world.elapse): its later effects wait for it",
     Op.COMPLETE: "one of a step.all's concurrent step bodies completes: which one is next is "
     "the choice (no fault is placed there: the worker's calls around it are where faults go)",
+    Op.RENEW: "a step body heartbeats (step.heartbeat()): its worker renews the lease, and "
+    "counts a renewal that fails (infra_error) or whose answer is lost (lose_response)",
+    Op.DRAW: "one option of a step body's draw (step.world.choice, coin) passes; the first to "
+    "pass is the value drawn (no fault is placed there)",
 }
 
 #: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at
 #: a point passes it by: there is no call at an elapse to lose the response of, and only a
 #: step body's elapse has an attempt to stall.
-_CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE}
-_WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE}
+_CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE, Op.DRAW}
+_WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE, Op.DRAW}
 KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
     FaultKind.CRASH: _WORKER_OPS,
     FaultKind.CRASH_AFTER: _CALL_OPS,

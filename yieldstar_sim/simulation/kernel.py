@@ -181,8 +181,9 @@ class Kernel:
         """Ask the chooser at every choice point, even where one actor is ready (a search
         that saves its state at every point asks before the point is taken)."""
         self.muted = False
-        """While set, ``spawn``, ``nudge`` and ``wake`` change nothing: an actor rebuilt from
-        its inputs does again what it did, and what that did to the kernel is restored."""
+        """While set, ``spawn``, ``nudge``, ``wake`` and ``withdraw`` change nothing: an actor
+        rebuilt from its inputs does again what it did, and what that did to the kernel is
+        restored."""
 
     @property
     def schedule(self) -> list[str]:
@@ -219,6 +220,17 @@ class Kernel:
         if name in self._parked and not self.muted:
             self._parked.discard(name)
             self._sleep(self.clock.now(), name)
+
+    def withdraw(self, name: str) -> None:
+        """Take actor ``name``, waiting at a choice point, out of the run without resuming it
+        (the options of a draw that were not drawn: one choice point decides a draw)."""
+        if self.muted or name not in self._at_point:
+            return
+        del self._at_point[name]
+        del self.waits[name]
+        actor = self._actors.pop(name)
+        if type(actor) is not Deferred:
+            actor.close()
 
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""

@@ -116,6 +116,8 @@ def call_text(info: PointInfo, result: Any, done: str | None) -> str:
         return f"acknowledge: {result.execution_id} is {result.status}"
     if info.op == Op.RELEASE:
         return "release: lease given up; redelivery after the delay"
+    if info.op == Op.RENEW:
+        return f"renew: the lease runs to t={result.expires_at:g}"
     return f"{info.op}: ok"
 
 
@@ -152,6 +154,8 @@ def body_data(attempt: int, elapsed: float, result: BodyResult) -> BodyData:
 def body_words(data: BodyData) -> str | None:
     """What a body returned or raised, in a few words (None: a trace written before bodies'
     payloads said)."""
+    if data.stopped:
+        return "stopped by its worker: its lease was lost"
     if data.raised is not None:
         return f"raised {data.raised}"
     if data.returned is not None:

@@ -54,12 +54,13 @@ class ResponseLost(InfrastructureError):
 
 
 def pass_point(
-    state: RunState, info: PointInfo, *, token: int | None = None
+    state: RunState, info: PointInfo, *, token: int | None = None, label: str | None = None
 ) -> Generator[Point, Any, tuple[Fault | None, Where]]:
     """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
     and trace the fault the plan injects there, if any; return the fault and where it
-    struck."""
-    fault: Fault | None = yield _new_point(info.label, info)
+    struck. ``label`` names the point where its info's label does not tell it from another
+    (a draw's options)."""
+    fault: Fault | None = yield _new_point(info.label if label is None else label, info)
     where: Where = {
         "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
         "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,

@@ -1,13 +1,16 @@
 """The world a step body acts on inside a simulation: effects into the ledger, triggers,
-elapsed time, the clock and random numbers, the key-value store, each traced with the
-execution, step, worker and fencing token that did it."""
+elapsed time, heartbeats, the clock and random numbers, draws, the key-value store, each
+traced with the execution, step, worker and fencing token that did it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.model import WorkflowDefinitionError
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext
+from yieldstar_sim.simulation.attempts import HEARTBEAT
 from yieldstar_sim.simulation.trace import (
     EffectData,
     StoreReadData,
@@ -23,6 +26,24 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.state import RunState
 
 
+class Undecided(BaseException):
+    """Raised out of a step body at a draw not decided yet: the body is run again once the
+    draw's choice point has decided it. A ``BaseException``, so that a body's ``except
+    Exception`` does not catch it."""
+
+    def __init__(self, options: tuple[str, ...]) -> None:
+        super().__init__(f"a draw of {len(options)} options, not decided yet")
+        self.options = options
+
+
+@dataclass(frozen=True, slots=True)
+class DrawAsked:
+    """What a body's run came to when it stopped at a draw not decided yet: the draw's options
+    (their labels). Nothing the run did was kept."""
+
+    options: tuple[str, ...]
+
+
 class SimPort:
     """Carries out a step body's world operations inside the simulation (the engine's
     ``BodyWorld`` calls it)."""
@@ -33,6 +54,11 @@ class SimPort:
         self.admitted = False
         self.ops: list[BodyOp] | None = None
         """What the running step body did, to land in time (``attempts.play_body``)."""
+        self.decided: tuple[int, ...] = ()
+        """The options drawn so far for the running body's draws, in order (its run is
+        stopped at a draw past them, ``Undecided``, until that draw's point decides it)."""
+        self.drawn = 0
+        """How many draws the running body made so far."""
 
     def effect(
         self,
@@ -100,6 +126,27 @@ class SimPort:
         self.elapsed += seconds
         if self.ops is not None:
             self.ops.append(float(seconds))  # a choice point when the body is played back
+
+    def heartbeat(self, context: BodyContext) -> None:
+        if self.ops is None:  # pragma: no cover - BodyWorld refuses it outside a body
+            raise WorkflowDefinitionError("step.heartbeat() belongs in a step body")
+        self.ops.append(HEARTBEAT)  # a choice point when the body is played back
+
+    def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
+        if self.ops is None:  # pragma: no cover - BodyWorld refuses it outside a body
+            raise WorkflowDefinitionError("step.world.choice belongs in a step body")
+        number = self.drawn
+        self.drawn += 1
+        if number < len(self.decided):
+            return self.decided[number]
+        if self.admitted:
+            # The run that stops here is taken back, and an admission cannot be.
+            raise WorkflowDefinitionError(
+                f"step {context.step_key} draws (step.world.choice or coin) after its "
+                "step.world.trigger: a body that draws is run again once its draw is decided, "
+                "and the execution it admitted cannot be taken back; draw first"
+            )
+        raise Undecided(options)
 
     def read(self, context: BodyContext, what: str) -> float:
         return self.state.answer(partial(self._read, context, what))

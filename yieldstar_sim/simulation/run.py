@@ -20,6 +20,7 @@ from yieldstar_sim.simulation.determinism import first_difference, not_determini
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
+    AttemptsNeverOverlap,
     CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
     Violation,
@@ -221,6 +222,7 @@ def finish(simulator: Simulator) -> SimulationRun:
         *BUILT_IN,
         ExecutionsEndAsExpected(scenario.expected),
         CancelledLiveExecutionsEndCancelled(scenario.expected),
+        AttemptsNeverOverlap(scenario.overlap_safe),
         *map(as_invariant, scenario.invariants),
     )
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit

@@ -10,7 +10,7 @@ import hashlib
 import inspect
 import linecache
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ from yieldstar_sim.core.authoring import StepDefinition, Workflow
 from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from yieldstar_sim.core.profiles import DriverProfile
     from yieldstar_sim.runtime.factory import RuntimeChoice
@@ -251,6 +251,17 @@ class Scenario:
     """Let ``step.world`` work in workflow code, outside any step body, instead of failing the
     workflow: off by default; on to *show* the hazard (an effect there repeats on every
     replay, a random number or clock reading there changes between deliveries)."""
+    stop_after_failed_renewals: int | None = 1
+    """The workers' lease-loss policy for a step body that heartbeats (``step.heartbeat()``):
+    a worker stops the attempt after this many failed renewals in a row, at once when the
+    runtime refuses a renewal (the lease is gone), and before more work when by its own clock
+    the lease has ended; the body sees the stop at its heartbeat, and the rest of it does not
+    run. ``None``: a worker never stops an attempt for its lease (what a renewal answers is
+    ignored and the body works on): the classic zombie's cause."""
+    overlap_safe: Sequence[str] = ()
+    """Step keys whose attempts may run at the same time (what they do is safe to do twice at
+    once: an effect with an idempotency key, say): the built-in invariant that two attempts of
+    one step never overlap in time leaves these steps alone."""
     ref: str | None = field(default=None, compare=False)
     """Where the scenario was loaded from (a bundled name or a file path), for artifacts."""
     source_sha256: str | None = field(default=None, compare=False)
@@ -268,6 +279,7 @@ class Scenario:
         self.deploys = tuple(sorted(self.deploys, key=lambda deploy: deploy.at))
         self.cancels = tuple(self.cancels)
         self.prunes = tuple(self.prunes)
+        self.overlap_safe = _step_keys(self.name, self.overlap_safe)
         self.runtime_options = _check_runtime_options(self.name, self.runtime_options)
         self.expected = tuple(self.expected)
         for expectation in self.expected:
@@ -316,6 +328,14 @@ class Scenario:
             raise ValueError(
                 f"scenario {self.name!r}: max_points must be a whole number >= 1, not "
                 f"{self.max_points!r}"
+            )
+        policy = self.stop_after_failed_renewals
+        if policy is not None and (
+            isinstance(policy, bool) or not isinstance(policy, int) or policy < 1
+        ):
+            raise ValueError(
+                f"scenario {self.name!r}: stop_after_failed_renewals is a whole number >= 1 "
+                f"(failed renewals in a row), or None to never stop, not {policy!r}"
             )
         if not isinstance(self.world_in_workflow_code, bool):
             raise TypeError(
@@ -423,6 +443,23 @@ class Scenario:
             digest.update(name.encode())
             digest.update(_source(function).encode())
         return "sha256:" + digest.hexdigest()[:32]
+
+
+def _step_keys(scenario: str, keys: object) -> tuple[str, ...]:
+    """``overlap_safe`` as a tuple of step keys; a bare string (``"charge"``, which would read
+    as five one-letter keys) or a key that is not a non-empty string is refused."""
+    if isinstance(keys, str) or not isinstance(keys, Sequence | frozenset | set):
+        raise TypeError(
+            f"scenario {scenario!r}: overlap_safe is a list of step keys, e.g. "
+            f'overlap_safe=["charge"], not {keys!r}'
+        )
+    for key in keys:
+        if not isinstance(key, str) or not key:
+            raise ValueError(
+                f"scenario {scenario!r}: overlap_safe holds step keys (non-empty strings), "
+                f"not {key!r}"
+            )
+    return tuple(keys)
 
 
 #: The options the built-in runtimes take (``Scenario.runtime_options``), with their types.

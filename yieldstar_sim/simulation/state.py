@@ -80,9 +80,10 @@ class RunState:
     admitted: set[tuple[str, int]] = field(default_factory=set)
     """The (execution, incarnation) pairs in ``admissions``."""
     groups: dict[int, list[str]] = field(default_factory=dict)
-    """Each ``step.all``'s completion order so far, by the number ``new_group`` gave it:
-    shared by the group's worker and its bodies' actors, so kept here, with the rest of what
-    a restored state puts back."""
+    """Each ``step.all``'s completion order so far (its members' step keys), and each draw's
+    (its options' indices: the first is the one drawn), by the number ``new_group`` gave it:
+    shared by the worker and the actors it spawned for them, so kept here, with the rest of
+    what a restored state puts back."""
     recorder: Recorder | None = None
     """What each actor was told, when the run may be restored to a saved state (the
     exhaustive search's): actors read the shared state through ``answer``."""
@@ -132,7 +133,8 @@ class RunState:
             self.recorder.reset(name, factory)
 
     def new_group(self) -> int:
-        """A number for a new ``step.all`` completion order, with its empty list."""
+        """A number for a new ``step.all`` completion order (or a draw), with its empty
+        list."""
         number = len(self.groups)
         self.groups[number] = []
         return number

@@ -85,6 +85,12 @@ class TraceKind(StrEnum):
     HEARTBEAT = "heartbeat"
     """A worker, about to let a step body work, judged its lease by its own clock and renewed
     it, or (its clock behind) believed it did not need to (`HeartbeatData`)."""
+    STOP = "stop"
+    """A worker stopped a step attempt that lost its lease (failed or refused renewals, or a
+    lease its clock says has ended); the body sees it at its heartbeat (`StopData`)."""
+    DRAW = "draw"
+    """A step body's draw (``step.world.choice``, ``coin``) was decided: the option that
+    passed its choice point first (`DrawData`)."""
 
 
 _OMIT = "omitted while default"
@@ -262,6 +268,16 @@ class BodyData(Payload):
     """What the body returned, summarised as the trace keeps values (``trace_values.summary``)."""
     raised: str | None = omittable()
     """What the body raised: ``ValueError: boom``."""
+    started: float | None = omittable()
+    """When the attempt started, where that is not the event's ``t`` less ``elapsed``: a stall
+    or a freeze made it last longer than its work."""
+    ended: float | None = omittable()
+    """When the attempt's last work ended, where that is not the event's ``t``: a stopped
+    attempt's last work came before the heartbeat that stopped it, and an attempt its worker
+    gave up on at its timeout works on after the event."""
+    stopped: bool = omittable(False)
+    """Its worker stopped it at a heartbeat (or before an elapse): its lease was lost, and the
+    rest of the body did not run."""
 
 
 @payload(TraceKind.EFFECT)
@@ -333,6 +349,39 @@ class HeartbeatData(Payload):
     expires_at: float
     work: float
     renewed: bool
+
+
+@payload(TraceKind.STOP)
+@dataclass(frozen=True, slots=True)
+class StopData(Payload):
+    """A stopped attempt: its number and why (``failed``: renewals that failed in a row,
+    ``refused``: the runtime refused a renewal, ``expired``: by its clock the worker's lease had
+    ended before more work, ``abandoned``: its worker had given up on it at its timeout)."""
+
+    attempt: int
+    why: str
+    failed: int = omittable(0)
+    """Failed renewals in a row when it stopped (``why`` ``failed``)."""
+
+
+@payload(TraceKind.DRAW)
+@dataclass(frozen=True, slots=True)
+class DrawData(Payload):
+    """A draw decided: the option drawn (its place among ``of`` options, from 0, and its value
+    as the trace keeps values) and the attempt of the body that drew it."""
+
+    index: int
+    of: int
+    value: str
+    attempt: int
+
+
+@payload(TraceKind.CALL, op=Op.RENEW)
+@dataclass(frozen=True, slots=True)
+class RenewData(Payload):
+    """A renewal at a body's heartbeat: where the lease now ends."""
+
+    expires_at: float
 
 
 @payload(TraceKind.STORE_READ)

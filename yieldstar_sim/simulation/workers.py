@@ -9,7 +9,7 @@ steps. Step bodies run between choice points and act on the simulated world thro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +36,9 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.world import BodyWorld
-from yieldstar_sim.simulation.attempts import detachable, play_body
+from yieldstar_sim.simulation.attempts import AttemptStopped, detachable, play_body
 from yieldstar_sim.simulation.completions import completion_order
+from yieldstar_sim.simulation.draws import draw
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.kernel import Park, Wait
 from yieldstar_sim.simulation.narration import (
@@ -49,7 +50,7 @@ from yieldstar_sim.simulation.narration import (
     outcome_words,
 )
 from yieldstar_sim.simulation.points import WorkerCrashed, call
-from yieldstar_sim.simulation.port import SimPort
+from yieldstar_sim.simulation.port import DrawAsked, SimPort, Undecided
 from yieldstar_sim.simulation.trace import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
@@ -211,11 +212,20 @@ class _Delivering:
             state.kernel.nudge()
         return result
 
-    def _body(self, command: RunBody) -> tuple[BodyResult, list[BodyOp], float, bool]:
+    def _body(
+        self, command: RunBody, decided: tuple[int, ...]
+    ) -> tuple[BodyResult, list[BodyOp], float, bool] | DrawAsked:
         """Run a step body at once: its result, what it did (to land in time), the seconds
-        it took and whether it admitted an execution."""
+        it took and whether it admitted an execution; or, when it reached a draw past those
+        ``decided``, the draw's options, with what the run did taken back."""
         state, port = self.state, self.port
         port.elapsed, port.admitted, port.ops = 0.0, False, []
+        port.decided, port.drawn = decided, 0
+        # What a run stopped at a draw did at once, taken back: its reads' events, its store
+        # writes, the random numbers it read (its effects and elapses were not played yet).
+        events, store, made = len(state.trace.events), dict(state.store.canonical), None
+        if state._world_random is not None:
+            made = state._world_random.getstate()
         deadline = state.deadline
         try:
             if deadline.seconds is None:
@@ -226,34 +236,76 @@ class _Delivering:
                     f"{command.attempt}, {self.name})"
                 ):
                     result = self.world.run(command)
+        except Undecided as undecided:
+            state.trace.truncate(events)
+            state.store.canonical.clear()
+            state.store.canonical.update(store)
+            if made is None:
+                state._world_random = None  # made again from the seed on first use
+            else:
+                state.world_random.setstate(made)
+            return DrawAsked(undecided.options)
         finally:
             ops, port.ops = port.ops, None
         return result, ops, port.elapsed, port.admitted
 
     def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
-        """Run a step body at once, then land what it did in time, each elapse a choice point
-        (a heartbeat, and where a stall, crash, freeze or skew may fall)."""
+        """Run a step body at once, then land what it did in time, each elapse and heartbeat
+        a choice point (where a stall, crash, freeze or skew may fall, or a renewal fail); a
+        body that draws runs again once each draw is decided (``draws.py``)."""
         state, name, lease, port = self.state, self.name, self.lease, self.port
-        # The body runs once: a run restored past it is told what it did (``state.answer``).
-        result, ops, port.elapsed, admitted = state.answer(partial(self._body, command))
+        decided: tuple[int, ...] = ()
+        while True:
+            # The body runs once per draw: a run restored past it is told what it did
+            # (``state.answer``).
+            ran = state.answer(partial(self._body, command, decided))
+            if not isinstance(ran, DrawAsked):
+                break
+            index = yield from draw(
+                state, name, execution_id=command.execution_id, step_key=command.step_key,
+                attempt=command.attempt, options=ran.options,
+            )  # fmt: skip
+            decided = (*decided, index)
+        result, ops, port.elapsed, admitted = ran
         if admitted:
             state.kernel.nudge()
-        kept = yield from play_body(
+        started = state.clock.now()
+        played = yield from play_body(
             state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
             timeout=command.timeout,
         )  # fmt: skip
-        if not kept:
+        elapsed = port.elapsed
+        if played.how == "timed_out":
             result = BodyResult(
                 error=StepTimeoutError(
                     f"step {command.step_key!r} attempt {command.attempt} ran past its "
                     f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
                 )
             )
-        ran = body_data(command.attempt, port.elapsed, result)
+        now = state.clock.now()
+        ran_data = body_data(command.attempt, elapsed, result)
+        if played.how == "stopped":
+            # What the body computed after the heartbeat that stopped it is not its result.
+            elapsed = played.work
+            ran_data = replace(ran_data, elapsed=elapsed, returned=None, raised=None, stopped=True)
+        # The attempt's span, where the event's time and the work do not tell it (the
+        # invariant that two attempts of one step never overlap reads it).
+        ended = played.ended if played.how == "timed_out" else played.worked_until
+        if started != now - elapsed or (ended is not None and ended != now):
+            ran_data = replace(
+                ran_data,
+                started=None if started == now - elapsed else started,
+                ended=None if ended is None or ended == now else ended,
+            )
         state.trace.add(
-            state.clock.now(), TraceKind.BODY,
-            f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran)}",
+            now, TraceKind.BODY,
+            f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran_data)}",
             worker=name, execution_id=command.execution_id, step_key=command.step_key,
-            token=lease.token, data=ran,
+            token=lease.token, data=ran_data,
         )  # fmt: skip
+        if played.how == "stopped":
+            raise AttemptStopped(
+                f"{name} stopped attempt {command.attempt} of step {command.step_key}: "
+                f"{played.reason}"
+            )
         return result

@@ -39,6 +39,7 @@ from yieldstar_sim.simulation.trace import (
     HeartbeatData,
     PutStepData,
     RecordWakeData,
+    RenewData,
     StartChildData,
     StartData,
     StatusData,
@@ -330,6 +331,10 @@ class RecordFold:
         elif isinstance(data, StoreWriteData):
             writer = f"{event.execution_id} / {event.step_key} (attempt {data.attempt})"
             state.world[data.key] = (_short(data.value), writer, f"{t:g}")
+        elif isinstance(data, RenewData):
+            # A body's heartbeat renewed the lease (a choice point of its own).
+            self._heartbeats = True
+            self._renewed(event, data.expires_at)
         elif isinstance(data, HeartbeatData) and data.renewed:
             # A working worker heartbeats before a body's work: its lease is renewed (the
             # renew call is not a choice point; the heartbeat event says where it ends).

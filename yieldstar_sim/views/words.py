@@ -28,6 +28,7 @@ from yieldstar_sim.simulation.trace import (
     ClientAttemptData,
     ClientGiveUpData,
     DeployData,
+    DrawData,
     EffectData,
     ErrorData,
     FreezeData,
@@ -36,11 +37,13 @@ from yieldstar_sim.simulation.trace import (
     PutStepData,
     ReasonData,
     RecordWakeData,
+    RenewData,
     SkewData,
     StallData,
     StartChildData,
     StartData,
     StatusData,
+    StopData,
     TraceKind,
     TriggerData,
 )
@@ -144,6 +147,24 @@ def describe_event(event: TraceEvent) -> str:
             f"t={data.believed:g} at t={event.t:g}. {who} acts on what its clock says; the "
             "runtime judges leases by true time."
         )
+    if kind == TraceKind.STOP and isinstance(data, StopData):
+        why = {
+            "failed": f"{data.failed} renewal{'s' if data.failed != 1 else ''} in a row failed",
+            "refused": "the runtime refused a renewal: the lease has moved on or ended",
+            "expired": "by its own clock its lease ended while it was stopped",
+            "abandoned": "its worker gave up on it at its timeout",
+        }.get(data.why, data.why)
+        return (
+            f"Attempt {data.attempt} of step {key} of {eid} is stopped: {why}. The body sees "
+            "it at its heartbeat and does no more; the delivery is given back, so the step "
+            "runs again from its start, and never beside this attempt."
+        )
+    if kind == TraceKind.DRAW and isinstance(data, DrawData):
+        return (
+            f"The body of step {key} of {eid} draws {data.value} (option {data.index + 1} of "
+            f"{data.of}): a choice point, so every option is a schedule the explorer can try. "
+            "The body runs once its draw is decided."
+        )
     if kind == TraceKind.HEARTBEAT and isinstance(data, HeartbeatData):
         belief = "" if data.believed == event.t else f" (its clock reads t={data.believed:g})"
         if data.renewed:
@@ -240,6 +261,11 @@ def _call(event: TraceEvent) -> str:
         )
     if isinstance(data, RecordWakeData):
         return f"{who} records a wake for {eid}: wake at t={data.at:g}."
+    if isinstance(data, RenewData):
+        return (
+            f"The body of step {key} of {eid} heartbeats: {who} renews its lease (token "
+            f"{event.token}), which now runs to t={data.expires_at:g}."
+        )
     if op == Op.ACKNOWLEDGE:
         status = data.status if isinstance(data, StatusData) else "?"
         return f"{who} acknowledges {eid}: its record is now {status}, and the lease is given up."

@@ -68,6 +68,7 @@ def footprint(events: Sequence[TraceEvent], *, fault: bool, time_moved: bool) ->
             TraceKind.RESUME, TraceKind.DEPLOY, TraceKind.PRUNE, TraceKind.CANCEL,
             TraceKind.TRIGGER, TraceKind.CLIENT_ATTEMPT, TraceKind.CLIENT_ANSWER,
             TraceKind.CLIENT_GIVE_UP, TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW,
+            TraceKind.STOP,
         ):  # fmt: skip
             return frozenset({EVERYTHING})
         if event.execution_id:

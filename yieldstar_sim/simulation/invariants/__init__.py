@@ -5,17 +5,20 @@ link; at most one admitted execution per (caller, step key), counting non-durabl
 their provenance; every accepted start recorded once and consistently; outcomes acknowledged
 only under the current lease; no execution lost; owned targets follow their owner; joined runs
 keep their owner; one execution per client request, however many attempts it took; a
-cancellation requested while its execution is live ends it cancelled. Users add
+cancellation requested while its execution is live ends it cancelled; two attempts of one step
+never run at the same time, unless the scenario declares the step overlap-safe. Users add
 ``at_most_once(effect, by=field)`` and plain callables over the run.
 
 The built-in invariants live by what they watch: ``starts`` (requests, admissions, leases),
 ``ownership`` (owners and what they own), ``clients`` (clients' requests), ``outcomes`` (how
-executions end), ``cancels`` (what a cancellation request ends) and ``effects``
+executions end), ``cancels`` (what a cancellation request ends), ``attempts`` (when a step's
+attempts run) and ``effects``
 (``at_most_once``); ``evidence`` reads the trace for their sentences.
 """
 
 from __future__ import annotations
 
+from yieldstar_sim.simulation.invariants.attempts import AttemptsNeverOverlap
 from yieldstar_sim.simulation.invariants.cancels import CancelledLiveExecutionsEndCancelled
 from yieldstar_sim.simulation.invariants.clients import OneExecutionPerClientRequest
 from yieldstar_sim.simulation.invariants.effects import AtMostOnce, at_most_once
@@ -60,6 +63,7 @@ __all__ = [
     "AcceptedStartsRecordedOnce",
     "AcknowledgedUnderCurrentLease",
     "AtMostOnce",
+    "AttemptsNeverOverlap",
     "CancelledLiveExecutionsEndCancelled",
     "ExecutionsEndAsExpected",
     "FunctionInvariant",
