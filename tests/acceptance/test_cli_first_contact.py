@@ -217,8 +217,8 @@ def test_a_typo_is_one_line_from_the_real_command_too(tmp_path: Path) -> None:
     assert result.stderr == (
         "yieldstar-sim: error: 'trip.py', line 19: unknown fault op 'put-step' (did you mean "
         "'put_step'?); the ops are claim, put_step, record_wake, wait_for, start, start_child, "
-        "cancel, acknowledge, release, trigger, elapse, complete (yieldstar-sim list --faults "
-        "says what each is)\n"
+        "cancel, acknowledge, release, trigger, elapse, complete, renew, draw (yieldstar-sim list "
+        "--faults says what each is)\n"
     )
 
 

@@ -63,7 +63,8 @@ def state_key(
     # after its heartbeats (worker names are blinded like the actors').
     clocks = sorted(simulator.clocks.behind.values())
     leases = sorted(simulator.lease_ends.items())
-    groups = sorted((n, tuple(o)) for n, o in simulator.state.groups.items())
+    names = simulator.state.group_names
+    groups = sorted((names[n], tuple(o)) for n, o in simulator.state.groups.items())
     text = repr(
         (records, requests, simulator.clock.now(), ledger, store, actors, clocks, leases, groups)
     )

@@ -128,6 +128,7 @@ def _put_back_data(state: RunState, checkpoint: Checkpoint) -> None:
     groups = state.groups
     for number in [number for number in groups if number not in checkpoint.groups]:
         del groups[number]
+        del state.group_names[number]
     for number, order in checkpoint.groups.items():
         groups.setdefault(number, [])[:] = order
     if checkpoint.world_random is None:

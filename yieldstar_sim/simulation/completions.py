@@ -38,7 +38,8 @@ def completion_order(
         raise RuntimeError("a completion order is asked for outside any actor")
     # The order is shared with the bodies' actors, so it lives in the state (restored with
     # it), under a number this actor is told again when it is made again.
-    group = state.answer(state.new_group)
+    what = f"complete {command.execution_id} {' '.join(command.step_keys)}"
+    group = state.answer(partial(state.new_group, what))
     of = len(command.step_keys)
     for key in command.step_keys:
         info = new_point_info(worker, Op.COMPLETE, command.execution_id, key)

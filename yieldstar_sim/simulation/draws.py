@@ -55,7 +55,8 @@ def draw(
         raise RuntimeError("a draw is made outside any actor")
     # Shared with the options' actors, so kept in the state (restored with it) under a number
     # this actor is told again when it is made again.
-    number = state.answer(state.new_group)
+    what = f"draw {execution_id}/{step_key} attempt {attempt}"
+    number = state.answer(partial(state.new_group, what))
     info = new_point_info(worker, Op.DRAW, execution_id, step_key)
     for index in range(len(options)):
         state.spawn(

@@ -94,7 +94,6 @@ class Simulator:
             clocks=WorkerClocks(clock.now),
         )
         state = self.state
-        state.trace.running = lambda: kernel.running
         if restorable:
             state.recorder = Recorder(kernel, clock)
             state.recorder.mutes.append(state.trace.mute)

@@ -84,6 +84,9 @@ class RunState:
     (its options' indices: the first is the one drawn), by the number ``new_group`` gave it:
     shared by the worker and the actors it spawned for them, so kept here, with the rest of
     what a restored state puts back."""
+    group_names: dict[int, str] = field(default_factory=dict)
+    """What each group is for (``new_group``): the state keys read the groups by it, not by
+    their numbers, which follow the order runs happened to make them in."""
     recorder: Recorder | None = None
     """What each actor was told, when the run may be restored to a saved state (the
     exhaustive search's): actors read the shared state through ``answer``."""
@@ -132,11 +135,23 @@ class RunState:
         if self.recorder is not None:
             self.recorder.reset(name, factory)
 
-    def new_group(self) -> int:
-        """A number for a new ``step.all`` completion order (or a draw), with its empty
-        list."""
+    def new_group(self, what: str) -> int:
+        """A number for a new ``step.all`` completion order (or a draw), with its empty list;
+        ``what`` says what it is for (``"draw order-42/route"``), and its name is ``what``
+        with how many groups were made for it before (``"draw order-42/route #1"``), the same
+        whichever order two executions' groups were made in.
+
+        >>> state = RunState.__new__(RunState)
+        >>> state.groups, state.group_names = {}, {}
+        >>> [state.new_group(what) for what in ("draw e1/s0", "draw e0/s1", "draw e1/s0")]
+        [0, 1, 2]
+        >>> state.group_names[2]
+        'draw e1/s0 #1'
+        """
         number = len(self.groups)
+        before = sum(1 for name in self.group_names.values() if name.rpartition(" #")[0] == what)
         self.groups[number] = []
+        self.group_names[number] = f"{what} #{before}"
         return number
 
     def registry(self) -> Registry:

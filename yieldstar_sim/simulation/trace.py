@@ -242,17 +242,10 @@ class Trace:
         self.muted = False
         """While set, ``add`` adds nothing: an actor made again from what it was told
         (``simulation.recorder``) writes again what the trace already holds."""
-        self.running: Callable[[], str | None] | None = None
-        """Who is running (the kernel's actor), asked at each ``add`` when set: ``actors``."""
-        self.actors: list[str | None] = []
-        """The actor that was running when each event was added (with ``running``): a
-        worker's stalled attempt writes events in its worker's name, and the state keys tell
-        the two apart by this."""
 
     def truncate(self, length: int) -> None:
         """Forget every event from ``length`` on: a run restored to a state it saved then."""
         del self.events[length:]
-        del self.actors[length:]
         self._derived.clear()
 
     def mute(self, muted: bool) -> None:
@@ -309,8 +302,6 @@ class Trace:
                 data,
             )  # fmt: skip
         self.events.append(event)
-        if self.running is not None:
-            self.actors.append(self.running())
         return event
 
     def __len__(self) -> int:

@@ -116,7 +116,7 @@ class Probe:
             # Inside the replayed prefix no key is read: the keys are fed from its end.
             if self.fed < self.span:
                 self._catch_up()
-            self.keys.remember(events, sim.trace.actors[self.span :])
+            self.keys.remember(events)
             self.fed = len(trace)
         self.span, self.clock = len(trace), sim.clock.now()
         node = self.search.node_at(index) if index >= max(0, len(self.prefix) - 1) else None
@@ -138,8 +138,7 @@ class Probe:
             self.keys.restore(kept[1])
         else:
             self.keys = self.search.state_keys()
-            trace = self.simulator.trace
-            self.keys.remember(trace.events[: self.span], trace.actors[: self.span])
+            self.keys.remember(self.simulator.trace.events[: self.span])
         self.fed = self.span
 
     def final_key(self) -> str:

@@ -29,6 +29,7 @@ whole (their reference) and compare at every point.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -95,32 +96,38 @@ class StateKeys:
         self._behind: dict[str, float] | None = None
         self._ends: dict[tuple[str, int], float] | None = None
         self._believed = 0
+        self._workers: frozenset[str] = frozenset()
+        self._names = re.compile(r"(?!)")  # matches nothing until a worker is seen
 
     # ------------------------------------------------------------------ histories
 
-    def remember(
-        self, events: Sequence[TraceEvent], by: Sequence[str | None] | None = None
-    ) -> None:
-        """Add each event to the history of the actor that wrote it (``by``, the trace's
-        ``actors``; else its worker), as its trace reads with the worker's name blinded: the
-        state its generator holds. A claim, a crash, an outcome or a rejection starts the
+    def remember(self, events: Sequence[TraceEvent]) -> None:
+        """Add each event to its worker's history, as its trace reads with the workers' names
+        blinded: the state its generator holds (and its helpers': a stalled attempt, a body
+        completing, a draw's options write in their worker's name, and what they decided is
+        the worker's to go on with). A claim, a crash, an outcome or a rejection starts the
         history again."""
         histories, hashes, actors, lines = self.histories, self._hashes, self._actors, self.lines
-        for number, event in enumerate(events):
+        for event in events:
             worker = event.worker
             if worker is None:
                 continue
-            actor = worker if by is None else (by[number] or worker)
             kind = event.kind
             # The event's facts, not its words: the payloads carry what the text says (a
             # body's value or error, an outcome, a lease's end, a wait's target, a reason),
             # and every bundled scenario's exhaustive search counts the same states keyed so
             # as keyed by the text. The time is left out: the clock has its own term.
-            line = (
+            if worker not in self._workers:
+                self._learn(worker)
+            # Every worker's name blinded, not only its own: a refused write's reason names the
+            # worker that holds the lease now, and two states that mirror each other (the
+            # workers swapped) would get two keys while the state before them gets one.
+            line = self._names.sub(
+                "~",
                 f"{kind} {event.op} {event.execution_id} {event.step_key} {event.token} "
-                f"{event.data.to_json()}"
-            ).replace(worker, "~")
-            running = hashes.get(actor)
+                f"{event.data.to_json()}",
+            )
+            running = hashes.get(worker)
             # Kinds compared by identity: an enum member's hash is a Python call.
             if (
                 running is None
@@ -129,14 +136,20 @@ class StateKeys:
                 or kind is _REJECT
                 or (kind is _CALL and event.op == Op.CLAIM)
             ):
-                hashes[actor] = running = _HISTORY.copy()
+                hashes[worker] = running = _HISTORY.copy()
                 if lines:
-                    histories[actor] = [line]
+                    histories[worker] = [line]
             elif lines:
-                histories[actor].append(line)
+                histories[worker].append(line)
             data = line.encode()  # as _feed does, inline: every event passes here
             running.update(b"%d:%b" % (len(data), data))
-            actors.pop(actor, None)
+            actors.pop(worker, None)
+
+    def _learn(self, worker: str) -> None:
+        """Blind ``worker`` too from now on (longer names first: ``w10`` before ``w1``)."""
+        self._workers = self._workers | {worker}
+        names = sorted(self._workers, key=len, reverse=True)
+        self._names = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in names))
 
     def snapshot(self) -> Histories:
         """The histories as they are now, for ``restore``: a run that replays the same path
@@ -237,11 +250,14 @@ class StateKeys:
         behind, ends = simulator.clocks.behind, simulator.lease_ends
         if behind or ends:
             total += self._beliefs(behind, ends)
-        groups = simulator.state.groups
-        if groups:
-            # The order a step.all's bodies completed in so far: the worker and the bodies
-            # that wait share it, and it decides the order the rest are checkpointed in.
-            total += term(_GROUPS, repr(sorted((n, tuple(o)) for n, o in groups.items())))
+        run = simulator.state
+        if run.groups:
+            # The order a step.all's bodies completed in so far (and each draw's option): the
+            # worker and the actors that wait share it, and it decides what the worker does
+            # next. By what each group is for, not its number (made in the order runs went).
+            names = run.group_names
+            groups = sorted((names[n], tuple(o)) for n, o in run.groups.items())
+            total += term(_GROUPS, repr(groups))
         return key_text(total)
 
     def _beliefs(self, behind: dict[str, float], ends: dict[tuple[str, int], float]) -> int:
