@@ -51,6 +51,7 @@ from yieldstar_sim.core.commands import (
 from yieldstar_sim.core.driver_flow import Diverged as _Diverged
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
 from yieldstar_sim.core.driver_flow import Throw as _Throw
+from yieldstar_sim.core.driver_flow import check_step_key
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
@@ -76,7 +77,6 @@ from yieldstar_sim.core.model import (
     StartResult,
     StepDeclarationError,
     StepError,
-    StepKeyError,
     StepRecord,
     Suspended,
     WorkflowCancelledError,
@@ -86,7 +86,6 @@ from yieldstar_sim.core.model import (
     WorkflowStartErrorCode,
     check_execution_id,
     check_name,
-    control_character,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
 
@@ -128,17 +127,7 @@ class _Replay:
 
     def reach(self, key: object) -> StepRecord | None:
         """Check the step key the code asks for next; return its record, if any."""
-        if not isinstance(key, str) or not key:
-            raise _Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-        if control_character(key) is not None:
-            raise _Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
-        if key in self.reached:
-            raise _Throw(
-                StepKeyError(
-                    f"step key {key!r} is used twice in execution {self.execution_id!r}; "
-                    "each step needs its own key (e.g. add the item or the loop index)"
-                )
-            )
+        key = check_step_key(key, self.reached, self.execution_id)
         position = len(self.reached)
         self.reached.add(key)
         recorded = self.recorded[position].step_key if position < len(self.recorded) else None

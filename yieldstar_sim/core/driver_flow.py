@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.model import StepKeyError, control_character
+
 if TYPE_CHECKING:
+    from collections.abc import Container
+
     from yieldstar_sim.core.model import NondeterminismError
 
 
@@ -33,3 +37,21 @@ class Diverged(Exception):
     def __init__(self, error: NondeterminismError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def check_step_key(key: object, reached: Container[str], execution_id: str) -> str:
+    """``key``, when it can name the next step of ``execution_id``: a non-empty string with no
+    control character that no step reached so far (``reached``) has; else ``Throw`` of the
+    ``StepKeyError`` that says why, into the code that asked for it."""
+    if not isinstance(key, str) or not key:
+        raise Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
+    if control_character(key) is not None:
+        raise Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
+    if key in reached:
+        raise Throw(
+            StepKeyError(
+                f"step key {key!r} is used twice in execution {execution_id!r}; "
+                "each step needs its own key (e.g. add the item or the loop index)"
+            )
+        )
+    return key

@@ -31,13 +31,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.authoring import RunStep
 from yieldstar_sim.core.commands import Command, OrderCompletions, PutStep
-from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw
+from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw, check_step_key
 from yieldstar_sim.core.model import (
     ErrorInfo,
     NondeterminismError,
-    StepKeyError,
     WorkflowCancelledError,
-    control_character,
 )
 
 if TYPE_CHECKING:
@@ -149,17 +147,7 @@ def reach_group(
     hands the member at call position ``i`` the ``i``-th record, whatever its key.
     """
     for key in keys:
-        if not isinstance(key, str) or not key:
-            raise Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-        if control_character(key) is not None:
-            raise Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
-        if key in replay.reached:
-            raise Throw(
-                StepKeyError(
-                    f"step key {key!r} is used twice in execution {replay.execution_id!r}; "
-                    "each step needs its own key (e.g. add the item or the loop index)"
-                )
-            )
+        check_step_key(key, replay.reached, replay.execution_id)
     start = len(replay.reached)
     replay.reached.update(keys)
     window = replay.recorded[start : start + len(keys)]
