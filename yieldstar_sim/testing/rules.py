@@ -30,6 +30,7 @@ from yieldstar_sim.testing._support import (
     RuntimeFactory,
     _accepted,
     _caller,
+    _claimed,
     _expect,
     _finish,
     _fresh,
@@ -137,10 +138,7 @@ def a_claim_leases_one_execution_with_a_growing_fencing_token(make: RuntimeFacto
 
 def a_stale_lease_holder_is_fenced(make: RuntimeFactory) -> None:
     """Every fenced write of a stale holder is refused; its start is answered, not fenced."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    stale = runtime.claim("w1", lease_seconds=LEASE)
-    assert stale is not None
+    runtime, clock, caller, stale = _claimed(make)
     target = _accepted(runtime.start(_ship()), "the first holder's start")
     runtime.put_step(stale.lease, "ship", status="completed", value={"executionId": target})
     clock.advance(LEASE + 1)
@@ -174,10 +172,7 @@ def a_stale_lease_holder_is_fenced(make: RuntimeFactory) -> None:
 
 def an_expired_lease_fences_its_holder_even_unclaimed(make: RuntimeFactory) -> None:
     """A lease past its expiry fences writes even before anyone else claims."""
-    runtime, clock = _fresh(make)
-    _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, _, delivery = _claimed(make)
     clock.advance(LEASE)
     try:
         runtime.put_step(delivery.lease, "late", status="completed")
@@ -189,10 +184,7 @@ def an_expired_lease_fences_its_holder_even_unclaimed(make: RuntimeFactory) -> N
 
 def a_renewed_lease_lasts_longer(make: RuntimeFactory) -> None:
     """Renewing moves the expiry to lease_seconds from now."""
-    runtime, clock = _fresh(make)
-    _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, _, delivery = _claimed(make)
     clock.advance(20)
     renewed = runtime.renew(delivery.lease, lease_seconds=LEASE)
     _expect(renewed.expires_at == 50.0 and renewed.token == 1, f"renewed lease: {renewed}")
@@ -203,10 +195,7 @@ def a_renewed_lease_lasts_longer(make: RuntimeFactory) -> None:
 
 def a_released_lease_is_redelivered_after_the_delay(make: RuntimeFactory) -> None:
     """Release re-arms the wake at now + delay; until then nobody can claim."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, caller, delivery = _claimed(make)
     clock.advance(2)
     runtime.release(delivery.lease, delay=5)
     record = runtime.execution(caller)
@@ -221,10 +210,7 @@ def a_released_lease_is_redelivered_after_the_delay(make: RuntimeFactory) -> Non
 
 def steps_and_wakes_are_recorded_under_the_lease(make: RuntimeFactory) -> None:
     """Steps keep their first position when rewritten; a suspended outcome keeps its wake."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, caller, delivery = _claimed(make)
     runtime.put_step(delivery.lease, "charge", status="completed", value={"ok": True})
     runtime.put_step(delivery.lease, "wait", status="pending", value={"until": 60}, wake_at=60)
     runtime.put_step(delivery.lease, "charge", status="failed", value={"n": 1.5}, attempt=2)
@@ -311,10 +297,7 @@ def a_terminal_outcome_is_stored(make: RuntimeFactory) -> None:
 
 def pruning_removes_a_callers_start_requests(make: RuntimeFactory) -> None:
     """Pruning a terminal caller removes its steps and start requests; targets keep their link."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, _, caller, delivery = _claimed(make)
     target = _accepted(runtime.start(_ship()), "the start")
     runtime.put_step(delivery.lease, "ship", status="completed", value={"executionId": target})
     try:
@@ -381,10 +364,7 @@ def a_request_outlives_its_pruned_target(make: RuntimeFactory) -> None:
 def a_lease_of_a_pruned_incarnation_fences_nothing(make: RuntimeFactory) -> None:
     """An ID pruned and admitted again starts its tokens anew; the old incarnation's lease,
     with the same owner and token, is still refused."""
-    runtime, _ = _fresh(make)
-    _caller(runtime)
-    old = runtime.claim("w1", lease_seconds=LEASE)
-    assert old is not None
+    runtime, _, _, old = _claimed(make)
     runtime.acknowledge(old.lease, Completed(None))
     runtime.prune("order-42")
     _caller(runtime)
