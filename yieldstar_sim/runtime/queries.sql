@@ -1,5 +1,7 @@
 -- Every statement the DuckDB runtime runs, by name. Parameters are always bound ($name), never
 -- formatted into the text. A block may hold several statements; only its last takes parameters.
+-- A read and the write that follows it in one transaction include one fragment (runtime/
+-- sql_files.py): the write writes the rows the read found only while the two say the same.
 -- The execution columns come in the order of _common.EXECUTION_COLUMNS.
 
 -- The inserts answer the record they inserted (RETURNING the record costs about 0.08 ms more
@@ -248,12 +250,10 @@ SET waiting_on = $target, revision = revision + 1
 WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
   AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
 
--- name: cancel_rows
+-- fragment: cancel_reaches
 -- A cancellation request reaches the execution and, recursively, what it owns: targets it
 -- started or created without `detached` (joined runs are owned by their creator, not here).
--- The executions it newly reaches, read in the transaction that cancel then writes them in.
-BEGIN TRANSACTION;
-SELECT execution_id FROM executions
+-- The live ones it newly reaches:
 WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_id IN (
     WITH RECURSIVE owned(execution_id, seq) AS (
         SELECT execution_id, seq FROM executions
@@ -262,21 +262,22 @@ WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_
         SELECT c.execution_id, c.seq
         FROM executions AS c JOIN owned AS o ON c.request_seq = o.seq AND NOT c.parent_detached
     )
-    SELECT execution_id FROM owned);
+    SELECT execution_id FROM owned)
+
+-- name: cancel_rows
+-- The executions a cancellation newly reaches, read in the transaction that cancel then
+-- writes them in.
+BEGIN TRANSACTION;
+SELECT execution_id FROM executions
+-- include: cancel_reaches
+;
 
 -- name: cancel
 UPDATE executions
 SET cancel_requested = true, due_at = least(coalesce(due_at, $now), $now),
     revision = revision + 1
-WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_id IN (
-    WITH RECURSIVE owned(execution_id, seq) AS (
-        SELECT execution_id, seq FROM executions
-        WHERE execution_id = $execution_id AND status <> 'pruned'
-        UNION
-        SELECT c.execution_id, c.seq
-        FROM executions AS c JOIN owned AS o ON c.request_seq = o.seq AND NOT c.parent_detached
-    )
-    SELECT execution_id FROM owned);
+-- include: cancel_reaches
+;
 
 -- name: child_insert
 -- Create the run `child_id` for request (caller, step key), unless the request exists, the
@@ -311,22 +312,25 @@ LEFT JOIN executions AS r ON r.request_seq = c.seq AND r.parent_step_key = $step
 LEFT JOIN executions AS x ON x.execution_id = $child_id AND x.status <> 'pruned'
 WHERE c.execution_id = $caller AND c.status <> 'pruned';
 
--- name: prune_to_tombstone_rows
+-- fragment: keeps_a_tombstone
 -- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
--- Its incarnation, read in the transaction that prune_to_tombstone then writes it in.
-BEGIN TRANSACTION;
-SELECT seq FROM executions
 WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
   AND origin = 'start'
-  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned');
+  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
+
+-- name: prune_to_tombstone_rows
+-- The target's incarnation, read in the transaction that prune_to_tombstone then writes it in.
+BEGIN TRANSACTION;
+SELECT seq FROM executions
+-- include: keeps_a_tombstone
+;
 
 -- name: prune_to_tombstone
 UPDATE executions
 SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = revision + 1
-WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
-  AND origin = 'start'
-  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned');
+-- include: keeps_a_tombstone
+;
 
 -- name: prune
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
