@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.authoring import RunStep
 from yieldstar_sim.core.commands import Command, OrderCompletions, PutStep
-from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw, check_step_key
+from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw, check_step_key, relay
 from yieldstar_sim.core.model import (
     ErrorInfo,
     NondeterminismError,
@@ -185,23 +185,13 @@ def _watched(
     member: Generator[Command, Any, Any], key: str, wrote: list[bool]
 ) -> Generator[Command, Any, Any]:
     """``yield from member``, noting in ``wrote`` whether it wrote its step's record."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            command = member.throw(error) if error is not None else member.send(value)
-        except StopIteration as stop:
-            return stop.value
+
+    def note(command: Command) -> Command:
         if isinstance(command, PutStep) and command.step_key == key and not wrote:
             wrote.append(True)
-        value, error = None, None
-        try:
-            value = yield command
-        except GeneratorExit:
-            member.close()
-            raise
-        except BaseException as raised:  # a runtime call's error: the member's to handle
-            error = raised
+        return command
+
+    return (yield from relay(member, note))
 
 
 def _open(record: StepRecord | None) -> bool:
