@@ -22,6 +22,7 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime.protocol import Runtime
 
 T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 
 RuntimeFactory: TypeAlias = Callable[[ManualClock], Runtime]
 """Makes a fresh, empty runtime that reads its time from the given clock."""
@@ -123,14 +124,20 @@ def _refused_as_terminal(call: Callable[[], object], what: str, caller: str, sta
         raise AssertionError(f"{what} from the {status} caller {caller} gave {answer!r}")
 
 
+def _raised(kind: type[E], call: Callable[[], object], message: str) -> E:
+    """The ``kind`` error ``call`` raised, for the case to look into; ``message`` fails the
+    case when it raised none."""
+    try:
+        call()
+    except kind as error:
+        return error
+    raise AssertionError(message)
+
+
 def _raises_injected(
     call: Callable[[], object], message: str = "an armed failure point did not fail the call"
 ) -> None:
-    try:
-        call()
-    except InjectedFailure:
-        return
-    raise AssertionError(message)
+    _raised(InjectedFailure, call, message)
 
 
 def _race(calls: Sequence[Callable[[], T]]) -> list[T]:
