@@ -19,11 +19,22 @@ RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, p
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
 
+-- fragment: caller_admits
+-- The caller's row, when request (caller, step key) may admit a new target: the caller is
+-- retained, live unless the orphan guard ($guard) is off, and the request has no target yet.
+-- The request is looked up by the caller's seq through an uncorrelated subquery: a correlated
+-- NOT EXISTS (t.request_seq = c.seq) is planned as a delim join, about 0.3 ms more.
+FROM executions AS c
+WHERE c.execution_id = $caller AND c.status <> 'pruned'
+  AND (NOT $guard OR c.status IN ('pending', 'suspended'))
+  AND NOT EXISTS (SELECT 1 FROM executions AS t
+                  WHERE t.parent_step_key = $step_key
+                    AND t.request_seq = (SELECT seq FROM executions
+                                         WHERE execution_id = $caller AND status <> 'pruned'))
+
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
 -- parent link and its first wake (due_at) are one row, so they commit together or not at all.
--- The request is looked up by the caller's seq through an uncorrelated subquery: a correlated
--- NOT EXISTS (t.request_seq = c.seq) is planned as a delim join, about 0.3 ms more.
 -- With the orphan guard ($guard), a terminal caller admits nothing (start_find then tells a
 -- repeat from a refusal), and an owned target of a caller whose cancellation is requested
 -- starts with its own cancellation requested.
@@ -36,14 +47,8 @@ SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $call
        $guard AND NOT $detached AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
-      FROM executions AS c
-      WHERE c.execution_id = $caller AND c.status <> 'pruned'
-        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
-        AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.parent_step_key = $step_key
-                          AND t.request_seq = (SELECT seq FROM executions
-                                               WHERE execution_id = $caller
-                                                 AND status <> 'pruned')))
+-- include: caller_admits
+)
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
@@ -291,15 +296,8 @@ SELECT $child_id, n, $workflow_id, $params, $origin, $caller, caller_seq, $step_
        $detached, 'pending', $now, $now, $guard AND NOT $detached AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
-      FROM executions AS c
-      WHERE c.execution_id = $caller AND c.status <> 'pruned'
-        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
-        AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id)
-        AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.parent_step_key = $step_key
-                          AND t.request_seq = (SELECT seq FROM executions
-                                               WHERE execution_id = $caller
-                                                 AND status <> 'pruned')))
+-- include: caller_admits
+  AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id))
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
