@@ -73,6 +73,7 @@ from yieldstar_sim.core.model import (
     ProfileError,
     RequestId,
     StartAccepted,
+    StartRejected,
     StartRequest,
     StartResult,
     StepDeclarationError,
@@ -405,9 +406,7 @@ def _start(
     if isinstance(result, StartAccepted):
         yield PutStep(lease, key, "completed", {"executionId": result.execution_id})
         return StartedExecution(result.execution_id)
-    info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-    yield PutStep(lease, key, "failed", {"error": info.to_value()})
-    raise _Throw(_start_error(info))
+    raise (yield from _refused(lease, key, result))
 
 
 def _call(
@@ -423,9 +422,7 @@ def _call(
         start = StartRequest(RequestId(ctx.execution_id, key), request.workflow_id, request.params)
         result: StartResult = yield CallStart(start)
         if not isinstance(result, StartAccepted):
-            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
-            raise _Throw(_start_error(info))
+            raise (yield from _refused(ctx.lease, key, result))
         target = result.execution_id
         yield PutStep(ctx.lease, key, "pending", {"executionId": target})
     return (yield from _await(key, target, ctx, {}))
@@ -461,9 +458,7 @@ def _child(
         )  # fmt: skip
         result: ChildResult = yield StartChild(child)
         if not isinstance(result, ChildAccepted):
-            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
-            raise _Throw(_start_error(info))
+            raise (yield from _refused(ctx.lease, key, result))
         target, joined = result.execution_id, not result.created
         if request.spawn:
             yield from _wait_for_spawn_acknowledgement(key, target, ctx)
@@ -535,6 +530,15 @@ def _restore_failure(key: str, value: dict[str, DurableValue], attempts: int) ->
     if info.name == "WorkflowStartError" and info.code is not None:
         return _start_error(info)
     return StepError(key, info, attempts=attempts)
+
+
+def _refused(lease: Lease, key: str, result: StartRejected) -> Generator[Command, Any, _Throw]:
+    """Record the start the runtime refused as step ``key``'s failure; answer the ``_Throw`` of
+    it into the code (the caller raises it: a type checker follows a raise, not a generator's
+    ``NoReturn``)."""
+    info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
+    yield PutStep(lease, key, "failed", {"error": info.to_value()})
+    return _Throw(_start_error(info))
 
 
 def _start_error(info: ErrorInfo) -> WorkflowStartError:
