@@ -51,6 +51,7 @@ from yieldstar_sim.core.commands import (
 from yieldstar_sim.core.driver_flow import Diverged as _Diverged
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
 from yieldstar_sim.core.driver_flow import Throw as _Throw
+from yieldstar_sim.core.driver_flow import check_step_key
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
@@ -72,11 +73,11 @@ from yieldstar_sim.core.model import (
     ProfileError,
     RequestId,
     StartAccepted,
+    StartRejected,
     StartRequest,
     StartResult,
     StepDeclarationError,
     StepError,
-    StepKeyError,
     StepRecord,
     Suspended,
     WorkflowCancelledError,
@@ -86,7 +87,6 @@ from yieldstar_sim.core.model import (
     WorkflowStartErrorCode,
     check_execution_id,
     check_name,
-    control_character,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
 
@@ -128,17 +128,7 @@ class _Replay:
 
     def reach(self, key: object) -> StepRecord | None:
         """Check the step key the code asks for next; return its record, if any."""
-        if not isinstance(key, str) or not key:
-            raise _Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-        if control_character(key) is not None:
-            raise _Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
-        if key in self.reached:
-            raise _Throw(
-                StepKeyError(
-                    f"step key {key!r} is used twice in execution {self.execution_id!r}; "
-                    "each step needs its own key (e.g. add the item or the loop index)"
-                )
-            )
+        key = check_step_key(key, self.reached, self.execution_id)
         position = len(self.reached)
         self.reached.add(key)
         recorded = self.recorded[position].step_key if position < len(self.recorded) else None
@@ -416,9 +406,7 @@ def _start(
     if isinstance(result, StartAccepted):
         yield PutStep(lease, key, "completed", {"executionId": result.execution_id})
         return StartedExecution(result.execution_id)
-    info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-    yield PutStep(lease, key, "failed", {"error": info.to_value()})
-    raise _Throw(_start_error(info))
+    raise (yield from _refused(lease, key, result))
 
 
 def _call(
@@ -434,9 +422,7 @@ def _call(
         start = StartRequest(RequestId(ctx.execution_id, key), request.workflow_id, request.params)
         result: StartResult = yield CallStart(start)
         if not isinstance(result, StartAccepted):
-            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
-            raise _Throw(_start_error(info))
+            raise (yield from _refused(ctx.lease, key, result))
         target = result.execution_id
         yield PutStep(ctx.lease, key, "pending", {"executionId": target})
     return (yield from _await(key, target, ctx, {}))
@@ -472,9 +458,7 @@ def _child(
         )  # fmt: skip
         result: ChildResult = yield StartChild(child)
         if not isinstance(result, ChildAccepted):
-            info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
-            yield PutStep(ctx.lease, key, "failed", {"error": info.to_value()})
-            raise _Throw(_start_error(info))
+            raise (yield from _refused(ctx.lease, key, result))
         target, joined = result.execution_id, not result.created
         if request.spawn:
             yield from _wait_for_spawn_acknowledgement(key, target, ctx)
@@ -546,6 +530,15 @@ def _restore_failure(key: str, value: dict[str, DurableValue], attempts: int) ->
     if info.name == "WorkflowStartError" and info.code is not None:
         return _start_error(info)
     return StepError(key, info, attempts=attempts)
+
+
+def _refused(lease: Lease, key: str, result: StartRejected) -> Generator[Command, Any, _Throw]:
+    """Record the start the runtime refused as step ``key``'s failure; answer the ``_Throw`` of
+    it into the code (the caller raises it: a type checker follows a raise, not a generator's
+    ``NoReturn``)."""
+    info = ErrorInfo("WorkflowStartError", result.message, str(result.code))
+    yield PutStep(lease, key, "failed", {"error": info.to_value()})
+    return _Throw(_start_error(info))
 
 
 def _start_error(info: ErrorInfo) -> WorkflowStartError:

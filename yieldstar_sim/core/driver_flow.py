@@ -1,13 +1,19 @@
 """The driver's control flow between a step and ``drive``: suspend the delivery, throw an error
 into workflow code, or end it because the code left its recorded path. ``core.driver`` and
-``core.driver_groups`` both raise them.
+``core.driver_groups`` both raise them, check step keys with ``check_step_key``, and watch a
+step's commands go by with ``relay``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.core.model import StepKeyError, control_character
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Container, Generator
+
+    from yieldstar_sim.core.commands import Command
     from yieldstar_sim.core.model import NondeterminismError
 
 
@@ -33,3 +39,44 @@ class Diverged(Exception):
     def __init__(self, error: NondeterminismError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+def check_step_key(key: object, reached: Container[str], execution_id: str) -> str:
+    """``key``, when it can name the next step of ``execution_id``: a non-empty string with no
+    control character that no step reached so far (``reached``) has; else ``Throw`` of the
+    ``StepKeyError`` that says why, into the code that asked for it."""
+    if not isinstance(key, str) or not key:
+        raise Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
+    if control_character(key) is not None:
+        raise Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
+    if key in reached:
+        raise Throw(
+            StepKeyError(
+                f"step key {key!r} is used twice in execution {execution_id!r}; "
+                "each step needs its own key (e.g. add the item or the loop index)"
+            )
+        )
+    return key
+
+
+def relay(
+    steps: Generator[Command, Any, Any], each: Callable[[Command], Command]
+) -> Generator[Command, Any, Any]:
+    """``yield from steps``, with each command it yields passed through ``each`` on its way out
+    (to note it or rewrite it): answers and errors go back in as ``yield from`` sends them, and
+    closing the relay closes ``steps``."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            command = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value, error = None, None
+        try:
+            value = yield each(command)
+        except GeneratorExit:
+            steps.close()
+            raise
+        except BaseException as raised:  # a runtime call's error: the steps' to handle
+            error = raised

@@ -31,13 +31,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.authoring import RunStep
 from yieldstar_sim.core.commands import Command, OrderCompletions, PutStep
-from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw
+from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw, check_step_key, relay
 from yieldstar_sim.core.model import (
     ErrorInfo,
     NondeterminismError,
-    StepKeyError,
     WorkflowCancelledError,
-    control_character,
 )
 
 if TYPE_CHECKING:
@@ -149,17 +147,7 @@ def reach_group(
     hands the member at call position ``i`` the ``i``-th record, whatever its key.
     """
     for key in keys:
-        if not isinstance(key, str) or not key:
-            raise Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-        if control_character(key) is not None:
-            raise Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
-        if key in replay.reached:
-            raise Throw(
-                StepKeyError(
-                    f"step key {key!r} is used twice in execution {replay.execution_id!r}; "
-                    "each step needs its own key (e.g. add the item or the loop index)"
-                )
-            )
+        check_step_key(key, replay.reached, replay.execution_id)
     start = len(replay.reached)
     replay.reached.update(keys)
     window = replay.recorded[start : start + len(keys)]
@@ -197,23 +185,13 @@ def _watched(
     member: Generator[Command, Any, Any], key: str, wrote: list[bool]
 ) -> Generator[Command, Any, Any]:
     """``yield from member``, noting in ``wrote`` whether it wrote its step's record."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            command = member.throw(error) if error is not None else member.send(value)
-        except StopIteration as stop:
-            return stop.value
+
+    def note(command: Command) -> Command:
         if isinstance(command, PutStep) and command.step_key == key and not wrote:
             wrote.append(True)
-        value, error = None, None
-        try:
-            value = yield command
-        except GeneratorExit:
-            member.close()
-            raise
-        except BaseException as raised:  # a runtime call's error: the member's to handle
-            error = raised
+        return command
+
+    return (yield from relay(member, note))
 
 
 def _open(record: StepRecord | None) -> bool:

@@ -28,6 +28,7 @@ from yieldstar_sim.core.authoring import (
 )
 from yieldstar_sim.core.codec import DurableValue, EncodedValue, durable_value_codec
 from yieldstar_sim.core.commands import PutStep
+from yieldstar_sim.core.driver_flow import relay
 from yieldstar_sim.core.model import NondeterminismError, StepRecord
 
 if TYPE_CHECKING:
@@ -75,25 +76,18 @@ def stamped(steps: Generator[Any, Any, Any], request: StepRequest) -> Generator[
     identity = identity_of(request)
     if identity is None or isinstance(request, GroupStep):
         return (yield from steps)
-    send: Any = None
-    throw: BaseException | None = None
-    while True:
-        try:
-            command = steps.throw(throw) if throw is not None else steps.send(send)
-        except StopIteration as stop:
-            return stop.value
+
+    def stamp(command: Any) -> Any:
         if (
             isinstance(command, PutStep)
             and command.step_key == request.key
             and isinstance(command.value, dict)
             and "executionId" in command.value  # a target was named: a refusal names none
         ):
-            command = dataclasses.replace(command, value={**command.value, IDENTITY_KEY: identity})
-        send, throw = None, None
-        try:
-            send = yield command
-        except BaseException as error:  # thrown into the step's own code, as yield from does
-            throw = error
+            return dataclasses.replace(command, value={**command.value, IDENTITY_KEY: identity})
+        return command
+
+    return (yield from relay(steps, stamp))
 
 
 def recorded_identity(record: StepRecord) -> dict[str, DurableValue] | None:

@@ -40,6 +40,7 @@ from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.duckdb_pool import POOL, Held
 from yieldstar_sim.runtime.duckdb_queue import QueueModel
 from yieldstar_sim.runtime.failpoints import FailPoints
+from yieldstar_sim.runtime.sql_files import load_queries
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -48,21 +49,6 @@ if TYPE_CHECKING:
 #: A race lost to another connection: roll back and try again on a fresh snapshot.
 _RACE_ERRORS = (duckdb.TransactionException, duckdb.ConstraintException)
 _MAX_RACE_RETRIES = 1000
-
-
-def load_queries(text: str) -> dict[str, str]:
-    """Split a named-query file (``-- name: X`` headers) into ``{name: sql}``."""
-    queries: dict[str, str] = {}
-    name: str | None = None
-    lines: list[str] = []
-    for line in [*text.splitlines(), "-- name: "]:
-        if line.startswith("-- name:"):
-            if name:
-                queries[name] = "\n".join(lines).strip()
-            name, lines = line.removeprefix("-- name:").strip(), []
-        elif not line.lstrip().startswith("--"):
-            lines.append(line)
-    return queries
 
 
 _PACKAGE = resources.files("yieldstar_sim.runtime")

@@ -19,7 +19,7 @@ from psycopg import errors
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
-from yieldstar_sim.runtime.duckdb_runtime import load_queries
+from yieldstar_sim.runtime.sql_files import load_queries
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[tuple[Any, ...]]

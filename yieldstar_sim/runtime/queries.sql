@@ -1,5 +1,7 @@
 -- Every statement the DuckDB runtime runs, by name. Parameters are always bound ($name), never
 -- formatted into the text. A block may hold several statements; only its last takes parameters.
+-- A read and the write that follows it in one transaction include one fragment (runtime/
+-- sql_files.py): the write writes the rows the read found only while the two say the same.
 -- The execution columns come in the order of _common.EXECUTION_COLUMNS.
 
 -- The inserts answer the record they inserted (RETURNING the record costs about 0.08 ms more
@@ -17,11 +19,22 @@ RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, p
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
 
+-- fragment: caller_admits
+-- The caller's row, when request (caller, step key) may admit a new target: the caller is
+-- retained, live unless the orphan guard ($guard) is off, and the request has no target yet.
+-- The request is looked up by the caller's seq through an uncorrelated subquery: a correlated
+-- NOT EXISTS (t.request_seq = c.seq) is planned as a delim join, about 0.3 ms more.
+FROM executions AS c
+WHERE c.execution_id = $caller AND c.status <> 'pruned'
+  AND (NOT $guard OR c.status IN ('pending', 'suspended'))
+  AND NOT EXISTS (SELECT 1 FROM executions AS t
+                  WHERE t.parent_step_key = $step_key
+                    AND t.request_seq = (SELECT seq FROM executions
+                                         WHERE execution_id = $caller AND status <> 'pruned'))
+
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
 -- parent link and its first wake (due_at) are one row, so they commit together or not at all.
--- The request is looked up by the caller's seq through an uncorrelated subquery: a correlated
--- NOT EXISTS (t.request_seq = c.seq) is planned as a delim join, about 0.3 ms more.
 -- With the orphan guard ($guard), a terminal caller admits nothing (start_find then tells a
 -- repeat from a refusal), and an owned target of a caller whose cancellation is requested
 -- starts with its own cancellation requested.
@@ -34,14 +47,8 @@ SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $call
        $guard AND NOT $detached AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
-      FROM executions AS c
-      WHERE c.execution_id = $caller AND c.status <> 'pruned'
-        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
-        AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.parent_step_key = $step_key
-                          AND t.request_seq = (SELECT seq FROM executions
-                                               WHERE execution_id = $caller
-                                                 AND status <> 'pruned')))
+-- include: caller_admits
+)
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
@@ -248,12 +255,10 @@ SET waiting_on = $target, revision = revision + 1
 WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
   AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
 
--- name: cancel_rows
+-- fragment: cancel_reaches
 -- A cancellation request reaches the execution and, recursively, what it owns: targets it
 -- started or created without `detached` (joined runs are owned by their creator, not here).
--- The executions it newly reaches, read in the transaction that cancel then writes them in.
-BEGIN TRANSACTION;
-SELECT execution_id FROM executions
+-- The live ones it newly reaches:
 WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_id IN (
     WITH RECURSIVE owned(execution_id, seq) AS (
         SELECT execution_id, seq FROM executions
@@ -262,21 +267,22 @@ WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_
         SELECT c.execution_id, c.seq
         FROM executions AS c JOIN owned AS o ON c.request_seq = o.seq AND NOT c.parent_detached
     )
-    SELECT execution_id FROM owned);
+    SELECT execution_id FROM owned)
+
+-- name: cancel_rows
+-- The executions a cancellation newly reaches, read in the transaction that cancel then
+-- writes them in.
+BEGIN TRANSACTION;
+SELECT execution_id FROM executions
+-- include: cancel_reaches
+;
 
 -- name: cancel
 UPDATE executions
 SET cancel_requested = true, due_at = least(coalesce(due_at, $now), $now),
     revision = revision + 1
-WHERE status IN ('pending', 'suspended') AND NOT cancel_requested AND execution_id IN (
-    WITH RECURSIVE owned(execution_id, seq) AS (
-        SELECT execution_id, seq FROM executions
-        WHERE execution_id = $execution_id AND status <> 'pruned'
-        UNION
-        SELECT c.execution_id, c.seq
-        FROM executions AS c JOIN owned AS o ON c.request_seq = o.seq AND NOT c.parent_detached
-    )
-    SELECT execution_id FROM owned);
+-- include: cancel_reaches
+;
 
 -- name: child_insert
 -- Create the run `child_id` for request (caller, step key), unless the request exists, the
@@ -290,15 +296,8 @@ SELECT $child_id, n, $workflow_id, $params, $origin, $caller, caller_seq, $step_
        $detached, 'pending', $now, $now, $guard AND NOT $detached AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
-      FROM executions AS c
-      WHERE c.execution_id = $caller AND c.status <> 'pruned'
-        AND (NOT $guard OR c.status IN ('pending', 'suspended'))
-        AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id)
-        AND NOT EXISTS (SELECT 1 FROM executions AS t
-                        WHERE t.parent_step_key = $step_key
-                          AND t.request_seq = (SELECT seq FROM executions
-                                               WHERE execution_id = $caller
-                                                 AND status <> 'pruned')))
+-- include: caller_admits
+  AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id))
 RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
           parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
           lease_token, lease_expires_at, cancel_requested, waiting_on;
@@ -311,22 +310,25 @@ LEFT JOIN executions AS r ON r.request_seq = c.seq AND r.parent_step_key = $step
 LEFT JOIN executions AS x ON x.execution_id = $child_id AND x.status <> 'pruned'
 WHERE c.execution_id = $caller AND c.status <> 'pruned';
 
--- name: prune_to_tombstone_rows
+-- fragment: keeps_a_tombstone
 -- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
--- Its incarnation, read in the transaction that prune_to_tombstone then writes it in.
-BEGIN TRANSACTION;
-SELECT seq FROM executions
 WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
   AND origin = 'start'
-  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned');
+  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
+
+-- name: prune_to_tombstone_rows
+-- The target's incarnation, read in the transaction that prune_to_tombstone then writes it in.
+BEGIN TRANSACTION;
+SELECT seq FROM executions
+-- include: keeps_a_tombstone
+;
 
 -- name: prune_to_tombstone
 UPDATE executions
 SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = revision + 1
-WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
-  AND origin = 'start'
-  AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned');
+-- include: keeps_a_tombstone
+;
 
 -- name: prune
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its

@@ -8,6 +8,7 @@ from typing import TypeAlias, TypeVar
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.model import (
+    Delivery,
     ExecutionStateError,
     InjectedFailure,
     LeaseLostError,
@@ -21,6 +22,7 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime.protocol import Runtime
 
 T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 
 RuntimeFactory: TypeAlias = Callable[[ManualClock], Runtime]
 """Makes a fresh, empty runtime that reads its time from the given clock."""
@@ -91,6 +93,15 @@ def _one_target(runtime: Runtime, caller: str, step_key: str, expected: str) -> 
     )
 
 
+def _claimed(make: RuntimeFactory) -> tuple[Runtime, ManualClock, str, Delivery]:
+    """A fresh runtime, its clock, its one caller (``_caller``) and w1's delivery of it."""
+    runtime, clock = _fresh(make)
+    caller = _caller(runtime)
+    delivery = runtime.claim("w1", lease_seconds=LEASE)
+    assert delivery is not None
+    return runtime, clock, caller, delivery
+
+
 def _finish(runtime: Runtime, execution_id: str, outcome: WorkflowRunOutcome) -> None:
     delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=execution_id)
     assert delivery is not None, f"{execution_id} could not be claimed"
@@ -113,12 +124,20 @@ def _refused_as_terminal(call: Callable[[], object], what: str, caller: str, sta
         raise AssertionError(f"{what} from the {status} caller {caller} gave {answer!r}")
 
 
-def _raises_injected(call: Callable[[], object]) -> None:
+def _raised(kind: type[E], call: Callable[[], object], message: str) -> E:
+    """The ``kind`` error ``call`` raised, for the case to look into; ``message`` fails the
+    case when it raised none."""
     try:
         call()
-    except InjectedFailure:
-        return
-    raise AssertionError("an armed failure point did not fail the call")
+    except kind as error:
+        return error
+    raise AssertionError(message)
+
+
+def _raises_injected(
+    call: Callable[[], object], message: str = "an armed failure point did not fail the call"
+) -> None:
+    _raised(InjectedFailure, call, message)
 
 
 def _race(calls: Sequence[Callable[[], T]]) -> list[T]:

@@ -8,7 +8,6 @@ from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
     Completed,
     ExecutionStatus,
-    InjectedFailure,
     ParentLink,
     RequestId,
     StartRejected,
@@ -24,6 +23,7 @@ from yieldstar_sim.testing._support import (
     _fresh,
     _one_target,
     _race,
+    _raises_injected,
     _ship,
     _targets,
 )
@@ -35,12 +35,10 @@ def failure_before_a_new_start_commits(make: RuntimeFactory) -> None:
     caller = _caller(runtime)
     before = runtime.executions()
     runtime.failpoints.arm("start.before_commit")
-    try:
-        runtime.start(_ship())
-    except InjectedFailure:
-        pass
-    else:
-        raise AssertionError("the armed failure point start.before_commit did not fail the start")
+    _raises_injected(
+        lambda: runtime.start(_ship()),
+        "the armed failure point start.before_commit did not fail the start",
+    )
     _expect(
         runtime.executions() == before, "a start that failed before its commit admitted something"
     )
@@ -56,12 +54,10 @@ def start_commit_followed_by_a_lost_response(make: RuntimeFactory) -> None:
     runtime, _ = _fresh(make)
     caller = _caller(runtime)
     runtime.failpoints.arm("start.after_commit")
-    try:
-        runtime.start(_ship())
-    except InjectedFailure:
-        pass
-    else:
-        raise AssertionError("the armed failure point start.after_commit did not lose the response")
+    _raises_injected(
+        lambda: runtime.start(_ship()),
+        "the armed failure point start.after_commit did not lose the response",
+    )
     committed = _targets(runtime, caller, "ship")
     _expect(len(committed) == 1, f"the committed start should have one target, found {committed}")
     target = _accepted(runtime.start(_ship()), "the repeated call")

@@ -3,6 +3,7 @@ docs/decisions.md, as runtime-adapter cases."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
@@ -30,10 +31,12 @@ from yieldstar_sim.testing._support import (
     RuntimeFactory,
     _accepted,
     _caller,
+    _claimed,
     _expect,
     _finish,
     _fresh,
     _one_target,
+    _raised,
     _raises_injected,
     _refused_as_terminal,
     _ship,
@@ -48,12 +51,12 @@ def caller_chosen_id_collision_is_refused(make: RuntimeFactory) -> None:
     runtime, _ = _fresh(make)
     _caller(runtime)
     before = runtime.executions()
-    try:
-        runtime.trigger("other-workflow", {"x": 1}, execution_id="order-42")
-    except ExecutionAdmissionError as error:
-        _expect(error.code == AdmissionErrorCode.EXECUTION_EXISTS, f"wrong code {error.code}")
-    else:
-        raise AssertionError("a trigger with an existing execution ID was admitted")
+    error = _raised(
+        ExecutionAdmissionError,
+        lambda: runtime.trigger("other-workflow", {"x": 1}, execution_id="order-42"),
+        "a trigger with an existing execution ID was admitted",
+    )
+    _expect(error.code == AdmissionErrorCode.EXECUTION_EXISTS, f"wrong code {error.code}")
     _expect(runtime.executions() == before, "the refused trigger changed the records")
 
 
@@ -65,12 +68,11 @@ def generated_ids_never_collide_with_caller_chosen_ones(make: RuntimeFactory) ->
     generated += [_accepted(runtime.start(_ship(caller, f"ship-{i}")), "a start") for i in range(3)]
     _expect(len(set(generated)) == 6, f"generated IDs repeat: {generated}")
     for execution_id in generated:
-        try:
-            runtime.trigger("ship-order", execution_id=execution_id)
-        except InvalidIDError:
-            pass
-        else:
-            raise AssertionError(f"a caller could choose the generated ID {execution_id}")
+        _raised(
+            InvalidIDError,
+            functools.partial(runtime.trigger, "ship-order", execution_id=execution_id),
+            f"a caller could choose the generated ID {execution_id}",
+        )
     _expect(len(runtime.executions()) == 7, "a refused trigger admitted an execution")
 
 
@@ -78,12 +80,11 @@ def invalid_execution_ids_are_refused(make: RuntimeFactory) -> None:
     """Empty IDs and IDs with ASCII control characters are refused before admission."""
     runtime, _ = _fresh(make)
     for bad in ("", "order\n42", "tab\there", "nul\x00", "del\x7f"):
-        try:
-            runtime.trigger("charge-order", execution_id=bad)
-        except InvalidIDError:
-            pass
-        else:
-            raise AssertionError(f"the execution ID {bad!r} was admitted")
+        _raised(
+            InvalidIDError,
+            functools.partial(runtime.trigger, "charge-order", execution_id=bad),
+            f"the execution ID {bad!r} was admitted",
+        )
     _expect(runtime.executions() == [], "an invalid ID admitted an execution")
 
 
@@ -98,24 +99,24 @@ def a_direct_trigger_admits_a_due_execution_without_running_it(make: RuntimeFact
     _expect(record.due_at == 3.0 and runtime.due() == [execution_id], "the trigger is not due now")
     _expect(record.origin == "trigger" and record.parent is None, f"{record}")
     _expect(runtime.steps(execution_id) == [], "a trigger recorded steps")
-    try:
-        runtime.trigger("charge-order", {"when": float("nan")})
-    except ExecutionAdmissionError as error:
-        _expect(error.code == AdmissionErrorCode.INVALID_PARAMETERS, f"wrong code {error.code}")
-    else:
-        raise AssertionError("a trigger with invalid parameters was admitted")
+    error = _raised(
+        ExecutionAdmissionError,
+        lambda: runtime.trigger("charge-order", {"when": float("nan")}),
+        "a trigger with invalid parameters was admitted",
+    )
+    _expect(error.code == AdmissionErrorCode.INVALID_PARAMETERS, f"wrong code {error.code}")
     _expect(len(runtime.executions()) == 1, "an invalid trigger admitted an execution")
 
 
 def a_start_from_an_unknown_caller_is_refused(make: RuntimeFactory) -> None:
     """A start whose caller does not exist admits nothing."""
     runtime, _ = _fresh(make)
-    try:
-        runtime.start(_ship("nobody"))
-    except ExecutionAdmissionError as error:
-        _expect(error.code == AdmissionErrorCode.CALLER_NOT_FOUND, f"wrong code {error.code}")
-    else:
-        raise AssertionError("a start from an unknown caller was accepted")
+    error = _raised(
+        ExecutionAdmissionError,
+        lambda: runtime.start(_ship("nobody")),
+        "a start from an unknown caller was accepted",
+    )
+    _expect(error.code == AdmissionErrorCode.CALLER_NOT_FOUND, f"wrong code {error.code}")
     _expect(runtime.executions() == [], "a start from an unknown caller admitted something")
 
 
@@ -137,10 +138,7 @@ def a_claim_leases_one_execution_with_a_growing_fencing_token(make: RuntimeFacto
 
 def a_stale_lease_holder_is_fenced(make: RuntimeFactory) -> None:
     """Every fenced write of a stale holder is refused; its start is answered, not fenced."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    stale = runtime.claim("w1", lease_seconds=LEASE)
-    assert stale is not None
+    runtime, clock, caller, stale = _claimed(make)
     target = _accepted(runtime.start(_ship()), "the first holder's start")
     runtime.put_step(stale.lease, "ship", status="completed", value={"executionId": target})
     clock.advance(LEASE + 1)
@@ -174,25 +172,19 @@ def a_stale_lease_holder_is_fenced(make: RuntimeFactory) -> None:
 
 def an_expired_lease_fences_its_holder_even_unclaimed(make: RuntimeFactory) -> None:
     """A lease past its expiry fences writes even before anyone else claims."""
-    runtime, clock = _fresh(make)
-    _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, _, delivery = _claimed(make)
     clock.advance(LEASE)
-    try:
-        runtime.put_step(delivery.lease, "late", status="completed")
-    except LeaseLostError as error:
-        _expect("expired" in str(error), f"the refusal does not say the lease expired: {error}")
-    else:
-        raise AssertionError("a write under an expired lease was accepted")
+    error = _raised(
+        LeaseLostError,
+        lambda: runtime.put_step(delivery.lease, "late", status="completed"),
+        "a write under an expired lease was accepted",
+    )
+    _expect("expired" in str(error), f"the refusal does not say the lease expired: {error}")
 
 
 def a_renewed_lease_lasts_longer(make: RuntimeFactory) -> None:
     """Renewing moves the expiry to lease_seconds from now."""
-    runtime, clock = _fresh(make)
-    _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, _, delivery = _claimed(make)
     clock.advance(20)
     renewed = runtime.renew(delivery.lease, lease_seconds=LEASE)
     _expect(renewed.expires_at == 50.0 and renewed.token == 1, f"renewed lease: {renewed}")
@@ -203,10 +195,7 @@ def a_renewed_lease_lasts_longer(make: RuntimeFactory) -> None:
 
 def a_released_lease_is_redelivered_after_the_delay(make: RuntimeFactory) -> None:
     """Release re-arms the wake at now + delay; until then nobody can claim."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, caller, delivery = _claimed(make)
     clock.advance(2)
     runtime.release(delivery.lease, delay=5)
     record = runtime.execution(caller)
@@ -221,10 +210,7 @@ def a_released_lease_is_redelivered_after_the_delay(make: RuntimeFactory) -> Non
 
 def steps_and_wakes_are_recorded_under_the_lease(make: RuntimeFactory) -> None:
     """Steps keep their first position when rewritten; a suspended outcome keeps its wake."""
-    runtime, clock = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, clock, caller, delivery = _claimed(make)
     runtime.put_step(delivery.lease, "charge", status="completed", value={"ok": True})
     runtime.put_step(delivery.lease, "wait", status="pending", value={"until": 60}, wake_at=60)
     runtime.put_step(delivery.lease, "charge", status="failed", value={"n": 1.5}, attempt=2)
@@ -311,18 +297,10 @@ def a_terminal_outcome_is_stored(make: RuntimeFactory) -> None:
 
 def pruning_removes_a_callers_start_requests(make: RuntimeFactory) -> None:
     """Pruning a terminal caller removes its steps and start requests; targets keep their link."""
-    runtime, _ = _fresh(make)
-    caller = _caller(runtime)
-    delivery = runtime.claim("w1", lease_seconds=LEASE)
-    assert delivery is not None
+    runtime, _, caller, delivery = _claimed(make)
     target = _accepted(runtime.start(_ship()), "the start")
     runtime.put_step(delivery.lease, "ship", status="completed", value={"executionId": target})
-    try:
-        runtime.prune(caller)
-    except ExecutionStateError:
-        pass
-    else:
-        raise AssertionError("a live execution was pruned")
+    _raised(ExecutionStateError, lambda: runtime.prune(caller), "a live execution was pruned")
     runtime.acknowledge(delivery.lease, Completed(None))
     runtime.prune(caller)
     _expect(runtime.execution(caller) is None, "the pruned caller's record remains")
@@ -333,19 +311,18 @@ def pruning_removes_a_callers_start_requests(make: RuntimeFactory) -> None:
         record is not None and record.parent == ParentLink(caller, "ship"),
         f"the target lost its parent link: {record}",
     )
-    try:
-        runtime.prune(caller)
-    except ExecutionNotFoundError:
-        pass
-    else:
-        raise AssertionError("pruning a missing execution did not say so")
+    _raised(
+        ExecutionNotFoundError,
+        lambda: runtime.prune(caller),
+        "pruning a missing execution did not say so",
+    )
     # The caller is terminal and gone: its start requests no longer protect anything.
-    try:
-        runtime.start(_ship())
-    except ExecutionAdmissionError as error:
-        _expect(error.code == AdmissionErrorCode.CALLER_NOT_FOUND, f"wrong code {error.code}")
-    else:
-        raise AssertionError("a start from a pruned caller was accepted")
+    error = _raised(
+        ExecutionAdmissionError,
+        lambda: runtime.start(_ship()),
+        "a start from a pruned caller was accepted",
+    )
+    _expect(error.code == AdmissionErrorCode.CALLER_NOT_FOUND, f"wrong code {error.code}")
     _caller(runtime)  # the ID is free again: a new execution, with no requests yet
     new_target = _accepted(runtime.start(_ship()), "the new caller's start")
     _expect(new_target != target, "a new caller with a pruned caller's ID got its old target")
@@ -381,22 +358,19 @@ def a_request_outlives_its_pruned_target(make: RuntimeFactory) -> None:
 def a_lease_of_a_pruned_incarnation_fences_nothing(make: RuntimeFactory) -> None:
     """An ID pruned and admitted again starts its tokens anew; the old incarnation's lease,
     with the same owner and token, is still refused."""
-    runtime, _ = _fresh(make)
-    _caller(runtime)
-    old = runtime.claim("w1", lease_seconds=LEASE)
-    assert old is not None
+    runtime, _, _, old = _claimed(make)
     runtime.acknowledge(old.lease, Completed(None))
     runtime.prune("order-42")
     _caller(runtime)
     new = runtime.claim("w1", lease_seconds=LEASE)
     assert new is not None
     _expect(new.lease.token == old.lease.token, "the new incarnation's token should restart")
-    try:
-        runtime.put_step(old.lease, "late", status="completed")
-    except LeaseLostError as error:
-        _expect("pruned and admitted again" in str(error), f"unclear refusal: {error}")
-    else:
-        raise AssertionError("the old incarnation's lease wrote into the new one")
+    error = _raised(
+        LeaseLostError,
+        lambda: runtime.put_step(old.lease, "late", status="completed"),
+        "the old incarnation's lease wrote into the new one",
+    )
+    _expect("pruned and admitted again" in str(error), f"unclear refusal: {error}")
     runtime.put_step(new.lease, "fresh", status="completed")
 
 
@@ -551,9 +525,9 @@ def failure_points_before_and_after_commit(make: RuntimeFactory) -> None:
     runtime.failpoints.arm("claim.after_commit")
     _raises_injected(lambda: runtime.claim("w1", lease_seconds=LEASE))
     _expect(runtime.claim("w2", lease_seconds=LEASE) is None, "a lost claim response freed it")
-    try:
-        runtime.failpoints.arm("no.such_point")
-    except ValueError as error:
-        _expect("start.before_commit" in str(error), "the error does not list the points")
-    else:
-        raise AssertionError("an unknown failure point was armed")
+    error = _raised(
+        ValueError,
+        lambda: runtime.failpoints.arm("no.such_point"),
+        "an unknown failure point was armed",
+    )
+    _expect("start.before_commit" in str(error), "the error does not list the points")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import html
 import re
 import textwrap
-from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,37 +115,9 @@ def state_graph(space: StateSpace) -> nx.DiGraph:
 
 
 def shortest_paths(space: StateSpace) -> dict[str, list[StateEdge]]:
-    """For each violating state reachable from the root, a shortest path to it."""
-    # One breadth-first search from the root for every violation (the paths
-    # ``StateSpace.path_to`` finds, edge for edge): a search per violation made a space of
-    # thousands of states with hundreds of violations take minutes.
-    wanted = [node.key for node in space.violating()]
-    if space.root is None:
-        return {key: [] for key in wanted}
-    out: dict[str, list[StateEdge]] = {}
-    for edge in space.edges.values():
-        out.setdefault(edge.source, []).append(edge)
-    came_by: dict[str, StateEdge] = {}
-    queue = deque([space.root])
-    seen = {space.root}
-    while queue:
-        here = queue.popleft()
-        for edge in out.get(here, ()):
-            if edge.target not in seen:
-                seen.add(edge.target)
-                came_by[edge.target] = edge
-                queue.append(edge.target)
-    paths: dict[str, list[StateEdge]] = {}
-    for key in wanted:
-        if key not in seen:  # recorded, but the edges that reach it were not (a cut search)
-            continue
-        path: list[StateEdge] = []
-        here = key
-        while here != space.root:
-            path.append(came_by[here])
-            here = came_by[here].source
-        paths[key] = path[::-1]
-    return paths
+    """For each violating state reachable from the root, a shortest path to it (the paths
+    ``StateSpace.path_to`` finds, edge for edge, from one search for them all)."""
+    return space.shortest_paths(node.key for node in space.violating())
 
 
 def describe_path(path: Sequence[StateEdge]) -> str:

@@ -17,6 +17,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.pictures import figure_png
+from yieldstar_sim.widgets.box import OpensSteppers
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.widgets.stepper import Stepper
 
 
-class ReportView:
+class ReportView(OpensSteppers):
     """An exploration report as widgets: the summary, the choice point x fault kind grid, and
     for each violation its sentence, its shrunk faults, an "open in stepper" button (the
     shrunk counterexample, at the first event where it parts from the nearest passing
@@ -119,17 +120,10 @@ class ReportView:
             raise ValueError("this violation has no nearest passing schedule")
         run = replay(artifact, scenario=self.scenario)
         what = "nearest passing run" if nearest else f"counterexample: {found.invariant}"
-        self.stepper = Stepper(
-            run, index=found.divergence_at or 0, title=f"{self.report.scenario}, {what}"
+        self.stepper = self._show(
+            Stepper(run, index=found.divergence_at or 0, title=f"{self.report.scenario}, {what}")
         )
-        # Output.append_display_data, not `with output:`: it needs no kernel to capture into
-        self.output.outputs = ()
-        self.output.append_display_data(self.stepper.widget)
         return self.stepper
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Jupyter: display the widget box."""
-        return self.widget._repr_mimebundle_(**kwargs)
 
 
 def report_widget(

@@ -17,6 +17,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.pictures import figure_png
+from yieldstar_sim.widgets.box import OpensSteppers
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 DRAWN_AT_MOST = 400
 
 
-class StateSpaceView:
+class StateSpaceView(OpensSteppers):
     """The state space of ``report`` as widgets: the completeness statement, the drawing, for
     each violating state its shortest path and an "open in stepper" button, and a chooser of
     any state with an "open" button. ``stepper`` is the stepper opened last, in ``output``."""
@@ -104,14 +105,10 @@ class StateSpaceView:
         run = simulate_plan(scenario, plan, "memory")
         depth = self.space.nodes[key].depth
         index = next((e.seq for e in run.trace if e.point is not None and e.point >= depth), 0)
-        self.stepper = Stepper(run, index=index, title=f"{self.report.scenario}, state {key[:8]}")
-        self.output.outputs = ()
-        self.output.append_display_data(self.stepper.widget)
+        self.stepper = self._show(
+            Stepper(run, index=index, title=f"{self.report.scenario}, state {key[:8]}")
+        )
         return self.stepper
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Jupyter: display the widget box."""
-        return self.widget._repr_mimebundle_(**kwargs)
 
 
 def state_space_widget(

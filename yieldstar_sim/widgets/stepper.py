@@ -28,6 +28,7 @@ from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, explored_sec
 from yieldstar_sim.views.pictures import RunPictures, figure_png, graph_signature
 from yieldstar_sim.views.records import RecordBook, records_html
 from yieldstar_sim.views.words import narrate
+from yieldstar_sim.widgets.box import Shown
 from yieldstar_sim.widgets.graph_window import graph_window_html
 from yieldstar_sim.widgets.whatif import (
     WHAT_IF_KINDS,
@@ -144,7 +145,7 @@ class RunView:
         )
 
 
-class Stepper:
+class Stepper(Shown):
     """Step through a run's trace: a slider over its events, previous / play / next, and at
     each event the event in words, the execution graph, the timeline with a cursor and the
     runtime's records; a what-if panel re-runs the scenario with a fault at the current
@@ -345,10 +346,6 @@ class Stepper:
         self._views.pop()
         self._show_run()
         self.go(0)
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        """Jupyter: display the widget box."""
-        return self.widget._repr_mimebundle_(**kwargs)
 
     # ------------------------------------------------------------------ drawing
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 
 @dataclass(slots=True)
@@ -130,8 +130,20 @@ class StateSpace:
         """
         if key not in self.nodes:
             raise KeyError(f"no state {key!r} in this state space")
-        if key == self.root or self.root is None:
-            return []
+        paths = self.shortest_paths([key])
+        if key not in paths:
+            raise KeyError(f"state {key!r} is not reachable from the root")
+        return paths[key]
+
+    def shortest_paths(self, keys: Iterable[str]) -> dict[str, list[StateEdge]]:
+        """For each of ``keys`` reachable from the root, a shortest path (fewest edges) to it;
+        ``[]`` for the root, and for every key while there is no root. A key no recorded edge
+        reaches (a cut search) is left out."""
+        wanted = list(keys)
+        if self.root is None:
+            return {key: [] for key in wanted}
+        # One breadth-first search from the root for all the keys: a search per key made a
+        # space of thousands of states with hundreds of violations take minutes.
         out: dict[str, list[StateEdge]] = {}
         for edge in self.edges.values():
             out.setdefault(edge.source, []).append(edge)
@@ -141,17 +153,21 @@ class StateSpace:
         while queue:
             here = queue.popleft()
             for edge in out.get(here, ()):
-                if edge.target in seen:
-                    continue
-                seen.add(edge.target)
-                came_by[edge.target] = edge
-                if edge.target == key:
-                    path = [edge]
-                    while path[0].source != self.root:
-                        path.insert(0, came_by[path[0].source])
-                    return path
-                queue.append(edge.target)
-        raise KeyError(f"state {key!r} is not reachable from the root")
+                if edge.target not in seen:
+                    seen.add(edge.target)
+                    came_by[edge.target] = edge
+                    queue.append(edge.target)
+        paths: dict[str, list[StateEdge]] = {}
+        for key in wanted:
+            if key not in seen:
+                continue
+            path: list[StateEdge] = []
+            here = key
+            while here != self.root:
+                path.append(came_by[here])
+                here = came_by[here].source
+            paths[key] = path[::-1]
+        return paths
 
     def __len__(self) -> int:
         return len(self.nodes)

@@ -39,6 +39,17 @@ def _admission_events(trace: Trace) -> dict[str, TraceEvent]:
     return admitted
 
 
+#: What a fault of each kind did to the worker's call, as ``why_again`` says it.
+_FAULT_WORDS = {
+    "freeze": "after {worker} froze before {call} and its lease expired",
+    "crash": "after {worker} crashed before {call}",
+    "crash_after": "after {worker} crashed right after {call}",
+    "child_exit": "after {worker}'s worker process exited before {call}",
+    "lose_response": "after the response of {worker}'s {call} was lost",
+    "infra_error": "after {worker}'s {call} failed",
+}
+
+
 def why_again(run: RunView, first: TraceEvent, second: TraceEvent) -> str:
     """What happened between two admissions for one step that made the step run again."""
     between = [e for e in run.trace if first.seq < e.seq < second.seq]
@@ -62,19 +73,10 @@ def why_again(run: RunView, first: TraceEvent, second: TraceEvent) -> str:
         if isinstance(event.data, FaultData) and event.worker == first.worker:
             what = event.data.kind
             call = f"{event.op} of step {event.step_key}" if event.step_key else str(event.op)
-            if what == "freeze":
-                return f"after {first.worker} froze before {call} and its lease expired{again}"
-            if what == "crash":
-                return f"after {first.worker} crashed before {call}{again}"
-            if what == "crash_after":
-                return f"after {first.worker} crashed right after {call}{again}"
-            if what == "child_exit":
-                return f"after {first.worker}'s worker process exited before {call}{again}"
-            if what == "lose_response":
-                return f"after the response of {first.worker}'s {call} was lost{again}"
-            if what == "infra_error":
-                return f"after {first.worker}'s {call} failed{again}"
-            return f"after a fault ({event.text}){again}"
+            words = _FAULT_WORDS.get(what)
+            if words is None:
+                return f"after a fault ({event.text}){again}"
+            return words.format(worker=first.worker, call=call) + again
     for event in between:
         if event.kind in (TraceKind.REJECT, TraceKind.REFUSED, TraceKind.CRASH):
             return f"after {event.text}"
