@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.checkpoint import restorable
 from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent
-from yieldstar_sim.simulation.explorer.nodes import Move, Node, turned
+from yieldstar_sim.simulation.explorer.nodes import Move, Node, path_of, turned
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
 from yieldstar_sim.simulation.explorer.probe import Probe
 from yieldstar_sim.simulation.explorer.statekeys import StateKeys
@@ -124,6 +124,7 @@ class ExhaustiveSearch:
         """Resumptions fed to actors made again: restoring's work, in kernel steps."""
         self._live: Simulator | None = None
         self._open: Counter[str] = Counter()
+        self._pairs: dict[Move, tuple[str, str | None]] = {}
         """The keys of the nodes on the current path (states still being searched)."""
         self.shared: SharedVisited | None = None
         """The states this search shares with the other processes searching the same tree
@@ -291,16 +292,7 @@ class ExhaustiveSearch:
 
     def _keep_path(self) -> None:
         """Remember the moves this attempt made: a state it reached first replays from them."""
-        self.paths.append(
-            tuple(
-                (
-                    node.current.actor,
-                    None if node.current.fault is None else str(node.current.fault),
-                )
-                for node in self._stack
-                if node.current is not None
-            )
-        )
+        self.paths.append(path_of(self._stack, self._pairs))
 
     def progress(self) -> dict[str, Any]:
         """How far the search got, as a model checker shows it (``report.search_progress``)."""

@@ -64,3 +64,20 @@ def turned(moves: list[Move], key: str, part: int) -> list[Move]:
         return moves
     turn = (int(key[:8], 16) + part) % len(moves)
     return moves[turn:] + moves[:turn]
+
+
+def path_of(
+    stack: list[Node], pairs: dict[Move, tuple[str, str | None]]
+) -> tuple[tuple[str, str | None], ...]:
+    """The moves taken along ``stack``, each as (actor, fault kind), one pair per move made
+    once in ``pairs`` and shared by every path that takes it: a search keeps a path per run,
+    hundreds of thousands of them tens of moves long at 3 orders x 3 workers."""
+    path = []
+    for node in stack:
+        move = node.current
+        if move is not None:
+            pair = pairs.get(move)
+            if pair is None:
+                pair = pairs[move] = (move.actor, None if move.fault is None else str(move.fault))
+            path.append(pair)
+    return tuple(path)
