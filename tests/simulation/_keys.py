@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.simulation.explorer.statekeys import _HISTORY, WholeReads, _feed, actor_role
 
 if TYPE_CHECKING:
+    from yieldstar_sim.simulation import ExplorationReport
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
 
@@ -85,3 +86,20 @@ def whole_key(
     keys = WholeReads()
     keys.restore((hashes, None))
     return keys.key(simulator, chosen)
+
+
+def search_summary(report: ExplorationReport) -> tuple[object, ...]:
+    """What two exhaustive searches of one scenario must agree on, whatever way they read keys
+    or reach states: counts, cuts, verdicts, violations and the paths to each state."""
+    return (
+        report.distinct_states,
+        report.schedules_run,
+        report.pruned_by_cache,
+        report.pruned_by_reduction,
+        report.searched_to_the_end,
+        report.cut_by,
+        report.naive_schedules,
+        sorted(report.verdicts.items()),
+        [(v.invariant, v.message, v.faults) for v in report.violations],
+        report.state_paths,
+    )

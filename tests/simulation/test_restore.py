@@ -10,6 +10,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _keys import search_summary
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.checkpoint import restorable
@@ -171,20 +172,7 @@ def test_an_actor_that_reads_outside_the_simulation_is_not_made_again_silently()
 
 def _search(report: ys.ExplorationReport) -> tuple[object, ...]:
     graph = report.state_graph()
-    return (
-        report.distinct_states,
-        report.schedules_run,
-        report.pruned_by_cache,
-        report.pruned_by_reduction,
-        report.searched_to_the_end,
-        report.cut_by,
-        report.naive_schedules,
-        sorted(report.verdicts.items()),
-        [(v.invariant, v.message, v.faults) for v in report.violations],
-        report.state_paths,
-        sorted(graph.nodes),
-        sorted(graph.edges),
-    )
+    return (*search_summary(report), sorted(graph.nodes), sorted(graph.edges))
 
 
 @pytest.mark.parametrize(

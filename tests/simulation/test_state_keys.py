@@ -8,7 +8,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from _keys import state_key, whole_key
+from _keys import search_summary, state_key, whole_key
 
 import yieldstar_sim as ys
 from yieldstar_sim.engine.world import Effect
@@ -20,7 +20,6 @@ from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.trace import TraceKind
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation import ExplorationReport
     from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
 
@@ -110,21 +109,6 @@ class _OldKeys(StateKeys):
         return state_key(simulator, self.histories, chosen, ended=ended)
 
 
-def _search(report: ExplorationReport) -> tuple[object, ...]:
-    return (
-        report.distinct_states,
-        report.schedules_run,
-        report.pruned_by_cache,
-        report.pruned_by_reduction,
-        report.searched_to_the_end,
-        report.cut_by,
-        report.naive_schedules,
-        sorted(report.verdicts.items()),
-        [(v.invariant, v.message, v.faults) for v in report.violations],
-        report.state_paths,
-    )
-
-
 @pytest.mark.parametrize(
     ("name", "max_faults"),
     [
@@ -155,8 +139,8 @@ def test_exhaustive_explorations_do_not_depend_on_how_keys_are_read(
     summaries = {}
     for keys in (_OldKeys, WholeReads):
         monkeypatch.setattr(ExhaustiveSearch, "state_keys", keys)
-        summaries[keys.__name__] = _search(ys.explore(scenario, **options))
-    assert summaries == dict.fromkeys(summaries, _search(incremental))
+        summaries[keys.__name__] = search_summary(ys.explore(scenario, **options))
+    assert summaries == dict.fromkeys(summaries, search_summary(incremental))
 
 
 def _finished(name: str) -> tuple[Simulator, StateKeys]:
