@@ -410,6 +410,9 @@ def _heading(graph: nx.DiGraph) -> str:
 def _node_text(data: dict[str, Any]) -> str:
     """A state's label as a font can draw it (step keys are user input), shortened."""
     text = textwrap.shorten(_CONTROLS.sub("\ufffd", str(data["label"])), 28, placeholder="…")
+    # Two short lines, not one long one: neighbouring states along a path stand about an inch
+    # apart, and their one-line labels printed over each other.
+    text = textwrap.fill(text, 16)
     if data["violating"]:
         text += f"\n{textwrap.shorten(str(data['violations']), 28, placeholder='…')}"
     return text
