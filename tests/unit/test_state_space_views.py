@@ -130,7 +130,7 @@ def test_user_text_in_a_label_is_drawn_as_text_not_math(tmp_path: Path) -> None:
     space.add_state("s0", depth=0, label="charge $5 to\x07 order $", plan=0)
     figure = draw_state_graph(space)
     (label,) = [t.get_text() for t in figure.axes[0].texts]
-    assert label == "charge $5 to\ufffd order $"
+    assert label == "charge $5 to\ufffd\norder $"  # wrapped in two lines of 16
     written = export_state_graph(space, tmp_path, ["png", "svg"])  # an unbalanced $ draws
     assert written["png"].read_bytes()[:4] == b"\x89PNG"
 
