@@ -102,8 +102,9 @@ def put_back(state: RunState, checkpoint: Checkpoint) -> int:
         recorder.logs[name] = again
         # Made when it next moves: most restored runs are cut at their next choice point,
         # before any actor but the one that moves there has moved.
-        told = ActorLog(log.factory, again.entries[:])
-        actors[name] = Deferred(partial(recorder.rebuild, name, told))
+        # Its log is told nothing more before it is made (nothing logs for an actor that has
+        # not run again), so the one just installed is the one it is made from.
+        actors[name] = Deferred(partial(recorder.rebuild, name, again))
         made += 1
     for name, actor in running.items():
         if actors.get(name) is not actor and type(actor) is not Deferred:

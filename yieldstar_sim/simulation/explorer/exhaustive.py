@@ -123,9 +123,8 @@ class ExhaustiveSearch:
         self.rebuild_steps = 0
         """Resumptions fed to actors made again: restoring's work, in kernel steps."""
         self._live: Simulator | None = None
-        self._open: Counter[str] = Counter()
         self._pairs: dict[Move, tuple[str, str | None]] = {}
-        """The keys of the nodes on the current path (states still being searched)."""
+        """Each move as its paths keep it (``nodes.path_of``), made once."""
         self.shared: SharedVisited | None = None
         """The states this search shares with the other processes searching the same tree
         (``parallel.py``), each in an order of its own (``part``)."""
@@ -157,7 +156,6 @@ class ExhaustiveSearch:
         for limit in levels:
             self._limit = limit
             self._stack, self._seen, self._estimates = [], {}, {}
-            self._open = Counter()
             before = len(self.tally.failures)
             self._level()
             if self.order == "shortest" and len(self.tally.failures) > before:
@@ -166,7 +164,6 @@ class ExhaustiveSearch:
                 reduce, cache = self.reduce, self.cache
                 self.reduce = self.cache = False
                 self._stack, self._seen, self._estimates = [], {}, {}
-                self._open = Counter()
                 del self.tally.failures[before:]
                 self._level()
                 self.reduce, self.cache = reduce, cache
@@ -259,7 +256,6 @@ class ExhaustiveSearch:
                     return [n.current for n in self._stack if n.current is not None], 0.0
                 node.current = None
             self._stack.pop()
-            self._open[node.key] -= 1
             if self.shared is not None and not node.sleep and self.cache:
                 # Searched to the end: another process reaching it may cut it. Only then, and
                 # only with an empty sleep set, whose subtree owes nothing to moves outside it.
@@ -510,7 +506,6 @@ class ExhaustiveSearch:
         if self.symmetry and len(ready) > 1:
             node.twins = self._twins(probe, ready, sleep, moves)
         self._stack.append(node)
-        self._open[key] += 1
         if len(moves) > 1 or (moves and moves[0].fault is not None):
             _save(node, probe)  # a later run starts here (a move is left after the first)
         if not moves or moves[0].fault is not None:
@@ -529,12 +524,7 @@ class ExhaustiveSearch:
         """Cut the run at state ``key`` when it was reached before with no fewer faults
         (``left``) and no less depth left, and a sleep set no larger (here), or searched to
         its end so by another process sharing this search's states; else record the visit."""
-        # A state still being searched (on the path to here: the keys are blind to which
-        # worker is which, so a worker's move can lead back to its twin's state) is searched
-        # again, not cut: a cut there would leave its moves to a search that has not made
-        # them (partial-order reduction's "ignoring" problem, and its cycle proviso).
-        seen = () if self._open[key] else self._seen.get(key, ())
-        for faults_left, depth_room, slept in seen:
+        for faults_left, depth_room, slept in self._seen.get(key, ()):
             if (
                 faults_left >= left
                 and (depth_left is None or depth_room >= depth_left)
