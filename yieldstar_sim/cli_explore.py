@@ -144,9 +144,15 @@ def _explore_and_draw(
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
         elif report.state_space is not None and len(report.state_space) > STATE_GRAPH_AT_MOST:
             # Said, not silently left out: the reader looks for the file the other runs wrote.
+            space = report.state_space
+            has = (
+                "has them all"
+                if not space.full
+                else f"has the first {len(space):,} of {report.distinct_states:,}"
+            )
             print(
-                f"state graph: not drawn: {len(report.state_space):,} states, more than the "
-                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() has them all)"
+                f"state graph: not drawn: {report.distinct_states:,} states, more than the "
+                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() {has})"
             )
         if review is not None:
             print(f"review page: {review}")

@@ -210,12 +210,16 @@ class _Armed:
     deadline: Deadline | None = field(compare=False)
 
 
+#: Cancelled deadlines swept from the heap once they are more than this and half of it.
+_SWEEP_AT = 256
+
+
 class _Watchdog:
     """One daemon thread that fires each armed deadline when it is due.
 
     A ``threading.Timer`` per run started and joined a thread for every simulation, a third
-    of a short memory run. Cancelled deadlines stay in the heap until they reach its top (a
-    run's deadlines are cancelled in about the order they were armed, so few wait there).
+    of a short memory run. Cancelled deadlines stay in the heap until they reach its top, or
+    until they are half of it (``cancel`` sweeps them then).
     """
 
     def __init__(self) -> None:
@@ -228,6 +232,8 @@ class _Watchdog:
         self._heap: list[_Armed] = []
         self._thread: threading.Thread | None = None
         self._seq = itertools.count()
+        self._cancelled = 0
+        """Deadlines cancelled since the last sweep (some may have left the heap already)."""
 
     def arm(self, deadline: Deadline, seconds: float) -> _Armed:
         """Fire ``deadline`` in ``seconds`` unless cancelled first."""
@@ -249,6 +255,14 @@ class _Watchdog:
         """Forget an armed deadline (it may be firing already: ``_fire`` takes its lock)."""
         with self._condition:
             armed.deadline = None
+            self._cancelled += 1
+            if self._cancelled > _SWEEP_AT and self._cancelled * 2 > len(self._heap):
+                # The thread sleeps until the first deadline is due, its seconds away, while
+                # an exhaustive search cancels thousands: without a sweep they stayed in the
+                # heap (36 bytes a run, a million runs in a search).
+                self._heap = [entry for entry in self._heap if entry.deadline is not None]
+                heapq.heapify(self._heap)
+                self._cancelled = 0
 
     def _run(self) -> None:
         condition = self._condition

@@ -1,10 +1,11 @@
 """The exhaustive strategy: every interleaving, and every fault kind at every choice point up to
-``max_faults``, by stateless depth-first search that replays each path from the start.
+``max_faults``, by depth-first search.
 
 At each choice point the search may let any ready actor go (a *transition*), with or without a
-fault. A path is a prefix of transitions; each run replays its prefix, then goes on with the
-first transition not yet tried, to the end of the run, where the invariants are checked. Then
-it backtracks to the deepest choice point with a transition left to try.
+fault. A run goes on with the first transition not yet tried to the end of the run, where the
+invariants are checked, or to a cut; the search then backtracks to the deepest choice point
+with a transition left, and restores the state saved there (``checkpoint.py``), or, on a
+runtime that cannot save its records, replays the path to it from the start.
 
 Two things keep this from being the naive product of every choice:
 
@@ -31,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.checkpoint import restorable
 from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, Footprint, dependent
-from yieldstar_sim.simulation.explorer.nodes import Move, Node, path_of, turned
+from yieldstar_sim.simulation.explorer.nodes import Move, Node, blinded, label_of, path_of, turned
 from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, _simulator
 from yieldstar_sim.simulation.explorer.probe import Probe
+from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.statekeys import StateKeys
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Coverage, Tally
@@ -65,9 +67,9 @@ class ExhaustiveSearch:
     and runs one.
 
     ``config.reduce`` (sleep sets) and ``config.cache`` (state caching) can be switched off,
-    giving the naive search the reduction is measured against. A path is run by replaying its
-    prefix from the start (``_run_once``) under a ``Probe``; restoring a saved state instead
-    would replace that one method.
+    giving the naive search the reduction is measured against. Every state reached is kept as
+    a fingerprint (``seen.SeenStates``); the first ``graph_states`` with their edges as the
+    report's state graph.
     """
 
     state_keys: type[StateKeys] = StateKeys
@@ -83,6 +85,11 @@ class ExhaustiveSearch:
     save its records: the memory runtime) instead of replaying the path to it from the start.
     Off, every run replays its prefix: the reference the tests compare the restoring search
     with."""
+    graph_states: int | None = 100_000
+    """How many states the report's state graph keeps (``report.state_space``; None: every
+    one). The search counts and caches every state as a 16-byte fingerprint (``seen.py``);
+    the graph, with a label and edges a state, is what a million states would not fit in
+    memory with, and no picture draws more than a few thousand."""
     symmetric_workers: bool = False
     """Whether a move of a worker interchangeable with another (``_twins``) is cut without
     running it once the other's same move reached a choice point (off, the default: it runs,
@@ -101,7 +108,7 @@ class ExhaustiveSearch:
         self.max_depth, self.order = config.max_depth, config.order
         # Switched off for a second pass of a level when the order is shortest-first.
         self.reduce, self.cache = config.reduce and self.sleep_sets, config.cache
-        self.space = StateSpace()
+        self.space = StateSpace(limit=self.graph_states)
         self.lengths: list[int] = []
         """The trace length of each schedule run (shortest-first picks by it)."""
         self.attempts = 0
@@ -139,8 +146,13 @@ class ExhaustiveSearch:
         self.naive_estimate = 0.0
         self._limit = config.max_faults
         self._stack: list[Node] = []
-        self._seen: dict[str, list[tuple[int, int, Counter[tuple[str, Footprint]]]]] = {}
-        self._estimates: dict[str, float] = {}
+        self.states = SeenStates()
+        """Every distinct state reached, over every fault level (the statement's count)."""
+        self._seen = self.states
+        """The states this level reached, with the faults and depth left (state caching) and
+        the naive-count estimate of each searched to its end."""
+        self._new_state = False
+        """Whether this attempt added a state to the graph (its path is then kept)."""
         self._started = time.perf_counter()
 
     def node_at(self, index: int) -> Node | None:
@@ -155,7 +167,8 @@ class ExhaustiveSearch:
         levels = range(self.max_faults + 1) if self.order == "shortest" else [self.max_faults]
         for limit in levels:
             self._limit = limit
-            self._stack, self._seen, self._estimates = [], {}, {}
+            self._stack = []
+            self._seen = self.states if len(levels) == 1 else SeenStates()
             before = len(self.tally.failures)
             self._level()
             if self.order == "shortest" and len(self.tally.failures) > before:
@@ -163,7 +176,7 @@ class ExhaustiveSearch:
                 # a violation is found by searching this level again without it.
                 reduce, cache = self.reduce, self.cache
                 self.reduce = self.cache = False
-                self._stack, self._seen, self._estimates = [], {}, {}
+                self._stack, self._seen = [], SeenStates()
                 del self.tally.failures[before:]
                 self._level()
                 self.reduce, self.cache = reduce, cache
@@ -262,7 +275,7 @@ class ExhaustiveSearch:
                 depth = None if self.max_depth is None else self.max_depth - len(self._stack)
                 self.shared.add(node.key, self._limit - node.faults_used, depth)
             estimate = max(node.subtotal, 1.0) * node.options / max(node.explored, 1)
-            self._estimates[node.key] = estimate
+            self._seen.keep_estimate(node.key, estimate)
             if self._stack:
                 self._stack[-1].subtotal += estimate
             else:
@@ -283,12 +296,13 @@ class ExhaustiveSearch:
         node.children[move] = child
         self.pruned_by_cache += 1
         self.pruned_by_symmetry += 1
-        node.subtotal += self._estimates.get(child, 1.0)
+        node.subtotal += self._seen.estimate(child)
         return True
 
     def _keep_path(self) -> None:
         """Remember the moves this attempt made: a state it reached first replays from them."""
-        self.paths.append(path_of(self._stack, self._pairs))
+        self.paths.append(path_of(self._stack, self._pairs) if self._new_state else ())
+        self._new_state = False
 
     def progress(self) -> dict[str, Any]:
         """How far the search got, as a model checker shows it (``report.search_progress``)."""
@@ -299,15 +313,16 @@ class ExhaustiveSearch:
         root_moves = 0 if root is None else root.explored + len(root.pending)
         running = root is not None and root.current is not None
         return {
-            "states": len(self.space), "seconds": round(elapsed, 3),
-            "states_per_second": round(len(self.space) / elapsed, 1) if elapsed > 0 else 0.0,
+            "states": len(self.states), "seconds": round(elapsed, 3),
+            "states_per_second": round(len(self.states) / elapsed, 1) if elapsed > 0 else 0.0,
             "frontier": sum(len(node.pending) for node in self._stack),
             "depth": len(self._stack), "max_depth_reached": self.max_depth_reached,
             "root_moves": root_moves,
             "root_moves_done": 0 if root is None else root.explored - running,
             "kernel_steps": self.kernel_steps, "transitions": self.transitions,
             "restores": self.restores, "actors_rebuilt": self.actors_rebuilt,
-            "rebuild_steps": self.rebuild_steps,
+            "rebuild_steps": self.rebuild_steps, "peak_rss_mb": peak_rss_mb(),
+            "seen_table_mb": round(self.states.nbytes / 2**20, 1),
             # The work of restoring counted as kernel steps: each resumption fed to an actor
             # made again is one (a cheaper one: nothing is written).
             "kernel_steps_per_transition": round(
@@ -327,7 +342,7 @@ class ExhaustiveSearch:
         exhausted."""
         coverage: Coverage = {
             "state_space": self.space, "state_paths": self.paths, "freeze_seconds": self.freeze,
-            "distinct_states": len(self.space), "pruned_by_reduction": self.pruned_by_reduction,
+            "distinct_states": len(self.states), "pruned_by_reduction": self.pruned_by_reduction,
             "pruned_by_cache": self.pruned_by_cache, "cut_by": list(self.cut_by),
             "order": self.order, "max_depth": self.max_depth,
             "workers": len(self.scenario.worker_names),
@@ -411,17 +426,19 @@ class ExhaustiveSearch:
             if cut.why == "cache":
                 self.pruned_by_cache += 1
                 if self._stack:
-                    self._stack[-1].subtotal += self._estimates.get(probe.cut_key or "", 1.0)
+                    cut_key = probe.cut_key
+                    self._stack[-1].subtotal += (
+                        1.0 if cut_key is None else self._seen.estimate(cut_key)
+                    )
             return
         probe.close_span()
         self.kernel_steps += simulator.kernel.points - started
         self._watch()
-        self._keep_path()
         run = finish(simulator)
         final = probe.final_key()
         last = self._stack[-1] if self._stack else None
-        self.space.add_state(final, depth=simulator.kernel.points, label="end of the run",
-                             plan=self.attempts - 1, terminal=True)  # fmt: skip
+        self._add_state(final, simulator.kernel.points, None)
+        self._keep_path()
         if last is not None and last.current is not None:
             self.transitions += 1
             self.space.add_edge(
@@ -461,27 +478,26 @@ class ExhaustiveSearch:
                 candidates = dict(parent.sleep)
                 for move, done_fp in parent.done:
                     if move.fault is None:
-                        candidates[move.actor] = (_norm(parent.labels[move.actor], move.actor),
-                                                  done_fp)  # fmt: skip
+                        label = blinded(parent.labels[move.actor], move.actor)
+                        candidates[move.actor] = (label, done_fp)
                 sleep = {
                     actor: entry
                     for actor, entry in candidates.items()
                     if actor != parent.current.actor and actor in ready
                     and not dependent(entry[1], fp)
                 }  # fmt: skip
-            self.space.add_state(key, depth=index, label=_state_label(labels),
-                                 plan=self.attempts - 1)  # fmt: skip
+            self._add_state(key, index, labels)
             self.space.add_edge(
                 parent.key, key, choice=parent.current.actor,
                 fault=str(parent.current.fault) if parent.current.fault else None,
                 plan=self.attempts - 1,
             )  # fmt: skip
         else:
-            self.space.add_state(key, depth=index, label=_state_label(labels),
-                                 plan=self.attempts - 1)  # fmt: skip
+            self._add_state(key, index, labels)
         depth_left = None if self.max_depth is None else self.max_depth - index
         if self.cache:
-            self._visit(probe, key, self._limit - faults_used, depth_left, Counter(sleep.values()))
+            asleep = Counter(sleep.values()) if sleep else None
+            self._visit(probe, key, self._limit - faults_used, depth_left, asleep)
         moves = [Move(actor) for actor in ready if actor not in sleep]
         self.pruned_by_reduction += len(ready) - len(moves)
         moves = turned(moves, key, self.part)
@@ -513,30 +529,36 @@ class ExhaustiveSearch:
         node.current = moves.pop(0)
         node.explored = 1
 
+    def _add_state(self, key: str, depth: int, labels: dict[str, str] | None) -> None:
+        """Count state ``key`` (``labels`` None: a run's end) and keep it in the graph while
+        the graph has room."""
+        if self.states.add(key):
+            label = "end of the run" if labels is None else label_of(labels)
+            plan = self.attempts - 1
+            if self.space.add_state(key, depth=depth, label=label, plan=plan,
+                                    terminal=labels is None):  # fmt: skip
+                self._new_state = True
+        elif labels is None:
+            self.space.mark_terminal(key)
+
     def _visit(
         self,
         probe: Probe,
         key: str,
         left: int,
         depth_left: int | None,
-        asleep: Counter[tuple[str, Footprint]],
+        asleep: Counter[tuple[str, Footprint]] | None,
     ) -> None:
         """Cut the run at state ``key`` when it was reached before with no fewer faults
         (``left``) and no less depth left, and a sleep set no larger (here), or searched to
         its end so by another process sharing this search's states; else record the visit."""
-        for faults_left, depth_room, slept in self._seen.get(key, ()):
-            if (
-                faults_left >= left
-                and (depth_left is None or depth_room >= depth_left)
-                and not slept - asleep
-            ):
-                probe.cut_key = key
-                raise _Cut("cache")
+        if self._seen.reached(key, left, depth_left, asleep):
+            probe.cut_key = key
+            raise _Cut("cache")
         shared = self.shared
         if shared is not None and shared.covers(key, left, depth_left):
             probe.cut_key = key  # another process reached it: that process searches it
             raise _Cut("cache")
-        self._seen.setdefault(key, []).append((left, depth_left or 0, asleep))
 
     def _twins(
         self,
@@ -572,11 +594,3 @@ def _save(node: Node, probe: Probe) -> None:
     else:
         node.keys = (probe.span, probe.keys.copy())
         node.saved = probe.simulator.checkpoint()
-
-
-def _norm(label: str, actor: str) -> str:
-    return label.replace(actor, "~")
-
-
-def _state_label(labels: dict[str, str]) -> str:
-    return " | ".join(labels[name] for name in sorted(labels)) or "(no one ready)"

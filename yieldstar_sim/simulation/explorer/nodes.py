@@ -81,3 +81,13 @@ def path_of(
                 pair = pairs[move] = (move.actor, None if move.fault is None else str(move.fault))
             path.append(pair)
     return tuple(path)
+
+
+def blinded(label: str, actor: str) -> str:
+    """``label`` with ``actor``'s name blinded (a sleep set's entry, as keys blind workers)."""
+    return label.replace(actor, "~")
+
+
+def label_of(labels: dict[str, str]) -> str:
+    """A state's label in the state graph: each ready actor's label, by name."""
+    return " | ".join(labels[name] for name in sorted(labels)) or "(no one ready)"

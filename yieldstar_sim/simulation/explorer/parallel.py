@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.seen import SeenStates
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Coverage, Tally
@@ -52,6 +53,8 @@ class Part:
     lengths: list[int]
     shared: bool
     """Whether this process reached the shared table (False: it searched on its own)."""
+    fingerprints: bytes
+    """The 16 bytes of every state it reached: the states are counted once over all."""
 
 
 def search_part(
@@ -79,7 +82,7 @@ def search_part(
     coverage = search.coverage()
     return Part(
         tally.plans, tally.outcomes, tally.failures, tally.incomplete_reasons, tally.warnings,
-        tally.done, coverage, search.lengths, shared is not None,
+        tally.done, coverage, search.lengths, shared is not None, search.states.fingerprints(),
     )  # fmt: skip
 
 
@@ -122,7 +125,8 @@ class ParallelExhaustive:
         self._merge(parts, time.perf_counter() - started)
 
     def _merge(self, parts: list[Part], seconds: float) -> None:
-        tally, space = self.tally, StateSpace()
+        tally, space = self.tally, StateSpace(limit=ExhaustiveSearch.graph_states)
+        reached = SeenStates()
         paths: list[Any] = []
         lengths: list[int] = []
         progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
@@ -154,6 +158,7 @@ class ParallelExhaustive:
                 space.merge(part_space, shift)
             paths += got.get("state_paths", [])
             lengths += part.lengths
+            reached.add_fingerprints(part.fingerprints)
             for name in _SUMMED:
                 progress[name] += got.get("search_progress", {}).get(name, 0)
             for name in ("pruned_by_reduction", "pruned_by_cache", "pruned_by_symmetry"):
@@ -171,11 +176,14 @@ class ParallelExhaustive:
                     best[failure[2]] = failure
             tally.failures = sorted(best.values(), key=lambda f: (len(f[1].faults), lengths[f[0]]))
         exhausted = all(part.coverage.get("searched_to_the_end") for part in parts)
-        states = len(space)
+        states = len(reached)
         progress.update(
             states=states, seconds=round(seconds, 3),
             states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
             frontier=0, depth=0, root_moves=0, root_moves_done=0,
+            peak_rss_mb=max(
+                p.coverage.get("search_progress", {}).get("peak_rss_mb", 0.0) for p in parts
+            ),
             max_depth_reached=max(
                 p.coverage.get("search_progress", {}).get("max_depth_reached", 0) for p in parts
             ),

@@ -253,6 +253,7 @@ class ExplorationReport:
             "cut_by": self.cut_by,
             "interrupted": self.interrupted,
             "distinct_states": self.distinct_states,
+            "states_in_graph": 0 if self.state_space is None else len(self.state_space),
             "schedules_run": self.schedules_run,
             "pruned_by_reduction": self.pruned_by_reduction,
             "pruned_by_cache": self.pruned_by_cache,

@@ -64,11 +64,22 @@ class StateEdge:
 
 @dataclass(slots=True)
 class StateSpace:
-    """The states and edges a search explored, in the order it found them."""
+    """The states and edges a search explored, in the order it found them.
+
+    ``limit`` bounds the states kept (None: every one): a search of a million states counts
+    them all (``ExplorationReport.distinct_states``), and keeps the first ``limit`` here, for
+    people to look at, with the edges between them. ``full`` says whether it stopped taking
+    states."""
 
     root: str | None = None
     nodes: dict[str, StateNode] = field(default_factory=dict)
     edges: dict[tuple[str, str, str, str | None], StateEdge] = field(default_factory=dict)
+    limit: int | None = None
+
+    @property
+    def full(self) -> bool:
+        """Whether the space holds ``limit`` states and takes no more."""
+        return self.limit is not None and len(self.nodes) >= self.limit
 
     def merge(self, other: StateSpace, shift: int) -> None:
         """Add the states and edges of ``other`` (another process's search of the same tree),
@@ -77,6 +88,8 @@ class StateSpace:
         for key, node in other.nodes.items():
             mine = self.nodes.get(key)
             if mine is None:
+                if self.full:
+                    continue
                 self.nodes[key] = StateNode(
                     key, node.depth, node.label, node.plan + shift, node.terminal,
                     list(node.violations),
@@ -85,7 +98,11 @@ class StateSpace:
             mine.terminal = mine.terminal or node.terminal
             mine.violations += [v for v in node.violations if v not in mine.violations]
         for edge_key, edge in other.edges.items():
-            if edge_key not in self.edges:
+            if (
+                edge_key not in self.edges
+                and edge.source in self.nodes
+                and (edge.target in self.nodes)
+            ):
                 self.edges[edge_key] = StateEdge(
                     edge.source, edge.target, edge.choice, edge.fault, edge.plan + shift
                 )
@@ -95,10 +112,13 @@ class StateSpace:
     def add_state(
         self, key: str, *, depth: int, label: str, plan: int, terminal: bool = False
     ) -> bool:
-        """Record a state; returns whether it is new. The first state recorded is the root."""
+        """Record a state; returns whether it is new (and kept: a ``full`` space keeps no
+        more). The first state recorded is the root."""
         node = self.nodes.get(key)
         if node is not None:
             node.terminal = node.terminal or terminal
+            return False
+        if self.full:
             return False
         self.nodes[key] = StateNode(key, depth, label, plan, terminal)
         if self.root is None:
@@ -108,16 +128,28 @@ class StateSpace:
     def add_edge(
         self, source: str, target: str, *, choice: str, fault: str | None, plan: int
     ) -> None:
-        """Record an edge (once per source, target, choice and fault)."""
-        self.edges.setdefault(
-            (source, target, choice, fault), StateEdge(source, target, choice, fault, plan)
-        )
+        """Record an edge (once per source, target, choice and fault) between two states
+        kept."""
+        kept, reached = self.nodes.get(source), self.nodes.get(target)
+        if kept is None or reached is None:
+            return
+        # The nodes' own key strings: a search makes a new string each time it reads a key,
+        # and three edges a state each holding two of their own doubled the graph's size.
+        edge_key = (kept.key, reached.key, choice, fault)
+        if edge_key not in self.edges:
+            self.edges[edge_key] = StateEdge(kept.key, reached.key, choice, fault, plan)
 
     def mark_violation(self, key: str, invariant: str) -> None:
-        """Say that a run ending in state ``key`` violated ``invariant``."""
-        node = self.nodes[key]
-        if invariant not in node.violations:
+        """Say that a run ending in state ``key`` violated ``invariant`` (when it is kept)."""
+        node = self.nodes.get(key)
+        if node is not None and invariant not in node.violations:
             node.violations.append(invariant)
+
+    def mark_terminal(self, key: str) -> None:
+        """Say that a run ended in state ``key`` (when it is kept)."""
+        node = self.nodes.get(key)
+        if node is not None:
+            node.terminal = True
 
     def violating(self) -> list[StateNode]:
         """The states where a run ended with a violation, in the order found."""

@@ -1,0 +1,128 @@
+"""The states an exhaustive search reached, kept as 16-byte fingerprints (``explorer/seen.py``)
+and a state graph bounded for people (``StateSpace.limit``): a search of a million states
+fits in memory, and counts, caches and finds exactly what it did when it kept every state's
+key, label and edges (issue 32, item 5)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from _keys import search_summary
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation import deadline as deadline_module
+from yieldstar_sim.simulation.deadline import Deadline
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.seen import SeenStates
+
+
+def _key(number: int) -> str:
+    return f"{random.Random(number).getrandbits(128):032x}"
+
+
+def test_a_state_is_cut_only_when_reached_before_with_no_fewer_faults_and_no_less_depth() -> None:
+    seen = SeenStates()
+    key = _key(1)
+    assert not seen.reached(key, 1, 5)
+    assert seen.reached(key, 1, 5)
+    assert seen.reached(key, 0, 4)
+    assert not seen.reached(key, 2, 5)  # more faults left: searched again, and kept
+    assert seen.reached(key, 2, 5)
+    assert seen.reached(key, 1, 5)
+    # Incomparable with what was kept (fewer faults, more depth): a second visit, both kept.
+    assert not seen.reached(key, 1, 9)
+    assert seen.reached(key, 1, 9)
+    assert seen.reached(key, 2, 5)
+    assert not seen.reached(key, 2, 9)
+    assert len(seen) == 1
+
+
+def test_a_visit_with_a_sleep_set_cuts_only_a_visit_whose_sleep_set_holds_it() -> None:
+    seen = SeenStates()
+    key, one = _key(2), Counter({("w1", frozenset({"x"})): 1})
+    assert not seen.reached(key, 1, None, one)
+    assert not seen.reached(key, 1, None)  # an empty sleep set owes more than ``one``
+    assert seen.reached(key, 1, None, one)
+    assert seen.reached(key, 1, None)
+    other = _key(3)
+    assert not seen.reached(other, 1, None, one)
+    assert seen.reached(other, 1, None, one + Counter({("w2", frozenset({"y"})): 1}))
+
+
+def test_the_table_grows_and_keeps_every_state_its_visits_and_estimates() -> None:
+    seen = SeenStates(slots=4)
+    keys = [_key(n) for n in range(5_000)]
+    for number, key in enumerate(keys):
+        assert seen.add(key)
+        assert not seen.reached(key, number % 3, None)
+        seen.keep_estimate(key, float(number))
+    assert len(seen) == len(keys)
+    assert not any(seen.add(key) for key in keys)
+    assert all(seen.reached(key, n % 3, None) for n, key in enumerate(keys))
+    assert not any(seen.reached(key, 3, None) for key in keys[:10])
+    assert [seen.estimate(key) for key in keys[:3]] == [0.0, 1.0, 2.0]
+    assert seen.estimate(_key(99_999)) == 1.0
+    assert seen.nbytes < 64 * 2 * 8_192  # 32 bytes an entry, at most half full
+
+
+def test_fingerprints_count_the_states_of_several_searches_once() -> None:
+    one, two = SeenStates(), SeenStates()
+    for n in range(100):
+        one.add(_key(n))
+    for n in range(50, 180):
+        two.add(_key(n))
+    union = SeenStates()
+    union.add_fingerprints(one.fingerprints())
+    union.add_fingerprints(two.fingerprints())
+    assert len(union) == 180
+
+
+def test_a_key_of_another_shape_is_hashed_not_refused() -> None:
+    seen = SeenStates()
+    assert seen.add("s0")
+    assert seen.add("0123")
+    assert not seen.add("s0")
+
+
+@pytest.mark.parametrize(("name", "max_faults"), [("durable-start", 1), ("booking-race", 0)])
+def test_a_bounded_state_graph_changes_nothing_the_search_finds(
+    name: str, max_faults: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    options = {"strategy": "exhaustive", "confirm": None, "max_faults": max_faults,
+               "stop_at_first": False}  # fmt: skip
+    whole = ys.explore(ys.load_scenario(name), **options)
+    monkeypatch.setattr(ExhaustiveSearch, "graph_states", 12)
+    bounded = ys.explore(ys.load_scenario(name), **options)
+    assert whole.distinct_states > 12
+    assert bounded.distinct_states == whole.distinct_states
+    assert bounded.schedules_run == whole.schedules_run
+    assert bounded.verdict == whole.verdict
+    assert bounded.exhausted == whole.exhausted
+    assert [v.invariant for v in bounded.violations] == [v.invariant for v in whole.violations]
+    space = bounded.state_space
+    assert space is not None
+    assert space.full
+    assert len(space) == 12
+    # The graph keeps the first states the search reached, each as it was kept before, and
+    # only edges between states it keeps; a state it keeps still replays to itself.
+    assert list(space.nodes) == list(whole.state_space.nodes)[:12]  # type: ignore[union-attr]
+    assert all(e.source in space.nodes and e.target in space.nodes for e in space.edges.values())
+    assert bounded.completeness()["states_in_graph"] == 12
+    key = list(space.nodes)[-1]
+    assert bounded.plan_to_state(key) == whole.plan_to_state(key)
+    # Counts, cuts, the naive estimate, verdicts and violations; not the paths, kept now
+    # only for the states the graph keeps.
+    assert search_summary(bounded)[:-1] == search_summary(whole)[:-1]
+
+
+def test_cancelled_deadlines_do_not_pile_up_while_the_first_one_is_far_off() -> None:
+    """A search cancels a deadline a run; the watchdog sleeps until the first is due."""
+    watchdog = deadline_module._WATCHDOG
+    far = Deadline(3_600)
+    with far:
+        for _ in range(5_000):
+            with Deadline(600):
+                pass
+        assert len(watchdog._heap) < 1_000
