@@ -6,6 +6,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_exhaustive.py --quick
     .venv/bin/python benchmarks/bench_exhaustive.py --smoke            # against HEAD, tiny
     .venv/bin/python benchmarks/bench_exhaustive.py --baseline b9007de --budget 300
+    .venv/bin/python benchmarks/bench_exhaustive.py --memory   # a million states, peak RSS
 
 The case is the issue's: ``charge-order`` -> ``step.start ship-order`` on the memory runtime,
 one trigger per order, every fault kind, ``stop_at_first=False`` (the whole space), no DuckDB
@@ -241,6 +242,28 @@ def jobs_section(case: tuple[int, int, int], jobs: int, budget: float, reps: int
     )
 
 
+#: The issue's memory target: this many states within this many MB of peak RSS.
+MEMORY_STATES, MEMORY_MB = 1_000_000, 500.0
+
+
+def memory_section(case: tuple[int, int, int], budget: float) -> None:
+    """This tree's search of ``case`` for its states and peak RSS (the child's, the whole
+    process's: the interpreter and the package included), against the memory target."""
+    print("\nMemory (this tree), {} x {}, {} fault(s), budget {:g} s".format(*case, budget))
+    progress(f"{case} memory")
+    got = run_side(ROOT, case, budget)
+    states, rss = int(got["states"]), float(got["rss_mb"])
+    done = "all" if got["exhausted"] else "cut by the budget at"
+    print(
+        f"  {done} {states:,} states in {float(got['seconds']):.0f} s, peak RSS {rss:.0f} MB "
+        f"({rss * 2**20 / max(states, 1):,.0f} bytes a state, everything included)"
+    )
+    target(
+        states >= MEMORY_STATES and rss <= MEMORY_MB,
+        f"{states:,} states within {rss:.0f} MB (target: {MEMORY_STATES:,} within {MEMORY_MB:g})",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table and the targets; returns 0."""
     made = parser(__doc__)
@@ -254,10 +277,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--instructions", action="store_true",
         help="instead: machine instructions of small searches (valgrind), now against then",
     )  # fmt: skip
+    made.add_argument(
+        "--memory", action="store_true",
+        help="instead: this tree's states and peak RSS on 4 x 3, 1 fault (--smoke 1 x 2)",
+    )  # fmt: skip
     args = made.parse_args(argv)
     baseline = args.baseline or ("HEAD" if args.smoke else "b9007de")
     if args.instructions:
         instructions(baseline, [(1, 1, 0)] if args.smoke else COUNTED_CASES)
+        return 0
+    if args.memory:
+        memory_section((1, 2, 1) if args.smoke else (4, 3, 1), args.budget or 1500.0)
         return 0
     if args.jobs > 1:
         case = (1, 2, 1) if args.smoke else (2, 3, 1) if args.quick else (3, 3, 1)

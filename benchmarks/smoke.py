@@ -33,6 +33,7 @@ RUNS: tuple[tuple[str, ...], ...] = (
     ("bench_explorer.py", "--only", "exhaustive"),
     ("bench_exhaustive.py",),
     ("bench_exhaustive.py", "--jobs", "2"),
+    ("bench_exhaustive.py", "--memory"),
     ("bench_views.py",),
     ("bench_stepper.py",),
     ("bench_postgres.py",),

@@ -260,12 +260,13 @@ def _config(
 
 def _postfix(bar: Any) -> Callable[[dict[str, Any]], None]:
     """Show an exhaustive search's progress beside its bar's count of schedules, as a model
-    checker shows it: states found, states per second, the frontier and the depth."""
+    checker shows it: states found, states per second, the frontier, the depth and the peak
+    memory."""
 
     def show(got: dict[str, Any]) -> None:
         bar.set_postfix(
             states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-            depth=got["depth"], refresh=False,
+            depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
         )  # fmt: skip
 
     return show
