@@ -3,8 +3,8 @@
 A model checker keeps what it must to cut a state reached again, and no more: TLC stores
 8 bytes a state. Here a state is its key's 16 bytes (a blake2b sum, ``terms.py``), with the
 faults and depth it was reached with and the naive-count estimate of its subtree, in one
-open-addressing table in a ``bytearray``: 32 bytes an entry, at most half full, so about 64
-bytes a state against the ~600 a dictionary of key strings to lists of tuples took. The table
+open-addressing table in a ``bytearray``: 28 bytes an entry, at most three quarters full, so
+37 to 75 bytes a state against the ~600 a dictionary of key strings to lists of tuples took. The table
 is the set of distinct states (``len``), which the report's state graph, kept for people, no
 longer has to be (``StateSpace.limit``).
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     Asleep = Counter[tuple[str, Footprint]]
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
-_ENTRY = struct.Struct("<16sBBH4xd")
+_ENTRY = struct.Struct("<16sBBHd")
 _SIZE = _ENTRY.size
 #: Flags: the entry is in use; it holds a visit (faults and depth); it holds an estimate.
 _USED, _VISITED, _ESTIMATED = 1, 2, 4
@@ -85,7 +85,7 @@ class SeenStates:
         while True:
             offset = slot * _SIZE
             if not table[offset + 16]:
-                if (self._count + 1) * 2 > mask + 1:
+                if (self._count + 1) * 4 > (mask + 1) * 3:
                     self._grow()
                     return self._slot(raw)
                 table[offset : offset + 16] = raw
