@@ -4,9 +4,9 @@ A model checker keeps what it must to cut a state reached again, and no more: TL
 8 bytes a state. Here a state is its key's 16 bytes (a blake2b sum, ``terms.py``), with the
 faults and depth it was reached with and the naive-count estimate of its subtree, in one
 open-addressing table in a ``bytearray``: 28 bytes an entry, at most three quarters full, so
-37 to 75 bytes a state against the ~600 a dictionary of key strings to lists of tuples took. The table
-is the set of distinct states (``len``), which the report's state graph, kept for people, no
-longer has to be (``StateSpace.limit``).
+37 to 75 bytes a state against the ~600 a dictionary of key strings to lists of tuples
+took. The table is the set of distinct states (``len``), which the report's state graph, kept
+for people, no longer has to be (``StateSpace.limit``).
 
 A visit the table cannot hold in its one entry (a sleep set that is not empty, or a second
 visit neither covering nor covered by the first, possible under a depth bound only) goes to a
