@@ -78,12 +78,23 @@ class AttemptsNeverOverlap:
     def check(self, run: RunView) -> list[Violation]:
         """The first overlapping pair of attempts of each step, in the order the steps first
         ran."""
-        by_step: dict[tuple[str, str], list[AttemptSpan]] = {}
-        for span in attempt_spans(run.trace.events):
-            if span.step_key not in self.overlap_safe:
-                by_step.setdefault((span.execution_id, span.step_key), []).append(span)
+        # Most steps ran one attempt, which overlaps nothing: the body events are grouped by
+        # step first, and spans made only of the steps that ran more than one (a long run's
+        # spans were half of checking its invariants, made twice: here and in ``unwatched``).
+        by_step: dict[tuple[str, str], list[TraceEvent]] = {}
+        safe = self.overlap_safe
+        for event in run.trace.events:
+            if type(event.data) is not BodyData:
+                continue
+            execution_id, step_key = event.execution_id, event.step_key
+            if execution_id is None or step_key is None or step_key in safe:
+                continue
+            by_step.setdefault((execution_id, step_key), []).append(event)
         violations = []
-        for (execution_id, step_key), spans in by_step.items():
+        for (execution_id, step_key), events in by_step.items():
+            if len(events) < 2:
+                continue
+            spans = attempt_spans(events)
             pair = _first_overlap(sorted(spans, key=lambda span: (span.start, span.event.seq)))
             if pair is None:
                 continue
@@ -102,6 +113,8 @@ class AttemptsNeverOverlap:
 
     def unwatched(self, run: RunView) -> str | None:
         """A warning when a step declared overlap-safe never ran (a misspelled step key?)."""
+        if not self.overlap_safe:
+            return None  # nothing declared, nothing to miss
         ran = {span.step_key for span in attempt_spans(run.trace.events)}
         missing = sorted(self.overlap_safe - ran)
         if not missing:
