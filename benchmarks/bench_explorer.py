@@ -5,7 +5,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_explorer.py            # full run, about 3-5 minutes
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
     .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
-    .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~2 min
+    .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~3 min
     .venv/bin/python benchmarks/bench_explorer.py --fingerprints-only --instructions  # valgrind
     .venv/bin/python benchmarks/bench_explorer.py --smoke    # every section, tiny (CI)
 
@@ -34,9 +34,9 @@ What it measures:
   processes (the ceiling, measured in the same repetition; "of ceiling" is the median of the
   per-repetition speed-up / ceiling).
 * **search power**: schedules to the first violation by strategy, see ``_explorer_search.py``.
-* **prefix sharing** (``--prefix-only``): single-fault exploration of a 1,000-step workflow,
-  every schedule replayed against schedules forked from a shared prefix: see
-  ``_explorer_prefix.py``.
+* **prefix sharing** (``--prefix-only``): explorations with every schedule replayed, forked
+  from a shared prefix, and run on from a restored state: a 300-step (quick; 1,000 otherwise)
+  workflow at one fault, bundled scenarios at two: see ``_explorer_prefix.py``.
 * **scaling** and **fingerprints**: see ``_explorer_scaling.py``; **memory** over 10,000
   schedules: see ``_explorer_memory.py``.
 

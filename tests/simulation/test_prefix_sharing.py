@@ -1,5 +1,6 @@
-"""Prefix sharing (plans forked from their parent's run at their fault's choice point) gives
-the replaying explorer's report, to the digest: every bundled scenario, forked at every point."""
+"""Prefix sharing (plans run on from their parent's run at their fault's choice point, by
+restoring the state saved there or by forking) gives the replaying explorer's report, to the
+digest: every bundled scenario, shared at every point."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import Fault, FaultKind
-from yieldstar_sim.simulation.explorer import Plan, prefix
+from yieldstar_sim.simulation.explorer import Plan, prefix, restoring
 from yieldstar_sim.simulation.explorer.prefix import supported, sweeps
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
@@ -53,7 +54,7 @@ def explored(name: str, sharing: bool | None, **options: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))
-def test_one_fault_forked_at_every_point_gives_the_replayed_report(name: str) -> None:
+def test_one_fault_restored_at_every_point_gives_the_replayed_report(name: str) -> None:
     assert explored(name, True, stop_at_first=False) == explored(name, False, stop_at_first=False)
 
 
@@ -79,7 +80,8 @@ def test_the_shared_runs_are_forked_and_the_default_forks_only_long_prefixes(
         return fork(self, plan)
 
     monkeypatch.setattr(prefix._Forks, "_fork", counted)
-    explored("durable-start", True, stop_at_first=False)
+    # Forked: the first level of two, whose points are read to place the second's faults.
+    explored("durable-start", True, stop_at_first=False, max_faults=2, budget=150)
     assert len(forks) > 10
     forks.clear()
     # A short schedule replays faster than a fork: the measured default replays it all. The
@@ -87,8 +89,46 @@ def test_the_shared_runs_are_forked_and_the_default_forks_only_long_prefixes(
     # its time, so the test gives it a quiet machine's clock (10 us between two readings).
     ticks = itertools.count()
     monkeypatch.setattr(prefix, "time", SimpleNamespace(perf_counter=lambda: next(ticks) * 1e-5))
-    explored("durable-start", None, stop_at_first=False)  # type: ignore[arg-type]
+    explored("durable-start", None, stop_at_first=False, max_faults=2, budget=150)
     assert forks == []
+
+
+def test_the_last_level_is_run_on_from_restored_states_not_forked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks: list[int] = []
+    served: list[tuple[int, bool] | None] = []
+    serve = restoring.serve
+
+    def counted(*args: Any, **options: Any) -> Any:
+        served.append(serve(*args, **options))
+        return served[-1]
+
+    monkeypatch.setattr(prefix._Forks, "_fork", lambda self, plan: forks.append(plan.index))
+    monkeypatch.setattr(prefix, "serve_restoring", counted)
+    report = ys.explore(
+        ys.load_scenario("durable-start"), confirm=None, stop_at_first=False, prefix_sharing=None
+    )
+    assert forks == []
+    assert served
+    assert all(result is not None for result in served)
+    delivered = sum(result[0] for result in served if result is not None)
+    assert delivered == report.schedules_run - 1  # all but the fault-free run, the parent
+
+
+def test_a_restored_schedule_that_fails_is_replayed(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = itertools.count()
+    outcome_of = restoring.outcome_of
+
+    def failing_once(*args: Any, **options: Any) -> Any:
+        if next(calls) == 5:
+            raise RuntimeError("a restored run went wrong")
+        return outcome_of(*args, **options)
+
+    monkeypatch.setattr(restoring, "outcome_of", failing_once)
+    options = {"stop_at_first": False}
+    assert explored("lost-response", None, **options) == explored("lost-response", False, **options)
+    assert next(calls) > 5  # the failing call came
 
 
 def test_plans_extending_one_parent_at_later_points_make_one_sweep() -> None:
@@ -158,3 +198,20 @@ def test_a_fork_that_fails_falls_back_to_replaying(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(prefix.os, "fork", refused)
     options = {"stop_at_first": False}
     assert explored("lost-response", True, **options) == explored("lost-response", False, **options)
+
+
+def test_points_whose_actors_logged_too_long_to_rebuild_are_forked_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    forks: list[int] = []
+    fork = prefix._Forks._fork
+
+    def counted(self: Any, plan: Plan) -> Any:
+        forks.append(plan.index)
+        return fork(self, plan)
+
+    monkeypatch.setattr(prefix._Forks, "_fork", counted)
+    monkeypatch.setattr(restoring, "MAX_LOG", 5)  # durable-start's logs reach 8 entries
+    options = {"stop_at_first": False}
+    assert explored("durable-start", True, **options) == explored("durable-start", False, **options)
+    assert len(forks) > 10

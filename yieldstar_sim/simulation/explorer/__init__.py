@@ -139,10 +139,12 @@ def explore(
     state caching: the naive search, for comparison.
 
     ``prefix_sharing`` (systematic strategy, memory runtime, one process, POSIX): the plans
-    that add one fault to the same parent share the parent's run up to their fault, each
-    forked from it there instead of replayed from the start, where the prefix takes longer to
-    replay than a fork (None, the default: measured); ``False`` replays every plan, ``True``
-    forks at every point. The report is the same either way.
+    that add one fault to the same parent share the parent's run up to their fault instead of
+    replaying it: on the search's last level each goes on from the parent's state restored at
+    its point; on a level whose points place the next level's faults, each is forked from the
+    parent's run there, where the prefix takes longer to replay than a fork (None, the
+    default: measured); ``False`` replays every plan, ``True`` forks at every point of those
+    levels. The report is the same either way.
 
     ``on_searched`` is called with the report once the search is over and its violations are
     shrunk, before they are confirmed on another runtime and saved (the command line starts

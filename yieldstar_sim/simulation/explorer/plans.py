@@ -302,9 +302,11 @@ def outcome_of(
     seen: tuple[list[str], list[str], list[str]],
     *,
     digest: bool = False,
+    close: bool = True,
 ) -> Outcome:
     """The outcome of plan number ``index`` from its finished simulator (whose runtime it
-    closes) and what ``observe_points`` saw."""
+    closes, unless ``close`` is False: a run restored to go on) and what ``observe_points``
+    saw."""
     labels, keys, ops = seen
     run = finish(simulator)
     outcome = Outcome(
@@ -320,12 +322,18 @@ def outcome_of(
         warnings=tuple(run.warnings),
         ops=tuple(ops),
     )
-    run.runtime.close()
+    if close:
+        run.runtime.close()
     return outcome
 
 
 def _simulator(
-    scenario: Scenario, plan: Plan, runtime: RuntimeChoice, timeout: float | None = DEFAULT_TIMEOUT
+    scenario: Scenario,
+    plan: Plan,
+    runtime: RuntimeChoice,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    *,
+    restorable: bool = False,
 ) -> Simulator:
     chooser: Callable[[int, list[str]], str] | None = None
     if plan.priorities:
@@ -334,7 +342,7 @@ def _simulator(
         chooser = _ScheduleChooser(plan.schedule)
     return Simulator(
         scenario, seed=plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
-        chooser=chooser, timeout=timeout,
+        chooser=chooser, timeout=timeout, restorable=restorable,
     )  # fmt: skip
 
 

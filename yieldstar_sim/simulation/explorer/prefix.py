@@ -3,20 +3,26 @@ parent's run up to k.
 
 The systematic search's plans come in *sweeps*: one parent plan, and one more fault each at
 increasing choice points past the parent's own faults. One run of the parent passes every
-point of a sweep; at each plan's point it forks a child process that installs the plan's
-faults (nothing before that point could tell the two apart), runs to the end and sends its
-outcome back over a pipe. Forking costs 5-8 ms here, more than a whole short schedule, so a
-plan whose prefix replays faster than that is replayed instead (the threshold is measured
-once per exploration, by timing the first sweep's first plan, which is replayed anyway).
+point of a sweep, and each plan goes on from the parent's run at its point (nothing before
+that point could tell the two apart), in one of two ways:
 
-Like shards in other processes, a forked schedule's user code (an invariant that counts its
-calls in a module-level variable) changes that process's state, not the explorer's.
+* *Restoring* (``restoring.py``), where the runtime can save its records (the memory runtime)
+  and the plans' points are not read (the search's last level, most of its plans): the
+  parent's run saves its state at the point, runs each plan on, and puts the state back.
+* *Forking* elsewhere (a level whose points are read to place the next level's faults): at
+  each plan's point the parent forks a child process that installs the plan's faults, runs to
+  the end and sends its outcome back over a pipe. Forking costs 5-8 ms here, more than a
+  whole short schedule, so a plan whose prefix replays faster than that is replayed instead
+  (the threshold is measured once per exploration, by timing the first sweep's first plan,
+  which is replayed anyway). Like shards in other processes, a forked schedule's user code (an
+  invariant that counts its calls in a module-level variable) changes that process's state,
+  not the explorer's. Each child re-arms the run's wall-clock limit for what its prefix left
+  of it, and the parent's limit stops while it waits.
 
 Only on the memory runtime (DuckDB's connections and threads do not survive a fork, and a
-runtime of your own may hold anything), on POSIX, in one process. Each child re-arms the
-run's wall-clock limit for what its prefix left of it, and the parent's limit stops while it
-waits. A plan no child delivered (the parent's run ended first, the child failed) is
-replayed: the outcomes are always the replaying explorer's.
+runtime of your own may hold anything), on POSIX, in one process. A plan neither way
+delivered (the parent's run ended first, a child failed) is replayed: the outcomes are always
+the replaying explorer's.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from yieldstar_sim.simulation.explorer.plans import (
     outcome_of,
     run_plan,
 )
+from yieldstar_sim.simulation.explorer.restoring import serve as serve_restoring
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -127,17 +134,28 @@ class PrefixSharing:
     def run(self, plans: Sequence[Plan], *, expand: bool, take: Take) -> None:
         """Run ``plans``, handing each outcome to ``take`` in plan order until it says stop."""
         for parent, group in sweeps(plans):
-            rest = group
-            if parent is not None and len(group) > 1 and self.threshold is None:
+            rest: Sequence[Plan] = group
+            if parent is not None and not expand and len(group) > 1:
+                served = serve_restoring(
+                    self.scenario, self.runtime, self.timeout, parent, group, take=take
+                )
+                if served is not None:
+                    delivered, stopped = served
+                    if stopped:
+                        return
+                    # Left to forking: points where the actors' logs grew too long to rebuild
+                    # for less than a fork, or a restored run that went wrong.
+                    rest = group[delivered:]
+            if parent is not None and len(rest) > 1 and self.threshold is None:
                 # The sweep's first plan is replayed anyway (its prefix is the shortest):
                 # timed, it tells where forking starts to pay. No run is added for it, so
                 # user code (an invariant counting its calls) sees the runs replaying makes.
                 started = time.perf_counter()
-                outcome = self._replay(group[0], expand)
+                outcome = self._replay(rest[0], expand)
                 self.threshold = threshold(time.perf_counter() - started, outcome.points)
-                if not take(group[0], outcome):
+                if not take(rest[0], outcome):
                     return
-                rest = group[1:]
+                rest = rest[1:]
             forked: list[Plan] = []
             if parent is not None and len(rest) > 1:
                 at = self.threshold or 0
