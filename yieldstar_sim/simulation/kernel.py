@@ -400,6 +400,13 @@ class Kernel:
         """Each actor's generator (or ``Deferred``), by name: the actors that have not ended."""
         return dict(self._actors)
 
+    def make_deferred(self) -> None:
+        """Make every ``Deferred`` actor now: a run about to go on with nothing that could
+        make one later (a restored run that will not be saved again)."""
+        for name, actor in self._actors.items():
+            if type(actor) is Deferred:
+                self._actors[name] = actor.make()
+
     def close(self) -> None:
         """Close every actor that has not ended."""
         for actor in self._actors.values():
