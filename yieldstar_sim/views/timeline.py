@@ -35,7 +35,7 @@ from yieldstar_sim.simulation.trace import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
-from yieldstar_sim.views.timeline_labels import label_marks, label_spans, tick_labels
+from yieldstar_sim.views.timeline_labels import Mark, Span, label_marks, label_spans, tick_labels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,32 +46,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 SCENARIO_LANE = "scenario"
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A delivery on a worker's lane: claimed at ``start``, over at ``end`` (``how``)."""
-
-    worker: str
-    execution_id: str
-    token: int
-    start: float
-    end: float
-    how: str
-    expires: float | None = None
-    """Where the lease ran out, when the worker went on past it (a stale holder)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One event drawn on a lane."""
-
-    lane: str
-    x: float
-    kind: str
-    text: str
-    label: str = ""
-    """A few words drawn beside the mark where they fit (a fault, a crash, a start call)."""
 
 
 @dataclass
