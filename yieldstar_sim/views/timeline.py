@@ -457,18 +457,8 @@ def draw_timeline(
     for lane, bars in stale_bars.items():
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#D55E00",
                        linestyle="--")  # fmt: skip
-    frozen_bars: dict[str, list[tuple[float, float]]] = {}
-    for lane, start, end in timeline.frozen:
-        frozen_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
-    for lane, bars in frozen_bars.items():
-        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#555555",
-                       hatch="///", linewidth=0.8)  # fmt: skip
-    stalled_bars: dict[str, list[tuple[float, float]]] = {}
-    for lane, start, end in timeline.stalled:
-        stalled_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
-    for lane, bars in stalled_bars.items():
-        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
-                       hatch="\\\\", linewidth=0.8)  # fmt: skip
+    _draw_hatched(ax, timeline.frozen, lane_y, colour="#555555", hatch="///")
+    _draw_hatched(ax, timeline.stalled, lane_y, colour="#7B3294", hatch="\\\\")
     _draw_marks(ax, timeline, lane_y, bucket)
     colours = {kind: style[1] for kind, style in MARK_STYLE.items()}
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
@@ -492,6 +482,24 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+def _draw_hatched(
+    ax: Axes,
+    spans: list[tuple[str, float, float]],
+    lane_y: dict[str, int],
+    *,
+    colour: str,
+    hatch: str,
+) -> None:
+    """Time a lane stood still (a frozen worker, a stalled attempt): hatched, unfilled bars, each
+    at least 0.6 wide, so that a short one still shows."""
+    bars: dict[str, list[tuple[float, float]]] = {}
+    for lane, start, end in spans:
+        bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
+    for lane, lane_bars in bars.items():
+        ax.broken_barh(lane_bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor=colour,
+                       hatch=hatch, linewidth=0.8)  # fmt: skip
 
 
 def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:
