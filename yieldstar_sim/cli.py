@@ -14,7 +14,7 @@ import os
 import re
 import signal
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
@@ -30,9 +30,11 @@ from yieldstar_sim.cli_files import (
 from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from yieldstar_sim.simulation.result import SimulationRun
+
+NameT = TypeVar("NameT", bound=str)
 
 
 def _timeout(text: str) -> float | None:
@@ -217,17 +219,13 @@ def _parser() -> argparse.ArgumentParser:
         help="run the runtime-adapter conformance cases on --runtime first; failures are "
         "violations",
     )  # fmt: skip
-    explore.add_argument(
-        "--out", metavar="DIR", default="out",
-        help="folder for the replay artifacts and the pictures (default: out)",
-    )  # fmt: skip
-    explore.add_argument(
-        "--format", default="png", metavar="LIST", type=_format_list,
-        help="formats of the pictures, as for run: the exploration grid and each violation's "
+    _output_options(
+        explore,
+        "folder for the replay artifacts and the pictures (default: out)",
+        "formats of the pictures, as for run: the exploration grid and each violation's "
         "divergence figure (in the picture formats among them) and execution graph "
         "(default png); review: one self-contained HTML page of the whole exploration",
-    )  # fmt: skip
-    explore.add_argument("--json", action="store_true", help="print one JSON object")
+    )
     explore.add_argument("--progress", action="store_true", help="show a progress bar")
     explore.add_argument(
         "--quiet", action="store_true", help="print the verdict only, not each violation"
@@ -275,15 +273,20 @@ def _runtime_options(
         help="run on a --db file that already holds records (by default it is refused: the "
         "run would mix with the earlier one's records)",
     )  # fmt: skip
-    command.add_argument(
-        "--out", metavar="DIR", default="out", help="folder for graph, trace and artifact"
+    _output_options(
+        command,
+        "folder for graph, trace and artifact",
+        "what to draw, comma-separated among svg,png,pdf,graphml,json,dot,mermaid,html,review "
+        "(default png: the graph beside the timeline; review: one self-contained HTML page "
+        "with a stepper, for design reviews)",
     )
-    command.add_argument(
-        "--format", default="png", metavar="LIST", type=_format_list,
-        help="what to draw, comma-separated among svg,png,pdf,graphml,json,dot,mermaid,html,"
-        "review (default png: the graph beside the timeline; review: one self-contained HTML "
-        "page with a stepper, for design reviews)",
-    )  # fmt: skip
+
+
+def _output_options(command: argparse.ArgumentParser, out: str, formats: str) -> None:
+    """``--out``, ``--format`` and ``--json``: where and what a command that draws writes, in
+    ``out`` and ``formats``' words."""
+    command.add_argument("--out", metavar="DIR", default="out", help=out)
+    command.add_argument("--format", default="png", metavar="LIST", type=_format_list, help=formats)
     command.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -325,10 +328,15 @@ def _list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"scenarios": stories}))
     else:
-        width = max(map(len, stories), default=0)
-        for name, story in stories.items():
-            print(f"{name:<{width}}  {story}")
+        _print_columns(stories)
     return 0
+
+
+def _print_columns(rows: Mapping[NameT, str], indent: str = "") -> None:
+    """Each name and its words, the words lined up in a column after the longest name."""
+    width = max(map(len, rows), default=0)
+    for name, words in rows.items():
+        print(f"{indent}{name:<{width}}  {words}")
 
 
 def _list_faults(args: argparse.Namespace) -> int:
@@ -350,16 +358,12 @@ def _list_faults(args: argparse.Namespace) -> int:
         "applies:\na stall and a skew at elapses, a crash and a freeze at calls and elapses, "
         "the rest at calls):"
     )
-    width = max(map(len, kinds))
-    for kind, effect in kinds.items():
-        print(f"  {kind:<{width}}  {effect}")
+    _print_columns(kinds, indent="  ")
     print(
         "\nOps: the runtime calls (a body's heartbeat renews), and a body's elapse and draws, "
         "that are choice points (op=OP):"
     )
-    width = max(map(len, CHOICE_POINT_OPS))
-    for op, what in CHOICE_POINT_OPS.items():
-        print(f"  {op:<{width}}  {what}")
+    _print_columns(CHOICE_POINT_OPS, indent="  ")
     print(
         '\nPlace a fault by description, e.g. ys.Fault("crash", op="put_step", '
         'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze, a stall and a '

@@ -107,6 +107,34 @@ def detachable(
     ``remake`` makes the delivery again from its start, for a restored run to make the new
     actor again: fed what the worker was told since the delivery started, it stands where it
     detached."""
+    return _relay(delivery, partial(_hand_off, state, delivery, remake))
+
+
+def _hand_off(
+    state: RunState,
+    delivery: Generator[Any, Any, None],
+    remake: Callable[[], Generator[Any, Any, None]],
+    request: Detach,
+) -> bool:
+    """The rest of a detached ``delivery`` goes on as a new actor (``detachable``)."""
+    recorder, worker = state.recorder, state.kernel.running
+    log = None if recorder is None or worker is None else recorder.logs.get(worker)
+    told = [] if log is None or state.replaying else log.entries
+    state.spawn(
+        request.actor,
+        partial(_stalled_again, state, request.actor, remake, list(told)),
+        actor=_stalled(state, delivery),
+    )  # fmt: skip
+    return True
+
+
+def _relay(
+    delivery: Generator[Any, Any, None], detached: Callable[[Detach], bool]
+) -> Generator[Any, Any, None]:
+    """Pass ``delivery``'s requests to the kernel and the kernel's answers back, until it ends.
+    At each ``Detach`` it yields, ``detached`` says whether the rest of it was handed to an
+    actor of its own (True: it stops here, left open for that actor); if not, it goes on,
+    told nothing."""
     running: Generator[Any, Any, None] | None = delivery
     value: Any = None
     try:
@@ -116,16 +144,11 @@ def detachable(
             except StopIteration:
                 return
             if isinstance(request, Detach):
-                recorder, worker = state.recorder, state.kernel.running
-                log = None if recorder is None or worker is None else recorder.logs.get(worker)
-                told = [] if log is None or state.replaying else log.entries
-                state.spawn(
-                    request.actor,
-                    partial(_stalled_again, state, request.actor, remake, list(told)),
-                    actor=_stalled(state, delivery),
-                )  # fmt: skip
-                running = None
-                return
+                if detached(request):
+                    running = None
+                    return
+                value = None
+                continue
             value = yield request
     finally:
         if running is not None:
@@ -147,25 +170,21 @@ def _stalled_again(
 
 
 def _stalled(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[Any, Any, None]:
-    """The rest of a stalled delivery, as an actor of its own."""
-    value: Any = None
+    """The rest of a stalled delivery, as an actor of its own (a later stall of the attempt
+    does not detach it again: it is apart already)."""
     try:
-        while True:
-            try:
-                request = delivery.send(value)
-            except StopIteration:
-                return
-            except WorkerCrashed:
-                # A crash fault at one of the attempt's later calls ends this attempt; the
-                # worker it stalled away from lives on.
-                state.trace.add(
-                    state.clock.now(), TraceKind.CRASH,
-                    "the stalled attempt dies with its process's crash fault",
-                )  # fmt: skip
-                return
-            value = None if isinstance(request, Detach) else (yield request)
-    finally:
-        delivery.close()
+        yield from _relay(delivery, _stays)
+    except WorkerCrashed:
+        # A crash fault at one of the attempt's later calls ends this attempt; the worker it
+        # stalled away from lives on.
+        state.trace.add(
+            state.clock.now(), TraceKind.CRASH,
+            "the stalled attempt dies with its process's crash fault",
+        )  # fmt: skip
+
+
+def _stays(request: Detach) -> bool:
+    return False
 
 
 def play_body(

@@ -84,12 +84,8 @@ class Deadline:
             self._armed = _WATCHDOG.arm(self, self.seconds)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
+        # Whatever ended the run (an error, or none), the watchdog lets go of it the same way.
         if self._armed is not None:
             _WATCHDOG.cancel(self._armed)
             self._armed = None

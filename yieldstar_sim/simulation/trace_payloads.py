@@ -176,6 +176,20 @@ class NoData(Payload):
 NO_DATA = NoData()
 
 
+class _TuplePayload(Payload):
+    """A payload with tuple fields (``tuple_fields``), which a reader may give as lists (JSON's,
+    or a caller's): kept as tuples, so that the payload stays hashable and equal to one built
+    from tuples."""
+
+    __slots__ = ()
+
+    tuple_fields: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        for name in self.tuple_fields:
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
 @payload(TraceKind.TRIGGER)
 @dataclass(frozen=True, slots=True)
 class TriggerData(Payload):
@@ -190,13 +204,11 @@ class TriggerData(Payload):
 @payload(TraceKind.CANCEL)
 @payload(TraceKind.CALL, op=Op.CANCEL)
 @dataclass(frozen=True, slots=True)
-class CancelData(Payload):
+class CancelData(_TuplePayload):
     """A cancellation: the live executions it reached."""
 
     cancelled: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cancelled", tuple(self.cancelled))
+    tuple_fields = ("cancelled",)
 
 
 @payload(TraceKind.FAULT)
@@ -219,13 +231,11 @@ class FreezeData(Payload):
 
 @payload(TraceKind.DEPLOY)
 @dataclass(frozen=True, slots=True)
-class DeployData(Payload):
+class DeployData(_TuplePayload):
     """The workflows whose new code was deployed."""
 
     workflows: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "workflows", tuple(self.workflows))
+    tuple_fields = ("workflows",)
 
 
 @payload(TraceKind.PRUNE)
@@ -528,7 +538,7 @@ class ClientAttemptData(Payload):
 
 @payload(TraceKind.CLIENT_ANSWER)
 @dataclass(frozen=True, slots=True)
-class ClientAnswerData(Payload):
+class ClientAnswerData(_TuplePayload):
     """The runtime's answer to a client's attempt: ``admitted`` (a new execution),
     ``existing`` (the execution the ID names, returned), ``refused`` (with ``code``) or
     ``cancel requested`` (reaching ``cancelled``); ``lost`` when the client never saw it.
@@ -543,9 +553,7 @@ class ClientAnswerData(Payload):
     code: str | None = omittable()
     cancelled: tuple[str, ...] = omittable(())
     lost: bool = omittable(False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "cancelled", tuple(self.cancelled))
+    tuple_fields = ("cancelled",)
 
 
 @payload(TraceKind.CLIENT_GIVE_UP)

@@ -35,7 +35,7 @@ from yieldstar_sim.simulation.trace import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
-from yieldstar_sim.views.timeline_labels import label_marks, label_spans, tick_labels
+from yieldstar_sim.views.timeline_labels import Mark, Span, label_marks, label_spans, tick_labels
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,32 +46,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 SCENARIO_LANE = "scenario"
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A delivery on a worker's lane: claimed at ``start``, over at ``end`` (``how``)."""
-
-    worker: str
-    execution_id: str
-    token: int
-    start: float
-    end: float
-    how: str
-    expires: float | None = None
-    """Where the lease ran out, when the worker went on past it (a stale holder)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """One event drawn on a lane."""
-
-    lane: str
-    x: float
-    kind: str
-    text: str
-    label: str = ""
-    """A few words drawn beside the mark where they fit (a fault, a crash, a start call)."""
 
 
 @dataclass
@@ -483,18 +457,8 @@ def draw_timeline(
     for lane, bars in stale_bars.items():
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#D55E00",
                        linestyle="--")  # fmt: skip
-    frozen_bars: dict[str, list[tuple[float, float]]] = {}
-    for lane, start, end in timeline.frozen:
-        frozen_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
-    for lane, bars in frozen_bars.items():
-        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#555555",
-                       hatch="///", linewidth=0.8)  # fmt: skip
-    stalled_bars: dict[str, list[tuple[float, float]]] = {}
-    for lane, start, end in timeline.stalled:
-        stalled_bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
-    for lane, bars in stalled_bars.items():
-        ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor="#7B3294",
-                       hatch="\\\\", linewidth=0.8)  # fmt: skip
+    _draw_hatched(ax, timeline.frozen, lane_y, colour="#555555", hatch="///")
+    _draw_hatched(ax, timeline.stalled, lane_y, colour="#7B3294", hatch="\\\\")
     _draw_marks(ax, timeline, lane_y, bucket)
     colours = {kind: style[1] for kind, style in MARK_STYLE.items()}
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
@@ -518,6 +482,24 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+def _draw_hatched(
+    ax: Axes,
+    spans: list[tuple[str, float, float]],
+    lane_y: dict[str, int],
+    *,
+    colour: str,
+    hatch: str,
+) -> None:
+    """Time a lane stood still (a frozen worker, a stalled attempt): hatched, unfilled bars, each
+    at least 0.6 wide, so that a short one still shows."""
+    bars: dict[str, list[tuple[float, float]]] = {}
+    for lane, start, end in spans:
+        bars.setdefault(lane, []).append((start, max(end - start, 0.6)))
+    for lane, lane_bars in bars.items():
+        ax.broken_barh(lane_bars, (lane_y[lane] - 0.3, 0.6), facecolors="none", edgecolor=colour,
+                       hatch=hatch, linewidth=0.8)  # fmt: skip
 
 
 def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:

@@ -1,6 +1,6 @@
-"""Where the timeline's words go: deliveries' labels, mark labels and the axis's ticks, each
-only where it fits, the ones a reviewer looks for first (a crash's recovery, a fault), so that
-no label prints over another and none is cut off at the axis's end.
+"""The timeline's spans and marks, and where its words go: deliveries' labels, mark labels and
+the axis's ticks, each only where it fits, the ones a reviewer looks for first (a crash's
+recovery, a fault), so that no label prints over another and none is cut off at the axis's end.
 
 >>> tick_labels([(0.0, "0"), (0.5, "1"), (40.0, "30")], char_units=1.0)
 ['0', '', '30']
@@ -9,44 +9,13 @@ no label prints over another and none is cut off at the axis's end.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from matplotlib.axes import Axes
-
-
-# What is read of the timeline's spans and marks (``views.timeline`` imports this module, so
-# it names their shapes rather than their classes).
-class Span(Protocol):
-    """A delivery on a lane (``views.timeline.Span``)."""
-
-    @property
-    def worker(self) -> str: ...
-    @property
-    def execution_id(self) -> str: ...
-    @property
-    def token(self) -> int: ...
-    @property
-    def start(self) -> float: ...
-    @property
-    def how(self) -> str: ...
-    @property
-    def expires(self) -> float | None: ...
-
-
-class Mark(Protocol):
-    """A mark on a lane (``views.timeline.Mark``)."""
-
-    @property
-    def lane(self) -> str: ...
-    @property
-    def x(self) -> float: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def label(self) -> str: ...
 
 
 def notable_span(span: Span) -> bool:
@@ -132,3 +101,31 @@ def label_marks(
                 ax.text(left, lane_y[mark.lane] + row, mark.label, fontsize=7, ha="left",
                         va="top", color=colour, clip_on=True, parse_math=False)  # fmt: skip
                 break
+
+
+# The spans and marks are defined here, and ``views.timeline`` (which imports this module)
+# builds them: the labels above read the classes themselves, not a copy of their shapes.
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A delivery on a worker's lane: claimed at ``start``, over at ``end`` (``how``)."""
+
+    worker: str
+    execution_id: str
+    token: int
+    start: float
+    end: float
+    how: str
+    expires: float | None = None
+    """Where the lease ran out, when the worker went on past it (a stale holder)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """One event drawn on a lane."""
+
+    lane: str
+    x: float
+    kind: str
+    text: str
+    label: str = ""
+    """A few words drawn beside the mark where they fit (a fault, a crash, a start call)."""

@@ -29,3 +29,19 @@ class OpensSteppers(Shown):
         self.output.outputs = ()
         self.output.append_display_data(view.widget)
         return view
+
+
+def picture(widgets: Any, **more: Any) -> Any:
+    """A PNG ``Image`` that shrinks on a narrow page and is never blown up: a box stretches its
+    children to its width, so a picture whose size matters is given its width in pixels
+    (``image.layout.width``), as the stepper's are."""
+    return widgets.Image(
+        format="png", layout=widgets.Layout(max_width="100%", height="auto"), **more
+    )
+
+
+def button(widgets: Any, description: str, icon: str, width: str, **more: Any) -> Any:
+    """A ``Button`` of a fixed width, with its words and icon (``more``: its other traits)."""
+    return widgets.Button(
+        description=description, icon=icon, layout=widgets.Layout(width=width), **more
+    )

@@ -17,7 +17,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.pictures import figure_png
-from yieldstar_sim.widgets.box import OpensSteppers
+from yieldstar_sim.widgets.box import OpensSteppers, picture
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation
@@ -68,12 +68,7 @@ class ReportView(OpensSteppers):
         if grid and report.verdicts:
             from yieldstar_sim.views.exploration import draw_exploration
 
-            parts.append(
-                widgets.Image(
-                    value=figure_png(draw_exploration(report)), format="png",
-                    layout=widgets.Layout(max_width="100%", height="auto"),
-                )
-            )  # fmt: skip
+            parts.append(picture(widgets, value=figure_png(draw_exploration(report))))
         for number, found in enumerate(report.violations, 1):
             parts.append(self._violation_box(widgets, number, found))
         parts.append(self.output)

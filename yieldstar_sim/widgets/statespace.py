@@ -17,7 +17,7 @@ import html
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.views.pictures import figure_png
-from yieldstar_sim.widgets.box import OpensSteppers
+from yieldstar_sim.widgets.box import OpensSteppers, picture
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport
@@ -58,11 +58,8 @@ class StateSpaceView(OpensSteppers):
         ]
         if 0 < len(space) <= DRAWN_AT_MOST:
             parts.append(
-                widgets.Image(
-                    value=figure_png(draw_state_graph(space, title=report.scenario)),
-                    format="png", layout=widgets.Layout(max_width="100%", height="auto"),
-                )
-            )  # fmt: skip
+                picture(widgets, value=figure_png(draw_state_graph(space, title=report.scenario)))
+            )
         for key, path in shortest_paths(space).items():
             node = space.nodes[key]
             button = widgets.Button(

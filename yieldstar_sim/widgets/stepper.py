@@ -28,7 +28,7 @@ from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, explored_sec
 from yieldstar_sim.views.pictures import RunPictures, figure_png, graph_signature
 from yieldstar_sim.views.records import RecordBook, records_html
 from yieldstar_sim.views.words import narrate
-from yieldstar_sim.widgets.box import Shown
+from yieldstar_sim.widgets.box import Shown, button, picture
 from yieldstar_sim.widgets.graph_window import graph_window_html
 from yieldstar_sim.widgets.whatif import (
     WHAT_IF_KINDS,
@@ -181,26 +181,18 @@ class Stepper(Shown):
             value=0, min=0, max=last, step=1, interval=900, show_repeat=False,
             description="play", tooltip="play the run event by event",
         )  # fmt: skip
-        self.previous_button = widgets.Button(
-            description="previous", icon="step-backward", tooltip="the event before",
-            layout=widgets.Layout(width="110px"),
-        )  # fmt: skip
-        self.next_button = widgets.Button(
-            description="next", icon="step-forward", tooltip="the event after",
-            layout=widgets.Layout(width="90px"),
-        )  # fmt: skip
+        self.previous_button = button(
+            widgets, "previous", "step-backward", "110px", tooltip="the event before"
+        )
+        self.next_button = button(
+            widgets, "next", "step-forward", "90px", tooltip="the event after"
+        )
         widgets.link((self.play, "value"), (self.slider, "value"))
         self.event_html = widgets.HTML()
-        # A box stretches its children to its width: give each picture its own width in
-        # pixels (shrinking on a narrow page) so that it is shown at its size, not blown up.
-        self.graph_image = widgets.Image(
-            format="png", layout=widgets.Layout(max_width="100%", height="auto")
-        )
+        self.graph_image = picture(widgets)
         self.graph_html = widgets.HTML(layout=widgets.Layout(display="none"))
         self.graph_html.add_class("ys-graph-window")
-        self.timeline_image = widgets.Image(
-            format="png", layout=widgets.Layout(max_width="100%", height="auto")
-        )
+        self.timeline_image = picture(widgets)
         # Classes a page (and the browser test) can find the parts by.
         self.graph_image.add_class("ys-graph")
         self.timeline_image.add_class("ys-timeline")
@@ -217,14 +209,12 @@ class Stepper(Shown):
             value=freeze, min=0.001, max=1e6, step=5, description="seconds", disabled=True,
             layout=widgets.Layout(width="160px"),
         )  # fmt: skip
-        self.rerun_button = widgets.Button(
-            description="re-run with this fault", icon="redo", button_style="warning",
-            layout=widgets.Layout(width="210px"),
-        )  # fmt: skip
-        self.back_button = widgets.Button(
-            description="back to the previous run", icon="undo", disabled=True,
-            layout=widgets.Layout(width="220px"),
-        )  # fmt: skip
+        self.rerun_button = button(
+            widgets, "re-run with this fault", "redo", "210px", button_style="warning"
+        )
+        self.back_button = button(
+            widgets, "back to the previous run", "undo", "220px", disabled=True
+        )
         self.whatif_html = widgets.HTML()
 
         self.previous_button.on_click(lambda _: self.previous())

@@ -249,23 +249,22 @@ class ExplorationReport:
     def completeness(self) -> dict[str, Any]:
         """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
         return {
-            "exhausted": self.exhausted,
-            "cut_by": self.cut_by,
-            "interrupted": self.interrupted,
-            "distinct_states": self.distinct_states,
+            **self._plain("exhausted", "cut_by", "interrupted", "distinct_states"),
             "states_in_graph": 0 if self.state_space is None else len(self.state_space),
-            "schedules_run": self.schedules_run,
-            "pruned_by_reduction": self.pruned_by_reduction,
-            "pruned_by_cache": self.pruned_by_cache,
-            "pruned_by_symmetry": self.pruned_by_symmetry,
+            **self._plain(
+                "schedules_run", "pruned_by_reduction", "pruned_by_cache", "pruned_by_symmetry"
+            ),
             "progress": self.search_progress,
             "naive_schedules": self.naive_schedules,
             "naive_schedules_how": self.naive_how,
-            "max_faults": self.max_faults,
-            "max_depth": self.max_depth,
-            "order": self.order,
+            **self._plain("max_faults", "max_depth", "order"),
             "statement": self._completeness(),
         }
+
+    def _plain(self, *names: str) -> dict[str, Any]:
+        """These fields (or properties) as plain data, each under its own name: the JSON forms
+        keep them in the order named."""
+        return {name: getattr(self, name) for name in names}
 
     def state_graph(self) -> nx.DiGraph:
         """The explored state space as a networkx ``DiGraph`` (an exhaustive search's): nodes
@@ -424,22 +423,18 @@ class ExplorationReport:
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (the CLI's --json)."""
         return {
-            "scenario": self.scenario,
-            "strategy": self.strategy,
-            "max_faults": self.max_faults,
-            "seed": self.seed,
-            "runtime": self.runtime,
-            "ok": self.ok,
-            "verdict": self.verdict,
+            **self._plain("scenario", "strategy", "max_faults", "seed", "runtime", "ok", "verdict"),
             "coverage": self.coverage(),
-            "exhausted": self.exhausted,
-            "interrupted": self.interrupted,
-            "schedules_run": self.schedules_run,
-            "skipped_equivalent": self.skipped_equivalent,
-            "total_under_bound": self.total_under_bound,
-            "incomplete_schedules": self.incomplete_schedules,
-            "incomplete_reasons": self.incomplete_reasons,
-            "warnings": self.warnings,
+            **self._plain(
+                "exhausted",
+                "interrupted",
+                "schedules_run",
+                "skipped_equivalent",
+                "total_under_bound",
+                "incomplete_schedules",
+                "incomplete_reasons",
+                "warnings",
+            ),
             "broken_by": self.broken_by(),
             "single_faults": [
                 {"choice_point": label, "fault": kind, "verdict": verdict}

@@ -3,9 +3,9 @@ attempts it took (a retry after a lost response must not admit a second executio
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.simulation.invariants.evidence import repeated
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import ClientAnswerData, ClientAttemptData, TraceKind
 
@@ -23,14 +23,13 @@ class OneExecutionPerClientRequest:
 
     def check(self, run: RunView) -> list[Violation]:
         """Group the clients' admissions by the client and the request it meant."""
-        by_request: dict[tuple[str, str], list[Admission]] = defaultdict(list)
-        for admission in run.admissions:
-            if admission.how == "client trigger" and admission.by is not None:
-                by_request[admission.by].append(admission)
+        clients = (
+            (admission.by, admission)
+            for admission in run.admissions
+            if admission.how == "client trigger" and admission.by is not None
+        )
         violations = []
-        for (client, meant), admitted in sorted(by_request.items()):
-            if len(admitted) < 2:
-                continue
+        for (client, meant), admitted in repeated(clients):
             first, second = admitted[0], admitted[1]
             count = "two" if len(admitted) == 2 else str(len(admitted))
             violations.append(

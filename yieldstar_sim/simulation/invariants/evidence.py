@@ -3,7 +3,8 @@ step ran again, where and by whom."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections import defaultdict
+from typing import TYPE_CHECKING, TypeVar
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
@@ -16,8 +17,24 @@ from yieldstar_sim.simulation.trace import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
+
+V = TypeVar("V")
+
+#: Who asked: (caller execution, step key), or (client, the request it meant).
+Request = tuple[str, str]
+
+
+def repeated(pairs: Iterable[tuple[Request, V]]) -> list[tuple[Request, list[V]]]:
+    """The requests given more than one value, in order of the request, each with its values
+    in the order given: what an exactly-once invariant reports."""
+    groups: dict[Request, list[V]] = defaultdict(list)
+    for request, value in pairs:
+        groups[request].append(value)
+    return [(request, values) for request, values in sorted(groups.items()) if len(values) > 1]
 
 
 def admission_events(run: RunView) -> dict[str, TraceEvent]:

@@ -4,11 +4,15 @@ outcomes acknowledged under the current lease, no execution lost."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at, why_again
+from yieldstar_sim.simulation.invariants.evidence import (
+    admission_events,
+    repeated,
+    seen_at,
+    why_again,
+)
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace import (
     TraceKind,
@@ -16,7 +20,6 @@ from yieldstar_sim.simulation.trace import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import RunView
-    from yieldstar_sim.simulation.trace import TraceEvent
 
 
 class OneTargetPerStartRequest:
@@ -27,26 +30,24 @@ class OneTargetPerStartRequest:
 
     def check(self, run: RunView) -> list[Violation]:
         """Group started executions by their parent link's request identity."""
-        by_request: dict[tuple[str, str], list[str]] = defaultdict(list)
-        for record in run.executions:
-            if record.origin == "start" and record.parent is not None:
-                by_request[(record.parent.execution_id, record.parent.step_key)].append(
-                    record.execution_id
-                )
+        started = (
+            ((record.parent.execution_id, record.parent.step_key), record.execution_id)
+            for record in run.executions
+            if record.origin == "start" and record.parent is not None
+        )
         violations = []
-        for (caller, key), targets in sorted(by_request.items()):
-            if len(targets) > 1:
-                admitted = admission_events(run)  # only to say where: most runs hold
-                violations.append(
-                    Violation(
-                        self.name,
-                        f"request ({caller}, {key}) admitted {len(targets)} targets: "
-                        + ", ".join(
-                            f"{t} {seen_at(admitted[t])}" if t in admitted else t for t in targets
-                        ),
-                        {"request": [caller, key], "targets": targets},
-                    )
+        for (caller, key), targets in repeated(started):
+            admitted = admission_events(run)  # only to say where: most runs hold
+            violations.append(
+                Violation(
+                    self.name,
+                    f"request ({caller}, {key}) admitted {len(targets)} targets: "
+                    + ", ".join(
+                        f"{t} {seen_at(admitted[t])}" if t in admitted else t for t in targets
+                    ),
+                    {"request": [caller, key], "targets": targets},
                 )
+            )
         return violations
 
 
@@ -106,16 +107,14 @@ class OneAdmissionPerStep:
 
     def check(self, run: RunView) -> list[Violation]:
         """Group admissions (starts and triggers from bodies) by the step that made them."""
-        by_step: dict[tuple[str, str], list[tuple[str, TraceEvent]]] = defaultdict(list)
-        for target, event in admission_events(run).items():
-            if event.execution_id is not None and event.step_key is not None:
-                entry = (target, event)
-                if entry not in by_step[(event.execution_id, event.step_key)]:
-                    by_step[(event.execution_id, event.step_key)].append(entry)
+        # Each target once: admission_events has one event per admitted execution.
+        by_step = (
+            ((event.execution_id, event.step_key), (target, event))
+            for target, event in admission_events(run).items()
+            if event.execution_id is not None and event.step_key is not None
+        )
         violations = []
-        for (caller, key), admitted in sorted(by_step.items()):
-            if len(admitted) < 2:
-                continue
+        for (caller, key), admitted in repeated(by_step):
             admitted.sort(key=lambda item: item[1].seq)
             (first, first_event), (second, second_event) = admitted[0], admitted[1]
             count = "two" if len(admitted) == 2 else str(len(admitted))
