@@ -203,15 +203,7 @@ class SqlCalls(SqlPrimitives):
         checked = common.check_start(request)
         if isinstance(checked, StartRejected):
             return checked
-        insert = {
-            "workflow_id": checked.workflow_id,
-            "params": checked.params,
-            "caller": checked.caller,
-            "step_key": checked.step_key,
-            "detached": checked.detached,
-            "now": self._clock.now(),
-            "guard": self._orphan_guard,
-        }
+        insert = self._target_params(checked)
         find = {"caller": checked.caller, "step_key": checked.step_key}
 
         def found(rows: Rows) -> StartResult | None:
@@ -238,17 +230,8 @@ class SqlCalls(SqlPrimitives):
         checked = common.check_child(request)
         if isinstance(checked, StartRejected):
             return checked
-        insert = {
-            "child_id": checked.child_id,
-            "workflow_id": checked.workflow_id,
-            "params": checked.params,
-            "origin": checked.origin,
-            "caller": checked.caller,
-            "step_key": checked.step_key,
-            "detached": checked.detached,
-            "now": self._clock.now(),
-            "guard": self._orphan_guard,
-        }
+        insert = self._target_params(checked)
+        insert.update(child_id=checked.child_id, origin=checked.origin)
         find = {
             "caller": checked.caller,
             "step_key": checked.step_key,
@@ -275,6 +258,21 @@ class SqlCalls(SqlPrimitives):
         return self._insert_or_find(
             "start_child", ("child_insert", insert), ("child_find", find), inserted, found
         )
+
+    def _target_params(
+        self, checked: common.CheckedStart | common.CheckedChild
+    ) -> dict[str, object]:
+        """What a start's and a child's insert of their target both bind: the request, the time,
+        and whether the orphan guard is on."""
+        return {
+            "workflow_id": checked.workflow_id,
+            "params": checked.params,
+            "caller": checked.caller,
+            "step_key": checked.step_key,
+            "detached": checked.detached,
+            "now": self._clock.now(),
+            "guard": self._orphan_guard,
+        }
 
     def _refuses(self, caller_status: str) -> bool:
         """Whether the orphan guard refused a new target of a caller in ``caller_status``."""
