@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.core.clock import Clock
     from yieldstar_sim.runtime.failpoints import FailPoints
 
+
 R = TypeVar("R")
 
 #: The rows a named statement returns (none for a statement that returns no rows).
@@ -56,14 +57,10 @@ Rows = list[tuple[Any, ...]]
 
 
 class SqlPrimitives(Protocol):
-    """What an SQL adapter supplies for ``SqlCalls``: its options, clock and failure points,
+    """What an SQL adapter supplies for ``SqlCalls`` besides its options (``AdapterOptions``):
     how it runs a named statement of its query file with bound parameters, and how it meets a
     lost race (what raises it, how often it tries again, how long it waits in between)."""
 
-    _clock: Clock
-    _failpoints: FailPoints
-    _orphan_guard: bool
-    _on_existing_id: str
     #: What a statement that lost a race raises: the call is tried again.
     _RACE_ERRORS: ClassVar[tuple[type[Exception], ...]]
     #: The statement that opens an insert-or-find's transaction, and the one that ends it when
@@ -102,7 +99,7 @@ class SqlPrimitives(Protocol):
         ...
 
 
-class SqlCalls(SqlPrimitives):
+class SqlCalls(common.AdapterOptions, SqlPrimitives):
     """The runtime Protocol's calls for an adapter that supplies ``SqlPrimitives``."""
 
     def _write(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
