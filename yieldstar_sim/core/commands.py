@@ -16,10 +16,17 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class PutStep:
-    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+class FencedCall:
+    """A runtime call fenced by the delivery's lease, its first field: the worker pipe carries
+    the call's other fields and puts the delivery's lease back (``engine.calls``)."""
 
     lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class PutStep(FencedCall):
+    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+
     step_key: str
     status: StepStatus
     value: DurableValue = None
@@ -28,10 +35,9 @@ class PutStep:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordWake:
+class RecordWake(FencedCall):
     """Runtime call: make the execution due again at ``at``. Fenced."""
 
-    lease: Lease
     at: float
 
 
@@ -43,10 +49,10 @@ class CallStart:
 
 
 @dataclass(frozen=True, slots=True)
-class WaitFor:
-    """Runtime call: register that this execution waits for another, and read that one."""
+class WaitFor(FencedCall):
+    """Runtime call: register that this execution waits for another, and read that one.
+    Fenced."""
 
-    lease: Lease
     execution_id: str
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from yieldstar_sim.core.commands import (
     CallStart,
     Command,
+    FencedCall,
     OrderCompletions,
     PutStep,
     ReadClock,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.protocol import Runtime
 
 C = TypeVar("C")
-F = TypeVar("F", bound="PutStep | RecordWake | WaitFor")
+F = TypeVar("F", bound=FencedCall)
 R = TypeVar("R", bound="CallStart | StartChild")
 
 
@@ -68,8 +69,9 @@ def _fenced_call(
     *,
     step_key: Callable[[F], str | None] = _no_step,
 ) -> CallKind[F]:
-    """The row of a command fenced by the delivery's lease, its first field: the command crosses
-    the pipe without it (the parent holds it), as its other fields in constructor order."""
+    """The row of a command fenced by the delivery's lease (``FencedCall``, whose first field it
+    is): the command crosses the pipe without it (the parent holds it), as its other fields in
+    constructor order."""
     names = [name.name for name in fields(command)][1:]
     others = attrgetter(*names)
     # ``attrgetter`` of one name answers the value itself, not a tuple of one.
