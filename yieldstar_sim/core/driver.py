@@ -31,6 +31,7 @@ from yieldstar_sim.core.authoring import (
     StartedExecution,
     StartStep,
     StepRunner,
+    TargetStep,
     Workflow,
     World,
 )
@@ -280,7 +281,7 @@ def _step(
         raise _Throw(WorkflowCancelledError(ctx.cancel_reason))
     if recorded is not None and recorded.status == "failed":
         raise _Throw(_restore_failure(request.key, _object(recorded.value), recorded.attempt))
-    if recorded is None and isinstance(request, StartStep | CallStep | ChildStep):
+    if recorded is None and isinstance(request, TargetStep):
         # A bad workflow name is the workflow code's mistake: throw it there, where it can be
         # read and handled, rather than let the runtime refuse the call.
         try:
