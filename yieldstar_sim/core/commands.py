@@ -6,13 +6,19 @@ them out (``engine.calls`` says which runtime call each is).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+# At run time: the request calls' bases name their request types.
+from yieldstar_sim.core.model import ChildRequest, StartRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.core.codec import DurableValue
-    from yieldstar_sim.core.model import ChildRequest, Lease, StartRequest, StepStatus
+    from yieldstar_sim.core.model import Lease, StepStatus
+
+#: The request a ``RequestCall`` carries.
+Q = TypeVar("Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +48,17 @@ class RecordWake(FencedCall):
 
 
 @dataclass(frozen=True, slots=True)
-class CallStart:
-    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
+class RequestCall(Generic[Q]):
+    """A runtime call that carries a start's or a child's request, whose ID names the step:
+    not fenced, as the request's ID makes a repeat answer alike; the worker pipe carries the
+    request's fields (``engine.calls``)."""
 
-    request: StartRequest
+    request: Q
+
+
+@dataclass(frozen=True, slots=True)
+class CallStart(RequestCall[StartRequest]):
+    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +70,8 @@ class WaitFor(FencedCall):
 
 
 @dataclass(frozen=True, slots=True)
-class StartChild:
+class StartChild(RequestCall[ChildRequest]):
     """Runtime call: create or join a run with a business ID (``step.child``/``spawn``)."""
-
-    request: ChildRequest
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from yieldstar_sim.core.commands import (
     PutStep,
     ReadClock,
     RecordWake,
+    RequestCall,
     RequestCancel,
     StartChild,
     WaitFor,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 
 C = TypeVar("C")
 F = TypeVar("F", bound=FencedCall)
-R = TypeVar("R", bound="CallStart | StartChild")
+R = TypeVar("R", bound=RequestCall[Any])
 
 
 # Not slots: a subscripted generic (``CallKind[PutStep](...)``) sets ``__orig_class__``.
