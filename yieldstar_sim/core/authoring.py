@@ -268,31 +268,34 @@ class DelayStep:
 
 
 @dataclass(frozen=True, slots=True)
-class StartStep:
-    """``step.start``: start another workflow as a durable step (RFC 003)."""
+class TargetStep:
+    """A step that asks the runtime for a run of another workflow, ``workflow_id``: a start, a
+    call or a child (the driver checks the name before the runtime sees it)."""
 
     key: str
     workflow_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StartStep(TargetStep):
+    """``step.start``: start another workflow as a durable step (RFC 003)."""
+
     params: object = None
     detached: bool = False
 
 
 @dataclass(frozen=True, slots=True)
-class CallStep:
+class CallStep(TargetStep):
     """``step.call``: start another workflow, then wait for its outcome (RFC 008)."""
 
-    key: str
-    workflow_id: str
     params: object = None
 
 
 @dataclass(frozen=True, slots=True)
-class ChildStep:
+class ChildStep(TargetStep):
     """``step.child`` (owned, waited for) or ``step.spawn`` (detached, not waited for): a run
     with a business ID, created or joined."""
 
-    key: str
-    workflow_id: str
     child_id: str
     params: object = None
     spawn: bool = False

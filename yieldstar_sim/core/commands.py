@@ -6,20 +6,33 @@ them out (``engine.calls`` says which runtime call each is).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+# At run time: the request calls' bases name their request types.
+from yieldstar_sim.core.model import ChildRequest, StartRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.core.codec import DurableValue
-    from yieldstar_sim.core.model import ChildRequest, Lease, StartRequest, StepStatus
+    from yieldstar_sim.core.model import Lease, StepStatus
+
+#: The request a ``RequestCall`` carries.
+Q = TypeVar("Q")
 
 
 @dataclass(frozen=True, slots=True)
-class PutStep:
-    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+class FencedCall:
+    """A runtime call fenced by the delivery's lease, its first field: the worker pipe carries
+    the call's other fields and puts the delivery's lease back (``engine.calls``)."""
 
     lease: Lease
+
+
+@dataclass(frozen=True, slots=True)
+class PutStep(FencedCall):
+    """Runtime call: record (or rewrite) a step, and optionally its wake. Fenced."""
+
     step_key: str
     status: StepStatus
     value: DurableValue = None
@@ -28,33 +41,37 @@ class PutStep:
 
 
 @dataclass(frozen=True, slots=True)
-class RecordWake:
+class RecordWake(FencedCall):
     """Runtime call: make the execution due again at ``at``. Fenced."""
 
-    lease: Lease
     at: float
 
 
 @dataclass(frozen=True, slots=True)
-class CallStart:
-    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
+class RequestCall(Generic[Q]):
+    """A runtime call that carries a start's or a child's request, whose ID names the step:
+    not fenced, as the request's ID makes a repeat answer alike; the worker pipe carries the
+    request's fields (``engine.calls``)."""
 
-    request: StartRequest
+    request: Q
 
 
 @dataclass(frozen=True, slots=True)
-class WaitFor:
-    """Runtime call: register that this execution waits for another, and read that one."""
+class CallStart(RequestCall[StartRequest]):
+    """Runtime call: ``WorkflowStartClient.start``. Not fenced."""
 
-    lease: Lease
+
+@dataclass(frozen=True, slots=True)
+class WaitFor(FencedCall):
+    """Runtime call: register that this execution waits for another, and read that one.
+    Fenced."""
+
     execution_id: str
 
 
 @dataclass(frozen=True, slots=True)
-class StartChild:
+class StartChild(RequestCall[ChildRequest]):
     """Runtime call: create or join a run with a business ID (``step.child``/``spawn``)."""
-
-    request: ChildRequest
 
 
 @dataclass(frozen=True, slots=True)

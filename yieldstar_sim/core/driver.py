@@ -31,6 +31,7 @@ from yieldstar_sim.core.authoring import (
     StartedExecution,
     StartStep,
     StepRunner,
+    TargetStep,
     Workflow,
     World,
 )
@@ -201,12 +202,8 @@ def drive(
             )
     try:
         user = workflow.fn(runner, record.params)
-    except WorkflowCancelledError as error:
-        return Cancelled() if ctx.cancel_recorded else _failed(error)
-    except Exception as error:
-        return _failed(error)
-    except SystemExit as exit:
-        return _failed(ExitCalled.from_exit(exit, f"workflow {record.workflow_id!r}"))
+    except (Exception, SystemExit) as error:
+        return _raised(error, ctx, f"workflow {record.workflow_id!r}")
     if not inspect.isgenerator(user):
         return _completed(record.execution_id, user, runner)
     return (yield from _drive_generator(user, ctx))
@@ -221,14 +218,8 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 request = user.throw(throw) if throw is not None else user.send(send)
             except StopIteration as stop:
                 return _completed(ctx.execution_id, stop.value, ctx.runner)
-            except WorkflowCancelledError as error:
-                # RFC 003: cancelled means thrown *after a recorded cancellation request*;
-                # workflow code that raises it on its own has failed like any other error.
-                return Cancelled() if ctx.cancel_recorded else _failed(error)
-            except Exception as error:
-                return _failed(error)
-            except SystemExit as exit:
-                return _failed(ExitCalled.from_exit(exit, f"the code of {ctx.execution_id}"))
+            except (Exception, SystemExit) as error:
+                return _raised(error, ctx, f"the code of {ctx.execution_id}")
             send, throw = None, None
             try:
                 send = yield from stamped(_perform(request, ctx), request)
@@ -290,7 +281,7 @@ def _step(
         raise _Throw(WorkflowCancelledError(ctx.cancel_reason))
     if recorded is not None and recorded.status == "failed":
         raise _Throw(_restore_failure(request.key, _object(recorded.value), recorded.attempt))
-    if recorded is None and isinstance(request, StartStep | CallStep | ChildStep):
+    if recorded is None and isinstance(request, TargetStep):
         # A bad workflow name is the workflow code's mistake: throw it there, where it can be
         # read and handled, rather than let the runtime refuse the call.
         try:
@@ -414,18 +405,13 @@ def _call(
 ) -> Generator[Command, Any, Any]:
     key = request.key
     if recorded is not None:
-        value = _object(recorded.value)
-        if recorded.status == "completed":
-            return value["result"]
-        target = str(value["executionId"])
-    else:
-        start = StartRequest(RequestId(ctx.execution_id, key), request.workflow_id, request.params)
-        result: StartResult = yield CallStart(start)
-        if not isinstance(result, StartAccepted):
-            raise (yield from _refused(ctx.lease, key, result))
-        target = result.execution_id
-        yield PutStep(ctx.lease, key, "pending", {"executionId": target})
-    return (yield from _await(key, target, ctx, {}))
+        return (yield from _replay_target(key, recorded, ctx, "result", child=False))
+    start = StartRequest(RequestId(ctx.execution_id, key), request.workflow_id, request.params)
+    result: StartResult = yield CallStart(start)
+    if not isinstance(result, StartAccepted):
+        raise (yield from _refused(ctx.lease, key, result))
+    yield PutStep(ctx.lease, key, "pending", {"executionId": result.execution_id})
+    return (yield from _await(key, result.execution_id, ctx, {}))
 
 
 def _child(
@@ -433,38 +419,35 @@ def _child(
 ) -> Generator[Command, Any, Any]:
     key = request.key
     if recorded is not None:
-        value = _object(recorded.value)
-        if recorded.status == "completed":
-            return value["executionId"] if request.spawn else value["result"]
-        target, joined = str(value["executionId"]), bool(value.get("joined"))
-    else:
-        refusal = None if request.spawn else ctx.profile.check_child(key)
-        if refusal is not None:
-            raise _Throw(ProfileError(refusal))
-        try:
-            check_execution_id(request.child_id, what=f"step {key!r}: the child ID")
-        except InvalidIDError as error:
-            raise _Throw(error) from None
-        if (request.child_id, request.workflow_id) == (ctx.execution_id, ctx.record.workflow_id):
-            raise _Throw(
-                InvalidIDError(
-                    f"step {key!r}: the child ID {request.child_id!r} is this execution's own "
-                    f"ID, for the same workflow {request.workflow_id!r}"
-                )
+        answer = "executionId" if request.spawn else "result"
+        return (yield from _replay_target(key, recorded, ctx, answer, child=True))
+    refusal = None if request.spawn else ctx.profile.check_child(key)
+    if refusal is not None:
+        raise _Throw(ProfileError(refusal))
+    try:
+        check_execution_id(request.child_id, what=f"step {key!r}: the child ID")
+    except InvalidIDError as error:
+        raise _Throw(error) from None
+    if (request.child_id, request.workflow_id) == (ctx.execution_id, ctx.record.workflow_id):
+        raise _Throw(
+            InvalidIDError(
+                f"step {key!r}: the child ID {request.child_id!r} is this execution's own "
+                f"ID, for the same workflow {request.workflow_id!r}"
             )
-        child = ChildRequest(
-            RequestId(ctx.execution_id, key), request.workflow_id, request.child_id,
-            request.params, detached=request.spawn,
-        )  # fmt: skip
-        result: ChildResult = yield StartChild(child)
-        if not isinstance(result, ChildAccepted):
-            raise (yield from _refused(ctx.lease, key, result))
-        target, joined = result.execution_id, not result.created
-        if request.spawn:
-            yield from _wait_for_spawn_acknowledgement(key, target, ctx)
-            yield PutStep(ctx.lease, key, "completed", {"executionId": target, "joined": joined})
-            return target
-        yield PutStep(ctx.lease, key, "pending", {"executionId": target, "joined": joined})
+        )
+    child = ChildRequest(
+        RequestId(ctx.execution_id, key), request.workflow_id, request.child_id,
+        request.params, detached=request.spawn,
+    )  # fmt: skip
+    result: ChildResult = yield StartChild(child)
+    if not isinstance(result, ChildAccepted):
+        raise (yield from _refused(ctx.lease, key, result))
+    target, joined = result.execution_id, not result.created
+    if request.spawn:
+        yield from _wait_for_spawn_acknowledgement(key, target, ctx)
+        yield PutStep(ctx.lease, key, "completed", {"executionId": target, "joined": joined})
+        return target
+    yield PutStep(ctx.lease, key, "pending", {"executionId": target, "joined": joined})
     return (yield from _await(key, target, ctx, {"joined": joined}))
 
 
@@ -486,6 +469,18 @@ def _wait_for_spawn_acknowledgement(
     info = ErrorInfo("WorkflowCancelledError", reason)
     yield PutStep(ctx.lease, key, "failed", {"error": info.to_value(), "cancelled": True})
     raise _Throw(WorkflowCancelledError(reason))
+
+
+def _replay_target(
+    key: str, recorded: StepRecord, ctx: _Context, answer: str, *, child: bool
+) -> Generator[Command, Any, Any]:
+    """A recorded call or child step: the ``answer`` of its record once completed, else wait
+    for the target it recorded again (with whether a child step joined an existing run)."""
+    value = _object(recorded.value)
+    if recorded.status == "completed":
+        return value[answer]
+    extra: dict[str, DurableValue] = {"joined": bool(value.get("joined"))} if child else {}
+    return (yield from _await(key, str(value["executionId"]), ctx, extra))
 
 
 def _await(
@@ -543,6 +538,17 @@ def _refused(lease: Lease, key: str, result: StartRejected) -> Generator[Command
 
 def _start_error(info: ErrorInfo) -> WorkflowStartError:
     return WorkflowStartError(WorkflowStartErrorCode(info.code or ""), info.message)
+
+
+def _raised(error: Exception | SystemExit, ctx: _Context, code: str) -> WorkflowRunOutcome:
+    """The outcome of workflow ``code`` that raised ``error``, called or resumed alike."""
+    if isinstance(error, SystemExit):
+        return _failed(ExitCalled.from_exit(error, code))
+    # RFC 003: cancelled means thrown *after a recorded cancellation request*; workflow code
+    # that raises it on its own has failed like any other error.
+    if isinstance(error, WorkflowCancelledError) and ctx.cancel_recorded:
+        return Cancelled()
+    return _failed(error)
 
 
 def _failed(error: BaseException) -> Failed:

@@ -10,16 +10,19 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from yieldstar_sim.core.commands import (
     CallStart,
     Command,
+    FencedCall,
     OrderCompletions,
     PutStep,
     ReadClock,
     RecordWake,
+    RequestCall,
     RequestCancel,
     StartChild,
     WaitFor,
@@ -34,6 +37,8 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.protocol import Runtime
 
 C = TypeVar("C")
+F = TypeVar("F", bound=FencedCall)
+R = TypeVar("R", bound=RequestCall[Any])
 
 
 # Not slots: a subscripted generic (``CallKind[PutStep](...)``) sets ``__orig_class__``.
@@ -58,10 +63,61 @@ def _no_step(_: object) -> None:
     return None
 
 
+def _fenced_call(
+    op: Op,
+    command: type[F],
+    perform: Callable[[Runtime, F], Any],
+    *,
+    step_key: Callable[[F], str | None] = _no_step,
+) -> CallKind[F]:
+    """The row of a command fenced by the delivery's lease (``FencedCall``, whose first field it
+    is): the command crosses the pipe without it (the parent holds it), as its other fields in
+    constructor order."""
+    names = [name.name for name in fields(command)][1:]
+    others = attrgetter(*names)
+    # ``attrgetter`` of one name answers the value itself, not a tuple of one.
+    encode = others if len(names) > 1 else lambda call: (others(call),)
+    return CallKind(
+        op=op,
+        perform=perform,
+        step_key=step_key,
+        encode=encode,
+        decode=lambda values, lease: command(lease, *values),
+    )
+
+
+def _request_call(
+    op: Op,
+    command: Callable[[Any], R],
+    request: type[StartRequest | ChildRequest],
+    perform: Callable[[Runtime, R], Any],
+) -> CallKind[R]:
+    """The row of a command that carries a start's or a child's ``request``: the two kinds cross
+    the pipe alike, as the two parts of the request's ID, then the request's other fields in
+    constructor order (each request type has several, so ``attrgetter`` answers a tuple)."""
+    others = attrgetter(*[name.name for name in fields(request)][1:])
+
+    def encode(call: R) -> tuple[Any, ...]:
+        request_id = call.request.request_id
+        return (request_id.execution_id, request_id.step_key, *others(call.request))
+
+    def decode(values: tuple[Any, ...], _: Lease) -> R:
+        return command(request(RequestId(*values[:2]), *values[2:]))
+
+    return CallKind(
+        op=op,
+        perform=perform,
+        step_key=lambda call: call.request.request_id.step_key,
+        encode=encode,
+        decode=decode,
+    )
+
+
 RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
-    PutStep: CallKind[PutStep](
-        op=Op.PUT_STEP,
-        perform=lambda runtime, put: runtime.put_step(
+    PutStep: _fenced_call(
+        Op.PUT_STEP,
+        PutStep,
+        lambda runtime, put: runtime.put_step(
             put.lease,
             put.step_key,
             status=put.status,
@@ -70,49 +126,21 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
             wake_at=put.wake_at,
         ),
         step_key=lambda put: put.step_key,
-        encode=lambda put: (put.step_key, put.status, put.value, put.attempt, put.wake_at),
-        decode=lambda fields, lease: PutStep(lease, *fields),
     ),
-    RecordWake: CallKind[RecordWake](
-        op=Op.RECORD_WAKE,
-        perform=lambda runtime, wake: runtime.record_wake(wake.lease, wake.at),
-        step_key=_no_step,
-        encode=lambda wake: (wake.at,),
-        decode=lambda fields, lease: RecordWake(lease, fields[0]),
+    RecordWake: _fenced_call(
+        Op.RECORD_WAKE, RecordWake, lambda runtime, wake: runtime.record_wake(wake.lease, wake.at)
     ),
-    WaitFor: CallKind[WaitFor](
-        op=Op.WAIT_FOR,
-        perform=lambda runtime, wait: runtime.wait_for(wait.lease, wait.execution_id),
-        step_key=_no_step,
-        encode=lambda wait: (wait.execution_id,),
-        decode=lambda fields, lease: WaitFor(lease, fields[0]),
+    WaitFor: _fenced_call(
+        Op.WAIT_FOR, WaitFor, lambda runtime, wait: runtime.wait_for(wait.lease, wait.execution_id)
     ),
-    CallStart: CallKind[CallStart](
-        op=Op.START,
-        perform=lambda runtime, call: runtime.start(call.request),
-        step_key=lambda call: call.request.request_id.step_key,
-        encode=lambda call: (
-            call.request.request_id.execution_id,
-            call.request.request_id.step_key,
-            call.request.workflow_id,
-            call.request.params,
-            call.request.detached,
-        ),
-        decode=lambda fields, _: CallStart(StartRequest(RequestId(*fields[:2]), *fields[2:])),
+    CallStart: _request_call(
+        Op.START, CallStart, StartRequest, lambda runtime, call: runtime.start(call.request)
     ),
-    StartChild: CallKind[StartChild](
-        op=Op.START_CHILD,
-        perform=lambda runtime, child: runtime.start_child(child.request),
-        step_key=lambda child: child.request.request_id.step_key,
-        encode=lambda child: (
-            child.request.request_id.execution_id,
-            child.request.request_id.step_key,
-            child.request.workflow_id,
-            child.request.child_id,
-            child.request.params,
-            child.request.detached,
-        ),
-        decode=lambda fields, _: StartChild(ChildRequest(RequestId(*fields[:2]), *fields[2:])),
+    StartChild: _request_call(
+        Op.START_CHILD,
+        StartChild,
+        ChildRequest,
+        lambda runtime, call: runtime.start_child(call.request),
     ),
     RequestCancel: CallKind[RequestCancel](
         op=Op.CANCEL,

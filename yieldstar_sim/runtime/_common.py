@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.codec import (
     DurableObject,
     DurableValue,
@@ -43,6 +44,7 @@ from yieldstar_sim.core.model import (
     check_name,
     check_time,
 )
+from yieldstar_sim.runtime.failpoints import FailPoints
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -356,6 +358,25 @@ def check_on_existing_id(value: object) -> str:
             f"not {value!r}"
         )
     return str(value)
+
+
+class AdapterOptions:
+    """What every adapter keeps alike: the clock its calls read, its orphan guard, its answer
+    to an existing ID and its failure points (the constructors take the same options). The
+    Protocol's ``clock`` and ``failpoints`` stay on each adapter, where its API page lists
+    them (``docs/api.md`` lists a class's own members)."""
+
+    _clock: Clock
+    _orphan_guard: bool
+    _on_existing_id: str
+    _failpoints: FailPoints
+
+    def _keep_options(self, clock: Clock | None, orphan_guard: bool, on_existing_id: str) -> None:
+        """Check and keep the options every adapter's constructor takes; no failure armed."""
+        self._clock = clock if clock is not None else ManualClock()
+        self._orphan_guard = check_orphan_guard(orphan_guard)
+        self._on_existing_id = check_on_existing_id(on_existing_id)
+        self._failpoints = FailPoints()
 
 
 def existing_id_answer(

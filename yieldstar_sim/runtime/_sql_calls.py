@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.core.clock import Clock
     from yieldstar_sim.runtime.failpoints import FailPoints
 
+
 R = TypeVar("R")
 
 #: The rows a named statement returns (none for a statement that returns no rows).
@@ -56,14 +57,10 @@ Rows = list[tuple[Any, ...]]
 
 
 class SqlPrimitives(Protocol):
-    """What an SQL adapter supplies for ``SqlCalls``: its options, clock and failure points,
+    """What an SQL adapter supplies for ``SqlCalls`` besides its options (``AdapterOptions``):
     how it runs a named statement of its query file with bound parameters, and how it meets a
     lost race (what raises it, how often it tries again, how long it waits in between)."""
 
-    _clock: Clock
-    _failpoints: FailPoints
-    _orphan_guard: bool
-    _on_existing_id: str
     #: What a statement that lost a race raises: the call is tried again.
     _RACE_ERRORS: ClassVar[tuple[type[Exception], ...]]
     #: The statement that opens an insert-or-find's transaction, and the one that ends it when
@@ -102,7 +99,7 @@ class SqlPrimitives(Protocol):
         ...
 
 
-class SqlCalls(SqlPrimitives):
+class SqlCalls(common.AdapterOptions, SqlPrimitives):
     """The runtime Protocol's calls for an adapter that supplies ``SqlPrimitives``."""
 
     def _write(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
@@ -203,15 +200,7 @@ class SqlCalls(SqlPrimitives):
         checked = common.check_start(request)
         if isinstance(checked, StartRejected):
             return checked
-        insert = {
-            "workflow_id": checked.workflow_id,
-            "params": checked.params,
-            "caller": checked.caller,
-            "step_key": checked.step_key,
-            "detached": checked.detached,
-            "now": self._clock.now(),
-            "guard": self._orphan_guard,
-        }
+        insert = self._target_params(checked)
         find = {"caller": checked.caller, "step_key": checked.step_key}
 
         def found(rows: Rows) -> StartResult | None:
@@ -238,17 +227,8 @@ class SqlCalls(SqlPrimitives):
         checked = common.check_child(request)
         if isinstance(checked, StartRejected):
             return checked
-        insert = {
-            "child_id": checked.child_id,
-            "workflow_id": checked.workflow_id,
-            "params": checked.params,
-            "origin": checked.origin,
-            "caller": checked.caller,
-            "step_key": checked.step_key,
-            "detached": checked.detached,
-            "now": self._clock.now(),
-            "guard": self._orphan_guard,
-        }
+        insert = self._target_params(checked)
+        insert.update(child_id=checked.child_id, origin=checked.origin)
         find = {
             "caller": checked.caller,
             "step_key": checked.step_key,
@@ -275,6 +255,21 @@ class SqlCalls(SqlPrimitives):
         return self._insert_or_find(
             "start_child", ("child_insert", insert), ("child_find", find), inserted, found
         )
+
+    def _target_params(
+        self, checked: common.CheckedStart | common.CheckedChild
+    ) -> dict[str, object]:
+        """What a start's and a child's insert of their target both bind: the request, the time,
+        and whether the orphan guard is on."""
+        return {
+            "workflow_id": checked.workflow_id,
+            "params": checked.params,
+            "caller": checked.caller,
+            "step_key": checked.step_key,
+            "detached": checked.detached,
+            "now": self._clock.now(),
+            "guard": self._orphan_guard,
+        }
 
     def _refuses(self, caller_status: str) -> bool:
         """Whether the orphan guard refused a new target of a caller in ``caller_status``."""

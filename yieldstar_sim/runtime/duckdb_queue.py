@@ -86,14 +86,20 @@ class QueueModel:
         """The open transaction rolled back: its insert, if any, never happened."""
         self._inserted = None
 
-    def claimed(self, execution_id: str, expires: float) -> bool:
-        """``claim_take`` leased the row until ``expires`` and cleared its wake and its wait."""
+    def _set(
+        self, execution_id: str, due: float | None, expires: float | None, waiting_on: str | None
+    ) -> bool:
+        """A write leased or freed the row: it sets all that decides when the row is ready."""
         row = self._rows.get(execution_id)
         if row is None:
             return False
-        row.due, row.expires, row.waiting_on = None, expires, None
+        row.due, row.expires, row.waiting_on = due, expires, waiting_on
         self._next = None
         return True
+
+    def claimed(self, execution_id: str, expires: float) -> bool:
+        """``claim_take`` leased the row until ``expires`` and cleared its wake and its wait."""
+        return self._set(execution_id, None, expires, None)
 
     def renewed(self, execution_id: str, expires: float) -> bool:
         """``renew`` moved the lease's expiry."""
@@ -105,13 +111,10 @@ class QueueModel:
         return True
 
     def released(self, execution_id: str, due: float) -> bool:
-        """``release`` gave the lease up: the row is free, due at ``due``."""
+        """``release`` gave the lease up: the row is free, due at ``due``, and still waits on
+        what it waited on."""
         row = self._rows.get(execution_id)
-        if row is None:
-            return False
-        row.due, row.expires = due, None
-        self._next = None
-        return True
+        return row is not None and self._set(execution_id, due, None, row.waiting_on)
 
     def waits(self, execution_id: str, target: str) -> bool:
         """``wait_for``: a terminal acknowledgement of ``target`` will wake the row."""
@@ -123,12 +126,7 @@ class QueueModel:
 
     def suspended(self, execution_id: str, due: float | None, waiting_on: str | None) -> bool:
         """A non-terminal acknowledgement freed the row (its record says its wake and wait)."""
-        row = self._rows.get(execution_id)
-        if row is None:
-            return False
-        row.due, row.expires, row.waiting_on = due, None, waiting_on
-        self._next = None
-        return True
+        return self._set(execution_id, due, None, waiting_on)
 
     def finished(self, execution_id: str, woken: int, now: float) -> bool:
         """A terminal acknowledgement: the row leaves the queue, and the live rows waiting on

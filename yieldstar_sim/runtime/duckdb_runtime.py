@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     ExecutionRecord,
     InfrastructureError,
@@ -39,12 +38,13 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.duckdb_pool import POOL, Held
 from yieldstar_sim.runtime.duckdb_queue import QueueModel
-from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.sql_files import load_queries
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
+
+    from yieldstar_sim.core.clock import Clock
 
 #: A race lost to another connection: roll back and try again on a fresh snapshot.
 _RACE_ERRORS = (duckdb.TransactionException, duckdb.ConstraintException)
@@ -139,10 +139,7 @@ class DuckDBRuntime(SqlCalls):
         orphan_guard: bool = True,
         on_existing_id: str = "refuse",
     ) -> None:
-        self._clock: Clock = clock if clock is not None else ManualClock()
-        self._orphan_guard = common.check_orphan_guard(orphan_guard)
-        self._on_existing_id = common.check_on_existing_id(on_existing_id)
-        self._failpoints = FailPoints()
+        self._keep_options(clock, orphan_guard, on_existing_id)
         self.path = str(path)
         self._local = threading.local()
         self._count_lock = threading.Lock()

@@ -19,7 +19,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
     ChildAccepted,
@@ -42,11 +41,13 @@ from yieldstar_sim.core.model import (
     check_name,
     generated_execution_id,
 )
-from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
+
+    from yieldstar_sim.core.clock import Clock
+    from yieldstar_sim.runtime.failpoints import FailPoints
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class MemorySnapshot:
     last_seq: int
 
 
-class MemoryRuntime:
+class MemoryRuntime(common.AdapterOptions):
     """A runtime adapter that keeps every record in Python objects.
 
     ``clock`` supplies virtual time; without one, time stands at 0. ``orphan_guard`` (on by
@@ -79,10 +80,7 @@ class MemoryRuntime:
         orphan_guard: bool = True,
         on_existing_id: str = "refuse",
     ) -> None:
-        self._clock: Clock = clock if clock is not None else ManualClock()
-        self._orphan_guard = common.check_orphan_guard(orphan_guard)
-        self._on_existing_id = common.check_on_existing_id(on_existing_id)
-        self._failpoints = FailPoints()
+        self._keep_options(clock, orphan_guard, on_existing_id)
         self._lock = threading.RLock()
         self._rows: dict[str, Row] = {}
         # Executions that are not terminal: the only ones claims and wakes need to look at.

@@ -36,13 +36,10 @@ import psycopg
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
-import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.clock import Clock, ManualClock
 from yieldstar_sim.core.model import (
     InfrastructureError,
 )
 from yieldstar_sim.runtime._sql_calls import SqlCalls
-from yieldstar_sim.runtime.failpoints import FailPoints
 from yieldstar_sim.runtime.postgres_connections import (
     CREATE_SCHEMA,
     DSN_VARIABLE,
@@ -64,6 +61,8 @@ from yieldstar_sim.runtime.protocol import RuntimeChoiceError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from yieldstar_sim.core.clock import Clock
 
     Connection = psycopg.Connection[tuple[Any, ...]]
 
@@ -111,10 +110,7 @@ class PostgresRuntime(SqlCalls):
     ) -> None:
         if not isinstance(dsn, str) or not dsn.strip():
             raise ValueError(f"dsn must be a libpq connection string, not {dsn!r}")
-        self._clock: Clock = clock if clock is not None else ManualClock()
-        self._orphan_guard = common.check_orphan_guard(orphan_guard)
-        self._on_existing_id = common.check_on_existing_id(on_existing_id)
-        self._failpoints = FailPoints()
+        self._keep_options(clock, orphan_guard, on_existing_id)
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 1:
             raise ValueError(f"max_retries must be a whole number from 1, not {max_retries!r}")
         self.max_retries = max_retries
