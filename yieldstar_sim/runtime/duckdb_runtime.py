@@ -9,12 +9,18 @@ is its database's one writer also follows its queue (``duckdb_queue``), the rows
 the reads it made since its last write, and answers from them what needs no statement
 (docs/decisions.md, "The DuckDB path").
 
+A start request sent twice (a retry after a lost response) finds its first target in the
+table: one request, one target.
+
 >>> from yieldstar_sim import DuckDBRuntime, RequestId, StartRequest
 >>> runtime = DuckDBRuntime()
 >>> runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
 'order-42'
->>> runtime.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
-StartAccepted(execution_id='@ship-order-2', status='accepted')
+>>> ship = StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42})
+>>> runtime.start(ship) == runtime.start(ship)
+True
+>>> [record.execution_id for record in runtime.executions()]
+['order-42', '@ship-order-2']
 """
 
 from __future__ import annotations
