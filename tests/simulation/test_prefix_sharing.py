@@ -63,8 +63,13 @@ def test_stopping_at_the_first_violation_stops_at_the_same_schedule(name: str) -
     assert explored(name, True) == explored(name, False)
 
 
-@pytest.mark.parametrize("name", ["durable-start", "frozen-worker"])
-def test_two_faults_forked_at_every_point_give_the_replayed_report(name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    # Restored on the second level: clients, draws, heartbeats, stalled attempts, completions.
+    ["durable-start", "frozen-worker", "concurrent-clients", "random-replica", "heartbeat-zombie",
+     "zombie-attempt", "fan-out-order"],
+)  # fmt: skip
+def test_two_faults_shared_at_every_point_give_the_replayed_report(name: str) -> None:
     options = {"max_faults": 2, "stop_at_first": False, "budget": 150}
     assert explored(name, True, **options) == explored(name, False, **options)
 
@@ -215,3 +220,25 @@ def test_points_whose_actors_logged_too_long_to_rebuild_are_forked_instead(
     options = {"stop_at_first": False}
     assert explored("durable-start", True, **options) == explored("durable-start", False, **options)
     assert len(forks) > 10
+
+
+def test_a_user_invariant_sees_as_many_runs_restored_as_replayed() -> None:
+    # Restored plans run in the explorer's own process: user code that counts its calls in a
+    # variable of its own sees the calls it sees when every schedule is replayed.
+    calls: list[int] = []
+
+    def counted(run: Any) -> None:
+        calls.append(run.points)
+
+    scenario = ys.load_scenario("lost-response")
+    scenario = ys.Scenario(
+        name=scenario.name, workflows=scenario.workflows, triggers=scenario.triggers,
+        workers=scenario.workers, invariants=[counted],
+    )  # fmt: skip
+    seen = []
+    for sharing in (None, False):
+        calls.clear()
+        report = ys.explore(scenario, confirm=None, stop_at_first=False, prefix_sharing=sharing)
+        assert len(calls) >= report.schedules_run > 60
+        seen.append(sorted(calls))
+    assert seen[0] == seen[1]
