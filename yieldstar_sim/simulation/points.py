@@ -202,10 +202,11 @@ def call(
         raise
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
-    state.trace.add(
-        state.clock.now(), TraceKind.CALL, call_text(info, result, done),
-        data=(data or result_data)(result), **where,
-    )  # fmt: skip
+    if not state.trace.muted:  # an actor made again: its text and payload would be dropped
+        state.trace.add(
+            state.clock.now(), TraceKind.CALL, call_text(info, result, done),
+            data=(data or result_data)(result), **where,
+        )  # fmt: skip
     if kind is not None:
         after = AFTER.get(kind)
         if after is not None:

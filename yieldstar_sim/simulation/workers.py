@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator
     from contextlib import AbstractContextManager
 
-    from yieldstar_sim.simulation.attempts import BodyOp
+    from yieldstar_sim.simulation.attempts import BodyOp, Played
     from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
 
@@ -274,7 +274,6 @@ class _Delivering:
             state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
             timeout=command.timeout,
         )  # fmt: skip
-        elapsed = port.elapsed
         if played.how == "timed_out":
             result = BodyResult(
                 error=StepTimeoutError(
@@ -282,7 +281,22 @@ class _Delivering:
                     f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
                 )
             )
+        if not state.trace.muted:  # an actor made again: the event would be dropped
+            self._trace_body(command, played, started, result)
+        if played.how == "stopped":
+            raise AttemptStopped(
+                f"{name} stopped attempt {command.attempt} of step {command.step_key}: "
+                f"{played.reason}"
+            )
+        return result
+
+    def _trace_body(
+        self, command: RunBody, played: Played, started: float, result: BodyResult
+    ) -> None:
+        """Trace what the body of ``command`` did, landed as ``played`` from ``started``."""
+        state = self.state
         now = state.clock.now()
+        elapsed = self.port.elapsed
         ran_data = body_data(command.attempt, elapsed, result)
         if played.how == "stopped":
             # What the body computed after the heartbeat that stopped it is not its result.
@@ -300,12 +314,6 @@ class _Delivering:
         state.trace.add(
             now, TraceKind.BODY,
             f"ran step {command.step_key} (attempt {command.attempt}): {body_words(ran_data)}",
-            worker=name, execution_id=command.execution_id, step_key=command.step_key,
-            token=lease.token, data=ran_data,
+            worker=self.name, execution_id=command.execution_id, step_key=command.step_key,
+            token=self.lease.token, data=ran_data,
         )  # fmt: skip
-        if played.how == "stopped":
-            raise AttemptStopped(
-                f"{name} stopped attempt {command.attempt} of step {command.step_key}: "
-                f"{played.reason}"
-            )
-        return result
