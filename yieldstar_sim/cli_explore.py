@@ -203,7 +203,7 @@ def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str])
         return {}
     return export_state_graph(
         report.state_space, out, wanted, stem=f"{file_stem(report.scenario)}-states",
-        title=f"{report.scenario}: {report.distinct_states} distinct states",
+        title=f"{report.scenario}: {report.distinct_states:,} distinct states",
     )  # fmt: skip
 
 

@@ -176,6 +176,15 @@ def test_a_bounded_picture_says_what_it_draws_and_labels_alike_violations_once(
     assert "at most one admitted" in red[0].get_text()
 
 
+def test_a_bounded_picture_of_a_space_with_no_violation_says_so() -> None:
+    # It said "drawn: the paths to 0 of them" of a verified space.
+    graph = state_graph(layered_space(3_000, violations=0))
+    heading = draw_state_graph(graph).axes[0].get_title()
+    assert "0 violating" in heading
+    assert "drawn: no state violates; the states summed by depth" in heading
+    assert "the paths to" not in heading
+
+
 def test_a_small_space_is_drawn_state_by_state() -> None:
     space = layered_space(60, depth=4, violations=2)
     graph = state_graph(space)

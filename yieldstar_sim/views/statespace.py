@@ -402,8 +402,10 @@ def _heading(graph: nx.DiGraph) -> str:
         f"{states:,} distinct states, {steps:,} steps, "
         f"{graph.graph.get('violating', violating):,} violating"
     )
-    if "states" in graph.graph:
+    if "states" in graph.graph and violating:
         heading += f"\ndrawn: the paths to {violating:,} of them; the other states summed by depth"
+    elif "states" in graph.graph:
+        heading += "\ndrawn: no state violates; the states summed by depth"
     return heading
 
 
