@@ -131,6 +131,17 @@ def test_an_exploration_with_no_single_fault_schedule_says_so_instead_of_empty_a
     assert "no single-fault schedules to grid (max 0 faults: interleavings only)" in text.get_text()
 
 
+def test_an_exhaustive_exploration_with_faults_points_to_its_state_graph() -> None:
+    from yieldstar_sim.views import draw_exploration
+
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="exhaustive", max_faults=1, confirm=None
+    )
+    (axes,) = draw_exploration(report).axes
+    (text,) = axes.texts
+    assert "its state graph, durable-start-states.png" in text.get_text()
+
+
 def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_picture() -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.filenames import file_stem
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -64,7 +66,15 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         # An empty grid drew bare 0-1 axes, clipped labels and a legend of colours it did not
         # use (max_faults=0: interleavings only): say in words what there is instead.
         ax.set_axis_off()
-        why = " (max 0 faults: interleavings only)" if report.max_faults == 0 else ""
+        stem = file_stem(report.scenario)
+        why = (
+            " (max 0 faults: interleavings only)"
+            if report.max_faults == 0
+            # Its schedules are interleavings with their faults, not one fault on one run.
+            else f"\n(the exhaustive search's picture is its state graph, {stem}-states.png)"
+            if report.strategy == "exhaustive"
+            else ""
+        )
         ax.text(0.5, 0.5, f"{title}\nno single-fault schedules to grid{why}", ha="center",
                 va="center", fontsize=10, transform=ax.transAxes, parse_math=False)  # fmt: skip
         return figure
