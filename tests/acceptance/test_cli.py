@@ -427,6 +427,32 @@ def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     assert not list(tmp_path.glob("*-states.*"))
 
 
+def test_a_state_space_kept_in_part_is_not_drawn_as_if_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A picture of the first states kept could say "no state violates" of a search whose
+    # violation came later.
+    from yieldstar_sim import cli
+    from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+
+    monkeypatch.setattr(ExhaustiveSearch, "graph_states", 10)
+    code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
+                     "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "state graph: not drawn: the search kept the first 10 of 27 states" in out
+    assert not list(tmp_path.glob("*-states.*"))
+
+
+def test_a_state_space_past_a_few_hundred_states_is_drawn_bounded(tmp_path: Path) -> None:
+    from yieldstar_sim import cli
+
+    code = cli.main(["explore", "durable-start", "--strategy", "exhaustive", "--max-faults", "1",
+                     "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    assert (tmp_path / "durable-start-states.png").stat().st_size > 0
+
+
 def test_a_confirm_runtime_that_cannot_open_is_refused_before_the_search(tmp_path: Path) -> None:
     # It was found after the whole search, as "ArtifactError: the artifact does not replay".
     import os

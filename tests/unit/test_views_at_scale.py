@@ -185,6 +185,15 @@ def test_a_bounded_picture_of_a_space_with_no_violation_says_so() -> None:
     assert "the paths to" not in heading
 
 
+def test_a_summary_stands_at_its_states_depths_not_over_the_initial_state() -> None:
+    # Past 30 depths a summary sums two; the first one's states are all past the initial
+    # state, and it stood at depth 0.5, its box and label over the initial state's.
+    bounded = bounded_state_graph(state_graph(layered_space(3_000, depth=40, violations=0)))
+    summaries = [d for _, d in bounded.nodes(data=True) if d.get("summary")]
+    assert min(float(d["depth"]) for d in summaries) >= 1
+    assert all(d["label"].startswith("1 state") == (d["summary"] == 1) for d in summaries)
+
+
 def test_a_small_space_is_drawn_state_by_state() -> None:
     space = layered_space(60, depth=4, violations=2)
     graph = state_graph(space)

@@ -86,12 +86,17 @@ def bounded_state_graph(graph: nx.DiGraph, *, at_most: int = DRAWN_AT_MOST) -> n
         if node not in kept:
             rest.setdefault(int(data["depth"]) // band, []).append(node)
     stands_for: dict[Any, Any] = {}
-    for number, nodes in sorted(rest.items()):
-        first, last = number * band, min(number * band + band - 1, deepest)
+    for _, nodes in sorted(rest.items()):
+        # The depths its states have, not the band's: the first band's states past the
+        # initial one stood at half a depth, over the initial state and its label.
+        depths = [int(graph.nodes[n]["depth"]) for n in nodes]
+        first, last = min(depths), max(depths)
         name = _summary_name(len(nodes), first, last)
         ends = sum(1 for n in nodes if graph.nodes[n].get("terminal"))
         bounded.add_node(
-            name, label=f"{len(nodes):,} states" + (f", {ends:,} end" if ends else ""),
+            name,
+            label=f"{len(nodes):,} state{'' if len(nodes) == 1 else 's'}"
+            + (f", {ends:,} end" if ends else ""),
             depth=(first + last) / 2, plan=-1, root=False, terminal=False, violating=False,
             violations="", shortest=False, summary=len(nodes), terminal_count=ends,
         )  # fmt: skip
