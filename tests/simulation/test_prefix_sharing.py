@@ -48,6 +48,19 @@ def essentials(report: ExplorationReport) -> dict[str, Any]:
     }
 
 
+def counted_forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The plans forked from now on (their indexes), each forked as before."""
+    forks: list[int] = []
+    fork = prefix._Forks._fork
+
+    def counted(self: Any, plan: Plan) -> Any:
+        forks.append(plan.index)
+        return fork(self, plan)
+
+    monkeypatch.setattr(prefix._Forks, "_fork", counted)
+    return forks
+
+
 def explored(name: str, sharing: bool | None, **options: Any) -> dict[str, Any]:
     report = ys.explore(ys.load_scenario(name), confirm=None, prefix_sharing=sharing, **options)
     return essentials(report)
@@ -77,14 +90,7 @@ def test_two_faults_shared_at_every_point_give_the_replayed_report(name: str) ->
 def test_the_shared_runs_are_forked_and_the_default_forks_only_long_prefixes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    forks: list[int] = []
-    fork = prefix._Forks._fork
-
-    def counted(self: Any, plan: Plan) -> Any:
-        forks.append(plan.index)
-        return fork(self, plan)
-
-    monkeypatch.setattr(prefix._Forks, "_fork", counted)
+    forks = counted_forks(monkeypatch)
     # Forked: the first level of two, whose points are read to place the second's faults.
     explored("durable-start", True, stop_at_first=False, max_faults=2, budget=150)
     assert len(forks) > 10
@@ -208,14 +214,7 @@ def test_a_fork_that_fails_falls_back_to_replaying(monkeypatch: pytest.MonkeyPat
 def test_points_whose_actors_logged_too_long_to_rebuild_are_forked_instead(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    forks: list[int] = []
-    fork = prefix._Forks._fork
-
-    def counted(self: Any, plan: Plan) -> Any:
-        forks.append(plan.index)
-        return fork(self, plan)
-
-    monkeypatch.setattr(prefix._Forks, "_fork", counted)
+    forks = counted_forks(monkeypatch)
     monkeypatch.setattr(restoring, "MAX_LOG", 5)  # durable-start's logs reach 8 entries
     options = {"stop_at_first": False}
     assert explored("durable-start", True, **options) == explored("durable-start", False, **options)
