@@ -147,8 +147,8 @@ class PrefixSharing:
                     # for less than a fork, or a restored run that went wrong.
                     rest = group[delivered:]
             if parent is not None and len(rest) > 1 and self.threshold is None:
-                # The sweep's first plan is replayed anyway (its prefix is the shortest):
-                # timed, it tells where forking starts to pay. No run is added for it, so
+                # The first plan left is replayed anyway (of those left, its prefix is the
+                # shortest): timed, it tells where forking starts to pay. No run is added for it, so
                 # user code (an invariant counting its calls) sees the runs replaying makes.
                 started = time.perf_counter()
                 outcome = self._replay(rest[0], expand)
