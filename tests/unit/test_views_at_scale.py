@@ -15,6 +15,7 @@ from yieldstar_sim.examples import charge_order, ship_order
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.views import build_timeline, draw_timeline
 from yieldstar_sim.views.statespace import (
+    _heading,
     draw_state_graph,
     export_state_graph,
     shortest_paths,
@@ -183,6 +184,9 @@ def test_a_bounded_picture_of_a_space_with_no_violation_says_so() -> None:
     assert "0 violating" in heading
     assert "drawn: no state violates; the states summed by depth" in heading
     assert "the paths to" not in heading
+    # A bound too small for any path still says the space has violations.
+    squeezed = bounded_state_graph(state_graph(layered_space(3_000)), at_most=1)
+    assert "drawn: the paths to 0 of them" in _heading(squeezed)
 
 
 def test_a_summary_stands_at_its_states_depths_not_over_the_initial_state() -> None:

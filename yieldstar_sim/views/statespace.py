@@ -398,11 +398,10 @@ def _heading(graph: nx.DiGraph) -> str:
     violating = sum(1 for _, v in graph.nodes(data="violating") if v)
     states = graph.graph.get("states", graph.number_of_nodes())
     steps = graph.graph.get("steps", graph.number_of_edges())
-    heading = (
-        f"{states:,} distinct states, {steps:,} steps, "
-        f"{graph.graph.get('violating', violating):,} violating"
-    )
-    if "states" in graph.graph and violating:
+    in_all = graph.graph.get("violating", violating)
+    heading = f"{states:,} distinct states, {steps:,} steps, {in_all:,} violating"
+    # Whether any state violates is the whole space's count: a bound may draw none of them.
+    if "states" in graph.graph and in_all:
         heading += f"\ndrawn: the paths to {violating:,} of them; the other states summed by depth"
     elif "states" in graph.graph:
         heading += "\ndrawn: no state violates; the states summed by depth"
