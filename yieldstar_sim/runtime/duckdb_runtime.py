@@ -44,7 +44,7 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime._sql_calls import SqlCalls
 from yieldstar_sim.runtime.duckdb_pool import POOL, Held
 from yieldstar_sim.runtime.duckdb_queue import QueueModel
-from yieldstar_sim.runtime.sql_files import load_queries
+from yieldstar_sim.runtime.sql_files import SHARED, include, load_queries
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -58,8 +58,8 @@ _MAX_RACE_RETRIES = 1000
 
 
 _PACKAGE = resources.files("yieldstar_sim.runtime")
-SCHEMA = (_PACKAGE / "schema.sql").read_text(encoding="utf-8")
-QUERIES = load_queries((_PACKAGE / "queries.sql").read_text(encoding="utf-8"))
+SCHEMA = include((_PACKAGE / "schema.sql").read_text(encoding="utf-8"), SHARED)
+QUERIES = load_queries((_PACKAGE / "queries.sql").read_text(encoding="utf-8"), SHARED)
 
 
 def _statement_count(sql: str) -> int:

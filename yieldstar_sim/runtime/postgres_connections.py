@@ -19,7 +19,7 @@ from psycopg import errors
 from psycopg import sql as pgsql
 from psycopg.pq import TransactionStatus
 
-from yieldstar_sim.runtime.sql_files import load_queries
+from yieldstar_sim.runtime.sql_files import SHARED, include, load_queries
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[tuple[Any, ...]]
@@ -35,8 +35,8 @@ MAX_RETRIES = 100
 MAX_BACKOFF_SECONDS = 0.05
 
 PACKAGE = resources.files("yieldstar_sim.runtime")
-SCHEMA = (PACKAGE / "postgres_schema.sql").read_text(encoding="utf-8")
-QUERIES = load_queries((PACKAGE / "postgres_queries.sql").read_text(encoding="utf-8"))
+SCHEMA = include((PACKAGE / "postgres_schema.sql").read_text(encoding="utf-8"), SHARED)
+QUERIES = load_queries((PACKAGE / "postgres_queries.sql").read_text(encoding="utf-8"), SHARED)
 
 # Identifiers cannot be bound parameters: these are composed with psycopg.sql.Identifier.
 SESSION = (

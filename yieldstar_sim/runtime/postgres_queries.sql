@@ -39,12 +39,6 @@ RETURNING execution_id;
 -- name: begin
 BEGIN;
 
--- name: commit
-COMMIT;
-
--- name: rollback
-ROLLBACK;
-
 -- name: schema_tables
 -- Whether a schema already holds the runtime's table (a runtime opened on a named schema).
 SELECT count(*) FROM pg_catalog.pg_tables
@@ -63,42 +57,19 @@ LEFT JOIN executions AS t ON t.request_seq = c.seq AND t.parent_step_key = %(ste
 WHERE c.execution_id = %(caller)s::text AND c.status <> 'pruned';
 
 -- name: execution
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on
+SELECT
+-- include: record_columns
 FROM executions
 WHERE execution_id = %(execution_id)s::text AND status <> 'pruned';
-
--- name: executions
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on
-FROM executions
-WHERE status <> 'pruned'
-ORDER BY seq;
-
--- name: start_requests
-SELECT t.execution_id, t.seq, t.workflow_id, t.params, t.origin, t.parent_execution_id,
-       t.parent_step_key, t.parent_detached, t.status, t.result, t.error, t.created_at,
-       t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested, t.waiting_on
-FROM executions AS t
-JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned'
-ORDER BY t.seq;
 
 -- name: step_log
 SELECT step_log FROM executions WHERE execution_id = %(execution_id)s::text;
 
 -- name: due
 SELECT execution_id
-FROM executions
-WHERE status IN ('pending', 'suspended')
+-- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
 ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
-
--- name: next_wake_at
-SELECT min(ready_at(lease_owner, due_at, lease_expires_at))
-FROM executions
-WHERE status IN ('pending', 'suspended');
 
 -- name: claim
 UPDATE executions
@@ -112,9 +83,9 @@ WHERE execution_id = (
       AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
     ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
     LIMIT 1)
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on, step_log;
+RETURNING
+-- include: record_columns
+, step_log;
 
 -- Fenced writes: each names the lease it holds and checks it in the statement that writes, on
 -- the row a claim writes: of a fenced write and a concurrent claim, the second to reach the row
@@ -154,9 +125,9 @@ SET status = %(status)s::text, result = %(result)s::text, error = %(error)s::tex
 WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
   AND lease_token = %(token)s::bigint
   AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended')
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on;
+RETURNING
+-- include: record_columns
+;
 
 -- name: release
 UPDATE executions
@@ -187,9 +158,9 @@ WHERE (execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint A
                    WHERE t.execution_id = %(execution_id)s::text AND t.seq = %(incarnation)s::bigint
                      AND t.lease_owner = %(owner)s::text AND t.lease_token = %(token)s::bigint
                      AND t.lease_expires_at > %(now)s::float8 AND t.status IN ('pending', 'suspended')))
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on;
+RETURNING
+-- include: record_columns
+;
 
 -- name: wait_for
 UPDATE executions

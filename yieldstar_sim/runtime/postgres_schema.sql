@@ -8,27 +8,7 @@
 CREATE SEQUENCE execution_seq START 1;
 
 CREATE TABLE executions (
-    execution_id        text PRIMARY KEY,
-    seq                 bigint NOT NULL,            -- admission order; this incarnation's identity
-    workflow_id         text NOT NULL,
-    params              text,                       -- canonical JSON (RFC 8785), NULL: none
-    origin              text NOT NULL,              -- 'trigger' | 'start' | 'child' | 'spawn'
-    parent_execution_id text,                       -- the parent link (RFC 008/009)
-    parent_step_key     text,
-    parent_detached     boolean,
-    request_seq         bigint,                     -- the caller incarnation of the start request
-    status              text NOT NULL,              -- pending | suspended | completed | failed | cancelled
-    result              text,                       -- canonical JSON
-    error               text,                       -- canonical JSON {name, message, code?}
-    created_at          double precision NOT NULL,
-    finished_at         double precision,
-    due_at              double precision,           -- the pending wake
-    lease_owner         text,
-    lease_token         bigint NOT NULL DEFAULT 0,  -- the fencing token; only grows
-    lease_expires_at    double precision,
-    step_log            text NOT NULL DEFAULT '',   -- one canonical JSON step entry per line
-    cancel_requested    boolean NOT NULL DEFAULT false, -- RFC 009: thrown at the next delivery
-    waiting_on          text,                       -- the execution whose end wakes this one
+-- include: execution_columns
     -- A start request is (caller incarnation, step key): at most one target each.
     UNIQUE (request_seq, parent_step_key)
 );
@@ -42,17 +22,7 @@ CREATE FUNCTION ready_at(lease_owner text, due_at double precision,
 RETURNS double precision LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN lease_owner IS NULL THEN due_at ELSE lease_expires_at END $$;
 
--- The retained start-request records: targets whose caller incarnation still exists.
-CREATE VIEW start_requests AS
-SELECT t.parent_execution_id AS caller_execution_id,
-       t.parent_step_key     AS step_key,
-       t.workflow_id,
-       t.params,
-       t.parent_detached     AS detached,
-       t.execution_id        AS target_execution_id,
-       t.created_at
-FROM executions AS t
-JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned';
+-- include: start_requests_view
 
 -- Every entry of every execution's step log, for querying with SQL. The last entry of a step
 -- key is that step's current state. `json`, not `jsonb`: a value may hold "\u0000".
@@ -71,12 +41,8 @@ WHERE e.step_log <> '';
 
 -- Each step's current state: the last entry of its key, at the position of its first entry.
 CREATE VIEW steps AS
-WITH positions AS (
-    SELECT execution_id, step_key,
-           row_number() OVER (PARTITION BY execution_id ORDER BY min(entry_no)) - 1 AS position
-    FROM step_log
-    GROUP BY execution_id, step_key
-), latest AS (
+-- include: step_positions
+, latest AS (
     SELECT l.*,
            row_number() OVER (PARTITION BY execution_id, step_key ORDER BY entry_no DESC) AS nth
     FROM step_log AS l

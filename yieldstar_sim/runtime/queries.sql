@@ -15,9 +15,9 @@ SELECT coalesce($execution_id, '@' || $workflow_id || '-' || n), n, $workflow_id
        'trigger', 'pending', $now, $now
 FROM (SELECT nextval('execution_seq') AS n
       WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $execution_id))
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on;
+RETURNING
+-- include: record_columns
+;
 
 -- fragment: caller_admits
 -- The caller's row, when request (caller, step key) may admit a new target: the caller is
@@ -49,18 +49,12 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
 -- include: caller_admits
 )
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on;
+RETURNING
+-- include: record_columns
+;
 
 -- name: begin
 BEGIN TRANSACTION;
-
--- name: commit
-COMMIT;
-
--- name: rollback
-ROLLBACK;
 
 -- name: schema_objects
 -- How many of schema.sql's objects exist: a database that has all 6 is opened without writing
@@ -84,53 +78,30 @@ LEFT JOIN executions AS t ON t.request_seq = c.seq AND t.parent_step_key = $step
 WHERE c.execution_id = $caller AND c.status <> 'pruned';
 
 -- name: execution
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on
+SELECT
+-- include: record_columns
 FROM executions
 WHERE execution_id = $execution_id AND status <> 'pruned';
-
--- name: executions
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on
-FROM executions
-WHERE status <> 'pruned'
-ORDER BY seq;
 
 -- name: snapshot
 -- Every row, pruned tombstones included, with its step log and whether it is a retained start
 -- request (as start_requests joins them): what `executions` answers, and while nothing was
 -- written since, what `start_requests` and `step_log` would (a run's end reads all three).
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log,
+SELECT
+-- include: record_columns
+, step_log,
        request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned') AS requested
 FROM executions
 ORDER BY seq;
-
--- name: start_requests
-SELECT t.execution_id, t.seq, t.workflow_id, t.params, t.origin, t.parent_execution_id,
-       t.parent_step_key, t.parent_detached, t.status, t.result, t.error, t.created_at,
-       t.finished_at, t.due_at, t.lease_owner, t.lease_token, t.lease_expires_at, t.cancel_requested, t.waiting_on
-FROM executions AS t
-JOIN executions AS c ON c.seq = t.request_seq AND c.status <> 'pruned'
-ORDER BY t.seq;
 
 -- name: step_log
 SELECT step_log FROM executions WHERE execution_id = $execution_id;
 
 -- name: due
 SELECT execution_id
-FROM executions
-WHERE status IN ('pending', 'suspended')
+-- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
 ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
-
--- name: next_wake_at
-SELECT min(ready_at(lease_owner, due_at, lease_expires_at))
-FROM executions
-WHERE status IN ('pending', 'suspended');
 
 -- name: claim_rows
 -- A claim is this read of the first row to become claimable and claim_take's lease of it, if
@@ -143,12 +114,11 @@ WHERE status IN ('pending', 'suspended');
 -- The claim answers the row read with the lease's columns as claim_take sets them (an UPDATE
 -- ... RETURNING costs 4-5 ms more on duckdb 2.0.1, and conflicts are missed between a
 -- RETURNING and a plain UPDATE: every UPDATE is plain). Rows with no ready time sort last.
-SELECT execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-       parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-       lease_token, lease_expires_at, cancel_requested, waiting_on, step_log, revision,
+SELECT
+-- include: record_columns
+, step_log, revision,
        ready_at(lease_owner, due_at, lease_expires_at) AS ready
-FROM executions
-WHERE status IN ('pending', 'suspended')
+-- include: live
   AND ($execution_id IS NULL OR execution_id = $execution_id)
 ORDER BY ready NULLS LAST, seq
 LIMIT 1;
@@ -298,9 +268,9 @@ FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
              c.cancel_requested AS caller_cancel_requested
 -- include: caller_admits
   AND NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $child_id))
-RETURNING execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
-          parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-          lease_token, lease_expires_at, cancel_requested, waiting_on;
+RETURNING
+-- include: record_columns
+;
 
 -- name: child_find
 ROLLBACK;
