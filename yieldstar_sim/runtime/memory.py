@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from yieldstar_sim.core.clock import Clock
+    from yieldstar_sim.runtime._common import CheckedChild, CheckedStart
     from yieldstar_sim.runtime.failpoints import FailPoints
 
 
@@ -150,14 +151,12 @@ class MemoryRuntime(common.AdapterOptions):
             if caller is None:
                 self._failpoints.hit("start.before_commit")  # where DuckDB finds no caller
                 raise common.caller_not_found(checked)
-            key = (caller.seq, checked.step_key)
-            target_id = self._requests.get(key)
-            if target_id is not None:
+            requested = self._requested(caller, checked.step_key)
+            if requested is not None:
                 self._failpoints.hit("start.before_commit")
-                target = self._rows.get(target_id) or self._tombstones[target_id]
-                result: StartResult = common.mismatch(
-                    checked, target_id, target.workflow_id, target.params
-                ) or StartAccepted(target_id)
+                result: StartResult = common.mismatch(checked, *requested) or StartAccepted(
+                    requested[0]
+                )
             elif self._refuses(caller):
                 self._failpoints.hit("start.before_commit")  # where DuckDB finds the caller over
                 raise common.caller_terminal(checked, caller.status)
@@ -167,14 +166,7 @@ class MemoryRuntime(common.AdapterOptions):
                 seq = self._next_seq()
                 self._failpoints.hit("start.before_commit")
                 target_id = generated_execution_id(checked.workflow_id, seq)
-                self._rows[target_id] = self._live[target_id] = row = Row(
-                    target_id, seq, checked.workflow_id, checked.params, "start",
-                    checked.caller, caller.seq, checked.step_key, checked.detached,
-                    ExecutionStatus.PENDING, now, due_at=now,
-                    cancel_requested=self._inherits(caller, detached=checked.detached),
-                )  # fmt: skip
-                self._logged(row)
-                self._requests[key] = target_id
+                self._admit_target(checked, caller, target_id, seq=seq, origin="start", now=now)
                 result = StartAccepted(target_id)
         self._failpoints.hit("start.after_commit")
         return result
@@ -187,36 +179,24 @@ class MemoryRuntime(common.AdapterOptions):
         with self._lock:
             now = self._clock.now()
             caller = self._rows.get(checked.caller)
-            key = None if caller is None else (caller.seq, checked.step_key)
-            requested_id = None if key is None else self._requests.get(key)
+            requested = None if caller is None else self._requested(caller, checked.step_key)
             existing = self._rows.get(checked.child_id)
             if (
                 caller is not None
-                and requested_id is None
+                and requested is None
                 and existing is None
                 and not self._refuses(caller)
             ):
                 seq = self._next_seq()
                 self._failpoints.hit("start_child.before_commit")
-                row = Row(
-                    checked.child_id, seq, checked.workflow_id, checked.params, checked.origin,
-                    checked.caller, caller.seq, checked.step_key, checked.detached,
-                    ExecutionStatus.PENDING, now, due_at=now,
-                    cancel_requested=self._inherits(caller, detached=checked.detached),
-                )  # fmt: skip
-                self._rows[checked.child_id] = self._live[checked.child_id] = row
-                self._logged(row)
-                assert key is not None
-                self._requests[key] = checked.child_id
+                self._admit_target(
+                    checked, caller, checked.child_id, seq=seq, origin=checked.origin, now=now
+                )
                 result: ChildResult = ChildAccepted(checked.child_id, created=True)
             else:
                 self._failpoints.hit("start_child.before_commit")
                 if caller is None:
                     raise common.caller_not_found(checked)
-                requested = None
-                if requested_id is not None:
-                    target = self._rows.get(requested_id) or self._tombstones[requested_id]
-                    requested = (requested_id, target.workflow_id, target.params)
                 answer = common.child_answer(
                     checked,
                     requested,
@@ -228,6 +208,37 @@ class MemoryRuntime(common.AdapterOptions):
                 result = answer
         self._failpoints.hit("start_child.after_commit")
         return result
+
+    def _admit_target(
+        self,
+        request: CheckedStart | CheckedChild,
+        caller: Row,
+        target_id: str,
+        *,
+        seq: int,
+        origin: str,
+        now: float,
+    ) -> None:
+        """Admit the target of a start request, the request (caller incarnation, step key)
+        recorded with it: a start's, a child's or a spawn's, alike."""
+        row = Row(
+            target_id, seq, request.workflow_id, request.params, origin,
+            request.caller, caller.seq, request.step_key, request.detached,
+            ExecutionStatus.PENDING, now, due_at=now,
+            cancel_requested=self._inherits(caller, detached=request.detached),
+        )  # fmt: skip
+        self._rows[target_id] = self._live[target_id] = row
+        self._logged(row)
+        self._requests[(caller.seq, request.step_key)] = target_id
+
+    def _requested(self, caller: Row, step_key: str) -> tuple[str, str, str | None] | None:
+        """The target the start request (``caller``'s incarnation, ``step_key``) admitted, as
+        (execution ID, workflow, encoded parameters), pruned or not; None if it admitted none."""
+        target_id = self._requests.get((caller.seq, step_key))
+        if target_id is None:
+            return None
+        target = self._rows.get(target_id) or self._tombstones[target_id]
+        return target_id, target.workflow_id, target.params
 
     def _refuses(self, caller: Row) -> bool:
         """Whether the orphan guard refuses a new target of ``caller``: it is terminal."""
