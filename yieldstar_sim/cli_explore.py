@@ -206,8 +206,17 @@ def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str])
         return {}
     return export_state_graph(
         space, out, wanted, stem=f"{file_stem(report.scenario)}-states",
-        title=f"{report.scenario}: {report.distinct_states:,} distinct states",
+        title=f"{report.scenario}: {_states_in_words(report)}",
     )  # fmt: skip
+
+
+def _states_in_words(report: ExplorationReport) -> str:
+    """The state graph picture's count: all there are, or those a cut search reached."""
+    states = f"{report.distinct_states:,} distinct states"
+    cut_by = report.state_space.cut_by if report.state_space is not None else []
+    if not cut_by:
+        return states
+    return f"{states} reached, not all there are: {'; '.join(cut_by)}"
 
 
 def _explore_verdict(report: ExplorationReport) -> str:

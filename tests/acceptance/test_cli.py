@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -442,6 +443,32 @@ def test_a_state_space_kept_in_part_is_not_drawn_as_if_whole(
     out = capsys.readouterr().out
     assert "state graph: not drawn: the search kept the first 10 of 27 states" in out
     assert not list(tmp_path.glob("*-states.*"))
+
+
+def test_the_state_graph_of_a_cut_search_says_its_states_are_not_all_there_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "75,028 distinct states ... drawn: no state violates" was the picture of a search its
+    # time budget cut: shown alone in a review, it read as a verified space.
+    from yieldstar_sim import cli
+    from yieldstar_sim.views import statespace
+
+    titles: list[str] = []
+    draw = statespace.draw_state_graph
+
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        figure = draw(*args, **kwargs)
+        titles.append(" ".join(figure.axes[0].get_title().split()))
+        return figure
+
+    monkeypatch.setattr(statespace, "draw_state_graph", drawn)
+    code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
+                     "--max-faults", "1", "--budget", "3", "--no-confirm",
+                     "--out", str(tmp_path)])  # fmt: skip
+    assert code == 3  # incomplete
+    assert titles
+    assert "distinct states reached, not all there are: the budget of 3 schedules cut the " \
+        "search" in titles[0]  # fmt: skip
 
 
 def test_a_state_space_past_a_few_hundred_states_is_drawn_bounded(tmp_path: Path) -> None:

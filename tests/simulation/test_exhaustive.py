@@ -534,3 +534,19 @@ def test_one_pruned_branch_is_one_branch(monkeypatch: pytest.MonkeyPatch) -> Non
     report = exhaustive("skewed-lease")  # 2 schedules, 1 branch pruned by the reduction
     assert report.pruned_by_reduction == 1
     assert "1 branch pruned by the reduction" in report.coverage()
+
+
+def test_a_cut_search_tells_its_state_graph_so_and_a_whole_one_does_not() -> None:
+    # The state graph's pictures are shown alone in reviews: a cut space's must not read as
+    # a verified one ("no state violates").
+    cut = exhaustive("booking-race-fixed", max_faults=1, time_budget=1e-9)
+    assert cut.state_space is not None
+    assert cut.state_space.cut_by == ["the time budget of 1e-09s cut the search"]
+    whole = exhaustive("booking-race-fixed")
+    assert whole.exhausted
+    assert whole.state_space is not None
+    assert whole.state_space.cut_by == []
+    first = exhaustive("booking-race")
+    assert first.violations
+    assert first.state_space is not None
+    assert first.state_space.cut_by == ["it stopped at its first violation"]

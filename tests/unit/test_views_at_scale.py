@@ -189,6 +189,26 @@ def test_a_bounded_picture_of_a_space_with_no_violation_says_so() -> None:
     assert "drawn: the paths to 0 of them" in _heading(squeezed)
 
 
+def test_a_picture_of_a_cut_search_says_its_states_were_reached_not_verified() -> None:
+    # A search its time budget cut drew "75,028 distinct states ... drawn: no state violates":
+    # a picture shown alone in a review read as a verified space.
+    space = layered_space(3_000, violations=0)
+    space.cut_by = ["the time budget of 40s cut the search"]
+    heading = draw_state_graph(state_graph(space)).axes[0].get_title()
+    assert "reached, not all there are: the time budget of 40s cut the search" in (
+        " ".join(heading.split())
+    )
+    assert "drawn: no state reached violates" in heading
+    assert "no state violates" not in heading
+    small = layered_space(20, violations=0)
+    small.cut_by = ["Ctrl-C stopped it"]
+    assert "reached, not all there are: Ctrl-C stopped it" in " ".join(
+        draw_state_graph(state_graph(small)).axes[0].get_title().split()
+    )
+    labels = [t.get_text() for t in draw_state_graph(state_graph(space)).axes[0].texts]
+    assert any(label.endswith(" end") and "\n" not in label for label in labels)
+
+
 def test_a_summary_stands_at_its_states_depths_not_over_the_initial_state() -> None:
     # Past 30 depths a summary sums two; the first one's states are all past the initial
     # state, and it stood at depth 0.5, its box and label over the initial state's.

@@ -71,15 +71,18 @@ def state_graph(space: StateSpace) -> nx.DiGraph:
     """The state space as a ``DiGraph``: a node per distinct state, an edge per step between
     two states (parallel choices between the same two states are one edge listing them all).
 
-    Node data: ``label`` (the choice point the state stands at), ``depth``, ``plan`` (a
-    schedule that reaches it), ``root``, ``terminal``, ``violating`` and ``violations`` (the
-    invariants, joined by ``", "``). Edge data: ``label`` (every choice, ``"; "``-joined),
-    ``choices`` and ``faults`` (counts), ``fault`` (whether any choice injected a fault),
-    ``plan`` and ``shortest`` (on a shortest path from the root to a violating state).
+    Graph data: ``root``, and ``cut_by``: what stopped the search before its end
+    (``StateSpace.cut_by``, ``"; "``-joined; empty when it searched to the end). Node data:
+    ``label`` (the choice point the state stands at), ``depth``, ``plan`` (a schedule that
+    reaches it), ``root``, ``terminal``, ``violating`` and ``violations`` (the invariants,
+    joined by ``", "``). Edge data: ``label`` (every choice, ``"; "``-joined), ``choices`` and
+    ``faults`` (counts), ``fault`` (whether any choice injected a fault), ``plan`` and
+    ``shortest`` (on a shortest path from the root to a violating state).
     """
     import networkx as nx  # here, not at the top: ``import yieldstar_sim`` imports this module
 
-    graph = nx.DiGraph(root=space.root or "")
+    # A string, not a list: GraphML takes scalars only.
+    graph = nx.DiGraph(root=space.root or "", cut_by="; ".join(space.cut_by))
     for node in space.nodes.values():
         graph.add_node(
             node.key,
@@ -399,17 +402,23 @@ def _heading(graph: nx.DiGraph) -> str:
     states = graph.graph.get("states", graph.number_of_nodes())
     steps = graph.graph.get("steps", graph.number_of_edges())
     in_all = graph.graph.get("violating", violating)
+    cut_by = graph.graph.get("cut_by", "")
     heading = f"{states:,} distinct states, {steps:,} steps, {in_all:,} violating"
+    if cut_by:  # a cut search reached these states, not every state: it verified nothing
+        heading = f"{heading}\nreached, not all there are: {cut_by}"
     # Whether any state violates is the whole space's count: a bound may draw none of them.
     if "states" in graph.graph and in_all:
         heading += f"\ndrawn: the paths to {violating:,} of them; the other states summed by depth"
     elif "states" in graph.graph:
-        heading += "\ndrawn: no state violates; the states summed by depth"
+        none = "no state reached violates" if cut_by else "no state violates"
+        heading += f"\ndrawn: {none}; the states summed by depth"
     return heading
 
 
 def _node_text(data: dict[str, Any]) -> str:
     """A state's label as a font can draw it (step keys are user input), shortened."""
+    if data.get("summary"):
+        return str(data["label"])  # ours, upright in its column: one line ("1,093 states, 2 end")
     text = textwrap.shorten(_CONTROLS.sub("\ufffd", str(data["label"])), 28, placeholder="…")
     # Two short lines, not one long one: neighbouring states along a path stand about an inch
     # apart, and their one-line labels printed over each other.

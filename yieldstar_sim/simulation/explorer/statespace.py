@@ -69,12 +69,16 @@ class StateSpace:
     ``limit`` bounds the states kept (None: every one): a search of a million states counts
     them all (``ExplorationReport.distinct_states``), and keeps the first ``limit`` here, for
     people to look at, with the edges between them. ``full`` says whether it stopped taking
-    states."""
+    states. ``cut_by`` says, a clause each, what stopped the search before its end ("the time
+    budget of 40s cut the search", "Ctrl-C stopped it"; set with the report), empty when it
+    searched to the end: a picture of a cut space must not say that no state violates,
+    only that none reached does."""
 
     root: str | None = None
     nodes: dict[str, StateNode] = field(default_factory=dict)
     edges: dict[tuple[str, str, str, str | None], StateEdge] = field(default_factory=dict)
     limit: int | None = None
+    cut_by: list[str] = field(default_factory=list)
 
     @property
     def full(self) -> bool:

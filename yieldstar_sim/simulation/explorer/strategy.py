@@ -198,7 +198,7 @@ def build_report(
     """The report of a search, built here only: what was asked, the tally's counts, the
     strategy's coverage, the adapter's failures and whether Ctrl-C stopped it (the violations,
     once shrunk, and the confirmation are added after)."""
-    return ExplorationReport(
+    report = ExplorationReport(
         asked.scenario, asked.strategy, asked.max_faults, asked.seed, asked.runtime,
         budget=asked.budget, stopped_at_first=asked.stop_at_first,
         adapter_failures=adapter_failures, interrupted=interrupted,
@@ -206,6 +206,24 @@ def build_report(
         incomplete_reasons=list(tally.incomplete_reasons), warnings=sorted(tally.warnings or ()),
         **coverage,
     )  # fmt: skip
+    if report.state_space is not None:
+        report.state_space.cut_by[:] = _cut_by(report)
+    return report
+
+
+def _cut_by(report: ExplorationReport) -> list[str]:
+    """What stopped an exhaustive search before its end, each a clause, for its state graph's
+    pictures: a picture shown alone must not call the states a cut search reached all there
+    are."""
+    cut_by = [f"{why} cut the search" for why in report.cut_by]
+    if report.interrupted:
+        cut_by.append("Ctrl-C stopped it")
+    if report.incomplete_schedules:
+        count = report.incomplete_schedules
+        cut_by.append(f"{count} schedule{'s' if count != 1 else ''} did not finish")
+    if not cut_by and not report.searched_to_the_end:
+        cut_by.append("it stopped at its first violation")
+    return cut_by
 
 
 class Sweeps:
