@@ -20,6 +20,7 @@ from yieldstar_sim.views.statespace import (
     export_state_graph,
     shortest_paths,
     state_graph,
+    state_graph_html,
 )
 from yieldstar_sim.views.statespace_bounds import (
     DRAWN_AT_MOST,
@@ -205,6 +206,9 @@ def test_a_picture_of_a_cut_search_says_its_states_were_reached_not_verified() -
     assert "reached, not all there are: Ctrl-C stopped it" in " ".join(
         draw_state_graph(state_graph(small)).axes[0].get_title().split()
     )
+    page = state_graph_html(small)
+    assert "20 distinct states" in page
+    assert "reached, not all there are: Ctrl-C stopped it." in page
     labels = [t.get_text() for t in draw_state_graph(state_graph(space)).axes[0].texts]
     assert any(label.endswith(" end") and "\n" not in label for label in labels)
 

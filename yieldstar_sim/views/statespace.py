@@ -461,9 +461,14 @@ def state_graph_html(space: StateSpace, *, title: str = "") -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{heading}</title><style>body{{font-family:sans-serif;margin:2em}}"
         "td,th{padding:.2em .6em;text-align:left;vertical-align:top}</style></head>"
-        f"<body><h1>{heading}</h1><p>{len(space)} distinct states, {len(space.edges)} steps.</p>"
+        f"<body><h1>{heading}</h1><p>{len(space)} distinct states, {len(space.edges)} steps"
+        f"{html.escape(_reached(space))}.</p>"
         f"{svg}{table}</body></html>\n"
     )
+
+
+def _reached(space: StateSpace) -> str:
+    return f"; reached, not all there are: {'; '.join(space.cut_by)}" if space.cut_by else ""
 
 
 def export_state_graph(
