@@ -215,7 +215,7 @@ def test_points_whose_actors_logged_too_long_to_rebuild_are_forked_instead(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     forks = counted_forks(monkeypatch)
-    monkeypatch.setattr(restoring, "MAX_LOG", 5)  # durable-start's logs reach 8 entries
+    monkeypatch.setattr(restoring, "MAX_LOG", 2)  # durable-start's logs reach 3 entries
     options = {"stop_at_first": False}
     assert explored("durable-start", True, **options) == explored("durable-start", False, **options)
     assert len(forks) > 10

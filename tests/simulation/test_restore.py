@@ -13,6 +13,7 @@ import pytest
 from _keys import search_summary
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation import workers
 from yieldstar_sim.simulation.checkpoint import restorable
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, applies_at, explored_seconds
@@ -216,3 +217,95 @@ def test_a_search_on_a_runtime_that_cannot_save_its_records_replays_its_paths() 
     )  # fmt: skip
     assert report.exhausted
     assert report.search_progress["restores"] == 0
+
+
+def _long_delivery(steps: int) -> ys.Scenario:
+    """One delivery of many steps of every kind a delivery replays: runs, a start, delays (one
+    that waits), a step retried after a failure, a failure the code catches, a group."""
+
+    def flaky(world: Any) -> str:
+        if world.attempt == 1:
+            raise ConnectionError("busy")
+        return "ok"
+
+    def refuses() -> None:
+        raise ValueError("no")
+
+    retried = ys.define_step("retried", flaky, lambda s: s.retry(2).backoff(1, 2, 10))
+
+    @ys.workflow("long")
+    def long(step: ys.StepRunner, params: Any) -> Any:
+        total = 0
+        for i in range(steps):
+            total += yield from step.run(f"s{i}", lambda i=i: i)
+        yield from step.start("child", "child", {"n": total})
+        yield from step.delay("now", 0)
+        for i in range(steps):
+            total += yield from step.run(f"t{i}", lambda i=i: i)
+        yield from step.run("retried", retried, step.world)
+        try:
+            yield from step.run("refused", refuses)
+        except ys.StepError:
+            total += 1
+        for i in range(steps):
+            total += yield from step.run(f"u{i}", lambda i=i: i)
+        yield from step.delay("later", 5)
+        pair = yield from step.all([step.run("a", lambda: 1), step.run("b", lambda: 2)])
+        for i in range(steps):
+            total += yield from step.run(f"v{i}", lambda i=i: i)
+        return [total, *pair]
+
+    @ys.workflow("child")
+    def child(step: ys.StepRunner, params: Any) -> Any:
+        return (yield from step.run("work", lambda: params["n"]))
+
+    trigger = ys.Trigger("long", {}, execution_id="long-1")
+    return ys.Scenario(name="long-delivery", workflows=[long, child], triggers=[trigger],
+                       workers=2)  # fmt: skip
+
+
+def test_a_long_delivery_restored_anywhere_goes_on_as_it_went_from_a_short_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A worker made again used to replay its whole delivery call by call (a chain of 300
+    # steps cost as much to make again as to run); it is made again from its last step that
+    # a new delivery would replay quietly, so its log stays short while steps are plain.
+    scenario = _long_delivery(8)
+    points, _, made = _check_every_point(scenario)
+    assert points > 60
+    assert made > 0
+    chain = _chain(40)
+    made_again_from_its_step = _longest_log(chain)
+    monkeypatch.setattr(workers._Midway, "step_ended", lambda self, request: None)
+    made_again_from_its_start = _longest_log(chain)
+    assert made_again_from_its_start > 100  # every step's body and call since the claim
+    assert made_again_from_its_step < 10
+
+
+def _chain(steps: int) -> ys.Scenario:
+    @ys.workflow("chain")
+    def chain(step: ys.StepRunner, params: Any) -> Any:
+        total = 0
+        for i in range(steps):
+            total += yield from step.run(f"s{i}", lambda i=i: i)
+        return total
+
+    trigger = ys.Trigger("chain", {}, execution_id="chain-1")
+    return ys.Scenario(name="chain", workflows=[chain], triggers=[trigger], workers=2)
+
+
+def _longest_log(scenario: ys.Scenario) -> int:
+    simulator = Simulator(scenario, seed=0, runtime="memory", restorable=True)
+    recorder = simulator.state.recorder
+    assert recorder is not None
+    simulator.start()
+    longest = 0
+    while simulator.kernel.step():
+        longest = max(longest, *(len(log.entries) for log in recorder.logs.values()))
+    return longest
+
+
+def test_a_long_delivery_faulted_anywhere_and_restored_goes_on_as_it_went() -> None:
+    base = _long_delivery(4)
+    for fault in _faults_along(base):
+        _check_every_point(base, (fault,))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -156,6 +156,7 @@ class _Context:
     """Whether a cancellation request is recorded: only then does a ``WorkflowCancelledError``
     that leaves workflow code end the delivery ``cancelled`` (RFC 003)."""
     deadline: float | None = None
+    step_ended: Callable[[object], None] | None = None
 
     @property
     def execution_id(self) -> str:
@@ -167,11 +168,16 @@ def drive(
     delivery: Delivery,
     world: World,
     profile: DriverProfile = MEMORY,
+    *,
+    step_ended: Callable[[object], None] | None = None,
 ) -> DriverGenerator:
     """Replay ``workflow`` for ``delivery`` and run its first unrecorded step.
 
     Yields commands; returns the ``WorkflowRunOutcome`` for the dispatcher to acknowledge.
     ``profile`` applies an engine's native rules (see ``yieldstar_sim.core.profiles``).
+    ``step_ended(request)`` is told each step of workflow code that returned a value to it
+    (replayed or run), before the code goes on: the simulator's restore uses these moments,
+    where the delivery stands as one that finds those steps recorded would stand.
     """
     record = delivery.execution
     if record.terminal:
@@ -185,7 +191,7 @@ def drive(
         )
     runner = StepRunner(record.execution_id, world)
     replay = _Replay(record.execution_id, delivery.steps)
-    ctx = _Context(record, delivery.lease, replay, runner, profile)
+    ctx = _Context(record, delivery.lease, replay, runner, profile, step_ended=step_ended)
     ctx.cancel_recorded = record.cancel_requested
     delivered = replay.cancel_delivered()
     if record.cancel_requested and not delivered:
@@ -223,6 +229,8 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
             send, throw = None, None
             try:
                 send = yield from stamped(_perform(request, ctx), request)
+                if ctx.step_ended is not None:
+                    ctx.step_ended(request)
             except _Suspend:
                 if ctx.deadline is not None and not ctx.cancel_pending:
                     yield RecordWake(ctx.lease, ctx.deadline)  # the max duration wakes it too

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.authoring import DelayStep, RunStep, StartStep
 from yieldstar_sim.core.commands import OrderCompletions
 from yieldstar_sim.core.driver import (
     BodyResult,
@@ -36,6 +37,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.world import BodyWorld
+from yieldstar_sim.runtime.memory_rows import read_step
 from yieldstar_sim.simulation.attempts import AttemptStopped, detachable, play_body
 from yieldstar_sim.simulation.completions import completion_order
 from yieldstar_sim.simulation.draws import draw
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator
     from contextlib import AbstractContextManager
 
+    from yieldstar_sim.core.model import StepRecord
     from yieldstar_sim.simulation.attempts import BodyOp, Played
     from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
@@ -97,19 +100,33 @@ def _work(state: RunState, name: str, delivery: Delivery | None) -> Actor:
                 yield Park()
                 continue
             state.reset(name, partial(worker, state, name, delivery))
-        # A stalled attempt detaches: the rest of its delivery becomes an actor apart.
-        remake = partial(_deliver, state, name, delivery)
-        yield from detachable(state, remake(), remake)
+        # A stalled attempt detaches: the rest of its delivery becomes an actor apart, made
+        # again from where the delivery last stood as a new one would (``_Midway``).
+        restart = _Restart(partial(_deliver, state, name, delivery))
+        yield from detachable(state, _deliver(state, name, delivery, restart), restart)
         delivery = None
 
 
-def _deliver(state: RunState, name: str, delivery: Delivery) -> Actor:
+def _deliver(
+    state: RunState, name: str, delivery: Delivery, restart: _Restart | None = None
+) -> Actor:
     lease = delivery.lease
     record = delivery.execution
     registry = state.registry()
     port = SimPort(state)
     world = BodyWorld(port, name, lease, in_workflow_code=state.scenario.world_in_workflow_code)
-    driver = drive(registry.get(record.workflow_id), delivery, world, registry.profile)
+    workflow = registry.get(record.workflow_id)
+    step_ended = None
+    if (
+        restart is not None
+        and state.recorder is not None
+        and workflow is not None
+        and workflow.max_duration is None  # its first clock read would be made again later
+        and not record.cancel_requested
+        and not state.scenario.world_in_workflow_code  # reads in workflow code are answers
+    ):
+        step_ended = _Midway(state, name, delivery, restart, registry).step_ended
+    driver = drive(workflow, delivery, world, registry.profile, step_ended=step_ended)
     guard: Callable[[], AbstractContextManager[None]] | None = None
     deadline = state.deadline
     if deadline.seconds is not None:  # no limit, no guard: it costs at every step
@@ -146,6 +163,78 @@ def _deliver(state: RunState, name: str, delivery: Delivery) -> Actor:
     except InfrastructureError:
         return  # the outcome is lost with the lease; the execution is delivered again
     state.kernel.nudge()
+
+
+class _Restart:
+    """How the delivery a worker drives is made again: from its start, or from where it last
+    stood as a new delivery would (``_Midway``); what ``detachable`` makes a stalled rest of it
+    from."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Actor]) -> None:
+        self.make = make
+
+    def __call__(self) -> Actor:
+        return self.make()
+
+
+#: The steps whose record replays with no command: a delivery that finds them recorded goes
+#: past them without a choice point or an answer.
+_REPLAYED_QUIETLY = (RunStep, DelayStep, StartStep)
+
+
+@dataclass(slots=True)
+class _Midway:
+    """Tells the recorder where a delivery stands as a new delivery of the same execution,
+    finding the steps recorded so far, would stand: after a step that returned its recorded
+    value, with every step before it replayed without a command. Making the worker again
+    from there replays those steps in the driver (no bodies, no choice points), where its log
+    since the delivery began would run every step's body and call again: a long delivery made
+    again cost as much as running it (docs/decisions.md, "Prefix sharing restores states")."""
+
+    state: RunState
+    name: str
+    delivery: Delivery
+    restart: _Restart
+    registry: object
+    ended: int = 0
+    clean: bool = True
+
+    def step_ended(self, request: object) -> None:
+        state = self.state
+        self.ended += 1
+        if type(request) not in _REPLAYED_QUIETLY:
+            self.clean = False
+        if not self.clean or state.recorder is None or state.replaying:
+            # Not recorded (a plan run on from a saved state), or made again: its log starts
+            # past the steps it replays.
+            return
+        rows = state.runtime.rows_view()  # type: ignore[attr-defined]
+        row = rows.get(self.delivery.execution.execution_id)
+        recorded = None if row is None else row.steps.get(getattr(request, "key", None))
+        if (
+            recorded is None
+            or recorded.status != "completed"
+            or state.kernel.running != self.name  # a stalled rest, an actor apart
+            or state.registry() is not self.registry  # a deploy: made again, it would differ
+        ):
+            self.clean = False
+            return
+        if len(row.steps) != self.ended:
+            # Steps recorded past this one (a delivery replaying its record), or one that
+            # ended with a failure thrown into the code: a new delivery would not stand here.
+            return
+        steps = tuple(row.steps.values())
+        again = partial(_midway_delivery, self.delivery, steps)
+        state.reset(self.name, lambda: worker(state, self.name, again()))
+        self.restart.make = lambda: _deliver(state, self.name, again(), self.restart)
+
+
+def _midway_delivery(delivery: Delivery, steps: tuple[StepRecord, ...]) -> Delivery:
+    """``delivery`` as a claim now would hand it over: the steps recorded since, each read as
+    a claim reads it (its value in new containers)."""
+    return Delivery(delivery.lease, delivery.execution, tuple(map(read_step, steps)))
 
 
 def _release(state: RunState, name: str, lease: Lease) -> Actor:
