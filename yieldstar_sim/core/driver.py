@@ -250,6 +250,8 @@ def _abandon(user: Generator[Any, Any, Any]) -> None:
 
 
 def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
+    """The commands of one step request; a request that is no step is thrown back at once.
+    A plain function returning the step's generator: one frame less on every command."""
     replay = ctx.replay
     if inspect.isgenerator(request):
         key = ctx.runner.key_of(request)
@@ -269,8 +271,8 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
             )
         )
     if isinstance(request, GroupStep):
-        return (yield from perform_group(request, ctx, lambda step, seen: _step(step, seen, ctx)))
-    return (yield from _step(request, replay.reach(request.key), ctx))
+        return perform_group(request, ctx, lambda step, seen: _step(step, seen, ctx))
+    return _step(request, replay.reach(request.key), ctx)
 
 
 def _step(

@@ -12,7 +12,6 @@ A step recorded before identities were (no ``"step"``) is not compared.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +19,11 @@ from yieldstar_sim.core.authoring import (
     CallStep,
     ChildStep,
     DelayStep,
-    GroupStep,
     MemberRequest,
     RunStep,
     StartStep,
     StepRequest,
+    TargetStep,
 )
 from yieldstar_sim.core.codec import DurableValue, EncodedValue, durable_value_codec
 from yieldstar_sim.core.commands import PutStep
@@ -72,10 +71,11 @@ def identity_of(request: object) -> dict[str, DurableValue] | None:
 
 def stamped(steps: Generator[Any, Any, Any], request: StepRequest) -> Generator[Any, Any, Any]:
     """Drive one step's commands, adding its identity to every value it records for its key
-    that names a target."""
-    identity = identity_of(request)
-    if identity is None or isinstance(request, GroupStep):
-        return (yield from steps)
+    that names a target. ``steps`` itself for a step that names no target (a body, a delay,
+    a group): most steps, on the hot path, pay no relay."""
+    if not isinstance(request, TargetStep):
+        return steps
+    identity: list[dict[str, DurableValue] | None] = []  # made once, when first recorded
 
     def stamp(command: Any) -> Any:
         if (
@@ -84,10 +84,16 @@ def stamped(steps: Generator[Any, Any, Any], request: StepRequest) -> Generator[
             and isinstance(command.value, dict)
             and "executionId" in command.value  # a target was named: a refusal names none
         ):
-            return dataclasses.replace(command, value={**command.value, IDENTITY_KEY: identity})
+            if not identity:
+                identity.append(identity_of(request))
+            value = {**command.value, IDENTITY_KEY: identity[0]}
+            return PutStep(
+                command.lease, command.step_key, command.status, value, command.attempt,
+                command.wake_at,
+            )  # fmt: skip
         return command
 
-    return (yield from relay(steps, stamp))
+    return relay(steps, stamp)
 
 
 def recorded_identity(record: StepRecord) -> dict[str, DurableValue] | None:

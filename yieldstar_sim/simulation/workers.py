@@ -127,11 +127,12 @@ def _deliver(
     ):
         step_ended = _Midway(state, name, delivery, restart, registry).step_ended
     driver = drive(workflow, delivery, world, registry.profile, step_ended=step_ended)
-    guard: Callable[[], AbstractContextManager[None]] | None = None
+    guard: AbstractContextManager[None] | None = None
     deadline = state.deadline
     if deadline.seconds is not None:  # no limit, no guard: it costs at every step
-        code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
-        guard = partial(deadline.user_code, code)
+        guard = deadline.user_code(
+            f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
+        )
     try:
         outcome = yield from step_delivery(
             driver,
@@ -191,7 +192,8 @@ class _Midway:
     value, with every step before it replayed without a command. Making the worker again
     from there replays those steps in the driver (no bodies, no choice points), where its log
     since the delivery began would run every step's body and call again: a long delivery made
-    again cost as much as running it (docs/decisions.md, "Prefix sharing restores states")."""
+    again cost as much as running it (docs/decisions.md, "A worker is made again from its
+    last quiet step")."""
 
     state: RunState
     name: str
