@@ -50,9 +50,9 @@ from yieldstar_sim.core.commands import (
     WaitFor,
 )
 from yieldstar_sim.core.driver_flow import Diverged as _Diverged
+from yieldstar_sim.core.driver_flow import Replay as _Replay
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
 from yieldstar_sim.core.driver_flow import Throw as _Throw
-from yieldstar_sim.core.driver_flow import check_step_key
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
@@ -70,7 +70,6 @@ from yieldstar_sim.core.model import (
     Failed,
     InvalidIDError,
     Lease,
-    NondeterminismError,
     ProfileError,
     RequestId,
     StartAccepted,
@@ -109,33 +108,6 @@ __all__ = [
     "WaitFor",
     "drive",
 ]
-
-
-class _Replay:
-    """The recorded steps of one execution and the order the code reaches steps in."""
-
-    def __init__(self, execution_id: str, steps: tuple[StepRecord, ...]) -> None:
-        self.execution_id = execution_id
-        self.recorded = sorted(steps, key=lambda step: step.position)
-        self.by_key = {step.step_key: step for step in steps}
-        self.reached: set[str] = set()
-
-    def cancel_delivered(self) -> bool:
-        """Whether a cancellation was already thrown into this execution (and recorded)."""
-        return any(
-            step.status == "failed" and isinstance(step.value, dict) and step.value.get("cancelled")
-            for step in self.recorded
-        )
-
-    def reach(self, key: object) -> StepRecord | None:
-        """Check the step key the code asks for next; return its record, if any."""
-        key = check_step_key(key, self.reached, self.execution_id)
-        position = len(self.reached)
-        self.reached.add(key)
-        recorded = self.recorded[position].step_key if position < len(self.recorded) else None
-        if recorded is not None and recorded != key:
-            raise _Diverged(NondeterminismError(self.execution_id, position, recorded, key))
-        return self.by_key.get(key) if recorded is not None else None
 
 
 # --------------------------------------------------------------------------- the driver
@@ -228,7 +200,11 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 return _raised(error, ctx, f"the code of {ctx.execution_id}")
             send, throw = None, None
             try:
-                send = yield from stamped(_perform(request, ctx), request)
+                steps = _perform(request, ctx)
+                if isinstance(steps, _Recorded):
+                    send = steps.value
+                else:
+                    send = yield from stamped(steps, request)
                 if ctx.step_ended is not None:
                     ctx.step_ended(request)
             except _Suspend:
@@ -249,9 +225,20 @@ def _abandon(user: Generator[Any, Any, Any]) -> None:
         user.close()
 
 
-def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
+class _Recorded:
+    """A completed ``step.run`` that replays: its recorded value, with nothing to yield."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any] | _Recorded:
     """The commands of one step request; a request that is no step is thrown back at once.
-    A plain function returning the step's generator: one frame less on every command."""
+    A plain function returning the step's generator (one frame less on every command), or,
+    for the commonest request of all, a completed ``step.run`` replayed, its value at once:
+    a redelivery goes past each recorded step, and a long workflow has many."""
     replay = ctx.replay
     if inspect.isgenerator(request):
         key = ctx.runner.key_of(request)
@@ -272,7 +259,17 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any]:
         )
     if isinstance(request, GroupStep):
         return perform_group(request, ctx, lambda step, seen: _step(step, seen, ctx))
-    return _step(request, replay.reach(request.key), ctx)
+    recorded = replay.reach(request.key)
+    if (
+        type(request) is RunStep
+        and recorded is not None
+        and recorded.status == "completed"
+        and request.error is None
+        and changed(request, recorded, len(replay.reached) - 1) is None
+        and ctx.profile.check_policy(request.key, request.policy) is None
+    ):
+        return _Recorded(recorded.value)  # what ``_step`` and ``_run`` return, checked alike
+    return _step(request, recorded, ctx)
 
 
 def _step(

@@ -1,20 +1,20 @@
 """The driver's control flow between a step and ``drive``: suspend the delivery, throw an error
 into workflow code, or end it because the code left its recorded path. ``core.driver`` and
 ``core.driver_groups`` both raise them, check step keys with ``check_step_key``, and watch a
-step's commands go by with ``relay``.
+step's commands go by with ``relay``; ``Replay`` is what a delivery found recorded.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.model import StepKeyError, control_character
+from yieldstar_sim.core.model import NondeterminismError, StepKeyError, control_character
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Generator
 
     from yieldstar_sim.core.commands import Command
-    from yieldstar_sim.core.model import NondeterminismError
+    from yieldstar_sim.core.model import StepRecord
 
 
 class Suspend(Exception):
@@ -39,6 +39,33 @@ class Diverged(Exception):
     def __init__(self, error: NondeterminismError) -> None:
         super().__init__(str(error))
         self.error = error
+
+
+class Replay:
+    """The recorded steps of one execution and the order the code reaches steps in."""
+
+    def __init__(self, execution_id: str, steps: tuple[StepRecord, ...]) -> None:
+        self.execution_id = execution_id
+        self.recorded = sorted(steps, key=lambda step: step.position)
+        self.by_key = {step.step_key: step for step in steps}
+        self.reached: set[str] = set()
+
+    def cancel_delivered(self) -> bool:
+        """Whether a cancellation was already thrown into this execution (and recorded)."""
+        return any(
+            step.status == "failed" and isinstance(step.value, dict) and step.value.get("cancelled")
+            for step in self.recorded
+        )
+
+    def reach(self, key: object) -> StepRecord | None:
+        """Check the step key the code asks for next; return its record, if any."""
+        key = check_step_key(key, self.reached, self.execution_id)
+        position = len(self.reached)
+        self.reached.add(key)
+        recorded = self.recorded[position].step_key if position < len(self.recorded) else None
+        if recorded is not None and recorded != key:
+            raise Diverged(NondeterminismError(self.execution_id, position, recorded, key))
+        return self.by_key.get(key) if recorded is not None else None
 
 
 def check_step_key(key: object, reached: Container[str], execution_id: str) -> str:

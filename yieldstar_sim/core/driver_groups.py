@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.authoring import RunStep
 from yieldstar_sim.core.commands import Command, OrderCompletions, PutStep
-from yieldstar_sim.core.driver_flow import Diverged, Suspend, Throw, check_step_key, relay
+from yieldstar_sim.core.driver_flow import Diverged, Replay, Suspend, Throw, check_step_key, relay
 from yieldstar_sim.core.model import (
     ErrorInfo,
     NondeterminismError,
@@ -49,12 +49,6 @@ if TYPE_CHECKING:
 MemberStep = Callable[["MemberRequest", "StepRecord | None"], Generator[Command, Any, Any]]
 
 
-class _Replay(Protocol):
-    execution_id: str
-    recorded: list[StepRecord]
-    reached: set[str]
-
-
 class _Delivery(Protocol):
     """What a group needs of the driver's delivery context."""
 
@@ -65,7 +59,7 @@ class _Delivery(Protocol):
     def lease(self) -> Lease: ...
 
     @property
-    def replay(self) -> _Replay: ...
+    def replay(self) -> Replay: ...
 
     @property
     def profile(self) -> DriverProfile: ...
@@ -138,7 +132,7 @@ def _completion_order(
 
 
 def reach_group(
-    replay: _Replay, keys: tuple[str, ...], *, by_position: bool = False
+    replay: Replay, keys: tuple[str, ...], *, by_position: bool = False
 ) -> dict[str, StepRecord | None]:
     """Check the group's step keys and reach them; return each member's record, if any.
 
