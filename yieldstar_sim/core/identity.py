@@ -75,18 +75,19 @@ def stamped(steps: Generator[Any, Any, Any], request: StepRequest) -> Generator[
     a group): most steps, on the hot path, pay no relay."""
     if not isinstance(request, TargetStep):
         return steps
-    identity: list[dict[str, DurableValue] | None] = []  # made once, when first recorded
+    identity: dict[str, DurableValue] | None = None  # made once, when first recorded
 
     def stamp(command: Any) -> Any:
+        nonlocal identity
         if (
             isinstance(command, PutStep)
             and command.step_key == request.key
             and isinstance(command.value, dict)
             and "executionId" in command.value  # a target was named: a refusal names none
         ):
-            if not identity:
-                identity.append(identity_of(request))
-            value = {**command.value, IDENTITY_KEY: identity[0]}
+            if identity is None:
+                identity = identity_of(request)
+            value = {**command.value, IDENTITY_KEY: identity}
             return PutStep(
                 command.lease, command.step_key, command.status, value, command.attempt,
                 command.wake_at,
