@@ -7,6 +7,7 @@ Each case is a scenario file under ``tests/scenarios/verdicts`` that the first r
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -242,6 +243,39 @@ def test_a_deadline_raises_again_in_code_that_lost_its_first_interrupt() -> None
         spin()
     assert len(caught) == 1
     assert deadline.where == "a body that swallows one interrupt"
+
+
+def test_an_interrupt_lost_in_a_finaliser_is_raised_again_and_never_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The interrupt lands in whatever Python code runs at that moment: a ``__del__`` or a
+    ``gc`` callback (Hypothesis has one) that the spinning body set off. Python reports it
+    there as unraisable (pytest fails the test that sees one) and the body spins on, to be
+    interrupted again; the lost one is not reported, anything else unraisable still is."""
+    reported: list[sys.UnraisableHookArgs] = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
+    deadline = Deadline(0.05)
+
+    class SpinsWhenCollected:
+        def __del__(self) -> None:
+            while True:  # only the interrupt ends this, and Python drops it here
+                pass
+
+    class FailsWhenCollected:
+        def __del__(self) -> None:
+            raise ValueError("a finaliser's own error")
+
+    def spin() -> None:
+        with deadline.user_code("a body whose garbage spins"):
+            SpinsWhenCollected()  # dropped at once: its __del__ takes the first interrupt
+            while True:
+                pass
+
+    with deadline, pytest.raises(RunTimedOut):
+        spin()
+    assert reported == []
+    FailsWhenCollected()
+    assert [unraisable.exc_type for unraisable in reported] == [ValueError]
 
 
 def test_a_deadline_that_passed_before_user_code_raises_on_entering_it() -> None:

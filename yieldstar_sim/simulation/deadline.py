@@ -22,6 +22,7 @@ import ctypes
 import heapq
 import itertools
 import os
+import sys
 import threading
 import time
 from contextlib import AbstractContextManager
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import TracebackType
 
 DEFAULT_TIMEOUT = 60.0
@@ -81,6 +82,8 @@ class Deadline:
         self._thread_id = threading.get_ident()
         self._started = time.monotonic()
         if self.seconds is not None:
+            if not isinstance(sys.unraisablehook, _LostTimeouts):
+                sys.unraisablehook = _LostTimeouts(sys.unraisablehook)
             self._armed = _WATCHDOG.arm(self, self.seconds)
         return self
 
@@ -149,6 +152,30 @@ class Deadline:
             # guard below costs more than the code it guards in a short run.
             return UNGUARDED
         return _UserCode(self, where)
+
+
+class _LostTimeouts:
+    """``sys.unraisablehook`` that drops a `RunTimedOut` Python could not raise, and hands
+    anything else to the hook it replaced.
+
+    The asynchronous exception lands in whatever Python code the thread runs at that moment:
+    a ``__del__``, or a ``gc`` callback (Hypothesis registers one) that a collection in the
+    spinning body calls. Python reports it there as unraisable, which pytest turns into a
+    failure, and the body goes on; ``_fire`` raises again ``AGAIN_SECONDS`` later, so the lost
+    one is no news for anyone. Installed once, by the first deadline with a limit; a hook
+    installed later (pytest's, per session) is wrapped again by the next such deadline.
+    """
+
+    __slots__ = ("then",)
+
+    def __init__(self, then: Callable[[sys.UnraisableHookArgs], object]) -> None:
+        self.then = then
+
+    def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
+        kind = unraisable.exc_type
+        if isinstance(kind, type) and issubclass(kind, RunTimedOut):
+            return
+        self.then(unraisable)
 
 
 UNGUARDED: AbstractContextManager[None] = contextlib.nullcontext()
