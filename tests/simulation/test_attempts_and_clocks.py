@@ -13,7 +13,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
-from yieldstar_sim.simulation.trace import HeartbeatData, SkewData, StallData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import HeartbeatData, SkewData, StallData, TraceKind
 from yieldstar_sim.views.timeline import abandoned_lane, build_timeline, clock_lane, stalled_lane
 from yieldstar_sim.views.words import describe_event
 

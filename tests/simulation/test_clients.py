@@ -11,7 +11,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.examples import charge_order, ship_order
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,

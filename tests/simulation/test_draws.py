@@ -13,7 +13,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import applies_at
-from yieldstar_sim.simulation.trace import DrawData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import DrawData, TraceKind
 
 
 def one_step(body: Any, **options: Any) -> ys.Scenario:

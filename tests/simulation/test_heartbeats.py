@@ -14,7 +14,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, FAULT_KINDS, applies_at
 from yieldstar_sim.simulation.invariants.attempts import attempt_spans
-from yieldstar_sim.simulation.trace import BodyData, RenewData, StopData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import BodyData, RenewData, StopData, TraceKind
 
 OVERLAP = "attempts of one step never overlap"
 

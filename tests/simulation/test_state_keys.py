@@ -17,7 +17,7 @@ from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.statekeys import StateKeys, WholeReads
 from yieldstar_sim.simulation.faults import Fault, FaultKind
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
-from yieldstar_sim.simulation.trace import TraceKind
+from yieldstar_sim.simulation.trace_payloads import TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.kernel import Point

@@ -11,7 +11,8 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace import Trace, TraceEvent
+from yieldstar_sim.simulation.trace_payloads import (
     NO_DATA,
     CancelData,
     ClaimData,
@@ -19,8 +20,6 @@ from yieldstar_sim.simulation.trace import (
     NoData,
     PutStepData,
     StartData,
-    Trace,
-    TraceEvent,
     TraceKind,
     TriggerData,
 )

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.trace import StoreReadData, StoreWriteData, Trace, TraceKind
+from yieldstar_sim.simulation.trace import Trace
+from yieldstar_sim.simulation.trace_payloads import StoreReadData, StoreWriteData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.authoring import Workflow

@@ -19,12 +19,8 @@ from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
 from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
-from yieldstar_sim.simulation.trace import (
-    BodyData,
-    Trace,
-    TraceEvent,
-    TraceKind,
-)
+from yieldstar_sim.simulation.trace import Trace, TraceEvent
+from yieldstar_sim.simulation.trace_payloads import BodyData, TraceKind
 
 LEASE = (("order-42", "w1", 3, 30.0, 1), Lease)
 STEP = (("order-42", "ship", 0, "completed", {"a": [1]}, 2, 5.0), StepRecord)

@@ -40,7 +40,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, call, pass_point
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     HeartbeatData,
     ReasonData,
     RenewData,

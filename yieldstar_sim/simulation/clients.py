@@ -32,7 +32,7 @@ from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,

@@ -31,7 +31,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.kernel import Park
 from yieldstar_sim.simulation.points import pass_point
-from yieldstar_sim.simulation.trace import DrawData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import DrawData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Generator

@@ -29,7 +29,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import Fault
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     NO_DATA,
     BodyData,
     CancelData,

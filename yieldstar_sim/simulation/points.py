@@ -24,7 +24,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Point, Wait
 from yieldstar_sim.simulation.narration import call_text, result_data
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     ErrorData,
     FaultData,
     FreezeData,

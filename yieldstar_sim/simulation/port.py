@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.core.model import WorkflowDefinitionError
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext
 from yieldstar_sim.simulation.attempts import HEARTBEAT
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     EffectData,
     StoreReadData,
     StoreWriteData,

@@ -30,7 +30,8 @@ from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import runtime_for
 from yieldstar_sim.simulation.simulator import Simulator
-from yieldstar_sim.simulation.trace import Admission, ClientAnswerData
+from yieldstar_sim.simulation.trace import Admission
+from yieldstar_sim.simulation.trace_payloads import ClientAnswerData
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -16,7 +16,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.scenario import Cancel, Deploy, Prune, ScenarioError, Trigger
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     CancelData,
     DeployData,
     PruneData,

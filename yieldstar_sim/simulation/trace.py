@@ -3,8 +3,8 @@ outcome and effect, in order. The same inputs give the same trace, byte for byte
 
 An event's ``kind`` is a `TraceKind` (each member says what emits it), its ``op`` an `Op` (the
 runtime call it is about, if any) and its ``data`` a small frozen dataclass per kind
-(``EffectData``, ``ClaimData`` ...: `yieldstar_sim.simulation.trace_payloads`, whose names this
-module re-exports). Code reads those; an event's ``text`` is written for people, once, by
+(``EffectData``, ``ClaimData`` ...), all three owned by `yieldstar_sim.simulation.trace_payloads`
+and imported from there. Code reads those; an event's ``text`` is written for people, once, by
 ``simulation/narration.py``, and only narration and the trace's own serialisation read it
 (``tests/unit/test_trace_text.py``). The JSON form (``to_jsonl``) is the one the trace had when
 ``data`` was a dict, key for key; ``Trace.from_jsonl`` reads it back into the typed payloads.
@@ -25,89 +25,12 @@ from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.trace_payloads import (
     NO_DATA,
-    BodyData,
-    CancelData,
-    ClaimData,
-    ClientAnswerData,
-    ClientAttemptData,
-    ClientGiveUpData,
-    CompletionData,
-    DeployData,
-    DrawData,
-    EffectData,
-    ErrorData,
-    FaultData,
-    FreezeData,
-    HeartbeatData,
-    NoData,
-    OutcomeData,
     Payload,
-    PruneData,
-    PutStepData,
-    ReasonData,
-    RecordWakeData,
-    ReleaseData,
-    RenewData,
-    SkewData,
-    StallData,
-    StartChildData,
-    StartData,
-    StatusData,
-    StopData,
-    StoreReadData,
-    StoreWriteData,
     TraceKind,
-    TriggerData,
-    WorldReadData,
-    omittable,
-    payload,
     payload_from_json,
 )
 
-__all__ = [
-    "NO_DATA",
-    "Admission",
-    "BodyData",
-    "CancelData",
-    "ClaimData",
-    "ClientAnswerData",
-    "ClientAttemptData",
-    "ClientGiveUpData",
-    "CompletionData",
-    "DeployData",
-    "DrawData",
-    "EffectData",
-    "ErrorData",
-    "FaultData",
-    "FreezeData",
-    "HeartbeatData",
-    "NoData",
-    "Op",
-    "OutcomeData",
-    "Payload",
-    "PruneData",
-    "PutStepData",
-    "ReasonData",
-    "RecordWakeData",
-    "ReleaseData",
-    "RenewData",
-    "SkewData",
-    "StallData",
-    "StartChildData",
-    "StartData",
-    "StatusData",
-    "StopData",
-    "StoreReadData",
-    "StoreWriteData",
-    "Trace",
-    "TraceEvent",
-    "TraceKind",
-    "TriggerData",
-    "WorldReadData",
-    "omittable",
-    "payload",
-    "payload_from_json",
-]
+__all__ = ["Admission", "Trace", "TraceEvent"]
 
 T = TypeVar("T")
 

@@ -53,7 +53,7 @@ from yieldstar_sim.simulation.narration import (
 )
 from yieldstar_sim.simulation.points import WorkerCrashed, call
 from yieldstar_sim.simulation.port import DrawAsked, SimPort, Undecided
-from yieldstar_sim.simulation.trace import ReasonData, ReleaseData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator

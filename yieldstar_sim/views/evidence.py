@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.trace import BodyData, FaultData, StartData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StartData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

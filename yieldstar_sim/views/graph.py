@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     EffectData,
     StartChildData,

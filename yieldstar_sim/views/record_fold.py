@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from yieldstar_sim.core.model import TERMINAL_STATUSES
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     BodyData,
     ClaimData,
     ClientAnswerData,

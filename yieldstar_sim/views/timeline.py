@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.narration import fault_words
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     ClaimData,
     ClientAnswerData,
     ClientAttemptData,

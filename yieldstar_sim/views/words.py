@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.narration import body_words, outcome_words
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     BodyData,
     CancelData,
     ClaimData,

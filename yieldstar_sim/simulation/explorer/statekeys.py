@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.explorer.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.kernel import describe
-from yieldstar_sim.simulation.trace import TraceKind
+from yieldstar_sim.simulation.trace_payloads import TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

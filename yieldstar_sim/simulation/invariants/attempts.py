@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace import BodyData, FaultData, StallData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StallData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.invariants.evidence import repeated
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace import ClientAnswerData, ClientAttemptData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import ClientAnswerData, ClientAttemptData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import RunView

@@ -11,12 +11,7 @@ from yieldstar_sim.engine.world import WORKFLOW_CODE
 from yieldstar_sim.simulation.invariants.evidence import why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.narration import body_words
-from yieldstar_sim.simulation.trace import (
-    BodyData,
-    SkewData,
-    StallData,
-    TraceKind,
-)
+from yieldstar_sim.simulation.trace_payloads import BodyData, SkewData, StallData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.engine.world import Effect

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace import (
+from yieldstar_sim.simulation.trace_payloads import (
     OutcomeData,
     PutStepData,
     TraceKind,

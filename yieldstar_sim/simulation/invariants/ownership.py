@@ -9,12 +9,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace import (
-    CancelData,
-    FaultData,
-    StatusData,
-    TraceKind,
-)
+from yieldstar_sim.simulation.trace_payloads import CancelData, FaultData, StatusData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import ExecutionRecord

@@ -14,9 +14,7 @@ from yieldstar_sim.simulation.invariants.evidence import (
     why_again,
 )
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace import (
-    TraceKind,
-)
+from yieldstar_sim.simulation.trace_payloads import TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import RunView
