@@ -98,7 +98,7 @@ def step_delivery(
     perform: Callable[[Command], Generator[Any, Any, Any]],
     *,
     errors: type[BaseException] | tuple[type[BaseException], ...] = Exception,
-    guard: Callable[[], AbstractContextManager[Any]] | None = None,
+    guard: AbstractContextManager[Any] | None = None,
 ) -> Generator[Any, Any, WorkflowRunOutcome]:
     """Step the driver, carrying out each command with ``perform``, until it returns an outcome.
 
@@ -106,7 +106,8 @@ def step_delivery(
     invokers' never yield). An error of ``errors`` from ``perform`` is thrown into the driver
     at the command that caused it; the driver never shows infrastructure errors to workflow
     code, so they leave here. ``guard`` wraps each step of the workflow code (the simulator's
-    wall-clock deadline). The driver is closed however the delivery ends.
+    wall-clock deadline): one reusable context manager, entered again at every step. The
+    driver is closed however the delivery ends.
     """
     value: Any = None
     error: BaseException | None = None
@@ -116,7 +117,7 @@ def step_delivery(
                 if guard is None:
                     command = driver.throw(error) if error is not None else driver.send(value)
                 else:
-                    with guard():
+                    with guard:
                         command = driver.throw(error) if error is not None else driver.send(value)
             except StopIteration as stop:
                 outcome: WorkflowRunOutcome = stop.value

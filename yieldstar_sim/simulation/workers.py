@@ -127,11 +127,12 @@ def _deliver(
     ):
         step_ended = _Midway(state, name, delivery, restart, registry).step_ended
     driver = drive(workflow, delivery, world, registry.profile, step_ended=step_ended)
-    guard: Callable[[], AbstractContextManager[None]] | None = None
+    guard: AbstractContextManager[None] | None = None
     deadline = state.deadline
     if deadline.seconds is not None:  # no limit, no guard: it costs at every step
+        # One guard for the delivery, entered at each step: it keeps no state between them.
         code = f"the workflow code of {record.execution_id} ({record.workflow_id}, {name})"
-        guard = partial(deadline.user_code, code)
+        guard = deadline.user_code(code)
     try:
         outcome = yield from step_delivery(
             driver,
