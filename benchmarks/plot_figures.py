@@ -33,7 +33,7 @@ def _label(figure: dict[str, Any]) -> str:
 def plot(figures: list[dict[str, Any]], out: Path) -> None:
     """Write the bar chart of ``figures`` to ``out``."""
     height = 0.62 * len(figures) + 1.2
-    fig, ax = plt.subplots(figsize=(13, height))
+    fig, ax = plt.subplots(figsize=(13, height), layout="constrained")
     rows = list(reversed(figures))
     for row, figure in enumerate(rows):
         target = figure["target"]
@@ -52,7 +52,6 @@ def plot(figures: list[dict[str, Any]], out: Path) -> None:
     ax.axvline(1.0, color="black", linewidth=0.6, linestyle=":")
     ax.set_xlabel("cost relative to the comparison (log; lower is better; black tick: target)")
     ax.set_title("yieldstar_sim: recorded benchmark figures (medians, ratios from one run)")
-    fig.tight_layout()
     fig.savefig(out, dpi=90)
     plt.close(fig)
 
