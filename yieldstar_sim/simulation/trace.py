@@ -3,11 +3,13 @@ outcome and effect, in order. The same inputs give the same trace, byte for byte
 
 An event's ``kind`` is a `TraceKind` (each member says what emits it), its ``op`` an `Op` (the
 runtime call it is about, if any) and its ``data`` a small frozen dataclass per kind
-(``EffectData``, ``ClaimData`` ...), all three owned by `yieldstar_sim.simulation.trace_payloads`
-and imported from there. Code reads those; an event's ``text`` is written for people, once, by
-``simulation/narration.py``, and only narration and the trace's own serialisation read it
-(``tests/unit/test_trace_text.py``). The JSON form (``to_jsonl``) is the one the trace had when
-``data`` was a dict, key for key; ``Trace.from_jsonl`` reads it back into the typed payloads.
+(``EffectData``, ``ClaimData`` ...). The kinds and the payloads are owned by
+`yieldstar_sim.simulation.trace_payloads` and imported from there, ``Op`` by
+`yieldstar_sim.core.ops`; this module owns the event and the trace. Code reads those; an
+event's ``text`` is written for people, once, by ``simulation/narration.py``, and only
+narration and the trace's own serialisation read it (``tests/unit/test_trace_text.py``). The
+JSON form (``to_jsonl``) is the one the trace had when ``data`` was a dict, key for key;
+``Trace.from_jsonl`` reads it back into the typed payloads.
 
 Adding a kind of event takes two things in ``trace_payloads``: a member of `TraceKind`, and, if
 the event carries data, a frozen dataclass deriving from `Payload`, registered with
