@@ -119,6 +119,16 @@ def omittable(default: Any = None) -> Any:
     return field(default=default, metadata={_OMIT: True})
 
 
+#: Each payload class's fields as ``to_json`` walks them: (name, omittable, default). The
+#: exhaustive search writes every event's JSON into its state key, and ``dataclasses.fields``
+#: built its tuple anew at each call, half of ``to_json``'s time.
+_PLANS: dict[type, tuple[tuple[str, bool, Any], ...]] = {}
+
+
+def _plan(kind: type) -> tuple[tuple[str, bool, Any], ...]:
+    return tuple((each.name, bool(each.metadata.get(_OMIT)), each.default) for each in fields(kind))
+
+
 class Payload(Mapping[str, Any]):
     """The data of one event. Subclasses are frozen dataclasses; read them by attribute.
 
@@ -133,12 +143,15 @@ class Payload(Mapping[str, Any]):
 
     def to_json(self) -> dict[str, Any]:
         """The payload as plain data: every field, less those left at an omittable default."""
+        plan = _PLANS.get(type(self))
+        if plan is None:
+            plan = _PLANS[type(self)] = _plan(type(self))
         out: dict[str, Any] = {}
-        for each in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, each.name)
-            if each.metadata.get(_OMIT) and value == each.default:
+        for name, omittable, default in plan:
+            value = getattr(self, name)
+            if omittable and value == default:
                 continue
-            out[each.name] = list(value) if isinstance(value, tuple) else value
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
     @classmethod
