@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
+from functools import cache
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from yieldstar_sim.core.ops import Op
@@ -119,13 +120,11 @@ def omittable(default: Any = None) -> Any:
     return field(default=default, metadata={_OMIT: True})
 
 
-#: Each payload class's fields as ``to_json`` walks them: (name, omittable, default). The
-#: exhaustive search writes every event's JSON into its state key, and ``dataclasses.fields``
-#: built its tuple anew at each call, half of ``to_json``'s time.
-_PLANS: dict[type, tuple[tuple[str, bool, Any], ...]] = {}
-
-
+@cache
 def _plan(kind: type) -> tuple[tuple[str, bool, Any], ...]:
+    """``kind``'s fields as ``to_json`` walks them: (name, omitted while default, default).
+    Made once a class: the exhaustive search writes every event's JSON into its state key, and
+    ``dataclasses.fields`` built its tuple anew at each call, half of ``to_json``'s time."""
     return tuple((each.name, bool(each.metadata.get(_OMIT)), each.default) for each in fields(kind))
 
 
@@ -143,13 +142,10 @@ class Payload(Mapping[str, Any]):
 
     def to_json(self) -> dict[str, Any]:
         """The payload as plain data: every field, less those left at an omittable default."""
-        plan = _PLANS.get(type(self))
-        if plan is None:
-            plan = _PLANS[type(self)] = _plan(type(self))
         out: dict[str, Any] = {}
-        for name, omittable, default in plan:
+        for name, omit, default in _plan(type(self)):
             value = getattr(self, name)
-            if omittable and value == default:
+            if omit and value == default:
                 continue
             out[name] = list(value) if isinstance(value, tuple) else value
         return out
