@@ -16,6 +16,7 @@ from yieldstar_sim.cli_files import (
     UsageError,
     output_folder,
 )
+from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
     import argparse
@@ -142,18 +143,10 @@ def _explore_and_draw(
         print("\n".join(pictures.lines()))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
-        elif report.state_space is not None and report.state_space.full:
+        elif (why := why_not_drawn(report.state_space, report.distinct_states)) is not None:
             # Said, not silently left out: the reader looks for the file the other runs wrote.
-            print(
-                f"state graph: not drawn: the search kept the first {len(report.state_space):,} "
-                f"of {report.distinct_states:,} states for people, and a picture of part of "
-                "them could leave out a violation (report.state_graph() has those it kept)"
-            )
-        elif report.state_space is not None and len(report.state_space) > STATE_GRAPH_AT_MOST:
-            print(
-                f"state graph: not drawn: {report.distinct_states:,} states, more than the "
-                f"{STATE_GRAPH_AT_MOST:,} a picture can show (report.state_graph() has them all)"
-            )
+            held = "those it kept" if report.state_space and report.state_space.full else "them all"
+            print(f"state graph: not drawn: {why} (report.state_graph() has {held})")
         if review is not None:
             print(f"review page: {review}")
     if report.interrupted:
@@ -190,13 +183,12 @@ def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:
 #: Past this many states the state graph is not drawn: building it takes about a second per
 #: 20,000 states. Up to it, a picture of more than a few hundred states draws the paths to
 #: the violations and sums the other states by depth (``views.statespace_bounds``).
-STATE_GRAPH_AT_MOST = 100_000
 
 
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:
     """The exhaustive search's state space, written in the requested formats it has."""
     space = report.state_space
-    if space is None or space.full or not 0 < len(space) <= STATE_GRAPH_AT_MOST:
+    if space is None or len(space) == 0 or why_not_drawn(space, report.distinct_states):
         return {}  # a space kept in part could be drawn without one of its violations
     from yieldstar_sim.core.filenames import file_stem
     from yieldstar_sim.views.statespace import STATE_GRAPH_FORMATS, export_state_graph

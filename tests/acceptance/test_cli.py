@@ -417,9 +417,10 @@ def test_a_sampling_strategy_takes_many_faults_it_samples_within_its_default_bud
 def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from yieldstar_sim import cli, cli_explore
+    from yieldstar_sim import cli
+    from yieldstar_sim.views import statespace_bounds
 
-    monkeypatch.setattr(cli_explore, "STATE_GRAPH_AT_MOST", 10)  # booking-race-fixed has 27 states
+    monkeypatch.setattr(statespace_bounds, "GRAPHED_AT_MOST", 10)  # booking-race-fixed: 27 states
     code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0

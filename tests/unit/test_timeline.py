@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import build_timeline, draw_run, draw_timeline, graph_from_trace
@@ -140,6 +142,25 @@ def test_an_exhaustive_exploration_with_faults_points_to_its_state_graph() -> No
     (axes,) = draw_exploration(report).axes
     (text,) = axes.texts
     assert "its state graph, durable-start-states.png" in text.get_text()
+
+
+def test_an_exhaustive_exploration_whose_state_graph_is_not_drawn_names_no_file_but_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # At review size (3 orders x 3 workers) the search keeps the first 100,000 states only and
+    # the command line writes no state graph: the grid named a file that was not there.
+    from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+    from yieldstar_sim.views import draw_exploration
+
+    monkeypatch.setattr(ExhaustiveSearch, "graph_states", 10)
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="exhaustive", max_faults=1, confirm=None
+    )
+    (axes,) = draw_exploration(report).axes
+    (text,) = axes.texts
+    words = " ".join(text.get_text().split())
+    assert "-states.png" not in words
+    assert f"not drawn: the search kept the first 10 of {report.distinct_states:,} states" in words
 
 
 def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_picture() -> None:

@@ -4,9 +4,11 @@ differs from its nearest passing schedule."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from textwrap import fill
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -66,12 +68,11 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         # An empty grid drew bare 0-1 axes, clipped labels and a legend of colours it did not
         # use (max_faults=0: interleavings only): say in words what there is instead.
         ax.set_axis_off()
-        stem = file_stem(report.scenario)
         why = (
             " (max 0 faults: interleavings only)"
             if report.max_faults == 0
             # Its schedules are interleavings with their faults, not one fault on one run.
-            else f"\n(the exhaustive search's picture is its state graph, {stem}-states.png)"
+            else _state_graph_words(report)
             if report.strategy == "exhaustive"
             else ""
         )
@@ -86,6 +87,19 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8, frameon=False,
     )  # fmt: skip
     return figure
+
+
+def _state_graph_words(report: ExplorationReport) -> str:
+    """Where the exhaustive search's picture is instead of the grid: its state graph's file,
+    or why there is none (a grid that named a file the search did not write sent the reader
+    looking for it)."""
+    why = why_not_drawn(report.state_space, report.distinct_states)
+    if why is None:
+        stem = file_stem(report.scenario)
+        return f"\n(the exhaustive search's picture is its state graph, {stem}-states.png)"
+    return (
+        "\n(the exhaustive search's picture is its state graph, not drawn:\n" + fill(why, 60) + ")"
+    )
 
 
 def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> Figure:

@@ -33,10 +33,33 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import networkx as nx
 
+    from yieldstar_sim.simulation.explorer.statespace import StateSpace
+
 #: States drawn one by one at most; past this a state space is drawn bounded.
 DRAWN_AT_MOST = 250
+#: States a state space may hold to be drawn at all (bounded, past ``DRAWN_AT_MOST``).
+GRAPHED_AT_MOST = 100_000
 #: Summary nodes at most: a deep space sums its states over bands of consecutive depths.
 SUMMARY_BANDS = 30
+
+
+def why_not_drawn(space: StateSpace | None, distinct_states: int) -> str | None:
+    """Why the picture of an exhaustive search's state space is not drawn, in words; None when
+    it is (or there is no space: another strategy).
+
+    A space the search kept in part is never drawn: its first states could all pass where a
+    later one violates, and the picture would say "no state violates".
+    """
+    if space is None or len(space) == 0:
+        return None
+    if space.full:
+        return (
+            f"the search kept the first {len(space):,} of {distinct_states:,} states for "
+            "people, and a picture of part of them could leave out a violation"
+        )
+    if len(space) > GRAPHED_AT_MOST:
+        return f"{distinct_states:,} states, more than the {GRAPHED_AT_MOST:,} a picture can show"
+    return None
 
 
 def _summary_name(count: int, first: int, last: int) -> str:
