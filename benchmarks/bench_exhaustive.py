@@ -7,6 +7,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_exhaustive.py --smoke            # against HEAD, tiny
     .venv/bin/python benchmarks/bench_exhaustive.py --baseline b9007de --budget 300
     .venv/bin/python benchmarks/bench_exhaustive.py --memory   # a million states, peak RSS
+    .venv/bin/python benchmarks/bench_exhaustive.py --reductions   # what each reduction spares
 
 The case is the issue's: ``charge-order`` -> ``step.start ship-order`` on the memory runtime,
 one trigger per order, every fault kind, ``stop_at_first=False`` (the whole space), no DuckDB
@@ -50,6 +51,10 @@ from yieldstar_sim.simulation import kernel
 from yieldstar_sim.simulation.explorer import exhaustive
 orders, workers, faults, budget = (int(a) for a in sys.argv[1:5])
 jobs = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+if len(sys.argv) > 6:  # --reductions: a variant of this tree's search (_exhaustive_variants)
+    sys.path.insert(0, "benchmarks")
+    import _exhaustive_variants
+    _exhaustive_variants.apply(sys.argv[6])
 count = {"steps": 0, "arrivals": 0}
 step = kernel.Kernel.step
 def counted_step(self, *args, **kwargs):
@@ -90,12 +95,15 @@ print(json.dumps({
 
 
 def run_side(
-    path: Path, case: tuple[int, int, int], budget: float, jobs: int = 1
+    path: Path, case: tuple[int, int, int], budget: float, jobs: int = 1, variant: str = ""
 ) -> dict[str, Any]:
-    """One case searched in a child importing the package from ``path``."""
+    """One case searched in a child importing the package from ``path`` (with ``variant``,
+    this tree's search so patched: ``_exhaustive_variants``)."""
     env = dict(os.environ, PYTHONPATH=str(path))
+    more = [variant] if variant else []
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, *(str(n) for n in case), str(int(budget)), str(jobs)],
+        [sys.executable, "-c", CHILD, *(str(n) for n in case), str(int(budget)), str(jobs),
+         *more],
         cwd=path, env=env, capture_output=True, text=True, check=True,
     )  # fmt: skip
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -242,6 +250,70 @@ def jobs_section(case: tuple[int, int, int], jobs: int, budget: float, reps: int
     )
 
 
+def reductions_section(case: tuple[int, int, int], baseline: str, budget: float) -> None:
+    """What each reduction the issue names spares on ``case``, against the search as shipped
+    (``_exhaustive_variants``), and what a transition may cost for the issue's speed-up: the
+    measured answer to "why not 10x" (docs/decisions.md)."""
+    from _exhaustive_variants import VARIANTS
+
+    print(f"\nReductions on {case[0]} x {case[1]}, {case[2]} fault(s) (this tree, one run each)")
+    progress(f"{case} shipped")
+    shipped = run_side(ROOT, case, budget)
+    rows = [["search", "states", "transitions", "s", "us/transition", "transitions x"]]
+
+    def line(name: str, got: dict[str, Any]) -> None:
+        moves = max(int(got["transitions"]), 1)
+        rows.append([
+            name, f"{int(got['states']):,}", f"{moves:,}", f"{float(got['seconds']):.1f}",
+            f"{float(got['seconds']) / moves * 1e6:.0f}",
+            f"{int(shipped['transitions']) / moves:.2f}",
+        ])  # fmt: skip
+
+    line("as shipped", shipped)
+    for variant in VARIANTS:
+        progress(f"{case} {variant}")
+        line(variant, run_side(ROOT, case, budget, variant=variant))
+    show(rows, [False, True, True, True, True, True])
+    print("  transitions x: the shipped search's transitions over the variant's (above 1: fewer)")
+    with tempfile.TemporaryDirectory() as tmp:
+        unpack(baseline, Path(tmp))
+        progress(f"{case} {baseline}")
+        then = run_side(Path(tmp), case, budget)
+    moves = max(int(shipped["transitions"]), 1)
+    allowed, now = float(then["seconds"]) / MIN_SPEEDUP / moves, float(shipped["seconds"]) / moves
+    print(
+        f"  {baseline}: {float(then['seconds']):.1f} s; {MIN_SPEEDUP:g}x of it at the shipped "
+        f"search's {moves:,} transitions leaves {allowed * 1e6:.0f} us a transition, against "
+        f"{now * 1e6:.0f} us now;\n  a kernel step of a plain run of the case (no search) costs "
+        f"{_plain_step(case) * 1e6:.0f} us"
+    )
+
+
+PLAIN = """
+import dataclasses, sys, time
+import yieldstar_sim as ys
+orders, workers = int(sys.argv[1]), int(sys.argv[2])
+base = ys.load_scenario("durable-start")
+triggers = [ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
+            for n in range(orders)]
+scenario = dataclasses.replace(base, faults=[], workers=workers, triggers=triggers)
+points, began = 0, time.perf_counter()
+for seed in range(200):
+    points += ys.simulate(scenario, seed=seed, runtime="memory").points
+print((time.perf_counter() - began) / points)
+"""
+
+
+def _plain_step(case: tuple[int, int, int]) -> float:
+    """Seconds a kernel step of a plain memory run of ``case`` costs, everything included
+    (the run's set-up and its invariants too): what a transition cannot go below."""
+    done = subprocess.run(
+        [sys.executable, "-c", PLAIN, str(case[0]), str(case[1])], cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return float(done.stdout.strip())
+
+
 #: The issue's memory target: this many states within this many MB of peak RSS.
 MEMORY_STATES, MEMORY_MB = 1_000_000, 500.0
 
@@ -281,8 +353,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--memory", action="store_true",
         help="instead: this tree's states and peak RSS on 4 x 3, 1 fault (--smoke 1 x 2)",
     )  # fmt: skip
+    made.add_argument(
+        "--reductions", action="store_true",
+        help="instead: what each named reduction spares on 2 x 3, 1 fault (--smoke 1 x 2)",
+    )  # fmt: skip
     args = made.parse_args(argv)
     baseline = args.baseline or ("HEAD" if args.smoke else "b9007de")
+    if args.reductions:
+        case = (1, 2, 1) if args.smoke else (2, 3, 1)
+        reductions_section(case, baseline, args.budget or MAX_SECONDS)
+        return 0
     if args.instructions:
         instructions(baseline, [(1, 1, 0)] if args.smoke else COUNTED_CASES)
         return 0

@@ -34,6 +34,7 @@ RUNS: tuple[tuple[str, ...], ...] = (
     ("bench_exhaustive.py",),
     ("bench_exhaustive.py", "--jobs", "2"),
     ("bench_exhaustive.py", "--memory"),
+    ("bench_exhaustive.py", "--reductions"),
     ("bench_views.py",),
     ("bench_stepper.py",),
     ("bench_postgres.py",),
