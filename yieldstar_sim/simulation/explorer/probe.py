@@ -27,6 +27,8 @@ class Steering(Protocol):
 
     freeze: float
     max_depth: int | None
+    reduce: bool
+    """Whether the search puts moves to sleep (sleep sets): only then are footprints read."""
 
     def state_keys(self) -> StateKeys:
         """New keys for a run."""
@@ -122,7 +124,9 @@ class Probe:
         node = self.search.node_at(index) if index >= max(0, len(self.prefix) - 1) else None
         if node is None:
             return  # before the first choice, inside the replayed prefix, or past the depth
-        if node.current is not None:
+        if node.current is not None and self.search.reduce:
+            # Only sleep sets read a footprint: a search without them would pay for the
+            # trace walk at every transition and read nothing of it.
             node.current_fp = footprint(
                 events, fault=node.current.fault is not None, time_moved=moved
             )
