@@ -222,9 +222,14 @@ class ScenarioItem(pytest.Item):
         excinfo: pytest.ExceptionInfo[BaseException],
         style: Any = None,
     ) -> str:
-        """The violation in words, without a traceback."""
+        """The violation in words, without a traceback; so is a mistake in the scenario that
+        only a run shows (a fault that never fires, an invariant watching a misspelt name)."""
+        from yieldstar_sim.simulation.scenario import ScenarioError as Mistake
+
         if isinstance(excinfo.value, ScenarioViolated):
             return str(excinfo.value)
+        if isinstance(excinfo.value, Mistake):
+            return f"yieldstar_sim: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -104,6 +104,8 @@ def test_code_that_spins_times_out_as_incomplete(name: str, tmp_path: Path) -> N
         ("fault_typo_worker", "names worker 'w9', but the workers are w1, w2"),
         ("unknown_workflow", "ys.Trigger('shipp-order') names no workflow of the scenario (did"),
         ("fault_typo_step", "the fault 'crash before put_step of step shipp' matches no choice"),
+        ("invariant_typo", "at_most_once(courier.bookd, by=order) watches the effect 'courier"),
+        ("invariant_typo_by", "counts courier.booked by its field 'ordr' (did you mean 'order'"),
     ],
 )
 def test_a_mistake_in_a_scenario_file_is_bad_input(name: str, says: str, tmp_path: Path) -> None:
@@ -114,16 +116,17 @@ def test_a_mistake_in_a_scenario_file_is_bad_input(name: str, says: str, tmp_pat
 
 
 def test_an_invariant_that_watches_nothing_is_said_beside_the_verdict(tmp_path: Path) -> None:
-    text = run_case("invariant_typo", tmp_path, "--quiet")
+    text = run_case("invariant_unwatched", tmp_path, "--quiet")
     assert text.returncode == 0
-    assert "warning: at_most_once(courier.bookd, by=order) watched nothing" in text.stdout
-    report = json.loads(run_case("invariant_typo", tmp_path, "--json").stdout)
-    assert report["warnings"][0].startswith("at_most_once(courier.bookd, by=order) watched")
+    assert "warning: at_most_once(refund.issued, by=order) watched nothing" in text.stdout
+    report = json.loads(run_case("invariant_unwatched", tmp_path, "--json").stdout)
+    assert report["warnings"][0].startswith("at_most_once(refund.issued, by=order) watched")
     explored = cli(
-        "explore", str(CASES / "invariant_typo.py"), "--no-confirm", *NO_PICTURES, cwd=tmp_path
-    )
+        "explore", str(CASES / "invariant_unwatched.py"), "--no-confirm", *NO_PICTURES,
+        cwd=tmp_path,
+    )  # fmt: skip
     assert explored.returncode == 0
-    assert "warning: at_most_once(courier.bookd" in explored.stdout
+    assert "warning: at_most_once(refund.issued" in explored.stdout
 
 
 def test_a_refused_trigger_is_an_event_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -175,7 +178,8 @@ def test_ctrl_c_in_explore_exits_130_and_keeps_what_it_found(tmp_path: Path) -> 
         cwd=tmp_path,
     )  # fmt: skip
     assert result.returncode == 130, result.stdout + result.stderr
-    assert "interrupted (Ctrl-C) after 7 of " in result.stdout
+    # The eighth run: the first checks the scenario's names (simulate), the search ran 6.
+    assert "interrupted (Ctrl-C) after 6 of " in result.stdout
     assert "VIOLATED" in result.stdout
     assert "yieldstar-sim: interrupted" in result.stderr
     assert (tmp_path / "found" / "interrupted-explore-violation-1.replay.json").is_file()

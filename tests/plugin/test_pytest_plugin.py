@@ -84,6 +84,20 @@ def test_a_broken_scenario_file_is_a_collection_error_in_one_line(
     result.stdout.fnmatch_lines(["*yieldstar_sim: *unknown fault op 'putstep'*"])
 
 
+def test_an_invariant_watching_a_misspelt_effect_fails_in_one_line_not_green(
+    pytester: pytest.Pytester,
+) -> None:
+    # It held in every schedule, watching nothing: the item passed.
+    project(pytester, typo=(CASES / "invariant_typo.py").read_text(encoding="utf-8"))
+    result = pytester.runpytest("--yieldstar-max-faults", "0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*yieldstar_sim: scenario 'invariant-typo': at_most_once(courier.bookd, by=order) "
+         "watches the effect 'courier.bookd', which the run never made; it made*"]
+    )  # fmt: skip
+    assert "Traceback" not in result.stdout.str()
+
+
 def test_the_options_reach_the_explorer(pytester: pytest.Pytester) -> None:
     """Without faults the Problem's scenario holds: the crash is what breaks it."""
     project(pytester, problem=bundled("trigger-in-step"))

@@ -6,6 +6,7 @@ Each case is a scenario file under ``tests/scenarios/verdicts`` that the first r
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -117,18 +118,37 @@ def test_an_expectation_names_executions_and_refuses_nonsense() -> None:
         )
 
 
-def test_an_expectation_that_names_nothing_is_a_warning() -> None:
+def test_an_expectation_that_names_nothing_like_the_runs_executions_is_a_warning() -> None:
     base = ys.load_scenario("durable-start")
     scenario = ys.Scenario(
         name="nothing-expected", workflows=base.workflows, triggers=base.triggers,
-        expected=[ys.expect("shipp-order")],
+        expected=[ys.expect("refund-order")],
     )  # fmt: skip
     run = ys.simulate(scenario, runtime="memory")
     assert run.verdict == "ok"
     assert run.warnings == [
-        "the expectation shipp-order to fail named no execution of the run (its workflows: "
+        "the expectation refund-order to fail named no execution of the run (its workflows: "
         "charge-order, ship-order)"
     ]
+
+
+def test_an_expectation_that_misspells_a_workflow_of_the_run_is_a_scenario_error() -> None:
+    # A warning beside "ok" let the typo pass as a green verdict.
+    base = ys.load_scenario("durable-start")
+    scenario = ys.Scenario(
+        name="misspelt-expected", workflows=base.workflows, triggers=base.triggers,
+        expected=[ys.expect("shipp-order"), ys.expect(execution_id="order-24")],
+    )  # fmt: skip
+    message = (
+        "scenario 'misspelt-expected': the expectation shipp-order to fail names the workflow "
+        "'shipp-order', which the run never had; it had 'ship-order'; the expectation order-24 "
+        "to fail names the execution 'order-24', which the run never had; it had 'order-42'"
+    )
+    with pytest.raises(ys.ScenarioError) as raised:
+        ys.simulate(scenario, runtime="memory")
+    assert str(raised.value) == message
+    with pytest.raises(ys.ScenarioError, match="names the workflow 'shipp-order'"):
+        ys.explore(scenario, confirm=None)
 
 
 # --------------------------------------------------------------------------- 2. incomplete
@@ -327,18 +347,55 @@ def test_explore_checks_the_scenario_fault_plan_too() -> None:
 
 
 def test_an_invariant_that_watches_nothing_warns_with_the_effects_that_occur() -> None:
-    run = simulate("invariant_typo")
+    run = simulate("invariant_unwatched")
     assert run.verdict == "ok"
     assert run.warnings == [
-        "at_most_once(courier.bookd, by=order) watched nothing: the run made no effect named "
-        "'courier.bookd' (the effects it made: card.charged, courier.booked)"
+        "at_most_once(refund.issued, by=order) watched nothing: the run made no effect named "
+        "'refund.issued' (the effects it made: card.charged, courier.booked)"
     ]
-    assert "warning: at_most_once(courier.bookd" in run.explain()
-    report = ys.explore(case("invariant_typo"), confirm=None)
+    assert "warning: at_most_once(refund.issued" in run.explain()
+    report = ys.explore(case("invariant_unwatched"), confirm=None)
     assert report.warnings == run.warnings
-    assert "warning: at_most_once(courier.bookd" in report.summary()
+    assert "warning: at_most_once(refund.issued" in report.summary()
     assert report.to_json()["warnings"] == run.warnings
-    assert "courier.bookd" in report._repr_html_()
+    assert "refund.issued" in report._repr_html_()
+
+
+def test_an_invariant_that_watches_a_misspelt_effect_is_a_scenario_error() -> None:
+    # It held in every run and every schedule: a warning beside "ok" let it pass as green.
+    message = (
+        "scenario 'invariant-typo': at_most_once(courier.bookd, by=order) watches the effect "
+        "'courier.bookd', which the run never made; it made 'courier.booked' (the effects it "
+        "made: card.charged, courier.booked)"
+    )
+    with pytest.raises(ys.ScenarioError) as raised:
+        simulate("invariant_typo")
+    assert str(raised.value) == message
+    with pytest.raises(ys.ScenarioError, match=r"watches the effect 'courier\.bookd'"):
+        ys.explore(case("invariant_typo"), confirm=None)
+
+
+def test_a_misspelt_overlap_safe_step_is_a_scenario_error() -> None:
+    base = ys.load_scenario("durable-start")
+    scenario = dataclasses.replace(base, name="misspelt-overlap", faults=[],
+                                   overlap_safe=["chrage"])  # fmt: skip
+    with pytest.raises(ys.ScenarioError) as raised:
+        ys.simulate(scenario, runtime="memory")
+    assert str(raised.value) == (
+        "scenario 'misspelt-overlap': overlap_safe names step 'chrage', which no attempt ran; "
+        "'charge' ran"
+    )
+
+
+def test_an_invariant_that_counts_by_a_field_no_effect_carries_is_a_scenario_error() -> None:
+    # Every courier.booked counted under None: two orders' bookings read as one order's twice.
+    with pytest.raises(ys.ScenarioError) as raised:
+        simulate("invariant_typo_by")
+    assert str(raised.value) == (
+        "scenario 'invariant-typo-by': at_most_once(courier.booked, by=ordr) counts "
+        "courier.booked by its field 'ordr' (did you mean 'order'?), which its one effect "
+        "does not carry (their fields: order)"
+    )
 
 
 # --------------------------------------------------------------------------- 5. SystemExit

@@ -15,11 +15,17 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-def nearest(word: str, options: Iterable[str]) -> str | None:
+def nearest(word: str, options: Iterable[str], *, cutoff: float = 0.6) -> str | None:
     """The option closest to ``word`` in spelling, if any is close (``difflib``'s ratio of at
-    least 0.6, with ``_`` and ``-`` counted alike)."""
+    least ``cutoff``, with ``_`` and ``-`` counted alike).
+
+    >>> nearest("courier.bookd", ["card.charged", "courier.booked"], cutoff=0.8)
+    'courier.booked'
+    >>> nearest("refund.issued", ["card.charged", "courier.booked"], cutoff=0.8) is None
+    True
+    """
     by_key = {str(option).replace("_", "-"): str(option) for option in options}
-    found = difflib.get_close_matches(word.replace("_", "-"), list(by_key), n=1)
+    found = difflib.get_close_matches(word.replace("_", "-"), list(by_key), n=1, cutoff=cutoff)
     return by_key[found[0]] if found else None
 
 

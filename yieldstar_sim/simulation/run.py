@@ -23,6 +23,7 @@ from yieldstar_sim.simulation.invariants import (
     AttemptsNeverOverlap,
     CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
+    Invariant,
     Violation,
     as_invariant,
 )
@@ -65,8 +66,11 @@ def simulate(
     replay does: its artifact holds every fault that fired). A fault that no choice point of
     the run matched raises ``FaultPlanError`` (a scenario error): the run would not test what
     its plan says (``check_faults=False`` allows it: a what-if re-run whose new fault moved the
-    old ones' points away). ``timeout`` bounds the run's wall-clock seconds (None: no bound);
-    a run it cuts is ``incomplete``.
+    old ones' points away). An invariant that watches a name the run never had, where the run
+    had that name misspelt (``misnamed``: ``at_most_once("courier.bookd")`` beside a
+    ``courier.booked``), raises ``ScenarioError`` too; a name with nothing like it in the run
+    is a warning (``run.warnings``). ``timeout`` bounds the run's wall-clock seconds (None: no
+    bound); a run it cuts is ``incomplete``.
     """
     simulator = Simulator(
         scenario,
@@ -87,6 +91,11 @@ def simulate(
     if unknown is not None:
         run.runtime.close()
         raise ScenarioError(unknown)
+    # Only a run that finished: a cut one may not have come to the name yet.
+    mistake = misnamed(run) if check_faults and run.incomplete is None else None
+    if mistake is not None:
+        run.runtime.close()
+        raise ScenarioError(f"scenario {scenario.name!r}: {mistake}")
     return run
 
 
@@ -185,6 +194,31 @@ def unfired_faults(simulator: Simulator) -> str:
     )
 
 
+def invariants_of(scenario: Scenario) -> tuple[Invariant, ...]:
+    """Every invariant a run of ``scenario`` is checked against: the built-in ones, those its
+    ``expected`` and ``overlap_safe`` make, and its own."""
+    return (
+        *BUILT_IN,
+        ExecutionsEndAsExpected(scenario.expected),
+        CancelledLiveExecutionsEndCancelled(scenario.expected),
+        AttemptsNeverOverlap(scenario.overlap_safe),
+        *map(as_invariant, scenario.invariants),
+    )
+
+
+def misnamed(run: SimulationRun) -> str | None:
+    """The names the scenario's invariants watch that the run never had, each surely a
+    misspelling of one it had (``Invariant.misnamed``): a mistake in the scenario, which a
+    warning beside an ``ok`` would let pass as a green verdict. None when there is none."""
+    mistakes = []
+    for invariant in invariants_of(run.scenario):
+        check = getattr(invariant, "misnamed", None)
+        found = check(run) if callable(check) else None
+        if found:
+            mistakes.append(found)
+    return "; ".join(mistakes) or None
+
+
 def finish(simulator: Simulator) -> SimulationRun:
     """Collect a finished simulator's records and check every invariant."""
     runtime = simulator.runtime
@@ -218,14 +252,7 @@ def finish(simulator: Simulator) -> SimulationRun:
         admissions=_all_admissions(simulator, executions),
         world=simulator.store.values(),
     )
-    scenario = simulator.scenario
-    invariants = (
-        *BUILT_IN,
-        ExecutionsEndAsExpected(scenario.expected),
-        CancelledLiveExecutionsEndCancelled(scenario.expected),
-        AttemptsNeverOverlap(scenario.overlap_safe),
-        *map(as_invariant, scenario.invariants),
-    )
+    invariants = invariants_of(simulator.scenario)
     deadline = Deadline(simulator.deadline.seconds)  # the invariants' own wall-clock limit
     guarded = deadline.seconds is not None  # else no guard, and no text naming what it guards
     written = bool(run.world)

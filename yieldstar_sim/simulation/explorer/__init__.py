@@ -161,10 +161,18 @@ def explore(
         # Found out only after the whole search otherwise.
         raise TypeError(f"on_searched is a function of the report, not {on_searched!r}")
     freeze = freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay
-    if scenario.faults or any(cancel.client is not None for cancel in scenario.cancels):
+    if (
+        scenario.faults
+        or any(cancel.client is not None for cancel in scenario.cancels)
+        or scenario.expected
+        or scenario.overlap_safe
+        or any(callable(getattr(i, "misnamed", None)) for i in scenario.invariants)
+    ):
         # The explorer leaves the scenario's own fault plan out, but a plan that cannot fire is
         # a mistake in the scenario all the same (FaultPlanError names it); so is a client's
-        # cancel of an execution the run never has, which the search would take for an answer.
+        # cancel of an execution the run never has, which the search would take for an answer,
+        # and an invariant that watches a name the run has only misspelt, which would hold in
+        # every schedule and come back green.
         simulate(scenario, seed, runtime=runtime, timeout=timeout).runtime.close()
     runtime_name = resolve_runtime(runtime)[0]
     asked = Asked(scenario.name, strategy, max_faults, seed, runtime_name, budget, stop_at_first)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
 from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StallData, TraceKind
 
 if TYPE_CHECKING:
@@ -110,6 +110,19 @@ class AttemptsNeverOverlap:
                 )
             )
         return violations
+
+    def misnamed(self, run: RunView) -> str | None:
+        """A scenario mistake: a step declared overlap-safe that no attempt ran, whose key
+        misspells one that ran."""
+        if not self.overlap_safe:
+            return None
+        ran = {span.step_key for span in attempt_spans(run.trace.events)}
+        mistakes = [
+            f"overlap_safe names step {key!r}, which no attempt ran; {meant!r} ran"
+            for key in sorted(self.overlap_safe)
+            if (meant := misspelt(key, ran)) is not None
+        ]
+        return "; ".join(mistakes) or None
 
     def unwatched(self, run: RunView) -> str | None:
         """A warning when a step declared overlap-safe never ran (a misspelled step key?)."""

@@ -7,9 +7,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.engine.world import WORKFLOW_CODE
 from yieldstar_sim.simulation.invariants.evidence import why_again
-from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
 from yieldstar_sim.simulation.narration import body_words
 from yieldstar_sim.simulation.trace_payloads import BodyData, SkewData, StallData, TraceKind
 
@@ -63,8 +64,33 @@ class AtMostOnce:
             )
         return violations
 
+    def misnamed(self, run: RunView) -> str | None:
+        """A scenario mistake: the effect watched is one the run made, misspelt, or ``by``
+        names a field none of its effects carry (each would count under None, and two of
+        different orders would read as one order's twice)."""
+        made = {effect.name for effect in run.effects}
+        meant = misspelt(self.effect, made)
+        if meant is not None:
+            return (
+                f"{self.name} watches the effect {self.effect!r}, which the run never made; it "
+                f"made {meant!r} (the effects it made: {', '.join(sorted(made))})"
+            )
+        named = [effect.data for effect in run.effects if effect.name == self.effect]
+        if self.by is None or not named or any(self.by in data for data in named):
+            return None
+        fields = sorted({field for data in named for field in data})
+        carry = (
+            "its one effect does not" if len(named) == 1 else f"none of its {len(named)} effects"
+        )
+        return (
+            f"{self.name} counts {self.effect} by its field {self.by!r}"
+            f"{did_you_mean(self.by, fields)}, which {carry} carry (their fields: "
+            f"{', '.join(fields) or 'none'})"
+        )
+
     def unwatched(self, run: RunView) -> str | None:
-        """A warning when the run made no effect of this name (a misspelled name?)."""
+        """A warning when the run made no effect of this name (and none that this one
+        misspells: that is ``misnamed``)."""
         if any(effect.name == self.effect for effect in run.effects):
             return None
         names = sorted({effect.name for effect in run.effects})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
 from yieldstar_sim.simulation.trace_payloads import (
     OutcomeData,
     PutStepData,
@@ -104,6 +104,27 @@ class ExecutionsEndAsExpected:
                 )
             )
         return violations
+
+    def misnamed(self, run: RunView) -> str | None:
+        """A scenario mistake: an expectation that named no execution of the run, by a
+        workflow or an execution ID that misspells one the run has."""
+        workflows = {record.workflow_id for record in run.executions}
+        ids = {record.execution_id for record in run.executions}
+        mistakes = []
+        for expectation in self.expected:
+            if any(expectation.names(r.execution_id, r.workflow_id) for r in run.executions):
+                continue
+            for what, name, present in (
+                ("workflow", expectation.workflow_id, workflows),
+                ("execution", expectation.execution_id, ids),
+            ):
+                meant = None if name is None else misspelt(name, present)
+                if meant is not None:
+                    mistakes.append(
+                        f"the expectation {expectation.describe()} names the {what} {name!r}, "
+                        f"which the run never had; it had {meant!r}"
+                    )
+        return "; ".join(mistakes) or None
 
     def unwatched(self, run: RunView) -> str | None:
         """A warning for each expectation that named no execution of the run, or whose
