@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
@@ -199,11 +200,18 @@ def invariants_of(scenario: Scenario) -> tuple[Invariant, ...]:
     ``expected`` and ``overlap_safe`` make, and its own."""
     return (
         *BUILT_IN,
-        ExecutionsEndAsExpected(scenario.expected),
+        ExecutionsEndAsExpected(
+            scenario.expected,
+            registered={w.name for w in (*scenario.workflows, *_deployed(scenario))},
+        ),
         CancelledLiveExecutionsEndCancelled(scenario.expected),
         AttemptsNeverOverlap(scenario.overlap_safe),
         *map(as_invariant, scenario.invariants),
     )
+
+
+def _deployed(scenario: Scenario) -> list[Workflow]:
+    return [workflow for deploy in scenario.deploys for workflow in deploy.workflows]
 
 
 def misnamed(run: SimulationRun) -> str | None:

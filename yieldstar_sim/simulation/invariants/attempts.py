@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
+from yieldstar_sim.core.suggest import misspelt
+from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StallData, TraceKind
 
 if TYPE_CHECKING:

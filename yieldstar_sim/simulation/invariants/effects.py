@@ -7,10 +7,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.core.suggest import did_you_mean, misspelt
 from yieldstar_sim.engine.world import WORKFLOW_CODE
 from yieldstar_sim.simulation.invariants.evidence import why_again
-from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
+from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.narration import body_words
 from yieldstar_sim.simulation.trace_payloads import BodyData, SkewData, StallData, TraceKind
 

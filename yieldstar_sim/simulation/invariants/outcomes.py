@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.protocol import Violation, misspelt
+from yieldstar_sim.core.suggest import misspelt
+from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import (
     OutcomeData,
     PutStepData,
@@ -15,7 +16,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.simulation.invariants.protocol import RunView
@@ -58,8 +59,11 @@ class ExecutionsEndAsExpected:
     name = "executions end as expected"
     final_only = True  # about how a run ends
 
-    def __init__(self, expected: Sequence[Expect] = ()) -> None:
+    def __init__(self, expected: Sequence[Expect] = (), *, registered: Iterable[str] = ()) -> None:
         self.expected = tuple(expected)
+        self.registered = frozenset(registered)
+        """The workflows the scenario registers (at the start or in a deploy): an expectation
+        of one is never a misspelling, whether or not a run started it."""
 
     def check(self, run: RunView) -> list[Violation]:
         """Compare each execution's end with what the scenario allows of it."""
@@ -118,7 +122,9 @@ class ExecutionsEndAsExpected:
                 ("workflow", expectation.workflow_id, workflows),
                 ("execution", expectation.execution_id, ids),
             ):
-                meant = None if name is None else misspelt(name, present)
+                if name is None or (what == "workflow" and name in self.registered):
+                    continue
+                meant = misspelt(name, present)
                 if meant is not None:
                     mistakes.append(
                         f"the expectation {expectation.describe()} names the {what} {name!r}, "

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.core.suggest import nearest
-
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -75,7 +73,7 @@ class Invariant(Protocol):
     safety property that a cut run can break too says False), ``unwatched(run)``, a warning
     when the invariant had nothing to watch in the run (or None), and ``misnamed(run)``, a
     scenario mistake when what it watches is absent from the run and a name the run has is
-    surely what was meant (``misspelt``): an error, never a green verdict.
+    one typing slip from it (``core.suggest.misspelt``): an error, never a green verdict.
     """
 
     @property
@@ -121,23 +119,3 @@ def as_invariant(item: Invariant | Callable[[RunView], Any]) -> Invariant:
     raise TypeError(
         f"an invariant is an object with name and check(run), or a callable, not {item!r}"
     )
-
-
-#: How alike in spelling (``difflib``'s ratio) a name the run has must be to a name an
-#: invariant watches and the run lacks, for the one to be taken for a misspelling of the
-#: other: ``courier.bookd`` and ``courier.booked`` are 0.96 apart, ``refund.issued`` and
-#: ``card.charged`` 0.48.
-MISSPELT_AT = 0.8
-
-
-def misspelt(name: str, present: Iterable[str]) -> str | None:
-    """The name of ``present`` that ``name``, absent from the run, surely misspells (None when
-    ``name`` is present, or nothing present is that close).
-
-    >>> misspelt("courier.bookd", ["card.charged", "courier.booked"])
-    'courier.booked'
-    >>> misspelt("refund.issued", ["card.charged", "courier.booked"]) is None
-    True
-    """
-    options = set(present)
-    return None if name in options else nearest(name, options, cutoff=MISSPELT_AT)
