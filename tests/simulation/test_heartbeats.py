@@ -202,10 +202,18 @@ def test_a_step_declared_overlap_safe_is_left_alone() -> None:
     assert run(scenario, ys.Fault("infra_error", op="renew")).ok
 
 
-def test_a_misspelled_overlap_safe_step_is_a_warning() -> None:
-    result = run(hauling(overlap_safe=("hual",)))
+def test_a_misspelled_overlap_safe_step_is_a_scenario_error() -> None:
+    # A warning beside ok let the typo pass green: the step it meant was never declared.
+    with pytest.raises(ys.ScenarioError, match="overlap_safe names step 'hual', which no attempt"):
+        run(hauling(overlap_safe=("hual",)))
+
+
+def test_an_overlap_safe_step_no_attempt_ran_and_nothing_like_it_is_a_warning() -> None:
+    result = run(hauling(overlap_safe=("unload",)))
     assert result.ok
-    assert any("overlap_safe names step 'hual', which no attempt ran" in w for w in result.warnings)
+    assert any(
+        "overlap_safe names step 'unload', which no attempt ran" in w for w in result.warnings
+    )
 
 
 def test_the_stories_that_run_a_step_twice_at_once_now_say_so() -> None:
