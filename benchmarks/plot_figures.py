@@ -45,7 +45,11 @@ def plot(figures: list[dict[str, Any]], out: Path) -> None:
             ax.plot([target, target], [row - 0.38, row + 0.38], color="black", linewidth=2)
     ax.set_yticks(range(len(rows)), [_label(figure) for figure in rows], fontsize=7)
     ax.set_xscale("log")
-    ax.set_xlim(0.1, 3)
+    # Room left of the smallest ratio or target: a target of 0.1x drew its tick on the axis.
+    smallest = min(
+        f["ratio"] if f["target"] is None else min(f["ratio"], f["target"]) for f in rows
+    )
+    ax.set_xlim(min(0.1, smallest) * 0.8, 3)
     ticks = [0.1, 0.2, 0.3, 0.5, 1.0, 2.0, 3.0]
     ax.set_xticks(ticks, [f"{tick:g}x" for tick in ticks])
     ax.minorticks_off()
