@@ -117,7 +117,7 @@ class AttemptsNeverOverlap:
         misspells one that ran."""
         if not self.overlap_safe:
             return None
-        ran = {span.step_key for span in attempt_spans(run.trace.events)}
+        ran = _steps_ran(run)
         mistakes = [
             f"overlap_safe names step {key!r}, which no attempt ran; {meant!r} ran"
             for key in sorted(self.overlap_safe)
@@ -126,10 +126,11 @@ class AttemptsNeverOverlap:
         return "; ".join(mistakes) or None
 
     def unwatched(self, run: RunView) -> str | None:
-        """A warning when a step declared overlap-safe never ran (a misspelled step key?)."""
+        """A warning when a step declared overlap-safe never ran (one whose key is a slip of
+        a step that ran is an error: ``misnamed``)."""
         if not self.overlap_safe:
             return None  # nothing declared, nothing to miss
-        ran = {span.step_key for span in attempt_spans(run.trace.events)}
+        ran = _steps_ran(run)
         missing = sorted(self.overlap_safe - ran)
         if not missing:
             return None
@@ -137,6 +138,11 @@ class AttemptsNeverOverlap:
             f"overlap_safe names step {', '.join(map(repr, missing))}, which no attempt ran "
             f"(the steps that ran: {', '.join(sorted(ran)) or 'none'})"
         )
+
+
+def _steps_ran(run: RunView) -> set[str]:
+    """The step keys some attempt ran."""
+    return {span.step_key for span in attempt_spans(run.trace.events)}
 
 
 def _first_overlap(spans: list[AttemptSpan]) -> tuple[AttemptSpan, AttemptSpan] | None:

@@ -89,8 +89,8 @@ class AtMostOnce:
         )
 
     def unwatched(self, run: RunView) -> str | None:
-        """A warning when the run made no effect of this name (and none that this one
-        misspells: that is ``misnamed``)."""
+        """A warning when the run made no effect of this name (a name one slip from an effect
+        the run made is an error: ``misnamed``)."""
         if any(effect.name == self.effect for effect in run.effects):
             return None
         names = sorted({effect.name for effect in run.effects})
