@@ -180,11 +180,6 @@ def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-#: Past this many states the state graph is not drawn: building it takes about a second per
-#: 20,000 states. Up to it, a picture of more than a few hundred states draws the paths to
-#: the violations and sums the other states by depth (``views.statespace_bounds``).
-
-
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:
     """The exhaustive search's state space, written in the requested formats it has."""
     space = report.state_space
