@@ -410,6 +410,16 @@ class StepRunner:
         self._requests[id(generator)] = request
         return generator
 
+    def _release(self) -> None:
+        """Drop the verbs made in this delivery, once it has ended (the driver calls this).
+
+        A verb's request holds its body, and a body usually refers to ``step`` (``lambda:
+        step.world.effect(...)``): kept here, they made a reference cycle through which a
+        finished run (its kernel, runtime and trace) waited for the cyclic collector instead
+        of being freed at once."""
+        self._created.clear()
+        self._requests.clear()
+
     def key_of(self, generator: object) -> str | None:
         """The step key a step verb's generator was made for, if it was made here."""
         return next((key for key, made in self._created if made is generator), None)

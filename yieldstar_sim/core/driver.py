@@ -179,26 +179,31 @@ def drive(
                 f"{record.execution_id} ran past its max duration of {workflow.max_duration:g}s"
             )
     try:
-        user = workflow.fn(runner, record.params)
-    except (Exception, SystemExit) as error:
-        return _raised(error, ctx, f"workflow {record.workflow_id!r}")
-    if not inspect.isgenerator(user):
-        return _completed(record.execution_id, user, runner)
-    return (yield from _drive_generator(user, ctx))
+        try:
+            user = workflow.fn(runner, record.params)
+        except (Exception, SystemExit) as error:
+            return _raised(error, ctx, f"workflow {record.workflow_id!r}")
+        if not inspect.isgenerator(user):
+            return _completed(record.execution_id, user, runner)
+        return (yield from _drive_generator(user, ctx))
+    finally:
+        runner._release()
 
 
 def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGenerator:
     send: Any = None
-    throw: BaseException | None = None
+    # Taken out as thrown, so that no local names the error when it comes back out (its
+    # traceback holds this frame: a reference cycle, see ``invoker.step_delivery``).
+    throw: list[BaseException] = []
     try:
         while True:
             try:
-                request = user.throw(throw) if throw is not None else user.send(send)
+                request = user.throw(throw.pop()) if throw else user.send(send)
             except StopIteration as stop:
                 return _completed(ctx.execution_id, stop.value, ctx.runner)
             except (Exception, SystemExit) as error:
                 return _raised(error, ctx, f"the code of {ctx.execution_id}")
-            send, throw = None, None
+            send = None
             try:
                 steps = _perform(request, ctx)
                 if isinstance(steps, _Recorded):
@@ -212,7 +217,7 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                     yield RecordWake(ctx.lease, ctx.deadline)  # the max duration wakes it too
                 return Suspended()
             except _Throw as thrown:
-                throw = thrown.error
+                throw.append(thrown.error)
             except _Diverged as diverged:
                 return _failed(diverged.error)
     finally:

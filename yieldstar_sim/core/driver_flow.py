@@ -93,17 +93,17 @@ def relay(
     (to note it or rewrite it): answers and errors go back in as ``yield from`` sends them, and
     closing the relay closes ``steps``."""
     value: Any = None
-    error: BaseException | None = None
+    error: list[BaseException] = []  # taken out as thrown: see ``step_delivery``
     while True:
         try:
-            command = steps.throw(error) if error is not None else steps.send(value)
+            command = steps.throw(error.pop()) if error else steps.send(value)
         except StopIteration as stop:
             return stop.value
-        value, error = None, None
+        value = None
         try:
             value = yield each(command)
         except GeneratorExit:
             steps.close()
             raise
         except BaseException as raised:  # a runtime call's error: the steps' to handle
-            error = raised
+            error.append(raised)

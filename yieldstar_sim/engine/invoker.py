@@ -110,23 +110,26 @@ def step_delivery(
     driver is closed however the delivery ends.
     """
     value: Any = None
-    error: BaseException | None = None
+    # The error to throw in is taken out of this list as it is thrown, so no local names it:
+    # when it comes back out, its traceback holds this frame, and a frame that held it would
+    # be a reference cycle keeping the whole finished run alive until the cyclic collector.
+    error: list[BaseException] = []
     try:
         while True:
             try:
                 if guard is None:
-                    command = driver.throw(error) if error is not None else driver.send(value)
+                    command = driver.throw(error.pop()) if error else driver.send(value)
                 else:
                     with guard:
-                        command = driver.throw(error) if error is not None else driver.send(value)
+                        command = driver.throw(error.pop()) if error else driver.send(value)
             except StopIteration as stop:
                 outcome: WorkflowRunOutcome = stop.value
                 return outcome
-            value, error = None, None
+            value = None
             try:
                 value = yield from perform(command)
             except errors as raised:
-                error = raised
+                error.append(raised)
     finally:
         driver.close()
 

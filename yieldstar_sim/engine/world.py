@@ -38,6 +38,24 @@ TRIGGERED = "workflow.triggered"
 WORKFLOW_CODE = "(workflow code)"
 
 
+def _without_frames(error: BaseException) -> BaseException:
+    """``error`` and the errors it was raised from, without their tracebacks.
+
+    A body's error lives on in its ``BodyResult``, which the simulator's frames hold; its
+    traceback held those frames (each frame holds its callers), a reference cycle that kept
+    every finished run with a failed attempt alive until the cyclic collector. Nothing reads
+    a body's traceback: the run records the error's type and message."""
+    pending, seen = [error], set()
+    while pending:
+        each = pending.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        each.__traceback__ = None
+        pending.extend(e for e in (each.__cause__, each.__context__) if e is not None)
+    return error
+
+
 @dataclass(frozen=True, slots=True)
 class BodyContext:
     """Which step body is running: the provenance of everything it does."""
@@ -455,9 +473,10 @@ class BodyWorld:
         except InfrastructureError:
             raise  # the world failed, not the body: the delivery rejects
         except (Exception, StepTimeoutError) as error:
-            return BodyResult(error=error)
+            return BodyResult(error=_without_frames(error))
         except SystemExit as exit:
-            return BodyResult(error=ExitCalled.from_exit(exit, f"step body {command.step_key!r}"))
+            called = ExitCalled.from_exit(exit, f"step body {command.step_key!r}")
+            return BodyResult(error=_without_frames(called))
         finally:
             self._context = None
         return BodyResult(value=value)

@@ -57,9 +57,11 @@ class DatabasePool:
 
     A runtime that is never closed (a run's, kept open for ``run.sql()``) comes back when it is
     collected: its finalizer only queues what it held (``returned``: no lock, no SQL, as a
-    finalizer can run inside any code, this pool's included); the next ``take`` resets it. A run's
-    runtime is often held by the run's own reference cycles, which only the cyclic collector
-    frees: a ``take`` that finds nothing idle collects the young generations first.
+    finalizer can run inside any code, this pool's included); the next ``take`` resets it. A
+    dropped run is freed at once by reference counting (``tests/simulation/test_runs_freed.py``
+    keeps it so), but workflow code can hold a run's runtime in reference cycles of its own,
+    which only the cyclic collector frees: a ``take`` that finds nothing idle collects the young
+    generations first.
     """
 
     def __init__(self, size: int = 4) -> None:
@@ -75,13 +77,11 @@ class DatabasePool:
         """An idle database, reset, or ``None`` when there is none."""
         taken = self._take()
         if taken is None and not self._idle:
-            # A run's runtime is often reachable only from the run's own reference cycles
-            # (actors, the kernel, closures), which reference counting never frees: its
-            # finalizer then waits for the cyclic collector. Collecting the young generations
-            # costs about 0.1 ms and usually frees it (a looped durable-start run took a pooled
-            # database 30 times in 31, against 23 without); a fresh database costs 30-70 ms.
-            # Older generations are left alone: a full collection costs 10-30 ms on a small
-            # heap and grows with the caller's.
+            # A run's runtime reachable only from reference cycles (workflow code's own: a
+            # closure that refers to itself) waits for the cyclic collector. Collecting the
+            # young generations costs about 0.1 ms and usually frees it; a fresh database
+            # costs 30-70 ms. Older generations are left alone: a full collection costs
+            # 10-30 ms on a small heap and grows with the caller's.
             gc.collect(1)
             taken = self._take()
         return taken

@@ -111,22 +111,24 @@ def _freeze(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Gen
 
 
 def _infra_error(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
-    error = InjectedFailure(f"infrastructure error at {info.label}")
+    # No local names the error: its traceback holds this frame, and a frame that held it
+    # would be a reference cycle keeping the finished run alive until the cyclic collector.
+    message = f"infrastructure error at {info.label}"
     state.trace.add(
-        state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {error}",
-        data=ErrorData(str(error)), **where,
+        state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {message}",
+        data=ErrorData(message), **where,
     )  # fmt: skip
-    raise error
+    raise InjectedFailure(message)
     yield
 
 
 def _child_exit(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
-    rejected = DeliveryRejectedError(f"the worker process of {info.worker} exited")
+    message = f"the worker process of {info.worker} exited"  # no local error, as above
     state.trace.add(
-        state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {rejected}",
-        data=ErrorData(str(rejected), made=False), **where,
+        state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {message}",
+        data=ErrorData(message, made=False), **where,
     )  # fmt: skip
-    raise rejected
+    raise DeliveryRejectedError(message)
     yield
 
 
