@@ -10,6 +10,7 @@ holds the frame that holds it, and a step runner holding a body that refers to `
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 from collections import Counter
 from collections.abc import Iterator
@@ -77,3 +78,21 @@ def test_a_step_body_that_raises_and_refers_to_step_leaves_no_reference_cycle() 
         assert [execution.status for execution in run.executions] == ["failed"]
         del run
         assert _left_in_cycles() == Counter()
+
+
+def test_an_exhaustive_search_leaves_no_reference_cycle_per_delivery_it_makes_again() -> None:
+    """A delivery made again from where it last stood (``workers._Midway``) used to close a
+    cycle through its restart: ~1.8 objects for the collector per transition of a search, 8%
+    of a 2 x 3 one-fault search's time. What the collector finds now is the search's one live
+    run (its kernel and recorder hold each other), whatever the number of deliveries."""
+    scenario = dataclasses.replace(ys.load_scenario("durable-start"), faults=[], workers=2)
+    with _collector_off():
+        report = ys.explore(
+            scenario, strategy="exhaustive", max_faults=1, runtime="memory", confirm=None,
+            stop_at_first=False,
+        )  # fmt: skip
+        assert report.exhausted
+        found = _left_in_cycles()
+    assert report.distinct_states > 600
+    assert found["_Restart"] == found["_Midway"] == 0
+    assert found["Kernel"] <= 1

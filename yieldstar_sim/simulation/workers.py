@@ -171,13 +171,17 @@ class _Restart:
     stood as a new delivery would (``_Midway``); what ``detachable`` makes a stalled rest of it
     from."""
 
-    __slots__ = ("make",)
+    __slots__ = ("again", "make")
 
     def __init__(self, make: Callable[[], Actor]) -> None:
         self.make = make
+        self.again: Callable[[_Restart], Actor] | None = None
+        """Once a ``_Midway`` set it: the delivery made again from there, told this restart
+        (passed in, not held by a closure, which would be a reference cycle for every
+        delivery a search restores)."""
 
     def __call__(self) -> Actor:
-        return self.make()
+        return self.make() if self.again is None else self.again(self)
 
 
 #: The steps whose record replays with no command: a delivery that finds them recorded goes
@@ -230,7 +234,14 @@ class _Midway:
         steps = tuple(row.steps.values())
         again = partial(_midway_delivery, self.delivery, steps)
         state.reset(self.name, lambda: worker(state, self.name, again()))
-        self.restart.make = lambda: _deliver(state, self.name, again(), self.restart)
+        self.restart.again = partial(_deliver_midway, state, self.name, again)
+
+
+def _deliver_midway(
+    state: RunState, name: str, again: Callable[[], Delivery], restart: _Restart
+) -> Actor:
+    """The delivery made again from where ``_Midway`` last saw it stand."""
+    return _deliver(state, name, again(), restart)
 
 
 def _midway_delivery(delivery: Delivery, steps: tuple[StepRecord, ...]) -> Delivery:
