@@ -218,6 +218,23 @@ def test_code_that_spins_is_timed_out_as_incomplete(name: str, where: str) -> No
     )
 
 
+def test_an_invariant_of_the_users_that_spins_is_timed_out_as_incomplete() -> None:
+    """The wall-clock limit guards the invariants the user wrote (the toolkit's own are not
+    guarded: they end): one that never answers cuts the check, and the run is incomplete."""
+
+    def spins(run: object) -> None:
+        while True:  # only the wall-clock limit ends this
+            pass
+
+    scenario = dataclasses.replace(
+        ys.load_scenario("durable-start"),
+        invariants=[ys.at_most_once("card.charged", by="order"), spins],
+    )
+    run = ys.simulate(scenario, 0, runtime="memory", timeout=0.3)
+    assert run.verdict == "incomplete"
+    assert run.incomplete == "timed out after 0.3s of wall-clock time in the invariant spins"
+
+
 def test_a_scenario_file_that_spins_at_import_is_refused() -> None:
     with pytest.raises(ys.ScenarioError, match=r"did not finish importing within 0.3s"):
         ys.load_scenario(CASES / "spin_import.py", timeout=0.3)

@@ -296,7 +296,10 @@ def finish(simulator: Simulator) -> SimulationRun:
                 run.incomplete = (
                     run.incomplete
                     or simulator.incomplete_reason()
-                    or (f"timed out in the invariant {invariant.name}")
+                    or (
+                        f"timed out after {deadline.seconds:g}s of wall-clock time in the "
+                        f"invariant {invariant.name}"
+                    )
                 )
                 break
             except Exception as error:  # a broken user invariant is reported, not fatal
