@@ -46,6 +46,8 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
         "start_unknown",
         "delay_without_yield_from",
         "run_without_yield_from",
+        "all_unpacked_without_yield_from",
+        "run_listed_without_yield_from",
         "world_outside_step",
         "mismatch_unexpected",
         "expected_other_failure",

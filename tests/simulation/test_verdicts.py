@@ -67,6 +67,35 @@ def test_a_verb_without_yield_from_fails_the_workflow(name: str, step: str) -> N
     assert "yield from" in violation.message
 
 
+@pytest.mark.parametrize(
+    ("name", "verb", "then"),
+    [
+        (
+            "all_unpacked_without_yield_from",
+            "step.all(...)",
+            " (it then raised ValueError: not enough values to unpack (expected 2, got 1))",
+        ),
+        ("run_listed_without_yield_from", "step.run('book')", ""),
+    ],
+)
+def test_a_verb_the_code_iterates_itself_fails_the_workflow_naming_the_verb(
+    name: str, verb: str, then: str
+) -> None:
+    """Iterating a verb (unpacking step.all as asyncio.gather's result, ``list(step.run(...))``)
+    consumes its request before the driver sees it: the step never runs. The error names that
+    mistake, not only what the code raised next (or nothing, when it went on)."""
+    run = simulate(name)
+    violation = the_violation(run)
+    assert "WorkflowDefinitionError" in violation.message
+    assert f"iterated {verb} itself instead of running it" in violation.message
+    assert f"yield from {verb.split('(', maxsplit=1)[0]}(...)" in violation.message
+    if then:
+        assert then in violation.message
+    else:
+        assert "it then raised" not in violation.message
+    assert run.effects == []  # no body ran
+
+
 def test_the_world_outside_a_step_body_fails_the_workflow() -> None:
     violation = the_violation(simulate("world_outside_step"))
     assert "step.world.effect was called outside a step body" in violation.message

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 import math
 import sys
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeAlias, TypeVar
 
@@ -377,6 +377,7 @@ class StepRunner:
         self._world = world
         self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
         self._requests: dict[int, StepRequest] = {}
+        self._groups: list[tuple[GroupStep, Generator[Any, Any, Any]]] = []
 
     @property
     def execution_id(self) -> str:
@@ -419,6 +420,25 @@ class StepRunner:
         of being freed at once."""
         self._created.clear()
         self._requests.clear()
+        self._groups.clear()
+
+    def iterated_by_code(self, performed: Container[int]) -> str | None:
+        """The first verb that workflow code iterated itself (unpacked, listed, looped over)
+        instead of running it with ``yield from``: its generator started, yet its request
+        (``id`` not in ``performed``, the requests the driver was given) never reached the
+        driver, so the step never ran. Named as the code wrote it: ``step.all(...)`` or
+        ``step.run('book')``."""
+        # A group's members reach the driver inside their group (``_members`` closes them).
+        grouped = {id(member) for group, _ in self._groups for member in group.members}
+        for key, generator in self._created:
+            request = self._requests[id(generator)]
+            if id(request) not in performed and id(request) not in grouped and _started(generator):
+                spawn = isinstance(request, ChildStep) and request.spawn
+                return f"{'step.spawn' if spawn else _VERBS[type(request)]}({key!r})"
+        for group, generator in self._groups:
+            if id(group) not in performed and _started(generator):
+                return "step.all(...)"
+        return None
 
     def key_of(self, generator: object) -> str | None:
         """The step key a step verb's generator was made for, if it was made here."""
@@ -508,7 +528,10 @@ class StepRunner:
         step key, whatever order they completed in. Cancelling this execution ends the wait
         and cancels the members it owns.
         """
-        return _perform(GroupStep(self._members(members)))
+        group = GroupStep(self._members(members))
+        generator = _perform(group)
+        self._groups.append((group, generator))
+        return generator
 
     def _members(self, members: Iterable[Generator[Any, Any, Any]]) -> tuple[MemberRequest, ...]:
         if isinstance(members, Generator) or not isinstance(members, Iterable):
@@ -561,3 +584,14 @@ class StepRunner:
 
 def _perform(request: StepRequest) -> Generator[StepRequest, Any, Any]:
     return (yield request)
+
+
+def _started(generator: Generator[Any, Any, Any]) -> bool:
+    return inspect.getgeneratorstate(generator) != inspect.GEN_CREATED
+
+
+#: How workflow code calls each request's verb, for messages.
+_VERBS: dict[type, str] = {
+    RunStep: "step.run", DelayStep: "step.delay", StartStep: "step.start",
+    CallStep: "step.call", ChildStep: "step.child",
+}  # fmt: skip

@@ -16,7 +16,7 @@ import contextlib
 import inspect
 import math
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from yieldstar_sim.core.authoring import (
@@ -54,19 +54,17 @@ from yieldstar_sim.core.driver_flow import Replay as _Replay
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
 from yieldstar_sim.core.driver_flow import Throw as _Throw
 from yieldstar_sim.core.driver_groups import perform_group
+from yieldstar_sim.core.driver_outcomes import completed, failed, raised, recorded_outcome
 from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
-    Cancelled,
     ChildAccepted,
     ChildFailedError,
     ChildRequest,
     ChildResult,
-    Completed,
     Delivery,
     ErrorInfo,
     ExecutionRecord,
     ExecutionStatus,
-    ExitCalled,
     Failed,
     InvalidIDError,
     Lease,
@@ -129,6 +127,9 @@ class _Context:
     that leaves workflow code end the delivery ``cancelled`` (RFC 003)."""
     deadline: float | None = None
     step_ended: Callable[[object], None] | None = None
+    performed: set[int] = field(default_factory=set)
+    """The ids of the requests workflow code yielded to the driver (its verbs' own requests,
+    which the runner keeps alive for the delivery): a verb it iterated itself is not here."""
 
     @property
     def execution_id(self) -> str:
@@ -153,7 +154,7 @@ def drive(
     """
     record = delivery.execution
     if record.terminal:
-        return _recorded_outcome(record.status, record.result, record.error)
+        return recorded_outcome(record.status, record.result, record.error)
     if workflow is None:
         return Failed(
             ErrorInfo(
@@ -182,9 +183,12 @@ def drive(
         try:
             user = workflow.fn(runner, record.params)
         except (Exception, SystemExit) as error:
-            return _raised(error, ctx, f"workflow {record.workflow_id!r}")
+            return raised(
+                error, runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
+                code=f"workflow {record.workflow_id!r}",
+            )  # fmt: skip
         if not inspect.isgenerator(user):
-            return _completed(record.execution_id, user, runner)
+            return completed(record.execution_id, user, runner, ctx.performed)
         return (yield from _drive_generator(user, ctx))
     finally:
         runner._release()
@@ -200,9 +204,13 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
             try:
                 request = user.throw(throw.pop()) if throw else user.send(send)
             except StopIteration as stop:
-                return _completed(ctx.execution_id, stop.value, ctx.runner)
+                return completed(ctx.execution_id, stop.value, ctx.runner, ctx.performed)
             except (Exception, SystemExit) as error:
-                return _raised(error, ctx, f"the code of {ctx.execution_id}")
+                return raised(
+                    error, ctx.runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
+                    code=f"the code of {ctx.execution_id}",
+                )  # fmt: skip
+            ctx.performed.add(id(request))
             send = None
             try:
                 steps = _perform(request, ctx)
@@ -219,7 +227,7 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
             except _Throw as thrown:
                 throw.append(thrown.error)
             except _Diverged as diverged:
-                return _failed(diverged.error)
+                return failed(diverged.error)
     finally:
         _abandon(user)
 
@@ -550,48 +558,3 @@ def _refused(lease: Lease, key: str, result: StartRejected) -> Generator[Command
 
 def _start_error(info: ErrorInfo) -> WorkflowStartError:
     return WorkflowStartError(WorkflowStartErrorCode(info.code or ""), info.message)
-
-
-def _raised(error: Exception | SystemExit, ctx: _Context, code: str) -> WorkflowRunOutcome:
-    """The outcome of workflow ``code`` that raised ``error``, called or resumed alike."""
-    if isinstance(error, SystemExit):
-        return _failed(ExitCalled.from_exit(error, code))
-    # RFC 003: cancelled means thrown *after a recorded cancellation request*; workflow code
-    # that raises it on its own has failed like any other error.
-    if isinstance(error, WorkflowCancelledError) and ctx.cancel_recorded:
-        return Cancelled()
-    return _failed(error)
-
-
-def _failed(error: BaseException) -> Failed:
-    return Failed(ErrorInfo.from_exception(error), exception=error)
-
-
-def _completed(execution_id: str, result: object, runner: StepRunner) -> WorkflowRunOutcome:
-    forgotten = runner.never_run()
-    if forgotten:
-        return _failed(
-            WorkflowDefinitionError(
-                f"workflow {execution_id!r} called step {forgotten[0]!r} without running it: "
-                "write `value = yield from step.run(...)` (the verbs are generators)"
-            )
-        )
-    encoding = durable_value_codec.round_trip(result, path="result")
-    if isinstance(encoding, InvalidValue):
-        return _failed(
-            WorkflowDefinitionError(
-                f"workflow {execution_id!r} returned a value that is not durable: "
-                f"{encoding.message}"
-            )
-        )
-    return Completed(encoding[1])
-
-
-def _recorded_outcome(
-    status: ExecutionStatus, result: DurableValue, error: ErrorInfo | None
-) -> WorkflowRunOutcome:
-    if status == ExecutionStatus.COMPLETED:
-        return Completed(result)
-    if status == ExecutionStatus.CANCELLED:
-        return Cancelled()
-    return Failed(error or ErrorInfo("Error", "failed"))
