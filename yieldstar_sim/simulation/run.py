@@ -271,8 +271,8 @@ def finish(simulator: Simulator) -> SimulationRun:
     )
     invariants = invariants_of(simulator.scenario)
     # The user's invariants' own wall-clock limit: armed only when there is one to guard.
-    users = [invariant for invariant in invariants if type(invariant) not in _OURS]
-    deadline = Deadline(simulator.deadline.seconds if users else None)
+    theirs = any(type(invariant) not in _OURS for invariant in invariants)
+    deadline = Deadline(simulator.deadline.seconds if theirs else None)
     guarded = deadline.seconds is not None  # else no guard, and no text naming what it guards
     written = bool(run.world)
     with deadline:
