@@ -644,3 +644,25 @@ def test_schedules_cut_by_the_wall_clock_count_apart() -> None:
     assert report.incomplete_reasons[0].startswith(
         "schedule #0 (no faults): timed out after 0.2s of wall-clock time in step busy"
     )
+
+
+def test_an_effect_every_order_repeats_is_one_sentence_that_counts_the_rest() -> None:
+    # At review size a bug strikes every order: the sentence names three occurrences and
+    # counts the rest, and the violation's data names every execution, for the views.
+    @ys.workflow("order")
+    def order(step: ys.StepRunner, params: dict[str, int]) -> Generator[Any, Any, None]:
+        yield from step.run("charge", lambda: step.world.effect("card.charged", n=params["n"]))
+
+    scenario = ys.Scenario(
+        name="every-order-charges",
+        workflows=[order],
+        triggers=[ys.Trigger("order", {"n": n}, execution_id=f"order-{n}") for n in range(10)],
+        invariants=[ys.at_most_once("card.charged")],  # by= forgotten: one charge in all
+    )
+    violation = the_violation(ys.simulate(scenario, seed=0, runtime="memory"))
+    assert violation.message.startswith("card.charged happened 10 times: at t=0 by w")
+    assert violation.message.count(" by w") == 3
+    assert "and 7 more (run.effects has every one); two different executions did it" in (
+        violation.message
+    )
+    assert sorted(violation.data["executions"]) == sorted(f"order-{n}" for n in range(10))

@@ -154,6 +154,23 @@ def test_what_is_notable_stays_out_of_a_family() -> None:
     assert families(few) == []  # three alike orders are drawn one by one
 
 
+def test_alike_executions_a_violation_names_are_one_family_marked_as_named() -> None:
+    # A bug that strikes every order: the picture is one family named by the violation, beside
+    # the family of orders it spared, not 300 boxes.
+    run = ys.simulate(orders(12), seed=0, runtime="memory")
+    graph = graph_from_trace(run.trace)
+    struck = [f"order-{n}" for n in range(2, 8)]
+    mark_violations(graph, [Violation("made up", "see the data", {"executions": struck})])
+    named, spared = families(graph)
+    assert named.members == tuple(struck)
+    assert spared.members == ("order-8", "order-9", "order-10", "order-11", "order-12")
+    drawn = collapse_families(graph)
+    assert drawn.nodes[named.node]["violation"]
+    assert not drawn.nodes[spared.node]["violation"]
+    assert "named by a violation" in node_label(named.node, drawn.nodes[named.node])
+    assert not drawn.nodes["order-1"].get("group")  # the crash is still drawn on its own
+
+
 def test_a_family_of_children_keeps_its_edge_from_the_parent() -> None:
     graph = nx.MultiDiGraph()
     graph.add_node("order-1", workflow_id="order", status="completed", origin="trigger",

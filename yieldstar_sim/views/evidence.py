@@ -103,12 +103,10 @@ def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> 
 
 def notable(data: Mapping[str, Any]) -> bool:
     """Whether an execution (its node's data) must be drawn on its own: struck by a fault,
-    retried, named by a violation, or ended badly."""
+    retried, or ended badly. (Being named by a violation is part of a family's shape instead:
+    ``views.families``.)"""
     return bool(
-        data.get("faults")
-        or data.get("retries")
-        or data.get("violation")
-        or str(data.get("status")) not in PLAIN_STATUSES
+        data.get("faults") or data.get("retries") or str(data.get("status")) not in PLAIN_STATUSES
     )
 
 

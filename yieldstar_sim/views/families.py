@@ -7,8 +7,11 @@ started (its origin, whether detached, the pattern of the step key that started 
 ``line-17`` is ``line-#``) and the shapes of the executions it started. Siblings (children
 of one parent, or executions nobody started) of one shape make a family when there are at least
 ``GROUP_AT_LEAST`` of them and nothing in any of them is notable: no fault, no retry, no
-violation naming it, no failed or pruned status, no start that took several calls, no step that
-admitted several executions, no join or trigger. Everything notable is drawn on its own.
+failed or pruned status, no start that took several calls, no step that admitted several
+executions, no join or trigger. Everything notable is drawn on its own. Whether a violation
+names an execution is part of its shape: the two executions of a double shipment are drawn on
+their own, while a bug that strikes 300 alike orders is one family, marked as named by the
+violation, beside the orders it spared.
 
 A family is one node of the drawn graph; its data (``group``: how many, ``members``: the
 executions it stands for, in order, ``executions``: those and everything they started,
@@ -97,6 +100,7 @@ def _shapes(
             str(data.get("origin")),
             how,
             started,
+            bool(data.get("violation")),
         )
     return shapes
 
@@ -199,7 +203,7 @@ def collapse_families(
             faults=0,
             fault_kinds="",
             retries=0,
-            violation=False,
+            violation=bool(first.get("violation")),  # alike: the same for every member
         )
         if family.parent is None:
             continue

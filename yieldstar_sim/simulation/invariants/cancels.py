@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.invariants.evidence import listed
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import (
     CancelData,
@@ -108,7 +109,8 @@ class CancelledLiveExecutionsEndCancelled:
                     "not Exception, or re-raise ys.WorkflowCancelledError)"
                 )
             elif record.execution_id not in request.reached:
-                reached = ", ".join(request.reached) or "nothing live"
+                every = f"the trace's cancel at t={asked.t:g} lists all"
+                reached = listed(request.reached, ", ", where=every) or "nothing live"
                 why = (
                     f"the runtime answered that the request reached {reached}, so the "
                     f"delivery claimed at t={request.claimed_again.t:g} never saw it"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.suggest import did_you_mean, misspelt
 from yieldstar_sim.engine.world import WORKFLOW_CODE
-from yieldstar_sim.simulation.invariants.evidence import why_again
+from yieldstar_sim.simulation.invariants.evidence import listed, why_again
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.narration import body_words
 from yieldstar_sim.simulation.trace_payloads import BodyData, SkewData, StallData, TraceKind
@@ -53,13 +53,20 @@ class AtMostOnce:
             if len(effects) < 2:
                 continue
             which = f" for {self.by}={key}" if self.by else ""
-            times = " and ".join(_effect_words(e) for e in effects)
+            times = listed(
+                [_effect_words(e) for e in effects], " and ", where="run.effects has every one"
+            )
             violations.append(
                 Violation(
                     self.name,
                     f"{self.effect} happened {len(effects)} times{which}: {times}; "
                     f"{_why_repeated(run, effects[0], effects[1])}",
-                    {"count": len(effects)},
+                    # Every execution that did it, past what the sentence lists: the views
+                    # mark each one (views.evidence.mark_violations reads the data too).
+                    {
+                        "count": len(effects),
+                        "executions": list(dict.fromkeys(e.execution_id for e in effects)),
+                    },
                 )
             )
         return violations

@@ -1,5 +1,5 @@
 """What the trace shows about an admission: the event that admitted each execution, why a
-step ran again, where and by whom."""
+step ran again, where and by whom; and how many of a long list a sentence names."""
 
 from __future__ import annotations
 
@@ -17,12 +17,31 @@ from yieldstar_sim.simulation.trace_payloads import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 V = TypeVar("V")
+
+#: Items a violation's sentence names one by one; past it, "and N more". A bug that strikes
+#: every one of 300 orders is one sentence a reader can take in, not 300 clauses.
+LISTED_AT_MOST = 3
+
+
+def listed(words: Sequence[str], joiner: str, *, where: str) -> str:
+    """The first ``LISTED_AT_MOST`` of ``words`` joined, then how many more and ``where`` to
+    find every one.
+
+    >>> listed(["a", "b"], " and ", where="x")
+    'a and b'
+    >>> listed(["a", "b", "c", "d", "e"], ", ", where="run.effects has every one")
+    'a, b, c and 2 more (run.effects has every one)'
+    """
+    shown = joiner.join(words[:LISTED_AT_MOST])
+    more = len(words) - LISTED_AT_MOST
+    return f"{shown} and {more} more ({where})" if more > 0 else shown
+
 
 #: Who asked: (caller execution, step key), or (client, the request it meant).
 Request = tuple[str, str]
