@@ -520,8 +520,10 @@ def _x_label(timeline: Timeline, bucket: float) -> str:
     """What the x axis shows, and whether routine marks are aggregated."""
     label = "virtual time (s); each instant is stretched to show its events in order"
     if bucket:
+        # Lines no longer than the first: two timelines side by side (the divergence figure)
+        # each have half the width, and a longer line ran into the other's.
         label += (
-            f"\n{len(timeline.x_of)} events, more than the picture has pixels: routine marks "
-            "(calls, starts, effects) are drawn once per few pixels, faults and crashes each"
+            f"\n{len(timeline.x_of)} events, more than the picture has pixels:"
+            "\ncalls, starts, effects: one mark per few pixels; every fault and crash"
         )
     return label
