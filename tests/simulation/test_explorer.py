@@ -214,3 +214,19 @@ def test_the_ownership_scenarios_survive_every_single_fault_but_two_hazards(
     assert "no longer protected it" in found.message
     assert len(found.faults) == 1
     assert "order-42" in found.faults[0]
+
+
+def test_the_progress_bar_of_a_systematic_search_knows_its_schedules(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # At review size a single-fault search is thousands of schedules and minutes long: a bar
+    # that only counted up gave no end to wait for. Each level's schedules are its total.
+    report = ys.explore(
+        ys.load_scenario("durable-start"), max_faults=2, confirm=None, stop_at_first=False,
+        progress=True,
+    )  # fmt: skip
+    frames = capsys.readouterr().err.replace("\r", "\n")
+    assert f"{report.schedules_run}/{report.schedules_run} [" in frames
+    first_level = [line for line in frames.splitlines() if "| 1/" in line]
+    assert first_level
+    assert all(f"| 1/{report.schedules_run} " not in line for line in first_level)

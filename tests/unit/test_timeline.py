@@ -191,3 +191,45 @@ def test_a_label_at_the_right_edge_ends_at_its_mark_instead_of_being_left_out() 
     beliefs = [m.label for m in build_timeline(run.trace).marks if m.kind == "belief"]
     assert beliefs[-1] == "reads t=10"
     assert beliefs[-1] in texts
+
+
+def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> None:
+    # 100 orders gave 2,680 choice points, one row each: a grid 31,688 pixels high. Past
+    # GRID_ROWS, points whose labels differ only in their numbers are one row, with the worst
+    # verdict of each fault kind and how many of its points ended so.
+    from yieldstar_sim.simulation.explorer import ExplorationReport
+    from yieldstar_sim.views import draw_exploration
+
+    verdicts = {}
+    for n in range(100):
+        verdicts[(f"w{n % 3 + 1} put_step order-{n}/charge", "crash")] = (
+            "violated" if n % 10 == 0 else "ok"
+        )
+        verdicts[(f"w{n % 3 + 1} put_step order-{n}/charge", "freeze")] = "ok"
+        verdicts[(f"w{n % 3 + 1} acknowledge order-{n}", "crash")] = "ok"
+    verdicts[("w1 claim", "crash")] = "incomplete"
+    report = ExplorationReport("orders", "systematic", 1, 0, "memory", verdicts=verdicts)
+    rows = report.grid_rows()
+    assert [row.label for row in rows] == [
+        "100 \u00d7 w# put_step order-#/charge",
+        "100 \u00d7 w# acknowledge order-#",
+        "w1 claim",
+    ]
+    charge = rows[0]
+    assert (charge.verdict("crash"), charge.count("crash")) == ("violated", (10, 100))
+    assert (charge.verdict("freeze"), charge.count("freeze")) == ("ok", (100, 100))
+    assert rows[1].verdict("freeze") is None
+    (axes,) = draw_exploration(report).axes
+    assert [label.get_text() for label in axes.get_yticklabels()] == [row.label for row in rows]
+    assert "10/100" in [text.get_text() for text in axes.texts]
+    assert "alike points are one row" in axes.get_ylabel()
+    assert "\u2717 10/100" in report._repr_html_()
+    # At most GRID_ROWS (60) choice points: one row each, as before, alike or not.
+    few = {
+        key: value for key, value in verdicts.items() if key[0].endswith(("-1/charge", "-2/charge"))
+    }
+    labels = [
+        row.label
+        for row in ExplorationReport("o", "systematic", 1, 0, "memory", verdicts=few).grid_rows()
+    ]
+    assert labels == ["w2 put_step order-1/charge", "w3 put_step order-2/charge"]

@@ -28,6 +28,9 @@ VERDICT_COLOURS = {
 
 def draw_exploration(report: ExplorationReport) -> Figure:
     """Single-fault verdicts as a grid: choice points (rows, in run order) x fault kinds.
+    Past ``GRID_ROWS`` choice points, those whose labels differ only in their numbers are one
+    row, each cell the worst verdict with how many of its points ended so
+    (``ExplorationReport.grid_rows``).
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
@@ -37,14 +40,14 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    labels, kinds, verdicts = report.by_point()
+    _, kinds, _ = report.by_point()
+    rows = report.grid_rows()  # folded past GRID_ROWS choice points: one row per pattern
+    labels = [row.label for row in rows]
+    folded = any(len(row.points) > 1 for row in rows)
     order = list(VERDICT_COLOURS)
     grid = [
-        [
-            order.index(verdicts[(label, kind)]) if (label, kind) in verdicts else -1
-            for kind in kinds
-        ]
-        for label in labels
+        [order.index(verdict) if (verdict := row.verdict(kind)) else -1 for kind in kinds]
+        for row in rows
     ]
     title = f"{report.scenario}: {report.schedules_run} schedules, {report.verdict}" + (
         f", {len(report.violations)} violation(s)" if report.violations else ""
@@ -64,6 +67,12 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                   vmax=len(order) - 1, aspect="auto", interpolation="nearest")  # fmt: skip
         ax.set_xticks(range(len(kinds)), kinds, rotation=30, ha="right", fontsize=8)
         ax.set_yticks(range(len(labels)), labels, fontsize=7, parse_math=False)
+        for y, row in enumerate(rows):
+            for x, kind in enumerate(kinds):
+                worst, of = row.count(kind)
+                if of > 1:  # a folded row's cell: how many of its points ended so
+                    ax.text(x, y, f"{worst}/{of}", ha="center", va="center", fontsize=7,
+                            color="white", parse_math=False)  # fmt: skip
     if not (labels and kinds):
         # An empty grid drew bare 0-1 axes, clipped labels and a legend of colours it did not
         # use (max_faults=0: interleavings only): say in words what there is instead.
@@ -80,7 +89,10 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                 va="center", fontsize=10, transform=ax.transAxes, parse_math=False)  # fmt: skip
         return figure
     ax.set_xlabel("fault kind")
-    ax.set_ylabel("choice point of the fault-free run")
+    ax.set_ylabel(
+        "choice point of the fault-free run"
+        + ("\n(# any number: alike points are one row)" if folded else "")
+    )
     ax.set_title(title, fontsize=10, parse_math=False)
     ax.legend(
         handles=[Patch(color=c, label=v) for v, c in VERDICT_COLOURS.items()],

@@ -303,8 +303,18 @@ def _strategy(
             search.watch = _postfix(bar)
         return search
     if name == "systematic":
-        return Systematic(runner, config, tick=tick)
+        return Systematic(runner, config, tick=tick, planned=None if bar is None else _total(bar))
     return Randomized(runner, config, tick=tick)
+
+
+def _total(bar: Any) -> Callable[[int], None]:
+    """Set ``bar``'s total to the schedules planned so far (and the budget's cut)."""
+
+    def planned(count: int) -> None:
+        bar.total = count
+        bar.refresh()
+
+    return planned
 
 
 def _checked(

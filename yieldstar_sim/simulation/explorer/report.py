@@ -6,6 +6,7 @@ import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.simulation.explorer.grid import GRID_ROWS, GridRow, grid_rows
 from yieldstar_sim.simulation.explorer.statespace import view
 from yieldstar_sim.simulation.faults import FAULT_KINDS
 
@@ -385,6 +386,14 @@ class ExplorationReport:
         kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
         return labels, kinds, dict(self.verdicts)
 
+    def grid_rows(self, at_most: int = GRID_ROWS) -> list[GridRow]:
+        """The single-fault table folded to at most about ``at_most`` rows: one per choice
+        point, or, past ``at_most`` choice points, one per label pattern ("100 \u00d7 w#
+        put_step order-#/charge") with the worst verdict of each fault kind and how many
+        (``simulation.explorer.grid``)."""
+        labels, kinds, verdicts = self.by_point()
+        return grid_rows(labels, kinds, verdicts, at_most=at_most)
+
     def per_kind(self) -> dict[str, dict[str, int]]:
         """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
         equivalent."""
@@ -401,19 +410,21 @@ class ExplorationReport:
             "equivalent": "#eeeeee",
         }  # fmt: skip
         mark = {"ok": "ok", "violated": "✗", "incomplete": "…", "equivalent": "≡"}
-        labels, kinds, verdicts = self.by_point()
+        _, kinds, _ = self.by_point()
         head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
         rows = []
-        for label in labels:
+        for row in self.grid_rows():
             cells = []
             for kind in kinds:
-                verdict = verdicts.get((label, kind))
+                verdict = row.verdict(kind)
+                worst, of = row.count(kind)
+                many = f" {worst}/{of}" if of > 1 else ""
                 cells.append(
                     "<td></td>"
                     if verdict is None
-                    else f'<td style="background:{colour[verdict]}">{mark[verdict]}</td>'
+                    else f'<td style="background:{colour[verdict]}">{mark[verdict]}{many}</td>'
                 )
-            rows.append(f"<tr><td><code>{html.escape(label)}</code></td>{''.join(cells)}</tr>")
+            rows.append(f"<tr><td><code>{html.escape(row.label)}</code></td>{''.join(cells)}</tr>")
         summary = html.escape(self.summary()).replace("\n", "<br>")
         table = (
             f"<table><tr><th>choice point</th>{head}</tr>{''.join(rows)}</table>" if rows else ""

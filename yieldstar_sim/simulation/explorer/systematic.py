@@ -11,6 +11,8 @@ from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, applies
 from yieldstar_sim.simulation.faults import Fault, FaultKind, explored_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
 
@@ -19,8 +21,18 @@ class Systematic:
     """Every kind at every choice point, level by level up to ``max_faults``, each state
     tried once (a ``Strategy``)."""
 
-    def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        config: SearchConfig,
+        *,
+        tick: Tick = None,
+        planned: Callable[[int], None] | None = None,
+    ) -> None:
         self.runner, self.config = runner, config
+        # Told how many schedules are planned so far, level by level (a progress bar's total:
+        # at 100 orders a single-fault search is ten thousand schedules and minutes long).
+        self.planned = planned
         self.sweeps = Sweeps(runner, config, tick)
         self.tally = self.sweeps.tally
         self.skipped_equivalent = 0
@@ -63,6 +75,8 @@ class Systematic:
             room = sweeps.room()
             if room is not None:
                 plans = plans[:room]
+            if self.planned is not None:
+                self.planned(planned + len(plans))
             outcomes = sweeps.run(plans, expand=remaining > 1, share=True)
             level = list(zip(plans, outcomes, strict=False))
             if self.tally.done or (room is not None and sweeps.room() == 0):
