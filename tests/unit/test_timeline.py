@@ -233,3 +233,18 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
         for row in ExplorationReport("o", "systematic", 1, 0, "memory", verdicts=few).grid_rows()
     ]
     assert labels == ["w2 put_step order-1/charge", "w3 put_step order-2/charge"]
+
+
+def test_a_sampled_exploration_says_why_it_has_no_grid_not_that_nothing_ran() -> None:
+    from yieldstar_sim.views import draw_exploration
+
+    report = ys.explore(
+        ys.load_scenario("trigger-in-step"), strategy="pct", budget=5, confirm=None,
+        stop_at_first=False,
+    )  # fmt: skip
+    (axes,) = draw_exploration(report).axes
+    (text,) = axes.texts
+    words = text.get_text()
+    assert "no single-fault schedules" not in words
+    assert "no grid: pct samples schedules" in words
+    assert "systematic strategy tries every fault kind at every choice point" in words

@@ -85,8 +85,16 @@ def draw_exploration(report: ExplorationReport) -> Figure:
             if report.strategy == "exhaustive"
             else ""
         )
-        ax.text(0.5, 0.5, f"{title}\nno single-fault schedules to grid{why}", ha="center",
-                va="center", fontsize=10, transform=ax.transAxes, parse_math=False)  # fmt: skip
+        what = f"no single-fault schedules to grid{why}"
+        if report.strategy in ("random", "pct") and report.max_faults > 0:
+            # Its schedules had faults, placed at random: "no single-fault schedules" read as
+            # if none had run.
+            what = (
+                f"no grid: {report.strategy} samples schedules;\nthe systematic strategy tries "
+                "every fault kind at every choice point"
+            )
+        ax.text(0.5, 0.5, f"{title}\n{what}", ha="center", va="center", fontsize=10,
+                transform=ax.transAxes, parse_math=False)  # fmt: skip
         return figure
     ax.set_xlabel("fault kind")
     ax.set_ylabel(
