@@ -228,6 +228,19 @@ def test_a_summary_stands_at_its_states_depths_not_over_the_initial_state() -> N
     assert all(d["label"].startswith("1 state") == (d["summary"] == 1) for d in summaries)
 
 
+def test_a_deep_bounded_picture_keeps_its_ends_inside_and_its_columns_evenly_apart() -> None:
+    # A cut search 391 deep: its summaries stood at their bands' middle depths (7, 20.5, ...),
+    # so the initial state and the last summary sat at the axes' edges, half cut off, and the
+    # initial state's label ran into the first summary's, half a band away.
+    figure = draw_state_graph(state_graph(layered_space(3_000, depth=391, violations=0)))
+    (axes,) = figure.axes
+    xs = sorted({round(float(x), 6) for c in axes.collections for x, _ in c.get_offsets()})
+    assert xs == [float(n) for n in range(len(xs))]  # one column a unit apart
+    left, right = axes.get_xlim()
+    assert left <= xs[0] - 0.5
+    assert right >= xs[-1] + 0.5
+
+
 def test_a_small_space_is_drawn_state_by_state() -> None:
     space = layered_space(60, depth=4, violations=2)
     graph = state_graph(space)

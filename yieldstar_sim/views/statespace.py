@@ -132,15 +132,22 @@ def describe_path(path: Sequence[StateEdge]) -> str:
 
 
 def _positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
-    """States in columns by depth (left to right), each column centred, in the order found."""
+    """States in columns by depth (left to right, one column a unit apart), each column
+    centred, in the order found.
+
+    A column is a rank, not a depth: a bounded picture's summaries stand at the middle of
+    their bands of depths (7, 20.5, 34, ... of a space 391 deep), and placed by depth its ends
+    stood at the axes' edges, half cut off, and the initial state's label ran into the first
+    summary's, half a band away."""
     columns: dict[float, list[str]] = {}
     for node, data in graph.nodes(data=True):
         columns.setdefault(float(data["depth"]), []).append(node)
     positions: dict[str, tuple[float, float]] = {}
-    for depth, nodes in columns.items():
+    for rank, depth in enumerate(sorted(columns)):
+        nodes = columns[depth]
         top = (len(nodes) - 1) / 2
         for i, node in enumerate(nodes):
-            positions[node] = (float(depth), top - i)
+            positions[node] = (float(rank), top - i)
     return positions
 
 
