@@ -8,6 +8,7 @@ from textwrap import fill
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.simulation.explorer.grid import grid_rows
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    _, kinds, _ = report.by_point()
-    rows = report.grid_rows()  # folded past GRID_ROWS choice points: one row per pattern
+    points, kinds, verdicts = report.by_point()
+    rows = grid_rows(points, kinds, verdicts)  # past GRID_ROWS points: one row per pattern
     labels = [row.label for row in rows]
     folded = any(len(row.points) > 1 for row in rows)
     order = list(VERDICT_COLOURS)

@@ -410,10 +410,10 @@ class ExplorationReport:
             "equivalent": "#eeeeee",
         }  # fmt: skip
         mark = {"ok": "ok", "violated": "✗", "incomplete": "…", "equivalent": "≡"}
-        _, kinds, _ = self.by_point()
+        labels, kinds, verdicts = self.by_point()
         head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
         rows = []
-        for row in self.grid_rows():
+        for row in grid_rows(labels, kinds, verdicts):
             cells = []
             for kind in kinds:
                 verdict = row.verdict(kind)
