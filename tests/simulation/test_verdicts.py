@@ -208,9 +208,29 @@ def test_a_run_cut_by_max_points_is_incomplete() -> None:
     run = simulate("loop_steps")
     assert (run.verdict, run.ok, run.violations) == ("incomplete", False, [])
     assert run.incomplete == (
-        "cut after max_points=300 choice points at t=0; still live: loop-1 (forever, pending)"
+        "cut after max_points=300 choice points at t=0 (a bound against a run that never "
+        "settles; a longer one raises it: ys.Scenario(..., max_points=...)); still live: loop-1 "
+        "(forever, pending)"
     )
     assert run.verdict_text.startswith("incomplete: cut after max_points=300")
+
+
+def test_the_default_point_bound_grows_with_the_triggers() -> None:
+    # A story copied to a thousand orders (about 17 choice points each) was cut at 10,000.
+    story = ys.load_scenario("durable-start")
+    assert story.max_points is None
+    assert story.point_limit == 10_000
+    orders = [
+        ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in range(1_000)
+    ]
+    review = dataclasses.replace(story, triggers=orders, faults=[])
+    assert review.point_limit == 100_000
+    assert dataclasses.replace(review, max_points=500).point_limit == 500
+    run = ys.simulate(review, seed=0, runtime="memory")
+    assert run.ok, run.explain()
+    assert len(run.executions) == 2_000
+    with pytest.raises(ValueError, match="max_points must be a whole number >= 1, not 0"):
+        dataclasses.replace(story, max_points=0)
 
 
 def test_a_run_cut_by_max_time_is_incomplete() -> None:
@@ -218,6 +238,7 @@ def test_a_run_cut_by_max_time_is_incomplete() -> None:
     assert run.verdict == "incomplete"
     assert run.incomplete is not None
     assert run.incomplete.startswith("cut at max_time=3600s of virtual time with work still due")
+    assert "a longer story raises it: ys.Scenario(..., max_time=...))" in run.incomplete
     assert run.incomplete.endswith("still live: loop-1 (forever, suspended)")
 
 

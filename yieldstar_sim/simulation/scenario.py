@@ -122,6 +122,12 @@ class Prune:
 
 _END_STATUSES = ("completed", "failed", "cancelled")
 
+#: A run's choice points at most when ``max_points`` is None, or, when that is more, this many
+#: per trigger: the bound catches a run that never settles, and a story's orders take about
+#: 17 points each (a thousand of them were cut at 10,000).
+MAX_POINTS = 10_000
+POINTS_PER_TRIGGER = 100
+
 
 @dataclass(frozen=True, slots=True)
 class Expect:
@@ -212,7 +218,9 @@ class Scenario:
     beside the built-in ones. ``expected`` declares the executions meant to fail (or to end
     otherwise than completed): ``[ys.expect("charge-order", code="START_REQUEST_MISMATCH")]``.
     ``max_time`` (virtual seconds) and ``max_points`` (choice points) bound a run; a run they
-    cut is ``incomplete``, never ``ok``. A trigger or cancel with ``client=ys.Client(...)`` is
+    cut is ``incomplete``, never ``ok``. ``max_points=None`` (the default) is 10,000 or 100 per
+    trigger, whichever is more (``point_limit``), so that a story copied to a thousand orders
+    still runs to its end. A trigger or cancel with ``client=ys.Client(...)`` is
     made by that client, an actor whose calls are choice points (a fault names it as its
     ``worker``); the others are made without faults.
     """
@@ -245,7 +253,7 @@ class Scenario:
     on (``None``: no confirmation, since the scenario's runtime differs on purpose)."""
     description: str = ""
     max_time: float = 3600.0
-    max_points: int = 10_000
+    max_points: int | None = None
     expected: Sequence[Expect] = ()
     world_in_workflow_code: bool = False
     """Let ``step.world`` work in workflow code, outside any step body, instead of failing the
@@ -320,7 +328,7 @@ class Scenario:
                         else ""
                     )
                 )
-        if (
+        if self.max_points is not None and (
             isinstance(self.max_points, bool)
             or not isinstance(self.max_points, int)
             or (self.max_points < 1)
@@ -365,6 +373,14 @@ class Scenario:
                     f"workflow of the scenario{did_you_mean(trigger.workflow_id, known)}; its "
                     f"workflows: {', '.join(sorted(known)) or 'none'}"
                 )
+
+    @property
+    def point_limit(self) -> int:
+        """The choice points a run may take: ``max_points``, or when it is None, 10,000 or
+        100 per trigger, whichever is more."""
+        if self.max_points is not None:
+            return self.max_points
+        return max(MAX_POINTS, POINTS_PER_TRIGGER * len(self.triggers))
 
     @property
     def worker_names(self) -> list[str]:

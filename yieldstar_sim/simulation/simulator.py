@@ -130,7 +130,7 @@ class Simulator:
             try:
                 stopped = kernel.run(
                     until=scenario.max_time,
-                    max_points=scenario.max_points,
+                    max_points=scenario.point_limit,
                     # No limit, nothing to ask before each point.
                     stop=None if deadline.seconds is None else lambda: deadline.expired,
                 )
@@ -166,10 +166,15 @@ class Simulator:
         if self.stopped == "max_time":
             return (
                 f"cut at max_time={scenario.max_time:g}s of virtual time with work still due "
-                f"(after {self.kernel.points} choice points)"
+                f"(after {self.kernel.points} choice points; a longer story raises it: "
+                "ys.Scenario(..., max_time=...))"
             )
         if self.stopped == "max_points":
-            return f"cut after max_points={scenario.max_points} choice points at t={now:g}"
+            return (
+                f"cut after max_points={scenario.point_limit} choice points at t={now:g} (a "
+                "bound against a run that never settles; a longer one raises it: "
+                "ys.Scenario(..., max_points=...))"
+            )
         if self.stopped == "timeout":
             where = self.deadline.where or f"the simulator at choice point {self.kernel.points}"
             return f"timed out after {self.deadline.seconds:g}s of wall-clock time in {where}"
