@@ -41,6 +41,7 @@ from yieldstar_sim.core.model import (
     check_name,
     generated_execution_id,
 )
+from yieldstar_sim.runtime.memory_order import ClaimOrder
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class MemoryRuntime(common.AdapterOptions):
         self._rows: dict[str, Row] = {}
         # Executions that are not terminal: the only ones claims and wakes need to look at.
         self._live: dict[str, Row] = {}
+        # Which of them a claim takes, and who waits on whom, indexed (a claim looked at every
+        # live execution): told of every write that moves when an execution is claimable.
+        self._order = ClaimOrder(self._live)
         # (caller incarnation, step key) -> target ID: the retained start-request records.
         self._requests: dict[tuple[int, str], str] = {}
         # Pruned targets whose caller is retained: their request records still name them.
@@ -137,6 +141,7 @@ class MemoryRuntime(common.AdapterOptions):
                 ExecutionStatus.PENDING, now, due_at=now,
             )  # fmt: skip
             self._logged(row)
+            self._order.queue(row)
         self._failpoints.hit("trigger.after_commit")
         return new_id
 
@@ -229,6 +234,7 @@ class MemoryRuntime(common.AdapterOptions):
         )  # fmt: skip
         self._rows[target_id] = self._live[target_id] = row
         self._logged(row)
+        self._order.queue(row)
         self._requests[(caller.seq, request.step_key)] = target_id
 
     def _requested(self, caller: Row, step_key: str) -> tuple[str, str, str | None] | None:
@@ -276,6 +282,7 @@ class MemoryRuntime(common.AdapterOptions):
                     row = self._touch(row)
                     row.cancel_requested = True
                     row.due_at = now if row.due_at is None else min(row.due_at, now)
+                    self._order.queue(row)
                     cancelled.append(target_id)
         self._failpoints.hit("cancel.after_commit")
         return sorted(cancelled)
@@ -342,6 +349,7 @@ class MemoryRuntime(common.AdapterOptions):
                 for execution_id, row in rows.items()
                 if row.status not in TERMINAL_STATUSES
             }
+            self._order = ClaimOrder(self._live)
             self._tombstones = dict(snapshot.tombstones)
             self._requests = dict(snapshot.requests)
             self._last_seq = snapshot.last_seq
@@ -400,18 +408,11 @@ class MemoryRuntime(common.AdapterOptions):
 
     def _first_claimable(self, now: float, execution_id: str | None) -> Row | None:
         """What a claim takes: the named execution if claimable, else the first in claim
-        order (one pass, no sort: a claim looks at every live execution)."""
-        if execution_id is not None:
-            row = self._live.get(execution_id)
-            at = None if row is None else row.ready_at()
-            return row if at is not None and at <= now else None
-        first: Row | None = None
-        first_key = (0.0, 0)
-        for row in self._live.values():
-            at = row.ready_at()
-            if at is not None and at <= now and (first is None or (at, row.seq) < first_key):
-                first, first_key = row, (at, row.seq)
-        return first
+        order (the earliest claimable, then the earliest admitted)."""
+        live = self._live
+        row = self._order.first(live) if execution_id is None else live.get(execution_id)
+        at = None if row is None else row.ready_at()
+        return row if at is not None and at <= now else None
 
     def _claimable(self, now: float) -> list[Row]:
         ready = [
@@ -424,8 +425,8 @@ class MemoryRuntime(common.AdapterOptions):
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""
         with self._lock:
-            times = [at for row in self._live.values() if (at := row.ready_at()) is not None]
-            return min(times, default=None)
+            first = self._order.first(self._live)
+            return None if first is None else first.ready_at()
 
     # ------------------------------------------------------------------ leases
 
@@ -448,6 +449,7 @@ class MemoryRuntime(common.AdapterOptions):
                 row.lease_expires_at = now + lease_seconds
                 row.due_at = None
                 row.waiting_on = None
+                self._order.queue(row)
                 lease = new_lease(
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
@@ -473,6 +475,7 @@ class MemoryRuntime(common.AdapterOptions):
             row, now = self._fenced("renew", lease)
             row = self._touch(row)
             row.lease_expires_at = now + lease_seconds
+            self._order.queue(row)
             renewed = replace(lease, expires_at=row.lease_expires_at)
         self._failpoints.hit("renew.after_commit")
         return renewed
@@ -530,10 +533,12 @@ class MemoryRuntime(common.AdapterOptions):
                 row.finished_at = now
                 row.due_at = None
                 del self._live[row.execution_id]
-                for waiting in self._live.values():
-                    if waiting.waiting_on == row.execution_id:
-                        waiter = self._touch(waiting)
-                        waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
+                for waiting in self._order.waiting_on(row.execution_id, self._live):
+                    waiter = self._touch(waiting)
+                    waiter.due_at = now if waiter.due_at is None else min(waiter.due_at, now)
+                    self._order.queue(waiter)
+            else:
+                self._order.queue(row)
             record = row.record()
         self._failpoints.hit("acknowledge.after_commit")
         return record
@@ -546,6 +551,7 @@ class MemoryRuntime(common.AdapterOptions):
             row, _ = self._fenced("wait_for", lease)
             row = self._touch(row)
             row.waiting_on = execution_id
+            self._order.wait(row.execution_id, execution_id)
             target = self._rows.get(execution_id)
             record = None if target is None else target.record()
         self._failpoints.hit("wait_for.after_commit")
@@ -560,6 +566,7 @@ class MemoryRuntime(common.AdapterOptions):
             row.lease_owner = None
             row.lease_expires_at = None
             row.due_at = now + delay
+            self._order.queue(row)
         self._failpoints.hit("release.after_commit")
 
     # ------------------------------------------------------------------ retention
