@@ -18,6 +18,7 @@ out. This module only keeps the rows; ``DuckDBRuntime`` decides when each rule a
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 
@@ -48,19 +49,36 @@ class QueueModel:
     the ones that can meet a row they do not know answer ``False`` (the model is then wrong,
     and the runtime drops it)."""
 
-    __slots__ = ("_inserted", "_next", "_rows")
+    __slots__ = ("_inserted", "_ready", "_rows", "_waiters")
 
     def __init__(self) -> None:
         self._rows: dict[str, _Row] = {}
-        self._next: tuple[float | None] | None = None  # the earliest ready time, cached
+        # (ready time, ID) pushed at every write that moves a row's ready time; an entry its
+        # row has moved on from is dropped when it reaches the top. Finding the earliest by a
+        # pass over every live row was 7% of a 1,000-order run.
+        self._ready: list[tuple[float, str]] = []
+        # Target ID -> the IDs that waited on it; one that waits no more is passed over.
+        self._waiters: dict[str, set[str]] = {}
         self._inserted: tuple[str, float] | None = None  # admitted, not yet committed
+
+    def _moved(self, execution_id: str, row: _Row) -> None:
+        """``row`` was written: its ready time and its wait go into the indexes as they are."""
+        ready = row.ready
+        if ready is not None:
+            heapq.heappush(self._ready, (ready, execution_id))
+        if row.waiting_on is not None:
+            self._waiters.setdefault(row.waiting_on, set()).add(execution_id)
 
     def next_ready(self) -> float | None:
         """When the first execution becomes claimable (``None``: none will without a write)."""
-        if self._next is None:
-            times = [time for row in self._rows.values() if (time := row.ready) is not None]
-            self._next = (min(times) if times else None,)
-        return self._next[0]
+        ready, rows = self._ready, self._rows
+        while ready:
+            time, execution_id = ready[0]
+            row = rows.get(execution_id)
+            if row is not None and row.ready == time:
+                return time
+            heapq.heappop(ready)  # its row moved on or finished since
+        return None
 
     def ready(self, execution_id: str) -> float | None:
         """When ``execution_id`` becomes claimable (``None``: it is not live, or never)."""
@@ -69,8 +87,8 @@ class QueueModel:
 
     def admitted(self, execution_id: str, now: float) -> None:
         """A trigger inserted a row, due now."""
-        self._rows[execution_id] = _Row(now, None, None)
-        self._next = None
+        self._rows[execution_id] = row = _Row(now, None, None)
+        self._moved(execution_id, row)
 
     def inserting(self, execution_id: str | None, now: float) -> None:
         """A start or child insert, inside its transaction: due now once committed."""
@@ -94,7 +112,7 @@ class QueueModel:
         if row is None:
             return False
         row.due, row.expires, row.waiting_on = due, expires, waiting_on
-        self._next = None
+        self._moved(execution_id, row)
         return True
 
     def claimed(self, execution_id: str, expires: float) -> bool:
@@ -107,7 +125,7 @@ class QueueModel:
         if row is None or row.expires is None:
             return False
         row.expires = expires
-        self._next = None
+        self._moved(execution_id, row)
         return True
 
     def released(self, execution_id: str, due: float) -> bool:
@@ -122,6 +140,7 @@ class QueueModel:
         if row is None:
             return False
         row.waiting_on = target
+        self._moved(execution_id, row)
         return True
 
     def suspended(self, execution_id: str, due: float | None, waiting_on: str | None) -> bool:
@@ -133,11 +152,15 @@ class QueueModel:
         it (the statement counted ``woken`` of them) are due now at the latest."""
         if self._rows.pop(execution_id, None) is None:
             return False
-        waiters = [row for row in self._rows.values() if row.waiting_on == execution_id]
-        for row in waiters:
+        waiting = {
+            waiter_id: row
+            for waiter_id in self._waiters.pop(execution_id, ())
+            if (row := self._rows.get(waiter_id)) is not None and row.waiting_on == execution_id
+        }
+        for waiter_id, row in waiting.items():
             row.due = _woken(row.due, now)
-        self._next = None
-        return len(waiters) == woken
+            self._moved(waiter_id, row)
+        return len(waiting) == woken
 
     def cancelled(self, execution_ids: list[str], now: float) -> bool:
         """A cancellation request reached these live rows: each is due now at the latest."""
@@ -146,5 +169,5 @@ class QueueModel:
             if row is None:
                 return False
             row.due = _woken(row.due, now)
-        self._next = None
+            self._moved(execution_id, row)
         return True
