@@ -179,7 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     explore.add_argument(
         "--time-budget", type=float, metavar="SECONDS",
-        help="exhaustive: stop searching after SECONDS (the report says the budget cut it)",
+        help="stop searching after SECONDS (the report says the budget cut it)",
     )  # fmt: skip
     explore.add_argument(
         "--order", choices=("dfs", "shortest"), default="dfs",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.cli_pictures import PictureProcess
     from yieldstar_sim.simulation.explorer import ExplorationReport
+    from yieldstar_sim.simulation.explorer.strategy import StrategyOptions
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -41,7 +42,6 @@ def explore_command(args: argparse.Namespace) -> int:
         option
         for option, given in (
             ("--max-depth", args.max_depth is not None),
-            ("--time-budget", args.time_budget is not None),
             ("--order", args.order != "dfs"),
             ("--no-reduction", args.no_reduction),
         )
@@ -64,7 +64,7 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(
             f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
             "faults, more schedules than a search finishes; give --budget N (or --time-budget "
-            f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"
+            f"SECONDS), or at most {MAX_FAULTS_UNBUDGETED} faults"
         )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
@@ -101,8 +101,9 @@ def _explore_and_draw(
     report = explore(
         scenario,
         max_faults=args.max_faults,
-        strategy=args.strategy,
+        strategy=_strategy(args),
         budget=args.budget,
+        time_budget=args.time_budget,
         seed=args.seed,
         stop_at_first=not args.all,
         runtime=args.runtime,
@@ -114,7 +115,6 @@ def _explore_and_draw(
         timeout=args.timeout,
         on_searched=lambda searched: drawer.start(searched, out, formats),
         **({} if args.kinds is None else {"kinds": args.kinds}),
-        **_exhaustive_options(args),
     )
     pictures = drawer.write(report, out, formats)
     review = None
@@ -168,16 +168,13 @@ def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:
         raise UsageError(f"--confirm {choice}: {error} (or --no-confirm)") from error
 
 
-def _exhaustive_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The exhaustive strategy's options, given only to it."""
+def _strategy(args: argparse.Namespace) -> str | StrategyOptions:
+    """The strategy's name, or its options where flags give some (only its own)."""
     if args.strategy != "exhaustive":
-        return {}
-    return {
-        "max_depth": args.max_depth,
-        "time_budget": args.time_budget,
-        "order": args.order,
-        "reduction": not args.no_reduction,
-    }
+        return str(args.strategy)
+    from yieldstar_sim.simulation.explorer import Exhaustive
+
+    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_reduction)
 
 
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:

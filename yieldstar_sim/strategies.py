@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from hypothesis import strategies as st
 
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import (
     DEFAULT_FREEZE,
     FAULT_KINDS,
@@ -36,8 +37,7 @@ from yieldstar_sim.simulation.faults import (
     applies_at,
     explored_seconds,
 )
-from yieldstar_sim.simulation.run import finish
-from yieldstar_sim.simulation.simulator import Simulator
+from yieldstar_sim.simulation.finish import finish
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,11 +56,15 @@ def seeds() -> st.SearchStrategy[int]:
 def choice_points(scenario: Scenario, *, seed: int = 0) -> list[PointInfo]:
     """The choice points of the scenario's fault-free run of ``seed``, in order: where a
     described fault can go."""
-    simulator = Simulator(scenario, seed=seed, runtime="memory", scenario_faults=False)
+    execution = Execution(scenario, seed=seed, runtime="memory", scenario_faults=False)
     points: list[PointInfo] = []
-    simulator.kernel.observers.append(lambda index, name, point, fault: points.append(point.info))
-    simulator.run()
-    simulator.runtime.close()
+    try:
+        while not execution.done():
+            move = execution.default_move()
+            points.append(execution.point(move.actor).info)
+            execution.take(move)
+    finally:
+        execution.close()
     return points
 
 
@@ -118,15 +122,20 @@ def simulate_choices(
     runtime: str = "memory",
     scenario_faults: bool = False,
 ) -> SimulationRun:
-    """Run ``scenario`` with the interleaving ``choices()`` drew (the first ready worker once
-    it is used up); the run's ``schedule`` and ``artifact()`` replay it exactly."""
+    """Run ``scenario`` with the interleaving ``choices()`` drew (the first move once it is
+    used up): at each point with several moves (ready workers, a draw's options), the next
+    number picks one; the run's ``schedule`` and ``artifact()`` replay it exactly."""
     remaining = list(interleaving)
-
-    def choose(index: int, ready: list[str]) -> str:
-        return ready[remaining.pop(0) % len(ready)] if remaining else ready[0]
-
-    simulator = Simulator(
-        scenario, runtime=runtime, faults=faults, scenario_faults=scenario_faults, chooser=choose
-    )
-    simulator.run()
-    return finish(simulator)
+    execution = Execution(scenario, runtime=runtime, faults=faults, scenario_faults=scenario_faults)
+    try:
+        while not execution.done():
+            moves = execution.moves()
+            move = (
+                moves[remaining.pop(0) % len(moves)] if remaining and len(moves) > 1 else moves[0]
+            )
+            execution.take(execution.planned(move))
+        execution.close_actors()
+    except BaseException:
+        execution.close()
+        raise
+    return finish(execution)

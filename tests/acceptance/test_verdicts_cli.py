@@ -181,7 +181,7 @@ def test_ctrl_c_in_explore_exits_130_and_keeps_what_it_found(tmp_path: Path) -> 
     )  # fmt: skip
     assert result.returncode == 130, result.stdout + result.stderr
     # The eighth run: the first checks the scenario's names (simulate), the search ran 6.
-    assert "interrupted (Ctrl-C) after 6 of " in result.stdout
+    assert "interrupted (Ctrl-C) after 6 schedules run under " in result.stdout
     assert "VIOLATED" in result.stdout
     assert "yieldstar-sim: interrupted" in result.stderr
     assert (tmp_path / "found" / "interrupted-explore-violation-1.replay.json").is_file()

@@ -97,4 +97,4 @@ def test_an_exhaustive_search_on_dask_reaches_the_states_one_process_reaches(cli
     assert on_dask.exhausted == alone.exhausted
     assert on_dask.distinct_states == alone.distinct_states
     assert {v.invariant for v in on_dask.violations} == {v.invariant for v in alone.violations}
-    assert on_dask.search_progress["processes"] == 2
+    assert on_dask.exhaustive.progress["processes"] == 2

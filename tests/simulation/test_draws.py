@@ -58,10 +58,10 @@ def test_a_draw_is_one_choice_point_among_its_options() -> None:
     assert drawn.op == Op.DRAW
     assert drawn.data == DrawData(drawn.data.index, 3, drawn.data.value, 1)
     assert result_of(result) == ["east", "west", "north"][drawn.data.index]
-    # One point decides it: the options not drawn never pass a point of their own.
-    at_draws = [c for c in result.choices if " draw " in c.actor]
-    assert len(at_draws) == 1
-    assert len([a for a in at_draws[0].among if " draw " in a]) == 3
+    # One point decides it: the worker's, whose move names the option drawn.
+    (at_draw,) = [move for move in result.schedule if move.choice is not None]
+    assert at_draw.choice == drawn.data.index
+    assert at_draw.actor == drawn.worker
 
 
 def test_the_exhaustive_search_tries_every_option() -> None:

@@ -15,22 +15,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
-from yieldstar_sim.simulation.explorer.footprints import EVERYTHING, dependent
 from yieldstar_sim.simulation.explorer.report import ExplorationReport
 from yieldstar_sim.simulation.explorer.shards import Runner
-from yieldstar_sim.simulation.explorer.statekeys import StateKeys
-from yieldstar_sim.simulation.explorer.strategy import SearchConfig
+from yieldstar_sim.simulation.explorer.strategy import Exhaustive, SearchConfig
 from yieldstar_sim.simulation.faults import FaultKind
 from yieldstar_sim.simulation.run import replay
+from yieldstar_sim.simulation.statekeys import StateKeys
 from yieldstar_sim.simulation.trace import TraceEvent
 
 
-def exhaustive(name: str | ys.Scenario, **options: Any) -> ExplorationReport:
+def exhaustive(
+    name: str | ys.Scenario,
+    *,
+    reduction: bool = True,
+    order: str = "dfs",
+    max_depth: int | None = None,
+    **options: Any,
+) -> ExplorationReport:
+    """An exhaustive search; ``reduction=False``: without state caching, the naive search."""
     scenario = ys.load_scenario(name) if isinstance(name, str) else name
     options.setdefault("max_faults", 0)
     options.setdefault("confirm", None)
-    return ys.explore(scenario, strategy="exhaustive", **options)
+    strategy = Exhaustive(max_depth=max_depth, order=order, cache=reduction)
+    return ys.explore(scenario, strategy=strategy, **options)
 
 
 def test_the_booking_race_oversells_under_some_interleaving_without_any_fault() -> None:
@@ -49,8 +58,9 @@ def test_the_fixed_booking_is_verified_over_every_interleaving() -> None:
     assert report.exhausted
     assert report.ok
     assert report.coverage().startswith("verified: all ")
-    assert "every interleaving of 2 workers up to worker symmetry, none violates" in (
-        report.coverage()
+    assert (
+        "every interleaving of 2 workers up to worker symmetry, every draw and completion "
+        "order, none violates" in report.coverage()
     )
     assert report.distinct_states == len(report.state_space or ())
 
@@ -85,20 +95,18 @@ def test_a_time_budget_that_cuts_the_search_is_named() -> None:
     assert report.cut_by == ["the time budget of 1e-09s"]
 
 
-def test_the_reduction_finds_what_the_naive_search_finds_in_fewer_schedules(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(ExhaustiveSearch, "sleep_sets", True)  # off by default
+def test_state_caching_finds_what_the_naive_search_finds_in_fewer_schedules() -> None:
     reduced = exhaustive("booking-race", stop_at_first=False)
     naive = exhaustive("booking-race", stop_at_first=False, reduction=False)
     assert [v.invariant for v in reduced.violations] == [v.invariant for v in naive.violations]
     assert reduced.distinct_states == naive.distinct_states
-    assert reduced.schedules_run * 10 <= naive.schedules_run
-    assert naive.naive_how == "computed"
-    assert naive.naive_schedules == naive.schedules_run
-    assert reduced.naive_how == "estimated"
-    assert reduced.pruned_by_reduction > 0
-    assert reduced.pruned_by_cache > 0
+    assert reduced.schedules_run * 2 <= naive.schedules_run
+    assert reduced.exhaustive is not None
+    assert naive.exhaustive is not None
+    assert naive.exhaustive.naive_schedules == naive.schedules_run
+    assert reduced.exhaustive.naive_schedules == naive.schedules_run  # estimated, exactly
+    assert reduced.exhaustive.pruned_by_cache > 0
+    assert naive.exhaustive.pruned_by_cache == 0
 
 
 def test_the_completeness_statement_is_in_the_json_and_the_notebook_repr() -> None:
@@ -109,23 +117,23 @@ def test_the_completeness_statement_is_in_the_json_and_the_notebook_repr() -> No
     assert completeness["cut_by"] == []
     assert completeness["distinct_states"] == report.distinct_states
     assert completeness["schedules_run"] == report.schedules_run
-    assert completeness["naive_schedules_how"] == "estimated"
     assert completeness["statement"].startswith("verified: all ")
     assert "verified: all " in report._repr_html_()
 
 
 def violating_lengths(name: str, max_faults: int) -> list[tuple[int, int]]:
     """(faults, trace events) of every violating schedule the naive search runs."""
-    runner = Runner(ys.load_scenario(name), "memory", 1, None)
+    runner = Runner(ys.load_scenario(name), "memory")
     config = SearchConfig(
-        seed=0, max_faults=max_faults, kinds=(FaultKind.CRASH,), freeze=40.0,
-        stop_at_first=False, reduce=False, cache=False,
+        strategy=Exhaustive(cache=False), seed=0, max_faults=max_faults,
+        kinds=(FaultKind.CRASH,), freeze=40.0, stop_at_first=False,
     )  # fmt: skip
     search = ExhaustiveSearch(runner, config)
     search.search()
+    runner.close()
     return [
-        (len(outcome.faults), length)
-        for outcome, length in zip(search.tally.outcomes, search.lengths, strict=True)
+        (len(outcome.faults), outcome.length)
+        for outcome in search.tally.outcomes
         if outcome.violations
     ]
 
@@ -160,15 +168,17 @@ def test_a_state_graph_is_refused_for_a_strategy_that_explores_none() -> None:
         report.state_graph()
 
 
-def test_exhaustive_options_are_refused_for_other_strategies() -> None:
-    with pytest.raises(ValueError, match="options of strategy='exhaustive'"):
-        ys.explore(ys.load_scenario("booking-race"), order="shortest", confirm=None)
+def test_a_strategy_is_a_name_or_its_options() -> None:
+    with pytest.raises(TypeError, match=r"strategy is a name \(systematic, random, pct"):
+        ys.explore(ys.load_scenario("booking-race"), strategy=42, confirm=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="order must be one of dfs, shortest, not 'widest'"):
+        ys.Exhaustive(order="widest")
 
 
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"reduction": "no"}, TypeError, "reduction is True or False, not 'no'"),
+        ({"reduction": "no"}, TypeError, "cache is True or False, not 'no'"),
         ({"max_depth": 2.5}, ValueError, "max_depth must be a whole number >= 1, not 2.5"),
     ],
 )
@@ -179,17 +189,7 @@ def test_an_exhaustive_option_of_the_wrong_type_is_refused_not_taken_as_truthy(
         exhaustive("booking-race-fixed", **options)
 
 
-def test_independent_transitions_commute_and_faults_depend_on_everything() -> None:
-    one, other = frozenset({"x:a", "r:k"}), frozenset({"x:b", "r:k"})
-    assert not dependent(one, other)
-    assert dependent(one, frozenset({"x:b", "w:k"}))
-    assert dependent(one, frozenset({"x:a"}))
-    assert dependent(one, frozenset({"queue"})) is False
-    assert dependent(frozenset({"queue"}), frozenset({"queue"}))
-    assert dependent(one, frozenset({EVERYTHING}))
-
-
-# --------------------------------------------------------------------------- the reduction
+# --------------------------------------------------------------------------- state caching
 
 
 def racing_scenario(programs: list[list[tuple[str, str]]], key: str, value: int) -> ys.Scenario:
@@ -413,7 +413,7 @@ def naive_and_reduced(scenario: str | ys.Scenario, **options: Any) -> tuple[Any,
     """The naive and the reduced exhaustive searches of ``scenario``, both keyed blind to the
     workers' names (``BlindKeys``)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(ExhaustiveSearch, "state_keys", BlindKeys)
+        patch.setattr(Execution, "state_keys", BlindKeys)
         naive = exhaustive(scenario, reduction=False, stop_at_first=False, **options)
         reduced = exhaustive(scenario, stop_at_first=False, **options)
     return naive, reduced
@@ -527,13 +527,6 @@ def test_a_client_minting_a_new_request_id_is_found_and_one_reusing_it_verified(
     fixed = exhaustive("client-retry-same-request-id", max_faults=1)
     assert fixed.exhausted, fixed.coverage()
     assert fixed.ok
-
-
-def test_one_pruned_branch_is_one_branch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ExhaustiveSearch, "sleep_sets", True)  # off by default
-    report = exhaustive("skewed-lease")  # 2 schedules, 1 branch pruned by the reduction
-    assert report.pruned_by_reduction == 1
-    assert "1 branch pruned by the reduction" in report.coverage()
 
 
 def test_a_cut_search_tells_its_state_graph_so_and_a_whole_one_does_not() -> None:

@@ -162,9 +162,11 @@ def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="strategy must be one of"):
         ys.explore(scenario, strategy="bogus")  # "exhaustive" is one now
     with pytest.raises(ValueError, match="order must be one of dfs, shortest"):
-        ys.explore(scenario, strategy="exhaustive", order="widest")
+        ys.explore(scenario, strategy=ys.Exhaustive(order="widest"))
     with pytest.raises(ValueError, match="max_depth must be a whole number >= 1"):
-        ys.explore(scenario, strategy="exhaustive", max_depth=0)
+        ys.explore(scenario, strategy=ys.Exhaustive(max_depth=0))
+    with pytest.raises(TypeError, match="strategy is a name"):
+        ys.explore(scenario, strategy=ys.Exhaustive)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_faults"):
         ys.explore(scenario, max_faults=-1)
     with pytest.raises(ValueError, match="unknown fault kind"):

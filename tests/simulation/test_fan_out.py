@@ -269,16 +269,21 @@ def test_every_strategy_meets_the_order_of_completion_as_a_choice() -> None:
         invariants=[note_the_order],
         workers=1,
     )
-    # Without the reduction, so that every order runs to its end (with state caching, two
-    # orders that reach one state share the rest of their run, and its invariants run once).
-    report = ys.explore(
-        scenario, strategy="exhaustive", max_faults=0, confirm=None, reduction=False
-    )
+    # Without state caching, so that every order runs to its end (with it, two orders that
+    # reach one state share the rest of their run, and its invariants run once).
+    report = ys.explore(scenario, strategy=ys.Exhaustive(cache=False), max_faults=0, confirm=None)
     assert report.exhausted
     assert report.ok
     assert len(orders) == 6, orders
     reduced = ys.explore(scenario, strategy="exhaustive", max_faults=0, confirm=None)
     assert reduced.distinct_states == report.distinct_states
+    # The systematic search branches every completion order too, with no fault at all.
+    orders.clear()
+    systematic = ys.explore(scenario, max_faults=0, confirm=None)
+    assert systematic.exhausted
+    assert len(orders) == 6, orders
+    assert systematic.systematic is not None
+    assert systematic.systematic.branched == 4  # the first place, then the second after each
     for strategy in ("random", "pct"):
         orders.clear()
         ys.explore(scenario, strategy=strategy, max_faults=0, budget=60, confirm=None)

@@ -1,12 +1,12 @@
 """The simulation kernel on its own: tiny hand-written actors on a ManualClock, no runtime.
 
 What is pinned here: virtual time only moves forward and jumps straight to the next sleeper;
-ties between actors waiting at a choice point at the same instant are broken by the schedule,
-then by the seeded random generator; every decision is recorded (``choices``, ``schedule``) so
-that replaying the schedule reproduces the run; a schedule naming an actor that is not waiting
-raises ``ScheduleMismatch``; parked actors wake on ``nudge()`` and when time reaches
-``next_wake()``; ``run(until=...)``, ``run(max_points=...)`` and ``close()`` stop; a yielded
-non-request raises ``TypeError`` naming the actor.
+``settle`` resumes whoever is due until an actor waits at a choice point; ``ready`` names the
+actors waiting at one, sorted, and ``take`` resumes the one its caller chose with what it was
+sent; parked actors wake on ``nudge()`` and when time reaches ``next_wake()``; ``settle(until=)``
+never passes ``until``; ``close()`` closes every live actor; a yielded non-request raises
+``TypeError`` naming the actor. The kernel decides nothing: the tests' ``World.run`` chooses as
+a plain run does (the schedule, then a seeded ``random.Random``), as ``Execution`` does.
 """
 
 from __future__ import annotations
@@ -19,29 +19,57 @@ from typing import Any
 import pytest
 
 from yieldstar_sim.core.clock import ManualClock
-from yieldstar_sim.simulation.kernel import (
-    Choice,
-    Kernel,
-    NoFaults,
-    Park,
-    Point,
-    ScheduleMismatch,
-    Wait,
-)
+from yieldstar_sim.simulation.execution import ScheduleMismatch
+from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
+from yieldstar_sim.simulation.moves import Choice
 
 Actor = Generator[Wait | Park | Point, Any, None]
 
 
 @dataclass
 class World:
-    """A kernel, its clock and a log of what the actors did, as (time, actor, what)."""
+    """A kernel, its clock, a log of what the actors did, as (time, actor, what), and the
+    choices a run made (the schedule, then the seeded random generator)."""
 
     clock: ManualClock
     kernel: Kernel
+    rng: random.Random
+    schedule_left: list[str] = field(default_factory=list)
     log: list[tuple[float, str, str]] = field(default_factory=list)
+    choices: list[Choice] = field(default_factory=list)
+    sent: Callable[[int, str, Point], Any] = lambda index, name, point: None
 
     def note(self, actor: str, what: str) -> None:
         self.log.append((self.clock.now(), actor, what))
+
+    @property
+    def schedule(self) -> list[str]:
+        return [choice.actor for choice in self.choices]
+
+    def step(self, *, until: float | None = None) -> bool:
+        """Take one choice point, as a plain run chooses; False when nothing is left."""
+        kernel = self.kernel
+        if not kernel.settle(until=until):
+            return False
+        ready = kernel.ready()
+        if self.schedule_left:
+            name = self.schedule_left.pop(0)
+            if name not in ready:
+                raise ScheduleMismatch(
+                    f"choice point {kernel.points}: the schedule says {name!r}, but the actors "
+                    f"waiting are {ready}"
+                )
+        else:
+            name = ready[0] if len(ready) == 1 else self.rng.choice(ready)
+        index = kernel.points
+        self.choices.append(Choice(index, name, tuple(ready)))
+        kernel.take(name, self.sent(index, name, kernel.point(name)))
+        return True
+
+    def run(self, *, until: float | None = None, max_points: int | None = None) -> None:
+        while max_points is None or self.kernel.points < max_points:
+            if not self.step(until=until):
+                return
 
 
 def world(
@@ -49,17 +77,10 @@ def world(
     *,
     schedule: tuple[str, ...] | list[str] = (),
     next_wake: Callable[[], float | None] | None = None,
-    faults: Any = None,
 ) -> World:
     clock = ManualClock()
-    kernel = Kernel(
-        clock,
-        random.Random(seed),
-        schedule=schedule,
-        faults=faults,
-        next_wake=next_wake if next_wake is not None else (lambda: None),
-    )
-    return World(clock, kernel)
+    kernel = Kernel(clock, next_wake=next_wake if next_wake is not None else (lambda: None))
+    return World(clock, kernel, random.Random(seed), list(schedule))
 
 
 def pointer(w: World, name: str, points: int, *, every: float = 0.0) -> Actor:
@@ -89,7 +110,7 @@ def test_time_jumps_straight_to_the_next_sleeper() -> None:
 
     w.kernel.spawn("late", sleeper("late", 10.0))
     w.kernel.spawn("early", sleeper("early", 3.0))
-    w.kernel.run()
+    w.run()
 
     assert w.log == [
         (3.0, "early", "woke"),
@@ -115,8 +136,12 @@ def test_time_only_moves_forward_and_a_wait_in_the_past_resumes_now() -> None:
     w.kernel.spawn("b", actor("b", [6.0, 1.0, 0.0, 6.5]))
     w.kernel.spawn("c", actor("c", [2.0, 2.0, 30.0]), at=1.5)
     seen: list[float] = []
-    w.kernel.observers.append(lambda index, actor, point, fault: seen.append(w.clock.now()))
-    w.kernel.run()
+
+    def sent(index: int, name: str, point: Point) -> None:
+        seen.append(w.clock.now())
+
+    w.sent = sent
+    w.run()
 
     times = [t for t, _, _ in w.log]
     assert times == sorted(times)
@@ -134,7 +159,7 @@ def test_spawn_at_a_later_time_starts_the_actor_then() -> None:
 
     w.kernel.spawn("now", actor("now"))
     w.kernel.spawn("later", actor("later"), at=42.0)
-    w.kernel.run()
+    w.run()
     assert [(t, a) for t, a, _ in w.log] == [(0.0, "now"), (42.0, "later")]
 
 
@@ -148,10 +173,10 @@ def test_a_spawned_name_must_be_new() -> None:
 def test_step_returns_false_once_every_actor_has_ended() -> None:
     w = world()
     w.kernel.spawn("a", pointer(w, "a", 2))
-    assert w.kernel.step()
-    assert w.kernel.step()
-    assert not w.kernel.step()
-    assert not w.kernel.step()
+    assert w.step()
+    assert w.step()
+    assert not w.step()
+    assert not w.step()
     assert w.kernel.points == 2
 
 
@@ -162,19 +187,19 @@ def test_ties_at_one_instant_are_recorded_with_every_candidate() -> None:
     w = world(seed=3)
     for name in ("c", "a", "b"):
         w.kernel.spawn(name, pointer(w, name, 2))
-    w.kernel.run()
+    w.run()
 
     assert w.kernel.points == 6
-    assert [choice.index for choice in w.kernel.choices] == list(range(6))
-    first = w.kernel.choices[0]
+    assert [choice.index for choice in w.choices] == list(range(6))
+    first = w.choices[0]
     assert first.among == ("a", "b", "c")  # sorted, whatever the spawn order
-    for choice in w.kernel.choices:
+    for choice in w.choices:
         assert choice.actor in choice.among
         assert list(choice.among) == sorted(choice.among)
-    assert w.kernel.schedule == [choice.actor for choice in w.kernel.choices]
+    assert w.schedule == [choice.actor for choice in w.choices]
     assert [f"{a} {what}" for _, a, what in w.log] == [
-        f"{choice.actor} went #{w.kernel.schedule[: choice.index].count(choice.actor)}"
-        for choice in w.kernel.choices
+        f"{choice.actor} went #{w.schedule[: choice.index].count(choice.actor)}"
+        for choice in w.choices
     ]
 
 
@@ -183,11 +208,11 @@ def test_a_lone_actor_at_a_point_goes_without_consulting_the_rng() -> None:
         def choice(self, seq: Any) -> Any:
             raise AssertionError("the rng was asked with a single candidate")
 
-    kernel = Kernel(ManualClock(), NoRandom(0))
-    w = World(kernel.clock, kernel)
-    kernel.spawn("solo", pointer(w, "solo", 3, every=1.0))
-    kernel.run()
-    assert kernel.choices == [
+    w = world()
+    w.rng = NoRandom(0)
+    w.kernel.spawn("solo", pointer(w, "solo", 3, every=1.0))
+    w.run()
+    assert w.choices == [
         Choice(0, "solo", ("solo",)),
         Choice(1, "solo", ("solo",)),
         Choice(2, "solo", ("solo",)),
@@ -200,8 +225,8 @@ def test_the_schedule_breaks_ties_before_the_rng() -> None:
         w = world(seed, schedule=schedule)
         for name in ("a", "b", "c"):
             w.kernel.spawn(name, pointer(w, name, 2))
-        w.kernel.run()
-        assert w.kernel.schedule == schedule, f"seed {seed}"
+        w.run()
+        assert w.schedule == schedule, f"seed {seed}"
         assert order_of(w) == [
             "b went #0",
             "b went #1",
@@ -218,8 +243,8 @@ def test_the_rng_breaks_ties_once_the_schedule_is_used_up() -> None:
         w = world(seed, schedule=prefix)
         for name in ("a", "b", "c"):
             w.kernel.spawn(name, pointer(w, name, 2))
-        w.kernel.run()
-        assert w.kernel.schedule[:2] == prefix
+        w.run()
+        assert w.schedule[:2] == prefix
         # With c done, a and b tie at every point: the seeded rng decides, as random.choice.
         rng = random.Random(seed)
         expected = []
@@ -231,7 +256,7 @@ def test_the_rng_breaks_ties_once_the_schedule_is_used_up() -> None:
             left[name] -= 1
             if not left[name]:
                 del left[name]
-        assert w.kernel.schedule[2:] == expected, f"seed {seed}"
+        assert w.schedule[2:] == expected, f"seed {seed}"
 
 
 def run_busy(seed: int, schedule: list[str] | tuple[str, ...] = ()) -> World:
@@ -240,7 +265,7 @@ def run_busy(seed: int, schedule: list[str] | tuple[str, ...] = ()) -> World:
     w.kernel.spawn("a", pointer(w, "a", 6, every=1.0))
     w.kernel.spawn("b", pointer(w, "b", 4, every=2.0))
     w.kernel.spawn("c", pointer(w, "c", 8))
-    w.kernel.run()
+    w.run()
     return w
 
 
@@ -248,8 +273,8 @@ def test_replaying_the_recorded_schedule_reproduces_the_run_under_any_seed() -> 
     for seed in range(30):
         original = run_busy(seed)
         for replay_seed in (seed, seed + 1000):
-            replay = run_busy(replay_seed, original.kernel.schedule)
-            assert replay.kernel.choices == original.kernel.choices
+            replay = run_busy(replay_seed, original.schedule)
+            assert replay.choices == original.choices
             assert replay.log == original.log
             assert replay.clock.now() == original.clock.now()
 
@@ -259,9 +284,9 @@ def test_same_seed_same_choices_over_100_seeds_and_seeds_differ() -> None:
     for seed in range(100):
         first = run_busy(seed)
         second = run_busy(seed)
-        assert first.kernel.choices == second.kernel.choices, f"seed {seed}"
+        assert first.choices == second.choices, f"seed {seed}"
         assert first.log == second.log, f"seed {seed}"
-        schedules.add(tuple(first.kernel.schedule))
+        schedules.add(tuple(first.schedule))
     assert len(schedules) > 10, "different seeds should break ties differently"
 
 
@@ -272,9 +297,9 @@ def test_a_schedule_naming_an_unknown_actor_raises_schedule_mismatch() -> None:
     w = world(schedule=["a", "ghost"])
     for name in ("a", "b"):
         w.kernel.spawn(name, pointer(w, name, 2))
-    w.kernel.step()
+    w.step()
     with pytest.raises(ScheduleMismatch) as raised:
-        w.kernel.step()
+        w.step()
     assert str(raised.value) == (
         "choice point 1: the schedule says 'ghost', but the actors waiting are ['a', 'b']"
     )
@@ -288,7 +313,7 @@ def test_a_schedule_naming_a_sleeping_actor_raises_schedule_mismatch() -> None:
     with pytest.raises(
         ScheduleMismatch, match=r"choice point 0: the schedule says 'late'.*\['now'\]"
     ):
-        w.kernel.run()
+        w.run()
 
 
 def test_a_schedule_naming_a_finished_actor_raises_schedule_mismatch() -> None:
@@ -296,7 +321,7 @@ def test_a_schedule_naming_a_finished_actor_raises_schedule_mismatch() -> None:
     w.kernel.spawn("a", pointer(w, "a", 2))
     w.kernel.spawn("b", pointer(w, "b", 2))
     with pytest.raises(ScheduleMismatch, match=r"choice point 2: the schedule says 'a'.*\['b'\]"):
-        w.kernel.run()
+        w.run()
 
 
 # --------------------------------------------------------------------------- park, nudge, next_wake
@@ -318,7 +343,7 @@ def test_a_parked_actor_wakes_on_nudge() -> None:
 
     w.kernel.spawn("waiter", waiter())
     w.kernel.spawn("nudger", nudger())
-    w.kernel.run()
+    w.run()
     assert w.log == [(5.0, "nudger", "nudges"), (5.0, "waiter", "woke")]
 
 
@@ -335,9 +360,9 @@ def test_a_parked_actor_stays_parked_without_nudge_or_wake() -> None:
 
     w.kernel.spawn("waiter", waiter())
     w.kernel.spawn("other", pointer(w, "other", 2, every=10.0))
-    w.kernel.run()
+    w.run()
     assert order_of(w) == ["other went #0", "other went #1"]
-    assert not w.kernel.step()
+    assert not w.step()
     assert closed == []
     w.kernel.close()
     assert closed == ["waiter"]
@@ -362,7 +387,7 @@ def test_a_parked_actor_wakes_when_time_reaches_next_wake() -> None:
         w.note("waiter", "woke again")  # never: nothing wakes it now
 
     w.kernel.spawn("waiter", waiter())
-    w.kernel.run()
+    w.run()
     assert w.log == [(7.0, "waiter", "woke")]
     assert w.clock.now() == 7.0
     assert asked, "next_wake is consulted while an actor is parked"
@@ -374,7 +399,7 @@ def test_next_wake_is_not_consulted_while_nobody_is_parked() -> None:
 
     w = world(next_wake=next_wake)
     w.kernel.spawn("a", pointer(w, "a", 3, every=4.0))
-    w.kernel.run()
+    w.run()
     assert w.clock.now() == 8.0
 
 
@@ -388,7 +413,7 @@ def test_a_sleeper_due_before_the_next_wake_goes_first() -> None:
 
     w.kernel.spawn("waiter", waiter())
     w.kernel.spawn("sleeper", pointer(w, "sleeper", 2, every=4.0))
-    w.kernel.run()
+    w.run()
     assert w.log == [
         (0.0, "sleeper", "went #0"),
         (4.0, "sleeper", "went #1"),
@@ -406,7 +431,7 @@ def test_a_next_wake_in_the_past_wakes_parked_actors_now() -> None:
         yield Point("waiter")
 
     w.kernel.spawn("waiter", waiter())
-    w.kernel.run()
+    w.run()
     assert w.log == [(5.0, "waiter", "woke")]
 
 
@@ -427,9 +452,9 @@ def test_nudge_wakes_every_parked_actor_and_ties_are_chosen() -> None:
     for name in ("x", "y", "z"):
         w.kernel.spawn(name, waiter(name))
     w.kernel.spawn("nudger", nudger())
-    w.kernel.run()
+    w.run()
     assert sorted(order_of(w)) == ["x went", "y went", "z went"]
-    assert w.kernel.choices[0].among == ("x", "y", "z")
+    assert w.choices[0].among == ("x", "y", "z")
     assert {t for t, _, _ in w.log} == {3.0}
 
 
@@ -439,12 +464,12 @@ def test_nudge_wakes_every_parked_actor_and_ties_are_chosen() -> None:
 def test_run_until_stops_before_time_passes_until_and_can_go_on() -> None:
     w = world()
     w.kernel.spawn("a", pointer(w, "a", 6, every=10.0))
-    w.kernel.run(until=35.0)
+    w.run(until=35.0)
     assert [t for t, _, _ in w.log] == [0.0, 10.0, 20.0, 30.0]
     assert w.clock.now() <= 35.0
-    w.kernel.run(until=40.0)  # a point exactly at ``until`` is passed
+    w.run(until=40.0)  # a point exactly at ``until`` is passed
     assert [t for t, _, _ in w.log][-1] == 40.0
-    w.kernel.run()
+    w.run()
     assert [t for t, _, _ in w.log] == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0]
 
 
@@ -452,15 +477,15 @@ def test_run_max_points_stops_after_that_many_points_in_all() -> None:
     w = world()
     w.kernel.spawn("a", pointer(w, "a", 10))
     w.kernel.spawn("b", pointer(w, "b", 10))
-    w.kernel.run(max_points=4)
+    w.run(max_points=4)
     assert w.kernel.points == 4
     assert len(w.log) == 4
     # The budget counts the kernel's points from the start, not per call of run.
-    w.kernel.run(max_points=4)
+    w.run(max_points=4)
     assert w.kernel.points == 4
-    w.kernel.run(max_points=7)
+    w.run(max_points=7)
     assert w.kernel.points == 7
-    w.kernel.run()
+    w.run()
     assert w.kernel.points == 20
 
 
@@ -479,50 +504,41 @@ def test_close_closes_every_live_actor() -> None:
     w.kernel.spawn("short", actor("short", 1))
     w.kernel.spawn("long", actor("long", 100))
     w.kernel.spawn("sleepy", actor("sleepy", 5), at=1000.0)  # never started
-    w.kernel.run(max_points=5)
+    w.run(max_points=5)
     w.kernel.close()
     assert closed == ["long"]  # short ended by itself; sleepy never ran, so nothing to close
     w.kernel.close()  # closing twice is harmless
     assert closed == ["long"]
 
 
-# --------------------------------------------------------------------------- faults and observers
+# --------------------------------------------------------------------------- what is sent
 
 
-def test_the_fault_source_is_asked_at_every_point_and_its_answer_sent_back() -> None:
-    asked: list[tuple[int, str, str]] = []
-
-    class EveryThird:
-        def fault_at(self, index: int, actor: str, point: Point) -> Any:
-            asked.append((index, actor, point.label))
-            return f"boom@{index}" if index % 3 == 2 else None
-
-    w = world(faults=EveryThird())
+def test_the_value_sent_at_a_point_reaches_the_actor_that_went() -> None:
+    w = world()
     got: list[tuple[str, Any]] = []
 
     def actor(name: str) -> Actor:
         for number in range(3):
-            fault = yield Point(f"{name}.{number}", info={"n": number})
-            got.append((name, fault))
+            value = yield Point(f"{name}.{number}", info={"n": number}, options=("x", "y"))
+            got.append((name, value))
 
     w.kernel.spawn("a", actor("a"))
     w.kernel.spawn("b", actor("b"))
-    observed: list[tuple[int, str, str, Any]] = []
-    w.kernel.observers.append(
-        lambda index, name, point, fault: observed.append((index, name, point.label, fault))
-    )
-    w.kernel.run()
-    assert [index for index, _, _ in asked] == list(range(6))
-    assert [name for _, name, _ in asked] == w.kernel.schedule
-    assert [fault for _, fault in got] == [None, None, "boom@2", None, None, "boom@5"]
-    assert observed == [
-        (index, name, label, f"boom@{index}" if index % 3 == 2 else None)
-        for index, name, label in asked
-    ]
+    w.sent = lambda index, name, point: (index, point.label, point.options)
+    w.run()
+    assert [value[0] for _, value in got] == list(range(6))
+    assert [name for name, _ in got] == w.schedule
+    assert all(value[2] == ("x", "y") for _, value in got)
 
 
-def test_no_faults_never_injects() -> None:
-    assert NoFaults().fault_at(0, "a", Point("x")) is None
+def test_take_refuses_an_actor_that_waits_at_no_point() -> None:
+    w = world()
+    w.kernel.spawn("a", pointer(w, "a", 1))
+    w.kernel.spawn("late", pointer(w, "late", 1), at=5.0)
+    assert w.kernel.settle()
+    with pytest.raises(KeyError, match=r"'late' waits at no choice point.*\['a'\]"):
+        w.kernel.take("late", None)
 
 
 def test_point_info_is_not_part_of_its_equality() -> None:
@@ -542,7 +558,7 @@ def test_a_yielded_non_request_raises_type_error_naming_the_actor() -> None:
 
     w.kernel.spawn("confused", confused())
     with pytest.raises(TypeError, match=r"actor 'confused' yielded 42; actors yield Wait, Park"):
-        w.kernel.run()
+        w.run()
 
 
 def test_a_non_request_yielded_first_is_refused_too() -> None:
@@ -553,7 +569,7 @@ def test_a_non_request_yielded_first_is_refused_too() -> None:
 
     w.kernel.spawn("w9", confused())
     with pytest.raises(TypeError, match=r"actor 'w9' yielded 'Wait\(3\)'"):
-        w.kernel.step()
+        w.step()
 
 
 # --------------------------------------------------------------------------- regressions
@@ -580,8 +596,8 @@ def test_an_actor_nudged_at_an_instant_competes_at_that_instants_next_point() ->
 
     w.kernel.spawn("sleeper", sleeper())
     w.kernel.spawn("waker", waker())
-    w.kernel.run()
-    assert w.kernel.choices[1].among == ("sleeper", "waker")
+    w.run()
+    assert w.choices[1].among == ("sleeper", "waker")
 
 
 def test_run_until_never_passes_a_point_after_until() -> None:
@@ -596,7 +612,7 @@ def test_run_until_never_passes_a_point_after_until() -> None:
         w.note("actor", "went")
 
     w.kernel.spawn("actor", actor())
-    w.kernel.run(until=50.0)
+    w.run(until=50.0)
     assert w.kernel.points == 0
     assert w.clock.now() <= 50.0
 
@@ -606,6 +622,6 @@ def test_a_closed_kernel_has_nothing_left_to_do() -> None:
     w = world()
     w.kernel.spawn("a", pointer(w, "a", 3))
     w.kernel.spawn("b", pointer(w, "b", 3))
-    w.kernel.run(max_points=1)
+    w.run(max_points=1)
     w.kernel.close()
-    assert not w.kernel.step()
+    assert not w.step()

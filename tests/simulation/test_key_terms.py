@@ -9,7 +9,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.runtime.memory_rows import Row
-from yieldstar_sim.simulation.explorer.terms import Executions, kind, term
+from yieldstar_sim.simulation.terms import Executions, kind, term
 
 
 def _runtime(count: int) -> tuple[ys.MemoryRuntime, list[str]]:
@@ -18,28 +18,25 @@ def _runtime(count: int) -> tuple[ys.MemoryRuntime, list[str]]:
     return runtime, ids
 
 
-def _follower(runtime: ys.MemoryRuntime, values: bool) -> Any:
-    executions = Executions(values=values)
+def _follower(runtime: ys.MemoryRuntime) -> Any:
+    executions = Executions()
     view, writes = runtime.rows_view(), runtime.row_writes()
     return lambda: executions.follow(view, writes)
 
 
-def _whole(runtime: ys.MemoryRuntime, values: bool) -> int:
-    return Executions(values=values).read_whole(runtime)
+def _whole(runtime: ys.MemoryRuntime) -> int:
+    return Executions().read_whole(runtime)
 
 
-@pytest.mark.parametrize("values", [True, False])
-def test_following_the_writes_gives_the_whole_read_s_sum_after_every_kind_of_write(
-    values: bool,
-) -> None:
+def test_following_the_writes_gives_the_whole_read_s_sum_after_every_kind_of_write() -> None:
     runtime, ids = _runtime(6)
-    follow = _follower(runtime, values)
+    follow = _follower(runtime)
     seen = {follow()}
-    assert follow() == _whole(runtime, values)
+    assert follow() == _whole(runtime)
 
     def moved(what: str) -> None:
         total = follow()
-        assert total == _whole(runtime, values), what
+        assert total == _whole(runtime), what
         assert total not in seen, what
         seen.add(total)
 
@@ -63,7 +60,7 @@ def test_following_the_writes_gives_the_whole_read_s_sum_after_every_kind_of_wri
 
 def test_a_write_to_one_row_of_many_reads_that_row_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     runtime, ids = _runtime(40)
-    follow = _follower(runtime, values=True)
+    follow = _follower(runtime)
     follow()
     read: list[str] = []
     head = Row.head
@@ -79,7 +76,7 @@ def test_a_write_to_one_row_of_many_reads_that_row_alone(monkeypatch: pytest.Mon
     follow()
     assert read == [ids[17]]  # two writes to one row since the last key: read once
     read.clear()
-    assert follow() == _whole(runtime, values=True)  # (reads every row, through record_head)
+    assert follow() == _whole(runtime)  # (reads every row, through record_head)
     follow()
     assert read == []  # nothing written since
 
@@ -91,7 +88,7 @@ def test_admission_order_is_part_of_the_sum() -> None:
     for runtime, order in ((first, ("a", "b")), (second, ("b", "a"))):
         for name in order:
             runtime.trigger("order", {}, execution_id=name)
-    assert _whole(first, values=True) != _whole(second, values=True)
+    assert _whole(first) != _whole(second)
 
 
 def test_terms_of_two_kinds_of_part_differ_for_one_text() -> None:

@@ -14,10 +14,8 @@ from yieldstar_sim.simulation.explorer.visited import SharedVisited
 
 
 def _explore(name: str, max_faults: int, **options: Any) -> ys.ExplorationReport:
-    return ys.explore(
-        ys.load_scenario(name), strategy="exhaustive", max_faults=max_faults, confirm=None,
-        **options,
-    )  # fmt: skip
+    options.setdefault("strategy", "exhaustive")
+    return ys.explore(ys.load_scenario(name), max_faults=max_faults, confirm=None, **options)
 
 
 @pytest.mark.parametrize(
@@ -38,7 +36,8 @@ def test_two_processes_reach_the_states_and_violations_one_process_reaches(
     assert sorted(two.state_graph().nodes) == sorted(alone.state_graph().nodes)
     assert {v.invariant for v in two.violations} == {v.invariant for v in alone.violations}
     assert two.verdict == alone.verdict
-    progress = two.search_progress
+    assert two.exhaustive is not None
+    progress = two.exhaustive.progress
     assert progress["processes"] == progress["sharing"] == 2
     assert all(moves > 0 for moves in progress["transitions_per_process"])
 
@@ -72,7 +71,7 @@ def test_the_statement_names_the_processes_that_searched() -> None:
 
 
 def test_the_shortest_first_search_in_processes_keeps_its_shortest_violation() -> None:
-    options: dict[str, Any] = {"order": "shortest", "kinds": ["crash"]}
+    options: dict[str, Any] = {"strategy": ys.Exhaustive(order="shortest"), "kinds": ["crash"]}
     alone = _explore("booking-race", 1, **options)
     two = _explore("booking-race", 1, jobs=2, **options)
     assert [(v.invariant, len(v.faults)) for v in two.violations] == [

@@ -6,7 +6,6 @@ key, label and edges (issue 32, item 5)."""
 from __future__ import annotations
 
 import random
-from collections import Counter
 
 import pytest
 from _keys import search_summary
@@ -37,18 +36,6 @@ def test_a_state_is_cut_only_when_reached_before_with_no_fewer_faults_and_no_les
     assert seen.reached(key, 2, 5)
     assert not seen.reached(key, 2, 9)
     assert len(seen) == 1
-
-
-def test_a_visit_with_a_sleep_set_cuts_only_a_visit_whose_sleep_set_holds_it() -> None:
-    seen = SeenStates()
-    key, one = _key(2), Counter({("w1", frozenset({"x"})): 1})
-    assert not seen.reached(key, 1, None, one)
-    assert not seen.reached(key, 1, None)  # an empty sleep set owes more than ``one``
-    assert seen.reached(key, 1, None, one)
-    assert seen.reached(key, 1, None)
-    other = _key(3)
-    assert not seen.reached(other, 1, None, one)
-    assert seen.reached(other, 1, None, one + Counter({("w2", frozenset({"y"})): 1}))
 
 
 def test_the_table_grows_and_keeps_every_state_its_visits_and_estimates() -> None:
@@ -111,7 +98,7 @@ def test_a_bounded_state_graph_changes_nothing_the_search_finds(
     assert all(e.source in space.nodes and e.target in space.nodes for e in space.edges.values())
     assert bounded.completeness()["states_in_graph"] == 12
     key = list(space.nodes)[-1]
-    assert bounded.plan_to_state(key) == whole.plan_to_state(key)
+    assert bounded.schedule_to_state(key) == whole.schedule_to_state(key)
     # Counts, cuts, the naive estimate, verdicts and violations; not the paths, kept now
     # only for the states the graph keeps.
     assert search_summary(bounded)[:-1] == search_summary(whole)[:-1]

@@ -80,14 +80,15 @@ def test_the_kinds_added_since_are_emitted_by_bundled_scenarios() -> None:
 
 
 def test_every_kind_is_emitted_by_the_package() -> None:
-    """The enum lists only kinds something writes: each is the kind of a ``trace.add``."""
+    """The enum lists only kinds something writes: each is the kind of a ``trace.add`` (or of
+    an actor's ``state.event``, which tells it)."""
     emitted = set()
     for path in PACKAGE.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "add"
+                and node.func.attr in ("add", "event")
                 and len(node.args) >= 2
                 and isinstance(node.args[1], ast.Attribute)
                 and isinstance(node.args[1].value, ast.Name)

@@ -198,6 +198,7 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     # GRID_ROWS, points whose labels differ only in their numbers are one row, with the worst
     # verdict of each fault kind and how many of its points ended so.
     from yieldstar_sim.simulation.explorer import ExplorationReport
+    from yieldstar_sim.simulation.explorer.systematic import SystematicCoverage
     from yieldstar_sim.views import draw_exploration
 
     verdicts = {}
@@ -208,7 +209,9 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
         verdicts[(f"w{n % 3 + 1} put_step order-{n}/charge", "freeze")] = "ok"
         verdicts[(f"w{n % 3 + 1} acknowledge order-{n}", "crash")] = "ok"
     verdicts[("w1 claim", "crash")] = "incomplete"
-    report = ExplorationReport("orders", "systematic", 1, 0, "memory", verdicts=verdicts)
+    report = ExplorationReport(
+        "orders", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=verdicts)
+    )
     rows = report.grid_rows()
     assert [row.label for row in rows] == [
         "100 \u00d7 w# put_step order-#/charge",
@@ -230,7 +233,9 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     }
     labels = [
         row.label
-        for row in ExplorationReport("o", "systematic", 1, 0, "memory", verdicts=few).grid_rows()
+        for row in ExplorationReport(
+            "o", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=few)
+        ).grid_rows()
     ]
     assert labels == ["w2 put_step order-1/charge", "w3 put_step order-2/charge"]
 

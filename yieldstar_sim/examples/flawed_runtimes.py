@@ -62,11 +62,26 @@ class DedupWhileOpenRuntime(_Wrapped):
 
 
 class FreshIdOnRetryRuntime(_Wrapped):
-    """A start client that mints a fresh request ID whenever it sends a request again."""
+    """A start client that mints a fresh request ID whenever it sends a request again.
+
+    It keeps state of its own (the requests it sent), so it saves and restores that beside
+    the reference runtime's records: an adapter that forwarded ``snapshot`` and ``restore``
+    alone would put back a state it never was in, and the explorer stops with
+    ``RestoreMismatch`` rather than count such states."""
 
     def __init__(self, *, clock: Any = None, **options: Any) -> None:
         super().__init__(clock=clock, **options)
         self.sent: dict[tuple[str, str], int] = {}
+
+    def snapshot(self) -> object:
+        """The reference runtime's records and the requests sent."""
+        return self.inner.snapshot(), dict(self.sent)
+
+    def restore(self, snapshot: Any) -> None:
+        """Put back what ``snapshot`` saved."""
+        records, sent = snapshot
+        self.inner.restore(records)
+        self.sent = dict(sent)
 
     def start(self, request: StartRequest) -> StartResult:
         """Start; a request sent before goes out under a new step key (a new request ID)."""

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-from yieldstar_sim.simulation.explorer import ExplorationReport, FoundViolation, explore
+from yieldstar_sim.simulation.execution import Execution, RestoreMismatch, ScheduleMismatch
+from yieldstar_sim.simulation.explorer import (
+    Exhaustive,
+    ExplorationReport,
+    FoundViolation,
+    Pct,
+    Random,
+    StopReason,
+    Systematic,
+    explore,
+)
 from yieldstar_sim.simulation.faults import (
     CHOICE_POINT_OPS,
     FAULT_KINDS,
@@ -14,6 +24,7 @@ from yieldstar_sim.simulation.faults import (
     PointInfo,
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
+from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.run import replay, simulate
 from yieldstar_sim.simulation.scenario import (
@@ -41,6 +52,8 @@ __all__ = [
     "Client",
     "ClientRetry",
     "Deploy",
+    "Execution",
+    "Exhaustive",
     "Expect",
     "ExplorationReport",
     "Fault",
@@ -49,12 +62,19 @@ __all__ = [
     "FaultPlanError",
     "FoundViolation",
     "Invariant",
+    "Move",
+    "Pct",
     "PointInfo",
     "Prune",
+    "Random",
     "ReplayArtifact",
+    "RestoreMismatch",
     "Scenario",
     "ScenarioError",
+    "ScheduleMismatch",
     "SimulationRun",
+    "StopReason",
+    "Systematic",
     "Trace",
     "TraceEvent",
     "Trigger",

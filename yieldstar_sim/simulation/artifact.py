@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.simulation.faults import Fault
+from yieldstar_sim.simulation.faults import Fault, FaultKind
+from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.scenario import ScenarioError
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario, source_digest
 
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.scenario import Scenario
 
 FORMAT = "yieldstar-sim/replay"
-VERSION = 1
+VERSION = 2
+"""Version 2 keeps the schedule as moves, each with its fault (version 1: the actors alone,
+beside faults placed by choice-point index; still read, folded into moves)."""
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 """The largest artifact file read: a real one holds a schedule and a few faults (kilobytes)."""
 
@@ -53,8 +56,8 @@ class Replayable(Protocol):
         ...
 
     @property
-    def schedule(self) -> Sequence[str]:
-        """The actor that went at each choice point."""
+    def schedule(self) -> Sequence[Move]:
+        """The move taken at each choice point."""
         ...
 
     @property
@@ -89,8 +92,10 @@ class ReplayArtifact:
     ref: str | None
     seed: int
     runtime: str
-    schedule: tuple[str, ...]
+    schedule: tuple[Move, ...]
     faults: tuple[Fault, ...]
+    """The faults that struck, placed by choice-point index (each is in its move too): what
+    the artifact shows, not what its replay reads."""
     fingerprint: str
     trace_digest: str
     violations: tuple[dict[str, str], ...] = field(default=())
@@ -140,7 +145,7 @@ class ReplayArtifact:
             "scenario": scenario,
             "seed": self.seed,
             "runtime": self.runtime,
-            "schedule": list(self.schedule),
+            "schedule": [move.to_json() for move in self.schedule],
             "faults": [fault.to_json() for fault in self.faults],
             "fingerprint": self.fingerprint,
             "trace_digest": self.trace_digest,
@@ -196,7 +201,7 @@ class ReplayArtifact:
         artifact's own), or else the current directory."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ArtifactError(f"{where!r} is not a yieldstar-sim replay artifact")
-        if data.get("version") != VERSION:
+        if data.get("version") not in (1, VERSION):
             raise ArtifactError(
                 f"{where!r} is a version {data.get('version')!r} artifact; this yieldstar-sim "
                 f"reads version {VERSION}"
@@ -204,8 +209,12 @@ class ReplayArtifact:
         try:
             scenario = data["scenario"]
             schedule = data["schedule"]
-            if not isinstance(schedule, list) or not all(isinstance(s, str) for s in schedule):
-                raise TypeError("the schedule must be a list of worker names")
+            if not isinstance(schedule, list):
+                raise TypeError("the schedule must be a list of moves")
+            moves = [Move.from_json(move) for move in schedule]
+            faults = tuple(Fault.from_json(fault) for fault in data["faults"])
+            if data.get("version") == 1:
+                moves = _folded(moves, faults)
             seed = data["seed"]
             if isinstance(seed, bool) or not isinstance(seed, int):
                 raise TypeError("the seed must be a whole number")
@@ -222,8 +231,8 @@ class ReplayArtifact:
                 ref=ref,
                 seed=seed,
                 runtime=str(data.get("runtime", "memory")),
-                schedule=tuple(schedule),
-                faults=tuple(Fault.from_json(fault) for fault in data["faults"]),
+                schedule=tuple(moves),
+                faults=faults,
                 fingerprint=str(data["fingerprint"]),
                 trace_digest=str(data.get("trace_digest", "")),
                 violations=tuple(data.get("violations", ())),
@@ -282,3 +291,16 @@ _HOW_TO_PROCEED = (
 def _bundled(ref: str) -> bool:
     """Whether ``ref`` names a bundled scenario (package code), not a file."""
     return ref in bundled_scenarios()
+
+
+def _folded(moves: list[Move], faults: tuple[Fault, ...]) -> list[Move]:
+    """A version-1 schedule (the actors alone) with its faults, each placed by choice-point
+    index, folded into the moves at those points."""
+    for fault in faults:
+        if fault.at is None or not 0 <= fault.at < len(moves):
+            raise ValueError(
+                f"the fault {fault.describe()!r} is not placed at a move of the schedule"
+            )
+        move = moves[fault.at]
+        moves[fault.at] = Move(move.actor, FaultKind(fault.kind), fault.seconds, move.choice)
+    return moves

@@ -117,12 +117,9 @@ def _hand_off(
     request: Detach,
 ) -> bool:
     """The rest of a detached ``delivery`` goes on as a new actor (``detachable``)."""
-    recorder, worker = state.recorder, state.kernel.running
-    log = None if recorder is None or worker is None else recorder.logs.get(worker)
-    told = [] if log is None or state.replaying else log.entries
     state.spawn(
         request.actor,
-        partial(_stalled_again, state, request.actor, remake, list(told)),
+        partial(_stalled_again, state, request.actor, remake, state.told_so_far()),
         actor=_stalled(state, delivery),
     )  # fmt: skip
     return True
@@ -164,8 +161,7 @@ def _stalled_again(
     """A stalled delivery made again: the delivery, fed what its worker was told up to the
     stall, then the rest of it as ``_stalled``."""
     delivery = remake()
-    if state.recorder is not None:
-        state.recorder.replay(name, delivery, told)
+    state.feed(name, delivery, told)
     yield from _stalled(state, delivery)
 
 
@@ -177,7 +173,7 @@ def _stalled(state: RunState, delivery: Generator[Any, Any, None]) -> Generator[
     except WorkerCrashed:
         # A crash fault at one of the attempt's later calls ends this attempt; the worker it
         # stalled away from lives on.
-        state.trace.add(
+        state.event(
             state.clock.now(), TraceKind.CRASH,
             "the stalled attempt dies with its process's crash fault",
         )  # fmt: skip
@@ -212,9 +208,7 @@ def play_body(
                 return Played("stopped", work, worked_until, stop=stop, reason=watch.reason)
             continue
         if callable(op):
-            # An actor made again is told what landed before its point: it is in the state.
-            if not state.replaying:
-                op()
+            state.tell(op)
             worked_until = state.clock.now()
             continue
         assert isinstance(op, float)
@@ -256,7 +250,7 @@ class _LeaseWatch:
         """A watch from what the worker knows now: its lease ends where its last renewal (or
         its claim) said."""
         key = (lease.execution_id, lease.token)
-        believed = state.answer(partial(_lease_end, state, key, lease.expires_at))
+        believed = state.ask(_lease_end, state, key, lease.expires_at)
         return cls(state, name, lease, attempt, believed)
 
     def heartbeat(self, step_key: str) -> Generator[Any, Any, StopData | None]:
@@ -281,8 +275,9 @@ class _LeaseWatch:
             return None
         self.failed = 0
         self.believed_end = renewed.expires_at
-        if not state.replaying:
-            state.lease_ends[(lease.execution_id, lease.token)] = renewed.expires_at
+        state.tell(
+            state.lease_ends.__setitem__, (lease.execution_id, lease.token), renewed.expires_at
+        )
         return None
 
     def expired(self, step_key: str, where: Where) -> bool:
@@ -290,8 +285,8 @@ class _LeaseWatch:
         froze past it), and so stops the attempt."""
         if self.policy is None:
             return False
-        # The worker's clock is shared state (a skew moves it): read as an answer.
-        believed_now = self.state.answer(partial(self.state.clocks.now, self.name))
+        # The worker's clock is shared state (a skew moves it): asked.
+        believed_now = self.state.ask(self.state.clocks.now, self.name)
         if believed_now < self.believed_end:
             return False
         self._stop(step_key, "expired", where)
@@ -314,7 +309,7 @@ class _LeaseWatch:
             "worker": name, "op": Op.RENEW, "execution_id": lease.execution_id,
             "step_key": step_key, "token": lease.token, "point": state.kernel.points - 1,
         }  # fmt: skip
-        state.trace.add(
+        state.event(
             state.clock.now(), TraceKind.STOP,
             f"{name} stops attempt {self.attempt} of step {step_key}: {reason}; the body sees "
             "it at its heartbeat",
@@ -344,17 +339,16 @@ def _elapse(
     attempt before it) or ``timed_out`` (a stall outlasted the timeout), with, then, when the
     attempt that hangs on apart ends."""
     info = new_point_info(name, Op.ELAPSE, lease.execution_id, step_key)
-    fault, where = yield from pass_point(state, info, token=lease.token)
-    kind = FaultKind(fault.kind) if fault is not None else None
-    stall = fault.seconds if fault is not None and kind == FaultKind.STALL else None
+    move, where = yield from pass_point(state, info, token=lease.token)
+    kind = move.fault
+    stall = move.seconds if kind == FaultKind.STALL else None
     if kind is not None:  # most elapses: no fault, nothing to look up
-        assert fault is not None
         before = BEFORE.get(kind)
         if before is not None:  # a crash, a freeze or a skew: as before a runtime call
-            yield from before(state, info, fault, where)
+            yield from before(state, info, move, where)
     if watch is None:
         # A body that never heartbeats: its worker renews for it, by its own clock.
-        state.answer(partial(heartbeat, state, name, lease, seconds, where))
+        state.ask(heartbeat, state, name, lease, seconds, where)
     elif watch.expired(step_key, where):
         return "stopped", None
     if stall is None:
@@ -364,7 +358,7 @@ def _elapse(
     if deadline is not None and deadline < until:
         # The worker waits for the attempt until its timeout, then gives up on it and retries;
         # the attempt itself hangs on and acts later, beside its retry.
-        state.trace.add(
+        state.event(
             state.clock.now(), TraceKind.STALL,
             f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until "
             f"t={until:g}); at its timeout (t={deadline:g}) {name} gives up on it",
@@ -376,7 +370,7 @@ def _elapse(
         state.spawn(actor, partial(_abandoned, state, abandoned, where, rest, stops=stops))
         yield Wait(max(deadline, state.clock.now()))
         return "timed_out", until + _work_before_stop(rest, stops=stops)
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.STALL,
         f"{name}'s attempt {attempt} of step {step_key} hangs for {stall:g}s (until t={until:g}); "
         f"{name} goes on with other work",
@@ -384,7 +378,7 @@ def _elapse(
     )  # fmt: skip
     yield Detach(f"{name}~{lease.execution_id}~{lease.token}")
     yield Wait(until)
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.UNSTALL,
         f"{name}'s attempt {attempt} of step {step_key} resumes, unaware of the {stall:g}s it "
         "lost",
@@ -415,7 +409,7 @@ def _abandoned(
     that heartbeats, under a policy that stops attempts (``stops``), sees at its next
     heartbeat that its worker gave up on it, and stops there."""
     yield Wait(stall.until)
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.UNSTALL,
         f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} resumes after "
         "its worker gave up on it at its timeout; what it does still reaches the world",
@@ -424,7 +418,7 @@ def _abandoned(
     for op in rest:
         if op is HEARTBEAT:
             if stops:
-                state.trace.add(
+                state.event(
                     state.clock.now(), TraceKind.STOP,
                     f"{where['worker']}'s attempt {stall.attempt} of step {where['step_key']} "
                     "sees at its heartbeat that its worker gave up on it, and stops",
@@ -432,8 +426,7 @@ def _abandoned(
                 )  # fmt: skip
                 return
         elif callable(op):
-            if not state.replaying:
-                op()
+            state.tell(op)
         else:
             assert isinstance(op, float)
             yield Wait(state.clock.now() + op)

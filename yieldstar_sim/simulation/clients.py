@@ -18,7 +18,6 @@ the scenario's own actor, without faults, exactly as before (so no existing trac
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import (
@@ -121,19 +120,18 @@ class _Request:
         sim = self.sim
         request_id, fresh = self._request_id(attempt)
         info = PointInfo(self.client, self.action, request_id)
-        fault, where = yield from pass_point(sim, info)
-        kind = FaultKind(fault.kind) if fault is not None else None
+        move, where = yield from pass_point(sim, info)
+        kind = move.fault
         if kind == FaultKind.FREEZE:
-            assert fault is not None
-            assert fault.seconds is not None
-            yield Wait(sim.clock.now() + fault.seconds)  # the client stalls, then sends
+            assert move.seconds is not None
+            yield Wait(sim.clock.now() + move.seconds)  # the client stalls, then sends
         elif kind == FaultKind.CRASH:
             return "crashed"
         workflow_id = self.request.workflow_id if isinstance(self.request, Trigger) else None
         what = f"trigger {workflow_id}" if workflow_id else f"cancel {request_id}"
         if workflow_id and request_id:
             what += f" as {request_id}"
-        sim.trace.add(
+        sim.event(
             sim.clock.now(), TraceKind.CLIENT_ATTEMPT,
             f"sends {what} (attempt {attempt}"
             + (", a fresh request ID" if fresh else "") + ")",
@@ -143,7 +141,7 @@ class _Request:
             **where,
         )  # fmt: skip
         if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
-            sim.trace.add(
+            sim.event(
                 sim.clock.now(), TraceKind.ERROR,
                 f"{self.action} failed: infrastructure error at {info.label}",
                 data=ErrorData(f"infrastructure error at {info.label}"), **where,
@@ -152,9 +150,9 @@ class _Request:
         lost = kind == FaultKind.LOSE_RESPONSE
         try:
             # One answer: the call, what it answered, and what the client wrote of it.
-            seen = sim.answer(partial(self._call, attempt, request_id, where, lost=lost))
+            seen = sim.ask(self._call, attempt, request_id, where, lost=lost)
         except InfrastructureError as failed:
-            sim.trace.add(
+            sim.event(
                 sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}",
                 data=ErrorData(str(failed)), **where,
             )  # fmt: skip
@@ -231,7 +229,7 @@ class _Request:
 
     def _give_up(self, attempts: int, why: str) -> None:
         sim = self.sim
-        sim.trace.add(
+        sim.event(
             sim.clock.now(), TraceKind.CLIENT_GIVE_UP,
             f"gives up its {self.action} of {self.meant}: {why}",
             worker=self.client, op=self.action, execution_id=self.request.execution_id,

@@ -21,7 +21,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping
 
     from yieldstar_sim.core.codec import DurableObject
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -142,6 +142,27 @@ TIMED_KINDS: dict[FaultKind, tuple[float, str]] = {
     FaultKind.STALL: (DEFAULT_STALL, "a stall lasts"),
     FaultKind.SKEW: (DEFAULT_SKEW, "a skew sets a worker's clock back by"),
 }
+
+
+def fault_action(kind: FaultKind, seconds: float | None) -> str:
+    """What a fault of ``kind`` does, as the start of a sentence: ``freeze 40s before``.
+
+    >>> fault_action(FaultKind.CRASH, None), fault_action(FaultKind.STALL, 90.0)
+    ('crash before', 'stall the attempt 90s at')
+    """
+    if kind == FaultKind.FREEZE:
+        return f"freeze {seconds:g}s before"
+    if kind == FaultKind.STALL:
+        return f"stall the attempt {seconds:g}s at"
+    if kind == FaultKind.SKEW:
+        return f"set the worker's clock {seconds:g}s back at"
+    return {
+        FaultKind.CRASH: "crash before",
+        FaultKind.CRASH_AFTER: "crash after",
+        FaultKind.LOSE_RESPONSE: "lose the response of",
+        FaultKind.INFRA_ERROR: "infrastructure error at",
+        FaultKind.CHILD_EXIT: "worker process exit before",
+    }[kind]
 
 
 def explored_seconds(kind: FaultKind, freeze: float) -> float | None:
@@ -283,20 +304,7 @@ class Fault:
 
     def action(self) -> str:
         """What the fault does, as the start of a sentence: ``freeze 40s before``."""
-        kind = FaultKind(self.kind)
-        if kind == FaultKind.FREEZE:
-            return f"freeze {self.seconds:g}s before"
-        if kind == FaultKind.STALL:
-            return f"stall the attempt {self.seconds:g}s at"
-        if kind == FaultKind.SKEW:
-            return f"set the worker's clock {self.seconds:g}s back at"
-        return {
-            FaultKind.CRASH: "crash before",
-            FaultKind.CRASH_AFTER: "crash after",
-            FaultKind.LOSE_RESPONSE: "lose the response of",
-            FaultKind.INFRA_ERROR: "infrastructure error at",
-            FaultKind.CHILD_EXIT: "worker process exit before",
-        }[kind]
+        return fault_action(FaultKind(self.kind), self.seconds)
 
     def to_json(self) -> DurableObject:
         """The fault as plain data, for replay artifacts."""
@@ -331,22 +339,23 @@ class Fault:
         return cls(**data)
 
 
-def _placed(fault: Fault, index: int, label: str) -> Fault:
-    """``fault`` placed by index at choice point ``index`` (labelled ``label``): what
-    ``dataclasses.replace`` gives, without checking again the fields of a checked fault (one
-    placement per fired fault, and the check cost more than a short run's choice point)."""
-    placed = object.__new__(Fault)
+def placed(kind: FaultKind, seconds: float | None, index: int, label: str) -> Fault:
+    """A fault of ``kind`` placed by index at choice point ``index`` (labelled ``label``), as
+    a run records each fault that struck: built without checking its fields again (one per
+    fault struck, and the check cost more than a short run's choice point)."""
+    made = object.__new__(Fault)
     for name, value in (
-        ("kind", fault.kind), ("at", index), ("worker", None), ("op", None),
+        ("kind", kind), ("at", index), ("worker", None), ("op", None),
         ("execution_id", None), ("step_key", None), ("occurrence", 1),
-        ("seconds", fault.seconds), ("label", label),
+        ("seconds", seconds), ("label", label),
     ):  # fmt: skip
-        object.__setattr__(placed, name, value)
-    return placed
+        object.__setattr__(made, name, value)
+    return made
 
 
 class FaultPlan:
-    """Faults to inject, each at most once; the kernel asks it at every choice point."""
+    """Faults a scenario places by description (or by index), each at most once: a plain
+    run asks it at every choice point which fault strikes there."""
 
     def __init__(self, faults: list[Fault] | tuple[Fault, ...] = ()) -> None:
         self.faults = tuple(faults)
@@ -355,11 +364,9 @@ class FaultPlan:
                 raise TypeError(f"a fault plan holds ys.Fault objects, not {fault!r}")
         self._seen = [0] * len(self.faults)
         self._fired = [False] * len(self.faults)
-        self.applied: list[tuple[int, Fault]] = []
-        """(choice point, fault) for every fault that fired, placed by index and labelled."""
 
-    def fault_at(self, index: int, actor: str, point: Any) -> Fault | None:
-        """The first unfired fault whose placement matches this point."""
+    def fault_at(self, index: int, point: Any) -> Fault | None:
+        """The first unfired fault whose placement matches this point, now fired."""
         info: PointInfo = point.info
         for number, fault in enumerate(self.faults):
             if self._fired[number] or not fault.matches(index, info):
@@ -368,35 +375,16 @@ class FaultPlan:
             if fault.at is None and self._seen[number] < fault.occurrence:
                 continue
             self._fired[number] = True
-            self.applied.append((index, _placed(fault, index, info.label)))
             return fault
         return None
 
-    def inject(self, index: int, fault: Fault, label: str) -> Fault:
-        """Apply ``fault`` at choice point ``index`` (labelled ``label``), whatever the plan
-        holds: a search that decides its faults as it goes (the exhaustive search, restoring
-        states) records it as fired here, as ``fault_at`` records its own."""
-        self.applied.append((index, _placed(fault, index, label)))
-        return fault
+    def snapshot(self) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+        """How far the plan got (each fault's passes and firing), for ``restore``."""
+        return tuple(self._seen), tuple(self._fired)
 
-    def extended(self, faults: Sequence[Fault]) -> FaultPlan:
-        """This plan with ``faults`` added after its own, as if they had been in it from the
-        start: right for faults placed at choice points not passed yet (a forked run's)."""
-        plan = FaultPlan((*self.faults, *faults))
-        plan._seen[: len(self.faults)] = self._seen
-        plan._fired[: len(self.faults)] = self._fired
-        plan.applied = list(self.applied)
-        return plan
-
-    def snapshot(self) -> tuple[int, tuple[int, ...], tuple[bool, ...]]:
-        """How far the plan got (faults applied, each fault's passes and firing), for
-        ``restore``: a run restored to a saved state."""
-        return len(self.applied), tuple(self._seen), tuple(self._fired)
-
-    def restore(self, snapshot: tuple[int, tuple[int, ...], tuple[bool, ...]]) -> None:
+    def restore(self, snapshot: tuple[tuple[int, ...], tuple[bool, ...]]) -> None:
         """Put back how far the plan got when ``snapshot`` was taken."""
-        applied, seen, fired = snapshot
-        del self.applied[applied:]
+        seen, fired = snapshot
         self._seen, self._fired = list(seen), list(fired)
 
     @property

@@ -1,7 +1,8 @@
 """Choice points and the faults that strike at them: one table from fault kind to what it does.
 
-Every runtime call an actor makes passes a choice point first (``pass_point``): the kernel picks
-who goes, and the fault plan may hand back a fault. ``call`` applies it around the runtime call:
+Every runtime call an actor makes passes a choice point first (``pass_point``), where the actor
+is sent the move taken there: it goes, struck by a fault or not. ``call`` applies the fault
+around the runtime call:
 ``BEFORE`` says what each kind does before the call (a crash, a freeze, an infrastructure
 error, a child process's exit, a skewed clock), ``AFTER`` what the two kinds that let the call
 commit do once it has (the worker dies, or the response is lost). A step body's elapse uses the
@@ -21,7 +22,7 @@ from yieldstar_sim.core.model import (
     LeaseLostError,
 )
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.faults import Fault, FaultKind, PointInfo
+from yieldstar_sim.simulation.faults import FaultKind, PointInfo, fault_action
 from yieldstar_sim.simulation.kernel import Point, Wait
 from yieldstar_sim.simulation.narration import call_text, result_data
 from yieldstar_sim.simulation.trace_payloads import (
@@ -35,6 +36,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 )
 
 if TYPE_CHECKING:
+    from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.state import RunState
 
 #: Each choice point is asked for with a Point (``core.frozen``).
@@ -54,29 +56,34 @@ class ResponseLost(InfrastructureError):
 
 
 def pass_point(
-    state: RunState, info: PointInfo, *, token: int | None = None, label: str | None = None
-) -> Generator[Point, Any, tuple[Fault | None, Where]]:
+    state: RunState,
+    info: PointInfo,
+    *,
+    token: int | None = None,
+    label: str | None = None,
+    options: tuple[str, ...] = (),
+) -> Generator[Point, Any, tuple[Move, Where]]:
     """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
-    and trace the fault the plan injects there, if any; return the fault and where it
-    struck. ``label`` names the point where its info's label does not tell it from another
-    (a draw's options)."""
-    fault: Fault | None = yield _new_point(info.label if label is None else label, info)
+    and trace the fault its move brings, if any; return the move and where it struck.
+    ``label`` names the point where its info's label does not tell it from another;
+    ``options`` are the values the point chooses among (a draw's, a completion's)."""
+    move: Move = yield _new_point(info.label if label is None else label, info, options)
     where: Where = {
         "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
         "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
     }  # fmt: skip
-    if fault is not None:
-        state.trace.add(
-            state.clock.now(), TraceKind.FAULT, f"{fault.action()} {info.label}",
-            data=FaultData(str(FaultKind(fault.kind)), fault.seconds), **where,
+    kind = move.fault
+    if kind is not None:
+        state.event(
+            state.clock.now(), TraceKind.FAULT, f"{fault_action(kind, move.seconds)} {info.label}",
+            data=FaultData(str(kind), move.seconds), **where,
         )  # fmt: skip
-    return fault, where
+    return move, where
 
 
 def skew(state: RunState, name: str, seconds: float, where: Where) -> None:
-    """Set ``name``'s clock ``seconds`` back, from now on, and say so in the trace."""
-    if state.replaying:
-        return  # set then: the restored state holds it
+    """Set ``name``'s clock ``seconds`` back, from now on, and say so in the trace (a write:
+    actors ``tell`` it)."""
     clocks = state.clocks
     clocks.behind[name] = clocks.behind.get(name, 0.0) + seconds
     believed = clocks.now(name)
@@ -91,30 +98,31 @@ def skew(state: RunState, name: str, seconds: float, where: Where) -> None:
 # ---------------------------------------------------------------- what each kind does, before
 
 
-Before = Callable[["RunState", PointInfo, Fault, Where], Generator[Any, Any, None]]
+Before = Callable[["RunState", PointInfo, "Move", Where], Generator[Any, Any, None]]
 
 
-def _crash(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+def _crash(state: RunState, info: PointInfo, move: Move, where: Where) -> Generator[Any]:
     raise WorkerCrashed
     yield  # a generator, like every handler
 
 
-def _freeze(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
-    assert fault.seconds is not None
+def _freeze(state: RunState, info: PointInfo, move: Move, where: Where) -> Generator[Any]:
+    seconds = move.seconds
+    assert seconds is not None
     now = state.clock.now
-    state.trace.add(
-        now(), TraceKind.FREEZE, f"{info.worker} freezes for {fault.seconds:g}s",
-        data=FreezeData(fault.seconds), **where,
+    state.event(
+        now(), TraceKind.FREEZE, f"{info.worker} freezes for {seconds:g}s",
+        data=FreezeData(seconds), **where,
     )  # fmt: skip
-    yield Wait(now() + fault.seconds)
-    state.trace.add(now(), TraceKind.RESUME, f"{info.worker} wakes up and goes on", **where)
+    yield Wait(now() + seconds)
+    state.event(now(), TraceKind.RESUME, f"{info.worker} wakes up and goes on", **where)
 
 
-def _infra_error(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+def _infra_error(state: RunState, info: PointInfo, move: Move, where: Where) -> Generator[Any]:
     # No local names the error: its traceback holds this frame, and a frame that held it
     # would be a reference cycle keeping the finished run alive until the cyclic collector.
     message = f"infrastructure error at {info.label}"
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.ERROR, f"{info.op} failed: {message}",
         data=ErrorData(message), **where,
     )  # fmt: skip
@@ -122,9 +130,9 @@ def _infra_error(state: RunState, info: PointInfo, fault: Fault, where: Where) -
     yield
 
 
-def _child_exit(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
+def _child_exit(state: RunState, info: PointInfo, move: Move, where: Where) -> Generator[Any]:
     message = f"the worker process of {info.worker} exited"  # no local error, as above
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.ERROR, f"{info.op} not made: {message}",
         data=ErrorData(message, made=False), **where,
     )  # fmt: skip
@@ -132,9 +140,9 @@ def _child_exit(state: RunState, info: PointInfo, fault: Fault, where: Where) ->
     yield
 
 
-def _skew(state: RunState, info: PointInfo, fault: Fault, where: Where) -> Generator[Any]:
-    assert fault.seconds is not None
-    skew(state, info.worker, fault.seconds, where)
+def _skew(state: RunState, info: PointInfo, move: Move, where: Where) -> Generator[Any]:
+    assert move.seconds is not None
+    state.tell(skew, state, info.worker, move.seconds, where)
     return
     yield
 
@@ -158,7 +166,7 @@ def _crash_after(state: RunState, info: PointInfo, where: Where) -> NoReturn:
 
 
 def _lose_response(state: RunState, info: PointInfo, where: Where) -> NoReturn:
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.ERROR, f"the response of {info.op} is lost",
         data=ErrorData(None), **where,
     )  # fmt: skip
@@ -183,18 +191,17 @@ def call(
 ) -> Generator[Any, Any, Any]:
     """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
     call event's payload from the result (by default, from the result alone)."""
-    fault, where = yield from pass_point(state, info, token=token)
-    kind = None if fault is None else FaultKind(fault.kind)
+    move, where = yield from pass_point(state, info, token=token)
+    kind = move.fault
     if kind is not None:  # most points have no fault: nothing to look up
-        assert fault is not None
         before = BEFORE.get(kind)
         if before is not None:
-            yield from before(state, info, fault, where)
+            yield from before(state, info, move, where)
     try:
-        result = state.answer(perform)
+        result = state.ask(perform)
     except InfrastructureError as failed:
         refused = isinstance(failed, LeaseLostError)
-        state.trace.add(
+        state.event(
             state.clock.now(), TraceKind.REFUSED if refused else TraceKind.ERROR,
             f"{info.op} {'refused' if refused else 'failed'}: {failed}",
             data=ReasonData(str(failed)) if refused else ErrorData(str(failed)), **where,
@@ -204,13 +211,25 @@ def call(
         raise
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
-    if not state.trace.muted:  # an actor made again: its text and payload would be dropped
-        state.trace.add(
-            state.clock.now(), TraceKind.CALL, call_text(info, result, done),
-            data=(data or result_data)(result), **where,
-        )  # fmt: skip
+    # Told, with its text and payload made inside: an actor made again builds neither.
+    state.tell(_trace_call, state, info, result, done, data=data, where=where)
     if kind is not None:
         after = AFTER.get(kind)
         if after is not None:
             after(state, info, where)
     return result
+
+
+def _trace_call(
+    state: RunState,
+    info: PointInfo,
+    result: Any,
+    done: str | None,
+    *,
+    data: Callable[[Any], Payload] | None,
+    where: Where,
+) -> None:
+    state.trace.add(
+        state.clock.now(), TraceKind.CALL, call_text(info, result, done),
+        data=(data or result_data)(result), **where,
+    )  # fmt: skip

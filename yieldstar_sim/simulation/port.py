@@ -5,7 +5,6 @@ traced with the execution, step, worker and fencing token that did it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import WorkflowDefinitionError
@@ -67,12 +66,12 @@ class SimPort:
         data: DurableObject,
         idempotency_key: str | None = None,
     ) -> None:
-        if self.state.replaying:
-            return  # workflow code made again: what it did is in the restored state
         if self.ops is not None:
             self.ops.append(lambda: self._land(context, name, data, idempotency_key, 0.0))
         else:
-            self._land(context, name, data, idempotency_key, self.elapsed)
+            # Workflow code's (outside any step): told, so that its code made again on a
+            # restore writes nothing twice.
+            self.state.tell(self._land, context, name, data, idempotency_key, self.elapsed)
 
     def _land(
         self,
@@ -106,12 +105,11 @@ class SimPort:
             step_key=context.step_key, token=token, data=details,
         )  # fmt: skip
 
-    # Reads answer through ``RunState.answer`` (a body's are inside its own answer; workflow
-    # code's are told again when its worker is made again) and writes are skipped while an
-    # actor is made again.
+    # Reads are asked through ``RunState.ask`` (a body's are inside its own answer; workflow
+    # code's are told again when its worker is made again) and writes are told.
 
     def trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
-        return self.state.answer(partial(self._trigger, context, workflow_id, params))
+        return self.state.ask(self._trigger, context, workflow_id, params)
 
     def _trigger(self, context: BodyContext, workflow_id: str, params: object) -> str:
         execution_id = self.state.runtime.trigger(workflow_id, params)
@@ -149,12 +147,12 @@ class SimPort:
         raise Undecided(options)
 
     def read(self, context: BodyContext, what: str) -> float:
-        return self.state.answer(partial(self._read, context, what))
+        return self.state.ask(self._read, context, what)
 
     def _read(self, context: BodyContext, what: str) -> float:
         sim = self.state
         clock = sim.clocks.now(context.worker)  # a skewed worker reads its own clock
-        value = sim.world_random.random() if what == "random" else clock + self.elapsed
+        value = sim.world_random() if what == "random" else clock + self.elapsed
         if self.ops is not None:
             self.ops.append(lambda: self._traced_read(context, what, value))
         else:
@@ -177,7 +175,7 @@ class SimPort:
         )  # fmt: skip
 
     def get(self, context: BodyContext, key: str, default: object) -> Any:
-        return self.state.answer(partial(self._get, context, key, default))
+        return self.state.ask(self._get, context, key, default)
 
     def _get(self, context: BodyContext, key: str, default: object) -> Any:
         sim = self.state
@@ -195,9 +193,10 @@ class SimPort:
         return value
 
     def put(self, context: BodyContext, key: str, value: object) -> None:
+        self.state.tell(self._put, context, key, value)
+
+    def _put(self, context: BodyContext, key: str, value: object) -> None:
         sim = self.state
-        if sim.replaying:
-            return
         previous = sim.store.read(key)
         sim.store.write(key, value)
         sim.trace.add(

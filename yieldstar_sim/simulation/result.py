@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Violation
-    from yieldstar_sim.simulation.kernel import Choice
+    from yieldstar_sim.simulation.moves import Choice, Move
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.trace import Admission, Trace
 
@@ -53,7 +53,8 @@ class SimulationRun:
     runtime: Runtime
     trace: Trace
     effects: list[Effect]
-    schedule: list[str]
+    schedule: tuple[Move, ...]
+    """The move taken at each choice point."""
     choices: list[Choice]
     faults: list[Fault]
     executions: list[ExecutionRecord]

@@ -15,34 +15,23 @@ from yieldstar_sim.core.model import ExecutionNotFoundError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, UNGUARDED, Deadline, RunTimedOut
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.determinism import first_difference, not_deterministic
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import trace_points
-from yieldstar_sim.simulation.invariants import (
-    BUILT_IN,
-    AtMostOnce,
-    AttemptsNeverOverlap,
-    CancelledLiveExecutionsEndCancelled,
-    ExecutionsEndAsExpected,
-    Invariant,
-    Violation,
-    as_invariant,
-)
-from yieldstar_sim.simulation.result import SimulationRun
+from yieldstar_sim.simulation.finish import finish, invariants_of
 from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import runtime_for
-from yieldstar_sim.simulation.simulator import Simulator
-from yieldstar_sim.simulation.trace import Admission
 from yieldstar_sim.simulation.trace_payloads import ClientAnswerData
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from yieldstar_sim.core.authoring import Workflow
-    from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
+    from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -53,12 +42,21 @@ def simulate(
     runtime: RuntimeChoice | None = None,
     db: str | Path | None = None,
     faults: Sequence[Fault] = (),
-    schedule: Sequence[str] = (),
+    schedule: Sequence[Move] = (),
     scenario_faults: bool = True,
     timeout: float | None = DEFAULT_TIMEOUT,
     check_faults: bool = True,
+    strict_schedule: bool = True,
+    scheduler: Callable[[Execution], Move] | None = None,
 ) -> SimulationRun:
     """Run ``scenario`` once: deterministic for a given seed, schedule and faults.
+
+    ``schedule`` is the moves to take at the first choice points (a replay artifact's); a move
+    that does not fit its point raises ``ScheduleMismatch`` (with ``strict_schedule=False``,
+    the run goes on from there as if the schedule had ended). Past the schedule, and wherever
+    a move names no fault but the plan places one, the seed's choices and the fault plan decide
+    (``Execution.default_move``), or ``scheduler``, called at each choice point for the move
+    to take (a search's: PCT's priorities).
 
     ``runtime`` is ``"duckdb"`` (in memory, or the file ``db``), ``"memory"``, or your own: a
     factory the simulator calls with its virtual clock as ``clock=``, or its
@@ -74,22 +72,27 @@ def simulate(
     is a warning (``run.warnings``). ``timeout`` bounds the run's wall-clock seconds (None: no
     bound); a run it cuts is ``incomplete``.
     """
-    simulator = Simulator(
+    execution = Execution(
         scenario,
         seed=seed,
         runtime=runtime_for(scenario, runtime, "duckdb"),
         db=db,
-        schedule=schedule,
         faults=faults,
         scenario_faults=scenario_faults,
         timeout=timeout,
     )
-    simulator.run()
-    run = finish(simulator)
-    if check_faults and simulator.plan.unfired and run.incomplete is None:
+    try:
+        follow(execution, schedule, strict=strict_schedule)
+        drive(execution, scheduler or Execution.default_move)
+        execution.close_actors()
+    except BaseException:
+        execution.close()
+        raise
+    run = finish(execution)
+    if check_faults and execution.plan.unfired and run.incomplete is None:
         run.runtime.close()
-        raise FaultPlanError(unfired_faults(simulator))
-    unknown = unknown_cancel_targets(simulator) if check_faults else None
+        raise FaultPlanError(unfired_faults(execution))
+    unknown = unknown_cancel_targets(execution) if check_faults else None
     if unknown is not None:
         run.runtime.close()
         raise ScenarioError(unknown)
@@ -101,14 +104,42 @@ def simulate(
     return run
 
 
-def unknown_cancel_targets(simulator: Simulator) -> str | None:
+def drive(execution: Execution, scheduler: Callable[[Execution], Move]) -> None:
+    """Take the move ``scheduler`` chooses at each choice point, to the run's end: the one loop
+    every run of a scenario goes through."""
+    while not execution.done():
+        execution.take(scheduler(execution))
+
+
+def follow(execution: Execution, schedule: Sequence[Move], *, strict: bool = True) -> int | None:
+    """Take ``schedule``'s moves, in order, each struck by the fault the plan places at its
+    point when it names none. A move that does not fit its point raises ``ScheduleMismatch``
+    (``strict``), or ends the following there: returns the index of the first move not
+    taken (None when every move was), the run left at that point.
+
+    The seed's random numbers are drawn at each point followed as a plain run draws them, so
+    that a run that leaves its schedule (it ended, or no longer fits) goes on as the seed's
+    run would from there."""
+    for index, move in enumerate(schedule):
+        if execution.done():
+            return index
+        if not execution.fits(move):
+            if strict:
+                execution.take(move)  # raises, naming what does not fit
+            return index
+        execution.seeded_move()
+        execution.take(execution.planned(move))
+    return None
+
+
+def unknown_cancel_targets(execution: Execution) -> str | None:
     """A client's cancel that the runtime refused because its execution never existed in the
     run: a misspelled ID, which would otherwise pass as an ordinary refused answer (and a
     green verdict). None when every cancel named an execution the run had."""
-    clients = set(simulator.scenario.client_names)
+    clients = set(execution.scenario.client_names)
     missing: dict[str, str] = {}
     had: set[str] = set()
-    for event in simulator.trace:
+    for event in execution.trace:
         data = event.data
         if event.worker in clients and event.op == Op.CANCEL:
             if (
@@ -127,7 +158,7 @@ def unknown_cancel_targets(simulator: Simulator) -> str | None:
         return None
     known = ", ".join(sorted(had)) or "none"
     return (
-        f"scenario {simulator.scenario.name!r}: "
+        f"scenario {execution.scenario.name!r}: "
         + "; ".join(
             f"client {client}'s cancel names execution {execution_id!r}, which the run never had"
             for execution_id, client in never.items()
@@ -136,10 +167,10 @@ def unknown_cancel_targets(simulator: Simulator) -> str | None:
     )
 
 
-def unfired_faults(simulator: Simulator) -> str:
+def unfired_faults(execution: Execution) -> str:
     """Why the plan's unfired faults matched nothing: the fault and what it could have named."""
     seen: dict[str, dict[str, set[str]]] = {}
-    for event in simulator.trace:
+    for event in execution.trace:
         if event.point is None or event.op is None:
             continue
         where = seen.setdefault(event.op, {"workers": set(), "steps": set(), "executions": set()})
@@ -151,9 +182,9 @@ def unfired_faults(simulator: Simulator) -> str:
             if value is not None:
                 where[part].add(value)
     # The points as the plan saw them (a claim's point did not know its execution yet).
-    points = {index: info for index, (info, _) in trace_points(simulator.trace).items()}
+    points = {index: info for index, (info, _) in trace_points(execution.trace).items()}
     lines = []
-    for fault in simulator.plan.unfired:
+    for fault in execution.plan.unfired:
         matched = sum(1 for index, info in points.items() if fault.matches(index, info))
         if matched >= fault.occurrence:
             lines.append(
@@ -187,40 +218,13 @@ def unfired_faults(simulator: Simulator) -> str:
             sentence += f"; no {fault.op} happens in it"
         lines.append(sentence)
     ops = ", ".join(sorted(seen)) or "none"
-    clients = simulator.scenario.client_names
+    clients = execution.scenario.client_names
     return (
         f"{'; '.join(lines)} (the ops the run makes: {ops}; the workers: "
-        f"{', '.join(simulator.scenario.worker_names)}"
+        f"{', '.join(execution.scenario.worker_names)}"
         + (f"; the clients: {', '.join(clients)}" if clients else "")
         + ")"
     )
-
-
-#: The invariants whose code is the toolkit's own: it ends, so the wall-clock limit does not
-#: guard it (a guard cost about a microsecond and the text naming it, 14 times every run).
-_OURS: frozenset[type] = frozenset(
-    {*map(type, BUILT_IN), ExecutionsEndAsExpected, CancelledLiveExecutionsEndCancelled,
-     AttemptsNeverOverlap, AtMostOnce}
-)  # fmt: skip
-
-
-def invariants_of(scenario: Scenario) -> tuple[Invariant, ...]:
-    """Every invariant a run of ``scenario`` is checked against: the built-in ones, those its
-    ``expected`` and ``overlap_safe`` make, and its own."""
-    return (
-        *BUILT_IN,
-        ExecutionsEndAsExpected(
-            scenario.expected,
-            registered={w.name for w in (*scenario.workflows, *_deployed(scenario))},
-        ),
-        CancelledLiveExecutionsEndCancelled(scenario.expected),
-        AttemptsNeverOverlap(scenario.overlap_safe),
-        *map(as_invariant, scenario.invariants),
-    )
-
-
-def _deployed(scenario: Scenario) -> list[Workflow]:
-    return [workflow for deploy in scenario.deploys for workflow in deploy.workflows]
 
 
 def misnamed(run: SimulationRun) -> str | None:
@@ -234,109 +238,6 @@ def misnamed(run: SimulationRun) -> str | None:
         if found:
             mistakes.append(found)
     return "; ".join(mistakes) or None
-
-
-def finish(simulator: Simulator) -> SimulationRun:
-    """Collect a finished simulator's records and check every invariant."""
-    runtime = simulator.runtime
-    executions = runtime.executions()
-    incomplete = simulator.incomplete_reason()
-    if incomplete is not None:
-        live = [record for record in executions if not record.terminal]
-        if live:
-            incomplete += (
-                "; still live: "
-                + ", ".join(f"{r.execution_id} ({r.workflow_id}, {r.status})" for r in live[:5])
-                + (f" and {len(live) - 5} more" if len(live) > 5 else "")
-            )
-    run = SimulationRun(
-        scenario=simulator.scenario,
-        seed=simulator.seed,
-        runtime_kind=simulator.runtime_kind,
-        runtime_choice=simulator.runtime_choice,
-        runtime=runtime,
-        trace=simulator.trace,
-        effects=list(simulator.ledger.effects),
-        schedule=simulator.kernel.schedule,
-        choices=list(simulator.kernel.choices),
-        faults=[fault for _, fault in simulator.plan.applied],
-        executions=executions,
-        start_requests=runtime.start_requests(),
-        steps={record.execution_id: runtime.steps(record.execution_id) for record in executions},
-        points=simulator.kernel.points,
-        ended_at=simulator.clock.now(),
-        incomplete=incomplete,
-        admissions=_all_admissions(simulator, executions),
-        world=simulator.store.values(),
-    )
-    invariants = invariants_of(simulator.scenario)
-    # The user's invariants' own wall-clock limit: armed only when there is one to guard.
-    theirs = any(type(invariant) not in _OURS for invariant in invariants)
-    deadline = Deadline(simulator.deadline.seconds if theirs else None)
-    guarded = deadline.seconds is not None  # else no guard, and no text naming what it guards
-    written = bool(run.world)
-    with deadline:
-        for invariant in invariants:
-            if incomplete is not None and getattr(invariant, "final_only", True):
-                continue  # about how a run ends: a cut run has not ended
-            if written:
-                # Each invariant reads the world as the run left it: one that popped a key
-                # (or appended to a list) hid it from the next, which could then hold.
-                run.world = simulator.store.values()
-            try:
-                with (
-                    deadline.user_code(f"the invariant {invariant.name}")
-                    if guarded and type(invariant) not in _OURS
-                    else UNGUARDED
-                ):
-                    run.violations.extend(invariant.check(run))
-                    unwatched = getattr(invariant, "unwatched", None)
-                    warning = unwatched(run) if callable(unwatched) else None
-            except RunTimedOut:
-                run.incomplete = (
-                    run.incomplete
-                    or simulator.incomplete_reason()
-                    or (
-                        f"timed out after {deadline.seconds:g}s of wall-clock time in the "
-                        f"invariant {invariant.name}"
-                    )
-                )
-                break
-            except Exception as error:  # a broken user invariant is reported, not fatal
-                warning = None
-                run.violations.append(
-                    Violation(
-                        invariant.name,
-                        f"the invariant itself raised {type(error).__name__}: {error}",
-                    )
-                )
-            except SystemExit as exit:
-                warning = None
-                run.violations.append(
-                    Violation(invariant.name, f"the invariant itself called sys.exit({exit.code})")
-                )
-            if warning:
-                run.warnings.append(warning)
-    if written:
-        run.world = simulator.store.values()
-    return run
-
-
-def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> list[Admission]:
-    """The admissions the simulator saw, and any the final records hold that it did not."""
-    admissions = list(simulator.admissions)
-    seen = {(a.execution_id, a.seq) for a in admissions}
-    for record in executions:
-        if (record.execution_id, record.seq) not in seen:
-            parent = record.parent
-            admissions.append(
-                Admission(
-                    record.execution_id, record.seq, record.workflow_id, str(record.origin),
-                    None if parent is None else (parent.execution_id, parent.step_key),
-                    record.created_at,
-                )
-            )  # fmt: skip
-    return admissions
 
 
 def replay(
@@ -385,7 +286,6 @@ def replay(
             schedule=loaded.schedule,
             check_faults=False,  # a fault that no longer fires shows as a different trace
             timeout=timeout,
-            faults=loaded.faults,
             scenario_faults=False,
             db=db,
         )

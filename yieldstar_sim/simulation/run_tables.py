@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
-    from yieldstar_sim.simulation.kernel import Choice
+    from yieldstar_sim.simulation.moves import Choice
     from yieldstar_sim.simulation.trace import Trace
 
 _TRACE_SCHEMA = """

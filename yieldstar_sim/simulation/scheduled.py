@@ -6,7 +6,6 @@ choice points and faults; these are made without either, exactly as a scenario w
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
@@ -45,21 +44,21 @@ def scheduled_actor(state: RunState) -> Actor:
     for at, _, item in sorted(timeline, key=lambda entry: entry[:2]):
         if at > state.clock.now():
             yield Wait(at)
-        # Each call, with what it writes of it, is one answer (``RunState.answer``).
+        # Each call, with what it writes of it, is one answer (``RunState.ask``).
         if isinstance(item, Cancel):
-            state.answer(partial(_cancel, state, item, at))
+            state.ask(_cancel, state, item, at)
         elif isinstance(item, Prune):
-            state.answer(partial(_prune, state, item.execution_id))
+            state.ask(_prune, state, item.execution_id)
         elif isinstance(item, Trigger):
-            if not state.answer(partial(_trigger, state, item)):
+            if not state.ask(_trigger, state, item):
                 continue  # refused: nothing new for the workers
         else:
             names = tuple(w.name for w in item.workflows)
-            state.trace.add(
+            state.event(
                 state.clock.now(), TraceKind.DEPLOY, f"deploy new code for {', '.join(names)}",
                 data=DeployData(names),
             )  # fmt: skip
-        state.kernel.nudge()
+        state.nudge()
 
 
 def _cancel(state: RunState, item: Cancel, at: float) -> None:

@@ -1,12 +1,20 @@
 """A simulation run's state as plain data: the ``RunState`` every actor takes.
 
 The actors (workers, step attempts, clients, the scenario's own actor, the body world's port)
-are functions and small classes over a ``RunState`` and never see the ``Simulator``, which only
-builds a state, spawns the actors and runs the kernel. Everything a run changes lives here:
-the virtual clock and the kernel's queue, the runtime, the world's store and effect ledger, the
-trace, each worker's clock and each lease's end, the admissions seen. What is not data (the
-actors' generators, held by the kernel) is a function of the recorded steps: the driver rebuilds
-a workflow's position from its step log, as it does after every crash.
+are functions and small classes over a ``RunState``; ``execution.Execution`` builds one, spawns
+the actors and takes their moves. Everything a run changes lives here: the virtual clock and the
+kernel's queue, the runtime, the world's store and effect ledger, the trace, each worker's clock
+and each lease's end, the admissions seen.
+
+An actor touches what the run shares through two doors only: ``ask`` for anything whose answer
+it goes on with (a runtime call, a read of the store or of a worker's clock), ``tell`` for
+anything it only writes (a trace event, a nudge, an admission noted). That is what lets a run be
+saved and restored (``saving.py``): an actor's generator is a function of what it was resumed
+with and what it asked, and an actor made again from that log is handed its answers back while
+everything it tells is dropped, the restored state holding it already.
+
+Everything of the state that is data is saved and put back here, in ``save_data`` and
+``restore_data``: a field added to the run's state is added to them, and nowhere else.
 
 >>> clocks = WorkerClocks(lambda: 100.0)
 >>> clocks.behind["w1"] = 60.0
@@ -18,7 +26,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from yieldstar_sim.simulation.trace import Admission
 
@@ -30,9 +38,8 @@ if TYPE_CHECKING:
     from yieldstar_sim.engine.world import Ledger, WorldStore
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.deadline import Deadline
-    from yieldstar_sim.simulation.faults import FaultPlan
     from yieldstar_sim.simulation.kernel import Actor, Kernel
-    from yieldstar_sim.simulation.recorder import Recorder
+    from yieldstar_sim.simulation.saving import Journal
     from yieldstar_sim.simulation.scenario import Scenario
     from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
@@ -52,6 +59,22 @@ class WorkerClocks:
         return self.true_now() - self.behind.get(worker, 0.0)
 
 
+@dataclass(frozen=True, slots=True)
+class RunData:
+    """The data of a run's state at one choice point (``RunState.save_data``): what only grows
+    kept by its length, the rest copied."""
+
+    trace: int
+    effects: int
+    store: dict[str, str]
+    behind: dict[str, float]
+    lease_ends: dict[tuple[str, int], float]
+    admissions: int
+    admitted: frozenset[tuple[str, int]]
+    world_random: Any
+    world_draws: int
+
+
 @dataclass(eq=False)
 class RunState:
     """Everything one run of a scenario changes, and what it was made from."""
@@ -61,8 +84,7 @@ class RunState:
     clock: ManualClock
     runtime: Runtime
     kernel: Kernel
-    """The kernel: its queue of waiting actors, its choices and its faults' plan."""
-    plan: FaultPlan
+    """The kernel: its queue of waiting actors."""
     trace: Trace
     ledger: Ledger
     store: WorldStore
@@ -79,40 +101,55 @@ class RunState:
     """Every admission seen, once per incarnation, from the runtime's records."""
     admitted: set[tuple[str, int]] = field(default_factory=set)
     """The (execution, incarnation) pairs in ``admissions``."""
-    groups: dict[int, list[str]] = field(default_factory=dict)
-    """Each ``step.all``'s completion order so far (its members' step keys), and each draw's
-    (its options' indices: the first is the one drawn), by the number ``new_group`` gave it:
-    shared by the worker and the actors it spawned for them, so kept here, with the rest of
-    what a restored state puts back."""
-    group_names: dict[int, str] = field(default_factory=dict)
-    """What each group is for (``new_group``): the state keys read the groups by it, not by
-    their numbers, which follow the order runs happened to make them in."""
-    recorder: Recorder | None = None
-    """What each actor was told, when the run may be restored to a saved state (the
-    exhaustive search's): actors read the shared state through ``answer``."""
+    world_draws: int = 0
+    """How many numbers the world's random stream has given (``step.world.random()``): where
+    the stream stands, which the state keys read."""
+    journal: Journal | None = None
+    """What each actor was told, when the run may be saved and restored (``saving.py``)."""
     _world_random: random.Random | None = field(default=None, repr=False)
 
-    @property
-    def world_random(self) -> random.Random:
-        """The world's own random numbers: a stream apart from the scheduler's, so that reading
-        one never changes which worker goes next."""
-        # Made on first use: seeding a generator from a string is a noticeable part of a short
-        # run, and most runs read no random number.
-        if self._world_random is None:
-            self._world_random = random.Random(f"world-{self.seed}")
-        return self._world_random
+    # ------------------------------------------------------------ the actors' two doors
+
+    def ask(self, compute: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``compute(*args, **kwargs)``: the running actor asks the shared state, and goes on
+        with the answer (logged when the run may be restored; handed back, not computed, to
+        an actor made again)."""
+        journal = self.journal
+        if journal is None:
+            return compute(*args, **kwargs)
+        return journal.ask(compute, *args, **kwargs)
+
+    def tell(self, write: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """``write(*args, **kwargs)``: the running actor changes the shared state, and goes on
+        with nothing of it (dropped for an actor made again: the restored state holds it)."""
+        journal = self.journal
+        if journal is None or journal.feeding is None:
+            write(*args, **kwargs)
 
     @property
-    def replaying(self) -> bool:
-        """Whether an actor is being made again from what it was told: it writes nothing."""
-        recorder = self.recorder
-        return recorder is not None and recorder.feed is not None
+    def rebuilding(self) -> bool:
+        """Whether an actor is being made again from its log (``tell`` drops everything then):
+        code that builds something only to tell it may skip the building."""
+        journal = self.journal
+        return journal is not None and journal.feeding is not None
 
-    def answer(self, compute: Callable[[], T]) -> T:
-        """``compute()``: a read of the shared state by the running actor, logged when the
-        run may be restored (``recorder.Recorder.answer``)."""
-        recorder = self.recorder
-        return compute() if recorder is None else recorder.answer(compute)
+    @property
+    def recording(self) -> bool:
+        """Whether what the actors are told is being recorded (a run that may be saved)."""
+        journal = self.journal
+        return journal is not None and journal.recording and journal.feeding is None
+
+    def event(self, t: float, kind: Any, text: str, **fields: Any) -> None:
+        """Add a trace event (``Trace.add``), told."""
+        self.tell(self.trace.add, t, kind, text, **fields)
+
+    def nudge(self) -> None:
+        """Wake every parked actor, told."""
+        self.tell(self.kernel.nudge)
+
+    def wake(self, name: str) -> None:
+        """Wake the parked actor ``name``, told."""
+        self.tell(self.kernel.wake, name)
 
     def spawn(
         self,
@@ -123,36 +160,108 @@ class RunState:
         at: float | None = None,
     ) -> None:
         """Spawn an actor in the kernel: ``actor``, or ``factory()``; ``factory`` makes it
-        again from its arguments when the run is restored (``Recorder.spawn``)."""
-        made = factory() if actor is None else actor
-        if self.recorder is None:
-            self.kernel.spawn(name, made, at=at)
-        else:
-            self.recorder.spawn(name, made, factory, at=at)
+        again from its arguments when the run is restored."""
+        journal = self.journal
+        if journal is None:
+            self.kernel.spawn(name, factory() if actor is None else actor, at=at)
+        elif journal.feeding is None:
+            journal.spawn(name, factory() if actor is None else actor, factory, at=at)
 
     def reset(self, name: str, factory: Callable[[], Actor]) -> None:
-        """Actor ``name`` stands where a new ``factory()`` would (``Recorder.reset``)."""
-        if self.recorder is not None:
-            self.recorder.reset(name, factory)
+        """Actor ``name`` stands where a new ``factory()`` would: what it was told before is
+        no longer needed to make it again."""
+        if self.journal is not None:
+            self.journal.reset(name, factory)
 
-    def new_group(self, what: str) -> int:
-        """A number for a new ``step.all`` completion order (or a draw), with its empty list;
-        ``what`` says what it is for (``"draw order-42/route"``), and its name is ``what``
-        with how many groups were made for it before (``"draw order-42/route #1"``), the same
-        whichever order two executions' groups were made in.
+    def told_so_far(self) -> list[Any]:
+        """A copy of what the running actor was told since its last ``reset``: an actor that
+        splits off it (a stalled attempt's rest of the delivery) is made again from it (empty
+        when the run keeps no journal, or while an actor is made again)."""
+        journal, running = self.journal, self.kernel.running
+        if journal is None or journal.feeding is not None or running is None:
+            return []
+        log = journal.logs.get(running)
+        return [] if log is None else list(log.entries)
 
-        >>> state = RunState.__new__(RunState)
-        >>> state.groups, state.group_names = {}, {}
-        >>> [state.new_group(what) for what in ("draw e1/s0", "draw e0/s1", "draw e1/s0")]
-        [0, 1, 2]
-        >>> state.group_names[2]
-        'draw e1/s0 #1'
-        """
-        number = len(self.groups)
-        before = sum(1 for name in self.group_names.values() if name.rpartition(" #")[0] == what)
-        self.groups[number] = []
-        self.group_names[number] = f"{what} #{before}"
-        return number
+    def feed(self, name: str, actor: Actor, entries: list[Any]) -> None:
+        """Feed ``entries`` (``told_so_far``) to ``actor``, new, as actor ``name`` made again."""
+        if self.journal is not None:
+            self.journal.feed(name, actor, entries)
+
+    # ------------------------------------------------------------ the world's random numbers
+
+    def world_random(self) -> float:
+        """The world's next random number: a stream apart from the scheduler's, so that reading
+        one never changes which worker goes next."""
+        # Made on first use: seeding a generator from a string is a noticeable part of a short
+        # run, and most runs read no random number.
+        made = self._world_random
+        if made is None:
+            made = self._world_random = random.Random(f"world-{self.seed}")
+        self.world_draws += 1
+        return made.random()
+
+    # ------------------------------------------------------------ saving the data
+
+    def save_data(self) -> RunData:
+        """The state's data as it is now."""
+        made = self._world_random
+        return RunData(
+            trace=len(self.trace.events),
+            effects=len(self.ledger.effects),
+            store=dict(self.store.canonical),
+            behind=dict(self.clocks.behind),
+            lease_ends=dict(self.lease_ends),
+            admissions=len(self.admissions),
+            admitted=frozenset(self.admitted),
+            world_random=None if made is None else made.getstate(),
+            world_draws=self.world_draws,
+        )
+
+    def restore_data(self, data: Any) -> None:
+        """Put the state's data back as ``save_data`` took it (into the same objects: the
+        actors hold them)."""
+        self.trace.truncate(data.trace)
+        del self.ledger.effects[data.effects :]
+        _put_back(self.store.canonical, data.store)
+        _put_back(self.clocks.behind, data.behind)
+        _put_back(self.lease_ends, data.lease_ends)
+        del self.admissions[data.admissions :]
+        self.admitted.clear()
+        self.admitted.update(data.admitted)
+        if data.world_random is None:
+            self._world_random = None  # made again on first use, from the seed
+        else:
+            if self._world_random is None:
+                self._world_random = random.Random()
+            self._world_random.setstate(data.world_random)
+        self.world_draws = data.world_draws
+
+    def body_mark(self) -> tuple[int, dict[str, str], Any, int]:
+        """What a step body can change at once (its reads' events, its store writes, the
+        random numbers it read), to ``roll_back`` a body's run stopped at a draw: its effects
+        and elapses had not landed, and it cannot have admitted anything (``port.draw``)."""
+        made = self._world_random
+        return (
+            len(self.trace.events),
+            dict(self.store.canonical),
+            None if made is None else made.getstate(),
+            self.world_draws,
+        )
+
+    def roll_back(self, mark: tuple[int, dict[str, str], Any, int]) -> None:
+        """Take back what a body did since ``body_mark`` gave ``mark``."""
+        events, store, made, draws = mark
+        self.trace.truncate(events)
+        _put_back(self.store.canonical, store)
+        if made is None:
+            self._world_random = None  # made again from the seed on first use
+        else:
+            assert self._world_random is not None
+            self._world_random.setstate(made)
+        self.world_draws = draws
+
+    # ------------------------------------------------------------ reads of the run
 
     def registry(self) -> Registry:
         """The workflow versions deployed now."""
@@ -167,9 +276,8 @@ class RunState:
         event: TraceEvent | None = None,
     ) -> None:
         """Note an admission by the runtime's record of it (its incarnation), so that a reply
-        that answers for an execution admitted earlier is never counted as a second one."""
-        if self.replaying:
-            return  # seen then; the admissions are restored with the state
+        that answers for an execution admitted earlier is never counted as a second one (a
+        write: actors ``tell`` it)."""
         record = self.runtime.execution(execution_id)
         if record is None:
             return  # pruned already; the final records cannot show it either
@@ -183,3 +291,12 @@ class RunState:
                 record.created_at, None if event is None else event.seq,
             )
         )  # fmt: skip
+
+    def observe_last_admission(self, execution_id: str, how: str, by: tuple[str, str]) -> None:
+        """``observe_admission`` by the trace's last event (the call that admitted it)."""
+        self.observe_admission(execution_id, how, by, self.trace.events[-1])
+
+
+def _put_back(mapping: dict[Any, Any], saved: dict[Any, Any]) -> None:
+    mapping.clear()
+    mapping.update(saved)

@@ -132,10 +132,6 @@ def _op(value: str) -> Op:
 _new_event = TraceEvent if TYPE_CHECKING else maker(TraceEvent, checked=True)
 
 
-#: What a muted trace's ``add`` returns: an event no trace holds.
-_MUTED = TraceEvent(-1, 0.0, TraceKind.CALL, text="(muted)")
-
-
 @dataclass(frozen=True, slots=True)
 class Admission:
     """One admission of an execution, as the runtime's records show it.
@@ -164,18 +160,11 @@ class Trace:
     def __init__(self, events: Sequence[TraceEvent] = ()) -> None:
         self.events: list[TraceEvent] = list(events)
         self._derived: dict[str, tuple[int, object]] = {}
-        self.muted = False
-        """While set, ``add`` adds nothing: an actor made again from what it was told
-        (``simulation.recorder``) writes again what the trace already holds."""
 
     def truncate(self, length: int) -> None:
         """Forget every event from ``length`` on: a run restored to a state it saved then."""
         del self.events[length:]
         self._derived.clear()
-
-    def mute(self, muted: bool) -> None:
-        """Set ``muted`` (a ``Recorder``'s mute)."""
-        self.muted = muted
 
     def derived(self, name: str, compute: Callable[[Trace], T]) -> T:
         """``compute(self)``, kept under ``name`` until an event is added: several invariants
@@ -208,8 +197,6 @@ class Trace:
         data: Payload = NO_DATA,
     ) -> TraceEvent:
         """Append an event and return it."""
-        if self.muted:
-            return _MUTED
         if op is not None and type(op) is not Op:
             # The package's writers pass an Op; code of your own may pass its string, and the
             # event keeps the member all the same.

@@ -68,16 +68,16 @@ if TYPE_CHECKING:
 def worker(state: RunState, name: str, delivery: Delivery | None = None) -> Actor:
     """The actor of worker ``name``: works until the run ends, restarting after each crash;
     with ``delivery``, it starts by driving that delivery (a worker made again mid-delivery)."""
-    trace, now = state.trace, state.clock.now
+    now = state.clock.now
     while True:
         try:
             yield from _work(state, name, delivery)
             return
         except WorkerCrashed:
             delivery = None
-            trace.add(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
+            state.event(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
             yield Wait(now() + state.scenario.restart_delay)
-            trace.add(now(), TraceKind.RESTART, f"{name} restarted with no memory", worker=name)
+            state.event(now(), TraceKind.RESTART, f"{name} restarted with no memory", worker=name)
 
 
 def _work(state: RunState, name: str, delivery: Delivery | None) -> Actor:
@@ -119,7 +119,7 @@ def _deliver(
     step_ended = None
     if (
         restart is not None
-        and state.recorder is not None
+        and state.journal is not None
         and workflow is not None
         and workflow.max_duration is None  # its first clock read would be made again later
         and not record.cancel_requested
@@ -141,7 +141,7 @@ def _deliver(
             guard=guard,
         )
     except InfrastructureError as rejection:
-        state.trace.add(
+        state.event(
             state.clock.now(), TraceKind.REJECT,
             f"delivery of {record.execution_id} rejected: {rejection}",
             worker=name, execution_id=record.execution_id, token=lease.token,
@@ -150,7 +150,7 @@ def _deliver(
         yield from _release(state, name, lease)
         return
     ended = outcome_data(outcome)
-    state.trace.add(
+    state.event(
         state.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_words(ended)}",
         worker=name, execution_id=record.execution_id, token=lease.token, data=ended,
     )  # fmt: skip
@@ -163,7 +163,7 @@ def _deliver(
         )
     except InfrastructureError:
         return  # the outcome is lost with the lease; the execution is delivered again
-    state.kernel.nudge()
+    state.nudge()
 
 
 class _Restart:
@@ -191,7 +191,7 @@ _REPLAYED_QUIETLY = (RunStep, DelayStep, StartStep)
 
 @dataclass(slots=True)
 class _Midway:
-    """Tells the recorder where a delivery stands as a new delivery of the same execution,
+    """Tells the journal where a delivery stands as a new delivery of the same execution,
     finding the steps recorded so far, would stand: after a step that returned its recorded
     value, with every step before it replayed without a command. Making the worker again
     from there replays those steps in the driver (no bodies, no choice points), where its log
@@ -212,11 +212,12 @@ class _Midway:
         self.ended += 1
         if type(request) not in _REPLAYED_QUIETLY:
             self.clean = False
-        if not self.clean or state.recorder is None or state.replaying:
-            # Not recorded (a plan run on from a saved state), or made again: its log starts
-            # past the steps it replays.
+        rows_view = getattr(state.runtime, "rows_view", None)
+        if not self.clean or not state.recording or rows_view is None:
+            # Not recorded (a run on from a saved state, never saved, or an actor made again:
+            # its log starts past the steps it replays), or records it cannot read cheaply.
             return
-        rows = state.runtime.rows_view()  # type: ignore[attr-defined]
+        rows = rows_view()
         row = rows.get(self.delivery.execution.execution_id)
         recorded = None if row is None else row.steps.get(getattr(request, "key", None))
         if (
@@ -262,7 +263,7 @@ def _release(state: RunState, name: str, lease: Lease) -> Actor:
         )
     except InfrastructureError:
         return
-    state.kernel.nudge()
+    state.nudge()
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,19 +300,20 @@ class _Delivering:
         if isinstance(command, StartChild):
             if isinstance(result, ChildAccepted):
                 child = command.request
-                state.observe_admission(
-                    result.execution_id, "spawn" if child.detached else "child",
-                    (lease.execution_id, child.request_id.step_key), state.trace.events[-1],
+                state.tell(
+                    state.observe_last_admission, result.execution_id,
+                    "spawn" if child.detached else "child",
+                    (lease.execution_id, child.request_id.step_key),
                 )  # fmt: skip
-            state.kernel.nudge()
+            state.nudge()
         elif isinstance(command, RequestCancel):
-            state.kernel.nudge()
+            state.nudge()
         elif isinstance(command, CallStart) and isinstance(result, StartAccepted):
-            state.observe_admission(
-                result.execution_id, "start",
-                (lease.execution_id, command.request.request_id.step_key), state.trace.events[-1],
+            state.tell(
+                state.observe_last_admission, result.execution_id, "start",
+                (lease.execution_id, command.request.request_id.step_key),
             )  # fmt: skip
-            state.kernel.nudge()
+            state.nudge()
         return result
 
     def _body(
@@ -325,9 +327,7 @@ class _Delivering:
         port.decided, port.drawn = decided, 0
         # What a run stopped at a draw did at once, taken back: its reads' events, its store
         # writes, the random numbers it read (its effects and elapses were not played yet).
-        events, store, made = len(state.trace.events), dict(state.store.canonical), None
-        if state._world_random is not None:
-            made = state._world_random.getstate()
+        mark = state.body_mark()
         deadline = state.deadline
         try:
             if deadline.seconds is None:
@@ -339,13 +339,7 @@ class _Delivering:
                 ):
                     result = self.world.run(command)
         except Undecided as undecided:
-            state.trace.truncate(events)
-            state.store.canonical.clear()
-            state.store.canonical.update(store)
-            if made is None:
-                state._world_random = None  # made again from the seed on first use
-            else:
-                state.world_random.setstate(made)
+            state.roll_back(mark)
             return DrawAsked(undecided.options)
         finally:
             ops, port.ops = port.ops, None
@@ -359,8 +353,8 @@ class _Delivering:
         decided: tuple[int, ...] = ()
         while True:
             # The body runs once per draw: a run restored past it is told what it did
-            # (``state.answer``).
-            ran = state.answer(partial(self._body, command, decided))
+            # (``state.ask``).
+            ran = state.ask(self._body, command, decided)
             if not isinstance(ran, DrawAsked):
                 break
             index = yield from draw(
@@ -370,7 +364,7 @@ class _Delivering:
             decided = (*decided, index)
         result, ops, port.elapsed, admitted = ran
         if admitted:
-            state.kernel.nudge()
+            state.nudge()
         started = state.clock.now()
         played = yield from play_body(
             state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
@@ -383,8 +377,8 @@ class _Delivering:
                     f"{command.timeout:g}s timeout (stalled); its worker gave up on it"
                 )
             )
-        if not state.trace.muted:  # an actor made again: the event would be dropped
-            self._trace_body(command, played, started, result)
+        # Told, its payload made inside: an actor made again builds nothing of it.
+        state.tell(self._trace_body, command, played, started, result)
         if played.how == "stopped":
             raise AttemptStopped(
                 f"{name} stopped attempt {command.attempt} of step {command.step_key}: "

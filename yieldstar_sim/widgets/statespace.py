@@ -93,13 +93,16 @@ class StateSpaceView(OpensSteppers):
     def open(self, key: str) -> Stepper:
         """Run the schedule that reaches state ``key`` and show it in a stepper, at the first
         event of the choice point the state stands at."""
-        from yieldstar_sim.simulation.explorer.plans import simulate_plan
+        from yieldstar_sim.simulation.run import simulate
         from yieldstar_sim.simulation.scenario_files import load_scenario
         from yieldstar_sim.widgets.stepper import Stepper
 
         scenario = self.scenario or load_scenario(self.report.scenario)
-        plan = self.report.plan_to_state(key)
-        run = simulate_plan(scenario, plan, "memory")
+        run = simulate(
+            scenario, self.report.seed, runtime="memory",
+            schedule=self.report.schedule_to_state(key), scenario_faults=False,
+            check_faults=False, strict_schedule=False,
+        )  # fmt: skip
         depth = self.space.nodes[key].depth
         index = next((e.seq for e in run.trace if e.point is not None and e.point >= depth), 0)
         self.stepper = self._show(

@@ -36,6 +36,7 @@ from yieldstar_sim.simulation.faults import (
     by_description,
     trace_points,
 )
+from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
@@ -163,7 +164,9 @@ def what_if(
         rerun.runtime.close()
         rerun = simulate(
             run.scenario, run.seed, runtime=kind_of_runtime, faults=plan,
-            schedule=run.schedule[: at + 1], scenario_faults=False, check_faults=False,
+            # The old run's moves, their faults left to the plan (the old ones, and the new).
+            schedule=[Move(move.actor, choice=move.choice) for move in run.schedule[: at + 1]],
+            scenario_faults=False, check_faults=False,
         )  # fmt: skip
     return rerun
 

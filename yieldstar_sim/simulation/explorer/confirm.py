@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.runtime.factory import resolve_runtime
 from yieldstar_sim.simulation.determinism import not_deterministic, twice
-from yieldstar_sim.simulation.explorer.plans import simulate_plan
 from yieldstar_sim.simulation.explorer.replays import Replay
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.explorer.plans import Plan
     from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
@@ -62,11 +61,7 @@ def confirm_on(
     if confirm is None or confirm_name == runtime_name:
         # A schedule that did not finish (a spinning body, a budget) says nothing about
         # determinism, and run again without the explorer's limit it would never end.
-        finished = [
-            plan
-            for plan, outcome in zip(tally.plans, tally.outcomes, strict=True)
-            if outcome.incomplete is None
-        ]
+        finished = [outcome for outcome in tally.outcomes if outcome.incomplete is None]
         once = check_twice(scenario, runtime, finished[0], runner.timeout) if finished else None
         said = ""
         if confirm is None and scenario.runtime is not None:
@@ -76,24 +71,20 @@ def confirm_on(
                 "on purpose (Scenario(confirm_runtime=...) names one to confirm on)"
             )
         return Confirmation([], said, [once] if once is not None else [])
-    passing = [
-        (plan, outcome)
-        for plan, outcome in zip(tally.plans, tally.outcomes, strict=True)
-        if outcome.ok
-    ]
+    passing = [outcome for outcome in tally.outcomes if outcome.ok]
     step = max(1, len(passing) // max(samples, 1))
-    sampled = [plan for plan, _ in passing[::step][:samples]]
+    sampled = passing[::step][:samples]
     replays = []
     for found in violations:
         replays += [
             Replay(confirm, artifact=found.artifact),
             Replay(runtime, artifact=found.artifact),
         ]
-    for plan in sampled:
+    for outcome in sampled:
         replays += [
-            Replay(runtime, plan=plan),
-            Replay(runtime, plan=plan),
-            Replay(confirm, plan=plan),
+            Replay(runtime, outcome=outcome),
+            Replay(runtime, outcome=outcome),
+            Replay(confirm, outcome=outcome),
         ]
     digests = runner.digests(replays)
     mismatches: list[str] = []
@@ -109,15 +100,15 @@ def confirm_on(
                 f"the violation of {found.invariant} replays differently on {confirm_name}"
             )
     triples = digests[2 * len(violations) :]
-    for number, plan in enumerate(sampled):
+    for number, outcome in enumerate(sampled):
         mine, again, other = triples[3 * number : 3 * number + 3]
         if again != mine:
-            flaky = flaky or _again(scenario, plan, mine, again, runner)
+            flaky = flaky or _again(scenario, outcome, mine, again, runner)
         elif other != mine:
-            faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
+            faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
             mismatches.append(
-                f"schedule #{plan.index} ({faults}) gives another trace on {confirm_name} than "
-                f"on {runtime_name}"
+                f"schedule #{outcome.index} ({faults}) gives another trace on {confirm_name} "
+                f"than on {runtime_name}"
             )
     if flaky is not None:
         return Confirmation(
@@ -132,39 +123,29 @@ def confirm_on(
 
 def _again(
     scenario: Scenario,
-    what: Plan | ReplayArtifact,
+    what: Outcome | ReplayArtifact,
     first: str | None,
     second: str | None,
     runner: Runner,
 ) -> str:
-    """The sentence for a schedule (a plan, or an artifact's) that gave two traces on one
-    runtime (the runner's, under its wall-clock limit): its first difference, from two runs
-    here that keep their traces."""
-    runtime = runner.runtime
+    """The sentence for a schedule (a search's run, or an artifact's) that gave two traces on
+    one runtime (the runner's, under its wall-clock limit): its first difference, from two
+    runs here that keep their traces."""
     from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.run import replay
 
     if isinstance(what, ReplayArtifact):
-        artifact = what
-        said = twice(
-            lambda: replay(
-                artifact,
-                runtime=runtime,
-                scenario=scenario,
-                check_trace=False,
-                timeout=runner.timeout,
-            )
-        )
+        replay = Replay(runner.runtime, artifact=what)
     else:
-        plan = what
-        said = twice(lambda: simulate_plan(scenario, plan, runtime, runner.timeout))
+        replay = Replay(runner.runtime, outcome=what)
+    said = twice(lambda: replay.run(scenario, runner.timeout))
     return said or not_deterministic(f"the trace's digest ({first} once, {second} again)")
 
 
 def check_twice(
-    scenario: Scenario, runtime: RuntimeChoice, plan: Plan, timeout: float | None
+    scenario: Scenario, runtime: RuntimeChoice, outcome: Outcome, timeout: float | None
 ) -> str | None:
-    """Run ``plan`` twice on ``runtime``, each run under ``timeout`` seconds: the sentence
-    when the traces differ (the check the explorer makes when nothing confirms on another
-    runtime)."""
-    return twice(lambda: simulate_plan(scenario, plan, runtime, timeout))
+    """Run ``outcome``'s schedule twice on ``runtime``, each run under ``timeout`` seconds:
+    the sentence when the traces differ (the check the explorer makes when nothing confirms
+    on another runtime)."""
+    replay = Replay(runtime, outcome=outcome)
+    return twice(lambda: replay.run(scenario, timeout))

@@ -1,75 +1,136 @@
-"""The random strategies: seeded random fault plans and seeds (hence interleavings), and with
-``pct_depth`` PCT-style priority scheduling (``depth`` priority change points) as well."""
+"""The random strategies: seeded random fault plans and seeds (hence interleavings and draws),
+and with ``Pct`` PCT-style priority scheduling (``depth`` priority change points) as well.
+
+Each schedule is a plain run (``simulate``) of its own seed with its faults, PCT's runs taking
+the move its priorities choose at each choice point (``PctScheduler``)."""
 
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.plans import Plan
-from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, applies
-from yieldstar_sim.simulation.faults import Fault, explored_seconds
+from yieldstar_sim.simulation.explorer.shards import run_outcome
+from yieldstar_sim.simulation.explorer.strategy import Pct, StopReason, Tally
+from yieldstar_sim.simulation.faults import Fault, applies_at
+from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.execution import Execution
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
+    from yieldstar_sim.simulation.scenario import Scenario
 
 #: The schedules a random search runs when no budget is given.
 DEFAULT_BUDGET = 200
 
 
-class Randomized:
-    """Seeded random fault plans and seeds; with ``config.pct_depth``, PCT priorities too (a
+class PctScheduler:
+    """PCT: where several actors are ready, the one with the highest priority goes; at each
+    change point the actor that goes drops to the lowest priority. A point's options are drawn
+    from the run's own random numbers."""
+
+    def __init__(self, priorities: Sequence[str], change_points: Sequence[int], seed: int):
+        self.rank = {name: len(priorities) - i for i, name in enumerate(priorities)}
+        self.change_points = set(change_points)
+        self.lowest = 0
+        self.rng = random.Random(seed)
+
+    def __call__(self, execution: Execution) -> Move:
+        ready = execution.ready()
+        chosen = ready[0]
+        if len(ready) > 1:
+            chosen = max(ready, key=lambda name: (self.rank.get(name, 0), name))
+            if execution.points in self.change_points:
+                self.lowest -= 1
+                self.rank[chosen] = self.lowest
+        options = execution.point(chosen).options
+        choice = self.rng.randrange(len(options)) if options else None
+        return execution.planned(Move(chosen, choice=choice))
+
+
+@dataclass(frozen=True, slots=True)
+class RandomPlan:
+    """One random schedule: its seed, its faults (placed by choice-point index) and PCT's
+    priorities and change points (none: the seed's interleaving)."""
+
+    seed: int
+    faults: tuple[Fault, ...]
+    priorities: tuple[str, ...] = ()
+    change_points: tuple[int, ...] = ()
+
+
+def run_plan(
+    plan: RandomPlan, scenario: Scenario, runtime: RuntimeChoice, timeout: float | None
+) -> Outcome:
+    """Run ``plan`` (in whatever process): its outcome."""
+    scheduler = None
+    if plan.priorities:
+        scheduler = PctScheduler(plan.priorities, plan.change_points, plan.seed)
+    run = simulate(
+        scenario, plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
+        timeout=timeout, check_faults=False, scheduler=scheduler,
+    )  # fmt: skip
+    return run_outcome(run)
+
+
+class RandomizedSearch:
+    """Seeded random fault plans and seeds; PCT priorities too with ``Pct`` options (a
     ``Strategy``)."""
 
     def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         self.runner, self.config = runner, config
-        self.sweeps = Sweeps(runner, config, tick)
-        self.tally = self.sweeps.tally
+        self.tally = Tally(config, tick=tick)
 
     def search(self) -> None:
         """Run random plans in batches until the budget is spent or a violation stops it."""
-        config, tally = self.config, self.tally
+        config, tally, runner = self.config, self.tally, self.runner
         rng = random.Random(config.seed)
-        (base,) = self.sweeps.run([Plan(0, config.seed)], expand=False)
+        (base,) = runner.root(expand_from=0, branch=False)
+        ops = base.ops
+        tally.take(base)
         budget = config.budget if config.budget is not None else DEFAULT_BUDGET
-        workers = self.runner.scenario.worker_names
-        while len(tally.plans) < budget and not tally.done:
-            batch: list[Plan] = []
-            for _ in range(min(budget - len(tally.plans), max(1, self.runner.jobs * 64))):
+        workers = runner.scenario.worker_names
+        seconds = config.seconds()
+        depth = config.strategy.depth if isinstance(config.strategy, Pct) else 0
+        while tally.runs < budget and not tally.done:
+            batch: list[Any] = []
+            for _ in range(min(budget - tally.runs, max(1, runner.jobs * 64))):
                 count = rng.randint(1, config.max_faults) if config.max_faults else 0
-                points = sorted(
-                    rng.sample(range(max(base.points, 1)), min(count, max(base.points, 1)))
-                )
+                span = range(max(len(ops), 1))
                 faults = []
-                for point in points:
-                    applicable = [kind for kind in config.kinds if applies(kind, base, point)]
-                    if not applicable:
-                        continue
-                    kind = rng.choice(applicable)
-                    faults.append(
-                        Fault(kind, at=point, seconds=explored_seconds(kind, config.freeze))
-                    )
-                priorities: tuple[str, ...] = ()
-                changes: tuple[int, ...] = ()
-                if config.pct_depth:
+                for point in sorted(rng.sample(span, min(count, len(span)))):
+                    op = ops[point] if point < len(ops) else ""
+                    kinds = [kind for kind in config.kinds if applies_at(kind, op, exploring=True)]
+                    if kinds:
+                        kind = rng.choice(kinds)
+                        faults.append(Fault(kind, at=point, seconds=seconds.get(kind)))
+                plan = RandomPlan(rng.randrange(2**32), tuple(faults))
+                if depth:
                     order = list(workers)
                     rng.shuffle(order)
-                    priorities = tuple(order)
-                    span = max(base.points * 2, 2)
-                    depth = config.pct_depth - 1
-                    changes = tuple(sorted(rng.sample(range(span), min(depth, span))))
-                batch.append(
-                    Plan(
-                        len(tally.plans) + len(batch),
-                        rng.randrange(2**32),
-                        tuple(faults),
-                        priorities,
-                        changes,
-                    )
-                )
-            self.sweeps.run(batch, expand=False)
+                    span = range(max(len(ops) * 2, 2))
+                    changes = tuple(sorted(rng.sample(span, min(depth - 1, len(span)))))
+                    plan = RandomPlan(plan.seed, plan.faults, tuple(order), changes)
+                batch.append(partial(run_plan, plan))
+            for outcome in runner.runs(batch):
+                if tally.out_of_budget():
+                    break
+                tally.take(outcome)
+                if tally.done:
+                    break
+            if tally.out_of_budget():
+                break
 
-    def coverage(self) -> Coverage:
-        """A sample covers no bound: only the verdicts of single labelled faults (none)."""
-        return {"verdicts": dict(self.sweeps.verdicts)}
+    def section(self) -> dict[str, Any]:
+        """A sample covers no bound: only how it ended."""
+        stopped = self.tally.stopped
+        if stopped is StopReason.BUDGET:
+            stopped = StopReason.SAMPLED  # the budget is what a sample runs
+        return {"stopped": stopped or StopReason.SAMPLED}

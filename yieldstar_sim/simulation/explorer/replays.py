@@ -1,5 +1,5 @@
 """A confirmation run, as it runs here or crosses to another process: an artifact replayed, or a
-plan run, on a runtime, answered with its trace's digest (``confirm`` asks for them; the
+schedule run, on a runtime, answered with its trace's digest (``confirm`` asks for them; the
 ``Runner`` runs them)."""
 
 from __future__ import annotations
@@ -8,38 +8,47 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
-from yieldstar_sim.simulation.explorer.plans import run_plan
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.explorer.plans import Plan
+    from yieldstar_sim.simulation.explorer.runs import Outcome
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 
 @dataclass(frozen=True)
 class Replay:
-    """One confirmation run: an artifact replayed, or a plan run, on ``runtime``; its answer
-    is the trace's digest."""
+    """One confirmation run: an artifact replayed, or a search's run again, on ``runtime``;
+    its answer is the trace's digest."""
 
     runtime: RuntimeChoice
     artifact: ReplayArtifact | None = None
-    plan: Plan | None = None
+    outcome: Outcome | None = None
 
     def digest(self, scenario: Scenario) -> str | None:
         """Run it on ``scenario`` and return the trace's digest."""
-        if self.artifact is not None:
-            from yieldstar_sim.simulation.run import replay
+        again = self.run(scenario)
+        try:
+            return again.trace_digest()
+        finally:
+            again.runtime.close()
 
-            again = replay(
-                self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False
-            )
-            try:
-                return again.trace_digest()
-            finally:
-                again.runtime.close()
-        assert self.plan is not None
-        return run_plan(scenario, self.plan, self.runtime, digest=True).digest
+    def run(self, scenario: Scenario, timeout: float | None = None) -> SimulationRun:
+        """Run it on ``scenario`` (its runtime left open)."""
+        from yieldstar_sim.simulation.run import replay, simulate
+
+        if self.artifact is not None:
+            return replay(
+                self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False,
+                timeout=timeout,
+            )  # fmt: skip
+        outcome = self.outcome
+        assert outcome is not None
+        return simulate(
+            scenario, outcome.seed, runtime=self.runtime, schedule=outcome.schedule,
+            scenario_faults=False, check_faults=False, timeout=timeout,
+        )  # fmt: skip
 
     def crossing(self) -> Replay | None:
         """This replay as it crosses to another process: its runtime by name and its artifact

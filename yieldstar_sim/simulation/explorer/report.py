@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.grid import GRID_ROWS, GridRow, grid_rows
 from yieldstar_sim.simulation.explorer.statespace import view
+from yieldstar_sim.simulation.explorer.strategy import StopReason
 from yieldstar_sim.simulation.faults import FAULT_KINDS
 
 if TYPE_CHECKING:
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.explorer.plans import Plan
+    from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveCoverage
     from yieldstar_sim.simulation.explorer.statespace import StateSpace
+    from yieldstar_sim.simulation.explorer.systematic import SystematicCoverage
+    from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.scenario import Scenario
 
 
@@ -41,15 +44,16 @@ class FoundViolation:
 
 @dataclass
 class ExplorationReport:
-    """What an exploration covered and found.
+    """What an exploration covered and found: a core every strategy fills, and the section of
+    the strategy that ran (``systematic`` or ``exhaustive``; a sample has none).
 
     ``verdict`` is ``"violated"`` when a schedule violated an invariant (or the runtimes
     disagreed), ``"incomplete"`` when something cut the search or a schedule (a budget, the
     wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``; ``ok`` is true only for
-    ``"ok"``. ``exhausted`` says whether every schedule under the bound was covered (run, or
-    skipped as equivalent to one run). ``counterexample`` is the first violation's shrunk replay
-    artifact. ``schedules_run`` counts schedules in plan order up to the first violation (or all
-    of them with ``stop_at_first=False``): it does not depend on how many shards ran them.
+    ``"ok"``. ``stopped`` says why the search stopped (``StopReason``); ``exhausted`` whether
+    every schedule under the bound was covered. ``counterexample`` is the first violation's
+    shrunk replay artifact. ``schedules_run`` counts the runs that reached their end, up to the
+    first violation (or all of them with ``stop_at_first=False``).
     """
 
     scenario: str
@@ -57,11 +61,9 @@ class ExplorationReport:
     max_faults: int
     seed: int
     runtime: str
+    stopped: StopReason = StopReason.COVERED
     schedules_run: int = 0
-    skipped_equivalent: int = 0
-    total_under_bound: int | None = None
     violations: list[FoundViolation] = field(default_factory=list)
-    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
     confirmations: list[str] = field(default_factory=list)
     runtime_mismatches: list[str] = field(default_factory=list)
     nondeterminism: list[str] = field(default_factory=list)
@@ -75,68 +77,98 @@ class ExplorationReport:
     warnings: list[str] = field(default_factory=list)
     """Invariants and expectations that watched nothing in any schedule run."""
     budget: int | None = None
-    stopped_at_first: bool = False
-    """The search stopped at its first violation (``stop_at_first``)."""
-    interrupted: bool = False
-    """Ctrl-C stopped the search; what it had found is kept."""
+    time_budget: float | None = None
     adapter_failures: list[str] = field(default_factory=list)
     """The conformance cases the runtime failed (``check_adapter=True``), one sentence each."""
-    state_space: StateSpace | None = None
-    """The states and edges an exhaustive search explored (``state_graph()`` draws them)."""
-    distinct_states: int = 0
-    """Distinct states (fingerprints) an exhaustive search reached."""
-    pruned_by_reduction: int = 0
-    """Branches the sleep sets skipped: an independent order of transitions already tried."""
-    pruned_by_cache: int = 0
-    """Runs cut where they reached a state explored already (state caching)."""
-    pruned_by_symmetry: int = 0
-    """Of ``pruned_by_cache``: moves of a worker interchangeable with one whose same move was
-    tried from the same state, cut without running (their state has its key: keys are blind
-    to which worker is which)."""
-    search_progress: dict[str, Any] = field(default_factory=dict)
-    """How far an exhaustive search got, as a model checker shows it: ``states``,
-    ``states_per_second``, ``frontier`` (moves left to try on the current path), ``depth``
-    (of the current path) and ``max_depth_reached``, ``root_moves_done`` of
-    ``root_moves``, ``kernel_steps`` and ``transitions`` (moves run past a replayed prefix)."""
-    naive_schedules: int | None = None
-    """How many schedules the search without reduction or caching would run under the bound
-    (``naive_how`` says whether it was ``computed`` or ``estimated``)."""
-    naive_how: str | None = None
-    cut_by: list[str] = field(default_factory=list)
-    """The bounds and budgets that cut an exhaustive search (empty: none did)."""
-    order: str = "dfs"
-    max_depth: int | None = None
-    workers: int = 0
-    searched_to_the_end: bool = False
-    """The exhaustive search backtracked out of its last choice point (nothing cut it)."""
-    state_paths: list[tuple[tuple[str, str | None], ...]] = field(default_factory=list)
-    """Each attempt of an exhaustive search: its moves (actor, fault kind or None), in order."""
-    freeze_seconds: float | None = None
+    systematic: SystematicCoverage | None = None
+    exhaustive: ExhaustiveCoverage | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether Ctrl-C stopped the search (what it had found is kept)."""
+        return self.stopped is StopReason.INTERRUPTED
+
+    @property
+    def stopped_at_first(self) -> bool:
+        """Whether the search stopped at its first violation."""
+        return self.stopped is StopReason.VIOLATION
+
+    @property
+    def cut_by(self) -> list[str]:
+        """The bounds and budgets that cut the search, each in words (empty: none did)."""
+        reasons = [] if self.exhaustive is None else list(self.exhaustive.cut_by)
+        if self.stopped in (StopReason.BUDGET, StopReason.TIME_BUDGET) and (
+            self.stopped not in reasons
+        ):
+            reasons.append(self.stopped)
+        return [self._bound(reason) for reason in reasons]
+
+    def _bound(self, reason: StopReason) -> str:
+        if reason is StopReason.BUDGET:
+            return f"the budget of {self.budget} schedule{'s' if self.budget != 1 else ''}"
+        if reason is StopReason.TIME_BUDGET:
+            return f"the time budget of {self.time_budget:g}s"
+        if reason is StopReason.DEPTH and self.exhaustive is not None:
+            return f"the depth bound of {self.exhaustive.max_depth} choice points"
+        return reason.describe()
+
+    def why_stopped(self) -> str:
+        """Why the search stopped short, in words ("" when it covered its bound)."""
+        if self.interrupted:
+            return "interrupted (Ctrl-C)"
+        if self.cut_by:
+            return " and ".join(self.cut_by) + " cut the search"
+        if self.stopped is StopReason.VIOLATION:
+            return "stopped at the first violation"
+        if self.incomplete_schedules:
+            return f"{self.incomplete_schedules} schedule(s) did not finish"
+        return ""
+
+    @property
+    def verdicts(self) -> dict[tuple[str, str], str]:
+        """The verdict of each single fault, by (choice point label, kind): the systematic
+        search's grid (empty for the others)."""
+        return {} if self.systematic is None else self.systematic.verdicts
+
+    @property
+    def skipped_equivalent(self) -> int:
+        """Faults the systematic search skipped as equivalent to one it ran."""
+        return 0 if self.systematic is None else self.systematic.skipped_equivalent
+
+    @property
+    def total_under_bound(self) -> int | None:
+        """The schedules the systematic search's bound holds, once it covered it (run, or
+        skipped as equivalent); None before, or for the other strategies."""
+        if self.systematic is None or not self.exhausted:
+            return None
+        return self.schedules_run + self.systematic.skipped_equivalent
+
+    @property
+    def state_space(self) -> StateSpace | None:
+        """The states and edges an exhaustive search explored (``state_graph()`` draws them)."""
+        return None if self.exhaustive is None else self.exhaustive.state_space
+
+    @property
+    def distinct_states(self) -> int:
+        """The distinct states an exhaustive search reached (0 for the other strategies, which
+        count schedules)."""
+        return 0 if self.exhaustive is None else self.exhaustive.distinct_states
 
     @property
     def states(self) -> int:
-        """The distinct states an exhaustive search reached (``distinct_states``; 0 for the
-        other strategies, which count schedules)."""
+        """``distinct_states``."""
         return self.distinct_states
 
     @property
     def exhausted(self) -> bool:
-        """Whether every schedule under the bound was covered, up to equivalence (for the
-        exhaustive strategy: up to the reduction and state caching, with no bound or budget,
-        no stop at a violation and no cut schedule in the way)."""
-        if self.strategy == "exhaustive":
-            return (
-                self.searched_to_the_end
-                and not self.interrupted
-                and not self.cut_by
-                and not self.incomplete_schedules
-            )
-        return (
-            self.strategy == "systematic"
-            and not self.interrupted
-            and self.total_under_bound is not None
-            and self.schedules_run + self.skipped_equivalent >= self.total_under_bound
-        )
+        """Whether every schedule under the bound was covered (for the exhaustive strategy: up
+        to state caching and worker symmetry), with nothing cut and no schedule incomplete. A
+        sample never exhausts anything."""
+        if self.stopped is not StopReason.COVERED or self.incomplete_schedules:
+            return False
+        if self.exhaustive is not None:
+            return self.exhaustive.searched_to_the_end
+        return self.systematic is not None
 
     @property
     def verdict(self) -> str:
@@ -168,97 +200,81 @@ class ExplorationReport:
         """What the search covered, in one sentence that claims no more than it did."""
         bound = f"max {self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
         run = f"{self.schedules_run} schedule{'s' if self.schedules_run != 1 else ''} run"
+        if self.exhaustive is not None:
+            return self._completeness()
+        systematic = self.systematic
+        if systematic is None:
+            return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
         skipped = (
-            f", {self.skipped_equivalent} skipped as equivalent to one run"
-            if self.skipped_equivalent
+            f", {systematic.skipped_equivalent} skipped as equivalent to one run"
+            if systematic.skipped_equivalent
             else ""
         )
-        if self.strategy == "exhaustive":
-            return self._completeness()
-        if self.strategy != "systematic":
-            return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
-        total = self.total_under_bound
-        if self.interrupted:
-            of = f" of {total}" if total is not None else ""
-            return f"interrupted (Ctrl-C) after {self.schedules_run}{of} schedules under {bound}"
+        draws = (
+            f", every option of {systematic.branched} draw(s) and completion order(s)"
+            if systematic.branched
+            else ""
+        )
         if self.exhausted:
             return (
-                f"exhausted the bound: all {total} schedules under {bound} covered: {run}"
-                f"{skipped} (every fault kind at every choice point of seed {self.seed}'s "
-                "interleaving; other interleavings are sampled only by other seeds)"
+                f"exhausted the bound: all {self.total_under_bound} schedules under {bound} "
+                f"covered: {run}{skipped} (every fault kind at every choice point of seed "
+                f"{self.seed}'s interleaving{draws}; other interleavings are sampled only by "
+                "other seeds)"
             )
-        if self.violations and self.stopped_at_first:
-            return (
-                f"stopped at the first violation after {self.schedules_run} of {total} "
-                f"schedules under {bound}{skipped}"
-            )
-        if self.budget is not None and total is not None:
-            return (
-                f"the budget of {self.budget} schedules cut the search: {run}{skipped} of "
-                f"{total} under {bound}"
-            )
-        return f"{run}{skipped} of {total} under {bound}"
+        return f"{self.why_stopped()} after {run}{skipped} under {bound}"
 
     def _completeness(self) -> str:
         """The exhaustive search's completeness statement: "verified" only when exhausted."""
+        covered = self.exhaustive
+        assert covered is not None
         faults = f"{self.max_faults} fault{'s' if self.max_faults != 1 else ''}"
-        every = f"every interleaving of {self.workers} worker{'s' if self.workers != 1 else ''}"
-        if self.workers > 1:
+        workers = covered.workers
+        every = f"every interleaving of {workers} worker{'s' if workers != 1 else ''}"
+        if workers > 1:
             every += " up to worker symmetry"
+        every += ", every draw and completion order"
         schedules = f"{self.schedules_run:,} schedule{'s' if self.schedules_run != 1 else ''}"
-        counts = (
-            f"{schedules} run, {self.pruned_by_reduction:,} "
-            f"branch{'es' if self.pruned_by_reduction != 1 else ''} pruned by the reduction, "
-            f"{self.pruned_by_cache:,} by state caching"
-        )
-        if self.pruned_by_symmetry:
-            counts += f" ({self.pruned_by_symmetry:,} of them by worker symmetry, not run)"
-        if self.naive_schedules is not None:
-            counts += f"; naive search: {self.naive_schedules:,} schedules ({self.naive_how})"
-        processes = self.search_progress.get("processes", 1)
+        counts = f"{schedules} run, {covered.pruned_by_cache:,} cut at a state searched already"
+        if covered.naive_schedules is not None:
+            counts += f"; without caching: about {covered.naive_schedules:,} schedules"
+        processes = covered.progress.get("processes", 1)
         if processes > 1:
-            alone = processes - self.search_progress.get("sharing", processes)
+            alone = processes - covered.progress.get("sharing", processes)
             counts += f"; searched by {processes} processes sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""
             )
-        states = f"{self.distinct_states:,} distinct states"
+        states = f"{covered.distinct_states:,} distinct states"
         if self.exhausted and not self.violations:
             return f"verified: all {states} under {faults} and {every}, none violates ({counts})"
         if self.exhausted:
             return f"exhausted: all {states} under {faults} and {every} searched ({counts})"
-        if self.interrupted:
-            why = "interrupted (Ctrl-C)"
-        elif self.cut_by:
-            why = " and ".join(self.cut_by) + " cut the search"
-        elif self.violations and self.stopped_at_first:
-            why = "stopped at the first violation"
-        elif self.incomplete_schedules:
-            why = f"{self.incomplete_schedules} schedule(s) did not finish"
-        else:
-            why = "the search did not finish"
+        why = self.why_stopped() or "the search did not finish"
         found = "violations found" if self.violations else "no violation"
         reached = ""
-        got = self.search_progress
-        if self.cut_by and got.get("root_moves"):
+        got = covered.progress
+        if covered.cut_by and got.get("depth"):
             reached = (
-                f"; where it stopped: {got['root_moves_done']} of the first choice point's "
-                f"{got['root_moves']} moves searched, {got['frontier']:,} moves left on a path "
-                f"{got['depth']} choice points deep (deepest reached: {got['max_depth_reached']})"
+                f"; where it stopped: {got['frontier']:,} moves left on a path {got['depth']} "
+                f"choice points deep (deepest reached: {got['max_depth_reached']})"
             )
         return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts}){reached}"
 
     def completeness(self) -> dict[str, Any]:
         """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
+        covered = self.exhaustive
+        assert covered is not None
         return {
-            **self._plain("exhausted", "cut_by", "interrupted", "distinct_states"),
-            "states_in_graph": 0 if self.state_space is None else len(self.state_space),
-            **self._plain(
-                "schedules_run", "pruned_by_reduction", "pruned_by_cache", "pruned_by_symmetry"
-            ),
-            "progress": self.search_progress,
-            "naive_schedules": self.naive_schedules,
-            "naive_schedules_how": self.naive_how,
-            **self._plain("max_faults", "max_depth", "order"),
+            **self._plain("exhausted", "interrupted", "distinct_states", "schedules_run"),
+            "stopped": str(self.stopped),
+            "cut_by": self.cut_by,
+            "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
+            "pruned_by_cache": covered.pruned_by_cache,
+            "progress": covered.progress,
+            "naive_schedules": covered.naive_schedules,
+            "max_faults": self.max_faults,
+            "max_depth": covered.max_depth,
+            "order": covered.order,
             "statement": self._completeness(),
         }
 
@@ -284,26 +300,17 @@ class ExplorationReport:
             self._space(), folder, formats, stem=f"{self.scenario}-states"
         )
 
-    def plan_to_state(self, key: str) -> Plan:
-        """A plan whose run passes through state ``key`` of the explored state space (the
-        attempt that reached it first, its moves up to there; the run goes on from there with
-        the first ready worker at each choice point, without faults)."""
-        from yieldstar_sim.simulation.explorer.plans import Plan
-        from yieldstar_sim.simulation.faults import Fault, FaultKind
-
+    def schedule_to_state(self, key: str) -> tuple[Move, ...]:
+        """The moves of a run that passes through state ``key`` of the explored state space
+        (the run that reached it first, up to there)."""
         node = self._space().nodes.get(key)
         if node is None:
             raise KeyError(f"no state {key!r} in this state space")
-        moves = self.state_paths[node.plan][: node.depth]
-        faults = tuple(
-            Fault(kind, at=index, seconds=self.freeze_seconds if kind == FaultKind.FREEZE else None)
-            for index, (_, kind) in enumerate(moves)
-            if kind is not None
-        )
-        return Plan(node.plan, self.seed, faults, schedule=tuple(actor for actor, _ in moves))
+        assert self.exhaustive is not None
+        return self.exhaustive.state_paths[node.plan][: node.depth]
 
     def _space(self) -> StateSpace:
-        if self.state_space is None:
+        if self.state_space is None:  # the property: None but for an exhaustive search
             raise ValueError(
                 "only strategy='exhaustive' explores a state space; this report is "
                 f"{self.strategy!r}"
@@ -342,7 +349,7 @@ class ExplorationReport:
                 lines.append(
                     f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
                 )
-            elif self.strategy == "exhaustive":
+            elif self.exhaustive is not None:
                 lines.append(
                     "    with no fault: the interleaving alone violates it (its schedule is in "
                     "the replay artifact)"
@@ -436,6 +443,7 @@ class ExplorationReport:
         return {
             **self._plain("scenario", "strategy", "max_faults", "seed", "runtime", "ok", "verdict"),
             "coverage": self.coverage(),
+            "stopped": str(self.stopped),
             **self._plain(
                 "exhausted",
                 "interrupted",
@@ -446,6 +454,7 @@ class ExplorationReport:
                 "incomplete_reasons",
                 "warnings",
             ),
+            **({"draws_branched": self.systematic.branched} if self.systematic is not None else {}),
             "broken_by": self.broken_by(),
             "single_faults": [
                 {"choice_point": label, "fault": kind, "verdict": verdict}
@@ -466,6 +475,6 @@ class ExplorationReport:
             "nondeterminism": self.nondeterminism,
             "adapter_failures": self.adapter_failures,
             "confirmations": self.confirmations,
-            **({"completeness": self.completeness()} if self.strategy == "exhaustive" else {}),
+            **({"completeness": self.completeness()} if self.exhaustive is not None else {}),
             "elapsed_seconds": round(self.elapsed, 3),
         }

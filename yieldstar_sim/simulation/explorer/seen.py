@@ -8,9 +8,8 @@ open-addressing table in a ``bytearray``: 28 bytes an entry, at most three quart
 took. The table is the set of distinct states (``len``), which the report's state graph, kept
 for people, no longer has to be (``StateSpace.limit``).
 
-A visit the table cannot hold in its one entry (a sleep set that is not empty, or a second
-visit neither covering nor covered by the first, possible under a depth bound only) goes to a
-small dictionary beside it, with the rule the search always kept.
+A visit the table cannot hold in its one entry (a second visit neither covering nor covered by
+the first, possible under a depth bound only) goes to a small dictionary beside it.
 
 >>> seen = SeenStates()
 >>> key = "0123456789abcdef0123456789abcdef"
@@ -26,16 +25,11 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections import Counter
 from hashlib import blake2b
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-    from yieldstar_sim.simulation.explorer.footprints import Footprint
-
-    Asleep = Counter[tuple[str, Footprint]]
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
 _ENTRY = struct.Struct("<16sBBHd")
@@ -43,8 +37,6 @@ _SIZE = _ENTRY.size
 #: Flags: the entry is in use; it holds a visit (faults and depth); it holds an estimate.
 _USED, _VISITED, _ESTIMATED = 1, 2, 4
 _MAX_DEPTH = 0xFFFF
-#: No sleep set (never written to).
-_ASLEEP_NONE: Counter[tuple[str, Footprint]] = Counter()
 
 
 def _raw(key: str) -> bytes:
@@ -67,8 +59,8 @@ class SeenStates:
         self._table = bytearray(slots * _SIZE)
         self._mask = slots - 1
         self._count = 0
-        self._more: dict[bytes, list[tuple[int, int, Asleep]]] = {}
-        """Visits the one entry cannot hold: a sleep set, or a second, incomparable one."""
+        self._more: dict[bytes, list[tuple[int, int]]] = {}
+        """Visits the one entry cannot hold: a second, incomparable one."""
 
     def __len__(self) -> int:
         return self._count
@@ -114,11 +106,9 @@ class SeenStates:
         self._slot(_raw(key))
         return self._count > before
 
-    def reached(
-        self, key: str, faults_left: int, depth_left: int | None, asleep: Asleep | None = None
-    ) -> bool:
-        """Whether ``key`` was reached before with no fewer faults and no less depth left, and
-        a sleep set no larger (the search cuts it); if not, record this visit."""
+    def reached(self, key: str, faults_left: int, depth_left: int | None) -> bool:
+        """Whether ``key`` was reached before with no fewer faults and no less depth left (the
+        search cuts it); if not, record this visit."""
         raw = _raw(key)
         offset = self._slot(raw)
         table = self._table
@@ -129,22 +119,17 @@ class SeenStates:
             and (depth_left is None or depth >= depth_left)
         ):
             return True
-        for left, room, slept in self._more.get(raw, ()):
-            if (
-                left >= faults_left
-                and (depth_left is None or room >= depth_left)
-                and not (slept - (asleep or _ASLEEP_NONE))
-            ):
+        for left, room in self._more.get(raw, ()):
+            if left >= faults_left and (depth_left is None or room >= depth_left):
                 return True
         depth_room = min(depth_left or 0, _MAX_DEPTH)
-        if not asleep and (not flags & _VISITED or (faults <= faults_left and depth <= depth_room)):
+        if not flags & _VISITED or (faults <= faults_left and depth <= depth_room):
             # Reached again with at least as much left: this visit covers the one it replaces.
             _ENTRY.pack_into(
                 table, offset, raw, flags | _VISITED, min(faults_left, 255), depth_room, estimate
             )
         else:
-            entry = (faults_left, depth_left or 0, asleep or Counter())
-            self._more.setdefault(raw, []).append(entry)
+            self._more.setdefault(raw, []).append((faults_left, depth_left or 0))
         return False
 
     def estimate(self, key: str) -> float:

@@ -1,29 +1,33 @@
-"""Running plans here or in other processes: shards dealt round-robin to a process pool of
-our own or to any ``concurrent.futures.Executor``, results put back in plan order."""
+"""Where a plan strategy's runs happen: here, on one ``Execution`` restored between them, or in
+other processes (a pool of our own, or any ``concurrent.futures.Executor``), each running whole
+sweeps and plans and sending their outcomes back, which come back in order."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
 import pickle
-from typing import TYPE_CHECKING
+from itertools import islice
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
-from yieldstar_sim.simulation.explorer.plans import Outcome, Plan, run_plan
-from yieldstar_sim.simulation.explorer.prefix import PrefixSharing, supported
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer.replays import shipped
+from yieldstar_sim.simulation.explorer.runs import outcome_of, subtree, sweep
 from yieldstar_sim.simulation.scenario_files import load_scenario
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.execution import SavedExecution
     from yieldstar_sim.simulation.explorer.replays import Replay
+    from yieldstar_sim.simulation.explorer.runs import Outcome, Sweep
     from yieldstar_sim.simulation.scenario import Scenario
 
-#: Scenarios a shard process holds: the one its own pool handed over (key None), and those it
-#: loaded by reference for other executors' tasks (a worker may serve several explorations).
+#: Scenarios a process of a pool holds: the one its own pool handed over (key None), and those
+#: it loaded by reference for other executors' tasks (a worker may serve several explorations).
 _SHARD_SCENARIOS: dict[str | None, Scenario] = {}
 
 
@@ -32,22 +36,29 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
 
 
 def shard_scenario(reference: str | None) -> Scenario:
-    """The scenario a task in a shard process runs: its own pool's, or loaded by reference."""
+    """The scenario a task in another process runs: its own pool's, or loaded by reference."""
     scenario = _SHARD_SCENARIOS.get(reference)
     if scenario is None:
         scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
     return scenario
 
 
+def _shard_sweeps(
+    reference: str | None, runtime: RuntimeChoice, seed: int, timeout: float | None,
+    sweeps: list[Sweep],
+) -> list[list[list[Outcome]]]:  # fmt: skip
+    local = Runner(shard_scenario(reference), runtime, seed=seed, timeout=timeout)
+    try:
+        return [list(local.sweep(one)) for one in sweeps]
+    finally:
+        local.close()
+
+
 def _shard_run(
-    plans: list[Plan],
-    runtime: RuntimeChoice,
-    expand: bool,
-    reference: str | None,
-    timeout: float | None = DEFAULT_TIMEOUT,
-) -> list[Outcome]:
-    scenario = shard_scenario(reference)
-    return [run_plan(scenario, plan, runtime, expand=expand, timeout=timeout) for plan in plans]
+    reference: str | None, runtime: RuntimeChoice, timeout: float | None,
+    run: Callable[[Scenario, RuntimeChoice, float | None], Outcome],
+) -> Outcome:  # fmt: skip
+    return run(shard_scenario(reference), runtime, timeout)
 
 
 def _shard_digest(replay: Replay, reference: str | None) -> str | None:
@@ -55,160 +66,178 @@ def _shard_digest(replay: Replay, reference: str | None) -> str | None:
 
 
 class Runner:
-    """Runs plans in order, here or on an executor; results come back in plan order."""
+    """Runs a plan strategy's sweeps and runs, here or in other processes; results come back
+    in the order asked."""
 
     def __init__(
         self,
         scenario: Scenario,
         runtime: RuntimeChoice,
-        jobs: int,
-        executor: concurrent.futures.Executor | None,
-        timeout: float | None = DEFAULT_TIMEOUT,
         *,
-        prefix_sharing: bool | None = None,
+        seed: int = 0,
+        jobs: int = 1,
+        executor: concurrent.futures.Executor | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
     ) -> None:
-        self.scenario = scenario
-        self.runtime = runtime
+        self.scenario, self.runtime, self.seed, self.timeout = scenario, runtime, seed, timeout
         # What crosses to another process names the runtime when it can ("module:factory"):
         # a factory object there would have to pickle.
         self.shipped: RuntimeChoice = shipped(runtime) or runtime
-        self.timeout = timeout
-        # An executor of someone else's (a cluster's) gets several shards per chunk even with
+        # An executor of someone else's (a cluster's) gets several tasks at once even with
         # jobs=1: one task per schedule would cost more in scheduling than in simulating.
         self.jobs = max(1, jobs) if executor is None else max(4, jobs)
-        self._asked = self.jobs
-        self._own: concurrent.futures.Executor | None = None
         self.executor = executor
-        self.sharing: PrefixSharing | None = None
-        """Runs sweeps of plans by forking one run where prefixes are long (one process,
-        the memory runtime, POSIX; ``prefix_sharing=False`` switches it off)."""
-        if (
-            prefix_sharing is not False
-            and executor is None
-            and self.jobs == 1
-            and supported(runtime)
-        ):
-            self.sharing = PrefixSharing(scenario, runtime, timeout, forced=prefix_sharing is True)
+        self._own: concurrent.futures.Executor | None = None
+        self._here: Execution | None = None
+        self._root: SavedExecution | None = None
 
-    def each(
-        self,
-        plans: Sequence[Plan],
-        *,
-        expand: bool,
-        take: Callable[[Plan, Outcome], bool],
-        share: bool = False,
-    ) -> None:
-        """Run ``plans``, handing each outcome to ``take`` in plan order until it returns
-        False; with ``share``, sweeps of plans share their prefixes where that pays."""
-        if share and self.sharing is not None:
-            self.sharing.run(plans, expand=expand, take=take)
-            return
-        chunk = 1 if self.jobs == 1 else self.jobs * 64
-        for start in range(0, len(plans), chunk):
-            batch = plans[start : start + chunk]
-            for plan, outcome in zip(batch, self.run(batch, expand=expand), strict=True):
-                if not take(plan, outcome):
-                    return
+    # ------------------------------------------------------------------ here
 
-    def _size_pool(self, plans: int) -> None:
-        """Size our own process pool for a batch of ``plans``: never more processes than plans
-        (``jobs=1000`` for 20 plans forks 20, not 1000); a bigger batch later grows it."""
-        wanted = min(self._asked, plans)
-        if self._own is not None and wanted <= self.jobs:
-            return
-        self.close()
-        self.jobs = wanted
-        methods = multiprocessing.get_all_start_methods()
-        if "fork" in methods:
-            # fork hands the scenario (lambdas and all) to the workers without pickling it
-            context = multiprocessing.get_context("fork")
-            self._own = concurrent.futures.ProcessPoolExecutor(
-                self.jobs,
-                mp_context=context,
-                initializer=_shard_init,
-                initargs=(self.scenario, None),
-            )
+    def execution(self) -> Execution:
+        """This process's run of the scenario, at its start (made once, then restored)."""
+        here = self._here
+        if here is None or self._root is None:
+            here = self._here = Execution(
+                self.scenario, seed=self.seed, runtime=self.runtime, scenario_faults=False,
+                timeout=self.timeout, saving=True,
+            )  # fmt: skip
+            self._root = here.save()
         else:
-            self._own = concurrent.futures.ProcessPoolExecutor(
-                self.jobs, initializer=_shard_init, initargs=(None, self._reference())
-            )
-        self.executor = self._own
+            here.restore(self._root)
+        return here
 
-    def own_pool(self, size: int) -> str | None:
-        """Make room for ``size`` tasks at once: our own pool of that many processes, unless
-        an executor was given. Returns what a task loads the scenario by (None: our own
-        pool's processes hold it already)."""
-        if self._own is None and self.executor is not None:
+    def root(self, *, expand_from: int | None, branch: bool = True) -> list[Outcome]:
+        """The seed's run, and (``branch``) a run for each other option of every draw and
+        completion order it passes."""
+        return subtree(self.execution(), expand_from=expand_from, branch=branch)
+
+    def sweep(self, one: Sweep) -> Iterator[list[Outcome]]:
+        """One sweep (``runs.sweep``), here: each branch's outcomes as it ends."""
+        return sweep(self.execution(), one.parent, one.branches, expand=one.expand)
+
+    # ------------------------------------------------------------------ anywhere
+
+    def sweeps(self, sweeps: Sequence[Sweep]) -> Iterator[tuple[Sweep, int, list[Outcome]]]:
+        """Each branch of each sweep with its outcomes, in order (the sweep, the branch's
+        number in it, its outcomes): here, as each ends, or a batch of sweeps at a time from
+        the pool (those not yet asked for are dropped when the caller stops asking)."""
+        if self.jobs == 1 and self.executor is None:
+            for one in sweeps:
+                for number, outcomes in enumerate(self.sweep(one)):
+                    yield one, number, outcomes
+            return
+        reference = self._pool(len(sweeps))
+        size = max(1, len(sweeps) // (self.jobs * 4))
+        batches = [list(sweeps[i : i + size]) for i in range(0, len(sweeps), size)]
+        done = self._ordered(
+            _shard_sweeps, reference, self.shipped, self.seed, self.timeout, batches
+        )
+        for batch, results in zip(batches, done, strict=False):
+            for one, branches in zip(batch, results, strict=True):
+                for number, outcomes in enumerate(branches):
+                    yield one, number, outcomes
+
+    def runs(
+        self, runs: Sequence[Callable[[Scenario, RuntimeChoice, float | None], Outcome]]
+    ) -> Iterator[Outcome]:
+        """Each run's outcome, in order (a run is a module-level function of the scenario,
+        the runtime and the timeout: a random or PCT schedule)."""
+        if self.jobs == 1 and self.executor is None:
+            for run in runs:
+                yield run(self.scenario, self.runtime, self.timeout)
+            return
+        reference = self._pool(len(runs))
+        yield from self._ordered(_shard_run, reference, self.shipped, self.timeout, runs)
+
+    def _ordered(self, task: Callable[..., Any], *args: Any) -> Iterator[Any]:
+        """``task(*args[:-1], item)`` for each item of ``args[-1]`` on the pool, a window of
+        twice its processes ahead, each answer in order."""
+        executor = self.executor
+        assert executor is not None
+        *fixed, items = args
+        pending: list[concurrent.futures.Future[Any]] = []
+        queue = iter(items)
+        try:
+            while True:
+                with frozen_heap():  # submitting may fork the pool's processes
+                    pending += [
+                        executor.submit(task, *fixed, item)
+                        for item in islice(queue, self.jobs * 2 - len(pending))
+                    ]
+                if not pending:
+                    return
+                try:
+                    yield pending.pop(0).result()
+                except (pickle.PicklingError, AttributeError, TypeError) as error:
+                    self._unshippable(error)
+                    raise
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def _unshippable(self, error: Exception) -> None:
+        if self.shipped is self.runtime and not isinstance(self.runtime, str):
+            raise ValueError(
+                "runs in other processes need a runtime factory they can import: a "
+                "module-level function or class, or its 'package.module:factory' name, "
+                f"not {self.shipped!r} ({error})"
+            ) from None
+
+    def _pool(self, tasks: int) -> str | None:
+        """Our own pool of ``jobs`` processes (never more than ``tasks``), unless an executor
+        was given; returns what a task loads the scenario by (None: our pool holds it)."""
+        if self.executor is not None and self._own is None:
             return self._reference()
-        self._asked = max(self._asked, size)
-        self._size_pool(size)
+        if self._own is None:
+            processes = max(1, min(self.jobs, tasks))
+            if "fork" in multiprocessing.get_all_start_methods():
+                # fork hands the scenario (lambdas and all) to the processes without pickling it
+                self._own = concurrent.futures.ProcessPoolExecutor(
+                    processes, mp_context=multiprocessing.get_context("fork"),
+                    initializer=_shard_init, initargs=(self.scenario, None),
+                )  # fmt: skip
+            else:
+                self._own = concurrent.futures.ProcessPoolExecutor(
+                    processes, initializer=_shard_init, initargs=(None, self._reference())
+                )
+            self.executor = self._own
         return None
 
     def _reference(self) -> str:
         if not self.scenario.ref:
             raise ValueError(
-                "running shards in other processes needs a scenario loaded from a file or by "
-                "name (ys.load_scenario), so that each process can load it"
+                "running schedules in other processes needs a scenario loaded from a file or "
+                "by name (ys.load_scenario), so that each process can load it"
             )
         return self.scenario.ref
 
-    def run(self, plans: Sequence[Plan], *, expand: bool = False) -> list[Outcome]:
-        """Run ``plans`` (here, or in shards on the executor); outcomes in plan order."""
-        if self.executor is self._own and self._asked > 1 and len(plans) > 1:
-            self._size_pool(len(plans))
-        if self.executor is None or (self.executor is self._own and len(plans) == 1):
-            return [
-                run_plan(self.scenario, plan, self.runtime, expand=expand, timeout=self.timeout)
-                for plan in plans
-            ]
-        reference = self.scenario.ref if self._own is None else None
-        if self._own is None:
-            self._reference()
-        # One shard per job, plans dealt round-robin: a schedule costs about a millisecond, too
-        # little to ship one at a time. Results are put back in plan order.
-        shards = [list(plans[job :: self.jobs]) for job in range(self.jobs)]
-        # Submitting may fork the pool's processes: they must not collect inherited garbage.
-        with frozen_heap():
-            futures = [
-                self.executor.submit(
-                    _shard_run, shard, self.shipped, expand, reference, self.timeout
-                )
-                for shard in shards
-                if shard
-            ]
-        try:
-            done = [future.result() for future in futures]
-        except (pickle.PicklingError, AttributeError, TypeError) as error:
-            if self.shipped is self.runtime and not isinstance(self.runtime, str):
-                raise ValueError(
-                    "shards in other processes need a runtime factory they can import: a "
-                    "module-level function or class, or its 'package.module:factory' name, "
-                    f"not {self.shipped!r} ({error})"
-                ) from None
-            raise
-        return [done[i % self.jobs][i // self.jobs] for i in range(len(plans))]
-
     def digests(self, replays: Sequence[Replay]) -> list[str | None]:
-        """The trace digest of each confirmation replay, in order: on the executor, one task
-        per replay (the ones off the memory runtime, the slow ones, handed out first), when
-        there is more than one and each runtime can be named in another process; else here."""
-        if self.executor is self._own and self._asked > 1 and len(replays) > 1:
-            self._size_pool(len(replays))
+        """The trace digest of each confirmation replay, in order: on the pool, when there is
+        one and each replay's runtime can be named in another process; else here."""
         crossing = [c for c in (replay.crossing() for replay in replays) if c is not None]
         if self.executor is None or len(replays) < 2 or len(crossing) < len(replays):
             return [replay.digest(self.scenario) for replay in replays]
-        reference = self.scenario.ref if self._own is None else None
-        if self._own is None:
-            self._reference()
-        slowest_first = sorted(range(len(replays)), key=lambda i: replays[i].runtime == "memory")
-        futures: dict[int, concurrent.futures.Future[str | None]] = {}
-        with frozen_heap():  # submitting may fork the pool's processes (see run)
-            for i in slowest_first:
-                futures[i] = self.executor.submit(_shard_digest, crossing[i], reference)
-        return [futures[i].result() for i in range(len(replays))]
+        reference = self._pool(len(replays))
+        return list(self._ordered(_shard_digest_of, reference, crossing))
 
     def close(self, *, cancel: bool = False) -> None:
-        """Shut down our own process pool, if any (``cancel`` drops queued shards)."""
+        """Close this process's run, and shut down our own pool (``cancel`` drops what is
+        queued)."""
+        if self._here is not None:
+            self._here.close()
+            self._here = self._root = None
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
             self._own = self.executor = None
+
+
+def _shard_digest_of(reference: str | None, replay: Replay) -> str | None:
+    return _shard_digest(replay, reference)
+
+
+def run_outcome(run: Any) -> Outcome:
+    """A finished ``SimulationRun``'s outcome, its runtime closed."""
+    try:
+        return outcome_of(run)
+    finally:
+        run.runtime.close()

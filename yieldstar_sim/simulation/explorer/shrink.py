@@ -1,21 +1,23 @@
 """Shrinking a violation: delta debugging over its faults (kept as descriptions, so removing
-one does not move the others), its nearest passing plan and the first event where they part."""
+one does not move the others), its nearest passing schedule and the first event where they
+part. Each candidate is the violating run's moves, bare, with a subset of its faults: followed
+while they fit, the seed's moves after (``simulate(..., strict_schedule=False)``)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
-from yieldstar_sim.simulation.explorer.plans import simulate_plan
 from yieldstar_sim.simulation.explorer.report import FoundViolation
 from yieldstar_sim.simulation.faults import by_description, trace_points
+from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
@@ -31,19 +33,19 @@ def described_faults(run: SimulationRun) -> list[Fault]:
 def shrink(
     scenario: Scenario,
     outcome: Outcome,
-    plan: Plan,
     runtime: RuntimeChoice,
     invariant: str,
     *,
     timeout: float | None = DEFAULT_TIMEOUT,
 ) -> FoundViolation:
-    """Shrink ``plan``'s violation of ``invariant`` to a 1-minimal set of described faults,
-    and find its nearest passing plan and the first event where the two runs part."""
-    run = simulate_plan(scenario, plan, runtime, timeout)
+    """Shrink ``outcome``'s violation of ``invariant`` to a 1-minimal set of described
+    faults, and find its nearest passing schedule and the first event where the two part."""
+    run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
     faults = described_faults(run)
+    bare = [Move(move.actor, choice=move.choice) for move in outcome.schedule]
 
     def fails(subset: list[Fault]) -> SimulationRun | None:
-        candidate = simulate_plan(scenario, replace(plan, faults=tuple(subset)), runtime, timeout)
+        candidate = _run(scenario, outcome.seed, bare, subset, runtime=runtime, timeout=timeout)
         return candidate if any(v.invariant == invariant for v in candidate.violations) else None
 
     faults = ddmin(faults, lambda subset: fails(subset) is not None)
@@ -53,7 +55,7 @@ def shrink(
     nearest_artifact = None
     for drop in reversed(range(len(faults))):
         others = faults[:drop] + faults[drop + 1 :]
-        passing = simulate_plan(scenario, replace(plan, faults=tuple(others)), runtime, timeout)
+        passing = _run(scenario, outcome.seed, bare, others, runtime=runtime, timeout=timeout)
         if not any(v.invariant == invariant for v in passing.violations):
             nearest = [fault.describe() for fault in others]
             divergence = first_divergence(shrunk, passing)
@@ -71,6 +73,22 @@ def shrink(
         divergence_at=divergence[0],
         nearest_artifact=nearest_artifact,
     )
+
+
+def _run(
+    scenario: Scenario,
+    seed: int,
+    schedule: Sequence[Move],
+    faults: Sequence[Fault],
+    *,
+    runtime: RuntimeChoice,
+    timeout: float | None,
+) -> SimulationRun:
+    """One candidate run of a shrink."""
+    return simulate(
+        scenario, seed, runtime=runtime, schedule=schedule, faults=faults,
+        scenario_faults=False, check_faults=False, strict_schedule=False, timeout=timeout,
+    )  # fmt: skip
 
 
 def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fault]:

@@ -1,61 +1,108 @@
-"""What every search strategy shares: its options (``SearchConfig``), the one shape a strategy
-has (``Strategy``), the tally of what it ran and found (``Tally``), and the one place an
-``ExplorationReport`` is built from them (``build_report``).
+"""What every search strategy shares: the options of each (a small dataclass per strategy),
+the one shape a strategy has (``Strategy``), why a search stopped (``StopReason``), and the
+tally of what it ran and found (``Tally``), which the report is built from.
 
 A strategy is a file of its own, as shuttle keeps one ``Scheduler`` per file behind one trait:
-``systematic.py``, ``randomized.py`` (random and PCT) and ``exhaustive.py``. Each plans the
-schedules it runs and hands every outcome to its ``Tally``; what only it knows (how much of the
-bound it covered, the states it reached) it says in its ``coverage``. How a strategy runs a
-schedule is its own detail: the plan strategies hand plans to the ``Runner`` (processes, prefix
-sharing), the exhaustive one steers one simulator per path.
+``systematic.py``, ``randomized.py`` (random and PCT) and ``exhaustive.py``, each a client of
+``execution.Execution``.
 """
 
 from __future__ import annotations
 
+import enum
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.simulation.explorer.report import ExplorationReport
-from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind, applies_at
+from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind, explored_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeAlias
 
-    from yieldstar_sim.simulation.explorer.plans import Outcome, Plan
-    from yieldstar_sim.simulation.explorer.shards import Runner
-    from yieldstar_sim.simulation.explorer.statespace import StateSpace
+    from yieldstar_sim.simulation.explorer.runs import Outcome
 
     Tick: TypeAlias = Callable[[int], None] | None
     """Progress: called with the number of schedules run after each one (or nothing)."""
 
-#: The strategies ``explore`` knows, by name.
-STRATEGIES = ("systematic", "random", "pct", "exhaustive")
+
+class StopReason(enum.StrEnum):
+    """Why a search stopped."""
+
+    COVERED = "covered"
+    """It covered everything its bound holds."""
+    SAMPLED = "sampled"
+    """A sampling strategy ran the schedules it meant to."""
+    VIOLATION = "violation"
+    """It stopped at its first violation (``stop_at_first``)."""
+    BUDGET = "budget"
+    """The budget of schedules cut it."""
+    TIME_BUDGET = "time_budget"
+    """The time budget cut it."""
+    DEPTH = "depth"
+    """The depth bound cut some path (the exhaustive search's ``max_depth``)."""
+    INTERRUPTED = "interrupted"
+    """Ctrl-C stopped it."""
+
+    def describe(self) -> str:
+        """The reason in words, as a coverage statement says it."""
+        return _REASONS[self]
+
+
+_REASONS = {
+    StopReason.COVERED: "it covered its bound",
+    StopReason.SAMPLED: "it ran its sample",
+    StopReason.VIOLATION: "it stopped at the first violation",
+    StopReason.BUDGET: "the budget of schedules cut it",
+    StopReason.TIME_BUDGET: "the time budget cut it",
+    StopReason.DEPTH: "the depth bound cut it",
+    StopReason.INTERRUPTED: "Ctrl-C stopped it",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Systematic:
+    """The systematic strategy: every fault kind at every choice point of the seed's run, and
+    every option of each draw and completion order, level by level up to ``max_faults``."""
+
+    name = "systematic"
+
+
+@dataclass(frozen=True, slots=True)
+class Random:
+    """Seeded random schedules: random faults at random points, random interleavings."""
+
+    name = "random"
+
+
+@dataclass(frozen=True, slots=True)
+class Pct:
+    """PCT: priority scheduling with ``depth`` priority change points, plus random faults."""
+
+    depth: int = 3
+    name = "pct"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.depth, bool) or not isinstance(self.depth, int) or self.depth < 1:
+            raise ValueError(f"PCT's depth is a whole number >= 1, not {self.depth!r}")
+
+
 #: The orders the exhaustive search can take: depth first, or shortest first (fewest faults,
 #: then events).
 ORDERS = ("dfs", "shortest")
 
 
 @dataclass(frozen=True, slots=True)
-class SearchConfig:
-    """A search's options, checked once: those every strategy reads (the seed, the fault
-    bound and kinds, how long a freeze lasts, the schedule budget, whether to stop at the first
-    violation) and those only one reads (``pct_depth``; the exhaustive search's
-    ``time_budget``, ``max_depth``, ``order``, and its reduction: ``reduce`` for the sleep
-    sets, ``cache`` for the state caching)."""
+class Exhaustive:
+    """Every move at every choice point up to ``max_faults``: depth first (``order="dfs"``)
+    or shortest first (``"shortest"``: the violation with the fewest faults, then events);
+    ``max_depth`` bounds the choice points it branches at. ``cache=False`` searches without
+    state caching: the naive search, for comparison."""
 
-    seed: int = 0
-    max_faults: int = 1
-    kinds: tuple[FaultKind, ...] = tuple(FaultKind(kind) for kind in FAULT_KINDS)
-    freeze: float = 40.0
-    budget: int | None = None
-    stop_at_first: bool = True
-    pct_depth: int = 0
-    time_budget: float | None = None
     max_depth: int | None = None
     order: str = "dfs"
-    reduce: bool = True
     cache: bool = True
+    name = "exhaustive"
 
     def __post_init__(self) -> None:
         if self.order not in ORDERS:
@@ -65,203 +112,135 @@ class SearchConfig:
             isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
         ):
             raise ValueError(f"max_depth must be a whole number >= 1, not {depth!r}")
-        if not isinstance(self.reduce, bool) or not isinstance(self.cache, bool):
-            # reduction="no" is truthy: the reduced search ran where the naive one was asked for.
-            wrong = self.reduce if not isinstance(self.reduce, bool) else self.cache
-            raise TypeError(f"reduction is True or False, not {wrong!r}")
+        if not isinstance(self.cache, bool):
+            raise TypeError(f"cache is True or False, not {self.cache!r}")
+
+
+StrategyOptions = Systematic | Random | Pct | Exhaustive
+#: The strategies ``explore`` knows, by name.
+STRATEGIES: dict[str, type[StrategyOptions]] = {
+    "systematic": Systematic, "random": Random, "pct": Pct, "exhaustive": Exhaustive,
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class SearchConfig:
+    """What every strategy reads: the seed, the fault bound and kinds, how long a freeze
+    lasts, the schedule and time budgets, whether to stop at the first violation, and the
+    strategy's own options."""
+
+    strategy: StrategyOptions = field(default_factory=Systematic)
+    seed: int = 0
+    max_faults: int = 1
+    kinds: tuple[FaultKind, ...] = tuple(FaultKind(kind) for kind in FAULT_KINDS)
+    freeze: float = 40.0
+    budget: int | None = None
+    time_budget: float | None = None
+    stop_at_first: bool = True
+
+    def __post_init__(self) -> None:
         if self.time_budget is not None and not self.time_budget > 0:
             raise ValueError(
                 f"time_budget must be a positive number of seconds, not {self.time_budget!r}"
             )
 
+    def seconds(self) -> dict[FaultKind, float]:
+        """How long each timed kind lasts in this search (``faults.explored_seconds``)."""
+        made = {kind: explored_seconds(kind, self.freeze) for kind in self.kinds}
+        return {kind: seconds for kind, seconds in made.items() if seconds is not None}
+
 
 @dataclass
 class Tally:
-    """What a search ran and found, in the order it ran it: every strategy hands each
-    schedule's plan and outcome to ``take``, and the report's counts are read from here.
+    """What a search ran and found, in the order it ran it: every strategy hands each run's
+    outcome to ``take``, and the report's counts are read from here.
 
-    ``failures`` holds (plan number, outcome, invariant): the first violation of each
-    invariant, or with ``every_violation`` all of them (the shortest-first search picks among
-    them). ``warnings`` are those every schedule gave (an invariant that watched nothing)."""
+    ``failures`` holds (outcome number, invariant): the first violation of each invariant, or
+    with ``every_violation`` all of them (the shortest-first search picks among them).
+    ``warnings`` are those every run gave (an invariant that watched nothing)."""
 
-    stop_at_first: bool = True
+    config: SearchConfig
     every_violation: bool = False
-    faults_in_reasons: bool = True
-    """Whether an incomplete schedule's reason names its faults (a plan strategy's, placed
-    by hand) or only its number (the exhaustive search's, whose path the state space tells)."""
     tick: Tick = None
-    """Called with the number of schedules run after each one (progress)."""
-    plans: list[Plan] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
-    failures: list[tuple[int, Outcome, str]] = field(default_factory=list)
+    failures: list[tuple[int, str]] = field(default_factory=list)
     warnings: set[str] | None = None
     incomplete: int = 0
     incomplete_reasons: list[str] = field(default_factory=list)
-    done: bool = False
-    """A violation was found with ``stop_at_first``: the strategy runs nothing more."""
+    stopped: StopReason | None = None
+    """Why the search stopped before covering its bound (None: it did not, yet)."""
+    started: float = field(default_factory=time.perf_counter)
 
     @property
-    def schedules_run(self) -> int:
+    def runs(self) -> int:
         """How many schedules ran to their end (or to their cut)."""
-        return len(self.plans)
+        return len(self.outcomes)
 
-    def take(self, plan: Plan, outcome: Outcome) -> None:
-        """Count one schedule run: its incompleteness, its warnings and its violations."""
-        self.plans.append(plan)
+    @property
+    def done(self) -> bool:
+        """Whether the search must run nothing more."""
+        return self.stopped is not None
+
+    def take(self, outcome: Outcome) -> Outcome:
+        """Count one run: its incompleteness, its warnings and its violations; returns it,
+        numbered."""
+        from dataclasses import replace
+
+        outcome = replace(outcome, index=len(self.outcomes))
         self.outcomes.append(outcome)
         if outcome.incomplete is not None and not outcome.violations:
             self.incomplete += 1
             if len(self.incomplete_reasons) < 3:
-                faults = ", ".join(f.describe() for f in plan.faults) or "no faults"
-                named = f" ({faults})" if self.faults_in_reasons else ""
+                faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
                 self.incomplete_reasons.append(
-                    f"schedule #{plan.index}{named}: {outcome.incomplete}"
+                    f"schedule #{outcome.index} ({faults}): {outcome.incomplete}"
                 )
         warnings = set(outcome.warnings)
         self.warnings = warnings if self.warnings is None else self.warnings & warnings
         if outcome.violations:
-            seen = {name for *_, name in self.failures}
+            seen = {name for _, name in self.failures}
             for name, _ in outcome.violations:
                 if name not in seen or self.every_violation:
                     seen.add(name)
-                    self.failures.append((len(self.plans) - 1, outcome, name))
-            if self.stop_at_first:
-                self.done = True
+                    self.failures.append((outcome.index, name))
+            if self.config.stop_at_first and not self.every_violation:
+                self.stopped = StopReason.VIOLATION
         if self.tick is not None:
-            self.tick(len(self.plans))
+            self.tick(len(self.outcomes))
+        return outcome
 
-
-class Coverage(TypedDict, total=False):
-    """What a strategy alone knows of what it covered: the report's fields it fills."""
-
-    skipped_equivalent: int
-    total_under_bound: int | None
-    verdicts: dict[tuple[str, str], str]
-    state_space: StateSpace | None
-    state_paths: list[tuple[tuple[str, str | None], ...]]
-    freeze_seconds: float | None
-    distinct_states: int
-    pruned_by_reduction: int
-    pruned_by_cache: int
-    pruned_by_symmetry: int
-    search_progress: dict[str, Any]
-    naive_schedules: int | None
-    naive_how: str | None
-    cut_by: list[str]
-    order: str
-    max_depth: int | None
-    workers: int
-    searched_to_the_end: bool
+    def out_of_budget(self) -> bool:
+        """Whether a budget stops the search now (and say which)."""
+        config = self.config
+        if self.stopped is not None:
+            return True
+        if config.budget is not None and len(self.outcomes) >= config.budget:
+            self.stopped = StopReason.BUDGET
+        elif (
+            config.time_budget is not None
+            and time.perf_counter() - self.started > config.time_budget
+        ):
+            self.stopped = StopReason.TIME_BUDGET
+        return self.stopped is not None
 
 
 class Strategy(Protocol):
     """One way of searching a scenario's schedules (systematic, random, PCT, exhaustive).
 
     ``search`` runs schedules until the strategy has covered its bound, a budget cuts it, or
-    ``tally.done`` (a violation, with ``stop_at_first``); a ``KeyboardInterrupt`` passes
-    through, and what was run so far stays in ``tally``. ``coverage`` may be asked at any time
-    after, an interrupted search included."""
+    a violation stops it (``stop_at_first``); a ``KeyboardInterrupt`` passes through, and what
+    was run so far stays in ``tally``. ``section`` may be asked at any time after, an
+    interrupted search included: what only this strategy knows, the report's section."""
 
     tally: Tally
-    runner: Runner
 
     def search(self) -> None:
         """Run schedules until the bound is covered, cut, or a violation stops the search."""
         ...
 
-    def coverage(self) -> Coverage:
-        """What the search covered, as the report's fields."""
+    def section(self) -> dict[str, Any]:
+        """What this strategy covered, as the report's per-strategy section."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class Asked:
-    """What an exploration was asked for: the report's header."""
-
-    scenario: str
-    strategy: str
-    max_faults: int
-    seed: int
-    runtime: str
-    budget: int | None = None
-    stop_at_first: bool = True
-
-
-def build_report(
-    asked: Asked,
-    tally: Tally,
-    coverage: Coverage,
-    *,
-    adapter_failures: list[str],
-    interrupted: bool,
-) -> ExplorationReport:
-    """The report of a search, built here only: what was asked, the tally's counts, the
-    strategy's coverage, the adapter's failures and whether Ctrl-C stopped it (the violations,
-    once shrunk, and the confirmation are added after)."""
-    report = ExplorationReport(
-        asked.scenario, asked.strategy, asked.max_faults, asked.seed, asked.runtime,
-        budget=asked.budget, stopped_at_first=asked.stop_at_first,
-        adapter_failures=adapter_failures, interrupted=interrupted,
-        schedules_run=tally.schedules_run, incomplete_schedules=tally.incomplete,
-        incomplete_reasons=list(tally.incomplete_reasons), warnings=sorted(tally.warnings or ()),
-        **coverage,
-    )  # fmt: skip
-    if report.state_space is not None:
-        report.state_space.cut_by[:] = _cut_by(report)
-    return report
-
-
-def _cut_by(report: ExplorationReport) -> list[str]:
-    """What stopped an exhaustive search before its end, each a clause, for its state graph's
-    pictures: a picture shown alone must not call the states a cut search reached all there
-    are."""
-    cut_by = [f"{why} cut the search" for why in report.cut_by]
-    if report.interrupted:
-        cut_by.append("Ctrl-C stopped it")
-    if report.incomplete_schedules:
-        count = report.incomplete_schedules
-        cut_by.append(f"{count} schedule{'s' if count != 1 else ''} did not finish")
-    if not cut_by and not report.searched_to_the_end:
-        cut_by.append("it stopped at its first violation")
-    return cut_by
-
-
-class Sweeps:
-    """Runs a plan strategy's batches of plans on the runner, in plan order, into the tally,
-    until the tally is done; keeps the verdict of each single fault placed at a labelled point
-    (the systematic search's grid)."""
-
-    def __init__(self, runner: Runner, config: SearchConfig, tick: Tick) -> None:
-        self.tally = Tally(config.stop_at_first, tick=tick)
-        self.runner, self.budget = runner, config.budget
-        self.verdicts: dict[tuple[str, str], str] = {}
-
-    def room(self) -> int | None:
-        """How many more schedules the budget allows (None: no budget)."""
-        return None if self.budget is None else self.budget - len(self.tally.plans)
-
-    def run(self, plans: list[Plan], *, expand: bool, share: bool = False) -> list[Outcome]:
-        """Run ``plans`` in order, stopping once the tally is done; with ``share``, plans that
-        extend one parent share its prefix where that pays. The outcomes of those run."""
-        tally, results = self.tally, []
-
-        def take(plan: Plan, outcome: Outcome) -> bool:
-            results.append(outcome)
-            if len(plan.faults) == 1 and plan.faults[0].label:
-                self.verdicts[plan.faults[0].label, str(plan.faults[0].kind)] = outcome.verdict
-            tally.take(plan, outcome)
-            return not tally.done
-
-        if not tally.done:
-            self.runner.each(plans, expand=expand, take=take, share=share)
-        return results
-
-
-def applies(kind: FaultKind, outcome: Outcome, point: int) -> bool:
-    """Whether the explorer places ``kind`` at ``point`` of the run ``outcome`` describes."""
-    if point >= len(outcome.ops):
-        return True  # a point past the run's end: no fault fires there anyway
-    return applies_at(kind, outcome.ops[point], exploring=True)
 
 
 def progress_bar(enabled: bool, total: int | None) -> Any:

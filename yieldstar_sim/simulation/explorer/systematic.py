@@ -1,25 +1,54 @@
-"""The systematic strategy: every fault kind at every choice point of the fault-free run, level
-by level up to ``max_faults``, a fault whose point is equivalent to one tried already (same
-state fingerprint, same kind) skipped."""
+"""The systematic strategy: every fault kind at every choice point of the seed's run, level by
+level up to ``max_faults``, and every option of each draw and completion order on the way.
+
+Level 0 is the seed's run and, at each draw or completion order it passes, a run for each other
+option (``runs.subtree``). Level k places one more fault after the last of each run of level
+k-1: kind by kind, each at every later choice point where the explorer places it (the
+commonest fault, a crash, is tried everywhere before the rarer ones, which finds the usual
+violations soonest), each fault's run branching every draw after it as level 0 does. A fault
+whose point is *equivalent* to one tried already (the same state key, the same call, the same
+kind) is skipped: it would reach a state reached already.
+
+The runs of one parent and one kind share the parent's run (``runs.sweep``): it is followed
+once, its state saved at each fault's point and put back after that fault's runs (on a
+runtime that cannot snapshot itself, ``Execution`` replays the path instead). With ``jobs``
+> 1 the sweeps go to other processes (``shards.py``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.plans import Plan
-from yieldstar_sim.simulation.explorer.strategy import Coverage, Sweeps, applies
-from yieldstar_sim.simulation.faults import Fault, FaultKind, explored_seconds
+from yieldstar_sim.simulation.explorer.runs import Sweep
+from yieldstar_sim.simulation.explorer.strategy import StopReason, Tally
+from yieldstar_sim.simulation.faults import applies_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
+    from yieldstar_sim.simulation.moves import Move
 
 
-class Systematic:
-    """Every kind at every choice point, level by level up to ``max_faults``, each state
-    tried once (a ``Strategy``)."""
+@dataclass
+class SystematicCoverage:
+    """What a systematic search covered: the report's section."""
+
+    skipped_equivalent: int = 0
+    planned: int = 0
+    """Faulted schedules planned under the bound (run or skipped as equivalent)."""
+    branched: int = 0
+    """Draws and completion orders whose every option was tried."""
+    verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The verdict of each single fault, by (choice point label, kind)."""
+
+
+class SystematicSearch:
+    """Every kind at every choice point, level by level, each state tried once (a
+    ``Strategy``; see the module's docstring)."""
 
     def __init__(
         self,
@@ -30,64 +59,78 @@ class Systematic:
         planned: Callable[[int], None] | None = None,
     ) -> None:
         self.runner, self.config = runner, config
-        # Told how many schedules are planned so far, level by level (a progress bar's total:
-        # at 100 orders a single-fault search is ten thousand schedules and minutes long).
+        self.tally = Tally(config, tick=tick)
         self.planned = planned
-        self.sweeps = Sweeps(runner, config, tick)
-        self.tally = self.sweeps.tally
-        self.skipped_equivalent = 0
-        self.total_under_bound: int | None = None
+        """Told how many schedules are planned so far, level by level (a progress bar's
+        total: at 100 orders a single-fault search is ten thousand schedules)."""
+        self.covered = SystematicCoverage()
 
     def search(self) -> None:
-        """Run the levels (see the class)."""
-        config, sweeps = self.config, self.sweeps
-        base = Plan(0, config.seed)
-        (parent,) = sweeps.run([base], expand=config.max_faults > 0)
-        seen: set[tuple[str, FaultKind]] = set()
-        level = [(base, parent)]
-        total = 1
+        """Run the levels (see the module's docstring)."""
+        config, tally, covered = self.config, self.tally, self.covered
+        level = self._take(self.runner.root(expand_from=0 if config.max_faults else None))
+        seen: set[tuple[str, tuple[str, str | None, str | None], str]] = set()
+        seconds = config.seconds()
         for remaining in range(config.max_faults, 0, -1):
-            plans: list[Plan] = []
-            planned = len(self.tally.plans)
-            for plan, outcome in level:
-                first = plan.faults[-1].at + 1 if plan.faults else 0  # type: ignore[operator]
-                # Kind by kind, each over every point: the commonest fault (a crash) is tried
-                # everywhere before the rarer ones, which finds the usual violations soonest.
-                for kind, point in (
-                    (kind, point) for kind in config.kinds for point in range(first, outcome.points)
-                ):
-                    if not applies(kind, outcome, point):
-                        continue  # no call to lose at an elapse; no attempt to stall elsewhere
-                    total += 1
-                    key = (outcome.keys[point], kind)
-                    if key in seen:
-                        self.skipped_equivalent += 1
-                        sweeps.verdicts.setdefault((outcome.labels[point], str(kind)), "equivalent")
-                        continue
-                    seen.add(key)
-                    fault = Fault(
-                        kind, at=point, seconds=explored_seconds(kind, config.freeze),
-                        label=outcome.labels[point],
-                    )  # fmt: skip
-                    plans.append(Plan(planned + len(plans), config.seed, (*plan.faults, fault)))
-            # Known before the level runs, so that an interrupted search can say "of how many".
-            self.total_under_bound = total
-            room = sweeps.room()
-            if room is not None:
-                plans = plans[:room]
+            if tally.done:
+                return
+            sweeps = []
+            for outcome in level:
+                first = outcome.expanded or 0
+                for kind in config.kinds:
+                    branches: list[tuple[int, Move]] = []
+                    labels: list[str] = []
+                    for offset, op in enumerate(outcome.ops):
+                        if not applies_at(kind, op, exploring=True):
+                            continue  # no call to lose at an elapse; no attempt to stall elsewhere
+                        covered.planned += 1
+                        label = outcome.labels[offset]
+                        same = (outcome.keys[offset], outcome.calls[offset], str(kind))
+                        if same in seen:
+                            covered.skipped_equivalent += 1
+                            if remaining == config.max_faults == 1:
+                                covered.verdicts.setdefault((label, str(kind)), "equivalent")
+                            continue
+                        seen.add(same)
+                        at = first + offset
+                        move = replace(outcome.schedule[at], fault=kind, seconds=seconds.get(kind))
+                        branches.append((at, move))
+                        labels.append(label)
+                    if branches:
+                        sweeps.append(
+                            Sweep(outcome.schedule, tuple(branches), tuple(labels), str(kind),
+                                  expand=remaining > 1)
+                        )  # fmt: skip
             if self.planned is not None:
-                self.planned(planned + len(plans))
-            outcomes = sweeps.run(plans, expand=remaining > 1, share=True)
-            level = list(zip(plans, outcomes, strict=False))
-            if self.tally.done or (room is not None and sweeps.room() == 0):
-                break
-        self.total_under_bound = total
+                self.planned(tally.runs + sum(len(s.branches) for s in sweeps))
+            level = []
+            for one, number, outcomes in self.runner.sweeps(sweeps):
+                taken = self._take(outcomes)
+                level += taken
+                if remaining == config.max_faults == 1 and taken:
+                    worst = max((o.verdict for o in taken), key=_WORST.index)
+                    covered.verdicts[one.labels[number], one.kind] = worst
+                if tally.done:
+                    return
 
-    def coverage(self) -> Coverage:
-        """How many schedules the bound holds and how many were skipped as equivalent, and the
-        verdict of each single fault."""
-        return {
-            "skipped_equivalent": self.skipped_equivalent,
-            "total_under_bound": self.total_under_bound,
-            "verdicts": dict(self.sweeps.verdicts),
-        }
+    def _take(self, outcomes: list[Outcome]) -> list[Outcome]:
+        """Count ``outcomes`` into the tally, until it says stop; those it took."""
+        tally, taken = self.tally, []
+        if outcomes:
+            self.covered.branched += outcomes[-1].branched  # its subtree's, counted at its end
+        for outcome in outcomes:
+            if tally.out_of_budget():
+                break
+            taken.append(tally.take(outcome))
+            if tally.done:
+                break
+        return taken
+
+    def section(self) -> dict[str, Any]:
+        """What the search covered (the report's section)."""
+        stopped = self.tally.stopped
+        return {"systematic": self.covered, "stopped": stopped or StopReason.COVERED}
+
+
+#: Verdicts from best to worst: a single fault's cell shows the worst of its runs.
+_WORST = ["ok", "incomplete", "violated"]

@@ -5,8 +5,7 @@ in an order of its own, and cuts a state another process has searched to its end
 
 An entry is a key's 16 bytes with the faults left and the depth room it was searched with; a
 state is covered when it was searched with no fewer faults and no less depth left, the rule the
-search's own cache keeps. Only states searched with an empty sleep set are shared, so that a
-cut never depends on which transitions another process had put to sleep. Writes take no lock: an
+search's own cache keeps. Writes take no lock: an
 entry is written key first and marked last, and two processes racing for one slot leave at
 worst an entry no state has (a state searched twice, never one cut wrongly, as a lookup
 compares the whole key). A full table stops taking entries: the processes then search more,

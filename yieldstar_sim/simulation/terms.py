@@ -1,7 +1,6 @@
 """State keys as sums of terms: one hash per part of the state, added modulo 2**128.
 
-Both the systematic search's fingerprints (``plans.Fingerprints``) and the exhaustive search's
-state keys (``statekeys.StateKeys``) are built this way. A key is the sum of one term per
+The state keys (``statekeys.StateKeys``) are built this way. A key is the sum of one term per
 part of the state: each execution's record (with its place in admission order), each of its
 steps, the clock, the ledger, the store, each actor... A part that changes replaces its own
 term (``total += new - old``), so a key costs one hash per part that changed since the last,
@@ -125,11 +124,11 @@ class _Execution:
         head: tuple[object, ...],
         result: object,
         index: int,
-        values: bool,
     ) -> None:
         """Fold in the current state of ``steps``; take ``head`` (``record_head``), ``result``
-        and ``index`` (the place in admission order) as the record's. With ``values``, a
-        step's term covers its value and the record's covers its result."""
+        and ``index`` (the place in admission order) as the record's. A step's term covers
+        its value and the record's covers its result: a workflow's generator holds the values
+        it was given."""
         terms = self.step_terms
         total = self.steps_sum
         # Each step's term names its execution and its position (its place in first-recorded
@@ -139,9 +138,8 @@ class _Execution:
         for s in steps:
             position = s.position
             running = _STEP.copy()
-            value = f"\x1f{s.value!r}" if values else ""
             running.update(
-                f"{prefix}{position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}{value}".encode()
+                f"{prefix}{position}\x1f{s.step_key!r}\x1f{s.status}\x1f{s.attempt}\x1f{s.value!r}".encode()
             )
             new = int.from_bytes(running.digest())
             total += new - terms.get(position, 0)
@@ -154,7 +152,7 @@ class _Execution:
             self.head, moved = head, True
         # The row's result is replaced, never changed in place (readers get copies): the same
         # object has the same text. Holding it keeps its id from being reused.
-        if values and result is not self.result:
+        if result is not self.result:
             self.result, self.result_text, moved = result, repr(result), True
         if moved:
             self.index = index
@@ -166,15 +164,11 @@ class Executions:
     """Every execution's terms, summed: followed on the memory runtime (``follow``), read
     whole on any other (``read_whole``), to the same sum.
 
-    With ``values``, a step's term covers its value and a record's its result (the exhaustive
-    search's keys: a workflow's generator holds the values it was given); without, they cover
-    the rest (the systematic search's fingerprints).
     """
 
-    __slots__ = ("_cache", "_done", "_rows", "_runtime", "_total", "shape", "values")
+    __slots__ = ("_cache", "_done", "_rows", "_runtime", "_total", "shape")
 
-    def __init__(self, *, values: bool) -> None:
-        self.values = values
+    def __init__(self) -> None:
         self._runtime: object = None
         self._rows: tuple[Mapping[str, Row], Sequence[Row]] | None = None
         self._cache: dict[int, _Execution] = {}
@@ -200,7 +194,7 @@ class Executions:
     def copy(self) -> Executions:
         """The same sums, kept apart from these (a saved state's keys): following the same
         runtime's live views."""
-        new = Executions(values=self.values)
+        new = Executions()
         new._runtime, new._rows, new._done, new._total = (
             self._runtime, self._rows, self._done, self._total,
         )  # fmt: skip
@@ -276,7 +270,7 @@ class Executions:
             self._cache[row.seq] = entry
         elif entry.shared:
             entry = self._cache[row.seq] = entry.copy()
-        entry.update(written_since(row, done), row.head(), row.result_value, index, self.values)
+        entry.update(written_since(row, done), row.head(), row.result_value, index)
         entry.writes = len(writes)
         entry.revision = row.revision
         return entry
@@ -291,7 +285,6 @@ class Executions:
                 record_head(record),
                 record.result,
                 index,
-                self.values,
             )
             total += entry.term
         return total & MASK

@@ -1,0 +1,560 @@
+"""One run of a scenario, driven a move at a time: the model every search is a client of.
+
+An ``Execution`` is in the shape of Stateright's ``Model`` and shuttle's ``Execution``: it says
+what can happen next as data (``moves``: an actor going, with a fault or none, or the value of a
+draw, or which of a ``step.all``'s bodies completes next), takes the move its caller chose
+(``take``: the run goes on to its next choice point), reads its state's one key (``key``), saves
+and restores its state (``save``, ``restore``), and says when it is over (``done``) and what the
+run was (``result``). It never calls back into its caller, and nothing in the kernel exists for
+a search: the kernel yields its ready actors and takes the chosen one.
+
+A plain run takes ``default_move`` at each point: the seed's random choice among the ready
+actors (and among a point's options), struck by the fault the scenario's plan places there.
+A *schedule* is the tuple of moves a run took; ``simulation.run.simulate`` follows one.
+
+Whether a saved state is restored or replayed is decided here, and nowhere else: on a runtime
+that snapshots itself (``saving.Snapshots``: the memory runtime) the state is put back
+(``saving.restore``), and the first restores of a run, then a sample, are checked against a
+replay of the same path (``RestoreMismatch``); on any other (DuckDB, PostgreSQL, an adapter of
+your own that does not say it can) the path is replayed from the start.
+
+(An ``Execution`` is one run of a scenario, in shuttle's sense; a workflow execution, in RFC
+003's, is something a run holds many of.)
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.engine.invoker import Registry
+from yieldstar_sim.engine.world import Ledger, WorldStore
+from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
+from yieldstar_sim.simulation.clients import client_actor, client_requests
+from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
+from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
+from yieldstar_sim.simulation.finish import finish
+from yieldstar_sim.simulation.kernel import Kernel
+from yieldstar_sim.simulation.moves import Choice, Move
+from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
+from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
+from yieldstar_sim.simulation.state import RunState, WorkerClocks
+from yieldstar_sim.simulation.statekeys import StateKeys
+from yieldstar_sim.simulation.trace import Trace
+from yieldstar_sim.simulation.workers import worker
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterator, Sequence
+    from pathlib import Path
+
+    from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.faults import Fault
+    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.result import SimulationRun
+    from yieldstar_sim.simulation.scenario import Scenario
+
+#: How many restores of a run are checked against a replay before sampling starts; after
+#: that, the restores whose number is a power of two are (a search restores millions of
+#: states, and a check costs two runs to their end).
+CHECKED_RESTORES = 4
+
+
+class ScheduleMismatch(Exception):
+    """A move does not fit the choice point it was taken at: its actor waits at none, its
+    option is not one of the point's, or its fault cannot strike there."""
+
+
+class RestoreMismatch(Exception):
+    """A state put back from a saved one went on differently from a replay of the path to
+    it: the runtime adapter's ``snapshot`` and ``restore`` leave out state of its own. The
+    search stops rather than count states it never reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One move of a run's path, linked to the path before it (a save shares it: O(1))."""
+
+    move: Move
+    choice: Choice
+    fault: Fault | None
+    before: _Step | None
+    length: int
+
+
+Trail = _Step | None
+"""A run's path so far, shared with every save and trail taken along it (``Execution.trail``):
+``schedule_of`` reads its moves."""
+
+
+def schedule_of(trail: Trail) -> tuple[Move, ...]:
+    """The moves of a ``trail``."""
+    return tuple(step.move for step in _unwound(trail))
+
+
+def _unwound(last: _Step | None) -> Iterator[_Step]:
+    steps = []
+    while last is not None:
+        steps.append(last)
+        last = last.before
+    return reversed(steps)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedExecution:
+    """An ``Execution``'s state at one choice point (``Execution.save``): its path, and where
+    the runtime can snapshot itself, the run's state to put back (else the path is
+    replayed)."""
+
+    path: _Step | None
+    state: Saved | None
+    rng: Any
+    """The seed's random state (None: none was drawn yet)."""
+    plan: tuple[tuple[int, ...], tuple[bool, ...]]
+    stopped: str | None
+    keys: tuple[StateKeys, int] | None
+
+    @property
+    def schedule(self) -> tuple[Move, ...]:
+        """The moves taken to reach this state."""
+        return tuple(step.move for step in _unwound(self.path))
+
+
+class Execution:
+    """One run of ``scenario`` (see the module's docstring).
+
+    ``runtime`` is ``"memory"``, ``"duckdb"`` (in the file ``db`` if given) or a factory;
+    ``faults`` are placed by the default moves, beside the scenario's own plan (left out with
+    ``scenario_faults=False``); ``timeout`` bounds the run's wall-clock seconds. With
+    ``saving``, the run keeps what ``save`` and ``restore`` need (recording costs a sixth of
+    a run, so a plain run does not).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        seed: int = 0,
+        runtime: RuntimeChoice = "memory",
+        db: str | Path | None = None,
+        faults: Sequence[Fault] = (),
+        scenario_faults: bool = True,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        saving: bool = False,
+    ) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.runtime_choice = runtime
+        """What the run was asked to run on (a name or a factory): a re-run uses it again."""
+        self.runtime_kind = resolve_runtime(runtime)[0]
+        self.db = db
+        self.faults = (*(scenario.faults if scenario_faults else ()), *faults)
+        self.timeout = timeout
+        self.saving = saving
+        self.restores = 0
+        """States restored (put back, or replayed to)."""
+        self.replayed_steps = 0
+        """Moves taken again to replay paths to restored states (on a runtime that cannot
+        snapshot itself)."""
+        self._build()
+
+    state_keys: type[StateKeys] = StateKeys
+    """What reads the state's keys (the tests read them whole to compare)."""
+
+    def _build(self) -> None:
+        """A fresh run: its state, its actors spawned, at its first choice point."""
+        scenario = self.scenario
+        clock = ManualClock()
+        made = open_runtime(self.runtime_choice, clock, self.db, scenario.runtime_options)
+        kernel = Kernel(clock, next_wake=made.next_wake_at)
+        profile = scenario.profile
+        self.state = state = RunState(
+            scenario=scenario,
+            seed=self.seed,
+            clock=clock,
+            runtime=made,
+            kernel=kernel,
+            trace=Trace(),
+            ledger=Ledger(),
+            store=WorldStore(),
+            deadline=Deadline(self.timeout),
+            registries=[(0.0, Registry(scenario.workflows, scenario.steps, profile))]
+            + [
+                (deploy.at, Registry(deploy.workflows, scenario.steps, profile))
+                for deploy in scenario.deploys
+            ],
+            clocks=WorkerClocks(clock.now),
+        )
+        self.can_restore = self.saving and can_snapshot(made)
+        if self.can_restore:
+            state.journal = Journal(kernel, clock)
+        self.kernel, self.clock, self.runtime = kernel, clock, made
+        self.trace, self.ledger, self.store = state.trace, state.ledger, state.store
+        self.deadline, self.admissions = state.deadline, state.admissions
+        self.rng = random.Random(self.seed)
+        self._drawn = False  # whether the seed's numbers were drawn: saved only then
+        self.plan = FaultPlan(list(self.faults))
+        self._path: _Step | None = None
+        self.stopped: str | None = None
+        """Why the run is over: ``quiescent`` (it finished), ``max_time``, ``max_points`` or
+        ``timeout`` (the wall-clock limit); None while it goes on."""
+        self._keys: StateKeys | None = None
+        self._fed = 0
+        self._armed = False
+        self._arm()
+        state.spawn(SCHEDULED, partial(scheduled_actor, state))
+        for name in scenario.worker_names:
+            state.spawn(name, partial(worker, state, name))
+        for name, requests in client_requests(scenario).items():
+            state.spawn(name, partial(client_actor, state, name, requests))
+        self._go(None)
+
+    # ------------------------------------------------------------------ what can happen
+
+    def ready(self) -> list[str]:
+        """The actors waiting at a choice point, by name (none once the run is over)."""
+        return [] if self.stopped is not None else self.kernel.ready()
+
+    def point(self, actor: str) -> Point:
+        """The choice point ``actor`` waits at."""
+        return self.kernel.point(actor)
+
+    def moves(
+        self, kinds: Collection[FaultKind] = (), seconds: dict[FaultKind, float] | None = None
+    ) -> list[Move]:
+        """Every move that can be taken now: each ready actor going (each option of a point
+        that chooses among values), then each struck by each fault of ``kinds`` that the
+        explorer places at its point (``seconds``: how long each timed kind lasts)."""
+        if self.stopped is not None:
+            return []
+        kernel = self.kernel
+        ready = kernel.ready()
+        moves: list[Move] = []
+        for name in ready:
+            options = kernel.point(name).options
+            if options:
+                moves += [Move(name, choice=index) for index in range(len(options))]
+            else:
+                moves.append(Move(name))
+        if kinds:
+            seconds = seconds or {}
+            for name in ready:
+                point = kernel.point(name)
+                op = "" if point.info is None else point.info.op
+                moves += [
+                    Move(name, kind, seconds.get(kind))
+                    for kind in kinds
+                    if not point.options and applies_at(kind, op, exploring=True)
+                ]
+        return moves
+
+    def default_move(self) -> Move:
+        """The move a plain run of this seed takes now: the seed's random choice among the
+        ready actors (and among the chosen point's options), struck by the fault the plan
+        places there. It draws the seed's next random numbers and fires the plan's fault:
+        ask once per choice point."""
+        return self.planned(self.seeded_move())
+
+    def seeded_move(self) -> Move:
+        """The seed's random choice among the ready actors, and among the chosen point's
+        options (drawing its next random numbers), with no fault."""
+        kernel = self.kernel
+        ready = kernel.ready()
+        self._drawn = True
+        name = ready[0] if len(ready) == 1 else self.rng.choice(ready)
+        options = kernel.point(name).options
+        choice = None
+        if options:
+            choice = 0 if len(options) == 1 else self.rng.randrange(len(options))
+        return Move(name, choice=choice)
+
+    def planned(self, move: Move) -> Move:
+        """``move`` struck by the fault the plan places at this point, when it names none (a
+        plan's fault there fires either way, so that a schedule whose moves carry their
+        faults replays alike beside the plan of the faults they carry): ask once per point."""
+        plan = self.plan
+        if not plan.faults:
+            return move
+        fault = plan.fault_at(self.kernel.points, self.kernel.point(move.actor))
+        if fault is None or move.fault is not None:
+            return move
+        return Move(move.actor, FaultKind(fault.kind), fault.seconds, move.choice)
+
+    def fits(self, move: Move) -> bool:
+        """Whether ``move`` can be taken now (``take`` would not refuse it)."""
+        return self._misfit(move) is None
+
+    def _misfit(self, move: Move) -> str | None:
+        if self.stopped is not None:
+            return f"the run is over ({self.stopped})"
+        kernel = self.kernel
+        try:
+            point = kernel.point(move.actor)
+        except KeyError:
+            return (
+                f"{move.actor!r} waits at no choice point; the actors waiting are {kernel.ready()}"
+            )
+        options = point.options
+        if options:
+            if move.choice is None or not 0 <= move.choice < len(options):
+                count = len(options)
+                return f"the point {point.label!r} chooses among {count} options, not {move.choice}"
+        elif move.choice is not None:
+            return f"the point {point.label!r} has no options to choose among"
+        if move.fault is not None:
+            op = "" if point.info is None else point.info.op
+            if options or not applies_at(move.fault, op):
+                return f"a {move.fault} cannot strike at {point.label!r}"
+        return None
+
+    # ------------------------------------------------------------------ taking a move
+
+    def take(self, move: Move) -> None:
+        """Take ``move`` at the current choice point: the run goes on to its next one (or to
+        its end). ``ScheduleMismatch`` if the move does not fit."""
+        wrong = self._misfit(move)
+        if wrong is not None:
+            raise ScheduleMismatch(f"choice point {self.kernel.points}: {wrong}")
+        kernel = self.kernel
+        index = kernel.points
+        fault = None
+        if move.fault is not None:
+            fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
+        before = self._path
+        self._path = _Step(
+            move, Choice(index, move.actor, tuple(kernel.ready())), fault, before,
+            1 if before is None else before.length + 1,
+        )  # fmt: skip
+        self._go(move)
+
+    def _go(self, move: Move | None) -> None:
+        """Take ``move`` (None: start the run) and go on to the next choice point."""
+        kernel, scenario = self.kernel, self.scenario
+        if not self._armed:
+            self._arm()
+        try:
+            if move is not None:
+                kernel.take(move.actor, move)
+            if kernel.points >= scenario.point_limit:
+                self.stopped = "max_points" if kernel.pending() else "quiescent"
+            elif self.deadline.expired:
+                self.stopped = "timeout"
+            elif not kernel.settle(until=scenario.max_time):
+                self.stopped = "max_time" if kernel.pending() else "quiescent"
+            elif self.deadline.expired:
+                self.stopped = "timeout"
+        except RunTimedOut:
+            self.stopped = "timeout"
+        if self.stopped is not None:
+            self._disarm()
+
+    def _arm(self) -> None:
+        self.deadline.__enter__()
+        self._armed = True
+
+    def _disarm(self) -> None:
+        if self._armed:
+            self._armed = False
+            self.deadline.__exit__(None, None, None)
+
+    # ------------------------------------------------------------------ reading the run
+
+    def done(self) -> bool:
+        """Whether the run is over (``stopped`` says why)."""
+        return self.stopped is not None
+
+    @property
+    def points(self) -> int:
+        """Choice points taken so far."""
+        return self.kernel.points
+
+    @property
+    def schedule(self) -> tuple[Move, ...]:
+        """The moves taken so far: replaying them reproduces the run."""
+        return schedule_of(self._path)
+
+    def trail(self) -> Trail:
+        """The moves taken so far, without copying them (``schedule_of`` reads them)."""
+        return self._path
+
+    @property
+    def choices(self) -> list[Choice]:
+        """Every choice point taken, with the actor that went and those that could have."""
+        return [step.choice for step in _unwound(self._path)]
+
+    @property
+    def applied(self) -> list[Fault]:
+        """Every fault that struck, placed by choice-point index and labelled."""
+        return [step.fault for step in _unwound(self._path) if step.fault is not None]
+
+    def key(self) -> str:
+        """The state's one key (``statekeys``): equal for two states exactly when every part
+        of them is, the workers' names blinded."""
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = self.state_keys()
+        events = self.trace.events
+        if self._fed < len(events):
+            keys.remember(events[self._fed :])
+            self._fed = len(events)
+        return keys.key(self.state, ended=self.stopped is not None)
+
+    def incomplete_reason(self) -> str | None:
+        """Why the run did not finish, in words (None when it did, or goes on)."""
+        scenario = self.scenario
+        now = self.clock.now()
+        if self.stopped == "max_time":
+            return (
+                f"cut at max_time={scenario.max_time:g}s of virtual time with work still due "
+                f"(after {self.kernel.points} choice points; a longer story raises it: "
+                "ys.Scenario(..., max_time=...))"
+            )
+        if self.stopped == "max_points":
+            return (
+                f"cut after max_points={scenario.point_limit} choice points at t={now:g} (a "
+                "bound against a run that never settles; a longer one raises it: "
+                "ys.Scenario(..., max_points=...))"
+            )
+        if self.stopped == "timeout":
+            where = self.deadline.where or f"the simulator at choice point {self.kernel.points}"
+            return f"timed out after {self.deadline.seconds:g}s of wall-clock time in {where}"
+        return None
+
+    def result(self) -> SimulationRun:
+        """The run so far as data, checked by every invariant (``finish.finish``)."""
+        return finish(self)
+
+    def close_actors(self) -> None:
+        """Close every actor (a run at its end: what their ``finally`` blocks do is part of
+        the run, under its wall-clock limit)."""
+        if not self._armed and not self.deadline.expired:
+            self._arm()
+        try:
+            self.kernel.close()
+        except RunTimedOut:
+            self.stopped = "timeout"  # workflow code that spins as it is abandoned
+        finally:
+            self._disarm()
+
+    def close(self) -> None:
+        """Close the actors and the runtime."""
+        try:
+            self._disarm()
+            self.kernel.close()
+        finally:
+            self.runtime.close()
+
+    # ------------------------------------------------------------------ saving and restoring
+
+    def save(self) -> SavedExecution:
+        """The run's state now, to ``restore`` later."""
+        keys = None if self._keys is None else (self._keys.copy(), self._fed)
+        return SavedExecution(
+            path=self._path,
+            state=save(self.state) if self.can_restore else None,
+            rng=self.rng.getstate() if self._drawn else None,
+            plan=self.plan.snapshot(),
+            stopped=self.stopped,
+            keys=keys,
+        )
+
+    def restore(self, saved: SavedExecution) -> None:
+        """Put the run back as ``saved`` says (a state this run went on from): restored where
+        the runtime can snapshot itself, else replayed from the start."""
+        self.restores += 1
+        if saved.state is None:
+            self._replay_to(saved)
+            return
+        check = self.restores <= CHECKED_RESTORES or self.restores & (self.restores - 1) == 0
+        self._put_back(saved)
+        if check:
+            self._check(saved)
+
+    def _put_back(self, saved: SavedExecution) -> None:
+        assert saved.state is not None
+        restore(self.state, saved.state)
+        self._path = saved.path
+        self._set_rng(saved.rng)
+        self.plan.restore(saved.plan)
+        self.stopped = saved.stopped
+        if saved.keys is None:
+            self._keys, self._fed = None, 0
+        else:
+            keys, self._fed = saved.keys
+            self._keys = keys.copy().caught_up()
+        deadline = self.deadline
+        if self.stopped is not None:
+            self._disarm()
+        elif (
+            not self._armed
+            or deadline.expired
+            or (deadline.seconds is not None and deadline.elapsed > deadline.seconds / 2)
+        ):
+            # A run restored goes on with at least half its limit: arming the limit again at
+            # every restore cost a tenth of a search.
+            self._disarm()
+            deadline.expired, deadline.where = False, None
+            self._arm()
+
+    def _replay_to(self, saved: SavedExecution) -> None:
+        """Make the run again and take the path's moves (a runtime that cannot snapshot)."""
+        self.close()
+        self._build()
+        for step in _unwound(saved.path):
+            self.take(step.move)
+            self.replayed_steps += 1
+        self._set_rng(saved.rng)
+        self.plan.restore(saved.plan)
+
+    def _set_rng(self, state: Any) -> None:
+        if state is not None:
+            self.rng.setstate(state)
+        elif self._drawn:
+            self.rng.seed(self.seed)  # saved before any was drawn
+        self._drawn = state is not None
+
+    def _check(self, saved: SavedExecution) -> None:
+        """Run the restored state on to its end, then a replay of its path the same way, and
+        compare what each did (``RestoreMismatch`` when they differ); put the state back."""
+        restored = self._run_out()
+        self._put_back(saved)
+        again = Execution(
+            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
+            faults=self.faults, scenario_faults=False, timeout=self.timeout,
+        )  # fmt: skip
+        try:
+            for step in _unwound(saved.path):
+                again.take(step.move)
+            replayed = again._run_out()
+        finally:
+            again.close()
+        if restored != replayed:
+            first = next(
+                (i for i, (a, b) in enumerate(zip(restored, replayed, strict=False)) if a != b),
+                min(len(restored), len(replayed)),
+            )
+            shown = restored[first] if first < len(restored) else "the end of the run"
+            then = replayed[first] if first < len(replayed) else "the end of the run"
+            raise RestoreMismatch(
+                f"the runtime adapter {type(self.runtime).__name__} restored a state that went "
+                f"on differently from a replay of the same {len(self.schedule)} moves: after "
+                f"the restore, event {first} was {shown}; replayed, it was {then}. Its "
+                "snapshot() and restore() must save and put back everything it keeps (or the "
+                "adapter must not offer them: its runs are then replayed)"
+            )
+
+    def _run_out(self) -> list[tuple[Any, ...]]:
+        """Take the first move at every point to the end; what the run did since, as facts."""
+        start = len(self.trace.events)
+        if self.state.journal is not None:
+            with self.state.journal.unrecorded():
+                while not self.done():
+                    self.take(self.moves()[0])
+        else:
+            while not self.done():
+                self.take(self.moves()[0])
+        facts = [event.facts() for event in self.trace.events[start:]]
+        facts.append(("records", tuple(map(repr, self.runtime.executions()))))
+        return facts

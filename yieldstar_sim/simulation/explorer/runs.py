@@ -1,0 +1,173 @@
+"""What a search runs and keeps of each run: an ``Outcome`` (small enough to cross a process
+boundary), and the two ways the plan strategies drive an ``Execution``: ``subtree`` (a run to
+its end, and every option of each draw and completion order on the way) and ``sweep`` (a
+parent run followed again, with one more move branched off it at each of several points)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.moves import Move
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from yieldstar_sim.simulation.execution import Execution
+    from yieldstar_sim.simulation.faults import Fault
+    from yieldstar_sim.simulation.result import SimulationRun
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """The runs of one parent and one fault kind: the parent's schedule, and each point of it
+    to branch at with the move taken there instead (the parent's, struck by the fault)."""
+
+    parent: tuple[Move, ...]
+    branches: tuple[tuple[int, Move], ...]
+    labels: tuple[str, ...]
+    kind: str
+    expand: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one run gave: its verdict's parts and its schedule (which replays it). With
+    ``expanded``, each choice point's label, op, call and state key from ``expanded`` on
+    (where the next level of a systematic search may place a fault)."""
+
+    index: int
+    seed: int
+    ok: bool
+    violations: tuple[tuple[str, str], ...]
+    points: int
+    faults: tuple[Fault, ...]
+    schedule: tuple[Move, ...]
+    incomplete: str | None = None
+    warnings: tuple[str, ...] = ()
+    length: int = 0
+    """How many trace events the run left (the shortest-first search ranks by it)."""
+    expanded: int | None = None
+    labels: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()
+    calls: tuple[tuple[str, str | None, str | None], ...] = ()
+    keys: tuple[str, ...] = ()
+    branched: int = 0
+    """The draws and completion orders whose every option was tried on the way to this run."""
+
+    @property
+    def verdict(self) -> str:
+        """``ok``, ``violated`` or ``incomplete``, as for a run."""
+        if self.violations:
+            return "violated"
+        return "incomplete" if self.incomplete is not None else "ok"
+
+    def violates(self, invariant: str) -> bool:
+        """Whether this run violated the invariant named ``invariant``."""
+        return any(name == invariant for name, _ in self.violations)
+
+
+def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
+    """A finished run's ``Outcome`` (``extra``: the fields a search fills in)."""
+    return Outcome(
+        index=0, seed=run.seed, ok=run.ok,
+        violations=tuple((v.invariant, v.message) for v in run.violations),
+        points=run.points, faults=tuple(run.faults), schedule=tuple(run.schedule),
+        incomplete=run.incomplete, warnings=tuple(run.warnings), length=len(run.trace),
+        **extra,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+class _Points:
+    """What a run records of its choice points from ``start`` on, for the next level."""
+
+    def __init__(self, start: int | None) -> None:
+        self.start = start
+        self.labels: list[str] = []
+        self.ops: list[str] = []
+        self.calls: list[tuple[str, str | None, str | None]] = []
+        self.keys: list[str] = []
+
+    def note(self, execution: Execution, actor: str) -> None:
+        if self.start is None or execution.points < self.start:
+            return
+        point = execution.point(actor)
+        info = point.info
+        self.labels.append(point.label)
+        self.ops.append(str(info.op))
+        self.calls.append((str(info.op), info.execution_id, info.step_key))
+        self.keys.append(execution.key())
+
+    def truncate(self, length: int) -> None:
+        for kept in (self.labels, self.ops, self.calls, self.keys):
+            del kept[length:]
+
+    def fields(self) -> dict[str, object]:
+        if self.start is None:
+            return {}
+        return {
+            "expanded": self.start, "labels": tuple(self.labels), "ops": tuple(self.ops),
+            "calls": tuple(self.calls), "keys": tuple(self.keys),
+        }  # fmt: skip
+
+
+def subtree(
+    execution: Execution, *, expand_from: int | None = None, branch: bool = True
+) -> list[Outcome]:
+    """Run ``execution`` to its end taking the seed's moves, then (``branch``) every other
+    option of each draw and completion order it passed (depth first, restoring the state
+    saved there): the outcome of each run, in order. With ``expand_from``, each records its
+    choice points from that one on (``Outcome.labels``...)."""
+    outcomes: list[Outcome] = []
+    branches: list[tuple[object, str, list[int], int]] = []
+    points = _Points(expand_from)
+    branched = 0
+    while True:
+        while not execution.done():
+            move = execution.default_move()
+            points.note(execution, move.actor)
+            options = execution.point(move.actor).options
+            if branch and len(options) > 1:
+                others = [option for option in range(len(options)) if option != move.choice]
+                branches.append((execution.save(), move.actor, others, len(points.keys)))
+                branched += 1
+            execution.take(move)
+        outcomes.append(outcome_of(execution.result(), branched=branched, **points.fields()))
+        while branches and not branches[-1][2]:
+            branches.pop()
+        if not branches:
+            return outcomes
+        saved, actor, others, recorded = branches[-1]
+        execution.restore(saved)  # type: ignore[arg-type]
+        points.truncate(recorded)
+        execution.take(Move(actor, choice=others.pop(0)))
+
+
+def sweep(
+    execution: Execution,
+    parent: Sequence[Move],
+    branches: Sequence[tuple[int, Move]],
+    *,
+    expand: bool = False,
+) -> Iterator[list[Outcome]]:
+    """Follow ``parent``'s moves from ``execution``'s start; at each branch's point (in
+    increasing order) take its move instead, run the subtree from there, and come back to the
+    parent's path. Yields the outcomes of each branch's subtree as it ends (fewer when the
+    parent's run ended before a branch's point).
+
+    The seed's random numbers are drawn at every point as the parent's run drew them (it took
+    the seed's move at each, or another in its place), so that a branch goes on as a plain
+    run of the seed with its move would."""
+    pending = list(branches)
+    for index, move in enumerate(parent):
+        if not pending or execution.done():
+            return
+        execution.seeded_move()
+        while pending and pending[0][0] == index:
+            _, branch = pending.pop(0)
+            saved = execution.save()
+            execution.take(branch)
+            outcomes = subtree(execution, expand_from=index + 1 if expand else None)
+            execution.restore(saved)
+            yield outcomes
+        execution.take(move)

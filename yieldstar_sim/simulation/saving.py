@@ -1,0 +1,358 @@
+"""Saving a run's state at a choice point and putting it back: the one place that knows how.
+
+A run's state is data (``state.RunState``: the clock, the runtime's records, the trace, the
+ledger, the store, each worker's beliefs; the kernel's queue) and, besides, the actors'
+generators, which cannot be copied. What a generator holds is a function of what it was told:
+the values the kernel resumed it with and the answers it asked of the shared state
+(``RunState.ask``). The ``Journal`` keeps that per actor, from the actor's last ``reset`` (a
+worker back at its claim, or past a quiet step), and makes the generator again by feeding it
+its log: every answer is handed back without being computed again, and everything it tells
+the shared state (``RunState.tell``) is dropped, since the restored state holds it already.
+
+``save`` takes the data (``RunState.save_data``), the kernel's snapshot, the runtime's
+snapshot and the length of each actor's log; ``restore`` puts them back into the same objects
+and replaces each actor that moved since with one made again from its log when it next moves.
+A runtime that cannot snapshot itself (``Snapshots``: DuckDB, PostgreSQL, an adapter that does
+not say it can) is never saved: the caller replays the path instead (``execution.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterator
+
+    from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.simulation.kernel import Kernel, KernelState
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """A runtime that can save its records and put them back (the memory runtime can). An
+    adapter that keeps state of its own must save that too, or not say it can: a restored run
+    is checked against a replay of the same path, and one that came back different stops the
+    search (``execution.RestoreMismatch``)."""
+
+    def snapshot(self) -> object:
+        """Everything the runtime holds, as a value ``restore`` takes back."""
+        ...
+
+    def restore(self, snapshot: object) -> None:
+        """Put the runtime back as ``snapshot`` says."""
+        ...
+
+
+def can_snapshot(runtime: object) -> bool:
+    """Whether ``runtime`` says it can save and restore its records."""
+    return isinstance(runtime, Snapshots)
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """The kernel resumed the actor at time ``t`` (its point counter at ``points``), sending
+    ``value``: the move taken at its choice point, or None."""
+
+    t: float
+    points: int
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What one ``ask`` returned."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Raised:
+    """What one ``ask`` raised."""
+
+    error: BaseException
+
+
+class ActorLog:
+    """One actor's factory and what it was told since it was made (or last ``reset``)."""
+
+    __slots__ = ("entries", "factory")
+
+    def __init__(self, factory: Callable[[], Generator[Any, Any, None]], entries: list[Any]):
+        self.factory = factory
+        self.entries = entries
+
+
+class RestoreDiverged(Exception):
+    """An actor made again from its log did not do what it did: it asked for more, or other,
+    than it was told. Workflow or step code that reads something outside the simulation
+    (a wall clock, ``uuid4()``, a global) is the usual cause."""
+
+
+class _Feed:
+    """A log being fed to an actor made again: resumptions and answers, in order."""
+
+    __slots__ = ("at", "entries", "name")
+
+    def __init__(self, name: str, entries: list[Any]) -> None:
+        self.name, self.entries, self.at = name, entries, 0
+
+    def resume(self) -> Resume | None:
+        """The next resumption, or None at the end of the log."""
+        if self.at == len(self.entries):
+            return None
+        entry = self.entries[self.at]
+        if type(entry) is not Resume:
+            raise RestoreDiverged(
+                f"{self.name}, made again, stopped where it had asked for {entry!r} "
+                f"(entry {self.at} of its log)"
+            )
+        self.at += 1
+        return entry
+
+    def answer(self) -> Any:
+        """The next answer (or the error it raised)."""
+        entry = self.entries[self.at] if self.at < len(self.entries) else None
+        if entry is None or type(entry) is Resume:
+            raise RestoreDiverged(
+                f"{self.name}, made again, asked the shared state for something where it had "
+                f"{'ended its log' if entry is None else 'waited'} (entry {self.at})"
+            )
+        self.at += 1
+        if type(entry) is Raised:
+            raise entry.error.with_traceback(None)
+        return entry.value
+
+
+class Journal:
+    """Every actor's factory and log, kept as it is resumed and as it asks the shared state,
+    and the actors made again from them. See the module's docstring."""
+
+    def __init__(self, kernel: Kernel, clock: ManualClock) -> None:
+        self.kernel, self.clock = kernel, clock
+        self.logs: dict[str, ActorLog] = {}
+        self.feeding: _Feed | None = None
+        """The log being fed to an actor made again (None: the run is live)."""
+        self.recording = True
+        """False while a run goes on that will not be saved (``unrecorded``): the actors that
+        move then are only noted (``moved``), and made again from their saved logs when the
+        run is restored."""
+        self.moved: set[str] = set()
+        self.resumed = 0
+        """Resumptions fed to actors made again: what restoring cost, in kernel steps."""
+        self.rebuilt = 0
+        """Actors made again."""
+        self._depth = 0
+
+    # ------------------------------------------------------------ what the actors call
+
+    def ask(self, compute: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``compute(...)``, logged for the running actor; while it is made again, what it
+        returned (or raised) then, without computing it. Asks inside an ask (the world calls
+        of a step body whose result is one answer) are not logged apart."""
+        feed = self.feeding
+        if feed is not None:
+            value: T = feed.answer()
+            return value
+        if self._depth or not self.recording:
+            return compute(*args, **kwargs)
+        self._depth = 1
+        try:
+            value = compute(*args, **kwargs)
+        except BaseException as error:
+            self._depth = 0
+            self._log(Raised(error))
+            raise
+        self._depth = 0
+        self._log(Answer(value))
+        return value
+
+    def _log(self, entry: Answer | Raised) -> None:
+        running = self.kernel.running
+        log = None if running is None else self.logs.get(running)
+        if log is not None:
+            log.entries.append(entry)
+
+    def spawn(
+        self,
+        name: str,
+        actor: Generator[Any, Any, None],
+        factory: Callable[[], Generator[Any, Any, None]],
+        *,
+        at: float | None = None,
+    ) -> None:
+        """Spawn ``actor`` in the kernel, made again by ``factory`` (a function of data: the
+        actor's arguments)."""
+        if self.recording:
+            self.logs[name] = ActorLog(factory, [])
+            actor = self._recorded(name, actor)
+        else:
+            self.moved.add(name)
+        self.kernel.spawn(name, actor, at=at)
+
+    def reset(self, name: str, factory: Callable[[], Generator[Any, Any, None]]) -> None:
+        """Say that the running actor ``name`` stands where a new ``factory()``, started now,
+        would stand: its log starts again here."""
+        if self.recording and self.feeding is None and name in self.logs:
+            self.logs[name] = ActorLog(
+                factory, [Resume(self.clock.now(), self.kernel.points, None)]
+            )
+
+    # ------------------------------------------------------------ recording and feeding
+
+    def _recorded(
+        self, name: str, actor: Generator[Any, Any, None], value: Any = None
+    ) -> Generator[Any, Any, None]:
+        """``actor`` as the kernel drives it, each resumption logged (or, unrecorded, the
+        actor noted as moved)."""
+        send = actor.send
+        try:
+            while True:
+                if self.recording:
+                    log = self.logs.get(name)
+                    if log is not None:
+                        log.entries.append(Resume(self.clock.now(), self.kernel.points, value))
+                else:
+                    self.moved.add(name)
+                try:
+                    request = send(value)
+                except StopIteration:
+                    return
+                value = yield request
+        finally:
+            actor.close()
+
+    def _made_when_moved(self, name: str, log: ActorLog) -> Generator[Any, Any, None]:
+        """An actor restored to ``log``: made again from it when the kernel first resumes it
+        (most restored runs are cut before any actor but the one that moves has moved)."""
+        value = yield  # primed: waits here until the kernel resumes it
+        actor = log.factory()
+        self.feed(name, actor, log.entries)
+        self.rebuilt += 1
+        yield from self._recorded(name, actor, value)
+
+    def feed(self, name: str, actor: Generator[Any, Any, Any], entries: list[Any]) -> None:
+        """Feed ``entries`` to ``actor`` (new, not started) as actor ``name``: it ends at the
+        yield after the last of them."""
+        kernel, clock = self.kernel, self.clock
+        outer = (self.feeding, kernel.running, clock.now(), kernel.points)
+        feed = self.feeding = _Feed(name, entries)
+        kernel.running = name
+        try:
+            while (resume := feed.resume()) is not None:
+                clock.rewind(resume.t)
+                kernel.points = resume.points
+                self.resumed += 1
+                try:
+                    actor.send(resume.value)
+                except StopIteration:
+                    raise RestoreDiverged(f"{name}, made again, ended early") from None
+        finally:
+            self.feeding, kernel.running = outer[0], outer[1]
+            clock.rewind(outer[2])
+            kernel.points = outer[3]
+
+    def discard(self, actor: Generator[Any, Any, Any]) -> None:
+        """Close a generator no longer wanted (a restore replaced it): whatever its
+        ``finally`` blocks would tell the shared state is dropped."""
+        feed, self.feeding = self.feeding, _Feed("a discarded actor", [])
+        try:
+            with contextlib.suppress(Exception, RestoreDiverged):
+                actor.close()
+        finally:
+            self.feeding = feed
+
+    @contextlib.contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Go on without recording (a run that will not be saved, only restored from an
+        earlier save): recording costs a sixth of a run."""
+        self.recording = False
+        try:
+            yield
+        finally:
+            self.recording = True
+
+
+class Saveable(Protocol):
+    """What ``save`` and ``restore`` take of a run's state (``state.RunState`` is one): its
+    journal, kernel, runtime and clock, and its data (``save_data``/``restore_data``)."""
+
+    journal: Journal | None
+    kernel: Kernel
+    runtime: Any
+    clock: ManualClock
+
+    def save_data(self) -> object:
+        """The state's data as it is now."""
+        ...
+
+    def restore_data(self, data: Any) -> None:
+        """Put the state's data back as ``save_data`` took it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Saved:
+    """A run's state at one choice point (``save``), to ``restore``."""
+
+    kernel: KernelState
+    runtime: object
+    data: object
+    logs: dict[str, tuple[ActorLog, int]]
+
+
+def save(state: Saveable) -> Saved:
+    """Save ``state`` as it is now (between two choice points). Its runtime must snapshot
+    itself (``can_snapshot``) and its journal must be recording."""
+    journal = state.journal
+    if journal is None or not journal.recording:
+        raise RuntimeError("only a run whose journal records can be saved")
+    return Saved(
+        kernel=state.kernel.snapshot(),
+        runtime=state.runtime.snapshot(),
+        data=state.save_data(),
+        logs={name: (log, len(log.entries)) for name, log in journal.logs.items()},
+    )
+
+
+def restore(state: Saveable, saved: Saved) -> int:
+    """Put ``state`` back as ``saved`` says; returns how many actors moved since, each made
+    again from its log when it next moves."""
+    journal = state.journal
+    assert journal is not None, "a saved run has a journal"
+    state.clock.rewind(saved.kernel.now)
+    state.runtime.restore(saved.runtime)
+    state.restore_data(saved.data)
+    kernel = state.kernel
+    running = kernel.generators()
+    moved = journal.moved
+    actors: dict[str, Any] = {}
+    made = 0
+    for name in sorted(saved.kernel.actors):
+        log, length = saved.logs[name]
+        actor = running.get(name)
+        if (
+            actor is not None
+            and name not in moved
+            and journal.logs.get(name) is log
+            and len(log.entries) == length
+        ):
+            actors[name] = actor  # it has not moved since: it stands where it stood
+            continue
+        again = ActorLog(log.factory, log.entries[:length])
+        journal.logs[name] = again
+        lazy = journal._made_when_moved(name, again)
+        next(lazy)
+        actors[name] = lazy
+        made += 1
+    for name, actor in running.items():
+        if actors.get(name) is not actor:
+            journal.discard(actor)
+    for name in [name for name in journal.logs if name not in saved.kernel.actors]:
+        del journal.logs[name]
+    moved.clear()
+    kernel.restore(saved.kernel, actors)
+    return made
