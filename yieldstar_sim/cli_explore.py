@@ -68,10 +68,12 @@ def explore_command(args: argparse.Namespace) -> int:
         )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
+    from yieldstar_sim.simulation.execution import RestoreMismatch
+
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)
         return _explore_scenario(args, scenario, out)
-    except ScenarioError as error:
+    except (ScenarioError, RestoreMismatch) as error:
         raise UsageError(str(error)) from error
 
 

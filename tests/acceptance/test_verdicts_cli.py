@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,24 @@ def test_ctrl_c_in_explore_exits_130_and_keeps_what_it_found(tmp_path: Path) -> 
     assert "VIOLATED" in result.stdout
     assert "yieldstar-sim: interrupted" in result.stderr
     assert (tmp_path / "found" / "interrupted-explore-violation-1.replay.json").is_file()
+
+
+def test_a_bug_that_needs_a_draw_is_found_by_explore_with_no_fault(tmp_path: Path) -> None:
+    result = cli(
+        "explore", str(CASES / "unlucky_route.py"), "--max-faults", "0", "--no-confirm",
+        *NO_PICTURES, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "VIOLATED charged_on_every_route" in result.stdout
+
+
+def test_an_adapter_that_saves_less_than_it_keeps_is_a_one_line_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*CLI, "explore", "durable-start", "--strategy", "exhaustive", "--max-faults", "0",
+         "--runtime", "counting_claims:CountingClaims", "--no-confirm", *NO_PICTURES],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(CASES)},
+    )  # fmt: skip
+    line = one_line_error(result)
+    assert "the runtime adapter CountingClaims put back a state that went on differently" in line
+    assert "verified" not in result.stdout
