@@ -236,7 +236,7 @@ class CountingClaims:
 def test_an_adapter_that_saves_less_than_it_keeps_stops_the_search_naming_it() -> None:
     scenario = ys.load_scenario("durable-start")
     assert can_snapshot(CountingClaims(clock=None))
-    with pytest.raises(RestoreMismatch, match=r"the runtime adapter CountingClaims restored"):
+    with pytest.raises(RestoreMismatch, match=r"the runtime adapter CountingClaims put back a state that went on"):
         ys.explore(
             scenario, strategy="exhaustive", max_faults=0, confirm=None, runtime=CountingClaims,
             stop_at_first=False,

@@ -24,10 +24,12 @@ your own that does not say it can) the path is replayed from the start.
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.invoker import Registry
@@ -37,8 +39,8 @@ from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
-from yieldstar_sim.simulation.kernel import Kernel
-from yieldstar_sim.simulation.moves import Choice, Move
+from yieldstar_sim.simulation.kernel import Kernel, Point
+from yieldstar_sim.simulation.moves import Move, new_choice, new_move
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
@@ -47,19 +49,19 @@ from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.workers import worker
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Sequence
+    from collections.abc import Collection, Iterator
     from pathlib import Path
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
-    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.moves import Choice
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
 #: How many restores of a run are checked against a replay before sampling starts; after
-#: that, the restores whose number is a power of two are (a search restores millions of
+#: that, the restores whose number is a power of 16 are (a search restores millions of
 #: states, and a check costs two runs to their end).
-CHECKED_RESTORES = 4
+CHECKED_RESTORES = 8
 
 
 class ScheduleMismatch(Exception):
@@ -73,33 +75,29 @@ class RestoreMismatch(Exception):
     search stops rather than count states it never reached."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One move of a run's path, linked to the path before it (a save shares it: O(1))."""
-
-    move: Move
-    choice: Choice
-    fault: Fault | None
-    before: _Step | None
-    length: int
+#: One move of a run's path, linked to the path before it (a save shares it: O(1)): (the move,
+#: its choice point's number, the actors then ready, the fault it placed, the step before). A
+#: tuple: one is made at every choice point of every run.
+_Step: TypeAlias = "tuple[Move, int, list[str], Fault | None, _Step | None]"
 
 
-Trail = _Step | None
+Trail: TypeAlias = "_Step | None"
 """A run's path so far, shared with every save and trail taken along it (``Execution.trail``):
 ``schedule_of`` reads its moves."""
 
 
 def schedule_of(trail: Trail) -> tuple[Move, ...]:
     """The moves of a ``trail``."""
-    return tuple(step.move for step in _unwound(trail))
+    return tuple(step[0] for step in _unwound(trail))
 
 
-def _unwound(last: _Step | None) -> Iterator[_Step]:
+def _unwound(last: _Step | None) -> list[_Step]:
     steps = []
     while last is not None:
         steps.append(last)
-        last = last.before
-    return reversed(steps)
+        last = last[4]
+    steps.reverse()
+    return steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +117,7 @@ class SavedExecution:
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken to reach this state."""
-        return tuple(step.move for step in _unwound(self.path))
+        return schedule_of(self.path)
 
 
 class Execution:
@@ -203,6 +201,9 @@ class Execution:
         self._keys: StateKeys | None = None
         self._fed = 0
         self._armed = False
+        self._ready_at, self._ready_list = -1, list[str]()
+        self._point_limit, self._max_time = scenario.point_limit, scenario.max_time
+        self._unwound: tuple[_Step | None, list[_Step]] = (None, [])
         self._arm()
         state.spawn(SCHEDULED, partial(scheduled_actor, state))
         for name in scenario.worker_names:
@@ -215,7 +216,14 @@ class Execution:
 
     def ready(self) -> list[str]:
         """The actors waiting at a choice point, by name (none once the run is over)."""
-        return [] if self.stopped is not None else self.kernel.ready()
+        return [] if self.stopped is not None else self._ready()
+
+    def _ready(self) -> list[str]:
+        # Read once a point: the search, the default move and the move taken all ask.
+        kernel = self.kernel
+        if self._ready_at != kernel.points:
+            self._ready_list, self._ready_at = kernel.ready(), kernel.points
+        return self._ready_list
 
     def point(self, actor: str) -> Point:
         """The choice point ``actor`` waits at."""
@@ -230,21 +238,21 @@ class Execution:
         if self.stopped is not None:
             return []
         kernel = self.kernel
-        ready = kernel.ready()
+        ready = self._ready()
         moves: list[Move] = []
         for name in ready:
             options = kernel.point(name).options
             if options:
-                moves += [Move(name, choice=index) for index in range(len(options))]
+                moves += [new_move(name, None, None, index) for index in range(len(options))]
             else:
-                moves.append(Move(name))
+                moves.append(new_move(name, None, None, None))
         if kinds:
             seconds = seconds or {}
             for name in ready:
                 point = kernel.point(name)
                 op = "" if point.info is None else point.info.op
                 moves += [
-                    Move(name, kind, seconds.get(kind))
+                    new_move(name, kind, seconds.get(kind), None)
                     for kind in kinds
                     if not point.options and applies_at(kind, op, exploring=True)
                 ]
@@ -255,20 +263,21 @@ class Execution:
         ready actors (and among the chosen point's options), struck by the fault the plan
         places there. It draws the seed's next random numbers and fires the plan's fault:
         ask once per choice point."""
-        return self.planned(self.seeded_move())
+        move = self.seeded_move()
+        return self.planned(move) if self.plan.faults else move
 
     def seeded_move(self) -> Move:
         """The seed's random choice among the ready actors, and among the chosen point's
         options (drawing its next random numbers), with no fault."""
         kernel = self.kernel
-        ready = kernel.ready()
+        ready = self._ready()
         self._drawn = True
         name = ready[0] if len(ready) == 1 else self.rng.choice(ready)
         options = kernel.point(name).options
         choice = None
         if options:
             choice = 0 if len(options) == 1 else self.rng.randrange(len(options))
-        return Move(name, choice=choice)
+        return new_move(name, None, None, choice)
 
     def planned(self, move: Move) -> Move:
         """``move`` struck by the fault the plan places at this point, when it names none (a
@@ -281,6 +290,49 @@ class Execution:
         if fault is None or move.fault is not None:
             return move
         return Move(move.actor, FaultKind(fault.kind), fault.seconds, move.choice)
+
+    def take_defaults(self, *, until_options: bool = False) -> Move | None:
+        """Take ``default_move`` at every choice point to the run's end: a plain run (spelled
+        out: a run's every point passes here, and a loop of ``take(default_move())`` cost
+        a tenth of a short run in calls). With ``until_options``, stop at a point whose move
+        chooses among several options, and return that move, not taken (None at the end)."""
+        kernel, rng, plan, points = self.kernel, self.rng, self.plan, self._point_limit
+        self._drawn = True
+        while self.stopped is None:
+            ready = kernel.ready()
+            name = ready[0] if len(ready) == 1 else rng.choice(ready)
+            point = kernel.point(name)
+            options = point.options
+            choice = None
+            if options:
+                choice = 0 if len(options) == 1 else rng.randrange(len(options))
+                if until_options and len(options) > 1:
+                    self._ready_list, self._ready_at = ready, kernel.points
+                    return new_move(name, None, None, choice)
+            fault = plan.fault_at(kernel.points, point) if plan.faults else None
+            if fault is None:
+                move = new_move(name, None, None, choice)
+            else:
+                kind = FaultKind(fault.kind)
+                move = new_move(name, kind, fault.seconds, choice)
+                fault = placed(kind, fault.seconds, kernel.points, point.label)
+            self._path = (move, kernel.points, ready, fault, self._path)
+            if not self._armed:
+                self._arm()
+            try:
+                kernel.take(name, move)
+                if kernel.points >= points:
+                    self.stopped = "max_points" if kernel.pending() else "quiescent"
+                elif self.deadline.expired:
+                    self.stopped = "timeout"
+                elif not kernel.settle(until=self._max_time):
+                    self.stopped = "max_time" if kernel.pending() else "quiescent"
+                elif self.deadline.expired:
+                    self.stopped = "timeout"
+            except RunTimedOut:
+                self.stopped = "timeout"
+        self._disarm()
+        return None
 
     def fits(self, move: Move) -> bool:
         """Whether ``move`` can be taken now (``take`` would not refuse it)."""
@@ -314,34 +366,40 @@ class Execution:
     def take(self, move: Move) -> None:
         """Take ``move`` at the current choice point: the run goes on to its next one (or to
         its end). ``ScheduleMismatch`` if the move does not fit."""
-        wrong = self._misfit(move)
-        if wrong is not None:
-            raise ScheduleMismatch(f"choice point {self.kernel.points}: {wrong}")
         kernel = self.kernel
+        point = kernel.waits.get(move.actor)
+        # Checked in full only where the move or its point carries more than an actor (most
+        # moves of a search are bare and the kernel's own: the check costs a tenth of a run).
+        if (
+            self.stopped is not None
+            or type(point) is not Point
+            or point.options
+            or move.choice is not None
+            or move.fault is not None
+        ):
+            wrong = self._misfit(move)
+            if wrong is not None:
+                raise ScheduleMismatch(f"choice point {kernel.points}: {wrong}")
         index = kernel.points
         fault = None
         if move.fault is not None:
             fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
-        before = self._path
-        self._path = _Step(
-            move, Choice(index, move.actor, tuple(kernel.ready())), fault, before,
-            1 if before is None else before.length + 1,
-        )  # fmt: skip
+        self._path = (move, index, self._ready(), fault, self._path)
         self._go(move)
 
     def _go(self, move: Move | None) -> None:
         """Take ``move`` (None: start the run) and go on to the next choice point."""
-        kernel, scenario = self.kernel, self.scenario
+        kernel = self.kernel
         if not self._armed:
             self._arm()
         try:
             if move is not None:
                 kernel.take(move.actor, move)
-            if kernel.points >= scenario.point_limit:
+            if kernel.points >= self._point_limit:
                 self.stopped = "max_points" if kernel.pending() else "quiescent"
             elif self.deadline.expired:
                 self.stopped = "timeout"
-            elif not kernel.settle(until=scenario.max_time):
+            elif not kernel.settle(until=self._max_time):
                 self.stopped = "max_time" if kernel.pending() else "quiescent"
             elif self.deadline.expired:
                 self.stopped = "timeout"
@@ -370,24 +428,32 @@ class Execution:
         """Choice points taken so far."""
         return self.kernel.points
 
+    def _steps(self) -> list[_Step]:
+        """The path's steps in order, unwound once for the three readers of a finished run."""
+        path = self._path
+        if self._unwound[0] is not path:
+            self._unwound = (path, _unwound(path))
+        return self._unwound[1]
+
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken so far: replaying them reproduces the run."""
-        return schedule_of(self._path)
+        return tuple(step[0] for step in self._steps())
 
     def trail(self) -> Trail:
         """The moves taken so far, without copying them (``schedule_of`` reads them)."""
         return self._path
 
     @property
-    def choices(self) -> list[Choice]:
-        """Every choice point taken, with the actor that went and those that could have."""
-        return [step.choice for step in _unwound(self._path)]
+    def choices(self) -> Sequence[Choice]:
+        """Every choice point taken, with the actor that went and those that could have (made
+        when first read: most runs' are never read)."""
+        return _Choices(self._steps())
 
     @property
     def applied(self) -> list[Fault]:
         """Every fault that struck, placed by choice-point index and labelled."""
-        return [step.fault for step in _unwound(self._path) if step.fault is not None]
+        return [step[3] for step in self._steps() if step[3] is not None]
 
     def key(self) -> str:
         """The state's one key (``statekeys``): equal for two states exactly when every part
@@ -448,6 +514,24 @@ class Execution:
 
     # ------------------------------------------------------------------ saving and restoring
 
+    @contextlib.contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Go on without keeping what ``save`` needs (a run that will only be restored from
+        an earlier save, never saved itself: recording costs a sixth of a run). ``save`` is
+        refused meanwhile."""
+        journal = self.state.journal
+        if journal is None:
+            yield
+            return
+        with journal.unrecorded():
+            yield
+
+    @property
+    def recording(self) -> bool:
+        """Whether ``save`` may be asked now (the run keeps what it needs)."""
+        journal = self.state.journal
+        return journal is None or journal.recording
+
     def save(self) -> SavedExecution:
         """The run's state now, to ``restore`` later."""
         keys = None if self._keys is None else (self._keys.copy(), self._fed)
@@ -467,7 +551,10 @@ class Execution:
         if saved.state is None:
             self._replay_to(saved)
             return
-        check = self.restores <= CHECKED_RESTORES or self.restores & (self.restores - 1) == 0
+        count = self.restores
+        check = count <= CHECKED_RESTORES or (
+            count & (count - 1) == 0 and count.bit_length() % 4 == 1
+        )
         self._put_back(saved)
         if check:
             self._check(saved)
@@ -475,6 +562,7 @@ class Execution:
     def _put_back(self, saved: SavedExecution) -> None:
         assert saved.state is not None
         restore(self.state, saved.state)
+        self._ready_at = -1
         self._path = saved.path
         self._set_rng(saved.rng)
         self.plan.restore(saved.plan)
@@ -503,7 +591,7 @@ class Execution:
         self.close()
         self._build()
         for step in _unwound(saved.path):
-            self.take(step.move)
+            self.take(step[0])
             self.replayed_steps += 1
         self._set_rng(saved.rng)
         self.plan.restore(saved.plan)
@@ -545,7 +633,7 @@ class Execution:
         )  # fmt: skip
         try:
             for step in _unwound(saved.path):
-                again.take(step.move)
+                again.take(step[0])
             return again._run_out()
         finally:
             again.close()
@@ -575,3 +663,37 @@ def _told(facts: list[tuple[Any, ...]], index: int) -> str:
     _, kind, worker, op, execution_id, step_key, *_ = got
     where = " ".join(str(part) for part in (worker, op, execution_id, step_key) if part)
     return f"a {kind} event ({where})"
+
+
+class _Choices(Sequence["Choice"]):
+    """A run's choices, made from its steps when first read."""
+
+    __slots__ = ("_made", "_steps")
+    __hash__ = None  # type: ignore[assignment]  # a list's, by value
+
+    def __init__(self, steps: list[_Step]) -> None:
+        self._steps, self._made = steps, cast("list[Choice] | None", None)
+
+    def _all(self) -> list[Choice]:
+        made = self._made
+        if made is None:
+            made = self._made = [new_choice(s[1], s[0].actor, tuple(s[2])) for s in self._steps]
+        return made
+
+    @overload
+    def __getitem__(self, index: int) -> Choice: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Choice]: ...
+
+    def __getitem__(self, index: int | slice) -> Choice | Sequence[Choice]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(self._all())

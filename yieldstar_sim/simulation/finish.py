@@ -23,6 +23,8 @@ from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.trace import Admission
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.clock import ManualClock
     from yieldstar_sim.core.model import ExecutionRecord
@@ -55,7 +57,7 @@ class Finished(Protocol):
         ...
 
     @property
-    def choices(self) -> list[Choice]:
+    def choices(self) -> Sequence[Choice]:
         """Every choice point taken."""
         ...
 

@@ -15,8 +15,9 @@ Move(actor='w1', fault=None, seconds=None, choice=1)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, fault_action
 
 
@@ -89,3 +90,9 @@ class Choice:
     index: int
     actor: str
     among: tuple[str, ...]
+
+
+#: A move and a choice are built at every choice point of every run (``core.frozen``); type
+#: checkers check the calls against the classes themselves.
+new_move = Move if TYPE_CHECKING else maker(Move)
+new_choice = Choice if TYPE_CHECKING else maker(Choice)

@@ -55,7 +55,8 @@ class SimulationRun:
     effects: list[Effect]
     schedule: tuple[Move, ...]
     """The move taken at each choice point."""
-    choices: list[Choice]
+    choices: Sequence[Choice]
+    """Every choice point taken: the actor that went, among those ready (made when read)."""
     faults: list[Fault]
     executions: list[ExecutionRecord]
     start_requests: list[StartRequestRecord]

@@ -83,7 +83,10 @@ def simulate(
     )
     try:
         follow(execution, schedule, strict=strict_schedule)
-        drive(execution, scheduler or Execution.default_move)
+        if scheduler is None:
+            execution.take_defaults()
+        else:
+            drive(execution, scheduler)
         execution.close_actors()
     except BaseException:
         execution.close()
