@@ -530,9 +530,9 @@ def test_export_of_a_graph_and_its_refusals(tmp_path: Path) -> None:
 def test_every_renderer_draws_an_edge_by_the_one_edge_rule(
     kind: str, detached: bool, line: str, dot: str, arrow: str
 ) -> None:
-    # One rule (graph.edge_line) says what an edge is; the picture, DOT and Mermaid each draw
+    # One rule (evidence.edge_line) says what an edge is; the picture, DOT and Mermaid each draw
     # those words their own way, a joined run included.
-    from yieldstar_sim.views.graph import edge_line
+    from yieldstar_sim.views.evidence import edge_line
 
     graph = nx.MultiDiGraph()
     graph.add_node("a", workflow_id="w", status="completed", origin="trigger")

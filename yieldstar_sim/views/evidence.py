@@ -91,14 +91,37 @@ def _named(value: object, into: set[str]) -> None:
             _named(item, into)
 
 
-def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> None:
-    """Set ``violation`` on the nodes that a violation names, in its data or its sentence."""
+def violation_names(violation: Violation) -> set[str]:
+    """Every word a violation names in its data or its sentence (execution IDs among them)."""
     named: set[str] = set()
-    for violation in violations:
-        _named(violation.data, named)
-        named.update(word.rstrip(".") for word in _WORDS.findall(violation.message))
+    _named(violation.data, named)
+    named.update(word.rstrip(".") for word in _WORDS.findall(violation.message))
+    return named
+
+
+def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> None:
+    """Set ``violation`` on the nodes that a violation names, in its data or its sentence, and
+    ``violations``: which, by their numbers from 1 in the run's order ("1, 2"), as the caption
+    and the review page number the sentences."""
+    numbers: dict[str, list[int]] = {}
+    for number, violation in enumerate(violations, start=1):
+        for name in violation_names(violation):
+            numbers.setdefault(name, []).append(number)
     for node, data in graph.nodes(data=True):
-        data["violation"] = bool(data.get("violation")) or str(node) in named
+        found = numbers.get(str(node), [])
+        data["violation"] = bool(data.get("violation")) or bool(found)
+        if found:
+            data["violations"] = ", ".join(map(str, found))
+
+
+def edge_line(data: Mapping[str, Any]) -> str:
+    """How an edge is drawn, in words every renderer maps to its own line: ``trigger`` (a
+    non-durable trigger), ``joined`` (a run the step joined, not owned), ``detached`` (a
+    detached start or spawn) or ``owned`` (a parent link)."""
+    kind = data.get("kind")
+    if kind in {"trigger", "joined"}:
+        return str(kind)
+    return "detached" if data.get("detached") else "owned"
 
 
 def notable(data: Mapping[str, Any]) -> bool:
@@ -111,8 +134,11 @@ def notable(data: Mapping[str, Any]) -> bool:
 
 
 def notable_edge(data: Mapping[str, Any]) -> bool:
-    """Whether a link must be drawn on its own: not a plain durable start taken in one call."""
-    return data.get("kind") != "start" or bool(data.get("duplicate")) or data.get("calls", 1) > 1
+    """Whether a link must be drawn on its own: its step admitted several executions, or its
+    request took several start calls. (Its kind, owned, detached, joined or a non-durable
+    trigger, is part of a family's shape instead: a thousand orders that each trigger their
+    shipment from a step are one family.)"""
+    return bool(data.get("duplicate")) or data.get("calls", 1) > 1
 
 
 def _plural(count: int, word: str) -> str:
@@ -128,7 +154,12 @@ def evidence_text(data: Mapping[str, Any]) -> str:
     if data.get("retries"):
         parts.append(_plural(int(data["retries"]), "retry").replace("retrys", "retries"))
     if data.get("violation"):
-        parts.append("named by a violation")
+        # Which sentences name it, by their numbers in the caption and on the review page.
+        numbers = str(data.get("violations") or "")
+        if not numbers:
+            parts.append("named by a violation")
+        else:
+            parts.append(f"named by violation{'s' if ',' in numbers else ''} {numbers}")
     return " · ".join(parts)
 
 
@@ -142,12 +173,33 @@ def node_label(node: object, data: Mapping[str, Any]) -> str:
         first, *rest = chain.split(f" {ARROW} ")
         lines = [f"{data.get('group', len(members))} {TIMES} {first}"]
         lines += [f"{ARROW} {part}" for part in rest]
-        lines += [status, f"{members[0]} \u2026 {members[-1]}"]
+        # The members as ranges that hold none drawn elsewhere (views.families.span_words),
+        # a range or a name a line, to stay about as wide as a box.
+        span = str(data.get("span") or f"{members[0]} \u2026 {members[-1]}")
+        lines += [status, *_packed(span.split(", "), SPAN_LINE)]
     else:
         lines = [str(node), f"{data.get('workflow_id', '?')} · {data.get('status', '?')}"]
     # One line per kind of evidence: a box stays about as wide as its ID.
     said = evidence_text(data)
     return "\n".join([*lines, *said.split(" · ")] if said else lines)
+
+
+#: Characters of a family's members in words on one line of its box.
+SPAN_LINE = 28
+
+
+def _packed(parts: list[str], width: int) -> list[str]:
+    """``parts`` joined by ", " into lines of at most ``width`` characters (a part longer than
+    that is a line of its own)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 2 + len(part) <= width:
+            lines[-1] += f", {part}"
+        else:
+            if lines:
+                lines[-1] += ","
+            lines.append(part)
+    return lines
 
 
 def edge_label(key: object, data: Mapping[str, Any]) -> str:

@@ -3,19 +3,23 @@
 A thousand orders that each charged and started their shipment, with nothing to see, are one
 box, "998 \u00d7 charge-order \u2192 ship-order, completed"; the order a crash struck stays on
 its own, with its shipment. An execution's *shape* is its workflow, its status, how it was
-started (its origin, whether detached, the pattern of the step key that started it:
-``line-17`` is ``line-#``) and the shapes of the executions it started. Siblings (children
-of one parent, or executions nobody started) of one shape make a family when there are at least
+started (its origin, the kind of link that started it: owned, detached, a join or RFC 003's
+non-durable trigger, and the pattern of its step key: ``line-17`` is ``line-#``) and the
+shapes of the executions it started, however many levels down. Siblings (children of one
+parent, or executions nobody started) of one shape make a family when there are at least
 ``GROUP_AT_LEAST`` of them and nothing in any of them is notable: no fault, no retry, no
 failed or pruned status, no start that took several calls, no step that admitted several
-executions, no join or trigger. Everything notable is drawn on its own. Whether a violation
-names an execution is part of its shape: the two executions of a double shipment are drawn on
-their own, while a bug that strikes 300 alike orders is one family, marked as named by the
-violation, beside the orders it spared.
+executions, no second parent. Everything notable is drawn on its own, and nowhere else: a
+family's words count what it holds and name its members as ranges only where no execution
+drawn outside it falls inside one (``order-1 … order-149, order-151 … order-300`` beside
+order-150), else its first few. Whether a violation names an execution is part of its shape:
+the two executions of a double shipment are drawn on their own, while a bug that strikes 300
+alike orders is one family, marked as named by the violation, beside the orders it spared.
 
 A family is one node of the drawn graph; its data (``group``: how many, ``members``: the
 executions it stands for, in order, ``executions``: those and everything they started,
-``shape``: its shape in words) is what a view needs to expand it again.
+``shape``: its shape in words, ``span``: its members named as ranges or first examples) is
+what a view needs to expand it again.
 
 >>> import yieldstar_sim as ys
 >>> runtime = ys.MemoryRuntime()
@@ -35,11 +39,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.evidence import ARROW, TIMES, notable, notable_edge
+from yieldstar_sim.views.evidence import ARROW, TIMES, edge_line, notable, notable_edge
 from yieldstar_sim.views.layout import Layout, layered_layout, natural
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     import networkx as nx
 
@@ -52,7 +56,9 @@ __all__ = ["ARROW", "GROUP_AT_LEAST", "TIMES", "Family", "collapse_families", "f
 @dataclass(frozen=True)
 class Family:
     """One family of a graph: its node in the drawn graph, its shape in words, the executions
-    it stands for (``members``, in order) and everything they started (``executions``)."""
+    it stands for (``members``, in order), everything they started (``executions``) and its
+    members in words (``span``: ranges that hold no execution drawn outside the family, or its
+    first few)."""
 
     node: str
     shape: str
@@ -60,6 +66,52 @@ class Family:
     """The members' parent (None: nobody started them)."""
     members: tuple[Any, ...]
     executions: tuple[Any, ...]
+    span: str = ""
+
+
+#: How many ranges a family's words name before they name its first few members instead.
+SPAN_RANGES = 2
+#: How many members a family's words name when its members are not a couple of ranges.
+SPAN_EXAMPLES = 3
+
+
+def _ordered(items: Iterable[Any]) -> list[Any]:
+    return sorted(items, key=lambda n: (natural(str(n)), str(n)))
+
+
+def span_words(chosen: Sequence[Any], everyone: Sequence[Any]) -> str:
+    """``chosen`` (in ``everyone``'s order, which is natural order) in words: as at most
+    ``SPAN_RANGES`` ranges ``first … last`` that hold nothing of ``everyone`` outside
+    ``chosen``, else its first ``SPAN_EXAMPLES`` and how many more. A range a reader takes for
+    "all of these" never takes in one drawn elsewhere (order-150 beside its 299 alike orders).
+
+    >>> everyone = [f"order-{n}" for n in range(1, 8)]
+    >>> span_words(everyone[:3] + everyone[4:], everyone)
+    'order-1 … order-3, order-5 … order-7'
+    >>> span_words(everyone[::2], everyone)
+    'order-1, order-3, order-5 and 1 more'
+    """
+    if not chosen:
+        return ""
+    place = {item: index for index, item in enumerate(everyone)}
+    runs: list[list[Any]] = []
+    for item in chosen:
+        if runs and place.get(item, -2) == place.get(runs[-1][-1], -9) + 1:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    if len(runs) <= SPAN_RANGES:
+        parts = []
+        for run in runs:
+            if len(run) == 1:
+                parts.append(str(run[0]))
+            elif len(run) == 2:
+                parts.append(f"{run[0]}, {run[1]}")
+            else:
+                parts.append(f"{run[0]} \u2026 {run[-1]}")
+        return ", ".join(parts)
+    named = ", ".join(str(item) for item in chosen[:SPAN_EXAMPLES])
+    return f"{named} and {len(chosen) - SPAN_EXAMPLES} more"
 
 
 def _key_pattern(step_key: object) -> str:
@@ -92,7 +144,7 @@ def _shapes(
         how: tuple[Any, ...] = ()
         if edges:
             _, _, key, edge = edges[0]
-            how = (_key_pattern(edge.get("step_key", key)), bool(edge.get("detached")))
+            how = (_key_pattern(edge.get("step_key", key)), edge_line(edge))
         started = tuple(sorted(Counter(shapes[kid] for kid in kids).items(), key=repr))
         shapes[node] = (
             str(data.get("workflow_id")),
@@ -101,6 +153,7 @@ def _shapes(
             how,
             started,
             bool(data.get("violation")),
+            str(data.get("violations") or ""),  # which: their sentences differ
         )
     return shapes
 
@@ -139,6 +192,7 @@ def families(
     shapes = _shapes(graph, children, order)
     found: list[Family] = []
     taken = {str(node) for node in graph.nodes}
+    everyone = _ordered(graph.nodes)
     roots = [node for node in order if node not in layout.tree_parent]
     pending: list[tuple[Any, list[Any]]] = [(None, roots)]
     for parent, siblings in pending:  # grows as it goes: breadth first
@@ -148,10 +202,10 @@ def families(
             if shape is not None:
                 alike.setdefault(shape, []).append(node)
         grouped: set[Any] = set()
-        for shape, members in alike.items():
-            if len(members) < at_least:
+        for shape, found_alike in alike.items():
+            if len(found_alike) < at_least:
                 continue
-            members.sort(key=lambda n: (natural(str(n)), str(n)))
+            members = _ordered(found_alike)
             words = shape_words(shape)
             name = f"{len(members)} {TIMES} {words}"
             number = 2
@@ -164,8 +218,12 @@ def families(
                 node = stack.pop()
                 below.append(node)
                 stack.extend(children[node])
-            below.sort(key=lambda n: (natural(str(n)), str(n)))
-            found.append(Family(name, words, parent, tuple(members), tuple(below)))
+            below = _ordered(below)
+            # Its own executions break no range: only those drawn outside it do.
+            inside = set(below)
+            others = [node for node in everyone if node not in inside or node in members]
+            span = span_words(members, others)
+            found.append(Family(name, words, parent, tuple(members), tuple(below), span))
             grouped.update(members)
         pending.extend(
             (node, children[node]) for node in siblings if node not in grouped and children[node]
@@ -184,8 +242,9 @@ def collapse_families(
 
     A family's node has its members' ``workflow_id``, ``status`` and ``origin``, and
     ``group`` (how many members), ``members`` and ``executions`` (their IDs, in order) and
-    ``shape`` (in words); the edge from the members' parent, if they have one, carries the
-    step keys as ``first … last``.
+    ``shape`` and ``span`` (in words); the edge from the members' parent, if they have one,
+    carries their step keys in words as ``span`` writes members (``line-1 … line-49,
+    line-51 … line-99`` beside line-50, drawn on its own; one key once).
     """
     drawn = graph.copy()
     for family in families(graph, at_least=at_least) if found is None else found:
@@ -200,21 +259,29 @@ def collapse_families(
             members=list(family.members),
             executions=list(family.executions),
             shape=family.shape,
+            span=family.span,
             faults=0,
             fault_kinds="",
             retries=0,
             violation=bool(first.get("violation")),  # alike: the same for every member
         )
+        if first.get("violations"):
+            drawn.nodes[family.node]["violations"] = first["violations"]
         if family.parent is None:
             continue
-        keys = [
-            (str(data.get("step_key", key)), data)
-            for member in family.members
-            for _, _, key, data in graph.in_edges(member, keys=True, data=True)
-        ]
-        keys.sort(key=lambda item: (natural(item[0]), item[0]))
-        step_key = keys[0][0] if len(keys) == 1 else f"{keys[0][0]} \u2026 {keys[-1][0]}"
-        edge = dict(keys[0][1])
+        inside = set(family.members)
+        keys: dict[str, dict[str, Any]] = {}  # the members' step keys, each once
+        others: set[str] = set()  # the parent's other step keys: drawn outside the family
+        for _, target, key, data in graph.out_edges(family.parent, keys=True, data=True):
+            step = str(data.get("step_key", key))
+            if target in inside:
+                keys.setdefault(step, data)
+            else:
+                others.add(step)
+        ordered = _ordered(keys)
+        everyone = _ordered({*ordered, *(step for step in others if step not in keys)})
+        step_key = span_words(ordered, everyone)
+        edge = dict(keys[ordered[0]])
         edge.update(step_key=step_key, calls=1, duplicate=False)
         drawn.add_edge(family.parent, family.node, key=step_key, **edge)
     return drawn

@@ -95,8 +95,10 @@ CAPTIONED_VIOLATIONS = 3
 
 
 def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) -> str:
-    """Every violation's sentence, one per line (past ``at_most``: "and N more")."""
-    lines = [f"\u2022 {violation}" for violation in run.violations[:at_most]]
+    """Every violation's sentence, one per line, numbered as the executions they name say
+    ("named by violation 2"); past ``at_most``: "and N more"."""
+    lines = [f"{number}. {violation}" for number, violation in
+             enumerate(run.violations[:at_most], start=1)]  # fmt: skip
     if len(run.violations) > at_most:
         lines.append(f"and {len(run.violations) - at_most} more")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 from yieldstar_sim.views.evidence import (
     TIMES,
     edge_label,
+    edge_line,
     mark_trace_evidence,
     mark_violations,
     node_label,
@@ -80,16 +81,6 @@ STATUS_COLOURS = {
     "cancelled": "#999999",
     "pruned": "#DDDDDD",
 }
-
-
-def edge_line(data: Mapping[str, Any]) -> str:
-    """How an edge is drawn, in words every renderer maps to its own line: ``trigger`` (a
-    non-durable trigger), ``joined`` (a run the step joined, not owned), ``detached`` (a
-    detached start or spawn) or ``owned`` (a parent link)."""
-    kind = data.get("kind")
-    if kind in {"trigger", "joined"}:
-        return str(kind)
-    return "detached" if data.get("detached") else "owned"
 
 
 def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) -> nx.MultiDiGraph:

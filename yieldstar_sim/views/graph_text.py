@@ -19,9 +19,9 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.evidence import edge_label, node_label
+from yieldstar_sim.views.evidence import edge_label, edge_line, node_label
 from yieldstar_sim.views.families import collapse_families, families
-from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE, edge_line
+from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE
 
 # networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
 # (through the widgets and the composition root) and must stay quick.
@@ -239,7 +239,7 @@ def _dot_data(data: dict[str, Any]) -> dict[str, str]:
     }
 
 
-#: Graphviz line styles by ``graph.edge_line`` (DOT has no dash-dot: a joined run is dashed like
+#: Graphviz line styles by ``evidence.edge_line`` (DOT has no dash-dot: a joined run is dashed like
 #: a detached one, neither owned).
 _DOT_LINES = {"owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted"}
 

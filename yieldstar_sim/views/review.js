@@ -441,7 +441,8 @@
     }
 
     // A family's words: its count and first workflow, then the workflows its members started
-    // (or, for a family of leaves, its first and last member), as the PNG writes them.
+    // (or, for a family of leaves, its members), as the PNG writes them. Its members are
+    // named as ranges that hold none drawn outside it, or its first few (family[7]).
     function familyWords(index) {
       var family = families[index];
       var shape = names[family[1]];
@@ -449,7 +450,7 @@
       var parts = chain.split(" \u2192 ");
       var members = family[2];
       var first = members.length + " \u00d7 " + parts[0];
-      var span = names[members[0]] + " \u2026 " + names[members[members.length - 1]];
+      var span = names[family[7]];
       var second = parts.length > 1 ? "\u2192 " + parts.slice(1).join(" \u2192 ") : span;
       return [first, second, span];
     }

@@ -116,10 +116,11 @@ def _places(graph: nx.MultiDiGraph, names: Names, laid: Layout | None = None) ->
 def _graph_places(graph: nx.MultiDiGraph, names: Names) -> tuple[list[Any], list[Any], list[Any]]:
     """Every execution's place, and the families of ``graph`` as the page draws them with the
     places of the graph with each family drawn once (``[]`` and ``[]`` when there are none).
-    A family is ``[node, shape, members, executions, parent, edge label, line]`` (names'
-    indices; parent -1 when nobody started them)."""
+    A family is ``[node, shape, members, executions, parent, edge label, line, span]`` (names'
+    indices; parent -1 when nobody started them; span: its members in words, as ranges that
+    hold none drawn outside it, ``Family.span``)."""
+    from yieldstar_sim.views.evidence import edge_line
     from yieldstar_sim.views.families import collapse_families, families
-    from yieldstar_sim.views.graph import edge_line
     from yieldstar_sim.views.layout import layered_layout
 
     laid = layered_layout(graph)  # once: the families are found on it too
@@ -143,6 +144,7 @@ def _graph_places(graph: nx.MultiDiGraph, names: Names) -> tuple[list[Any], list
                 parent,
                 label,
                 line,
+                names.number(family.span),
             ]
         )
     return every, rows, _places(drawn, names)
