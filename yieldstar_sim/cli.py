@@ -413,6 +413,7 @@ def _run(args: argparse.Namespace) -> int:
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
     trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
     artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
+    totals = run.totals()
     if args.json:
         print(
             json.dumps(
@@ -433,6 +434,7 @@ def _run(args: argparse.Namespace) -> int:
                         for v in run.violations
                     ],
                     "choice_points": run.points,
+                    "totals": totals.to_json(),
                     "faults": [f.describe() for f in run.faults],
                     "graph": str(image),
                     "exports": {format: str(path) for format, path in drawn.items()},
@@ -449,6 +451,8 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(run.trace.lines()))
             print()
         print(run.explain())
+        print("totals:")
+        print("\n".join(f"  {line}" for line in totals.lines()))
         for format, path in drawn.items():
             print(f"{format}: {path}")
         print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")

@@ -11,9 +11,9 @@ import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from _review_size import durable_start, trigger_in_step
 
 import yieldstar_sim as ys
-from yieldstar_sim.examples import charge_order, ship_order
 from yieldstar_sim.views import graph_from_trace
 from yieldstar_sim.views.evidence import TIMES, mark_violations, node_label
 from yieldstar_sim.views.families import collapse_families, families, span_words
@@ -23,48 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     import networkx as nx
-
-
-@ys.workflow("charge-order")
-def charge_in_step(step: ys.StepRunner, params: Any) -> Generator[Any, Any, Any]:
-    """RFC 003's Problem: the shipment is triggered inside a step, without a request ID."""
-    order = params["order"]
-    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
-    shipment = yield from step.run(
-        "ship", lambda: step.world.trigger("ship-order", {"order": order})
-    )
-    return {"shipment": shipment}
-
-
-def trigger_in_step(count: int, *, crashed: int) -> ys.Scenario:
-    """The trigger-in-step pattern copied to ``count`` orders on 3 workers; the worker of order
-    ``crashed`` crashes before it records the ship step, so that order sends two couriers."""
-    return ys.Scenario(
-        name=f"trigger-in-step-{count}",
-        workflows=[charge_in_step, ship_order],
-        triggers=[
-            ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}")
-            for n in range(1, count + 1)
-        ],
-        faults=[ys.Fault("crash", op="put_step", execution_id=f"order-{crashed}", step_key="ship")],
-        invariants=[ys.at_most_once("courier.booked", by="order")],
-        workers=3,
-    )
-
-
-def durable_start(count: int, *, crashed: int) -> ys.Scenario:
-    """The fix at the same size: the crash makes order ``crashed`` replay its start."""
-    return ys.Scenario(
-        name=f"durable-start-{count}",
-        workflows=[charge_order, ship_order],
-        triggers=[
-            ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}")
-            for n in range(1, count + 1)
-        ],
-        faults=[ys.Fault("crash", op="put_step", execution_id=f"order-{crashed}", step_key="ship")],
-        invariants=[ys.at_most_once("courier.booked", by="order")],
-        workers=3,
-    )
 
 
 def ranges_hold_only_their_family(drawn: nx.MultiDiGraph, graph: nx.MultiDiGraph) -> None:

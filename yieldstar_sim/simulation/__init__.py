@@ -30,6 +30,7 @@ from yieldstar_sim.simulation.scenario import (
     expect,
 )
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
+from yieldstar_sim.simulation.totals import Totals
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "SimulationRun",
+    "Totals",
     "Trace",
     "TraceEvent",
     "Trigger",

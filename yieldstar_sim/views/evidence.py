@@ -24,7 +24,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StartData, TraceKind
+from yieldstar_sim.engine.world import TRIGGERED
+from yieldstar_sim.simulation.trace_payloads import (
+    BodyData,
+    EffectData,
+    FaultData,
+    StartChildData,
+    StartData,
+    TraceKind,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -97,6 +105,48 @@ def violation_names(violation: Violation) -> set[str]:
     _named(violation.data, named)
     named.update(word.rstrip(".") for word in _WORDS.findall(violation.message))
     return named
+
+
+def violation_events(violations: Sequence[Violation], events: Sequence[TraceEvent]) -> list[int]:
+    """Where in the trace each violation came true, as an event's sequence number: the event
+    its data names (``event``), else the last effect it names made by an execution it names
+    (the second courier), else, of the executions it names, the admission of the one admitted
+    last (the second admission of one step) or, when it names one, that one's last event (how
+    it ended), else the trace's last event."""
+    first: dict[str, int] = {}  # each execution's admission (or first event)
+    final: dict[str, int] = {}  # each execution's last event
+    effects: dict[tuple[str, str], int] = {}  # the last effect of each name, per execution
+    for event in events:
+        data = event.data
+        admitted = None
+        if isinstance(data, StartData | StartChildData):
+            admitted = data.accepted
+        elif isinstance(data, EffectData) and data.name == TRIGGERED:
+            admitted = str(data.data.get("execution_id"))
+        for who in (admitted, event.execution_id):
+            if who is not None:
+                first.setdefault(who, event.seq)
+        if event.execution_id is not None:
+            final[event.execution_id] = event.seq
+            if isinstance(data, EffectData):
+                effects[(data.name, event.execution_id)] = event.seq
+    last = events[-1].seq if events else 0
+    found = []
+    for violation in violations:
+        said = violation.data.get("event")
+        if isinstance(said, int | str) and str(said).isdigit():
+            found.append(int(said))
+            continue
+        names = violation_names(violation)
+        made = [seq for (name, who), seq in effects.items() if name in names and who in names]
+        named = [name for name in names if name in first]
+        if made:
+            found.append(max(made))
+        elif len(named) == 1:
+            found.append(final.get(named[0], first[named[0]]))
+        else:
+            found.append(max((first[name] for name in named), default=last))
+    return found
 
 
 def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> None:

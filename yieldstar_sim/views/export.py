@@ -135,7 +135,8 @@ def _cell(value: object) -> str:
 def html_report(
     run: SimulationRun, graph_svg: str | None = None, timeline_svg: str | None = None
 ) -> str:
-    """One self-contained HTML page about ``run``: verdict, violations, graph, timeline, trace.
+    """One self-contained HTML page about ``run``: verdict, violations, graph and totals,
+    timeline, trace.
 
     The graph is drawn with ``draw_execution_graph`` unless ``graph_svg`` is given; both SVGs
     are inlined (they are markup: pass only SVG you made). Every other piece of text (scenario,
@@ -175,9 +176,12 @@ def html_report(
         parts.append("</ul>")
     else:
         parts.append("<p>None: every invariant held.</p>")
+    totals = "\n".join(_cell(line) for line in run.totals().lines())
     parts += [
         "<h2>Execution graph</h2>",
         f'<figure class="graph">\n{inline_svg(graph_svg)}\n</figure>',
+        "<h2>Totals</h2>",
+        f'<pre class="totals">{totals}</pre>',
     ]
     if timeline_svg is not None:
         parts += [

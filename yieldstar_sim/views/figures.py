@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import textwrap
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.views.evidence import mark_violations
@@ -22,6 +23,7 @@ from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
     import networkx as nx
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.result import SimulationRun
@@ -104,10 +106,33 @@ def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) 
     return "\n".join(lines)
 
 
+#: Inches a line of the totals takes under the graph, and the characters that fit in an inch.
+TOTALS_LINE = 0.17
+TOTALS_CHARS_PER_INCH = 11.5
+
+
+def totals_text(run: SimulationRun, width: float) -> str:
+    """``run.totals()`` in words, each line wrapped to ``width`` inches (continued lines
+    indented), under a heading: what the picture would otherwise leave the reader to count."""
+    chars = max(30, int(width * TOTALS_CHARS_PER_INCH))
+    lines = ["totals"]
+    for line in run.totals().lines():  # workflow IDs and keys are user text
+        said = drawable_text(line).replace("\n", " ")
+        lines += textwrap.wrap(said, chars, subsequent_indent="    ", break_on_hyphens=False)
+    return "\n".join(lines)
+
+
+def draw_totals(axes: Axes, text: str) -> None:
+    """The totals, as text in an axes of their own (no frame)."""
+    axes.set_axis_off()
+    axes.text(0.0, 1.0, text, transform=axes.transAxes, ha="left", va="top", fontsize=8.5,
+              family="monospace", color="#222222", parse_math=False)  # fmt: skip
+
+
 def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True) -> Figure:
-    """The execution graph (as of trace event ``upto``) beside the worker timeline, in one
-    figure for reports; the title names scenario, seed and verdict, the caption every
-    violation. ``group=False`` draws every sibling execution as its own box.
+    """The execution graph (as of trace event ``upto``) with the run's totals under it, beside
+    the worker timeline, in one figure for reports; the title names scenario, seed and verdict,
+    the caption every violation. ``group=False`` draws every sibling execution as its own box.
 
     >>> import yieldstar_sim as ys
     >>> figure = draw_run(ys.simulate(ys.load_scenario("durable-start"), runtime="memory"))
@@ -123,9 +148,18 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     layout = layered_layout(graph)
     graph_width = max(5.0, INCHES_PER_SLOT * layout.width + 0.6)
     timeline_width = max(8.0, min(20.0, timeline.width / 3))
-    height = max(5.2 + 0.4 * len(timeline.lanes), INCHES_PER_LAYER * layout.height + 2.0)
+    totals = totals_text(run, graph_width)
+    totals_height = TOTALS_LINE * (totals.count("\n") + 1) + 0.2
+    graph_height = INCHES_PER_LAYER * layout.height + 2.0
+    height = max(5.2 + 0.4 * len(timeline.lanes), graph_height + totals_height)
     figure = Figure(figsize=(graph_width + timeline_width, height), layout="constrained")
-    left, right = figure.subplots(1, 2, width_ratios=[graph_width, timeline_width])
+    grid = figure.add_gridspec(
+        2, 2, width_ratios=[graph_width, timeline_width],
+        height_ratios=[height - totals_height, totals_height],
+    )  # fmt: skip
+    left = figure.add_subplot(grid[0, 0])
+    right = figure.add_subplot(grid[:, 1])
+    draw_totals(figure.add_subplot(grid[1, 0]), totals)
     caption = ""
     if upto is None and run.violations:
         caption = violations_caption(run)

@@ -145,11 +145,13 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
 
 def run_graph(run: SimulationRun) -> nx.MultiDiGraph:
     """The run's execution graph from the runtime's records (``execution_graph``), with the
-    trace's evidence and the run's violations marked on it: what every export of a run
-    draws or writes."""
+    trace's evidence and the run's violations marked on it, and the run's totals as the
+    graph's ``totals`` (``run.totals().to_json()``): what every export of a run draws or
+    writes."""
     graph = execution_graph(run.runtime, run.effects)
     mark_trace_evidence(graph, run.trace)
     mark_violations(graph, run.violations)
+    graph.graph["totals"] = run.totals().to_json()
     return graph
 
 
