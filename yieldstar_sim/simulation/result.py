@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from yieldstar_sim.simulation.exporters import exporter
+from yieldstar_sim.simulation.exporters import drawer, exporter
 from yieldstar_sim.simulation.run_tables import load_records, load_trace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
+
+    from matplotlib.figure import Figure
 
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -192,6 +194,15 @@ class SimulationRun:
         (``.svg``, ``.png``, ``.pdf``, ``.graphml``, ``.json``, ``.dot``, ``.mmd``) or
         ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
         return exporter("run")(self, path, format)
+
+    def timeline(self, execution_id: str | None = None) -> Figure:
+        """A picture of the run's timeline; with ``execution_id``, that execution's own: its
+        deliveries, the executions it started and what befell their workers meanwhile, on an
+        axis of those events alone (the story of order-150 out of a thousand orders). Returns
+        the matplotlib Figure (save it with ``figure.savefig("order-150.png")``); an ID the
+        run never had is a ``ValueError`` naming the nearest it has."""
+        figure: Figure = drawer("timeline")(self, execution_id)
+        return figure
 
     def explain(self) -> str:
         """The verdict and each violation's sentence."""

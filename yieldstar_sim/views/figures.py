@@ -18,7 +18,7 @@ from yieldstar_sim.views.graph import (
     graph_from_trace,
 )
 from yieldstar_sim.views.graph_text import _bidi_visible, _one_line
-from yieldstar_sim.views.layout import layered_layout
+from yieldstar_sim.views.layout import layered_layout, natural
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
 if TYPE_CHECKING:
@@ -111,6 +111,17 @@ TOTALS_LINE = 0.17
 TOTALS_CHARS_PER_INCH = 11.5
 
 
+def violation_named(graph: nx.MultiDiGraph) -> list[str]:
+    """The executions of ``graph`` a violation names, by the violations' order (a timeline
+    draws them out on lanes of their own)."""
+    named = [
+        (str(data.get("violations") or ""), natural(str(node)), str(node))
+        for node, data in graph.nodes(data=True)
+        if data.get("violation")
+    ]
+    return [node for *_, node in sorted(named)]
+
+
 def totals_text(run: SimulationRun, width: float) -> str:
     """``run.totals()`` in words, each line wrapped to ``width`` inches (continued lines
     indented), under a heading: what the picture would otherwise leave the reader to count."""
@@ -129,6 +140,54 @@ def draw_totals(axes: Axes, text: str) -> None:
               family="monospace", color="#222222", parse_math=False)  # fmt: skip
 
 
+def draw_focus(run: SimulationRun, execution_id: str | None = None) -> Figure:
+    """A timeline of its own (``run.timeline(execution_id)``): with an execution ID, that
+    execution's story, its deliveries, the executions it started and what befell their
+    workers meanwhile, on an axis of those events alone, every mark drawn; without one, the
+    whole run's timeline (at review size with its busy track and notable executions' lanes).
+    An ID the run never had is a ``ValueError`` naming the nearest it has.
+
+    >>> import yieldstar_sim as ys
+    >>> run = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory")
+    >>> draw_focus(run, "order-42").axes[0].get_title()
+    'order-42: its timeline and the 2 executions it started (@ship-order-2, @ship-order-3)'
+    """
+    from matplotlib.figure import Figure
+
+    from yieldstar_sim.core.suggest import did_you_mean
+    from yieldstar_sim.views.timeline_focus import focus_trace, started_by
+
+    events = list(run.trace)
+    if execution_id is None:
+        graph = graph_from_trace(events)
+        mark_violations(graph, run.violations)
+        timeline = build_timeline(events, run.scenario.worker_names, notable=violation_named(graph))
+        title = f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
+    else:
+        known = {event.execution_id for event in events if event.execution_id}
+        if execution_id not in known:
+            raise ValueError(
+                f"no execution {execution_id!r} in the run of {run.scenario.name!r}"
+                + did_you_mean(execution_id, sorted(known))
+            )
+        started = started_by(events, execution_id)
+        chosen = focus_trace(events, execution_id)
+        workers = [w for w in run.scenario.worker_names if any(e.worker == w for e in chosen)]
+        timeline = build_timeline(chosen, workers)
+        title = f"{execution_id}: its timeline"
+        if started:
+            named = ", ".join(started[:3])
+            named += f" and {len(started) - 3} more" if started[3:] else ""
+            title += f" and the {len(started)} executions it started ({named})"
+            title = title.replace("the 1 executions", "the execution")
+    figure = Figure(
+        figsize=(max(8.0, min(20.0, timeline.width / 3)), 1.0 * len(timeline.lanes) + 2.0),
+        layout="constrained",
+    )
+    draw_timeline(timeline, ax=figure.add_subplot(), title=drawable_text(title))
+    return figure
+
+
 def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True) -> Figure:
     """The execution graph (as of trace event ``upto``) with the run's totals under it, beside
     the worker timeline, in one figure for reports; the title names scenario, seed and verdict,
@@ -139,10 +198,10 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     """
     from matplotlib.figure import Figure
 
-    timeline = build_timeline(run.trace, run.scenario.worker_names)
     graph = graph_from_trace(run.trace, upto)
     if upto is None:
         mark_violations(graph, run.violations)
+    timeline = build_timeline(run.trace, run.scenario.worker_names, notable=violation_named(graph))
     if group:
         graph = collapse_families(graph)
     layout = layered_layout(graph)
