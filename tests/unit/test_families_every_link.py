@@ -202,3 +202,45 @@ def test_members_past_two_ranges_are_named_by_their_first_few() -> None:
     assert span_words(members, everyone) == "order-1, order-2, order-3 and 14 more"
     assert span_words(everyone[:2], everyone) == "order-1, order-2"
     assert span_words(["order-7"], everyone) == "order-7"
+
+
+def test_what_a_reviewer_must_see_is_part_of_the_shape_not_a_reason_to_draw_each() -> None:
+    # At 1,000 copies of a story whose every execution retries, each was drawn on its own (a
+    # picture 5,180 px wide at 20); alike evidence folds, and says itself on the family.
+    import networkx as nx
+
+    graph = nx.MultiDiGraph()
+    for n in range(1, 11):
+        graph.add_node(f"job-{n}", workflow_id="job", status="completed", origin="trigger",
+                       faults=int(n <= 6), fault_kinds="crash" if n <= 6 else "",
+                       retries=2 if n > 6 else 0, violation=False)  # fmt: skip
+    struck, retried = families(graph)
+    assert struck.members == tuple(f"job-{n}" for n in range(1, 7))
+    assert retried.members == tuple(f"job-{n}" for n in range(7, 11))
+    drawn = collapse_families(graph)
+    assert "fault: crash" in node_label(struck.node, drawn.nodes[struck.node])
+    assert "2 retries" in node_label(retried.node, drawn.nodes[retried.node])
+    # Three struck alike are still drawn one by one (a family takes four).
+    assert len(families(graph.subgraph([f"job-{n}" for n in (1, 2, 3, 7, 8, 9, 10)]))) == 1
+
+
+def test_alike_groups_of_linked_executions_fold_into_one_family(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # join-child copied: order-N owns fulfillment-N, recheck-N joins it (a second parent: no
+    # tree). Ten such trios drew thirty boxes; they are one family, beside the story's own
+    # trio, whose recheck was cancelled.
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
+    from _views_copies import copied
+
+    run = ys.simulate(copied(ys.load_scenario("join-child"), 20), seed=0, runtime="memory")
+    graph = graph_from_trace(run.trace)
+    (family,) = families(graph)
+    assert family.node.startswith(f"9 {TIMES} order + recheck + fulfil (linked), ")
+    assert len(family.executions) == 27
+    assert family.members[0] == "order-1042"
+    drawn = collapse_families(graph)
+    ranges_hold_only_their_family(drawn, graph)
+    assert {"order-42", "recheck-42"} <= set(drawn.nodes)

@@ -76,6 +76,7 @@ class SimulationRun:
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+    _totals: Totals | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -174,9 +175,11 @@ class SimulationRun:
         """
         from yieldstar_sim.simulation.totals import totals_of
 
-        return totals_of(
-            list(self.trace), self.effects, self.executions, self.scenario.worker_names
-        )
+        if self._totals is None:  # a finished run: counted once, for every view that says them
+            self._totals = totals_of(
+                list(self.trace), self.effects, self.executions, self.scenario.worker_names
+            )
+        return self._totals
 
     def trace_digest(self) -> str:
         """A hash of the trace: equal digests mean byte-identical traces."""

@@ -46,9 +46,6 @@ if TYPE_CHECKING:
 TIMES = "\u00d7"
 #: Between a workflow and the workflows it started, in a shape's words.
 ARROW = "\u2192"
-#: Statuses an execution may have and still be drawn in a family: a failed or pruned one is
-#: always drawn on its own.
-PLAIN_STATUSES = frozenset({"pending", "running", "suspended", "completed", "cancelled"})
 
 _WORDS = re.compile(r"[^\s,;:()\[\]{}'\"]+")
 
@@ -162,6 +159,9 @@ def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> 
         data["violation"] = bool(data.get("violation")) or bool(found)
         if found:
             data["violations"] = ", ".join(map(str, found))
+            # Which invariants, for a family's shape: a thousand orders each named by its own
+            # at_most_once sentence are alike.
+            data["invariants"] = "\n".join(sorted({violations[n - 1].invariant for n in found}))
 
 
 def edge_line(data: Mapping[str, Any]) -> str:
@@ -174,25 +174,12 @@ def edge_line(data: Mapping[str, Any]) -> str:
     return "detached" if data.get("detached") else "owned"
 
 
-def notable(data: Mapping[str, Any]) -> bool:
-    """Whether an execution (its node's data) must be drawn on its own: struck by a fault,
-    retried, or ended badly. (Being named by a violation is part of a family's shape instead:
-    ``views.families``.)"""
-    return bool(
-        data.get("faults") or data.get("retries") or str(data.get("status")) not in PLAIN_STATUSES
-    )
-
-
-def notable_edge(data: Mapping[str, Any]) -> bool:
-    """Whether a link must be drawn on its own: its step admitted several executions, or its
-    request took several start calls. (Its kind, owned, detached, joined or a non-durable
-    trigger, is part of a family's shape instead: a thousand orders that each trigger their
-    shipment from a step are one family.)"""
-    return bool(data.get("duplicate")) or data.get("calls", 1) > 1
-
-
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+#: How many violations' numbers a node names before it counts the rest.
+NUMBERS_NAMED = 3
 
 
 def evidence_text(data: Mapping[str, Any]) -> str:
@@ -205,11 +192,14 @@ def evidence_text(data: Mapping[str, Any]) -> str:
         parts.append(_plural(int(data["retries"]), "retry").replace("retrys", "retries"))
     if data.get("violation"):
         # Which sentences name it, by their numbers in the caption and on the review page.
-        numbers = str(data.get("violations") or "")
+        numbers = [part for part in str(data.get("violations") or "").split(", ") if part]
         if not numbers:
             parts.append("named by a violation")
         else:
-            parts.append(f"named by violation{'s' if ',' in numbers else ''} {numbers}")
+            named = ", ".join(numbers[:NUMBERS_NAMED])
+            if len(numbers) > NUMBERS_NAMED:
+                named += f" and {len(numbers) - NUMBERS_NAMED} more"
+            parts.append(f"named by violation{'s' if len(numbers) > 1 else ''} {named}")
     return " · ".join(parts)
 
 

@@ -7,14 +7,15 @@ started (its origin, the kind of link that started it: owned, detached, a join o
 non-durable trigger, and the pattern of its step key: ``line-17`` is ``line-#``) and the
 shapes of the executions it started, however many levels down. Siblings (children of one
 parent, or executions nobody started) of one shape make a family when there are at least
-``GROUP_AT_LEAST`` of them and nothing in any of them is notable: no fault, no retry, no
-failed or pruned status, no start that took several calls, no step that admitted several
-executions, no second parent. Everything notable is drawn on its own, and nowhere else: a
-family's words count what it holds and name its members as ranges only where no execution
-drawn outside it falls inside one (``order-1 … order-149, order-151 … order-300`` beside
-order-150), else its first few. Whether a violation names an execution is part of its shape:
-the two executions of a double shipment are drawn on their own, while a bug that strikes 300
-alike orders is one family, marked as named by the violation, beside the orders it spared.
+``GROUP_AT_LEAST`` of them. What a reviewer must see is part of the shape: the faults that
+struck an execution, its retries, its status, whether its start took several calls or its
+step admitted several executions, and which invariants' violations name it. So the order a
+crash broke is drawn on its own (it is the only one of its shape) beside the 999 it spared,
+while a bug that strikes 300 alike orders is one family, marked red as named by the violation,
+with its count and its first members; only a second parent, or a link to an execution drawn
+elsewhere, keeps an execution out of every family. A family's words count what it holds and
+name its members as ranges only where no execution drawn outside it falls inside one
+(``order-1 … order-149, order-151 … order-300`` beside order-150), else its first few.
 
 A family is one node of the drawn graph; its data (``group``: how many, ``members``: the
 executions it stands for, in order, ``executions``: those and everything they started,
@@ -34,16 +35,17 @@ what a view needs to expand it again.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.evidence import ARROW, TIMES, edge_line, notable, notable_edge
+from yieldstar_sim.views.evidence import ARROW, TIMES, edge_line
 from yieldstar_sim.views.layout import Layout, layered_layout, natural
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     import networkx as nx
 
@@ -122,19 +124,29 @@ def _key_pattern(step_key: object) -> str:
 Shape = tuple[Any, ...]
 
 
+def _evidence(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a reviewer must see on an execution, as part of its shape: the faults that struck
+    it, its retries, and the invariants a violation of which names it."""
+    return (
+        str(data.get("fault_kinds") or ""),
+        int(data.get("retries") or 0),
+        bool(data.get("violation")),
+        str(data.get("invariants") or ""),
+    )
+
+
 def _shapes(
     graph: nx.MultiDiGraph, children: dict[Any, list[Any]], order: list[Any]
 ) -> dict[Any, Shape | None]:
-    """Each node's shape, or None when it or anything under it is notable (or not a tree)."""
+    """Each node's shape, or None when it or anything under it is not a tree (a second
+    parent, a link to an execution placed elsewhere)."""
     shapes: dict[Any, Shape | None] = {}
     for node in reversed(order):  # children first
         data = graph.nodes[node]
         edges = list(graph.in_edges(node, keys=True, data=True))
         kids = children[node]
         ok = (
-            not notable(data)
-            and len(edges) <= 1
-            and not any(notable_edge(edge) for *_, edge in edges)
+            len(edges) <= 1
             and graph.out_degree(node) == len(kids)
             and all(shapes[kid] is not None for kid in kids)
         )
@@ -144,7 +156,12 @@ def _shapes(
         how: tuple[Any, ...] = ()
         if edges:
             _, _, key, edge = edges[0]
-            how = (_key_pattern(edge.get("step_key", key)), edge_line(edge))
+            how = (
+                _key_pattern(edge.get("step_key", key)),
+                edge_line(edge),
+                bool(edge.get("duplicate")),  # one of several a step admitted
+                int(edge.get("calls", 1) or 1) > 1,  # its request took several start calls
+            )
         started = tuple(sorted(Counter(shapes[kid] for kid in kids).items(), key=repr))
         shapes[node] = (
             str(data.get("workflow_id")),
@@ -152,8 +169,7 @@ def _shapes(
             str(data.get("origin")),
             how,
             started,
-            bool(data.get("violation")),
-            str(data.get("violations") or ""),  # which: their sentences differ
+            _evidence(data),
         )
     return shapes
 
@@ -219,16 +235,110 @@ def families(
                 below.append(node)
                 stack.extend(children[node])
             below = _ordered(below)
-            # Its own executions break no range: only those drawn outside it do.
-            inside = set(below)
-            others = [node for node in everyone if node not in inside or node in members]
-            span = span_words(members, others)
+            span = _span(members, below, everyone)
             found.append(Family(name, words, parent, tuple(members), tuple(below), span))
             grouped.update(members)
         pending.extend(
             (node, children[node]) for node in siblings if node not in grouped and children[node]
         )
+    found += _linked_families(graph, found, at_least, everyone, taken)
     return found
+
+
+def _span(members: Sequence[Any], below: Sequence[Any], everyone: Sequence[Any]) -> str:
+    """A family's members in words; its own executions break no range, only those drawn
+    outside it do."""
+    chosen = set(members)
+    inside = set(below) - chosen
+    return span_words(members, [node for node in everyone if node not in inside])
+
+
+#: The most executions a group of linked ones may hold to be compared with others.
+LINKED_AT_MOST = 24
+
+
+def _linked_key(graph: nx.MultiDiGraph, nodes: set[Any]) -> tuple[Any, ...]:
+    """What makes two groups of linked executions alike: each execution's workflow, status,
+    origin and evidence and each link's kind and step-key pattern, refined over the links
+    (colour refinement, as a Weisfeiler-Lehman hash: a few rounds tell small groups apart),
+    as sorted lists."""
+    colour = {
+        node: repr((graph.nodes[node].get("workflow_id"), graph.nodes[node].get("status"),
+                    graph.nodes[node].get("origin"), _evidence(graph.nodes[node])))
+        for node in nodes
+    }  # fmt: skip
+    links = [
+        (source, target, repr((_key_pattern(data.get("step_key", key)), edge_line(data),
+                               bool(data.get("duplicate")), int(data.get("calls", 1) or 1) > 1)))
+        for source, target, key, data in graph.edges(nbunch=nodes, keys=True, data=True)
+        if target in nodes
+    ]  # fmt: skip
+    for _ in range(3):
+        outs: dict[Any, list[str]] = {node: [] for node in nodes}
+        ins: dict[Any, list[str]] = {node: [] for node in nodes}
+        for source, target, link in links:
+            outs[source].append(link + colour[target])
+            ins[target].append(link + colour[source])
+        colour = {
+            node: hashlib.sha1(
+                repr((colour[node], sorted(outs[node]), sorted(ins[node]))).encode(),
+                usedforsecurity=False,
+            ).hexdigest()
+            for node in nodes
+        }
+    edges = sorted((colour[source], colour[target], link) for source, target, link in links)
+    return tuple(sorted(colour.values())), tuple(edges)
+
+
+def _linked_families(
+    graph: nx.MultiDiGraph,
+    found: list[Family],
+    at_least: int,
+    everyone: list[Any],
+    taken: set[str],
+) -> list[Family]:
+    """Families of alike groups of linked executions that are no tree (a run a step joined
+    has two parents: order-42 owns fulfil-42, recheck-42 joins it): a thousand such trios
+    are one box. A group is a connected part of the graph no tree family touches, of at most
+    ``LINKED_AT_MOST`` executions; its first execution (natural order) is its member."""
+    import networkx as nx
+
+    folded = {node for family in found for node in family.executions}
+    alike: dict[tuple[Any, ...], list[list[Any]]] = {}
+    for part in nx.weakly_connected_components(graph):
+        if len(part) < 2 or len(part) > LINKED_AT_MOST or part & folded:
+            continue
+        alike.setdefault(_linked_key(graph, part), []).append(_ordered(part))
+    linked = []
+    for groups in alike.values():
+        if len(groups) < at_least:
+            continue
+        # Each group stands by its first execution nobody started (order-1042, not the
+        # fulfillment-1042 it owns), the groups in that one's order.
+        firsts = [
+            next((node for node in group if graph.in_degree(node) == 0), group[0])
+            for group in groups
+        ]
+        members = _ordered(firsts)
+        below = _ordered(node for group in groups for node in group)
+        sample = groups[0]
+        workflows = Counter(
+            (graph.in_degree(node) > 0, str(graph.nodes[node].get("workflow_id")))
+            for node in sample
+        )  # the started ones after those nobody started
+        statuses = sorted({str(graph.nodes[node].get("status")) for node in sample})
+        words = " + ".join(
+            (f"{count} {TIMES} " if count > 1 else "") + workflow
+            for (_, workflow), count in sorted(workflows.items())
+        )
+        words = f"{words} (linked), {'/'.join(statuses)}"
+        name, number = f"{len(groups)} {TIMES} {words}", 2
+        while name in taken:
+            name, number = f"{len(groups)} {TIMES} {words} ({number})", number + 1
+        taken.add(name)
+        span = _span(members, below, everyone)
+        linked.append(Family(name, words, None, tuple(members), tuple(below), span))
+    return linked
 
 
 def collapse_families(
@@ -260,13 +370,22 @@ def collapse_families(
             executions=list(family.executions),
             shape=family.shape,
             span=family.span,
-            faults=0,
-            fault_kinds="",
-            retries=0,
-            violation=bool(first.get("violation")),  # alike: the same for every member
+            # Alike: the same evidence for every member (the numbers of the violations that
+            # name them aside: each order may have its own sentence).
+            faults=int(first.get("faults") or 0),
+            fault_kinds=str(first.get("fault_kinds") or ""),
+            retries=int(first.get("retries") or 0),
+            violation=bool(first.get("violation")),
         )
-        if first.get("violations"):
-            drawn.nodes[family.node]["violations"] = first["violations"]
+        numbers = {
+            int(part)
+            for member in family.members
+            for part in str(graph.nodes[member].get("violations") or "").split(", ")
+            if part
+        }
+        if numbers:
+            drawn.nodes[family.node]["violations"] = ", ".join(map(str, sorted(numbers)))
+            drawn.nodes[family.node]["invariants"] = first.get("invariants", "")
         if family.parent is None:
             continue
         inside = set(family.members)

@@ -18,6 +18,7 @@ run's trace down to one execution and what it started, for that execution's own 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -148,6 +149,12 @@ def _declined_label(event: TraceEvent, style: str) -> str:
     return f"refused: {code}" if code else "refused"
 
 
+#: The kinds of event ``_Attempts.take`` lays out (a skewed worker's beliefs aside).
+_ATTEMPT_KINDS = frozenset(
+    {TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW, TraceKind.HEARTBEAT}
+)
+
+
 class _Attempts:
     """Lays out stalled attempts (a lane each) and skewed workers' beliefs."""
 
@@ -181,6 +188,8 @@ class _Attempts:
 
     def lane(self, event: TraceEvent, lane: str) -> str:
         """The lane of an event: a stalled attempt's own, or its worker's."""
+        if not self.stalled and not self.abandoned:
+            return lane
         key = (lane, str(event.execution_id), int(event.token or 0))
         attempt = event.data.attempt if isinstance(event.data, EffectData | StallData) else None
         if attempt is not None and (*key, attempt) in self.abandoned:
@@ -195,6 +204,8 @@ class _Attempts:
         """Lay out a stall, an attempt's resumption, a skew, a heartbeat or a belief; False
         for the rest."""
         timeline, kind = self.timeline, event.kind
+        if kind not in _ATTEMPT_KINDS and not self.behind:
+            return False  # most events, at once: a thousand orders make 15,000
         lane = self.lane(event, event.worker or SCENARIO_LANE)
         data = event.data
         if isinstance(data, SkewData) and event.worker:
@@ -393,7 +404,7 @@ def draw_timeline(
     char_units = 0.055 * (timeline.width + 2) / axes_inches
     bucket = aggregation(timeline.width, axes_inches * figure.dpi)
     focus = set(timeline.focus_lanes)  # drawn out in full, never aggregated
-    _draw_axis_marks(ax, timeline, lane_y)
+    _draw_axis_marks(ax, timeline, lane_y, char_units)
     # Bars are batched, one collection per lane and look: an artist per bar made a timeline
     # of a hundred deliveries slow to build and to draw.
     held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -452,6 +463,9 @@ def _draw_ticks(ax: Axes, timeline: Timeline, char_units: float) -> None:
     label only where it prints over no other."""
     ticks = [x for x, _ in timeline.ticks]
     shown = tick_labels(timeline.ticks, 8 / 7 * char_units)
+    if len(ticks) > MANY_TICKS:  # thousands of instants: a tick (an artist) where a label is
+        kept = [(x, label) for x, label in zip(ticks, shown, strict=True) if label]
+        ticks, shown = [x for x, _ in kept], [label for _, label in kept]
     ax.set_xticks(ticks, shown, fontsize=8)
     if timeline.scale_ticks:
         placed = list(zip(ticks, shown, strict=True))
@@ -480,24 +494,44 @@ def _draw_hatched(
                        hatch=hatch, linewidth=0.8)  # fmt: skip
 
 
+#: Past this many instants, only the ticks whose time is labelled are drawn (a tick is an
+#: artist: three thousand of them were most of a picture's seconds).
+MANY_TICKS = 60
 #: The shade of an instant opened out.
 INSTANT_SHADE = "#EFEFEF"
 
 
-def _draw_axis_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int]) -> None:
+def _draw_axis_marks(
+    ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float
+) -> None:
     """Behind the lanes: each instant opened out, shaded (a thin gap between two that touch),
-    and each stretch of nothing that was cut, hatched, with how long it was."""
-    for instant in timeline.instants:
-        if instant.end - instant.start > 1.0:
-            ax.axvspan(instant.start, instant.end - 0.15, facecolor=INSTANT_SHADE,
-                       edgecolor="none", zorder=0)  # fmt: skip
+    and each stretch of nothing that was cut, hatched, with how long it was where the words
+    fit. One collection each: a run of elapses makes thousands of instants."""
     bottom = min(lane_y.values()) - 0.7
+    height = 0.7 - bottom
+    shaded = [
+        (instant.start, instant.end - instant.start - 0.15)
+        for instant in timeline.instants
+        if instant.end - instant.start > 1.0
+    ]
+    if shaded:
+        ax.broken_barh(shaded, (bottom, height), facecolors=INSTANT_SHADE, edgecolor="none",
+                       zorder=0, gid="instants")  # fmt: skip
+    if not timeline.breaks:
+        return
+    cuts = [(cut.start, cut.end - cut.start) for cut in timeline.breaks]
+    ax.broken_barh(cuts, (bottom, height), facecolors="white", edgecolor="#999999", hatch="//",
+                   linewidth=0.0, zorder=0.5, gid="breaks")  # fmt: skip
+    free_from = -math.inf
     for cut in timeline.breaks:
-        ax.axvspan(cut.start, cut.end, facecolor="white", edgecolor="#999999", hatch="//",
-                   linewidth=0.0, zorder=0.5)  # fmt: skip
+        words = f"{_seconds(cut.seconds)}\ncut"
         middle = (cut.start + cut.end) / 2
-        ax.text(middle, bottom + 0.1, f"{_seconds(cut.seconds)}\ncut", ha="center",
-                va="bottom", fontsize=7, color="#555555", zorder=5,
+        half = char_units * (len(words) / 2 + 1) / 2
+        if middle - half < free_from:
+            continue
+        free_from = middle + half
+        ax.text(middle, bottom + 0.1, words, ha="center", va="bottom", fontsize=7,
+                color="#555555", zorder=5,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # fmt: skip
 
 

@@ -8,7 +8,8 @@ executions went wrong and how busy the workers were. Past ``FOCUS_AFTER`` execut
 timeline puts the busy share above the lanes (averaged per few pixels: deliveries that follow
 each other by the hundred in one instant are a level, not a comb), and the executions a
 violation names, then those a fault struck or whose delivery ended badly, ran past its lease
-or was a redelivery, on lanes of their own under the scenario's, at most ``FOCUS_LANES``.
+or was delivered again after one that did, on lanes of their own under the scenario's, at
+most ``FOCUS_LANES``.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
 )
 from yieldstar_sim.views.layout import natural
-from yieldstar_sim.views.timeline_labels import Span, notable_span
+from yieldstar_sim.views.timeline_labels import Span
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -125,9 +126,13 @@ def _focus(timeline: Timeline, events: list[TraceEvent], named: list[str]) -> No
     struck or whose delivery ended badly, ran past its lease or was a redelivery), each with
     its deliveries (labelled with their worker and token) and every mark of its events."""
     found: dict[str, float] = {}
-    for span in timeline.spans:
-        if notable_span(span):
+    ended_badly: set[str] = set()  # executions whose last delivery ended badly
+    for span in sorted(timeline.spans, key=lambda span: span.start):
+        bad = span.how in ("crash", "refused", "open") or span.expires is not None
+        # A delivery that ended badly, or the one after it: not a wake after a suspension.
+        if bad or span.execution_id in ended_badly:
             found.setdefault(span.execution_id, span.start)
+        (ended_badly.add if bad else ended_badly.discard)(span.execution_id)
     for event in events:
         if event.kind == TraceKind.FAULT and event.execution_id:
             found.setdefault(event.execution_id, timeline.x_of.get(event.seq, 0.0))
