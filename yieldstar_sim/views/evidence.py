@@ -195,11 +195,14 @@ def evidence_text(data: Mapping[str, Any]) -> str:
         numbers = [part for part in str(data.get("violations") or "").split(", ") if part]
         if not numbers:
             parts.append("named by a violation")
-        else:
-            named = ", ".join(numbers[:NUMBERS_NAMED])
-            if len(numbers) > NUMBERS_NAMED:
-                named += f" and {len(numbers) - NUMBERS_NAMED} more"
-            parts.append(f"named by violation{'s' if len(numbers) > 1 else ''} {named}")
+        elif len(numbers) <= NUMBERS_NAMED:
+            parts.append(
+                f"named by violation{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}"
+            )
+        else:  # on two lines, to stay about as wide as a box
+            more = len(numbers) - NUMBERS_NAMED
+            first = ", ".join(numbers[:NUMBERS_NAMED])
+            parts.append(f"named by {len(numbers)} violations:\n{first} and {more} more")
     return " · ".join(parts)
 
 
@@ -224,16 +227,25 @@ def node_label(node: object, data: Mapping[str, Any]) -> str:
     return "\n".join([*lines, *said.split(" · ")] if said else lines)
 
 
-#: Characters of a family's members in words on one line of its box.
-SPAN_LINE = 28
+#: Characters of a family's members in words on one line of its box: two boxes side by side
+#: are a slot apart, and a longer line printed over its neighbour.
+SPAN_LINE = 22
 
 
 def _packed(parts: list[str], width: int) -> list[str]:
     """``parts`` joined by ", " into lines of at most ``width`` characters (a part longer than
-    that is a line of its own)."""
+    that is a line of its own; "and N more" goes on a line of its own when it must)."""
     lines: list[str] = []
+    split = []
     for part in parts:
-        if lines and len(lines[-1]) + 2 + len(part) <= width:
+        name, found, more = part.partition(" and ")
+        split += [name, f"and {more}"] if found and len(part) > width else [part]
+    for part in split:
+        if part.startswith("and ") and lines and len(lines[-1]) + 1 + len(part) <= width:
+            lines[-1] += f" {part}"
+        elif part.startswith("and "):
+            lines.append(part)
+        elif lines and len(lines[-1]) + 2 + len(part) <= width:
             lines[-1] += f", {part}"
         else:
             if lines:

@@ -106,6 +106,10 @@ def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) 
     return "\n".join(lines)
 
 
+#: The run's picture's pixels per inch, and its longest side in pixels at most: past it, the
+#: picture is saved at fewer pixels per inch (issue 53: at most 4,000 px a side at any scale).
+FIGURE_DPI = 100.0
+MAX_PIXELS = 4_000
 #: Inches a line of the totals takes under the graph, and the characters that fit in an inch.
 TOTALS_LINE = 0.17
 TOTALS_CHARS_PER_INCH = 11.5
@@ -211,7 +215,11 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     totals_height = TOTALS_LINE * (totals.count("\n") + 1) + 0.2
     graph_height = INCHES_PER_LAYER * layout.height + 2.0
     height = max(5.2 + 0.4 * len(timeline.lanes), graph_height + totals_height)
-    figure = Figure(figsize=(graph_width + timeline_width, height), layout="constrained")
+    width = graph_width + timeline_width
+    # Families keep a run of any size to a few boxes; what they cannot fold (many executions,
+    # each unlike the rest) is drawn smaller rather than past MAX_PIXELS a side.
+    dpi = min(FIGURE_DPI, MAX_PIXELS / max(width, height))
+    figure = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
     grid = figure.add_gridspec(
         2, 2, width_ratios=[graph_width, timeline_width],
         height_ratios=[height - totals_height, totals_height],

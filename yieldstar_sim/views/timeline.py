@@ -38,7 +38,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
-from yieldstar_sim.views.timeline_axis import time_axis
+from yieldstar_sim.views.timeline_axis import MANY_INSTANTS, time_axis
 from yieldstar_sim.views.timeline_focus import BUSY_COLOUR, BUSY_LANE, draw_busy, review_size
 from yieldstar_sim.views.timeline_labels import (
     Mark,
@@ -461,9 +461,14 @@ def draw_timeline(
 def _draw_ticks(ax: Axes, timeline: Timeline, char_units: float) -> None:
     """The instants' times, and round seconds where time runs to scale (smaller, grey), each
     label only where it prints over no other."""
-    ticks = [x for x, _ in timeline.ticks]
-    shown = tick_labels(timeline.ticks, 8 / 7 * char_units)
-    if len(ticks) > MANY_TICKS:  # thousands of instants: a tick (an artist) where a label is
+    chosen = timeline.ticks
+    if len(chosen) > MANY_INSTANTS and timeline.scale_ticks:
+        # Thousands of instants at odd times: the first and the last, and round seconds
+        # between (a tick is an artist: three thousand were most of a picture's seconds).
+        chosen = [chosen[0], chosen[-1]]
+    ticks = [x for x, _ in chosen]
+    shown = tick_labels(chosen, 8 / 7 * char_units)
+    if len(ticks) > MANY_INSTANTS:  # a tick only where its label is
         kept = [(x, label) for x, label in zip(ticks, shown, strict=True) if label]
         ticks, shown = [x for x, _ in kept], [label for _, label in kept]
     ax.set_xticks(ticks, shown, fontsize=8)
@@ -494,9 +499,6 @@ def _draw_hatched(
                        hatch=hatch, linewidth=0.8)  # fmt: skip
 
 
-#: Past this many instants, only the ticks whose time is labelled are drawn (a tick is an
-#: artist: three thousand of them were most of a picture's seconds).
-MANY_TICKS = 60
 #: The shade of an instant opened out.
 INSTANT_SHADE = "#EFEFEF"
 

@@ -44,6 +44,9 @@ CUT_FACTOR = 10.0
 BREAK_SHARE = 0.03
 #: About how many round-number ticks the time between instants gets.
 SCALE_TICKS = 8
+#: Past this many instants, their own ticks give way to round numbers (and only the first
+#: and the last instant are named).
+MANY_INSTANTS = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,13 +197,16 @@ def time_axis(events: Sequence[TraceEvent]) -> Axis:
 
 def _scale_ticks(axis: Axis, step: float) -> list[tuple[float, str]]:
     """Round multiples of ``step`` seconds strictly between instants, where time runs to scale
-    (not in a break)."""
+    (not in a break); past ``MANY_INSTANTS`` instants, those that fall on an instant too (its
+    own tick goes unlabelled then: thousands of instants at odd times read as noise)."""
     ticks = []
+    many = len(axis.instants) > MANY_INSTANTS
     for before, after in itertools.pairwise(axis.instants):
         if any(cut.t_from == before.t for cut in axis.breaks):
             continue
         first = math.floor(before.t / step) + 1
-        for k in range(first, math.ceil(after.t / step)):
+        for k in range(first, math.floor(after.t / step) + 1):
             t = k * step
-            ticks.append((axis.x_at(t), f"{t:g}"))
+            if t < after.t or (many and t == after.t):
+                ticks.append((axis.x_at(t), f"{t:g}"))
     return ticks
