@@ -155,7 +155,12 @@ def _focus(timeline: Timeline, events: list[TraceEvent], named: list[str]) -> No
     whose = {timeline.x_of[event.seq]: event.execution_id for event in events}
     for span in list(timeline.spans):
         if span.execution_id in lanes:
-            label = f"{span.worker} \u00b7 token {span.token}"
+            # The worker, or the lane of the attempt that hung (it names its token).
+            label = (
+                span.worker
+                if "(token" in span.worker
+                else f"{span.worker} \u00b7 token {span.token}"
+            )
             timeline.spans.append(
                 Span(lanes[span.execution_id], span.execution_id, span.token, span.start,
                      span.end, span.how, span.expires, label)
