@@ -44,7 +44,10 @@ def the_charge_covers_the_cart(run):
     """Every charge is for the two items the cart was saved with."""
     for effect in run.effects_named("card.charged"):
         if effect.data["items"] != 2:
-            return f"order {effect.data['order']} was charged for {effect.data['items']} items of 2"
+            return (
+                f"order {effect.data['order']} was charged for {effect.data['items']} items of 2"
+                f" by {effect.execution_id}"
+            )
     return None
 
 

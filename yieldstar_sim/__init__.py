@@ -69,17 +69,20 @@ __version__ = "0.1.0"
 
 
 def _compose() -> None:
-    """The composition root: runs and exploration reports write, and state spaces draw, through
-    the views, which the simulation layer never imports. They are handed over here, once, when
-    the package loads: no module registers anything as a side effect of being imported."""
+    """The composition root: runs and exploration reports write, runs draw their timelines and
+    state spaces draw, through the views, which the simulation layer never imports. They are
+    handed over here, once, when the package loads: no module registers anything as a side
+    effect of being imported."""
     from yieldstar_sim.simulation.explorer.statespace import register_view
-    from yieldstar_sim.simulation.exporters import register_exporter
+    from yieldstar_sim.simulation.exporters import register_drawer, register_exporter
     from yieldstar_sim.views.export import export_file
+    from yieldstar_sim.views.figures import draw_focus
     from yieldstar_sim.views.review import write_review
     from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
 
     register_exporter("run", export_file)
     register_exporter("report", write_review)
+    register_drawer("timeline", draw_focus)
     register_view("state_graph", state_graph)
     register_view("draw_state_graph", draw_state_graph)
     register_view("export_state_graph", export_state_graph)

@@ -31,6 +31,7 @@ from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+    from pathlib import Path
 
     from yieldstar_sim.simulation.result import SimulationRun
 
@@ -146,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
         help=FAULT_HELP,
     )  # fmt: skip
     _runtime_options(run, default=None, words="the scenario's own runtime, else duckdb")
+    _focus_option(run)
     _timeout_option(run, "the run (and of the scenario file's import)")
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
 
@@ -245,6 +247,7 @@ def _parser() -> argparse.ArgumentParser:
         "needed when the artifact's scenario file is missing or changed",
     )  # fmt: skip
     _runtime_options(replay, default=None)
+    _focus_option(replay)
     _timeout_option(replay, "the replay")
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
     for command in (demo, listing, run, explore, replay):
@@ -280,6 +283,15 @@ def _runtime_options(
         "(default png: the graph beside the timeline; review: one self-contained HTML page "
         "with a stepper, for design reviews)",
     )
+
+
+def _focus_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--focus", action="append", default=[], metavar="ID",
+        help="also draw execution ID's own timeline (its deliveries, the executions it "
+        "started, what befell their workers), in the picture formats of --format (default "
+        "png); repeat for more",
+    )  # fmt: skip
 
 
 def _output_options(command: argparse.ArgumentParser, out: str, formats: str) -> None:
@@ -406,13 +418,37 @@ def _run(args: argparse.Namespace) -> int:
     except (ScenarioError, ArtifactError) as error:
         raise UsageError(str(error)) from error
     elapsed = time.perf_counter() - started
-    name = run.scenario.name
     stem = out / output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
+    try:
+        focused = _focus(run, args, stem)
+    except ValueError as error:
+        run.runtime.close()
+        raise UsageError(str(error)) from error
     drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
-    image = next(iter(drawn.values()))
     trace_file = stem.with_name(stem.name + "-trace.jsonl")
     trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
     artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
+    files = {"trace": trace_file, "artifact": artifact_file}
+    _report(run, args, drawn=drawn, focused=focused, files=files, elapsed=elapsed)
+    run.runtime.close()
+    return EXIT_CODES[run.verdict]
+
+
+def _report(
+    run: SimulationRun,
+    args: argparse.Namespace,
+    *,
+    drawn: Mapping[str, Path],
+    focused: Mapping[str, Mapping[str, Path]],
+    files: Mapping[str, Path],
+    elapsed: float,
+) -> None:
+    """What ``run`` and ``replay`` print: one JSON object, or the story, the trace, the
+    verdict, the totals and the files written."""
+    name = run.scenario.name
+    image = next(iter(drawn.values()))
+    trace_file, artifact_file = files["trace"], files["artifact"]
+    totals = run.totals()
     if args.json:
         print(
             json.dumps(
@@ -433,9 +469,14 @@ def _run(args: argparse.Namespace) -> int:
                         for v in run.violations
                     ],
                     "choice_points": run.points,
+                    "totals": totals.to_json(),
                     "faults": [f.describe() for f in run.faults],
                     "graph": str(image),
                     "exports": {format: str(path) for format, path in drawn.items()},
+                    "focus": {
+                        execution: {format: str(path) for format, path in paths.items()}
+                        for execution, paths in focused.items()
+                    },
                     "trace": str(trace_file),
                     "artifact": str(artifact_file),
                     "elapsed_seconds": round(elapsed, 3),
@@ -449,11 +490,35 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(run.trace.lines()))
             print()
         print(run.explain())
+        print("totals:")
+        print("\n".join(f"  {line}" for line in totals.lines()))
         for format, path in drawn.items():
             print(f"{format}: {path}")
+        for execution, paths in focused.items():
+            print(f"{execution}'s timeline: " + ", ".join(map(str, paths.values())))
         print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
-    run.runtime.close()
-    return EXIT_CODES[run.verdict]
+
+
+def _focus(run: SimulationRun, args: argparse.Namespace, stem: Path) -> dict[str, dict[str, Path]]:
+    """``--focus ID``: each execution's own timeline, in the picture formats among
+    ``--format`` (PNG if none), as ``STEM-ID-timeline.png``; an ID the run never had is a
+    ValueError naming the nearest it has, before anything is written."""
+    from yieldstar_sim.core.filenames import file_stem
+    from yieldstar_sim.views.figures import draw_focus, figure_bytes
+    from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS
+
+    formats = [format for format in args.format if format in FIGURE_FORMATS] or ["png"]
+    figures = {execution: draw_focus(run, execution) for execution in dict.fromkeys(args.focus)}
+    written: dict[str, dict[str, Path]] = {}
+    for execution, figure in figures.items():
+        paths = {}
+        for format in formats:
+            path = stem.with_name(f"{stem.name}-{file_stem(execution)}-timeline")
+            path = path.with_name(path.name + EXTENSIONS[format])
+            path.write_bytes(figure_bytes(figure, format))
+            paths[format] = path
+        written[execution] = paths
+    return written
 
 
 def main(argv: Sequence[str] | None = None) -> int:

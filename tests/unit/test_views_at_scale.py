@@ -27,7 +27,7 @@ from yieldstar_sim.views.statespace_bounds import (
     SUMMARY_BANDS,
     bounded_state_graph,
 )
-from yieldstar_sim.views.timeline import INSTANT_SHARE
+from yieldstar_sim.views.timeline_axis import INSTANT_SHARE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,7 +63,10 @@ def test_a_timeline_denser_than_its_pixels_aggregates_routine_marks_only() -> No
     figure = draw_timeline(timeline)
     assert drawn_marks(figure) < len(timeline.marks) / 3
     notable = [m for m in timeline.marks if m.kind in {"fault", "crash"}]
-    assert len(notable) == 2
+    assert len([m for m in notable if m.lane not in timeline.focus_lanes]) == 2
+    # order-1's own lane draws every mark of its events, the routine ones too (issue 53).
+    assert timeline.focus_lanes == ["order-1"]
+    notable += [m for m in timeline.marks if m.lane == "order-1"]
     from matplotlib.collections import PathCollection
 
     offsets = [

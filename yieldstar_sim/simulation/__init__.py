@@ -41,6 +41,7 @@ from yieldstar_sim.simulation.scenario import (
     expect,
 )
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
+from yieldstar_sim.simulation.totals import Totals
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "SimulationRun",
     "StopReason",
     "Systematic",
+    "Totals",
     "Trace",
     "TraceEvent",
     "Trigger",
