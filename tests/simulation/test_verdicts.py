@@ -51,6 +51,45 @@ def test_a_trigger_of_an_unregistered_workflow_is_a_scenario_error_with_the_near
     )
 
 
+def test_a_trigger_whose_params_are_not_plain_data_is_a_scenario_error_naming_it() -> None:
+    # The runtime refused it (INVALID_PARAMETERS) on every run: nothing ran, nothing was
+    # checked, and the verdict was "ok: every invariant held and the run finished".
+    with pytest.raises(ys.ScenarioError) as raised:
+        case("trigger_params_not_plain")
+    assert (
+        "scenario 'trigger-params-not-plain': ys.Trigger('charge', execution_id='charge-1') has "
+        "params the runtime refuses (params.when: datetime.datetime is not a durable value): a "
+        "trigger's params are a dict of plain data"
+    ) in str(raised.value)
+    # Not a dict: start parameters are an object (RFC 003).
+    listed = ys.Trigger("ship", [42], execution_id="order-42")
+    with pytest.raises(ys.ScenarioError, match=r"ys.Trigger\('ship', execution_id='order-42'\) "):
+        dataclasses.replace(case("duplicate_trigger"), triggers=[listed])
+
+
+def test_a_trigger_the_runtime_refuses_at_run_time_is_a_scenario_error_never_green() -> None:
+    # A declaration changed after the scenario checked it (or a runtime of your own that
+    # refuses more): the run says so instead of coming back green with nothing admitted.
+    scenario = case("duplicate_trigger")
+    scenario.triggers = (ys.Trigger("ship", {"when": {1, 2}}, execution_id="order-7"),)
+    with pytest.raises(ys.ScenarioError) as raised:
+        ys.simulate(scenario, runtime="memory")
+    assert str(raised.value).startswith(
+        "scenario 'duplicate-trigger': the runtime refused ys.Trigger('ship', "
+        "execution_id='order-7'): INVALID_PARAMETERS: "
+    )
+
+
+def test_a_prune_of_an_execution_the_run_never_had_is_a_scenario_error() -> None:
+    # It was a "prune ... refused" line in the trace beside a green verdict.
+    scenario = ys.load_scenario("spawn-after-prune")
+    scenario.prunes = (ys.Prune("survey-24", at=20),)
+    with pytest.raises(ys.ScenarioError) as raised:
+        ys.simulate(scenario, runtime="memory")
+    assert "ys.Prune('survey-24') at t=20 names no execution of the run" in str(raised.value)
+    assert "(did you mean 'survey-42'?)" in str(raised.value)
+
+
 def test_a_start_of_an_unregistered_workflow_fails_its_target() -> None:
     violation = the_violation(simulate("start_unknown"))
     assert violation.message.startswith("@shipp-order-2 (shipp-order) failed: UnknownWorkflowError")

@@ -98,6 +98,17 @@ class Trigger:
     at: float = 0.0
     client: Client | None = None
 
+    def describe(self) -> str:
+        """The trigger as a scenario writes it, for messages: ``ys.Trigger('charge',
+        execution_id='charge-1')``.
+
+        >>> Trigger("charge", {"order": 1}, execution_id="charge-1").describe()
+        "ys.Trigger('charge', execution_id='charge-1')"
+        """
+        named = f", execution_id={self.execution_id!r}" if self.execution_id is not None else ""
+        at = f", at={self.at:g}" if self.at else ""
+        return f"ys.Trigger({self.workflow_id!r}{named}{at})"
+
 
 @dataclass(frozen=True, slots=True)
 class Cancel:
@@ -308,6 +319,7 @@ class Scenario:
         if not self.triggers:
             raise ValueError(f"scenario {self.name!r} has no triggers: nothing would run")
         self._check_trigger_workflows()
+        self._check_trigger_params()
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
         self._check_clients()
@@ -372,6 +384,24 @@ class Scenario:
                     f"scenario {self.name!r}: ys.Trigger({trigger.workflow_id!r}) names no "
                     f"workflow of the scenario{did_you_mean(trigger.workflow_id, known)}; its "
                     f"workflows: {', '.join(sorted(known)) or 'none'}"
+                )
+
+    def _check_trigger_params(self) -> None:
+        """A trigger whose params the runtime refuses (not a plain ``dict`` of durable values)
+        is refused on every run: the run admitted nothing, checked nothing, and came back
+        green. It is the scenario's mistake, named with the trigger and the value's path."""
+        from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
+
+        for trigger in self.triggers:
+            if trigger.params is None:
+                continue
+            checked = durable_value_codec.validate_object(trigger.params, path="params")
+            if isinstance(checked, InvalidValue):
+                raise ScenarioDefinitionError(
+                    f"scenario {self.name!r}: {trigger.describe()} has params the runtime "
+                    f"refuses ({checked.message}): a trigger's params are a dict of plain data "
+                    "(str, int, float, bool, None, lists and dicts with str keys); send a "
+                    "date as an ISO string, a Decimal as a str, an enum as its value"
                 )
 
     @property

@@ -10,10 +10,12 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
+    AdmissionErrorCode,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionStateError,
 )
+from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.scenario import Cancel, Deploy, Prune, ScenarioError, Trigger
 from yieldstar_sim.simulation.trace_payloads import (
@@ -49,7 +51,7 @@ def scheduled_actor(state: RunState) -> Actor:
         if isinstance(item, Cancel):
             state.answer(partial(_cancel, state, item, at))
         elif isinstance(item, Prune):
-            state.answer(partial(_prune, state, item.execution_id))
+            state.answer(partial(_prune, state, item, at))
         elif isinstance(item, Trigger):
             if not state.answer(partial(_trigger, state, item)):
                 continue  # refused: nothing new for the workers
@@ -87,6 +89,13 @@ def _trigger(state: RunState, item: Trigger) -> bool:
             item.workflow_id, item.params, execution_id=item.execution_id
         )
     except ExecutionAdmissionError as refused:
+        if refused.code != AdmissionErrorCode.EXECUTION_EXISTS:
+            # Refused for what the scenario wrote (its params, its ID): every run would admit
+            # nothing from it and check nothing, and came back green.
+            raise ScenarioError(
+                f"scenario {state.scenario.name!r}: the runtime refused {item.describe()}: "
+                f"{refused.code}: {refused}"
+            ) from refused
         # The runtime's answer to a caller-chosen ID that exists: an event of the run, not the
         # end of it.
         state.trace.add(
@@ -104,10 +113,20 @@ def _trigger(state: RunState, item: Trigger) -> bool:
     return True
 
 
-def _prune(state: RunState, execution_id: str) -> None:
+def _prune(state: RunState, item: Prune, at: float) -> None:
+    execution_id = item.execution_id
     try:
         state.runtime.prune(execution_id)
-    except (ExecutionNotFoundError, ExecutionStateError) as refused:
+    except ExecutionNotFoundError as missing:
+        # As a cancel's: a prune of an ID the run never had is a typo, which passed as a
+        # refusal in the trace beside a green verdict.
+        known = [r.execution_id for r in state.runtime.executions()]
+        raise ScenarioError(
+            f"scenario {state.scenario.name!r}: ys.Prune({execution_id!r}) at t={at:g} names "
+            f"no execution of the run{did_you_mean(execution_id, known)} (at that time: "
+            f"{', '.join(known) or 'none'})"
+        ) from missing
+    except ExecutionStateError as refused:
         text, data = f"prune {execution_id} refused: {refused}", PruneData(str(refused))
     else:
         text = f"prune {execution_id}: its steps, wake and start requests are gone"
