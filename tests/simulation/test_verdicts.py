@@ -95,15 +95,63 @@ def test_a_start_of_an_unregistered_workflow_fails_its_target() -> None:
     assert violation.message.startswith("@shipp-order-2 (shipp-order) failed: UnknownWorkflowError")
 
 
+def test_a_started_workflow_misspelt_gets_the_name_meant_not_a_hint_to_expect_it() -> None:
+    # It said "a scenario that means it to fail declares it: expected=[ys.expect("shipp-order",
+    # ...)]", which invited declaring the typo as expected.
+    message = the_violation(simulate("start_typo")).message
+    assert message.endswith(
+        "; step ship of order-42 started it: did you mean 'ship-order'? Fix the name in that "
+        "step, or, if 'shipp-order' is a workflow of yours, add it to Scenario(workflows=[...])"
+    )
+    assert "ys.expect" not in message
+
+
+def test_a_started_workflow_left_out_of_the_scenario_says_to_add_it() -> None:
+    message = the_violation(simulate("child_not_in_workflows")).message
+    assert message.startswith("@ship-order-2 (ship-order) failed: UnknownWorkflowError")
+    assert message.endswith(
+        "; step ship of order-42 started it: add its @ys.workflow to Scenario(workflows=[...]) "
+        "(every workflow a step starts must be there)"
+    )
+    assert "did you mean" not in message
+    assert "ys.expect" not in message
+
+
 @pytest.mark.parametrize(
-    ("name", "step"),
-    [("delay_without_yield_from", "settle"), ("run_without_yield_from", "book")],
+    ("name", "says"),
+    [
+        (
+            "delay_without_yield_from",
+            "called step.delay('settle') at line 9 of delay_without_yield_from.py without "
+            "`yield from`, so the step never ran: write `yield from step.delay('settle', ...)`",
+        ),
+        (
+            "run_without_yield_from",
+            "called step.run('book') at line 8 of run_without_yield_from.py without "
+            "`yield from`, so the step never ran: write `value = yield from step.run('book', "
+            "...)`",
+        ),
+        (
+            # It raised AttributeError: 'generator' object has no attribute 'execution_id'.
+            "start_without_yield_from",
+            "called step.start('ship') at line 14 of start_without_yield_from.py without "
+            "`yield from`, so the step never ran: write `target = yield from "
+            "step.start('ship', ...)` (the verbs are generators) (it then raised "
+            "AttributeError: 'generator' object has no attribute 'execution_id')",
+        ),
+        (
+            # It was reported "failed after step settle", a step the code did run.
+            "run_forgotten_before_a_delay",
+            "called step.run('charge') at line 8 of run_forgotten_before_a_delay.py without "
+            "`yield from`",
+        ),
+    ],
 )
-def test_a_verb_without_yield_from_fails_the_workflow(name: str, step: str) -> None:
-    violation = the_violation(simulate(name))
-    assert "WorkflowDefinitionError" in violation.message
-    assert f"called step {step!r} without running it" in violation.message
-    assert "yield from" in violation.message
+def test_a_verb_without_yield_from_is_named_by_verb_key_and_line(name: str, says: str) -> None:
+    message = the_violation(simulate(name)).message
+    assert "failed: WorkflowDefinitionError STEP_NOT_RUN: " in message  # no other step named
+    assert says in message
+    assert "ys.expect" not in message  # a mistake in the code is never declared expected
 
 
 @pytest.mark.parametrize(
@@ -126,8 +174,11 @@ def test_a_verb_the_code_iterates_itself_fails_the_workflow_naming_the_verb(
     run = simulate(name)
     violation = the_violation(run)
     assert "WorkflowDefinitionError" in violation.message
-    assert f"iterated {verb} itself instead of running it" in violation.message
-    assert f"yield from {verb.split('(', maxsplit=1)[0]}(...)" in violation.message
+    assert re.search(
+        rf"iterated {re.escape(verb)} itself at line \d+ of {name}.py instead of running it",
+        violation.message,
+    )
+    assert "yield from step." in violation.message
     if then:
         assert then in violation.message
     else:

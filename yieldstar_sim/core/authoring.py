@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import sys
 from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -377,6 +378,9 @@ class StepRunner:
         self._world = world
         self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
         self._requests: dict[int, StepRequest] = {}
+        self._called_at: dict[int, tuple[str, int]] = {}
+        """Where workflow code called each verb (file name, line), by the generator's id:
+        the mistakes named later (a verb never run) say the line, not only the key."""
         self._groups: list[tuple[GroupStep, Generator[Any, Any, Any]]] = []
 
     @property
@@ -409,6 +413,10 @@ class StepRunner:
         generator = _perform(request)
         self._created.append((key, generator))
         self._requests[id(generator)] = request
+        # The code that called the verb (this frame, the verb's, then the caller's): its file
+        # and line only, never the frame, which would keep the workflow's locals alive.
+        caller = sys._getframe(2)
+        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
         return generator
 
     def _release(self) -> None:
@@ -420,35 +428,52 @@ class StepRunner:
         of being freed at once."""
         self._created.clear()
         self._requests.clear()
+        self._called_at.clear()
         self._groups.clear()
 
-    def iterated_by_code(self, performed: Container[int]) -> str | None:
+    def iterated_by_code(self, performed: Container[int]) -> tuple[str, str] | None:
         """The first verb that workflow code iterated itself (unpacked, listed, looped over)
         instead of running it with ``yield from``: its generator started, yet its request
         (``id`` not in ``performed``, the requests the driver was given) never reached the
-        driver, so the step never ran. Named as the code wrote it: ``step.all(...)`` or
-        ``step.run('book')``."""
+        driver, so the step never ran. Named as the code wrote it (``step.all(...)`` or
+        ``step.run('book')``), with where (``called_at``)."""
         # A group's members reach the driver inside their group (``_members`` closes them).
         grouped = {id(member) for group, _ in self._groups for member in group.members}
-        for key, generator in self._created:
+        for _key, generator in self._created:
             request = self._requests[id(generator)]
             if id(request) not in performed and id(request) not in grouped and _started(generator):
-                spawn = isinstance(request, ChildStep) and request.spawn
-                return f"{'step.spawn' if spawn else _VERBS[type(request)]}({key!r})"
+                return str(self.verb_of(generator)), self.called_at(generator)
         for group, generator in self._groups:
             if id(group) not in performed and _started(generator):
-                return "step.all(...)"
+                return "step.all(...)", self.called_at(generator)
         return None
 
     def key_of(self, generator: object) -> str | None:
         """The step key a step verb's generator was made for, if it was made here."""
         return next((key for key, made in self._created if made is generator), None)
 
-    def never_run(self) -> list[str]:
-        """Keys of step verbs called without ``yield from`` (their generator never started)."""
+    def verb_of(self, generator: object) -> str | None:
+        """A verb's generator made here as the code wrote it: ``step.delay('settle')``."""
+        request = self._requests.get(id(generator))
+        if request is None or isinstance(request, GroupStep):  # a group is tracked apart
+            return None
+        spawn = isinstance(request, ChildStep) and request.spawn
+        return f"{'step.spawn' if spawn else _VERBS[type(request)]}({request.key!r})"
+
+    def called_at(self, generator: object) -> str:
+        """Where workflow code called the verb of ``generator``: `` at line 9 of shop.py``
+        (empty when it was not made here)."""
+        where = self._called_at.get(id(generator))
+        if where is None:
+            return ""
+        return f" at line {where[1]} of {os.path.basename(where[0])}"
+
+    def never_run(self) -> list[Generator[Any, Any, Any]]:
+        """The step verbs called without ``yield from`` (their generator never started), in
+        the order the code called them: name one with ``verb_of`` and ``called_at``."""
         return [
-            key
-            for key, generator in self._created
+            generator
+            for _key, generator in self._created
             if inspect.getgeneratorstate(generator) == inspect.GEN_CREATED
         ]
 
@@ -531,6 +556,8 @@ class StepRunner:
         group = GroupStep(self._members(members))
         generator = _perform(group)
         self._groups.append((group, generator))
+        caller = sys._getframe(1)
+        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
         return generator
 
     def _members(self, members: Iterable[Generator[Any, Any, Any]]) -> tuple[MemberRequest, ...]:
@@ -540,8 +567,21 @@ class StepRunner:
                 "step.all([step.run('a', f), step.call('b', 'other')]), not "
                 f"{type(members).__name__}"
             )
+        given = list(members)
+        try:
+            return self._checked_members(given)
+        except Exception:
+            # The members were handed to step.all, which refused them: its error is the
+            # mistake to name, not each member as a verb never run or iterated.
+            handed = {id(member) for member in given}
+            self._created = [made for made in self._created if id(made[1]) not in handed]
+            raise
+
+    def _checked_members(
+        self, members: list[Generator[Any, Any, Any]]
+    ) -> tuple[MemberRequest, ...]:
         found: list[MemberRequest] = []
-        for member in list(members):
+        for member in members:
             request = self._requests.get(id(member)) if inspect.isgenerator(member) else None
             if request is None:
                 raise TypeError(
