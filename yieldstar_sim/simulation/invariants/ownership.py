@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at
+from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX, admission_events, seen_at
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import CancelData, FaultData, StatusData, TraceKind
 
@@ -137,7 +137,9 @@ class OwnedTargetsFollowTheirOwner:
                 f"{who} was admitted {seen_at(admission)} for owner {owner.execution_id}, which "
                 f"{_ended_words(owner_end)} at t={owner_end.t:g} "
                 f"({_stale_admission(run, admission)}): nobody will cancel it, and "
-                f"{_fate(target)}",
+                f"{_fate(target)}; a runtime refuses a new start from an owner that ended "
+                "(its orphan guard: Scenario(runtime_options={'orphan_guard': True}), the "
+                "default)",
                 data,
             )
         if cancel is None or target.cancel_requested:
@@ -156,7 +158,10 @@ class OwnedTargetsFollowTheirOwner:
                 f"requested at t={cancel.t:g}"
             )
         return Violation(
-            self.name, f"{who} {how}, but its own was never requested: {_fate(target)}", data
+            self.name,
+            f"{who} {how}, but its own was never requested: {_fate(target)}; a cancellation "
+            f"reaches what its execution owns (RFC 009): {RUNTIME_FIX}",
+            data,
         )
 
 
@@ -184,7 +189,8 @@ class OwnedChildrenEndWithTheirOwner:
                             self.name,
                             f"{child.execution_id} ({child.workflow_id}) is still "
                             f"{child.status} although its owner {owner.execution_id} was "
-                            "cancelled",
+                            f"cancelled; a cancellation reaches what its execution owns "
+                            f"(RFC 009): {RUNTIME_FIX}",
                         )
                     )
         return violations
@@ -213,7 +219,8 @@ class JoinedRunsKeepTheirOwner:
                         Violation(
                             self.name,
                             f"{joiner} joined {joined.execution_id} at step {step.step_key} and "
-                            "became its owner",
+                            f"became its owner; joining by business ID never takes ownership: "
+                            f"{RUNTIME_FIX}",
                         )
                     )
         return violations
