@@ -26,7 +26,6 @@ from yieldstar_sim.core.authoring import (
     DelayStep,
     GroupStep,
     MemberRequest,
-    Permanent,
     RunStep,
     StartedExecution,
     StartStep,
@@ -88,6 +87,7 @@ from yieldstar_sim.core.model import (
     check_name,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
+from yieldstar_sim.core.steps import Permanent
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 

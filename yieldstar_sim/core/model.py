@@ -503,11 +503,8 @@ class ExitCalled(YieldstarError):
 
 
 class WorkflowDefinitionError(YieldstarError, TypeError):
-    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``).
-
-    ``code`` names the mistakes a reader of the failure is told where to fix by the message
-    itself (``STEP_NOT_RUN``: a verb called without ``yield from``, or iterated by the code),
-    so that no other place (the step the delivery was last at) is named beside it."""
+    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``);
+    ``code`` is ``STEP_NOT_RUN`` for a verb never run, whose message names verb, key and line."""
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -517,9 +514,7 @@ class WorkflowDefinitionError(YieldstarError, TypeError):
         return (type(self), (str(self),), {"code": self.code})
 
 
-STEP_NOT_RUN = "STEP_NOT_RUN"
-"""The code of a ``WorkflowDefinitionError`` for a step verb that workflow code called without
-running it (no ``yield from``) or iterated itself: the message names the verb, key and line."""
+STEP_NOT_RUN = "STEP_NOT_RUN"  # a verb called without `yield from`, or iterated by the code
 
 
 class StepDeclarationError(YieldstarError, ValueError):

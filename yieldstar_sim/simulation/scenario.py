@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.core.profiles import DriverProfile
+    from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Invariant
