@@ -14,8 +14,9 @@ from yieldstar_sim.simulation.faults import (
     PointInfo,
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
-from yieldstar_sim.simulation.result import SimulationRun
-from yieldstar_sim.simulation.run import replay, simulate
+from yieldstar_sim.simulation.regression import replay
+from yieldstar_sim.simulation.result import Regression, SimulationRun
+from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
     Client,
@@ -51,6 +52,7 @@ __all__ = [
     "Invariant",
     "PointInfo",
     "Prune",
+    "Regression",
     "ReplayArtifact",
     "Scenario",
     "ScenarioError",

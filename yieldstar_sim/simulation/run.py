@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import ExecutionNotFoundError
@@ -36,7 +37,7 @@ from yieldstar_sim.simulation.trace import Admission
 from yieldstar_sim.simulation.trace_payloads import ClientAnswerData
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from yieldstar_sim.core.authoring import Workflow
@@ -57,6 +58,7 @@ def simulate(
     scenario_faults: bool = True,
     timeout: float | None = DEFAULT_TIMEOUT,
     check_faults: bool = True,
+    diverge: bool = False,
 ) -> SimulationRun:
     """Run ``scenario`` once: deterministic for a given seed, schedule and faults.
 
@@ -72,18 +74,26 @@ def simulate(
     had that name misspelt (``misnamed``: ``at_most_once("courier.bookd")`` beside a
     ``courier.booked``), raises ``ScenarioError`` too; a name with nothing like it in the run
     is a warning (``run.warnings``). ``timeout`` bounds the run's wall-clock seconds (None: no
-    bound); a run it cuts is ``incomplete``.
+    bound); a run it cuts is ``incomplete``. ``schedule`` names the actor that goes at each
+    choice point, and one that is not waiting there raises; with ``diverge=True`` (a schedule
+    recorded before the code was edited) the run follows it while its actors wait at their
+    points, and the seed chooses from the first point where one does not.
     """
     simulator = Simulator(
         scenario,
         seed=seed,
         runtime=runtime_for(scenario, runtime, "duckdb"),
         db=db,
-        schedule=schedule,
+        schedule=() if diverge else schedule,
         faults=faults,
         scenario_faults=scenario_faults,
         timeout=timeout,
+        chooser=_following(schedule, seed) if diverge else None,
     )
+    if diverge:
+        # Asked at every point, one ready actor or more: a point where the recorded actor is
+        # not the one waiting is where the edited code left the schedule.
+        simulator.kernel.always_choose = True
     simulator.run()
     run = finish(simulator)
     if check_faults and simulator.plan.unfired and run.incomplete is None:
@@ -99,6 +109,22 @@ def simulate(
         run.runtime.close()
         raise ScenarioError(f"scenario {scenario.name!r}: {mistake}")
     return run
+
+
+def _following(schedule: Sequence[str], seed: int) -> Callable[[int, list[str]], str]:
+    """A chooser that takes ``schedule``'s actor at each point while it is among those
+    waiting, and from the first point where it is not, what the seed chooses."""
+    chooser = random.Random(seed)
+    parted = False
+
+    def choose(index: int, ready: list[str]) -> str:
+        nonlocal parted
+        if not parted and index < len(schedule) and schedule[index] in ready:
+            return schedule[index]
+        parted = True
+        return ready[0] if len(ready) == 1 else chooser.choice(ready)
+
+    return choose
 
 
 def unknown_cancel_targets(simulator: Simulator) -> str | None:
@@ -339,6 +365,26 @@ def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> 
     return admissions
 
 
+def replay_runtime(
+    artifact: ReplayArtifact, scenario: Scenario, runtime: RuntimeChoice | None
+) -> RuntimeChoice:
+    """The runtime an artifact replays on: ``runtime`` if given, else the one this process
+    made it on, the scenario's own, or the artifact's when that is a bundled one. An artifact
+    made on your own runtime names it but never imports it (an artifact is data)."""
+    from yieldstar_sim.runtime.factory import BUNDLED
+
+    chosen = runtime if runtime is not None else artifact.runtime_choice
+    if chosen is None and scenario.runtime is not None:
+        chosen = scenario.runtime  # named by the scenario's code, which the artifact checks
+    if chosen is None and artifact.runtime not in BUNDLED:
+        raise ArtifactError(
+            f"the artifact was made on the runtime {artifact.runtime!r}; an artifact never names "
+            f"code to import: replay it with runtime={artifact.runtime!r} (the CLI's --runtime) "
+            "if you trust that runtime, or on 'memory' or 'duckdb'"
+        )
+    return chosen if chosen is not None else artifact.runtime
+
+
 def replay(
     artifact: ReplayArtifact | str | Path,
     *,
@@ -348,40 +394,32 @@ def replay(
     timeout: float | None = 60.0,
     db: str | Path | None = None,
 ) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
-    ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
+    """Replay an artifact (or the file at a path) exactly and return the run (on DuckDB, in
+    the file ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
 
-    Refuses when the scenario's code fingerprint differs from the artifact's; with
+    Refuses when the scenario's code fingerprint differs from the artifact's (``ys.replay``,
+    ``regression.replay``, runs the schedule against edited code instead); with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
     ``runtime`` defaults to the artifact's when that is a bundled one; an artifact made on your
     own runtime names it but never imports it: pass ``runtime=`` (an artifact is data).
     """
-    from yieldstar_sim.runtime.factory import BUNDLED
-
     loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
-    runtime = runtime if runtime is not None else loaded.runtime_choice
     target = scenario if scenario is not None else loaded.scenario_object()
-    if runtime is None and target.runtime is not None:
-        runtime = target.runtime  # named by the scenario's code, which the artifact checks
-    if runtime is None and loaded.runtime not in BUNDLED:
-        raise ArtifactError(
-            f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
-            f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
-            "if you trust that runtime, or on 'memory' or 'duckdb'"
-        )
+    chosen = replay_runtime(loaded, target, runtime)
     fingerprint = target.fingerprint()
     if fingerprint != loaded.fingerprint:
         raise ArtifactError(
-            f"the code of scenario {target.name!r} changed since the artifact was made "
-            f"(fingerprint {loaded.fingerprint} then, {fingerprint} now); the schedule no longer "
-            "describes it: explore again for a new artifact"
+            f"the artifact of scenario {loaded.scenario!r} was made from other code than "
+            f"scenario {target.name!r} has now (fingerprint {loaded.fingerprint} then, "
+            f"{fingerprint} now), so it does not replay exactly: ys.replay (the CLI's replay) "
+            "runs its schedule against the code as it is and says whether the violation is gone"
         )
 
     def again(db: str | Path | None) -> SimulationRun:
         return simulate(
             target,
             loaded.seed,
-            runtime=runtime or loaded.runtime,
+            runtime=chosen,
             schedule=loaded.schedule,
             check_faults=False,  # a fault that no longer fires shows as a different trace
             timeout=timeout,

@@ -168,6 +168,17 @@ class Trace:
         """While set, ``add`` adds nothing: an actor made again from what it was told
         (``simulation.recorder``) writes again what the trace already holds."""
 
+    def parts_from(self, other: Trace) -> int | None:
+        """The number of the first event where this run did something other than ``other``
+        (their ``facts()`` differ, or one trace ends where the other goes on); None when
+        the two did the same thing, event for event, whatever their words."""
+        for number, (mine, theirs) in enumerate(zip(self.events, other.events, strict=False)):
+            if mine.facts() != theirs.facts():
+                return number
+        if len(self.events) == len(other.events):
+            return None
+        return min(len(self.events), len(other.events))
+
     def truncate(self, length: int) -> None:
         """Forget every event from ``length`` on: a run restored to a state it saved then."""
         del self.events[length:]
