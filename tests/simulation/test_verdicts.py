@@ -678,7 +678,9 @@ def test_two_executions_say_how_each_was_admitted() -> None:
     assert violation.message.endswith(
         "two different executions did it: @ship-order-2, triggered without a request identity "
         "from step (order-42, ship) at t=0, and @ship-order-3, triggered without a request "
-        "identity from step (order-42, ship) at t=30"
+        "identity from step (order-42, ship) at t=30; one execution, not two, is the fix (a "
+        "durable start, step.start, admits one), or a key the service deduplicates that is the "
+        "same in both (idempotency_key= a business key, not the execution ID)"
     )
 
 
