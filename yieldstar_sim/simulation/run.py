@@ -34,7 +34,7 @@ from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import runtime_for
 from yieldstar_sim.simulation.simulator import Simulator
 from yieldstar_sim.simulation.trace import Admission
-from yieldstar_sim.simulation.trace_payloads import ClientAnswerData
+from yieldstar_sim.simulation.trace_payloads import ClientAnswerData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -99,7 +99,11 @@ def simulate(
     if check_faults and simulator.plan.unfired and run.incomplete is None:
         run.runtime.close()
         raise FaultPlanError(unfired_faults(simulator))
-    unknown = unknown_cancel_targets(simulator) if check_faults else None
+    unknown = (
+        unknown_cancel_targets(simulator) or unknown_prune_targets(simulator)
+        if check_faults
+        else None
+    )
     if unknown is not None:
         run.runtime.close()
         raise ScenarioError(unknown)
@@ -159,6 +163,25 @@ def unknown_cancel_targets(simulator: Simulator) -> str | None:
             for execution_id, client in never.items()
         )
         + f" (its executions: {known})"
+    )
+
+
+def unknown_prune_targets(simulator: Simulator) -> str | None:
+    """A ``ys.Prune`` of an execution the run never had: a misspelled ID, which passed as a
+    refusal in the trace beside a green verdict (one that does not exist *yet* when a fault
+    delays it is the runtime's answer). None when every prune named an execution of the run."""
+    had = {
+        event.execution_id
+        for event in simulator.trace
+        if event.execution_id is not None and event.kind != TraceKind.PRUNE
+    }
+    never = [p for p in simulator.scenario.prunes if p.execution_id not in had]
+    if not never:
+        return None
+    return f"scenario {simulator.scenario.name!r}: " + "; ".join(
+        f"ys.Prune({p.execution_id!r}) at t={p.at:g} names no execution of the run"
+        f"{did_you_mean(p.execution_id, had)} (its executions: {', '.join(sorted(had))})"
+        for p in never
     )
 
 
