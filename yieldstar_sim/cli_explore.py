@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
     INTERRUPTED,
-    MAX_FAULTS_UNBUDGETED,
     FlagError,
     UsageError,
+    explore_options_mistake,
     output_folder,
 )
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
@@ -31,10 +31,12 @@ def explore_command(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import ScenarioError
     from yieldstar_sim.simulation.scenario_files import load_scenario
 
-    if args.max_faults < 0:
-        raise FlagError(f"--max-faults must be 0 or more, not {args.max_faults}")
-    if args.budget is not None and args.budget < 1:
-        raise FlagError(f"--budget must be at least 1, not {args.budget}")
+    mistake = explore_options_mistake(
+        max_faults=args.max_faults, budget=args.budget, strategy=args.strategy,
+        time_budget=args.time_budget,
+    )  # fmt: skip
+    if mistake is not None:
+        raise FlagError(mistake)
     if args.jobs < 1:
         raise FlagError(f"--jobs must be at least 1, not {args.jobs}")
     exhaustive_only = [
@@ -53,19 +55,6 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise FlagError(f"--time-budget must be a positive number, not {args.time_budget}")
-    if (
-        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
-        and args.max_faults > MAX_FAULTS_UNBUDGETED
-        and args.budget is None
-        and args.time_budget is None
-    ):
-        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
-        # budget such a search runs for days and prints nothing.
-        raise FlagError(
-            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
-            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
-            f"SECONDS with --strategy exhaustive), or at most {MAX_FAULTS_UNBUDGETED} faults"
-        )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
     try:
