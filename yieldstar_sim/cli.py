@@ -386,6 +386,7 @@ def _run(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.run import simulate
     from yieldstar_sim.simulation.scenario import ScenarioError
     from yieldstar_sim.simulation.scenario_files import load_scenario
+    from yieldstar_sim.simulation.scenario_runtime import why_runtime
     from yieldstar_sim.views.export import export
 
     out = output_folder(args.out)
@@ -451,6 +452,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     else:
         if not args.quiet:
+            why = why_runtime(args.command, args.runtime, run.scenario)
+            print(f"runtime: {run.runtime_kind} ({why})")
             story = run.scenario.story
             print(f"{name}: {story}" if story else name)  # a scenario with no description
             print("\n".join(run.trace.lines()))

@@ -79,7 +79,7 @@ def _explore_and_draw(
     args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
 ) -> int:
     from yieldstar_sim.simulation.explorer import explore
-    from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO
+    from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO, why_runtime
 
     # DuckDB in memory and the memory runtime have no server to be missing; opening one here
     # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
@@ -128,7 +128,14 @@ def _explore_and_draw(
     elif args.quiet:
         print(_explore_verdict(report))
     else:
+        print(f"runtime: {report.runtime} ({why_runtime('explore', args.runtime, scenario)})")
         print(report.summary())
+        if report.violations and report.stopped_at_first and not report.exhausted:
+            # Said, as the grid shows one fault kind: the tutorial's call lists them all.
+            print(
+                "stopped at the first violation: --all searches every point and lists every "
+                "fault kind that breaks it (ys.explore(..., stop_at_first=False))"
+            )
         print("\n".join(pictures.lines()))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
@@ -200,8 +207,13 @@ def _explore_verdict(report: ExplorationReport) -> str:
     if not report.violations:
         return f"{report.scenario}: {report.verdict} ({report.coverage()})"
     names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    stopped = (
+        ", stopped at the first violation (--all searches every point)"
+        if report.stopped_at_first and not report.exhausted
+        else ""
+    )
     return (
-        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules{stopped}); "
         "run without --quiet for the explanation"
     )
 
