@@ -299,8 +299,10 @@ def test_a_run_cut_by_max_points_is_incomplete() -> None:
     assert (run.verdict, run.ok, run.violations) == ("incomplete", False, [])
     assert run.incomplete == (
         "cut after max_points=300 choice points at t=0 (a bound against a run that never "
-        "settles; a longer one raises it: ys.Scenario(..., max_points=...)); still live: loop-1 "
-        "(forever, pending)"
+        "settles; a longer one raises it: ys.Scenario(..., max_points=...)); loop-1 (forever) "
+        "had recorded 298 steps (s0, s1, s2 ... s297) and was still running: a loop of steps in "
+        "its workflow code that never ends? Give the loop an exit (or raise max_points if the "
+        "story is that long); still live: loop-1 (forever, pending)"
     )
     assert run.verdict_text.startswith("incomplete: cut after max_points=300")
 
@@ -309,7 +311,7 @@ def test_the_default_point_bound_grows_with_the_triggers() -> None:
     # A story copied to a thousand orders (about 17 choice points each) was cut at 10,000.
     story = ys.load_scenario("durable-start")
     assert story.max_points is None
-    assert story.point_limit == 10_000
+    assert story.point_limit == 2_000
     orders = [
         ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in range(1_000)
     ]
@@ -321,6 +323,23 @@ def test_the_default_point_bound_grows_with_the_triggers() -> None:
     assert len(run.executions) == 2_000
     with pytest.raises(ValueError, match="max_points must be a whole number >= 1, not 0"):
         dataclasses.replace(story, max_points=0)
+
+
+def test_an_endless_loop_of_steps_is_cut_by_the_point_bound_which_says_so() -> None:
+    # Each delivery replays every step before it: at 10,000 points the run took a minute under
+    # load and was cut by the wall-clock limit, "in the workflow code of poll-1".
+    run = simulate("loop_polling", runtime="duckdb", timeout=60.0)
+    assert run.verdict == "incomplete"
+    assert run.incomplete is not None
+    assert run.incomplete.startswith("cut after max_points=2000 choice points at t=")
+    assert re.search(
+        r"; poll-1 \(poll\) had recorded [\d,]+ steps \(check-0, wait-0, check-1 \.\.\. "
+        r"wait-\d+\) and was still running: a loop of steps in its workflow code that never "
+        r"ends\? Give the loop an exit \(or raise max_points if the story is that long\); "
+        r"still live: poll-1 \(poll, suspended\)$",
+        run.incomplete,
+    ), run.incomplete
+    assert "wall-clock" not in run.incomplete
 
 
 def test_a_run_cut_by_max_time_is_incomplete() -> None:

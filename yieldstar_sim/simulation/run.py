@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -290,6 +291,8 @@ def finish(simulator: Simulator) -> SimulationRun:
     runtime = simulator.runtime
     executions = runtime.executions()
     incomplete = simulator.incomplete_reason()
+    if incomplete is not None and simulator.stopped == "max_points":
+        incomplete += _looping(runtime, executions)
     if incomplete is not None:
         live = [record for record in executions if not record.terminal]
         if live:
@@ -369,6 +372,28 @@ def finish(simulator: Simulator) -> SimulationRun:
     if written:
         run.world = simulator.store.values()
     return run
+
+
+#: Steps of one live execution past which a run the point bound cut is said to loop.
+LOOPING_STEPS = 100
+
+
+def _looping(runtime: Runtime, executions: list[ExecutionRecord]) -> str:
+    """For a run the point bound cut: the live execution that recorded the most steps, when
+    it recorded many, as a loop of steps that may never end; else nothing. (Such a loop was
+    cut by the wall clock instead, "in the workflow code", each delivery replaying more.)"""
+    live = [record for record in executions if not record.terminal]
+    counted = [(len(runtime.steps(record.execution_id)), record) for record in live]
+    steps, record = max(counted, key=lambda pair: pair[0], default=(0, None))
+    if record is None or steps < LOOPING_STEPS:
+        return ""
+    keys = [step.step_key for step in runtime.steps(record.execution_id)]
+    return (
+        f"; {record.execution_id} ({record.workflow_id}) had recorded {steps:,} steps "
+        f"({', '.join(keys[:3])} ... {keys[-1]}) and was still running: a loop of steps in "
+        "its workflow code that never ends? Give the loop an exit (or raise max_points if "
+        "the story is that long)"
+    )
 
 
 def _all_admissions(simulator: Simulator, executions: list[ExecutionRecord]) -> list[Admission]:
