@@ -138,8 +138,7 @@ class OwnedTargetsFollowTheirOwner:
                 f"{_ended_words(owner_end)} at t={owner_end.t:g} "
                 f"({_stale_admission(run, admission)}): nobody will cancel it, and "
                 f"{_fate(target)}; a runtime refuses a new start from an owner that ended "
-                "(its orphan guard: Scenario(runtime_options={'orphan_guard': True}), the "
-                "default)",
+                f"{_GUARD}",
                 data,
             )
         if cancel is None or target.cancel_requested:
@@ -152,17 +151,20 @@ class OwnedTargetsFollowTheirOwner:
                 f"was admitted {seen_at(admission)} for owner {owner.execution_id}, whose "
                 f"cancellation had been requested at t={cancel.t:g}"
             )
+            fix = f"a runtime requests it with the new start from such an owner {_GUARD}"
         else:
             how = (
                 f"was live when the cancellation of its owner {owner.execution_id} was "
                 f"requested at t={cancel.t:g}"
             )
+            fix = f"a cancellation reaches what its execution owns (RFC 009): {RUNTIME_FIX}"
         return Violation(
-            self.name,
-            f"{who} {how}, but its own was never requested: {_fate(target)}; a cancellation "
-            f"reaches what its execution owns (RFC 009): {RUNTIME_FIX}",
-            data,
+            self.name, f"{who} {how}, but its own was never requested: {_fate(target)}; {fix}", data
         )
+
+
+#: The runtime option that makes an owned target follow an owner that ended or is cancelling.
+_GUARD = "(its orphan guard: Scenario(runtime_options={'orphan_guard': True}), the default)"
 
 
 class OwnedChildrenEndWithTheirOwner:
