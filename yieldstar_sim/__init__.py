@@ -16,7 +16,7 @@ ParentLink(execution_id='order-42', step_key='ship', detached=False)
 
 from __future__ import annotations
 
-from yieldstar_sim.core.authoring import Permanent, StepRunner, define_step, workflow
+from yieldstar_sim.core.authoring import StepRunner, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
@@ -34,6 +34,7 @@ from yieldstar_sim.core.model import (
     WorkflowStartErrorCode,
 )
 from yieldstar_sim.core.profiles import DriverProfile
+from yieldstar_sim.core.steps import Permanent, define_step
 from yieldstar_sim.engine import Engine
 from yieldstar_sim.runtime import (
     DuckDBRuntime,

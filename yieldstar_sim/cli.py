@@ -236,15 +236,20 @@ def _parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser(
         "replay",
-        help="replay a saved artifact and check it reproduces its run",
-        description="Replay ARTIFACT (a JSON file written by run or explore); exit 0 when "
-        "every invariant held and the run finished, 1 when one was violated, 3 when cut.",
+        help="replay a saved artifact: its run exactly, or against code edited since (a fix)",
+        description="Replay ARTIFACT (a JSON file written by run or explore); with --scenario "
+        "FILE edited since (a fix), its schedule and faults run against the code as it is and "
+        "the output says where the run leaves the recorded one and whether the violation is "
+        "gone. Exit 0 when every invariant held and the run finished, 1 when one was "
+        "violated, 3 when cut (or when a recorded fault no longer fires: the replay did not "
+        "test the fix).",
     )
     replay.add_argument("artifact", metavar="ARTIFACT")
     replay.add_argument(
         "--scenario", metavar="FILE",
-        help="the scenario to replay the artifact with (a file you trust, or a bundled name); "
-        "needed when the artifact's scenario file is missing or changed",
+        help="the scenario to replay the artifact with (a file you trust, or a bundled name), "
+        "as it is now: code edited since the artifact was made (a fix) runs the recorded "
+        "schedule and says whether the violation is gone",
     )  # fmt: skip
     _runtime_options(replay, default=None)
     _focus_option(replay)
@@ -389,7 +394,8 @@ def _run(args: argparse.Namespace) -> int:
     import time
 
     from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-    from yieldstar_sim.simulation.run import replay, simulate
+    from yieldstar_sim.simulation.regression import replay
+    from yieldstar_sim.simulation.run import simulate
     from yieldstar_sim.simulation.scenario import ScenarioError
     from yieldstar_sim.simulation.scenario_files import load_scenario
     from yieldstar_sim.views.export import export
@@ -445,6 +451,8 @@ def _report(
 ) -> None:
     """What ``run`` and ``replay`` print: one JSON object, or the story, the trace, the
     verdict, the totals and the files written."""
+    from yieldstar_sim.simulation.scenario_runtime import why_runtime
+
     name = run.scenario.name
     image = next(iter(drawn.values()))
     trace_file, artifact_file = files["trace"], files["artifact"]
@@ -480,11 +488,14 @@ def _report(
                     "trace": str(trace_file),
                     "artifact": str(artifact_file),
                     "elapsed_seconds": round(elapsed, 3),
+                    **_regression_json(run),
                 }
             )
         )
     else:
         if not args.quiet:
+            why = why_runtime(args.command, args.runtime, run.scenario)
+            print(f"runtime: {run.runtime_kind} ({why})")
             story = run.scenario.story
             print(f"{name}: {story}" if story else name)  # a scenario with no description
             print("\n".join(run.trace.lines()))
@@ -519,6 +530,25 @@ def _focus(run: SimulationRun, args: argparse.Namespace, stem: Path) -> dict[str
             paths[format] = path
         written[execution] = paths
     return written
+
+
+def _regression_json(run: SimulationRun) -> dict[str, object]:
+    """A replay against edited code: how its run compares with the recorded one."""
+    found = run.regression
+    if found is None:
+        return {}
+    return {
+        "regression": {
+            "recorded_scenario": found.recorded_scenario,
+            "fixed": found.fixed,
+            "parted_at": found.parted_at,
+            "parting": found.parting,
+            "gone": list(found.gone),
+            "still": list(found.still),
+            "new": list(found.new),
+            "unfired": list(found.unfired),
+        }
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:

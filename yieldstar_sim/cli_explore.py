@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
     INTERRUPTED,
-    MAX_FAULTS_UNBUDGETED,
     FlagError,
     UsageError,
+    explore_options_mistake,
     output_folder,
 )
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
@@ -32,10 +32,12 @@ def explore_command(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import ScenarioError
     from yieldstar_sim.simulation.scenario_files import load_scenario
 
-    if args.max_faults < 0:
-        raise FlagError(f"--max-faults must be 0 or more, not {args.max_faults}")
-    if args.budget is not None and args.budget < 1:
-        raise FlagError(f"--budget must be at least 1, not {args.budget}")
+    mistake = explore_options_mistake(
+        max_faults=args.max_faults, budget=args.budget, strategy=args.strategy,
+        time_budget=args.time_budget,
+    )  # fmt: skip
+    if mistake is not None:
+        raise FlagError(mistake)
     if args.jobs < 1:
         raise FlagError(f"--jobs must be at least 1, not {args.jobs}")
     exhaustive_only = [
@@ -53,19 +55,6 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise FlagError(f"--time-budget must be a positive number, not {args.time_budget}")
-    if (
-        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
-        and args.max_faults > MAX_FAULTS_UNBUDGETED
-        and args.budget is None
-        and args.time_budget is None
-    ):
-        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
-        # budget such a search runs for days and prints nothing.
-        raise FlagError(
-            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
-            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
-            f"SECONDS), or at most {MAX_FAULTS_UNBUDGETED} faults"
-        )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
     from yieldstar_sim.simulation.execution import RestoreMismatch
@@ -92,7 +81,7 @@ def _explore_and_draw(
     args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
 ) -> int:
     from yieldstar_sim.simulation.explorer import explore
-    from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO
+    from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO, why_runtime
 
     # DuckDB in memory and the memory runtime have no server to be missing; opening one here
     # would cost the command ~45 ms before the search (and --jobs N confirms in its workers).
@@ -141,7 +130,14 @@ def _explore_and_draw(
     elif args.quiet:
         print(_explore_verdict(report))
     else:
+        print(f"runtime: {report.runtime} ({why_runtime('explore', args.runtime, scenario)})")
         print(report.summary())
+        if report.violations and report.stopped_at_first and not report.exhausted:
+            # Said, as the grid shows one fault kind: the tutorial's call lists them all.
+            print(
+                "stopped at the first violation: --all searches every point and lists every "
+                "fault kind that breaks it (ys.explore(..., stop_at_first=False))"
+            )
         print("\n".join(pictures.lines()))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
@@ -210,8 +206,13 @@ def _explore_verdict(report: ExplorationReport) -> str:
     if not report.violations:
         return f"{report.scenario}: {report.verdict} ({report.coverage()})"
     names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    stopped = (
+        ", stopped at the first violation (--all searches every point)"
+        if report.stopped_at_first and not report.exhausted
+        else ""
+    )
     return (
-        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules{stopped}); "
         "run without --quiet for the explanation"
     )
 

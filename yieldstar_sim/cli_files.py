@@ -15,6 +15,38 @@ INTERRUPTED = 130
 MAX_FAULTS_UNBUDGETED = 3
 
 
+def explore_options_mistake(
+    *,
+    max_faults: int,
+    budget: int | None,
+    strategy: str,
+    time_budget: float | None = None,
+    prefix: str = "--",
+) -> str | None:
+    """What is wrong with an exploration's fault count and budget, in one line (the flags
+    named with ``prefix``: ``--`` for the CLI, ``--yieldstar-`` for the pytest plugin), or
+    None. One place for both, so the plugin refuses in one line what the CLI refuses."""
+    if max_faults < 0:
+        return f"{prefix}max-faults must be 0 or more, not {max_faults}"
+    if budget is not None and budget < 1:
+        return f"{prefix}budget must be at least 1, not {budget}"
+    if (
+        strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
+        and max_faults > MAX_FAULTS_UNBUDGETED
+        and budget is None
+        and time_budget is None
+    ):
+        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
+        # budget such a search runs for days and prints nothing.
+        timed = " (or --time-budget SECONDS)" if prefix == "--" else ""
+        return (
+            f"{prefix}max-faults {max_faults} tries every combination of {max_faults} faults, "
+            f"more schedules than a search finishes; give {prefix}budget N{timed}, or at most "
+            f"{MAX_FAULTS_UNBUDGETED} faults"
+        )
+    return None
+
+
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit code 2."""
 

@@ -109,6 +109,11 @@ def test_code_that_spins_times_out_as_incomplete(name: str, tmp_path: Path) -> N
         ("fault_typo_step", "the fault 'crash before put_step of step shipp' matches no choice"),
         ("invariant_typo", "at_most_once(courier.bookd, by=order) watches the effect 'courier"),
         ("invariant_typo_by", "counts courier.booked by its field 'ordr' (did you mean 'order'"),
+        (
+            "trigger_params_not_plain",
+            "ys.Trigger('charge', execution_id='charge-1') has params the runtime refuses "
+            "(params.when: datetime.datetime is not a durable value)",
+        ),
     ],
 )
 def test_a_mistake_in_a_scenario_file_is_bad_input(name: str, says: str, tmp_path: Path) -> None:

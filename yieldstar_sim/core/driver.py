@@ -26,7 +26,6 @@ from yieldstar_sim.core.authoring import (
     DelayStep,
     GroupStep,
     MemberRequest,
-    Permanent,
     RunStep,
     StartedExecution,
     StartStep,
@@ -57,6 +56,7 @@ from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.driver_outcomes import completed, failed, raised, recorded_outcome
 from yieldstar_sim.core.identity import changed, stamped
 from yieldstar_sim.core.model import (
+    STEP_NOT_RUN,
     ChildAccepted,
     ChildFailedError,
     ChildRequest,
@@ -87,6 +87,7 @@ from yieldstar_sim.core.model import (
     check_name,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
+from yieldstar_sim.core.steps import Permanent
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
@@ -254,12 +255,14 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any] | _
     a redelivery goes past each recorded step, and a long workflow has many."""
     replay = ctx.replay
     if inspect.isgenerator(request):
-        key = ctx.runner.key_of(request)
-        step = f"step {key!r}" if key is not None else "a step generator"
+        verb = ctx.runner.verb_of(request)
+        step = f"{verb}{ctx.runner.called_at(request)}" if verb else "a step generator"
+        name = verb.partition("(")[0] if verb else "step.run"
         raise _Throw(
             WorkflowDefinitionError(
                 f"workflow {replay.execution_id!r} yielded {step} instead of running it: write "
-                "`value = yield from step.run(...)`, not `yield step.run(...)`"
+                f"`yield from {name}(...)`, not `yield {name}(...)`",
+                code=STEP_NOT_RUN,
             )
         )
     if not isinstance(request, STEP_REQUESTS):

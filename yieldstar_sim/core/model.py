@@ -503,7 +503,18 @@ class ExitCalled(YieldstarError):
 
 
 class WorkflowDefinitionError(YieldstarError, TypeError):
-    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``)."""
+    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``);
+    ``code`` is ``STEP_NOT_RUN`` for a verb never run, whose message names verb, key and line."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def __reduce__(self) -> tuple[type[WorkflowDefinitionError], tuple[str], dict[str, object]]:
+        return (type(self), (str(self),), {"code": self.code})
+
+
+STEP_NOT_RUN = "STEP_NOT_RUN"  # a verb called without `yield from`, or iterated by the code
 
 
 class StepDeclarationError(YieldstarError, ValueError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.driver import Command, DriverGenerator, RunBody, drive
 from yieldstar_sim.core.model import (
     Delivery,
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable
     from contextlib import AbstractContextManager
 
+    from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.protocol import Runtime
 
 

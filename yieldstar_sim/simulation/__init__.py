@@ -25,8 +25,9 @@ from yieldstar_sim.simulation.faults import (
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
 from yieldstar_sim.simulation.moves import Move
-from yieldstar_sim.simulation.result import SimulationRun
-from yieldstar_sim.simulation.run import replay, simulate
+from yieldstar_sim.simulation.regression import replay
+from yieldstar_sim.simulation.result import Regression, SimulationRun
+from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
     Client,
@@ -68,6 +69,7 @@ __all__ = [
     "PointInfo",
     "Prune",
     "Random",
+    "Regression",
     "ReplayArtifact",
     "RestoreMismatch",
     "Scenario",

@@ -1,8 +1,9 @@
 """Replay artifacts: a JSON file that reproduces a run exactly.
 
 It holds the scenario reference, the seed, the schedule of choices, every fault that fired
-(placed at its choice point and labelled), a fingerprint of the workflow code, and a digest of
-the trace it produced. Replaying it refuses clearly when the code has changed.
+(placed at its choice point and labelled), a fingerprint of the workflow code, a digest of the
+trace it produced and, for a run of at most ``MAX_TRACE_EVENTS`` events, the trace itself: a
+replay against edited code (``regression.py``) says where its run leaves the recorded one.
 
 An artifact is data; a scenario file is code. An artifact that names a scenario file also records
 the SHA-256 of the file's bytes, and replaying it imports the file only when its bytes still hash
@@ -22,6 +23,7 @@ from yieldstar_sim.simulation.faults import Fault, FaultKind
 from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.scenario import ScenarioError
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario, source_digest
+from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,7 +36,10 @@ VERSION = 2
 """Version 2 keeps the schedule as moves, each with its fault (version 1: the actors alone,
 beside faults placed by choice-point index; still read, folded into moves)."""
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
-"""The largest artifact file read: a real one holds a schedule and a few faults (kilobytes)."""
+"""The largest artifact file read: a real one holds a schedule, a few faults and its trace."""
+MAX_TRACE_EVENTS = 5_000
+"""The longest trace an artifact keeps (about 2 MB of JSON): a failure the explorer shrank has
+tens of events; a run cut after thousands of choice points keeps its digest only."""
 
 
 class Replayable(Protocol):
@@ -75,6 +80,11 @@ class Replayable(Protocol):
         """What the run was asked to run on (a name or a factory)."""
         ...
 
+    @property
+    def trace(self) -> Trace:
+        """Every event of the run."""
+        ...
+
     def trace_digest(self) -> str:
         """A hash of the run's trace."""
         ...
@@ -104,6 +114,9 @@ class ReplayArtifact:
     runtime_choice: Any = field(default=None, compare=False, repr=False)
     """The runtime (or factory) of the run this process made it from; never saved, so an
     artifact read from a file names its runtime but cannot bring its code along."""
+    trace: Trace | None = field(default=None, compare=False, repr=False)
+    """The recorded run's trace (None: longer than ``MAX_TRACE_EVENTS``, or an artifact saved
+    before artifacts kept it), which a replay against edited code is compared with."""
 
     @classmethod
     def from_run(cls, run: Replayable) -> ReplayArtifact:
@@ -125,6 +138,7 @@ class ReplayArtifact:
             ),
             sha256=run.scenario.source_sha256,
             runtime_choice=run.runtime_choice,
+            trace=run.trace if len(run.trace) <= MAX_TRACE_EVENTS else None,
         )
 
     def to_json(self, *, folder: str | Path | None = None) -> dict[str, Any]:
@@ -139,7 +153,7 @@ class ReplayArtifact:
         scenario: dict[str, Any] = {"name": self.scenario, "ref": ref}
         if self.sha256 is not None:
             scenario["sha256"] = self.sha256
-        return {
+        data = {
             "format": FORMAT,
             "version": VERSION,
             "scenario": scenario,
@@ -151,6 +165,9 @@ class ReplayArtifact:
             "trace_digest": self.trace_digest,
             "violations": list(self.violations),
         }
+        if self.trace is not None:
+            data["trace"] = [event.to_json() for event in self.trace]
+        return data
 
     def save(self, path: str | Path) -> Path:
         """Write the artifact as JSON; returns the path."""
@@ -226,6 +243,10 @@ class ReplayArtifact:
                 raise TypeError("the scenario sha256 must be a string")
             if ref and folder is not None and not _bundled(ref):
                 ref = str(Path(folder) / ref)  # an absolute ref stays as it is
+            events = data.get("trace")
+            if events is not None and not isinstance(events, list):
+                raise TypeError("the trace must be a list of events")
+            trace = None if events is None else Trace(list(map(TraceEvent.from_json, events)))
             return cls(
                 scenario=str(scenario["name"]),
                 ref=ref,
@@ -237,6 +258,7 @@ class ReplayArtifact:
                 trace_digest=str(data.get("trace_digest", "")),
                 violations=tuple(data.get("violations", ())),
                 sha256=sha256,
+                trace=trace,
             )
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
             detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
@@ -284,7 +306,8 @@ class ReplayArtifact:
 
 _HOW_TO_PROCEED = (
     "if you trust a scenario file, replay with it: `yieldstar-sim replay ARTIFACT --scenario "
-    "FILE`, or replay(artifact, scenario=load_scenario(FILE)) in Python"
+    "FILE`, or ys.replay(artifact, scenario=ys.load_scenario(FILE)) in Python (code edited "
+    "since, a fix say, runs the recorded schedule and says whether the violation is gone)"
 )
 
 

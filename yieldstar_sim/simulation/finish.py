@@ -50,6 +50,7 @@ class Finished(Protocol):
     clock: ManualClock
     deadline: Deadline
     admissions: list[Admission]
+    stopped: str | None
 
     @property
     def schedule(self) -> tuple[Move, ...]:
@@ -108,6 +109,8 @@ def finish(execution: Finished) -> SimulationRun:
     runtime = execution.runtime
     executions = runtime.executions()
     incomplete = execution.incomplete_reason()
+    if incomplete is not None and execution.stopped == "max_points":
+        incomplete += _looping(runtime, executions)
     if incomplete is not None:
         live = [record for record in executions if not record.terminal]
         if live:
@@ -204,3 +207,25 @@ def _all_admissions(execution: Finished, executions: list[ExecutionRecord]) -> l
                 )
             )  # fmt: skip
     return admissions
+
+
+#: Steps of one live execution past which a run the point bound cut is said to loop.
+LOOPING_STEPS = 100
+
+
+def _looping(runtime: Runtime, executions: list[ExecutionRecord]) -> str:
+    """For a run the point bound cut: the live execution that recorded the most steps, when
+    it recorded many, as a loop of steps that may never end; else nothing. (Such a loop was
+    cut by the wall clock instead, "in the workflow code", each delivery replaying more.)"""
+    live = [record for record in executions if not record.terminal]
+    counted = [(len(runtime.steps(record.execution_id)), record) for record in live]
+    steps, record = max(counted, key=lambda pair: pair[0], default=(0, None))
+    if record is None or steps < LOOPING_STEPS:
+        return ""
+    keys = [step.step_key for step in runtime.steps(record.execution_id)]
+    return (
+        f"; {record.execution_id} ({record.workflow_id}) had recorded {steps:,} steps "
+        f"({', '.join(keys[:3])} ... {keys[-1]}) and was still running: a loop of steps in "
+        "its workflow code that never ends? Give the loop an exit (or raise max_points if "
+        "the story is that long)"
+    )

@@ -37,6 +37,64 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.trace import Admission, Trace
 
 
+@dataclass(frozen=True)
+class Regression:
+    """A saved run's schedule and faults replayed against edited code (``ys.replay`` of an
+    artifact with another scenario's code): where the run leaves the recorded one, and what
+    became of the recorded violations. ``simulation/regression.py`` makes one."""
+
+    recorded_scenario: str
+    """The scenario the artifact was made from."""
+    scenario: str
+    """The scenario it was replayed against (its code edited since)."""
+    recorded: tuple[str, ...]
+    """The invariants the recorded run violated."""
+    gone: tuple[str, ...]
+    """Recorded violations that no longer happen."""
+    still: tuple[str, ...]
+    """Recorded violations that happen again."""
+    new: tuple[str, ...]
+    """Invariants violated now that the recorded run did not violate."""
+    unfired: tuple[str, ...]
+    """Recorded faults that no choice point of the new run matched: their call is gone."""
+    parted_at: int | None
+    """The number of the first event where the run did something else (None: the same)."""
+    parting: str
+    """Where and how the run left the recorded one, in words (or that it did not, or that
+    the artifact kept no trace to compare with)."""
+
+    @property
+    def fixed(self) -> bool:
+        """Whether every recorded violation is gone, none is new, and every recorded fault
+        fired again: what a regression test asserts."""
+        return bool(self.recorded) and not (self.still or self.new or self.unfired)
+
+    def lines(self) -> list[str]:
+        """The comparison in sentences, for the CLI and ``SimulationRun.explain``."""
+        against = (
+            f"scenario {self.scenario!r}"
+            if self.scenario != self.recorded_scenario
+            else "its code as it is now"
+        )
+        lines = [f"the recorded run of {self.recorded_scenario!r} replayed against {against}:"]
+        lines.append(f"  {self.parting}")
+        if self.gone:
+            lines.append(f"  the violation is gone: {', '.join(self.gone)} held")
+        if self.still:
+            lines.append(f"  the violation is still there: {', '.join(self.still)}")
+        if self.new:
+            lines.append(f"  a new violation: {', '.join(self.new)}")
+        if not self.recorded:
+            lines.append("  the recorded run violated nothing")
+        lines += [
+            f"  the recorded fault '{fault}' no longer fires: no choice point of the edited "
+            "code matches it, so this replay does not test the fix (explore the edited "
+            "scenario)"
+            for fault in self.unfired
+        ]
+        return lines
+
+
 @dataclass
 class SimulationRun:
     """A finished run: its trace, ledger, records and verdict.
@@ -77,6 +135,9 @@ class SimulationRun:
     invariants: ``run.world.get("seats_left")``."""
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
+    regression: Regression | None = None
+    """For a replay against edited code: how the run compares with the recorded one (where
+    it leaves it, whether the violation is gone); None for any other run."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
     _totals: Totals | None = field(default=None, repr=False, compare=False)
 
@@ -210,8 +271,10 @@ class SimulationRun:
         return figure
 
     def explain(self) -> str:
-        """The verdict and each violation's sentence."""
-        lines = [
+        """The verdict and each violation's sentence (after a replay against edited code,
+        first how the run compares with the recorded one)."""
+        lines = [] if self.regression is None else self.regression.lines()
+        lines += [
             f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict_text}"
         ]
         lines += [f"  - {violation}" for violation in self.violations]
