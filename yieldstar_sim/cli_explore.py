@@ -57,7 +57,7 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(f"--time-budget must be a positive number, not {args.time_budget}")
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
-    from yieldstar_sim.simulation.execution import RestoreMismatch
+    from yieldstar_sim.simulation.restore_check import RestoreMismatch
 
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)

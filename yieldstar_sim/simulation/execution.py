@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeAlias, cast, overload
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.engine.invoker import Registry
@@ -40,16 +39,18 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTime
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel, Point
-from yieldstar_sim.simulation.moves import Move, new_choice, new_move
+from yieldstar_sim.simulation.moves import Move, new_move
+from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.statekeys import StateKeys
 from yieldstar_sim.simulation.trace import Trace
+from yieldstar_sim.simulation.trail import Choices, Step, Trail, schedule_of, unwound
 from yieldstar_sim.simulation.workers import worker
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator
+    from collections.abc import Collection, Iterator, Sequence
     from pathlib import Path
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
@@ -58,46 +59,10 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
-#: How many restores of a run are checked against a replay before sampling starts; after
-#: that, the restores whose number is a power of 16 are (a search restores millions of
-#: states, and a check costs two runs to their end).
-CHECKED_RESTORES = 8
-
 
 class ScheduleMismatch(Exception):
     """A move does not fit the choice point it was taken at: its actor waits at none, its
     option is not one of the point's, or its fault cannot strike there."""
-
-
-class RestoreMismatch(Exception):
-    """A state put back from a saved one went on differently from a replay of the path to
-    it: the runtime adapter's ``snapshot`` and ``restore`` leave out state of its own. The
-    search stops rather than count states it never reached."""
-
-
-#: One move of a run's path, linked to the path before it (a save shares it: O(1)): (the move,
-#: its choice point's number, the actors then ready, the fault it placed, the step before). A
-#: tuple: one is made at every choice point of every run.
-_Step: TypeAlias = "tuple[Move, int, list[str], Fault | None, _Step | None]"
-
-
-Trail: TypeAlias = "_Step | None"
-"""A run's path so far, shared with every save and trail taken along it (``Execution.trail``):
-``schedule_of`` reads its moves."""
-
-
-def schedule_of(trail: Trail) -> tuple[Move, ...]:
-    """The moves of a ``trail``."""
-    return tuple(step[0] for step in _unwound(trail))
-
-
-def _unwound(last: _Step | None) -> list[_Step]:
-    steps = []
-    while last is not None:
-        steps.append(last)
-        last = last[4]
-    steps.reverse()
-    return steps
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +71,7 @@ class SavedExecution:
     the runtime can snapshot itself, the run's state to put back (else the path is
     replayed)."""
 
-    path: _Step | None
+    path: Trail
     state: Saved | None
     rng: Any
     """The seed's random state (None: none was drawn yet)."""
@@ -194,7 +159,7 @@ class Execution:
         self.rng = random.Random(self.seed)
         self._drawn = False  # whether the seed's numbers were drawn: saved only then
         self.plan = FaultPlan(list(self.faults))
-        self._path: _Step | None = None
+        self._path: Trail = None
         self.stopped: str | None = None
         """Why the run is over: ``quiescent`` (it finished), ``max_time``, ``max_points`` or
         ``timeout`` (the wall-clock limit); None while it goes on."""
@@ -203,7 +168,7 @@ class Execution:
         self._armed = False
         self._ready_at, self._ready_list = -1, list[str]()
         self._point_limit, self._max_time = scenario.point_limit, scenario.max_time
-        self._unwound: tuple[_Step | None, list[_Step]] = (None, [])
+        self._unwound: tuple[Trail, list[Step]] = (None, [])
         self._arm()
         state.spawn(SCHEDULED, partial(scheduled_actor, state))
         for name in scenario.worker_names:
@@ -428,11 +393,11 @@ class Execution:
         """Choice points taken so far."""
         return self.kernel.points
 
-    def _steps(self) -> list[_Step]:
+    def _steps(self) -> list[Step]:
         """The path's steps in order, unwound once for the three readers of a finished run."""
         path = self._path
         if self._unwound[0] is not path:
-            self._unwound = (path, _unwound(path))
+            self._unwound = (path, unwound(path))
         return self._unwound[1]
 
     @property
@@ -448,7 +413,7 @@ class Execution:
     def choices(self) -> Sequence[Choice]:
         """Every choice point taken, with the actor that went and those that could have (made
         when first read: most runs' are never read)."""
-        return _Choices(self._steps())
+        return Choices(self._steps())
 
     @property
     def applied(self) -> list[Fault]:
@@ -551,13 +516,9 @@ class Execution:
         if saved.state is None:
             self._replay_to(saved)
             return
-        count = self.restores
-        check = count <= CHECKED_RESTORES or (
-            count & (count - 1) == 0 and count.bit_length() % 4 == 1
-        )
         self._put_back(saved)
-        if check:
-            self._check(saved)
+        if checked(self.restores):
+            check_restore(self, saved, self._put_back)
 
     def _put_back(self, saved: SavedExecution) -> None:
         assert saved.state is not None
@@ -590,7 +551,7 @@ class Execution:
         """Make the run again and take the path's moves (a runtime that cannot snapshot)."""
         self.close()
         self._build()
-        for step in _unwound(saved.path):
+        for step in unwound(saved.path):
             self.take(step[0])
             self.replayed_steps += 1
         self._set_rng(saved.rng)
@@ -602,98 +563,3 @@ class Execution:
         elif self._drawn:
             self.rng.seed(self.seed)  # saved before any was drawn
         self._drawn = state is not None
-
-    def _check(self, saved: SavedExecution) -> None:
-        """Run the restored state on to its end, then a replay of its path the same way, and
-        compare what each did (``RestoreMismatch`` when they differ); put the state back."""
-        restored = self._run_out()
-        self._put_back(saved)
-        replayed = self._replayed_out(saved)
-        if restored == replayed:
-            return
-        if self._replayed_out(saved) != replayed:
-            return  # two replays differ too: the scenario is not deterministic, which the
-            # search's confirmation says in its own words; no adapter is to blame
-        first = next(
-            (i for i, (a, b) in enumerate(zip(restored, replayed, strict=False)) if a != b),
-            min(len(restored), len(replayed)),
-        )
-        raise RestoreMismatch(
-            f"the runtime adapter {type(self.runtime).__name__} put back a state that went on "
-            f"differently from a replay of the same {len(self.schedule)} moves: "
-            f"{_told(restored, first)} where the replay had {_told(replayed, first)}; its "
-            "snapshot() and restore() must save and put back everything it keeps, or it must "
-            "not offer them (its runs are then replayed)"
-        )
-
-    def _replayed_out(self, saved: SavedExecution) -> list[tuple[Any, ...]]:
-        again = Execution(
-            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
-            faults=self.faults, scenario_faults=False, timeout=self.timeout,
-        )  # fmt: skip
-        try:
-            for step in _unwound(saved.path):
-                again.take(step[0])
-            return again._run_out()
-        finally:
-            again.close()
-
-    def _run_out(self) -> list[tuple[Any, ...]]:
-        """Take the first move at every point to the end; what the run did since, as facts."""
-        start = len(self.trace.events)
-        if self.state.journal is not None:
-            with self.state.journal.unrecorded():
-                while not self.done():
-                    self.take(self.moves()[0])
-        else:
-            while not self.done():
-                self.take(self.moves()[0])
-        facts = [event.facts() for event in self.trace.events[start:]]
-        facts.append(("records", tuple(map(repr, self.runtime.executions()))))
-        return facts
-
-
-def _told(facts: list[tuple[Any, ...]], index: int) -> str:
-    """What a restore check saw at ``index``, in words."""
-    if index >= len(facts):
-        return "the end of the run"
-    got = facts[index]
-    if got[0] == "records":
-        return "other records at the end"
-    _, kind, worker, op, execution_id, step_key, *_ = got
-    where = " ".join(str(part) for part in (worker, op, execution_id, step_key) if part)
-    return f"a {kind} event ({where})"
-
-
-class _Choices(Sequence["Choice"]):
-    """A run's choices, made from its steps when first read."""
-
-    __slots__ = ("_made", "_steps")
-    __hash__ = None  # type: ignore[assignment]  # a list's, by value
-
-    def __init__(self, steps: list[_Step]) -> None:
-        self._steps, self._made = steps, cast("list[Choice] | None", None)
-
-    def _all(self) -> list[Choice]:
-        made = self._made
-        if made is None:
-            made = self._made = [new_choice(s[1], s[0].actor, tuple(s[2])) for s in self._steps]
-        return made
-
-    @overload
-    def __getitem__(self, index: int) -> Choice: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Choice]: ...
-
-    def __getitem__(self, index: int | slice) -> Choice | Sequence[Choice]:
-        return self._all()[index]
-
-    def __len__(self) -> int:
-        return len(self._steps)
-
-    def __eq__(self, other: object) -> bool:
-        return list(self) == list(other) if isinstance(other, Sequence) else NotImplemented
-
-    def __repr__(self) -> str:
-        return repr(self._all())

@@ -17,20 +17,21 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.execution import schedule_of
 from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
+from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from yieldstar_sim.simulation.execution import Execution, SavedExecution, Trail
+    from yieldstar_sim.simulation.execution import Execution, SavedExecution
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.explorer.visited import SharedVisited
     from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.trail import Trail
 
 #: How often, at most, the search tells its ``watch`` how far it got.
 WATCH_SECONDS = 0.5
