@@ -242,7 +242,8 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--scenario", metavar="FILE",
         help="the scenario to replay the artifact with (a file you trust, or a bundled name); "
-        "needed when the artifact's scenario file is missing or changed",
+        "needed when the artifact's scenario file is not in the artifact's folder, or is "
+        "missing or changed",
     )  # fmt: skip
     _runtime_options(replay, default=None)
     _timeout_option(replay, "the replay")

@@ -65,8 +65,22 @@ def test_replay_with_a_chosen_scenario_file(tmp_path: Path) -> None:
     made = cli("run", "shop.py", "--runtime", "memory", "--format", "json", "--json", cwd=tmp_path)
     assert made.returncode == 1, made.stderr  # the Problem: two couriers
     artifact = json.loads(made.stdout)["artifact"]
+    # In out/, the artifact is apart from its scenario file: it runs it only when named.
+    refused(
+        cli("replay", artifact, "--format", "json", cwd=tmp_path),
+        "names the scenario file 'shop.py' outside the artifact's folder 'out', so it is not run",
+    )
+    beside = cli(
+        "run", "shop.py", "--runtime", "memory", "--out", ".", "--format", "json", "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert beside.returncode == 1, beside.stderr
+    assert cli("replay", json.loads(beside.stdout)["artifact"], cwd=tmp_path).returncode == 1
     (tmp_path / "shop.py").write_text((tmp_path / "shop.py").read_text() + "\n# edited\n")
-    refused(cli("replay", artifact, "--format", "json", cwd=tmp_path), "changed since")
+    refused(
+        cli("replay", json.loads(beside.stdout)["artifact"], "--format", "json", cwd=tmp_path),
+        "changed since",
+    )
     (tmp_path / "trusted.py").write_bytes(bundled_scenarios()["trigger-in-step"].read_bytes())
     again = cli(
         "replay", artifact, "--scenario", "trusted.py", "--format", "json", "--quiet",
@@ -112,7 +126,9 @@ def test_a_hostile_scenario_name_writes_nothing_outside_out(tmp_path: Path, name
     report = json.loads(result.stdout)
     for key in ("trace", "artifact", "graph"):
         assert (work / report[key]).resolve().parent == out.resolve()
-    replayed = cli("replay", report["artifact"], "--format", "json", cwd=work)
+    replayed = cli(
+        "replay", report["artifact"], "--scenario", "hostile.py", "--format", "json", cwd=work
+    )
     assert replayed.returncode == 0, replayed.stderr
     assert all(out in path.parents for path in files_under(tmp_path) - before)
 
