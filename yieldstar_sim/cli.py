@@ -22,10 +22,10 @@ from yieldstar_sim.cli_files import (
     INTERRUPTED,
     FlagError,
     UsageError,
+    check_database,
     database_path,
     output_folder,
     output_stem,
-    refuse_used_database,
 )
 from yieldstar_sim.core.suggest import did_you_mean
 
@@ -387,8 +387,8 @@ def _run(args: argparse.Namespace) -> int:
     db = database_path(args.db) if args.db else None
     if db is not None and args.runtime not in ("duckdb", None):
         raise FlagError("--db needs --runtime duckdb")
-    if db is not None and not args.continue_db:
-        refuse_used_database(db)
+    if db is not None:
+        check_database(db, continuing=args.continue_db)
     started = time.perf_counter()
     run: SimulationRun
     try:

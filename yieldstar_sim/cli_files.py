@@ -6,6 +6,10 @@ commands (``cli``, ``cli_explore``) share: the exit codes and the fault budget."
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 #: The exit code of each verdict.
 EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
@@ -56,7 +60,14 @@ def output_stem(name: str, seed: int, *, replayed: bool) -> str:
 def database_path(path: str | None) -> str:
     if path is None:
         return ":memory:"
+    from yieldstar_sim.runtime.duckdb_files import foreign_file
+
     db = Path(path)
+    if path.startswith(":memory:"):
+        return path
+    problem = foreign_file(path)
+    if problem is not None and not db.exists():  # md:, s3://: not a file at all
+        raise UsageError(f"--db {problem}")
     if db.is_dir():
         raise UsageError(f"--db {path!r} is a folder; give a file path such as run.duckdb")
     if not db.parent.is_dir():
@@ -64,21 +75,33 @@ def database_path(path: str | None) -> str:
     return str(db)
 
 
-_HAS_EXECUTIONS = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
 _EXECUTIONS_HELD = "SELECT count(*) FROM executions"
 
 
-def refuse_used_database(path: str) -> None:
-    """Refuse a --db file that already holds executions: a second run on it continues the
-    first one's records (and its artifact then replays something else)."""
+def check_database(path: str, *, continuing: bool) -> None:
+    """Refuse a --db file that is not a DuckDB database, or holds an ``executions`` table of
+    another schema, or (unless ``continuing``) already holds executions: a second run on it
+    continues the first one's records (and its artifact then replays something else)."""
     import duckdb
+
+    from yieldstar_sim.runtime.duckdb_files import (
+        DatabaseFileError,
+        connect,
+        runtime_columns,
+        schema_problem,
+    )
+    from yieldstar_sim.runtime.duckdb_runtime import SCHEMA
 
     if not Path(path).exists():
         return
     try:
-        with duckdb.connect(path, read_only=True) as connection:
-            tables = connection.execute(_HAS_EXECUTIONS).fetchall()[0][0]
-            held = connection.execute(_EXECUTIONS_HELD).fetchall()[0][0] if tables else 0
+        with connect(path, read_only=True) as connection:
+            problem = schema_problem(connection, runtime_columns(SCHEMA))
+            if problem is not None:
+                raise UsageError(f"--db {path!r} {problem}; give a new file")
+            held = 0 if continuing else _held(connection)
+    except DatabaseFileError as error:
+        raise UsageError(f"--db {error}; give a new file (or a DuckDB one)") from error
     except duckdb.Error as error:
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise UsageError(f"--db {path!r} cannot be opened as a DuckDB database: {first}") from error
@@ -87,3 +110,11 @@ def refuse_used_database(path: str) -> None:
             f"--db {path!r} already holds {held} execution(s) from an earlier run; give a new "
             "file, delete that one, or pass --continue-db to run on its records"
         )
+
+
+def _held(connection: duckdb.DuckDBPyConnection) -> int:
+    """How many executions the database holds (none when it has no ``executions`` table)."""
+    found = connection.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'executions'"
+    ).fetchall()[0][0]
+    return int(connection.execute(_EXECUTIONS_HELD).fetchall()[0][0]) if found else 0

@@ -194,8 +194,50 @@ def test_a_db_holding_an_earlier_run_is_refused_unless_continued(tmp_path: Path)
 def test_a_db_that_is_not_a_duckdb_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("my notes\n")
     result = cli("run", "durable-start", "--db", "notes.txt", cwd=tmp_path)
-    refused(result, "cannot be opened as a DuckDB database")
+    refused(result, "--db 'notes.txt' is a text file, not a DuckDB database")
     assert (tmp_path / "notes.txt").read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("continued", [[], ["--continue-db"]])
+def test_an_sqlite_db_is_named_and_nothing_is_fetched(tmp_path: Path, continued: list[str]) -> None:
+    """DuckDB went looking for its sqlite extension on the internet for such a file (and
+    under --continue-db said so in three lines)."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "app.db") as lite:
+        lite.execute("create table executions (id text)")
+    kept = (tmp_path / "app.db").read_bytes()
+    result = cli("run", "durable-start", "--db", "app.db", *continued, cwd=tmp_path)
+    refused(result, "--db 'app.db' is an SQLite database, not a DuckDB database")
+    assert "extension" not in result.stderr
+    assert (tmp_path / "app.db").read_bytes() == kept
+
+
+@pytest.mark.parametrize("continued", [[], ["--continue-db"]])
+def test_a_db_of_another_schema_is_refused_in_one_line(
+    tmp_path: Path, continued: list[str]
+) -> None:
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "old.duckdb")) as db:
+        db.execute("create table executions (execution_id varchar, status varchar, note int)")
+        db.execute("insert into executions values ('order-1', 'completed', 1)")
+    result = cli("run", "durable-start", "--db", "old.duckdb", *continued, cwd=tmp_path)
+    refused(
+        result,
+        "--db 'old.duckdb' holds an 'executions' table of another schema (an older "
+        "yieldstar-sim's, or not yieldstar-sim's): 3 columns found where yieldstar-sim's has ",
+    )
+    assert "lacks seq, workflow_id" in result.stderr
+    assert "has note besides" in result.stderr
+
+
+@pytest.mark.parametrize("path", ["md:shop", "s3://bucket/run.duckdb"])
+def test_a_db_an_extension_would_open_is_refused(tmp_path: Path, path: str) -> None:
+    refused(
+        cli("run", "durable-start", "--db", path, cwd=tmp_path),
+        "names a database an extension opens",
+    )
 
 
 def test_replay_keeps_its_records_in_a_fresh_db(tmp_path: Path) -> None:
