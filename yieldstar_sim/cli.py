@@ -16,10 +16,10 @@ import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
+from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
-    INTERRUPTED,
     FlagError,
     UsageError,
     check_database,
@@ -27,7 +27,9 @@ from yieldstar_sim.cli_files import (
     output_folder,
     output_stem,
 )
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.simulation.deadline import RunTimedOut
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -459,20 +461,31 @@ def _run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    if argv is None and hasattr(signal, "SIGPIPE"):
-        # As a command: when the reader goes away (`| head`), end quietly as Unix tools do,
-        # killed by SIGPIPE. Every file the command writes is written before it prints.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    parser = _parser()
-    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    command = argv is None
+    if command:
+        # Ctrl-C and SIGTERM stop the command keeping what it found, and end its children.
+        cli_signals.watch()
+        if hasattr(signal, "SIGPIPE"):
+            # When the reader goes away (`| head`), end quietly as Unix tools do, killed by
+            # SIGPIPE. Every file the command writes is written before it prints.
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
-        code = _dispatch(parser, args)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
-        return 128 + 13
+        parser = _parser()
+        _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
+        try:
+            code = _dispatch(parser, args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
+            return 128 + 13
+    except KeyboardInterrupt:  # before or after the command's own work: nothing to keep
+        print("yieldstar-sim: interrupted", file=sys.stderr)
+        code = cli_signals.exit_code()
+    finally:
+        if command:
+            cli_signals.done()
     return code
 
 
@@ -503,14 +516,30 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         print("yieldstar-sim: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return cli_signals.exit_code()
     except BrokenPipeError:
         raise  # not an error of the user's: the reader went away
+    except RunTimedOut:
+        # The wall-clock limit, wherever it passed: incomplete, as a run it cuts.
+        if args.debug:
+            raise
+        print("yieldstar-sim: incomplete: cut by the wall-clock limit (--timeout)", file=sys.stderr)
+        return EXIT_CODES["incomplete"]
     except Exception as error:
         if args.debug:
             raise
-        _json_error(args, f"{type(error).__name__}: {error}")
-        print(f"yieldstar-sim: error: {type(error).__name__}: {error}", file=sys.stderr)
+        if cli_signals.stopped():  # on its way out of a signal: DuckDB's "Interrupted!"...
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        _json_error(args, error_words(error))
+        print(f"yieldstar-sim: error: {error_words(error)}", file=sys.stderr)
+        return 2
+    except SystemExit:
+        raise  # argparse's exit after its usage line
+    except BaseException as error:  # a class of user code's own, out of a path none caught
+        if args.debug:
+            raise
+        print(f"yieldstar-sim: error: {error_words(error)}", file=sys.stderr)
         return 2
     return 2
 

@@ -305,3 +305,83 @@ def test_demo_speaks_in_words_not_python_reprs(tmp_path: Path) -> None:
     assert "Completed(" not in result.stdout
     assert "status=" not in result.stdout
     assert 'completed with result {"shipment": "@ship-order-2"}' in result.stdout
+
+
+# --------------------------------------------------------------------------- user code
+
+
+BODY_SCENARIO = """
+import yieldstar_sim as ys
+
+class Mine(BaseException):
+    pass
+
+def body():
+    BODY
+
+@ys.workflow("w")
+def w(step, params):
+    CODE
+    yield from step.run("s", body)
+
+scenario = ys.Scenario(name="hostile", workflows=[w], triggers=[ys.Trigger("w")], workers=1)
+"""
+
+
+def user_code(folder: Path, *, body: str = "return None", code: str = "pass", top: str = "") -> str:
+    """A scenario file whose step body, workflow code or import does what it is told."""
+    text = BODY_SCENARIO.replace("BODY", body).replace("CODE", code)
+    (folder / "hostile.py").write_text(top + "\n" + text)
+    return "hostile.py"
+
+
+@pytest.mark.parametrize(
+    "raised", ["GeneratorExit('at import')", "Mine('at import')", "KeyboardInterrupt()"]
+)
+def test_a_scenario_file_that_raises_a_base_exception_on_import_is_refused(
+    tmp_path: Path, raised: str
+) -> None:
+    name = raised.split("(", maxsplit=1)[0]
+    top = f"class Mine(BaseException):\n    pass\nraise {raised}\n"
+    result = cli("run", user_code(tmp_path, top=top), cwd=tmp_path)
+    refused(result, f"'hostile.py' raised {name}")
+    assert "on import, at line 3" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("where", "raised", "words"),
+    [
+        ("body", "GeneratorExit('boom')", "step body 's' raised GeneratorExit: boom"),
+        ("body", "KeyboardInterrupt()", "step body 's' raised KeyboardInterrupt"),
+        ("body", "Mine('mine')", "step body 's' raised Mine: mine"),
+        ("code", "GeneratorExit('wf')", "the code of @w-1 raised GeneratorExit: wf"),
+        ("code", "KeyboardInterrupt()", "the code of @w-1 raised KeyboardInterrupt"),
+    ],
+)
+def test_user_code_that_raises_a_base_exception_is_a_violation_naming_it(
+    tmp_path: Path, where: str, raised: str, words: str
+) -> None:
+    """A KeyboardInterrupt the code raises itself is its failure: the command, which handles
+    SIGINT, knows no Ctrl-C came."""
+    file = user_code(tmp_path, **{where: f"raise {raised}"})
+    result = cli("run", file, "--runtime", "memory", "--quiet", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    assert words in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("v = []\n    v.append(v)\n    return v", "result[0]: reference cycle back to"),
+        ("v = []\n    for _ in range(200_000):\n        v = [v]\n    return v", "result[0][0]"),
+    ],
+)
+def test_a_cyclic_or_deep_step_result_is_a_violation_not_a_recursion_error(
+    tmp_path: Path, body: str, words: str
+) -> None:
+    file = user_code(tmp_path, body=body)
+    result = cli("run", file, "--runtime", "memory", "--quiet", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "RecursionError" not in result.stdout + result.stderr
+    assert words in result.stdout

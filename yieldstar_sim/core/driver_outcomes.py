@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
+    BaseExceptionRaised,
     Cancelled,
     Completed,
     ErrorInfo,
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 
 
 def raised(
-    error: Exception | SystemExit,
+    error: BaseException,
     runner: StepRunner,
     performed: Container[int],
     *,
@@ -41,12 +43,13 @@ def raised(
     if iterated is not None:  # what it raised follows from the mistake: name the mistake
         return failed(
             WorkflowDefinitionError(
-                f"{_iterated(runner.execution_id, iterated)} (it then raised "
-                f"{type(error).__name__}: {error})"
+                f"{_iterated(runner.execution_id, iterated)} (it then raised {error_words(error)})"
             )
         )
     if isinstance(error, SystemExit):
         return failed(ExitCalled.from_exit(error, code))
+    if not isinstance(error, Exception):  # GeneratorExit, a KeyboardInterrupt of its own...
+        return failed(BaseExceptionRaised.from_base(error, code))
     # RFC 003: cancelled means thrown *after a recorded cancellation request*; workflow code
     # that raises it on its own has failed like any other error.
     if isinstance(error, WorkflowCancelledError) and cancel_recorded:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.error_words import error_words
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import ExecutionNotFoundError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import did_you_mean
@@ -307,13 +309,23 @@ def finish(simulator: Simulator) -> SimulationRun:
                 run.violations.append(
                     Violation(
                         invariant.name,
-                        f"the invariant itself raised {type(error).__name__}: {error}",
+                        f"the invariant itself raised {error_words(error)}",
                     )
                 )
             except SystemExit as exit:
                 warning = None
                 run.violations.append(
                     Violation(invariant.name, f"the invariant itself called sys.exit({exit.code})")
+                )
+            except BaseException as error:
+                if not raised_by_code(error):
+                    raise  # Ctrl-C
+                warning = None
+                run.violations.append(
+                    Violation(
+                        invariant.name,
+                        f"the invariant itself raised {error_words(error)}",
+                    )
                 )
             if warning:
                 run.warnings.append(warning)

@@ -1,0 +1,113 @@
+"""How the command stops on a signal: Ctrl-C (SIGINT) and SIGTERM alike, keeping what it found.
+
+Both raise ``KeyboardInterrupt`` in the main thread, the stop the explorer already keeps its
+findings through (the search ends, what it found is shrunk, saved and printed), and the command
+exits 128 + the signal's number: 130 for Ctrl-C, 143 for SIGTERM. A signal is noted before it is
+raised (``core.interrupts``), so a ``KeyboardInterrupt`` that user code raises itself is told
+apart from one a signal caused, and an error a signal caused on its way out (DuckDB's
+"Interrupted!", a worker pool that broke) ends the command as the signal would.
+
+SIGTERM is what a supervisor sends before it kills, to the command alone: the worker processes of
+``--jobs`` and the picture process never see it. So the command ends them itself, at once, and
+again before it exits (``end_children``): nothing it started is left running. While the command
+writes what it found (``deferred``), a signal waits until the files are whole.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from yieldstar_sim.core import interrupts
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from types import FrameType
+
+#: Seconds a child process has to go after SIGTERM before it is killed.
+CHILD_GRACE = 2.0
+
+_deferring = [0]
+"""How many ``deferred`` blocks the main thread is in."""
+_held: list[int] = []
+"""Signals that arrived in a ``deferred`` block, raised when it ends."""
+
+
+def watch() -> None:
+    """As a command: SIGINT and SIGTERM stop it as Ctrl-C does (``KeyboardInterrupt``), noted
+    first; SIGTERM also ends the command's child processes at once."""
+    interrupts.stop_signals_watched()
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    interrupts.note_stop_signal(signum)
+    if signum == signal.SIGTERM:
+        end_children(wait=False)
+    if _deferring[0]:
+        _held.append(signum)
+        return
+    raise KeyboardInterrupt
+
+
+def exit_code() -> int:
+    """The exit code of a command a signal stopped: 128 + the signal (130 for Ctrl-C, and for a
+    ``KeyboardInterrupt`` no signal caused)."""
+    return 128 + (interrupts.stop_requested() or signal.SIGINT)
+
+
+def stopped() -> bool:
+    """Whether a signal asked the command to stop."""
+    return interrupts.stop_requested() is not None
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Write files and print whole: a signal that arrives meanwhile stops the command when the
+    block ends, not in it."""
+    _deferring[0] += 1
+    try:
+        yield
+    finally:
+        _deferring[0] -= 1
+    if not _deferring[0] and _held:
+        _held.clear()
+        raise KeyboardInterrupt
+
+
+def end_children(*, wait: bool = True) -> None:
+    """Terminate every child process this one started (worker pools, the picture process, a
+    local cluster's processes) that is still running; with ``wait``, kill any that has not gone
+    ``CHILD_GRACE`` seconds later."""
+    children = multiprocessing.active_children()
+    for child in children:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            child.terminate()
+    if not wait:
+        return
+    for child in children:
+        with contextlib.suppress(OSError, ValueError, AttributeError, AssertionError):
+            child.join(CHILD_GRACE)
+            if child.is_alive():
+                child.kill()
+                child.join(CHILD_GRACE)
+
+
+def done() -> None:
+    """The command's work is over (its files written, its words printed): end any child still
+    running, and let a signal that arrives while Python shuts down end it at once, quietly,
+    with that signal's code (a traceback of the interpreter's exit handlers otherwise)."""
+    end_children()
+    signal.signal(signal.SIGINT, _exit_now)
+    signal.signal(signal.SIGTERM, _exit_now)
+
+
+def _exit_now(signum: int, frame: FrameType | None) -> NoReturn:
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+    os._exit(128 + signum)
