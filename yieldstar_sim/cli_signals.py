@@ -39,20 +39,58 @@ _held: list[int] = []
 
 def watch() -> None:
     """As a command: SIGINT and SIGTERM stop it as Ctrl-C does (``KeyboardInterrupt``), noted
-    first; SIGTERM also ends the command's child processes at once."""
+    first; SIGTERM also ends the command's child processes at once. User code that outlives its
+    wall-clock limit, catching every interrupt, ends the command (``give_up``)."""
+    from yieldstar_sim.simulation import deadline
+
     interrupts.stop_signals_watched()
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
+    deadline.last_resort.append(give_up)
+
+
+#: How many of each signal it takes to end the command at once, keeping nothing more: user code
+#: may catch the ``KeyboardInterrupt`` the first ones raise (a second Ctrl-C already stops the
+#: explorer's shrinking, so it is the third).
+AT_ONCE: dict[int, int] = {signal.SIGINT: 3, signal.SIGTERM: 2}
+
+_received: dict[int, int] = {}
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     interrupts.note_stop_signal(signum)
+    _received[signum] = _received.get(signum, 0) + 1
     if signum == signal.SIGTERM:
         end_children(wait=False)
+    if _received[signum] >= AT_ONCE.get(signum, 1):
+        _end_now(signum, "interrupted")
     if _deferring[0]:
         _held.append(signum)
         return
     raise KeyboardInterrupt
+
+
+def give_up(where: str) -> None:
+    """The deadline's last resort (from its watchdog thread): ``where`` still runs well past the
+    wall-clock limit, catching every interrupt. The command ends, incomplete, as a run the
+    limit cuts is; what it had not written yet is lost, said so."""
+    from yieldstar_sim.simulation.deadline import GIVE_UP_SECONDS
+
+    _end_now(
+        signal.SIGTERM,
+        f"incomplete: {where} still ran {GIVE_UP_SECONDS:g}s past the wall-clock limit "
+        "(--timeout), catching every interrupt; the command stops here, its files unwritten",
+        code=3,
+    )
+
+
+def _end_now(signum: int, words: str, code: int | None = None) -> NoReturn:
+    """End the command at once: its children, one line, the exit code (128 + ``signum``)."""
+    end_children(wait=False)
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        print(f"yieldstar-sim: {words}", file=sys.stderr, flush=True)
+    os._exit(128 + signum if code is None else code)
 
 
 def exit_code() -> int:

@@ -385,3 +385,52 @@ def test_a_cyclic_or_deep_step_result_is_a_violation_not_a_recursion_error(
     assert result.returncode == 1, result.stdout + result.stderr
     assert "RecursionError" not in result.stdout + result.stderr
     assert words in result.stdout
+
+
+@pytest.mark.parametrize(
+    "where",
+    [{"body": "__import__('time').sleep(3600)"}, {"code": "__import__('time').sleep(3600)"}],
+)
+def test_user_code_that_blocks_is_cut_by_the_timeout(tmp_path: Path, where: dict[str, str]) -> None:
+    file = user_code(tmp_path, **where)
+    result = cli(
+        "run", file, "--runtime", "memory", "--timeout", "0.5", "--quiet", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "incomplete: timed out after 0.5s of wall-clock time in " in result.stdout
+
+
+def test_a_limit_that_lands_in_the_drawing_is_incomplete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Wherever the wall-clock limit lands, the command says incomplete (exit 3): it once
+    landed in the drawing of the graph, a traceback and exit 1."""
+    import importlib
+
+    from yieldstar_sim.cli import main
+    from yieldstar_sim.simulation.deadline import RunTimedOut
+
+    def cut(*args: object, **kwargs: object) -> object:
+        raise RunTimedOut
+
+    monkeypatch.setattr(importlib.import_module("yieldstar_sim.views.export"), "export", cut)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "durable-start", "--runtime", "memory", "--quiet"]) == 3
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == "yieldstar-sim: incomplete: cut by the wall-clock limit (--timeout)"
+
+
+def test_code_that_outlives_its_limit_ends_the_command_in_one_line(tmp_path: Path) -> None:
+    """The deadline's last resort, as the command sets it: code that catches every interrupt
+    for GIVE_UP_SECONDS past its limit ends the command, incomplete."""
+    script = "from yieldstar_sim import cli_signals\ncli_signals.give_up('step s of order-1')\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert result.stderr == (
+        "yieldstar-sim: incomplete: step s of order-1 still ran 5s past the wall-clock limit "
+        "(--timeout), catching every interrupt; the command stops here, its files unwritten\n"
+    )
