@@ -6,15 +6,18 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
-    INTERRUPTED,
     MAX_FAULTS_UNBUDGETED,
     FlagError,
     UsageError,
+    not_written,
     output_folder,
+    unwritten,
 )
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.cli_pictures import PictureProcess
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.views.exploration import ExplorationPictures
 
 
 def explore_command(args: argparse.Namespace) -> int:
@@ -109,20 +113,76 @@ def _explore_and_draw(
         confirm=None if args.no_confirm else (args.confirm or BY_SCENARIO),
         check_adapter=args.check_adapter,
         jobs=args.jobs,
-        out=out,
         progress=args.progress,
         timeout=args.timeout,
         on_searched=lambda searched: drawer.start(searched, out, formats),
         **({} if args.kinds is None else {"kinds": args.kinds}),
         **_exhaustive_options(args),
     )
-    pictures = drawer.write(report, out, formats)
-    review = None
-    if "review" in args.format:
-        from yieldstar_sim.core.filenames import file_stem
+    # Saved here, not by explore: a file it cannot write (a full disk) loses nothing else, and
+    # a signal waits until each artifact is whole.
+    failed: list[str] = []
+    with cli_signals.deferred():
+        _save_artifacts(report, scenario, out, failed)
+    drawn = _Drawn()
+    try:
+        drawn.pictures = drawer.write(report, out, formats)
+        if "review" in args.format:
+            from yieldstar_sim.core.filenames import file_stem
 
-        review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
-    states = _state_graph_files(report, out, formats)
+            page = out / f"{file_stem(report.scenario)}-review.html"
+            drawn.review = report.export(page, scenario=scenario)
+        drawn.states = _state_graph_files(report, out, formats)
+    except KeyboardInterrupt:
+        drawn.interrupted = True  # what was found is saved: say so, with what was drawn
+    except OSError as error:
+        failed.append(unwritten(error))
+    with cli_signals.deferred():
+        _print_report(args, report, drawn)
+        if failed:
+            print(f"yieldstar-sim: error: {not_written(failed)}", file=sys.stderr)
+    if report.interrupted or drawn.interrupted:
+        words = "" if not drawn.interrupted else " (while drawing: not every picture was drawn)"
+        print(f"yieldstar-sim: interrupted{words}; what was found is above", file=sys.stderr)
+        return cli_signals.exit_code()
+    if failed:
+        return 2
+    return EXIT_CODES[report.verdict]
+
+
+def _pictures() -> ExplorationPictures:
+    from yieldstar_sim.views.exploration import ExplorationPictures
+
+    return ExplorationPictures()
+
+
+@dataclass
+class _Drawn:
+    """What the command drew after the search, so far: all of it, unless interrupted."""
+
+    pictures: ExplorationPictures = field(default_factory=_pictures)
+    review: Path | None = None
+    states: dict[str, Path] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def _save_artifacts(
+    report: ExplorationReport, scenario: Scenario, out: Path, failed: list[str]
+) -> None:
+    """Each violation's replay artifact, written whole into ``out``; a file that cannot be
+    written is one line in ``failed``, the others are written all the same."""
+    from yieldstar_sim.simulation.artifact import violation_file
+
+    for number, found in enumerate(report.violations, 1):
+        try:
+            found.artifact_path = found.artifact.save(violation_file(out, scenario.name, number))
+        except OSError as error:
+            failed.append(unwritten(error))
+
+
+def _print_report(args: argparse.Namespace, report: ExplorationReport, drawn: _Drawn) -> None:
+    """The report as ``--json``, ``--quiet`` or in full, with every file written."""
+    pictures, review, states = drawn.pictures, drawn.review, drawn.states
     if args.json:
         data = report.to_json()
         data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
@@ -130,9 +190,10 @@ def _explore_and_draw(
             data["state_graph"] = {format: str(path) for format, path in states.items()}
         if review is not None:
             data["review"] = str(review)
-        for found, divergence, graph in zip(
-            data["violations"], pictures.divergences, pictures.graphs, strict=True
-        ):
+        for number, found in enumerate(data["violations"]):
+            drawn_here = number < min(len(pictures.divergences), len(pictures.graphs))
+            divergence = pictures.divergences[number] if drawn_here else {}
+            graph = pictures.graphs[number] if drawn_here else {}
             found["divergence"] = {format: str(path) for format, path in divergence.items()}
             found["graph"] = {format: str(path) for format, path in graph.items()}
         print(json.dumps(data))
@@ -140,7 +201,8 @@ def _explore_and_draw(
         print(_explore_verdict(report))
     else:
         print(report.summary())
-        print("\n".join(pictures.lines()))
+        if lines := pictures.lines():
+            print("\n".join(lines))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
         elif (why := why_not_drawn(report.state_space, report.distinct_states)) is not None:
@@ -149,10 +211,6 @@ def _explore_and_draw(
             print(f"state graph: not drawn: {why} (report.state_graph() has {held})")
         if review is not None:
             print(f"review page: {review}")
-    if report.interrupted:
-        print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
-        return INTERRUPTED
-    return EXIT_CODES[report.verdict]
 
 
 def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 #: The exit code of each verdict.
 EXIT_CODES = {"ok": 0, "violated": 1, "incomplete": 3}
-INTERRUPTED = 130
 #: The most faults per schedule ``explore`` searches without a budget: each fault more
 #: multiplies the schedules by the choice points times the fault kinds.
 MAX_FAULTS_UNBUDGETED = 3
@@ -47,6 +46,20 @@ def output_folder(path: str) -> Path:
             f"cannot write in the output folder {path!r}: {error.strerror or error}"
         ) from error
     return folder
+
+
+def unwritten(error: OSError) -> str:
+    """A file the command could not write (a full disk), in words: ``cannot write 'x': ...``."""
+    where = f" {error.filename!r}" if error.filename else ""
+    return f"cannot write{where}: {error.strerror or error}"
+
+
+def not_written(failed: list[str]) -> str:
+    """The files a command could not write, in one line: the first, and how many more."""
+    more = len(failed) - 1
+    return failed[0] + (
+        f" (and {more} more file{'s' if more > 1 else ''} not written)" if more else ""
+    )
 
 
 def output_stem(name: str, seed: int, *, replayed: bool) -> str:

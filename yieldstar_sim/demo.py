@@ -10,6 +10,7 @@ already exists. One courier.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ from yieldstar_sim.cli_files import (
     database_path,
     output_folder,
 )
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
@@ -158,7 +160,9 @@ def demo_command(args: argparse.Namespace) -> int:
         graph, title=f"order-42 after a lost start response ({args.runtime})\n{verdict}"
     )
     image = out / "order-42-graph.png"
-    figure.savefig(image, dpi=120)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    write_whole(image, buffer.getvalue())
     if args.json:
         print(
             json.dumps(

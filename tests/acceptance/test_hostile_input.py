@@ -434,3 +434,48 @@ def test_code_that_outlives_its_limit_ends_the_command_in_one_line(tmp_path: Pat
         "yieldstar-sim: incomplete: step s of order-1 still ran 5s past the wall-clock limit "
         "(--timeout), catching every interrupt; the command stops here, its files unwritten\n"
     )
+
+
+# --------------------------------------------------------------------------- whole files
+
+
+def _filled(limit: int) -> None:
+    """In the child: a disk with ``limit`` bytes left per file (a write past it fails with
+    EFBIG, as a full disk's does with ENOSPC)."""
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        (["explore", "trigger-in-step", "--no-confirm"], 1000),  # not even an artifact fits
+        (["explore", "trigger-in-step", "--no-confirm"], 20_000),  # the artifacts fit
+        (["run", "trigger-in-step", "--format", "png,json"], 3000),
+    ],
+)
+def test_a_full_disk_leaves_no_empty_or_partial_file(
+    tmp_path: Path, command: list[str], limit: int
+) -> None:
+    """A disk that fills as an artifact is written left it empty on 4fcd271: every file is
+    now written whole or not at all, what was found is still printed, and the error is one
+    line."""
+    result = subprocess.run(
+        [*CLI, *command, "--out", "out"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, check=False, preexec_fn=lambda: _filled(limit),
+    )  # fmt: skip
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("yieldstar-sim: error: cannot write 'out/"), line
+    assert ": File too large" in line
+    assert "VIOLATED" in result.stdout or "violated" in result.stdout  # what was found
+    for path in (tmp_path / "out").iterdir():
+        assert not path.name.startswith("."), path  # no temporary file left behind
+        assert path.stat().st_size > 0, path
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+        if path.suffix == ".png":
+            assert path.read_bytes().endswith(b"IEND\xaeB`\x82")

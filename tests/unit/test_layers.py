@@ -19,7 +19,14 @@ PACKAGE = Path(__file__).resolve().parents[2] / "yieldstar_sim"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "codec",
-        ("core.codec", "core.codec_checks", "core.error_words", "core.filenames", "core.frozen"),
+        (
+            "core.codec",
+            "core.codec_checks",
+            "core.error_words",
+            "core.files",
+            "core.filenames",
+            "core.frozen",
+        ),
     ),
     ("model", ("core.model",)),
     ("core", ("core",)),

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.simulation.faults import Fault
 from yieldstar_sim.simulation.scenario import ScenarioError
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario, source_digest
@@ -161,7 +163,7 @@ class ReplayArtifact:
         """Write the artifact as JSON; returns the path."""
         target = Path(path)
         data = self.to_json(folder=target.parent)
-        target.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        write_whole(target, json.dumps(data, indent=2) + "\n")
         return target
 
     @classmethod
@@ -318,6 +320,12 @@ class ReplayArtifact:
                 f"({self.sha256} recorded, {found} now), so it is not run; "
                 f"{_HOW_TO_PROCEED}"
             )
+
+
+def violation_file(folder: str | Path, scenario: str, number: int) -> Path:
+    """Where an exploration saves the artifact of its ``number``-th violation of ``scenario``:
+    ``NAME-violation-N.replay.json`` in ``folder``, NAME a safe stem of the scenario's name."""
+    return Path(folder) / f"{file_stem(scenario)}-violation-{number}.replay.json"
 
 
 _HOW_TO_PROCEED = (

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
 from yieldstar_sim.views.figures import (
     draw_run,
@@ -286,7 +287,7 @@ def export(
     for format in chosen:
         path = out / f"{stem}{EXTENSIONS[format]}"
         if format in FIGURE_FORMATS:
-            path.write_bytes(picture(format))
+            write_whole(path, picture(format))
         elif format == "html":
             assert run is not None
             page = html_report(
@@ -294,12 +295,12 @@ def export(
                 graph_svg=figure_bytes(_draw(graph, title), "svg").decode("utf-8"),
                 timeline_svg=_timeline_svg(run),
             )
-            path.write_bytes(page.encode("utf-8"))
+            write_whole(path, page)
         elif format == "review":
             assert run is not None
-            path.write_bytes(review_page(run).encode("utf-8"))
+            write_whole(path, review_page(run))
         else:
-            path.write_bytes(texts[format]().encode("utf-8"))
+            write_whole(path, texts[format]())
         written[format] = path
     return written
 
@@ -367,7 +368,7 @@ def write_exploration_pictures(
         paths = {}
         for format in pictures:
             path = out / f"{name}{EXTENSIONS[format]}"
-            path.write_bytes(figure_bytes(figure, format))
+            write_whole(path, figure_bytes(figure, format))
             paths[format] = path
         return paths
 

@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.views.figures import figure_bytes, inline_svg
 from yieldstar_sim.views.graph_text import _writable
 
@@ -409,5 +410,5 @@ def write_review(
         page = review_page(subject)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(page.encode("utf-8"))
+    write_whole(target, page)
     return target
