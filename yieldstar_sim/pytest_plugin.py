@@ -23,7 +23,6 @@ Example, in a test module::
 from __future__ import annotations
 
 import fnmatch
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,15 +123,8 @@ def failure_message(report: ExplorationReport, scenario: Scenario) -> str:
         lines.append(f"  shrunk fault plan: {plan}")
         if found.artifact_path is not None:
             path = str(found.artifact_path)
-            if scenario.ref and scenario.source_sha256 is not None:
-                # A scenario file: an artifact runs it only when it is named (or in the
-                # artifact's own folder), and this one is the file the test collected.
-                file = shlex.quote(str(Path(scenario.ref).resolve()))
-                lines.append(
-                    f"  replay: yieldstar-sim replay {shlex.quote(path)} --scenario {file}"
-                )
-            elif scenario.ref:
-                lines.append(f"  replay: yieldstar-sim replay {shlex.quote(path)}")
+            if scenario.ref:
+                lines.append(f"  replay: {found.artifact.replay_command(path)}")
             else:
                 lines.append(f"  replay: ys.replay({path!r}, scenario=<this scenario>)")
     lines += [f"  runtime mismatch: {mismatch}" for mismatch in report.runtime_mismatches]

@@ -225,3 +225,19 @@ def test_a_deeply_nested_artifact_is_an_artifact_error(tmp_path: Path) -> None:
     path.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ArtifactError, match="nested too deeply"):
         ys.replay(path)
+
+
+def test_the_replay_command_names_a_scenario_file_outside_the_artifacts_folder(
+    tmp_path: Path,
+) -> None:
+    shutil.copy(bundled_scenarios()["trigger-in-step"], tmp_path / "shop.py")
+    run = ys.simulate(ys.load_scenario(tmp_path / "shop.py"), seed=1, runtime="memory")
+    artifact = run.artifact()
+    beside = tmp_path / "shop.replay.json"
+    assert artifact.replay_command(beside) == f"yieldstar-sim replay {beside}"
+    apart = tmp_path / "out" / "shop.replay.json"
+    assert artifact.replay_command(apart) == (
+        f"yieldstar-sim replay {apart} --scenario {(tmp_path / 'shop.py').resolve()}"
+    )
+    bundled = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory").artifact()
+    assert bundled.replay_command(apart) == f"yieldstar-sim replay {apart}"

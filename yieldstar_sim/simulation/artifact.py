@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -243,6 +244,17 @@ class ReplayArtifact:
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as error:
             detail = f"missing {error}" if isinstance(error, KeyError) else str(error)
             raise ArtifactError(f"{where!r} is a damaged replay artifact: {detail}") from None
+
+    def replay_command(self, path: str | Path) -> str:
+        """The command that replays this artifact saved at ``path``: with ``--scenario`` when
+        its scenario file is not in the artifact's folder (where replaying alone looks)."""
+        command = f"yieldstar-sim replay {shlex.quote(str(path))}"
+        if not self.ref or _bundled(self.ref):
+            return command
+        file = self._file().resolve()
+        if file.is_relative_to(Path(path).parent.resolve()):
+            return command
+        return f"{command} --scenario {shlex.quote(str(file))}"
 
     def scenario_object(self) -> Scenario:
         """Load the scenario the artifact names: a bundled one by name; a file only when it lies

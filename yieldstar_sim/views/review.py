@@ -330,7 +330,8 @@ def _violation(number: int, found: FoundViolation, scenario: Scenario | None) ->
     ]
     if found.artifact_path is not None:
         parts.append(
-            f"<p>Replay it: <code>yieldstar-sim replay {_text(found.artifact_path)}</code></p>"
+            f"<p>Replay it: <code>{_text(found.artifact.replay_command(found.artifact_path))}"
+            "</code></p>"
         )
     parts += [
         '<figure class="divergence">',
