@@ -1,7 +1,8 @@
 """The ``yieldstar-sim`` command line.
 
 Exit codes: 0 ok (every invariant held and the run, or the search, finished), 1 violated,
-2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C).
+2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C),
+143 stopped by SIGTERM (``cli_signals``: what was found is kept, every child process ended).
 Errors a user can cause print one line naming the problem (a traceback only with ``--debug``).
 """
 
@@ -162,7 +163,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Explore SCENARIO's faults (its own fault plan is left out) and "
         "interleavings; shrink each violation to a replay artifact saved in --out. Exit 0 when "
         "the search covered its bound and no invariant was violated, 1 when one was, 3 when a "
-        "budget or the wall-clock limit cut it, 130 on Ctrl-C (what was found is saved).",
+        "budget or the wall-clock limit cut it, 130 on Ctrl-C, 143 on SIGTERM (what was found is "
+        "saved).",
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
@@ -448,6 +450,10 @@ def _write_and_print(
         interrupted = True  # the trace and the artifact are written: say so
     except OSError as error:
         failed.append(unwritten(error))
+    except Exception:
+        if not cli_signals.stopped():
+            raise
+        interrupted = True  # on its way out of a signal
     with cli_signals.deferred():
         _print_run(args, run, elapsed=elapsed, drawn=drawn, files=(trace_file, artifact_file))
         if failed:
@@ -517,10 +523,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command:
         # Ctrl-C and SIGTERM stop the command keeping what it found, and end its children.
         cli_signals.watch()
-        if hasattr(signal, "SIGPIPE"):
-            # When the reader goes away (`| head`), end quietly as Unix tools do, killed by
-            # SIGPIPE. Every file the command writes is written before it prints.
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
         parser = _parser()
         _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
@@ -529,8 +531,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             code = _dispatch(parser, args)
             sys.stdout.flush()
         except BrokenPipeError:
-            # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
+            # The reader went away (`| head`); every file was written before the command
+            # printed. End quietly as Unix tools do: as a command, killed by SIGPIPE (only now:
+            # with SIGPIPE's default all along, a write to a worker process a signal had ended
+            # killed the command before it could keep what it found); in-process, with the
+            # status a shell shows for it.
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
+            if command and hasattr(signal, "SIGPIPE"):
+                cli_signals.done()
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGPIPE)
             return 128 + 13
     except KeyboardInterrupt:  # before or after the command's own work: nothing to keep
         print("yieldstar-sim: interrupted", file=sys.stderr)

@@ -137,6 +137,10 @@ def _explore_and_draw(
         drawn.interrupted = True  # what was found is saved: say so, with what was drawn
     except OSError as error:
         failed.append(unwritten(error))
+    except Exception:
+        if not cli_signals.stopped():
+            raise
+        drawn.interrupted = True  # a picture process a signal ended as it drew
     with cli_signals.deferred():
         _print_report(args, report, drawn)
         if failed:

@@ -43,6 +43,7 @@ def watch() -> None:
     wall-clock limit, catching every interrupt, ends the command (``give_up``)."""
     from yieldstar_sim.simulation import deadline
 
+    _command[:] = [os.getpid()]
     interrupts.stop_signals_watched()
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
@@ -57,8 +58,25 @@ AT_ONCE: dict[int, int] = {signal.SIGINT: 3, signal.SIGTERM: 2}
 _received: dict[int, int] = {}
 
 
+_command: list[int] = []
+"""The command's process (its children, forked, inherit the handler)."""
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     interrupts.note_stop_signal(signum)
+    if _command != [os.getpid()]:
+        # A child (a worker, the picture process). SIGTERM is the command ending it: at once,
+        # as by default. Ctrl-C (the terminal sends it to every process of the command) stops
+        # a worker's task, which hands the KeyboardInterrupt back to the command; a worker
+        # that waits for a task lets it pass (the command shuts it down), where a raise
+        # printed a traceback of multiprocessing's.
+        if signum == signal.SIGTERM:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if not _waiting_for_a_task(frame):
+            raise KeyboardInterrupt
+        return
     _received[signum] = _received.get(signum, 0) + 1
     if signum == signal.SIGTERM:
         end_children(wait=False)
@@ -68,6 +86,23 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
         _held.append(signum)
         return
     raise KeyboardInterrupt
+
+
+_POOL_WORKER = os.path.join("concurrent", "futures", "process.py")
+_MULTIPROCESSING = f"{os.sep}multiprocessing{os.sep}"
+
+
+def _waiting_for_a_task(frame: FrameType | None) -> bool:
+    """Whether ``frame`` is a process pool's worker waiting for its next task: nothing but
+    multiprocessing's own code between it and the worker's loop."""
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_process_worker" and code.co_filename.endswith(_POOL_WORKER):
+            return True
+        if _MULTIPROCESSING not in code.co_filename:
+            return False
+        frame = frame.f_back
+    return False
 
 
 def give_up(where: str) -> None:
@@ -141,8 +176,22 @@ def done() -> None:
     running, and let a signal that arrives while Python shuts down end it at once, quietly,
     with that signal's code (a traceback of the interpreter's exit handlers otherwise)."""
     end_children()
+    _stop_resource_tracker()
     signal.signal(signal.SIGINT, _exit_now)
     signal.signal(signal.SIGTERM, _exit_now)
+
+
+def _stop_resource_tracker() -> None:
+    """Stop and reap multiprocessing's resource tracker, if the command started one (the
+    shared memory of ``--jobs N``): left to end with the command, it lingered as a process
+    nobody waited for."""
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    stop = getattr(tracker, "_stop", None)
+    if callable(stop):
+        with contextlib.suppress(Exception):
+            stop()
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> NoReturn:
