@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "cli",
             "cli_files",
             "cli_pictures",
+            "cli_run",
             "cli_signals",
             "cli_faults",
             "cli_explore",

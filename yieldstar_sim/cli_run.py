@@ -1,0 +1,166 @@
+"""``yieldstar-sim run`` and ``replay``: one run, its files and its verdict (``cli.py`` parses the
+command line and dispatches here)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from functools import partial
+from typing import TYPE_CHECKING
+
+from yieldstar_sim import cli_signals
+from yieldstar_sim.cli_files import (
+    EXIT_CODES,
+    FlagError,
+    UsageError,
+    check_database,
+    database_path,
+    not_written,
+    output_folder,
+    output_stem,
+    unwritten,
+)
+from yieldstar_sim.core.files import write_whole
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from yieldstar_sim.simulation.result import SimulationRun
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """``run`` and ``replay``: the run, its files (the data whole, then the pictures) and its
+    words; the exit code of its verdict."""
+    import time
+
+    out = output_folder(args.out)
+    db = database_path(args.db) if args.db else None
+    if db is not None and args.runtime not in ("duckdb", None):
+        raise FlagError("--db needs --runtime duckdb")
+    if db is not None:
+        check_database(db, continuing=args.continue_db)
+    started = time.perf_counter()
+    run = _simulated(args, db)
+    elapsed = time.perf_counter() - started
+    try:
+        return _write_and_print(args, run, out, elapsed)
+    finally:
+        run.runtime.close()
+
+
+def _simulated(args: argparse.Namespace, db: str | None) -> SimulationRun:
+    """The run ``run`` or ``replay`` asks for."""
+    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
+    from yieldstar_sim.simulation.run import replay, simulate
+    from yieldstar_sim.simulation.scenario import ScenarioError
+    from yieldstar_sim.simulation.scenario_files import load_scenario
+
+    try:
+        if args.command == "run":
+            scenario = load_scenario(args.scenario, timeout=args.timeout)
+            return simulate(
+                scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout,
+                faults=args.fault,
+            )  # fmt: skip
+        artifact = ReplayArtifact.load(args.artifact)
+        chosen = load_scenario(args.scenario, timeout=args.timeout) if args.scenario else None
+        return replay(artifact, runtime=args.runtime, scenario=chosen, db=db, timeout=args.timeout)
+    except (ScenarioError, ArtifactError) as error:
+        raise UsageError(str(error)) from error
+
+
+def _write_and_print(
+    args: argparse.Namespace, run: SimulationRun, out: Path, elapsed: float
+) -> int:
+    """Write the run's trace and artifact (whole: a signal waits), then its pictures (a signal
+    stops them), then print it; a file that cannot be written is one line more, exit 2."""
+    from yieldstar_sim.views.export import export
+
+    stem = out / output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
+    trace_file = stem.with_name(stem.name + "-trace.jsonl")
+    artifact_file = stem.with_name(stem.name + ".replay.json")
+    failed: list[str] = []
+    with cli_signals.deferred():  # the run's data first: the pictures are drawn from it
+        for write in (
+            partial(write_whole, trace_file, run.trace.to_jsonl()),
+            partial(run.artifact().save, artifact_file),
+        ):
+            try:
+                write()
+            except OSError as error:
+                failed.append(unwritten(error))
+    drawn: dict[str, Path] = {}
+    interrupted = False
+    try:
+        drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
+    except KeyboardInterrupt:
+        interrupted = True  # the trace and the artifact are written: say so
+    except OSError as error:
+        failed.append(unwritten(error))
+    except Exception:
+        if not cli_signals.stopped():
+            raise
+        interrupted = True  # on its way out of a signal
+    with cli_signals.deferred():
+        _print_run(args, run, elapsed=elapsed, drawn=drawn, files=(trace_file, artifact_file))
+        if failed:
+            print(f"yieldstar-sim: error: {not_written(failed)}", file=sys.stderr)
+    if interrupted:
+        print("yieldstar-sim: interrupted while drawing; what was found is above", file=sys.stderr)
+        return cli_signals.exit_code()
+    return 2 if failed else EXIT_CODES[run.verdict]
+
+
+def _print_run(
+    args: argparse.Namespace,
+    run: SimulationRun,
+    *,
+    elapsed: float,
+    drawn: Mapping[str, Path],
+    files: tuple[Path, Path],
+) -> None:
+    """A run as ``--json`` or for people: its verdict and trace, and every file written
+    (``files``: the trace and the artifact)."""
+    name = run.scenario.name
+    trace_file, artifact_file = files
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "scenario": name,
+                    "seed": run.seed,
+                    "runtime": run.runtime_kind,
+                    "ok": run.ok,
+                    "verdict": run.verdict,
+                    "incomplete": run.incomplete,
+                    "warnings": run.warnings,
+                    "violations": [
+                        {
+                            "invariant": v.invariant,
+                            "message": v.message,
+                            "artifact": str(artifact_file),
+                        }
+                        for v in run.violations
+                    ],
+                    "choice_points": run.points,
+                    "faults": [f.describe() for f in run.faults],
+                    "graph": next((str(path) for path in drawn.values()), None),
+                    "exports": {format: str(path) for format, path in drawn.items()},
+                    "trace": str(trace_file),
+                    "artifact": str(artifact_file),
+                    "elapsed_seconds": round(elapsed, 3),
+                }
+            )
+        )
+        return
+    if not args.quiet:
+        story = run.scenario.story
+        print(f"{name}: {story}" if story else name)  # a scenario with no description
+        print("\n".join(run.trace.lines()))
+        print()
+    print(run.explain())
+    for format, path in drawn.items():
+        print(f"{format}: {path}")
+    print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
