@@ -25,6 +25,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.trace_payloads import BodyData, FaultData, StartData, TraceKind
+from yieldstar_sim.views.drawn_text import shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -134,17 +135,19 @@ def evidence_text(data: Mapping[str, Any]) -> str:
 
 def node_label(node: object, data: Mapping[str, Any]) -> str:
     """The text a node shows in every format: its ID (a family: its count and shape), its
-    workflow and status, then its evidence; lines separated by ``\\n``."""
+    workflow and status, then its evidence; lines separated by ``\\n``. A long name is cut
+    (``drawn_text.shown``): the data formats keep it whole beside the label."""
     members = data.get("members")
     if members:
         # A shape on several lines, one workflow a line, to stay about as wide as a box.
         chain, _, status = str(data.get("shape", node)).rpartition(", ")
         first, *rest = chain.split(f" {ARROW} ")
-        lines = [f"{data.get('group', len(members))} {TIMES} {first}"]
-        lines += [f"{ARROW} {part}" for part in rest]
-        lines += [status, f"{members[0]} \u2026 {members[-1]}"]
+        lines = [f"{data.get('group', len(members))} {TIMES} {shown(first)}"]
+        lines += [f"{ARROW} {shown(part)}" for part in rest]
+        lines += [status, f"{shown(str(members[0]))} \u2026 {shown(str(members[-1]))}"]
     else:
-        lines = [str(node), f"{data.get('workflow_id', '?')} · {data.get('status', '?')}"]
+        workflow = shown(str(data.get("workflow_id", "?")))
+        lines = [shown(str(node)), f"{workflow} · {data.get('status', '?')}"]
     # One line per kind of evidence: a box stays about as wide as its ID.
     said = evidence_text(data)
     return "\n".join([*lines, *said.split(" · ")] if said else lines)
@@ -153,7 +156,7 @@ def node_label(node: object, data: Mapping[str, Any]) -> str:
 def edge_label(key: object, data: Mapping[str, Any]) -> str:
     """The text an edge shows in every format: its step key, then how many start calls its
     request took and whether its step admitted several executions."""
-    lines = [str(data.get("step_key", key))]
+    lines = [shown(str(data.get("step_key", key)))]
     calls = int(data.get("calls", 1) or 1)
     if data.get("duplicate"):
         lines.append("duplicate admission")

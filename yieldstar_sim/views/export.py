@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.core.files import write_whole
+from yieldstar_sim.views.drawn_text import MAX_CELL, shown, xml_legal
 from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
 from yieldstar_sim.views.figures import (
     draw_run,
@@ -130,7 +131,9 @@ th { background: #f3f3f3; }
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else html.escape(_writable(str(value)))
+    # A page for people: a cell of 100 KB (a long label in every event of the trace) is cut,
+    # the trace in the data formats keeps it whole.
+    return "" if value is None else html.escape(xml_legal(_writable(shown(str(value), MAX_CELL))))
 
 
 def html_report(
@@ -256,7 +259,7 @@ def export(
     else:
         run = run_or_graph
         graph = run_graph(run)
-        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
+        title = title or f"{shown(run.scenario.name)}, seed {run.seed}: {run.verdict_text}"
     needs_run = [format for format in chosen if format in RUN_FORMATS]
     if needs_run and run is None:
         raise ValueError(f"the {needs_run[0]} export needs a SimulationRun, not a graph")

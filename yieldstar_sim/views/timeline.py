@@ -35,6 +35,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
+from yieldstar_sim.views.drawn_text import MAX_TICK, drawable, shown
 from yieldstar_sim.views.timeline_labels import Mark, Span, label_marks, label_spans, tick_labels
 
 if TYPE_CHECKING:
@@ -464,7 +465,8 @@ def draw_timeline(
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
-    ax.set_yticks(list(lane_y.values()), list(lane_y))
+    # Tick labels take their text as the figure is drawn, after drawn_text's pass: here.
+    ax.set_yticks(list(lane_y.values()), [drawable(shown(lane, MAX_TICK)) for lane in lane_y])
     ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
     # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.
     pad = max(1.0, timeline.width / 250)
