@@ -107,14 +107,14 @@ def _waiting_for_a_task(frame: FrameType | None) -> bool:
 
 def give_up(where: str) -> None:
     """The deadline's last resort (from its watchdog thread): ``where`` still runs well past the
-    wall-clock limit, catching every interrupt. The command ends, incomplete, as a run the
-    limit cuts is; what it had not written yet is lost, said so."""
+    wall-clock limit, catching every interrupt or waiting where none reaches. The command ends,
+    incomplete, as a run the limit cuts is; what it had not written yet is lost, said so."""
     from yieldstar_sim.simulation.deadline import GIVE_UP_SECONDS
 
     _end_now(
         signal.SIGTERM,
         f"incomplete: {where} still ran {GIVE_UP_SECONDS:g}s past the wall-clock limit "
-        "(--timeout), catching every interrupt; the command stops here, its files unwritten",
+        "(--timeout), no interrupt stopped it; the command stops here, its files unwritten",
         code=3,
     )
 

@@ -142,3 +142,27 @@ def test_code_that_catches_every_interrupt_is_handed_to_the_last_resort(
     run = ys.simulate(_scenario(body=stubborn), runtime="memory", timeout=0.1)
     assert run.verdict == "incomplete"
     assert given_up == ["step s of order-1 (attempt 1, w1)"]
+
+
+def test_a_run_that_hangs_outside_user_code_is_handed_to_the_last_resort(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An error whose message waits forever: the trace's narration asks for it after the body,
+    where no interrupt is raised. The limit still holds, through the last resort."""
+    from yieldstar_sim.simulation import deadline as deadline_module
+
+    monkeypatch.setattr(deadline_module, "GIVE_UP_SECONDS", 0.2)
+    given_up: list[str] = []
+    monkeypatch.setattr(deadline_module, "last_resort", [given_up.append])
+
+    class Slow(Exception):
+        def __str__(self) -> str:
+            while not given_up:
+                time.sleep(0.01)
+            return "slow"
+
+    def body() -> None:
+        raise Slow
+
+    ys.simulate(_scenario(body=body), runtime="memory", timeout=0.1)
+    assert given_up == ["the run (outside the code its limit interrupts)"]

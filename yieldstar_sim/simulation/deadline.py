@@ -16,9 +16,9 @@ default action is to ignore it and nothing else in a Python process uses it, so 
 installed changes nothing, and ``SIGALRM`` (``pytest-timeout``'s, your own alarm) stays yours.
 Off the main thread, the watchdog raises ``RunTimedOut`` asynchronously
 (``PyThreadState_SetAsyncExc``), which cuts code that spins but not a call that blocks in C.
-Code that still runs ``GIVE_UP_SECONDS`` past its limit (it catches every interrupt, or blocks
-where no signal reaches) is handed to ``last_resort``, if the process set one (the command line
-ends itself, incomplete).
+A run still going ``GIVE_UP_SECONDS`` past its limit (its code catches every interrupt, or
+blocks where no signal reaches, in user code or in what runs between) is handed to
+``last_resort``, if the process set one (the command line ends itself, incomplete).
 
 >>> deadline = Deadline(None)
 >>> with deadline.user_code("a body"):
@@ -143,36 +143,38 @@ class Deadline:
         return time.monotonic() - self._started
 
     def _fire(self) -> None:
-        stuck = None
+        stuck: str | None = None
         with self._lock:
             if self._armed is None:  # let go of (or paused) as it came due: not for this run
                 return
             self.expired = True
+            now = time.monotonic()
+            self._fired = self._fired or now
+            if self._fired > 0 and now - self._fired >= GIVE_UP_SECONDS:
+                # Still armed long past its limit: code that catches every interrupt, or a
+                # wait no interrupt reaches (in user code, or in what runs between: a user
+                # __str__ the trace's narration calls). Handed over once.
+                stuck = self._inside or "the run (outside the code its limit interrupts)"
+                self._fired = -1.0
             raised = self._inside is not None
             if raised:
                 self.where = self._inside
                 self._pending = True
-                now = time.monotonic()
-                self._fired = self._fired or now
-                if now - self._fired >= GIVE_UP_SECONDS and self._fired > 0:
-                    stuck = self._inside
-                    self._fired = -1.0  # handed over once
                 if not (self._signalled and _interrupt(self._thread_id)):
                     _raise_in(self._thread_id, RunTimedOut)  # else the handler raises
-        if stuck is not None and last_resort:
+        if stuck is not None:
             for resort in last_resort:
                 resort(stuck)
-        if raised:
-            # An interrupt can be lost on its way (user code that catches it and goes on, C
-            # code that clears the error it finds): while the code still runs, raise it again.
-            # Once the code has left (``_inside`` None), this does nothing.
-            again = _WATCHDOG.arm(self, AGAIN_SECONDS)
-            with self._lock:
-                armed = self._armed is not None
-                if armed:  # still armed: __exit__ cancels this one
-                    self._armed = again
-            if not armed:
-                _WATCHDOG.cancel(again)
+        # While the code runs, an interrupt can be lost on its way (user code that catches it
+        # and goes on, C code that clears the error it finds): raise it again soon. Outside it,
+        # the run stops at its next choice point: look again only when it would be given up.
+        again = _WATCHDOG.arm(self, AGAIN_SECONDS if raised else GIVE_UP_SECONDS)
+        with self._lock:
+            armed = self._armed is not None
+            if armed:  # still armed: __exit__ cancels this one
+                self._armed = again
+        if not armed:
+            _WATCHDOG.cancel(again)
 
     def _clear_pending(self) -> None:
         if self._pending:
