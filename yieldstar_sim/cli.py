@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from yieldstar_sim import cli_signals
@@ -444,6 +445,20 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.debug:
             raise
         print("yieldstar-sim: incomplete: cut by the wall-clock limit (--timeout)", file=sys.stderr)
+        return EXIT_CODES["incomplete"]
+    except BrokenProcessPool:
+        # A worker process ended under the search: killed by the system, or ended by its own
+        # last resort (a schedule that outlived its limit; it said so above). Not a verdict.
+        if args.debug:
+            raise
+        if cli_signals.stopped():  # the command's own ending of its children, on a signal
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        print(
+            "yieldstar-sim: incomplete: a worker process ended in the middle of the search "
+            "(killed, or stopped past its time limit); nothing it ran is reported",
+            file=sys.stderr,
+        )
         return EXIT_CODES["incomplete"]
     except Exception as error:
         if args.debug:
