@@ -162,3 +162,39 @@ def test_sigterm_stops_a_run_blocked_in_user_code(
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert stderr.splitlines() == ["yieldstar-sim: interrupted"]
     assert session_processes(process.pid) == []
+
+
+KILLED = """
+import os
+import signal
+
+import yieldstar_sim as ys
+
+COMMAND = os.getpid()
+
+
+def body():
+    if os.getpid() != COMMAND:  # in a worker of --jobs: the system kills it (out of memory)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return 1
+
+
+@ys.workflow("w")
+def w(step, params):
+    yield from step.run("s", body)
+    yield from step.run("t", body)
+
+
+scenario = ys.Scenario(name="killed", workflows=[w], triggers=[ys.Trigger("w")], workers=2)
+"""
+
+
+def test_a_worker_killed_under_the_search_makes_it_incomplete_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "killed.py").write_text(KILLED)
+    result, left = command(tmp_path, "explore", "killed.py", "--jobs", "2", "--no-confirm")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stderr.splitlines() == [
+        "yieldstar-sim: incomplete: a worker process ended in the middle of the search (killed, "
+        "or stopped past its time limit); nothing it ran is reported"
+    ]
+    assert left == []
