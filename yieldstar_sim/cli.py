@@ -405,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if command:
             cli_signals.done()
+    if command:
+        cli_signals.leave(code)
     return code
 
 

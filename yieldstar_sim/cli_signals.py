@@ -181,6 +181,20 @@ def done() -> None:
     signal.signal(signal.SIGTERM, _exit_now)
 
 
+def leave(code: int) -> None:
+    """End the command with ``code`` now if a thread user code started is still running (its
+    files written, its words printed): Python waits for such a thread at exit, and a body that
+    started one that sleeps kept the command from ever ending. Returns when none is left."""
+    import threading
+
+    main = threading.main_thread()
+    if any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
 def _stop_resource_tracker() -> None:
     """Stop and reap multiprocessing's resource tracker, if the command started one (the
     shared memory of ``--jobs N``): left to end with the command, it lingered as a process

@@ -479,3 +479,15 @@ def test_a_full_disk_leaves_no_empty_or_partial_file(
             json.loads(path.read_text())
         if path.suffix == ".png":
             assert path.read_bytes().endswith(b"IEND\xaeB`\x82")
+
+
+def test_a_thread_user_code_leaves_running_does_not_keep_the_command_alive(
+    tmp_path: Path,
+) -> None:
+    """Python waits for every non-daemon thread at exit: one a body started, sleeping, kept the
+    command from ever ending after it had printed its verdict."""
+    body = "__import__('threading').Thread(target=__import__('time').sleep, args=(3600,)).start()"
+    file = user_code(tmp_path, body=body)
+    result = cli("run", file, "--runtime", "memory", "--quiet", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok: every invariant held" in result.stdout
