@@ -44,8 +44,9 @@ def write_whole(path: str | Path, data: bytes | str) -> Path:
     except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
-        if isinstance(error, OSError) and error.filename is None:
-            # A full disk says which file it could not finish: the target, not the temporary.
+        if isinstance(error, OSError):
+            # Named by the file it could not finish (a full disk, a folder in its place): the
+            # target, not the temporary file nobody sees.
             raise OSError(error.errno, error.strerror, str(target)) from None
         raise
     return target
