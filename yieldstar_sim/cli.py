@@ -24,6 +24,7 @@ from yieldstar_sim.cli_files import (
     EXIT_CODES,
     FlagError,
     UsageError,
+    for_terminal,
 )
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.suggest import did_you_mean
@@ -435,7 +436,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.debug:
             raise
         _json_error(args, str(error))
-        print(f"yieldstar-sim: error: {error}", file=sys.stderr)
+        print(f"yieldstar-sim: error: {for_terminal(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("yieldstar-sim: interrupted", file=sys.stderr)
@@ -469,14 +470,14 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             print("yieldstar-sim: interrupted", file=sys.stderr)
             return cli_signals.exit_code()
         _json_error(args, error_words(error))
-        print(f"yieldstar-sim: error: {error_words(error)}", file=sys.stderr)
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
         return 2
     except SystemExit:
         raise  # argparse's exit after its usage line
     except BaseException as error:  # a class of user code's own, out of a path none caught
         if args.debug:
             raise
-        print(f"yieldstar-sim: error: {error_words(error)}", file=sys.stderr)
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
         return 2
     return 2
 

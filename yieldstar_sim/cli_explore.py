@@ -15,6 +15,7 @@ from yieldstar_sim.cli_files import (
     MAX_FAULTS_UNBUDGETED,
     FlagError,
     UsageError,
+    for_terminal,
     not_written,
     output_folder,
     unwritten,
@@ -144,7 +145,7 @@ def _explore_and_draw(
     with cli_signals.deferred():
         _print_report(args, report, drawn)
         if failed:
-            print(f"yieldstar-sim: error: {not_written(failed)}", file=sys.stderr)
+            print(f"yieldstar-sim: error: {for_terminal(not_written(failed))}", file=sys.stderr)
     if report.interrupted or drawn.interrupted:
         words = "" if not drawn.interrupted else " (while drawing: not every picture was drawn)"
         print(f"yieldstar-sim: interrupted{words}; what was found is above", file=sys.stderr)
@@ -202,9 +203,9 @@ def _print_report(args: argparse.Namespace, report: ExplorationReport, drawn: _D
             found["graph"] = {format: str(path) for format, path in graph.items()}
         print(json.dumps(data))
     elif args.quiet:
-        print(_explore_verdict(report))
+        print(for_terminal(_explore_verdict(report)))
     else:
-        print(report.summary())
+        print(for_terminal(report.summary()))
         if lines := pictures.lines():
             print("\n".join(lines))
         if states:

@@ -5,6 +5,7 @@ commands (``cli``, ``cli_explore``) share: the exit codes and the fault budget."
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,22 @@ def output_folder(path: str) -> Path:
             f"cannot write in the output folder {path!r}: {error.strerror or error}"
         ) from error
     return folder
+
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional formatting
+# characters: what a terminal would act on (an escape sequence sets its title, moves its cursor,
+# writes its clipboard) or reorder, instead of showing.
+_UNPRINTABLE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def for_terminal(text: str) -> str:
+    """``text`` as the command prints it for people: every character a terminal would act on
+    instead of showing (``\\x1b`` of an escape sequence, a NUL, a bidirectional override)
+    written as its escape, as ``repr`` writes it. A name, a key or a parameter is the user's
+    to choose, and the trace and the verdict print them."""
+    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode(), text)
 
 
 def unwritten(error: OSError) -> str:

@@ -15,6 +15,7 @@ from yieldstar_sim.cli_files import (
     UsageError,
     check_database,
     database_path,
+    for_terminal,
     not_written,
     output_folder,
     output_stem,
@@ -106,7 +107,7 @@ def _write_and_print(
     with cli_signals.deferred():
         _print_run(args, run, elapsed=elapsed, drawn=drawn, files=(trace_file, artifact_file))
         if failed:
-            print(f"yieldstar-sim: error: {not_written(failed)}", file=sys.stderr)
+            print(f"yieldstar-sim: error: {for_terminal(not_written(failed))}", file=sys.stderr)
     if interrupted:
         print("yieldstar-sim: interrupted while drawing; what was found is above", file=sys.stderr)
         return cli_signals.exit_code()
@@ -157,10 +158,10 @@ def _print_run(
         return
     if not args.quiet:
         story = run.scenario.story
-        print(f"{name}: {story}" if story else name)  # a scenario with no description
-        print("\n".join(run.trace.lines()))
+        print(for_terminal(f"{name}: {story}" if story else name))  # no description: its name
+        print(for_terminal("\n".join(run.trace.lines())))
         print()
-    print(run.explain())
+    print(for_terminal(run.explain()))
     for format, path in drawn.items():
         print(f"{format}: {path}")
     print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")

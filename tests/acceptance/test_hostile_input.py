@@ -491,3 +491,19 @@ def test_a_thread_user_code_leaves_running_does_not_keep_the_command_alive(
     result = cli("run", file, "--runtime", "memory", "--quiet", "--format", "json", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok: every invariant held" in result.stdout
+
+
+def test_what_the_command_prints_never_drives_the_terminal(tmp_path: Path) -> None:
+    """A parameter, an effect or an error message is the user's to choose, and the trace and
+    the verdict print them: an escape sequence in one set the terminal's title (or wrote its
+    clipboard), a bidirectional override reordered the line."""
+    hostile = "\x1b]0;pwned\x07\x1b[2J\x00\u202e"
+    body = f"raise ValueError({hostile!r})"
+    file = user_code(tmp_path, body=body)
+    result = cli("run", file, "--runtime", "memory", "--format", "json", cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    printed = result.stdout + result.stderr
+    assert not {"\x1b", "\x07", "\x00", "\u202e"} & set(printed)
+    assert "ValueError: \\x1b]0;pwned\\x07" in result.stdout  # shown, escaped
+    scenario_error = user_code(tmp_path, top=f"raise ValueError({hostile!r})\n")
+    refused(cli("run", scenario_error, cwd=tmp_path), "raised ValueError on import")
