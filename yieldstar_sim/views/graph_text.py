@@ -57,6 +57,9 @@ def _writable(text: str) -> str:
     """``text`` with the characters no XML or UTF-8 file can hold, and the bidirectional
     formatting characters that would reorder it on screen, made visible instead."""
 
+    if text.isascii() and text.isprintable():  # the commonest case: nothing to replace
+        return text
+
     def picture(match: re.Match[str]) -> str:
         code = ord(match.group())
         return chr(0x2400 + code) if code < 0x20 else "\ufffd"
