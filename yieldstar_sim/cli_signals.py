@@ -31,6 +31,15 @@ if TYPE_CHECKING:
 #: Seconds a child process has to go after SIGTERM before it is killed.
 CHILD_GRACE = 2.0
 
+#: How many of each signal it takes to end the command at once, keeping nothing more: user code
+#: may catch the ``KeyboardInterrupt`` the first ones raise (a second Ctrl-C already stops the
+#: explorer's shrinking, so it is the third).
+AT_ONCE: dict[int, int] = {signal.SIGINT: 3, signal.SIGTERM: 2}
+
+_command: list[int] = []
+"""The command's process (its children, forked, inherit the handler)."""
+_received: dict[int, int] = {}
+"""How many of each signal the command received."""
 _deferring = [0]
 """How many ``deferred`` blocks the main thread is in."""
 _held: list[int] = []
@@ -48,18 +57,6 @@ def watch() -> None:
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
     deadline.last_resort.append(give_up)
-
-
-#: How many of each signal it takes to end the command at once, keeping nothing more: user code
-#: may catch the ``KeyboardInterrupt`` the first ones raise (a second Ctrl-C already stops the
-#: explorer's shrinking, so it is the third).
-AT_ONCE: dict[int, int] = {signal.SIGINT: 3, signal.SIGTERM: 2}
-
-_received: dict[int, int] = {}
-
-
-_command: list[int] = []
-"""The command's process (its children, forked, inherit the handler)."""
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -81,7 +78,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if signum == signal.SIGTERM:
         end_children(wait=False)
     if _received[signum] >= AT_ONCE.get(signum, 1):
-        _end_now(signum, "interrupted")
+        _end_now("interrupted", 128 + signum)
     if _deferring[0]:
         _held.append(signum)
         return
@@ -112,20 +109,19 @@ def give_up(where: str) -> None:
     from yieldstar_sim.simulation.deadline import GIVE_UP_SECONDS
 
     _end_now(
-        signal.SIGTERM,
         f"incomplete: {where} still ran {GIVE_UP_SECONDS:g}s past the wall-clock limit "
         "(--timeout), no interrupt stopped it; the command stops here, its files unwritten",
-        code=3,
+        3,
     )
 
 
-def _end_now(signum: int, words: str, code: int | None = None) -> NoReturn:
-    """End the command at once: its children, one line, the exit code (128 + ``signum``)."""
+def _end_now(words: str, code: int) -> NoReturn:
+    """End the command at once: its children, one line, ``code``."""
     end_children(wait=False)
     with contextlib.suppress(OSError, ValueError):
         sys.stdout.flush()
         print(f"yieldstar-sim: {words}", file=sys.stderr, flush=True)
-    os._exit(128 + signum if code is None else code)
+    os._exit(code)
 
 
 def exit_code() -> int:
