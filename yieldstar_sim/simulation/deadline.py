@@ -54,7 +54,8 @@ AGAIN_SECONDS = 0.05
 still be running (the first exception lost on its way)."""
 
 GIVE_UP_SECONDS = 5.0
-"""Seconds past its limit after which user code that still runs is handed to ``last_resort``."""
+"""Seconds past its limit after which a run still armed (its code not stopped by any interrupt)
+is handed to ``last_resort``."""
 
 #: The signal that interrupts the main thread (None where there is none: Windows).
 _SIGNAL: int | None = (
@@ -62,10 +63,10 @@ _SIGNAL: int | None = (
 )
 
 last_resort: list[Callable[[str], object]] = []
-"""What to do with user code that runs on ``GIVE_UP_SECONDS`` past its limit: called, from the
-watchdog thread, with what is running (``Deadline.where``). Empty: it is interrupted again,
-for ever (a library cannot end its caller's process); the command line appends one that ends
-the command, incomplete."""
+"""What to do with a run still going ``GIVE_UP_SECONDS`` past its limit: called, from the
+watchdog thread, with what runs (the user code, or the run itself when it is outside it).
+Empty: its code is interrupted again, for ever (a library cannot end its caller's process);
+the command line appends one that ends the command, incomplete."""
 
 
 class RunTimedOut(BaseException):
@@ -106,8 +107,8 @@ class Deadline:
         """Whether the deadline interrupts by ``SIGURG`` (armed on the main thread)."""
         self._armed: _Armed | None = None
         self._fired = 0.0
-        """When the limit passed in user code (``time.monotonic``; 0: it has not; -1: the code
-        was handed to ``last_resort``)."""
+        """When the limit passed (``time.monotonic``; 0: it has not; -1: the run was handed to
+        ``last_resort``)."""
         self._started = 0.0
 
     def __enter__(self) -> Deadline:
@@ -221,7 +222,7 @@ _MAIN: list[Deadline] = []
 """The deadlines armed on the main thread, innermost last: the ones ``SIGURG`` is for."""
 
 _listening_since: list[int] = []
-"""The process that installed the ``SIGURG`` handler (a forked child inherits it)."""
+"""The process that installed the ``SIGURG`` handler, once (a forked child inherits it)."""
 
 
 def _on_main_thread() -> bool:
