@@ -87,3 +87,11 @@ def test_a_cut_label_says_how_long_it_was_and_is_not_cut_again() -> None:
     assert shown(cut) == cut
     assert shown("short") == "short"
     assert drawable("\n".join(["y" * 1000] * 100)).count("\n") == 23  # 24 lines, the last says
+
+
+def test_a_name_the_font_cannot_draw_is_drawn_without_a_warning(tmp_path: Path) -> None:
+    """Each glyph DejaVu lacks was a warning, two lines on the command's standard error (and a
+    failure under this suite's warnings-as-errors)."""
+    run = _run("発送-😀", "注文")
+    written = export(run, tmp_path, ["png", "svg"], stem="x")
+    assert written["png"].read_bytes()[:4] == b"\x89PNG"

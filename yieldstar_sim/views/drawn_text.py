@@ -18,12 +18,14 @@ lines, each cut said with how much there was.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from matplotlib.figure import Figure
 
@@ -121,6 +123,16 @@ def json_escaped(text: str) -> str:
     """JSON text with every character ``xml_legal`` would replace written as its escape
     instead (``\\u0085``): the same data, and no control character in the page around it."""
     return _replaced(text, lambda found: json.dumps(found.group())[1:-1])
+
+
+@contextlib.contextmanager
+def glyphs_missing_quietly() -> Iterator[None]:
+    """Save a figure without a warning per character its font lacks: a workflow named in
+    Japanese, or an emoji in a step key, is drawn as boxes (the data formats keep the text), and
+    each glyph's warning was two lines on the command's standard error."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"Glyph \d+ .* missing from", UserWarning)
+        yield
 
 
 def drawable_figure(figure: Figure) -> None:

@@ -7,7 +7,14 @@ import io
 import re
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.views.drawn_text import MAX_SENTENCE, drawable, drawable_figure, shown, xml_legal
+from yieldstar_sim.views.drawn_text import (
+    MAX_SENTENCE,
+    drawable,
+    drawable_figure,
+    glyphs_missing_quietly,
+    shown,
+    xml_legal,
+)
 from yieldstar_sim.views.evidence import mark_violations
 from yieldstar_sim.views.families import collapse_families
 from yieldstar_sim.views.formats import FIGURE_FORMATS
@@ -52,7 +59,7 @@ def figure_bytes(figure: Figure, format: str) -> bytes:
 
     drawable_figure(figure)  # whatever view put the text there
     buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}):
+    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}), glyphs_missing_quietly():
         figure.savefig(buffer, format=format, metadata=_FIGURE_METADATA[format])
     if format == "svg":  # well-formed XML, whatever else put a character there
         return xml_legal(buffer.getvalue().decode("utf-8")).encode("utf-8")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.drawn_text import drawable_figure
+from yieldstar_sim.views.drawn_text import drawable_figure, glyphs_missing_quietly
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -46,7 +46,8 @@ def figure_png(figure: Figure, *, dpi: float = DPI) -> bytes:
     """A matplotlib figure as PNG bytes, drawn on the Agg canvas (no pyplot, no display)."""
     drawable_figure(figure)  # characters a font draws, lengths bounded (``drawn_text``)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    with glyphs_missing_quietly():
+        figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
 
 
