@@ -30,14 +30,15 @@ from _harness import median, ms, progress, show, target
 # The key read whole is the tests' reference; nothing in the package calls it.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "simulation"))
 from _keys import state_key
+from yieldstar_sim.simulation.explorer.statekeys import StateKeys
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.explorer import plans
-from yieldstar_sim.simulation.explorer.statekeys import StateKeys
 
 if TYPE_CHECKING:
-    from yieldstar_sim.simulation.kernel import Point
     from yieldstar_sim.simulation.simulator import Simulator
+
+    from yieldstar_sim.simulation.kernel import Point
 
 #: The target the issue sets for the 3-booking race: the reduction runs 10x fewer schedules.
 MIN_REDUCTION = 10.0

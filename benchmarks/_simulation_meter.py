@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from _harness import gc_paused, median
+from yieldstar_sim.simulation.simulator import Simulator
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.codec import DurableValueCodec
@@ -30,7 +31,6 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation.faults import FaultPlan
 from yieldstar_sim.simulation.kernel import Kernel
 from yieldstar_sim.simulation.run import finish
-from yieldstar_sim.simulation.simulator import Simulator
 from yieldstar_sim.simulation.trace import Trace
 
 if TYPE_CHECKING:

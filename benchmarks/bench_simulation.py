@@ -89,10 +89,10 @@ from _simulation_meter import (
     measure_profile,
     switch_cost,
 )
+from yieldstar_sim.simulation.simulator import Simulator
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.run import finish
-from yieldstar_sim.simulation.simulator import Simulator
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

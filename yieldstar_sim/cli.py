@@ -1,7 +1,8 @@
 """The ``yieldstar-sim`` command line.
 
 Exit codes: 0 ok (every invariant held and the run, or the search, finished), 1 violated,
-2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C).
+2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C),
+143 stopped by SIGTERM (``cli_signals``: what was found is kept, every child process ended).
 Errors a user can cause print one line naming the problem (a traceback only with ``--debug``).
 """
 
@@ -14,26 +15,24 @@ import os
 import re
 import signal
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
+from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
-    INTERRUPTED,
     FlagError,
     UsageError,
-    database_path,
-    output_folder,
-    output_stem,
-    refuse_used_database,
+    for_terminal,
 )
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.simulation.deadline import RunTimedOut
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from pathlib import Path
 
-    from yieldstar_sim.simulation.result import SimulationRun
 
 NameT = TypeVar("NameT", bound=str)
 
@@ -157,7 +156,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Explore SCENARIO's faults (its own fault plan is left out) and "
         "interleavings; shrink each violation to a replay artifact saved in --out. Exit 0 when "
         "the search covered its bound and no invariant was violated, 1 when one was, 3 when a "
-        "budget or the wall-clock limit cut it, 130 on Ctrl-C (what was found is saved).",
+        "budget or the wall-clock limit cut it, 130 on Ctrl-C, 143 on SIGTERM (what was found is "
+        "saved).",
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
@@ -249,7 +249,8 @@ def _parser() -> argparse.ArgumentParser:
         "--scenario", metavar="FILE",
         help="the scenario to replay the artifact with (a file you trust, or a bundled name), "
         "as it is now: code edited since the artifact was made (a fix) runs the recorded "
-        "schedule and says whether the violation is gone",
+        "schedule and says whether the violation is gone; needed when the artifact's scenario "
+        "file is not in the artifact's folder",
     )  # fmt: skip
     _runtime_options(replay, default=None)
     _focus_option(replay)
@@ -390,183 +391,39 @@ def _list_faults(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    import time
-
-    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-    from yieldstar_sim.simulation.regression import replay
-    from yieldstar_sim.simulation.run import simulate
-    from yieldstar_sim.simulation.scenario import ScenarioError
-    from yieldstar_sim.simulation.scenario_files import load_scenario
-    from yieldstar_sim.views.export import export
-
-    out = output_folder(args.out)
-    db = database_path(args.db) if args.db else None
-    if db is not None and args.runtime not in ("duckdb", None):
-        raise FlagError("--db needs --runtime duckdb")
-    if db is not None and not args.continue_db:
-        refuse_used_database(db)
-    started = time.perf_counter()
-    run: SimulationRun
-    try:
-        if args.command == "run":
-            scenario = load_scenario(args.scenario, timeout=args.timeout)
-            run = simulate(
-                scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout,
-                faults=args.fault,
-            )  # fmt: skip
-        else:
-            artifact = ReplayArtifact.load(args.artifact)
-            chosen = load_scenario(args.scenario, timeout=args.timeout) if args.scenario else None
-            run = replay(
-                artifact, runtime=args.runtime, scenario=chosen, db=db, timeout=args.timeout
-            )
-    except (ScenarioError, ArtifactError) as error:
-        raise UsageError(str(error)) from error
-    elapsed = time.perf_counter() - started
-    stem = out / output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
-    try:
-        focused = _focus(run, args, stem)
-    except ValueError as error:
-        run.runtime.close()
-        raise UsageError(str(error)) from error
-    drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
-    trace_file = stem.with_name(stem.name + "-trace.jsonl")
-    trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
-    artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
-    files = {"trace": trace_file, "artifact": artifact_file}
-    _report(run, args, drawn=drawn, focused=focused, files=files, elapsed=elapsed)
-    run.runtime.close()
-    return EXIT_CODES[run.verdict]
-
-
-def _report(
-    run: SimulationRun,
-    args: argparse.Namespace,
-    *,
-    drawn: Mapping[str, Path],
-    focused: Mapping[str, Mapping[str, Path]],
-    files: Mapping[str, Path],
-    elapsed: float,
-) -> None:
-    """What ``run`` and ``replay`` print: one JSON object, or the story, the trace, the
-    verdict, the totals and the files written."""
-    from yieldstar_sim.simulation.scenario_runtime import why_runtime
-
-    name = run.scenario.name
-    image = next(iter(drawn.values()))
-    trace_file, artifact_file = files["trace"], files["artifact"]
-    totals = run.totals()
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "scenario": name,
-                    "seed": run.seed,
-                    "runtime": run.runtime_kind,
-                    "ok": run.ok,
-                    "verdict": run.verdict,
-                    "incomplete": run.incomplete,
-                    "warnings": run.warnings,
-                    "violations": [
-                        {
-                            "invariant": v.invariant,
-                            "message": v.message,
-                            "artifact": str(artifact_file),
-                        }
-                        for v in run.violations
-                    ],
-                    "choice_points": run.points,
-                    "totals": totals.to_json(),
-                    "faults": [f.describe() for f in run.faults],
-                    "graph": str(image),
-                    "exports": {format: str(path) for format, path in drawn.items()},
-                    "focus": {
-                        execution: {format: str(path) for format, path in paths.items()}
-                        for execution, paths in focused.items()
-                    },
-                    "trace": str(trace_file),
-                    "artifact": str(artifact_file),
-                    "elapsed_seconds": round(elapsed, 3),
-                    **_regression_json(run),
-                }
-            )
-        )
-    else:
-        if not args.quiet:
-            why = why_runtime(args.command, args.runtime, run.scenario)
-            print(f"runtime: {run.runtime_kind} ({why})")
-            story = run.scenario.story
-            print(f"{name}: {story}" if story else name)  # a scenario with no description
-            print("\n".join(run.trace.lines()))
-            print()
-        print(run.explain())
-        print("totals:")
-        print("\n".join(f"  {line}" for line in totals.lines()))
-        for format, path in drawn.items():
-            print(f"{format}: {path}")
-        for execution, paths in focused.items():
-            print(f"{execution}'s timeline: " + ", ".join(map(str, paths.values())))
-        print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
-
-
-def _focus(run: SimulationRun, args: argparse.Namespace, stem: Path) -> dict[str, dict[str, Path]]:
-    """``--focus ID``: each execution's own timeline, in the picture formats among
-    ``--format`` (PNG if none), as ``STEM-ID-timeline.png``; an ID the run never had is a
-    ValueError naming the nearest it has, before anything is written."""
-    from yieldstar_sim.core.filenames import file_stem
-    from yieldstar_sim.views.figures import draw_focus, figure_bytes
-    from yieldstar_sim.views.formats import EXTENSIONS, FIGURE_FORMATS
-
-    formats = [format for format in args.format if format in FIGURE_FORMATS] or ["png"]
-    figures = {execution: draw_focus(run, execution) for execution in dict.fromkeys(args.focus)}
-    written: dict[str, dict[str, Path]] = {}
-    for execution, figure in figures.items():
-        paths = {}
-        for format in formats:
-            path = stem.with_name(f"{stem.name}-{file_stem(execution)}-timeline")
-            path = path.with_name(path.name + EXTENSIONS[format])
-            path.write_bytes(figure_bytes(figure, format))
-            paths[format] = path
-        written[execution] = paths
-    return written
-
-
-def _regression_json(run: SimulationRun) -> dict[str, object]:
-    """A replay against edited code: how its run compares with the recorded one."""
-    found = run.regression
-    if found is None:
-        return {}
-    return {
-        "regression": {
-            "recorded_scenario": found.recorded_scenario,
-            "fixed": found.fixed,
-            "parted_at": found.parted_at,
-            "parting": found.parting,
-            "gone": list(found.gone),
-            "still": list(found.still),
-            "new": list(found.new),
-            "unfired": list(found.unfired),
-        }
-    }
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    if argv is None and hasattr(signal, "SIGPIPE"):
-        # As a command: when the reader goes away (`| head`), end quietly as Unix tools do,
-        # killed by SIGPIPE. Every file the command writes is written before it prints.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    parser = _parser()
-    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    command = argv is None
+    if command:
+        # Ctrl-C and SIGTERM stop the command keeping what it found, and end its children.
+        cli_signals.watch()
     try:
-        code = _dispatch(parser, args)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
-        return 128 + 13
+        parser = _parser()
+        _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
+        try:
+            code = _dispatch(parser, args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader went away (`| head`); every file was written before the command
+            # printed. End quietly as Unix tools do: as a command, killed by SIGPIPE (only now:
+            # with SIGPIPE's default all along, a write to a worker process a signal had ended
+            # killed the command before it could keep what it found); in-process, with the
+            # status a shell shows for it.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
+            if command and hasattr(signal, "SIGPIPE"):
+                cli_signals.done()
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGPIPE)
+            return 128 + 13
+    except KeyboardInterrupt:  # before or after the command's own work: nothing to keep
+        print("yieldstar-sim: interrupted", file=sys.stderr)
+        code = cli_signals.exit_code()
+    finally:
+        if command:
+            cli_signals.done()
+    if command:
+        cli_signals.leave(code)
     return code
 
 
@@ -579,7 +436,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.command == "list":
             return _list(args)
         if args.command in ("run", "replay"):
-            return _run(args)
+            from yieldstar_sim.cli_run import run_command
+
+            return run_command(args)
         if args.command == "explore":
             from yieldstar_sim.cli_explore import explore_command
 
@@ -593,18 +452,48 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.debug:
             raise
         _json_error(args, str(error))
-        print(f"yieldstar-sim: error: {error}", file=sys.stderr)
+        print(f"yieldstar-sim: error: {for_terminal(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("yieldstar-sim: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return cli_signals.exit_code()
     except BrokenPipeError:
         raise  # not an error of the user's: the reader went away
+    except RunTimedOut:
+        # The wall-clock limit, wherever it passed: incomplete, as a run it cuts.
+        if args.debug:
+            raise
+        print("yieldstar-sim: incomplete: cut by the wall-clock limit (--timeout)", file=sys.stderr)
+        return EXIT_CODES["incomplete"]
+    except BrokenProcessPool:
+        # A worker process ended under the search: killed by the system, or ended by its own
+        # last resort (a schedule that outlived its limit; it said so above). Not a verdict.
+        if args.debug:
+            raise
+        if cli_signals.stopped():  # the command's own ending of its children, on a signal
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        print(
+            "yieldstar-sim: incomplete: a worker process ended in the middle of the search "
+            "(killed, or stopped past its time limit); nothing it ran is reported",
+            file=sys.stderr,
+        )
+        return EXIT_CODES["incomplete"]
     except Exception as error:
         if args.debug:
             raise
-        _json_error(args, f"{type(error).__name__}: {error}")
-        print(f"yieldstar-sim: error: {type(error).__name__}: {error}", file=sys.stderr)
+        if cli_signals.stopped():  # on its way out of a signal: DuckDB's "Interrupted!"...
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        _json_error(args, error_words(error))
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
+        return 2
+    except SystemExit:
+        raise  # argparse's exit after its usage line
+    except BaseException as error:  # a class of user code's own, out of a path none caught
+        if args.debug:
+            raise
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
         return 2
     return 2
 

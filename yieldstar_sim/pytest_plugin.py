@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import fnmatch
 import math
-import shlex
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,7 +205,7 @@ def failure_message(report: ExplorationReport, scenario: Scenario) -> str:
         if found.artifact_path is not None:
             path = str(found.artifact_path)
             if scenario.ref:
-                lines.append(f"  replay: yieldstar-sim replay {shlex.quote(path)}")
+                lines.append(f"  replay: {found.artifact.replay_command(path)}")
             else:
                 lines.append(f"  replay: ys.replay({path!r}, scenario=<this scenario>)")
     lines += [f"  runtime mismatch: {mismatch}" for mismatch in report.runtime_mismatches]
@@ -403,7 +402,8 @@ class RegressionItem(pytest.Item):
             )
         if ref in bundled_scenarios():
             return load_scenario(ref)
-        path = Path(ref).resolve()
+        # Named relative to the artifact's own folder (the current directory for one made here).
+        path = (Path(self.artifact.folder or ".") / ref).resolve()
         if not path.is_relative_to(self.config.rootpath.resolve()):
             raise ScenarioViolated(
                 f"yieldstar_sim: the artifact's scenario file {ref!r} is outside this project "

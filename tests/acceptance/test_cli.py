@@ -67,7 +67,7 @@ def test_demo_keeps_its_records_in_a_duckdb_file(tmp_path: Path) -> None:
     [
         (["demo", "--db", "missing/run.duckdb"], "does not exist"),
         (["demo", "--db", "."], "is a folder"),
-        (["demo", "--db", "not-a-db.txt"], "not a valid DuckDB database"),
+        (["demo", "--db", "not-a-db.txt"], "is a text file, not a DuckDB database"),
         (["demo", "--out", "file.txt"], "output"),
     ],
 )

@@ -150,7 +150,10 @@ def test_a_body_that_takes_time_draws(command: str, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     if command == "replay":
         artifact = tmp_path / "out" / "elapse-effect-seed0.replay.json"
-        result = cli("replay", str(artifact), "--format", "png", "--out", "again", cwd=tmp_path)
+        result = cli(
+            "replay", str(artifact), "--scenario", str(CASES / "elapse_effect.py"), "--format",
+            "png", "--out", "again", cwd=tmp_path,
+        )  # fmt: skip
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "elapse-effect-seed0-graph.png").read_bytes()[:4] == b"\x89PNG"
 

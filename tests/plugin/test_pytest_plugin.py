@@ -49,13 +49,15 @@ def test_a_violation_fails_with_its_sentence_plan_and_replay_command(
             "*VIOLATED at most one admitted execution per step: step (order-42, ship) admitted "
             "two executions*",
             "*shrunk fault plan: crash before w2's put_step of step ship in order-42*",
-            f"*replay: yieldstar-sim replay {artifacts}/trigger-in-step-violation-1.replay.json*",
+            f"*replay: yieldstar-sim replay {artifacts}/trigger-in-step-violation-1.replay.json"
+            f" --scenario {pytester.path}/scenarios/problem.py",
         ]
     )
     assert "Traceback" not in result.stdout.str()
     replayed = subprocess.run(
         [sys.executable, "-m", "yieldstar_sim.cli", "replay",
-         str(artifacts / "trigger-in-step-violation-1.replay.json"), "--quiet"],
+         str(artifacts / "trigger-in-step-violation-1.replay.json"), "--quiet",
+         "--scenario", str(pytester.path / "scenarios" / "problem.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert replayed.returncode == 1, replayed.stderr

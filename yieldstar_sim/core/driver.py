@@ -12,7 +12,6 @@ code: the workflow generator is closed and the error leaves ``drive``, so the de
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 from collections.abc import Callable, Generator
@@ -55,6 +54,7 @@ from yieldstar_sim.core.driver_flow import Throw as _Throw
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.driver_outcomes import completed, failed, raised, recorded_outcome
 from yieldstar_sim.core.identity import changed, stamped
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import (
     STEP_NOT_RUN,
     ChildAccepted,
@@ -183,7 +183,9 @@ def drive(
     try:
         try:
             user = workflow.fn(runner, record.params)
-        except (Exception, SystemExit) as error:
+        except BaseException as error:
+            if not raised_by_code(error):
+                raise  # the toolkit's own way out (a wall-clock limit), or Ctrl-C
             return raised(
                 error, runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
                 code=f"workflow {record.workflow_id!r}",
@@ -206,7 +208,9 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 request = user.throw(throw.pop()) if throw else user.send(send)
             except StopIteration as stop:
                 return completed(ctx.execution_id, stop.value, ctx.runner, ctx.performed)
-            except (Exception, SystemExit) as error:
+            except BaseException as error:
+                if not raised_by_code(error):
+                    raise  # the toolkit's own way out (a wall-clock limit), or Ctrl-C
                 return raised(
                     error, ctx.runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
                     code=f"the code of {ctx.execution_id}",
@@ -234,9 +238,13 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
 
 
 def _abandon(user: Generator[Any, Any, Any]) -> None:
-    """Stop workflow code where it waits; code that refuses to stop is not run further."""
-    with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit: abandoned all the same
+    """Stop workflow code where it waits; code that refuses to stop (it ignores GeneratorExit,
+    or raises as it is stopped) is not run further."""
+    try:
         user.close()
+    except BaseException as error:
+        if not raised_by_code(error):
+            raise
 
 
 class _Recorded:

@@ -7,8 +7,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
     STEP_NOT_RUN,
+    BaseExceptionRaised,
     Cancelled,
     Completed,
     ErrorInfo,
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
 
 def raised(
-    error: Exception | SystemExit,
+    error: BaseException,
     runner: StepRunner,
     performed: Container[int],
     *,
@@ -38,12 +40,14 @@ def raised(
     """The outcome of workflow ``code`` that raised ``error``, called or resumed alike;
     ``performed`` holds the ids of the requests the code yielded to the driver, and
     ``cancel_recorded`` says whether a cancellation request is recorded."""
-    then = f" (it then raised {type(error).__name__}: {error})"
+    then = f" (it then raised {error_words(error)})"
     iterated = runner.iterated_by_code(performed)
     if iterated is not None:  # what it raised follows from the mistake: name the mistake
         return failed(_not_run(f"{_iterated(runner, iterated)}{then}"))
     if isinstance(error, SystemExit):
         return failed(ExitCalled.from_exit(error, code))
+    if not isinstance(error, Exception):  # GeneratorExit, a KeyboardInterrupt of its own...
+        return failed(BaseExceptionRaised.from_base(error, code))
     # RFC 003: cancelled means thrown *after a recorded cancellation request*; workflow code
     # that raises it on its own has failed like any other error.
     if isinstance(error, WorkflowCancelledError) and cancel_recorded:

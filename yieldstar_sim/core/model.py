@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from yieldstar_sim.core.error_words import error_code, error_text, error_words
+
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject, DurableValue
 
@@ -240,8 +242,7 @@ class ErrorInfo:
     @classmethod
     def from_exception(cls, error: BaseException) -> ErrorInfo:
         """Describe an exception durably, keeping the code of coded errors."""
-        code = getattr(error, "code", None)
-        return cls(type(error).__name__, str(error), str(code) if code is not None else None)
+        return cls(type(error).__name__, error_text(error), error_code(error))
 
     def to_value(self) -> DurableObject:
         """The durable value stored for this error."""
@@ -500,6 +501,16 @@ class ExitCalled(YieldstarError):
         """The failure for ``exit`` raised in ``where`` (``step body ship``)."""
         code = exit.code
         return cls(f"{where} called sys.exit({'' if code is None else repr(code)})")
+
+
+class BaseExceptionRaised(YieldstarError):
+    """User code raised a ``BaseException`` other than ``Exception`` and ``SystemExit`` (say
+    ``GeneratorExit``): a failure of that code, never a stop of the simulator or the engine."""
+
+    @classmethod
+    def from_base(cls, error: BaseException, where: str) -> BaseExceptionRaised:
+        """The failure for ``error`` raised in ``where`` (``step body 'ship'``)."""
+        return cls(f"{where} raised {error_words(error)}")
 
 
 class WorkflowDefinitionError(YieldstarError, TypeError):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.driver import Command, DriverGenerator, RunBody, drive
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
     Delivery,
     DeliveryRejectedError,
@@ -188,4 +189,4 @@ class InProcessInvoker:
 
 def describe_error(error: BaseException) -> str:
     """An error as a rejection names it: its class and message."""
-    return f"{type(error).__name__}: {error}"
+    return error_words(error)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yieldstar_sim.core.error_words import error_words
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.simulation.deadline import UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -177,13 +179,20 @@ def finish(execution: Finished) -> SimulationRun:
                 run.violations.append(
                     Violation(
                         invariant.name,
-                        f"the invariant itself raised {type(error).__name__}: {error}",
+                        f"the invariant itself raised {error_words(error)}",
                     )
                 )
             except SystemExit as exit:
                 warning = None
                 run.violations.append(
                     Violation(invariant.name, f"the invariant itself called sys.exit({exit.code})")
+                )
+            except BaseException as error:
+                if not raised_by_code(error):
+                    raise  # Ctrl-C
+                warning = None
+                run.violations.append(
+                    Violation(invariant.name, f"the invariant itself raised {error_words(error)}")
                 )
             if warning:
                 run.warnings.append(warning)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from yieldstar_sim.runtime.duckdb_files import connect
 from yieldstar_sim.simulation.exporters import drawer, exporter
 from yieldstar_sim.simulation.run_tables import load_records, load_trace
 
@@ -317,7 +318,7 @@ class SimulationRun:
             if isinstance(own, duckdb.DuckDBPyConnection):
                 self._sql = own
             else:
-                self._sql = duckdb.connect(":memory:")
+                self._sql = connect(":memory:")
                 load_records(self._sql, self.executions, self.steps, self.start_requests)
             load_trace(self._sql, self.trace, self.effects, self.choices)
         return self._sql

@@ -33,6 +33,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     StartData,
     TraceKind,
 )
+from yieldstar_sim.views.drawn_text import shown
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -208,20 +209,22 @@ def evidence_text(data: Mapping[str, Any]) -> str:
 
 def node_label(node: object, data: Mapping[str, Any]) -> str:
     """The text a node shows in every format: its ID (a family: its count and shape), its
-    workflow and status, then its evidence; lines separated by ``\\n``."""
+    workflow and status, then its evidence; lines separated by ``\\n``. A long name is cut
+    (``drawn_text.shown``): the data formats keep it whole beside the label."""
     members = data.get("members")
     if members:
         # A shape on several lines, one workflow a line, to stay about as wide as a box.
         chain, _, status = str(data.get("shape", node)).rpartition(", ")
         first, *rest = chain.split(f" {ARROW} ")
-        lines = [f"{data.get('group', len(members))} {TIMES} {first}"]
-        lines += [f"{ARROW} {part}" for part in rest]
+        lines = [f"{data.get('group', len(members))} {TIMES} {shown(first)}"]
+        lines += [f"{ARROW} {shown(part)}" for part in rest]
         # The members as ranges that hold none drawn elsewhere (views.families.span_words),
         # a range or a name a line, to stay about as wide as a box.
         span = str(data.get("span") or f"{members[0]} \u2026 {members[-1]}")
-        lines += [status, *_packed(span.split(", "), SPAN_LINE)]
+        lines += [status, *_packed([shown(part) for part in span.split(", ")], SPAN_LINE)]
     else:
-        lines = [str(node), f"{data.get('workflow_id', '?')} · {data.get('status', '?')}"]
+        workflow = shown(str(data.get("workflow_id", "?")))
+        lines = [shown(str(node)), f"{workflow} · {data.get('status', '?')}"]
     # One line per kind of evidence: a box stays about as wide as its ID.
     said = evidence_text(data)
     return "\n".join([*lines, *said.split(" · ")] if said else lines)
@@ -257,7 +260,7 @@ def _packed(parts: list[str], width: int) -> list[str]:
 def edge_label(key: object, data: Mapping[str, Any]) -> str:
     """The text an edge shows in every format: its step key, then how many start calls its
     request took and whether its step admitted several executions."""
-    lines = [str(data.get("step_key", key))]
+    lines = [shown(str(data.get("step_key", key)))]
     calls = int(data.get("calls", 1) or 1)
     if data.get("duplicate"):
         lines.append("duplicate admission")

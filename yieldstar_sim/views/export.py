@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.core.files import write_whole
+from yieldstar_sim.views.drawn_text import MAX_CELL, shown, xml_legal
 from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
 from yieldstar_sim.views.figures import (
     draw_run,
@@ -129,7 +131,9 @@ th { background: #f3f3f3; }
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else html.escape(_writable(str(value)))
+    # A page for people: a cell of 100 KB (a long label in every event of the trace) is cut,
+    # the trace in the data formats keeps it whole.
+    return "" if value is None else html.escape(xml_legal(_writable(shown(str(value), MAX_CELL))))
 
 
 def html_report(
@@ -258,7 +262,7 @@ def export(
         run, given = None, run_or_graph
     else:
         run, given = run_or_graph, None
-        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
+        title = title or f"{shown(run.scenario.name)}, seed {run.seed}: {run.verdict_text}"
     made: list[nx.MultiDiGraph] = []
 
     def the_graph() -> nx.MultiDiGraph:
@@ -301,7 +305,7 @@ def export(
     for format in chosen:
         path = out / f"{stem}{EXTENSIONS[format]}"
         if format in FIGURE_FORMATS:
-            path.write_bytes(picture(format))
+            write_whole(path, picture(format))
         elif format == "html":
             assert run is not None
             page = html_report(
@@ -309,12 +313,12 @@ def export(
                 graph_svg=figure_bytes(_draw(the_graph(), title), "svg").decode("utf-8"),
                 timeline_svg=_timeline_svg(run),
             )
-            path.write_bytes(page.encode("utf-8"))
+            write_whole(path, page)
         elif format == "review":
             assert run is not None
-            path.write_bytes(review_page(run).encode("utf-8"))
+            write_whole(path, review_page(run))
         else:
-            path.write_bytes(texts[format]().encode("utf-8"))
+            write_whole(path, texts[format]())
         written[format] = path
     return written
 
@@ -382,7 +386,7 @@ def write_exploration_pictures(
         paths = {}
         for format in pictures:
             path = out / f"{name}{EXTENSIONS[format]}"
-            path.write_bytes(figure_bytes(figure, format))
+            write_whole(path, figure_bytes(figure, format))
             paths[format] = path
         return paths
 

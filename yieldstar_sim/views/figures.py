@@ -8,6 +8,14 @@ import re
 import textwrap
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.views.drawn_text import (
+    MAX_SENTENCE,
+    drawable,
+    drawable_figure,
+    glyphs_missing_quietly,
+    shown,
+    xml_legal,
+)
 from yieldstar_sim.views.evidence import mark_violations
 from yieldstar_sim.views.families import collapse_families
 from yieldstar_sim.views.formats import FIGURE_FORMATS
@@ -17,7 +25,7 @@ from yieldstar_sim.views.graph import (
     draw_execution_graph,
     graph_from_trace,
 )
-from yieldstar_sim.views.graph_text import _bidi_visible, _one_line
+from yieldstar_sim.views.graph_text import _bidi_visible
 from yieldstar_sim.views.layout import layered_layout, natural
 from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
@@ -51,19 +59,20 @@ def figure_bytes(figure: Figure, format: str) -> bytes:
         )
     import matplotlib
 
+    drawable_figure(figure)  # whatever view put the text there
     buffer = io.BytesIO()
-    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}):
+    with matplotlib.rc_context({"svg.hashsalt": "yieldstar-sim"}), glyphs_missing_quietly():
         figure.savefig(buffer, format=format, metadata=_FIGURE_METADATA[format])
+    if format == "svg":  # well-formed XML, whatever else put a character there
+        return xml_legal(buffer.getvalue().decode("utf-8")).encode("utf-8")
     return buffer.getvalue()
 
 
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
-
-
 def drawable_text(text: str) -> str:
-    """``text`` as a font can draw it: tabs as spaces, line breaks as newlines, other
-    control characters as U+FFFD (the fonts matplotlib ships have no glyphs for them)."""
-    return _bidi_visible(_CONTROLS.sub("\ufffd", _one_line(text).replace("\t", " ")))
+    """``text`` as a font can draw it (``drawn_text.drawable``: tabs as spaces, line breaks as
+    newlines, control characters and noncharacters as U+FFFD, lines bounded), with the
+    bidirectional formatting characters made visible."""
+    return _bidi_visible(drawable(text))
 
 
 def drawable_graph(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
@@ -99,8 +108,10 @@ CAPTIONED_VIOLATIONS = 3
 def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) -> str:
     """Every violation's sentence, one per line, numbered as the executions they name say
     ("named by violation 2"); past ``at_most``: "and N more"."""
-    lines = [f"{number}. {violation}" for number, violation in
-             enumerate(run.violations[:at_most], start=1)]  # fmt: skip
+    lines = [
+        f"{number}. {shown(str(violation), MAX_SENTENCE)}"
+        for number, violation in enumerate(run.violations[:at_most], start=1)
+    ]
     if len(run.violations) > at_most:
         lines.append(f"and {len(run.violations) - at_most} more")
     return "\n".join(lines)
@@ -236,7 +247,7 @@ def draw_run(run: SimulationRun, *, upto: int | None = None, group: bool = True)
     cursor = None if upto is None else timeline.x_of.get(upto)
     draw_timeline(timeline, ax=right, cursor=cursor)
     figure.suptitle(
-        f"{run.scenario.name}, seed {run.seed}, {run.runtime_kind}: {run.verdict_text}",
+        f"{shown(run.scenario.name)}, seed {run.seed}, {run.runtime_kind}: {run.verdict_text}",
         fontsize=13,
         parse_math=False,
     )

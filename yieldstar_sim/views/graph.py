@@ -26,6 +26,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
     TriggerData,
 )
+from yieldstar_sim.views.drawn_text import fitted
 from yieldstar_sim.views.evidence import (
     TIMES,
     edge_label,
@@ -450,7 +451,9 @@ def draw_execution_graph(
     handles = _legend(graph)
     axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
-        axes.set_title(title, fontsize=12, parse_math=False)
+        root = axes.get_figure(root=True)
+        width = root.get_figwidth() if root is not None else float("inf")
+        axes.set_title(fitted(title, width, 12), fontsize=12, parse_math=False)
     if caption:
         text = "\n".join(textwrap.fill(part, 90) for part in caption.split("\n"))
         axes.text(

@@ -19,6 +19,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.views.drawn_text import MAX_LINE, shown
 from yieldstar_sim.views.evidence import edge_label, edge_line, node_label
 from yieldstar_sim.views.families import collapse_families, families
 from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE
@@ -55,6 +56,9 @@ def _bidi_visible(text: str) -> str:
 def _writable(text: str) -> str:
     """``text`` with the characters no XML or UTF-8 file can hold, and the bidirectional
     formatting characters that would reorder it on screen, made visible instead."""
+
+    if text.isascii() and text.isprintable():  # the commonest case: nothing to replace
+        return text
 
     def picture(match: re.Match[str]) -> str:
         code = ord(match.group())
@@ -301,7 +305,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
     ready = nx.MultiDiGraph()
     graph_attributes = {"rankdir": '"TB"'}
     if title:
-        graph_attributes |= {"label": _dot_quote(_one_line(title)), "labelloc": '"t"'}
+        label = _dot_quote(_one_line(shown(title, MAX_LINE)))
+        graph_attributes |= {"label": label, "labelloc": '"t"'}
     ready.graph["graph"] = graph_attributes
     ready.graph["node"] = {"shape": '"box"', "fontname": '"Helvetica"', "fontsize": '"10"'}
     ready.graph["edge"] = {"fontname": '"Helvetica"', "fontsize": '"9"'}
@@ -428,7 +433,8 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
     lines: list[str] = []
     if title:
         # A JSON string is a YAML double-quoted scalar: the title cannot end the front matter.
-        lines += ["---", "title: " + json.dumps(_one_line(_writable(title))), "---"]
+        drawn = _one_line(_writable(shown(title, MAX_LINE)))
+        lines += ["---", "title: " + json.dumps(drawn), "---"]
     lines.append("flowchart TD")
     if graph.number_of_edges() > MERMAID_MAX_EDGES:
         lines.append(

@@ -37,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.files import write_whole
+from yieldstar_sim.views.drawn_text import MAX_CELL, json_escaped, shown, xml_legal
 from yieldstar_sim.views.figures import figure_bytes, inline_svg
 from yieldstar_sim.views.graph_text import _writable
 
@@ -69,8 +71,9 @@ _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
 
 
 def _text(value: object) -> str:
-    """User text for HTML: unwritable and bidirectional characters made visible, escaped."""
-    return html.escape(_writable(str(value)))
+    """User text for HTML: unwritable and bidirectional characters made visible, the control
+    characters and noncharacters HTML calls errors replaced, escaped."""
+    return html.escape(xml_legal(_writable(shown(str(value), MAX_CELL))))
 
 
 def _asset(name: str) -> str:
@@ -95,6 +98,9 @@ def _json_script(data: object, css_class: str) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     for char in "<>&\u2028\u2029":
         text = text.replace(char, f"\\u{ord(char):04x}")
+    # Control characters and noncharacters are errors in an HTML page, inside a script too:
+    # escaped, the data stays whole.
+    text = json_escaped(text)
     return f'<script type="application/json" class="{css_class}">{text}</script>'
 
 
@@ -363,7 +369,8 @@ def _violation(number: int, found: FoundViolation, scenario: Scenario | None) ->
     ]
     if found.artifact_path is not None:
         parts.append(
-            f"<p>Replay it: <code>yieldstar-sim replay {_text(found.artifact_path)}</code></p>"
+            f"<p>Replay it: <code>{_text(found.artifact.replay_command(found.artifact_path))}"
+            "</code></p>"
         )
     parts += [
         '<figure class="divergence">',
@@ -446,5 +453,5 @@ def write_review(
         page = review_page(subject)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(page.encode("utf-8"))
+    write_whole(target, page)
     return target

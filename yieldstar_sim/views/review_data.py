@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.views.drawn_text import MAX_CELL, shown
 from yieldstar_sim.views.graph_text import _writable
 from yieldstar_sim.views.record_fold import LINK_CELLS, LINKS, TABLES
 
@@ -53,7 +54,7 @@ class Names:
         found = self._index.get(text)
         if found is None:
             found = self._index[text] = len(self.texts)
-            self.texts.append(_writable(text))
+            self.texts.append(_writable(shown(text, MAX_CELL)))  # a page: long names cut
         return found
 
 
@@ -190,8 +191,10 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
         "kind": [names.number(str(event.kind)) for event in events],
         "tone": [TONES.get(str(event.kind), "") for event in events],
         "point": [-1 if event.point is None else event.point for event in events],
-        "words": [_writable(sentence) for sentence in narrate(events)],
-        "text": [_writable(event.text) for event in events],
+        # Sentences for people, each cut to a page's cell: a 100 KB label in every event made
+        # a 7 MB page; the trace keeps them whole.
+        "words": [_writable(shown(sentence, MAX_CELL)) for sentence in narrate(events)],
+        "text": [_writable(shown(event.text, MAX_CELL)) for event in events],
         "changes": changes,
         "nodes": nodes,
         "families": families,

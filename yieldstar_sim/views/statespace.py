@@ -29,6 +29,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.views.statespace_bounds import DRAWN_AT_MOST, bounded_state_graph
 
 if TYPE_CHECKING:
@@ -513,16 +514,16 @@ def export_state_graph(
         path = out / f"{stem}.{format}"
         if format in {"svg", "png", "pdf"}:
             figure = figure or draw_state_graph(graph, title=title)
-            path.write_bytes(figure_bytes(figure, format))
+            write_whole(path, figure_bytes(figure, format))
         elif format == "graphml":
-            path.write_text(to_graphml(_multi(graph)), encoding="utf-8")
+            write_whole(path, to_graphml(_multi(graph)))
         elif format == "json":
-            path.write_text(to_node_link_json(_multi(graph)), encoding="utf-8")
+            write_whole(path, to_node_link_json(_multi(graph)))
         elif format == "dot":  # drawn by Graphviz: as bounded as the picture
             bounded = _multi(bounded_state_graph(graph))
-            path.write_text(to_dot(bounded, title=title, group=False), encoding="utf-8")
+            write_whole(path, to_dot(bounded, title=title, group=False))
         else:
-            path.write_text(state_graph_html(space, title=title), encoding="utf-8")
+            write_whole(path, state_graph_html(space, title=title))
         written[format] = path
     return written
 

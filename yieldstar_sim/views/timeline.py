@@ -38,6 +38,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
+from yieldstar_sim.views.drawn_text import MAX_TICK, drawable, shown
 from yieldstar_sim.views.timeline_axis import MANY_INSTANTS, time_axis
 from yieldstar_sim.views.timeline_focus import BUSY_COLOUR, BUSY_LANE, draw_busy, review_size
 from yieldstar_sim.views.timeline_labels import (
@@ -438,7 +439,11 @@ def draw_timeline(
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
-    names = [f"{lane}\n(none to all)" if lane == BUSY_LANE else lane for lane in lane_y]
+    # Tick labels take their text as the figure is drawn, after drawn_text's pass: here.
+    names = [
+        f"{lane}\n(none to all)" if lane == BUSY_LANE else drawable(shown(lane, MAX_TICK))
+        for lane in lane_y
+    ]
     ax.set_yticks(list(lane_y.values()), names)
     ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
     # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.

@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
+from yieldstar_sim.simulation.artifact import violation_file
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
@@ -206,9 +206,7 @@ def explore(
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         for number, found in enumerate(report.violations, 1):
-            found.artifact_path = found.artifact.save(
-                folder / f"{file_stem(scenario.name)}-violation-{number}.replay.json"
-            )
+            found.artifact_path = found.artifact.save(violation_file(folder, scenario.name, number))
     report.elapsed = time.perf_counter() - started
     return report
 

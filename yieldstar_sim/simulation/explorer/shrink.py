@@ -61,7 +61,13 @@ def shrink(
             divergence = first_divergence(shrunk, passing)
             nearest_artifact = passing.artifact()
             break
-    message = next(v.message for v in shrunk.violations if v.invariant == invariant)
+    # The search's own message when a run again no longer violates it (an invariant that
+    # reads something other than the run: the confirmation says the scenario is not
+    # deterministic).
+    message = next(
+        (v.message for v in shrunk.violations if v.invariant == invariant),
+        next(message for name, message in outcome.violations if name == invariant),
+    )
     return FoundViolation(
         invariant=invariant,
         message=message,
