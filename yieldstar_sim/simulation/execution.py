@@ -313,6 +313,8 @@ class Execution:
             return (
                 f"{move.actor!r} waits at no choice point; the actors waiting are {kernel.ready()}"
             )
+        if move.actor not in self._ready():
+            return f"{move.actor!r} waits its turn: {kernel.ready()[0]!r} goes first"
         options = point.options
         if options:
             if move.choice is None or not 0 <= move.choice < len(options):
@@ -341,6 +343,7 @@ class Execution:
             or point.options
             or move.choice is not None
             or move.fault is not None
+            or move.actor not in self._ready()
         ):
             wrong = self._misfit(move)
             if wrong is not None:
