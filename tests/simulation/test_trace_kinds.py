@@ -12,12 +12,11 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
+from yieldstar_sim.simulation.trace_payload_base import NO_DATA, NoData
 from yieldstar_sim.simulation.trace_payloads import (
-    NO_DATA,
     CancelData,
     ClaimData,
     EffectData,
-    NoData,
     PutStepData,
     StartData,
     TraceKind,
@@ -66,6 +65,7 @@ KINDS_SINCE = {
     TraceKind.COMPLETION,
     TraceKind.STOP,
     TraceKind.DRAW,
+    TraceKind.TRANSACTION,
 }
 
 
