@@ -40,6 +40,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, call, pass_point
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.trace_payloads import (
     HeartbeatData,
     ReasonData,
@@ -514,6 +515,8 @@ def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Wher
             **{**where, "op": Op.RENEW, "point": None},
         )  # fmt: skip
         raise
+    if state.reports:
+        trace_actions(state, Op.RENEW)  # inside the worker's answer, as the renewal is
     ends = now + work + lease_seconds
     state.lease_ends[(lease.execution_id, lease.token)] = ends
     state.trace.add(

@@ -41,6 +41,7 @@ from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel, Point
 from yieldstar_sim.simulation.moves import Move, new_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
+from yieldstar_sim.simulation.runtime_actions import reports
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
@@ -149,6 +150,7 @@ class Execution:
                 for deploy in scenario.deploys
             ],
             clocks=WorkerClocks(clock.now),
+            reports=reports(made),
         )
         self.can_restore = self.saving and can_snapshot(made)
         if self.can_restore:

@@ -25,6 +25,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo, fault_action
 from yieldstar_sim.simulation.kernel import Point, Wait
 from yieldstar_sim.simulation.narration import call_text, result_data
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.trace_payloads import (
     ErrorData,
     FaultData,
@@ -207,6 +208,8 @@ def call(
         else:
             result = journal.ask(perform)
     except InfrastructureError as failed:
+        if state.reports:
+            state.tell(trace_actions, state, info.op)
         refused = isinstance(failed, LeaseLostError)
         state.event(
             state.clock.now(), TraceKind.REFUSED if refused else TraceKind.ERROR,
@@ -216,6 +219,9 @@ def call(
         if kind == FaultKind.CRASH_AFTER:
             raise WorkerCrashed from failed
         raise
+    if state.reports:
+        # What the runtime decided on its own during the call, before the call's own event.
+        state.tell(trace_actions, state, info.op)
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
     if journal is None or journal.feeding is None:  # an actor made again tells nothing

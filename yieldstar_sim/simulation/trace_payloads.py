@@ -39,7 +39,8 @@ class TraceKind(StrEnum):
     REFUSED = "refused"
     """A fenced write refused: the lease was lost."""
     ERROR = "error"
-    """A runtime call that failed, was not made, or whose response was lost."""
+    """A runtime call that failed, was not made, or whose response was lost; or a step body's
+    call to the outside world that failed (a ``world_error``)."""
     FAULT = "fault"
     """The fault plan fired at a choice point (`FaultData`)."""
     CRASH = "crash"
@@ -63,6 +64,9 @@ class TraceKind(StrEnum):
     """A step body read a key of the world's key-value store (`StoreReadData`)."""
     STORE_WRITE = "store_write"
     """A step body wrote a key of the world's key-value store (`StoreWriteData`)."""
+    RUNTIME = "runtime"
+    """The runtime reported an action it took on its own: archived, expired, dead-lettered,
+    requeued ... (`RuntimeActionData`; ``runtime.protocol.ReportsActions``)."""
     TRANSACTION = "transaction"
     """A step body's transaction committed its writes or rolled them back
     (`TransactionData`)."""
@@ -336,6 +340,16 @@ class TransactionData(TuplePayload):
     reason: str | None
     attempt: int
     tuple_fields = ("writes",)
+
+
+@payload(TraceKind.RUNTIME)
+@dataclass(frozen=True, slots=True)
+class RuntimeActionData(Payload):
+    """What the runtime did on its own to the event's execution (``action``, a verb) and why,
+    as it reported it."""
+
+    action: str
+    reason: str
 
 
 @payload(TraceKind.OUTCOME)
