@@ -64,5 +64,7 @@ scenario = ys.Scenario(
         ys.Trigger("peer", {"peer": "a", "offset": 0}, execution_id="peer-a"),
         ys.Trigger("peer", {"peer": "b", "offset": 15}, execution_id="peer-b"),
     ],
+    # The outside world fails a's renewal at t=30: its transaction's commit.
+    faults=[ys.Fault("world_error", op="commit", execution_id="peer-a", step_key="elect-1")],
     invariants=[ys.at_most_once("cron.inserted", by="slot")],
 )

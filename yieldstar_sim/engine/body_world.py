@@ -336,7 +336,11 @@ class Transaction:
                 f"error ({self._aborted}): none of its writes landed"
             )
         if keys:
-            world._port.commit(self._context, dict(self._writes))
+            try:
+                world._port.commit(self._context, dict(self._writes))
+            except WorldError as failed:
+                world._port.rollback(self._context, keys, str(failed))
+                raise
 
     def read(self, key: str, default: object) -> Any:
         """``step.world.read`` inside the transaction: its own write, else the store's."""
