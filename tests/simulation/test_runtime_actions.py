@@ -41,6 +41,7 @@ def test_an_archived_run_is_explained_by_the_runtimes_action_not_by_a_step() -> 
     assert archived.t == 50.0
     assert isinstance(archived.data, RuntimeActionData)
     assert archived.data.action == "archived"
+    assert archived.data.status == "failed"  # the views draw it so
     (violation,) = run.violations
     assert violation.invariant == "executions end as expected"
     assert violation.message.startswith(
@@ -59,9 +60,19 @@ def test_the_fix_reports_that_it_sends_the_task_back_to_the_queue() -> None:
     assert run.ok, run.explain()
     (requeued,) = actions(run)
     assert requeued.data == RuntimeActionData(
-        "requeued", "w2's lease expired at t=50; it runs again"
+        "requeued", "w2's lease expired at t=50; it runs again", status="pending"
     )
     assert "the runtime requeued order-42" in requeued.text
+
+
+def test_the_views_draw_what_the_runtime_did() -> None:
+    from yieldstar_sim.views.graph import graph_from_trace
+    from yieldstar_sim.views.timeline import build_timeline
+
+    run = ys.simulate(ys.load_scenario("expired-lease-archived"), seed=0)
+    assert graph_from_trace(run.trace).nodes["order-42"]["status"] == "failed"
+    marks = [mark for mark in build_timeline(run.trace).marks if mark.kind == "runtime"]
+    assert len(marks) == 1
 
 
 def test_each_action_is_reported_once() -> None:

@@ -32,9 +32,13 @@ def trace_actions(state: RunState, op: Op | None = None) -> None:
     assert isinstance(runtime, ReportsActions)
     for action in runtime.take_actions():
         reason = f": {action.reason}" if action.reason else ""
+        # Where the action left the execution (no call of the trace says it otherwise).
+        record = runtime.execution(action.execution_id)
         state.trace.add(
             state.clock.now(), TraceKind.RUNTIME,
             f"the runtime {action.action} {action.execution_id}{reason}",
             execution_id=action.execution_id, op=op,
-            data=RuntimeActionData(action.action, action.reason),
+            data=RuntimeActionData(
+                action.action, action.reason, None if record is None else str(record.status)
+            ),
         )  # fmt: skip

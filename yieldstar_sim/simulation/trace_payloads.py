@@ -346,10 +346,11 @@ class TransactionData(TuplePayload):
 @dataclass(frozen=True, slots=True)
 class RuntimeActionData(Payload):
     """What the runtime did on its own to the event's execution (``action``, a verb) and why,
-    as it reported it."""
+    as it reported it, and the execution's status just after (the views draw it)."""
 
     action: str
     reason: str
+    status: str | None = omittable()
 
 
 @payload(TraceKind.OUTCOME)
