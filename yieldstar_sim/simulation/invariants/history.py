@@ -76,8 +76,10 @@ def _by(event: TraceEvent) -> str:
 
 
 class RecordedHistoryNeverChanges:
-    """A completed step's record, a terminal outcome and a start request's target are never
-    rewritten (see the module's docstring). A safety property: checked on cut runs too."""
+    """A completed (or finally failed) step's record, an execution's terminal outcome and a
+    start request's target are written once and never rewritten: every replay rests on them.
+    A violation names the record, its first value and the write that changed it. A safety
+    property: checked on cut runs too."""
 
     name = "recorded history never changes"
     final_only = False
