@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 import yieldstar_sim as ys
 from yieldstar_sim.examples.flawed_runtimes import (
     ArchivesExpiredLeasesRuntime,
@@ -104,3 +106,13 @@ def test_a_run_on_a_reporting_runtime_restores_at_any_point_as_it_went() -> None
             execution.take(move)
         assert execution.state.trace.to_jsonl() == expected, f"restored at point {index}"
     execution.close()
+
+
+def test_an_adapter_that_reports_something_else_is_told_what_to_report() -> None:
+    class Junk(MemoryRuntime):
+        def take_actions(self) -> list[Any]:
+            return ["archived order-42"]
+
+    scenario = ys.load_scenario("durable-start")
+    with pytest.raises(TypeError, match=r"Junk.take_actions\(\) returned 'archived order-42'"):
+        ys.simulate(scenario, seed=0, runtime=Junk)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.runtime.protocol import ReportsActions
+from yieldstar_sim.runtime.protocol import ReportsActions, RuntimeAction
 from yieldstar_sim.simulation.trace_payloads import RuntimeActionData, TraceKind
 
 if TYPE_CHECKING:
@@ -31,6 +31,11 @@ def trace_actions(state: RunState, op: Op | None = None) -> None:
     runtime = state.runtime
     assert isinstance(runtime, ReportsActions)
     for action in runtime.take_actions():
+        if not isinstance(action, RuntimeAction):
+            raise TypeError(
+                f"{type(runtime).__name__}.take_actions() returned {action!r}: a runtime "
+                "reports yieldstar_sim.runtime.RuntimeAction(action, execution_id, reason) values"
+            )
         reason = f": {action.reason}" if action.reason else ""
         # Where the action left the execution (no call of the trace says it otherwise).
         record = runtime.execution(action.execution_id)
