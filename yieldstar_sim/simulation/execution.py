@@ -518,7 +518,7 @@ class Execution:
             return
         self._put_back(saved)
         if checked(self.restores):
-            check_restore(self, saved, self._put_back)
+            check_restore(self, saved.path, partial(self._put_back, saved), self._fresh)
 
     def _put_back(self, saved: SavedExecution) -> None:
         assert saved.state is not None
@@ -546,6 +546,13 @@ class Execution:
             self._disarm()
             deadline.expired, deadline.where = False, None
             self._arm()
+
+    def _fresh(self) -> Execution:
+        """A new run of this one's scenario, seed, runtime and faults, at its start."""
+        return Execution(
+            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
+            faults=self.faults, scenario_faults=False, timeout=self.timeout,
+        )  # fmt: skip
 
     def _replay_to(self, saved: SavedExecution) -> None:
         """Make the run again and take the path's moves (a runtime that cannot snapshot)."""
