@@ -27,16 +27,22 @@ if TYPE_CHECKING:
 
 
 class StopReason(enum.StrEnum):
-    """Why a search stopped (``describe`` says it in words)."""
+    """Why a search stopped (``describe`` says it as a coverage statement does)."""
 
     COVERED = "covered"
+    """It covered everything its bound holds."""
     SAMPLED = "sampled"
+    """A sampling strategy ran the schedules it meant to."""
     VIOLATION = "violation"
+    """It stopped at its first violation (``stop_at_first``)."""
     BUDGET = "budget"
+    """The budget of schedules cut it."""
     TIME_BUDGET = "time_budget"
+    """The time budget cut it."""
     DEPTH = "depth"
     """The depth bound cut some path (the exhaustive search's ``max_depth``)."""
     INTERRUPTED = "interrupted"
+    """Ctrl-C stopped it."""
 
     def describe(self) -> str:
         """The reason in words, as a coverage statement says it."""
