@@ -39,7 +39,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTime
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel, Point
-from yieldstar_sim.simulation.moves import Move, new_move
+from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
@@ -208,9 +208,9 @@ class Execution:
         for name in ready:
             options = kernel.point(name).options
             if options:
-                moves += [new_move(name, None, None, index) for index in range(len(options))]
+                moves += [plain_move(name, index) for index in range(len(options))]
             else:
-                moves.append(new_move(name, None, None, None))
+                moves.append(plain_move(name))
         if kinds:
             seconds = seconds or {}
             for name in ready:
@@ -242,7 +242,7 @@ class Execution:
         choice = None
         if options:
             choice = 0 if len(options) == 1 else self.rng.randrange(len(options))
-        return new_move(name, None, None, choice)
+        return plain_move(name, choice)
 
     def planned(self, move: Move) -> Move:
         """``move`` struck by the fault the plan places at this point, when it names none (a
@@ -273,10 +273,12 @@ class Execution:
                 choice = 0 if len(options) == 1 else rng.randrange(len(options))
                 if until_options and len(options) > 1:
                     self._ready_list, self._ready_at = ready, kernel.points
-                    return new_move(name, None, None, choice)
+                    return plain_move(name, choice)
             fault = plan.fault_at(kernel.points, point) if plan.faults else None
             if fault is None:
-                move = new_move(name, None, None, choice)
+                move = (BARE.get(name) or plain_move(name)) if choice is None else (
+                    plain_move(name, choice)
+                )  # fmt: skip
             else:
                 kind = FaultKind(fault.kind)
                 move = new_move(name, kind, fault.seconds, choice)
