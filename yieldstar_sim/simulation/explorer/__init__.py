@@ -168,6 +168,7 @@ def explore(
         except KeyboardInterrupt:
             search.tally.stopped = StopReason.INTERRUPTED
             runner.close(cancel=True)
+        runner.release()
         _fill(report, search)
         tally = search.tally
         for index, invariant in tally.failures:
