@@ -1,4 +1,4 @@
-"""A cart saved to one replica and read back from another: a random draw that seed 0 hides.
+"""A cart saved to one replica and read back from another: a random draw that some seeds hide.
 
 save-cart writes order 42's cart to a replica it picks at random (``step.world.choice``), and
 charge reads the cart back from a replica it picks at random again, as a client behind a load

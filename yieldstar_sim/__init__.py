@@ -74,19 +74,20 @@ def _compose() -> None:
     state spaces draw, through the views, which the simulation layer never imports. They are
     handed over here, once, when the package loads: no module registers anything as a side
     effect of being imported."""
-    from yieldstar_sim.simulation.explorer.statespace import register_view
     from yieldstar_sim.simulation.exporters import register_drawer, register_exporter
     from yieldstar_sim.views.export import export_file
     from yieldstar_sim.views.figures import draw_focus
+    from yieldstar_sim.views.grid import report_html
     from yieldstar_sim.views.review import write_review
     from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
 
     register_exporter("run", export_file)
     register_exporter("report", write_review)
     register_drawer("timeline", draw_focus)
-    register_view("state_graph", state_graph)
-    register_view("draw_state_graph", draw_state_graph)
-    register_view("export_state_graph", export_state_graph)
+    register_drawer("report_html", report_html)
+    register_drawer("state_graph", state_graph)
+    register_drawer("draw_state_graph", draw_state_graph)
+    register_drawer("export_state_graph", export_state_graph)
 
 
 _compose()

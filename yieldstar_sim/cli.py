@@ -167,8 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     explore.add_argument(
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
-        help="systematic (default): every fault at every point of one interleaving; random, "
-        "pct: samples; exhaustive: every interleaving and every fault up to --max-faults",
+        help="systematic (default): every fault at every point of one interleaving, and every "
+        "option of its draws and completion orders; random, pct: samples; exhaustive: every "
+        "interleaving, draw and fault up to --max-faults",
     )  # fmt: skip
     explore.add_argument(
         "--kinds", type=fault_kinds, default=None, metavar="KIND,...",
@@ -189,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
         "fewest faults, then events",
     )  # fmt: skip
     explore.add_argument(
-        "--no-reduction", action="store_true",
+        "--no-cache", action="store_true",
         help="exhaustive: no state caching (the naive search, to compare)",
     )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")

@@ -50,7 +50,7 @@ def explore_command(args: argparse.Namespace) -> int:
         for option, given in (
             ("--max-depth", args.max_depth is not None),
             ("--order", args.order != "dfs"),
-            ("--no-reduction", args.no_reduction),
+            ("--no-cache", args.no_cache),
         )
         if given
     ]
@@ -241,7 +241,7 @@ def _strategy(args: argparse.Namespace) -> str | StrategyOptions:
         return str(args.strategy)
     from yieldstar_sim.simulation.explorer import Exhaustive
 
-    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_reduction)
+    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_cache)
 
 
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:

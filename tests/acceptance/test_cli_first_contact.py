@@ -157,7 +157,10 @@ def test_each_command_says_first_which_runtime_it_used_and_why(tmp_path: Path) -
         "runtime: memory (explore's default: the memory reference runtime, fast enough to "
         "search every schedule; run's is DuckDB, --runtime chooses)"
     )
-    replayed = cli("replay", "out/trip-seed0.replay.json", "--format", "json", cwd=tmp_path)
+    replayed = cli(
+        "replay", "out/trip-seed0.replay.json", "--scenario", "trip.py", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout.splitlines()[0] == (
         "runtime: duckdb (the runtime the artifact was made on: explore makes its artifacts on "

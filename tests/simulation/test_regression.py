@@ -49,10 +49,11 @@ def saga(folder: Path, name: str, *, key: str = "", step: str = "charge") -> Pat
 
 @pytest.fixture
 def found(tmp_path: Path) -> ReplayArtifact:
-    """The saga's double charge, found by the explorer and saved, as a user gets it."""
+    """The saga's double charge, found by the explorer and saved beside its scenario file (an
+    artifact replays its file alone only from its own folder), as a user gets it."""
     report = ys.explore(
         ys.load_scenario(saga(tmp_path, "payment-saga")), max_faults=1, confirm=None,
-        out=tmp_path / "exp",
+        out=tmp_path,
     )  # fmt: skip
     (violation,) = report.violations
     assert violation.artifact_path is not None

@@ -718,8 +718,8 @@ def test_a_violation_that_needs_no_fault_says_so() -> None:
     assert found.faults == []
     assert "did it in two steps, a and b" in found.message
     assert (
-        "shrunk to no fault: the schedule violates it without any fault (the interleaving of "
-        "seed 0 alone, as the sentence says)"
+        "with no fault: the schedule alone violates it (its interleaving, draws and completion "
+        "orders are in the replay artifact)"
     ) in report.summary()
 
 

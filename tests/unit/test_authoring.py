@@ -475,7 +475,7 @@ def test_a_workflow_needs_a_non_empty_name() -> None:
 
 @pytest.mark.parametrize("name", ["charge\norder", "charge\x7forder", "a\x7f"])
 def test_a_workflow_name_with_a_control_character_is_refused_at_definition(name: str) -> None:
-    # DEL is a control character like the rest (model.control_character, the one rule):
+    # DEL is a control character like the rest (ids.control_character, the one rule):
     # refused at the decorator, not later by the runtime.
     with pytest.raises(ValueError, match="contains an ASCII control character"):
         ys.workflow(name)

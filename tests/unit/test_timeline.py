@@ -204,6 +204,7 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.explorer.systematic import SystematicCoverage
     from yieldstar_sim.views import draw_exploration
+    from yieldstar_sim.views.grid import grid_rows
 
     verdicts = {}
     for n in range(100):
@@ -216,7 +217,7 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     report = ExplorationReport(
         "orders", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=verdicts)
     )
-    rows = report.grid_rows()
+    rows = grid_rows(*report.by_point())
     assert [row.label for row in rows] == [
         "100 \u00d7 w# put_step order-#/charge",
         "100 \u00d7 w# acknowledge order-#",
@@ -235,12 +236,10 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     few = {
         key: value for key, value in verdicts.items() if key[0].endswith(("-1/charge", "-2/charge"))
     }
-    labels = [
-        row.label
-        for row in ExplorationReport(
-            "o", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=few)
-        ).grid_rows()
-    ]
+    fewer = ExplorationReport(
+        "o", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=few)
+    )
+    labels = [row.label for row in grid_rows(*fewer.by_point())]
     assert labels == ["w2 put_step order-1/charge", "w3 put_step order-2/charge"]
 
 

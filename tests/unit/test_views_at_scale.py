@@ -27,6 +27,7 @@ from yieldstar_sim.views.statespace_bounds import (
     SUMMARY_BANDS,
     bounded_state_graph,
 )
+from yieldstar_sim.views.statespace_paths import path_to
 from yieldstar_sim.views.timeline_axis import INSTANT_SHARE
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def test_one_search_finds_the_shortest_path_to_every_violation(big_space: StateS
     paths = shortest_paths(big_space)
     assert len(paths) == 12
     for key, path in list(paths.items())[:3]:
-        assert path == big_space.path_to(key)
+        assert path == path_to(big_space, key)
 
 
 def test_a_20000_state_space_is_drawn_bounded(big_space: StateSpace) -> None:

@@ -23,7 +23,8 @@ from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
-from yieldstar_sim.core.model import StepDeclarationError, StepKeyError, check_name
+from yieldstar_sim.core.ids import check_name
+from yieldstar_sim.core.model import StepDeclarationError, StepKeyError
 from yieldstar_sim.core.steps import RetryPolicy, StepDefinition
 
 if TYPE_CHECKING:

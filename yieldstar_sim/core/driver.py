@@ -54,6 +54,7 @@ from yieldstar_sim.core.driver_flow import Throw as _Throw
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.driver_outcomes import completed, failed, raised, recorded_outcome
 from yieldstar_sim.core.identity import changed, stamped
+from yieldstar_sim.core.ids import check_execution_id, check_name
 from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import (
     STEP_NOT_RUN,
@@ -83,8 +84,6 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
     WorkflowStartError,
     WorkflowStartErrorCode,
-    check_execution_id,
-    check_name,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
 from yieldstar_sim.core.steps import Permanent

@@ -39,7 +39,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTime
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel, Point
-from yieldstar_sim.simulation.moves import Move, new_move
+from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.runtime_actions import reports
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
@@ -210,9 +210,9 @@ class Execution:
         for name in ready:
             options = kernel.point(name).options
             if options:
-                moves += [new_move(name, None, None, index) for index in range(len(options))]
+                moves += [plain_move(name, index) for index in range(len(options))]
             else:
-                moves.append(new_move(name, None, None, None))
+                moves.append(plain_move(name))
         if kinds:
             seconds = seconds or {}
             for name in ready:
@@ -244,7 +244,7 @@ class Execution:
         choice = None
         if options:
             choice = 0 if len(options) == 1 else self.rng.randrange(len(options))
-        return new_move(name, None, None, choice)
+        return plain_move(name, choice)
 
     def planned(self, move: Move) -> Move:
         """``move`` struck by the fault the plan places at this point, when it names none (a
@@ -275,10 +275,12 @@ class Execution:
                 choice = 0 if len(options) == 1 else rng.randrange(len(options))
                 if until_options and len(options) > 1:
                     self._ready_list, self._ready_at = ready, kernel.points
-                    return new_move(name, None, None, choice)
+                    return plain_move(name, choice)
             fault = plan.fault_at(kernel.points, point) if plan.faults else None
             if fault is None:
-                move = new_move(name, None, None, choice)
+                move = (BARE.get(name) or plain_move(name)) if choice is None else (
+                    plain_move(name, choice)
+                )  # fmt: skip
             else:
                 kind = FaultKind(fault.kind)
                 move = new_move(name, kind, fault.seconds, choice)
@@ -523,7 +525,7 @@ class Execution:
             return
         self._put_back(saved)
         if checked(self.restores):
-            check_restore(self, saved, self._put_back)
+            check_restore(self, saved.path, partial(self._put_back, saved), self._fresh)
 
     def _put_back(self, saved: SavedExecution) -> None:
         assert saved.state is not None
@@ -551,6 +553,13 @@ class Execution:
             self._disarm()
             deadline.expired, deadline.where = False, None
             self._arm()
+
+    def _fresh(self) -> Execution:
+        """A new run of this one's scenario, seed, runtime and faults, at its start."""
+        return Execution(
+            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
+            faults=self.faults, scenario_faults=False, timeout=self.timeout,
+        )  # fmt: skip
 
     def _replay_to(self, saved: SavedExecution) -> None:
         """Make the run again and take the path's moves (a runtime that cannot snapshot)."""

@@ -1,5 +1,5 @@
 """Where runs and exploration reports find their writers (``run.export``, ``report.export``)
-and runs their pictures (``run.timeline``).
+and their pictures (``run.timeline``, ``report.state_graph``, the report's notebook table).
 
 The simulation layer never imports the views, so the writers are handed to it: the composition
 root (``yieldstar_sim/__init__.py``) registers the views' writers when the package is imported,
@@ -34,14 +34,16 @@ def exporter(what: str) -> Exporter:
         ) from None
 
 
-#: A drawer: the run, then the options its method passes on; returns a matplotlib Figure.
+#: A drawer: the run (or report, or state space), then the options its method passes on;
+#: returns what the view makes (a matplotlib Figure, a graph, HTML).
 Drawer = Callable[..., Any]
 
 _DRAWERS: dict[str, Drawer] = {}
 
 
 def register_drawer(what: str, draw: Drawer) -> None:
-    """Make ``draw`` the drawer of a run's ``what`` (``"timeline"``: ``run.timeline``)."""
+    """Make ``draw`` the drawer of ``what`` (``"timeline"``: ``run.timeline``;
+    ``"state_graph"``: ``report.state_graph``...)."""
     _DRAWERS[what] = draw
 
 
@@ -51,6 +53,6 @@ def drawer(what: str) -> Drawer:
         return _DRAWERS[what]
     except KeyError:
         raise RuntimeError(
-            f"no drawer of a run's {what} is registered: import yieldstar_sim, which registers"
-            " the views' drawers"
+            f"no drawer of {what} is registered: import yieldstar_sim, which registers the "
+            "views' drawers"
         ) from None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.faults import by_description, trace_points
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import plain_move
 from yieldstar_sim.simulation.result import Regression
 from yieldstar_sim.simulation.run import replay as replay_exactly
 from yieldstar_sim.simulation.run import replay_runtime, simulate
@@ -118,7 +118,7 @@ def _run_moves(
     """The artifact's moves, run against ``scenario`` as far as its code still takes them:
     bare (each fault placed by its description instead), followed while they fit, the seed's
     moves after."""
-    bare = [Move(move.actor, choice=move.choice) for move in artifact.schedule]
+    bare = [plain_move(move.actor, move.choice) for move in artifact.schedule]
     return simulate(
         scenario, artifact.seed, runtime=runtime, schedule=bare, strict_schedule=False,
         faults=faults, scenario_faults=False, check_faults=False, timeout=timeout, db=db,

@@ -5,14 +5,18 @@ stopped with ``RestoreMismatch``, naming it, before a search counts states it ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.simulation.trail import unwound
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AbstractContextManager
 
-    from yieldstar_sim.simulation.execution import Execution, SavedExecution
+    from yieldstar_sim.runtime.protocol import Runtime
+    from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.trace import Trace
+    from yieldstar_sim.simulation.trail import Trail
 
 #: How many restores of a run are checked against a replay before sampling starts; after
 #: that, the restores whose number is a power of 16 are (a search restores millions of
@@ -26,23 +30,36 @@ class RestoreMismatch(Exception):
     search stops rather than count states it never reached."""
 
 
+class Run(Protocol):
+    """What a check reads of a run (an ``execution.Execution``)."""
+
+    trace: Trace
+    runtime: Runtime
+
+    def take(self, move: Move) -> None: ...
+    def moves(self) -> list[Move]: ...
+    def done(self) -> bool: ...
+    def unrecorded(self) -> AbstractContextManager[None]: ...
+    def close(self) -> None: ...
+
+
 def checked(count: int) -> bool:
     """Whether the ``count``-th restore of a run is checked."""
     return count <= CHECKED_RESTORES or (count & (count - 1) == 0 and count.bit_length() % 4 == 1)
 
 
 def check_restore(
-    execution: Execution, saved: SavedExecution, put_back: Callable[[SavedExecution], None]
+    execution: Run, path: Trail, put_back: Callable[[], None], fresh: Callable[[], Run]
 ) -> None:
-    """Run ``execution`` (just restored to ``saved``) on to its end, then a replay of its path
-    the same way, and compare what each did (``RestoreMismatch`` when they differ); put the
-    state back (``put_back``) in between and after."""
+    """Run ``execution`` (just put back at the end of ``path``) on to its end, then a replay
+    of ``path`` on a ``fresh`` run the same way, and compare what each did
+    (``RestoreMismatch`` when they differ); ``put_back`` the state in between and after."""
     restored = _run_out(execution)
-    put_back(saved)
-    replayed = _replayed_out(execution, saved)
+    put_back()
+    replayed = _replayed_out(fresh, path)
     if restored == replayed:
         return
-    if _replayed_out(execution, saved) != replayed:
+    if _replayed_out(fresh, path) != replayed:
         return  # two replays differ too: the scenario is not deterministic, which the
         # search's confirmation says in its own words; no adapter is to blame
     first = next(
@@ -51,28 +68,24 @@ def check_restore(
     )
     raise RestoreMismatch(
         f"the runtime adapter {type(execution.runtime).__name__} put back a state that went on "
-        f"differently from a replay of the same {len(saved.schedule)} moves: "
+        f"differently from a replay of the same {len(unwound(path))} moves: "
         f"{_told(restored, first)} where the replay had {_told(replayed, first)}; its "
         "snapshot() and restore() must save and put back everything it keeps, or it must "
         "not offer them (its runs are then replayed)"
     )
 
 
-def _replayed_out(execution: Execution, saved: SavedExecution) -> list[tuple[Any, ...]]:
-    again = type(execution)(
-        execution.scenario, seed=execution.seed, runtime=execution.runtime_choice,
-        db=execution.db, faults=execution.faults, scenario_faults=False,
-        timeout=execution.timeout,
-    )  # fmt: skip
+def _replayed_out(fresh: Callable[[], Run], path: Trail) -> list[tuple[Any, ...]]:
+    again = fresh()
     try:
-        for step in unwound(saved.path):
+        for step in unwound(path):
             again.take(step[0])
         return _run_out(again)
     finally:
         again.close()
 
 
-def _run_out(execution: Execution) -> list[tuple[Any, ...]]:
+def _run_out(execution: Run) -> list[tuple[Any, ...]]:
     """Take the first move at every point to the end; what the run did since, as facts."""
     start = len(execution.trace.events)
     with execution.unrecorded():

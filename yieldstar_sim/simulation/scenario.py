@@ -72,7 +72,7 @@ class Client:
     retry: ClientRetry = field(default_factory=ClientRetry)
 
     def __post_init__(self) -> None:
-        from yieldstar_sim.core.model import control_character
+        from yieldstar_sim.core.ids import control_character
 
         if not isinstance(self.name, str) or not self.name or control_character(self.name):
             raise ValueError(
@@ -434,7 +434,8 @@ class Scenario:
         return names
 
     def _check_clients(self) -> None:
-        from yieldstar_sim.core.model import InvalidIDError, check_execution_id
+        from yieldstar_sim.core.ids import check_execution_id
+        from yieldstar_sim.core.model import InvalidIDError
 
         for cancel in self.cancels:
             if not isinstance(cancel, Cancel):

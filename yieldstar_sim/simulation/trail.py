@@ -7,7 +7,7 @@ trail and the run itself share one path and a save costs nothing to take (``Exec
 >>> second = (new_move("w2", None, None, None), 1, ["w2"], None, first)
 >>> [move.actor for move in schedule_of(second)]
 ['w1', 'w2']
->>> Choices(unwound(second))[1].options
+>>> Choices(unwound(second))[1].among
 ('w2',)
 """
 

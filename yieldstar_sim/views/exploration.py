@@ -8,8 +8,8 @@ from textwrap import fill
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
-from yieldstar_sim.simulation.explorer.grid import grid_rows
 from yieldstar_sim.views.drawn_text import MAX_LINE, MAX_TICK, drawable, shown
+from yieldstar_sim.views.grid import grid_rows
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     """Single-fault verdicts as a grid: choice points (rows, in run order) x fault kinds.
     Past ``GRID_ROWS`` choice points, those whose labels differ only in their numbers are one
     row, each cell the worst verdict with how many of its points ended so
-    (``ExplorationReport.grid_rows``).
+    (``views.grid``).
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)

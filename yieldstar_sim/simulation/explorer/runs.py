@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, plain_move
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -159,7 +159,7 @@ def subtree(
         saved, actor, others, recorded_points = branches[-1]
         execution.restore(saved)  # type: ignore[arg-type]
         points.truncate(recorded_points)
-        execution.take(Move(actor, choice=others.pop(0)))
+        execution.take(plain_move(actor, others.pop(0)))
 
 
 def sweep(

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.report import FoundViolation
 from yieldstar_sim.simulation.faults import by_description, trace_points
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, plain_move
 from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def shrink(
     faults, and find its nearest passing schedule and the first event where the two part."""
     run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
     faults = described_faults(run)
-    bare = [Move(move.actor, choice=move.choice) for move in outcome.schedule]
+    bare = [plain_move(move.actor, move.choice) for move in outcome.schedule]
 
     def fails(subset: list[Fault]) -> SimulationRun | None:
         candidate = _run(scenario, outcome.seed, bare, subset, runtime=runtime, timeout=timeout)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class StopReason(enum.StrEnum):
-    """Why a search stopped."""
+    """Why a search stopped (``describe`` says it as a coverage statement does)."""
 
     COVERED = "covered"
     """It covered everything its bound holds."""
