@@ -37,7 +37,7 @@ class WorldError(InfrastructureError):
     infrastructure error (the simulator's ``world_error`` fault raises it)."""
 
 
-def _without_frames(error: BaseException) -> BaseException:
+def without_frames(error: BaseException) -> BaseException:
     """``error`` and the errors it was raised from, without their tracebacks.
 
     A body's error lives on in its ``BodyResult``, which the simulator's frames hold; its
@@ -285,15 +285,15 @@ class BodyWorld:
         except InfrastructureError:
             raise  # the world failed, not the body: the delivery rejects
         except (Exception, StepTimeoutError) as error:
-            return BodyResult(error=_without_frames(error))
+            return BodyResult(error=without_frames(error))
         except SystemExit as exit:
             called = ExitCalled.from_exit(exit, f"step body {command.step_key!r}")
-            return BodyResult(error=_without_frames(called))
+            return BodyResult(error=without_frames(called))
         except BaseException as error:
             if not raised_by_code(error):
                 raise  # the toolkit's own way out (a wall-clock limit, a draw), or Ctrl-C
             raised = BaseExceptionRaised.from_base(error, f"step body {command.step_key!r}")
-            return BodyResult(error=_without_frames(raised))
+            return BodyResult(error=without_frames(raised))
         finally:
             self._context = None
             self._transaction = None

@@ -35,7 +35,7 @@ from yieldstar_sim.core.model import (
     WorkflowDefinitionError,
 )
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.engine.body_world import BodyWorld, WorldError
+from yieldstar_sim.engine.body_world import BodyWorld, WorldError, without_frames
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.runtime.memory_rows import read_step
@@ -149,6 +149,9 @@ def _deliver(
             guard=guard,
         )
     except InfrastructureError as rejection:
+        # A world error the body let go is in the journal too (what ``state.ask`` raised),
+        # and its traceback holds this run's frames: a reference cycle per rejected delivery.
+        without_frames(rejection)
         state.event(
             state.clock.now(), TraceKind.REJECT,
             f"delivery of {record.execution_id} rejected: {rejection}",
