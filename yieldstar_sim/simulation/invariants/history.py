@@ -13,7 +13,7 @@ it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import EncodedValue, durable_value_codec
@@ -32,21 +32,32 @@ from yieldstar_sim.simulation.trace_payloads import (
 from yieldstar_sim.simulation.trace_values import summary, traced
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
 #: The step statuses that end a step: written once, replayed ever after.
 _FINAL_STEPS = frozenset({"completed", "failed"})
 _TERMINAL = frozenset(str(status) for status in TERMINAL_STATUSES)
+#: The payloads the invariant reads; every other event is passed over at a glance.
+_WATCHED = frozenset({PruneData, OutcomeData, PutStepData, StatusData, StartData})
 
 
 @dataclass(frozen=True, slots=True)
 class _First:
-    """A record's first final value (comparable, and in words) and the event that wrote it."""
+    """A record's first final value (compared with ``_same``), the event that wrote it, and
+    what it was in words (made only for a violation: ``summary`` of every step written cost a
+    search a tenth of its time)."""
 
     value: tuple[object, ...]
-    words: str
     event: TraceEvent | None
+    said: Callable[[], str]
+
+    @property
+    def words(self) -> str:
+        """The first value in words."""
+        return self.said()
 
 
 def _fingerprint(value: object, digest: str | None) -> object:
@@ -58,16 +69,62 @@ def _fingerprint(value: object, digest: str | None) -> object:
     return encoded.canonical if isinstance(encoded, EncodedValue) else repr(value)
 
 
-def _step_value(status: str, value: object) -> tuple[tuple[object, ...], str]:
-    """A step record's value as ``_First.value`` and in words, from the record itself."""
+def _plain_equal(a: object, b: object) -> bool:
+    """Whether two plain values have the same canonical JSON, told without encoding them: the
+    same types (a list and a tuple are both an array), keys and items; False also when either
+    is not plain data (then the fingerprints tell)."""
+    kind = type(a)
+    if kind is str or kind is int or kind is bool or a is None:
+        return type(b) is kind and a == b
+    if kind is float:
+        return type(b) is float and a == b and str(a) == str(b)  # -0.0 is not 0.0 in JSON
+    if kind is list or kind is tuple:
+        return (
+            (type(b) is list or type(b) is tuple)
+            and len(a) == len(b)  # type: ignore[arg-type]
+            and all(map(_plain_equal, a, b))  # type: ignore[call-overload]
+        )
+    if kind is dict:
+        return (
+            type(b) is dict
+            and a.keys() == b.keys()  # type: ignore[attr-defined]
+            and all(_plain_equal(item, b[key]) for key, item in a.items())  # type: ignore[attr-defined]
+        )
+    return False
+
+
+def _same(first: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """Whether two step values ``(status, value, digest)`` are one: the same status, and the
+    same canonical JSON (or digest, for a value the trace kept only as one)."""
+    if first[0] != now[0]:
+        return False
+    _, value, digest = first
+    _, other, other_digest = now
+    if digest is None and other_digest is None and (value is other or _plain_equal(value, other)):
+        return True
+    return _fingerprint(value, _digest(digest)) == _fingerprint(other, _digest(other_digest))
+
+
+def _digest(held: object) -> str | None:
+    return held if isinstance(held, str) else None
+
+
+def _step_value(status: str, value: object) -> tuple[tuple[object, ...], Callable[[], str]]:
+    """A step record's value as ``_First.value``, and in words, from the record itself."""
     kept, digest, _ = traced(value)
-    return (status, _fingerprint(kept, digest)), f"{status} with {summary(value)}"
+    return (status, kept, digest), lambda: f"{status} with {summary(value)}"
 
 
-def _written(event: TraceEvent, data: PutStepData) -> tuple[tuple[object, ...], str]:
-    """What a ``put_step`` call wrote, as ``_First.value`` and in words."""
-    value = (data.status, _fingerprint(data.value, data.value_digest))
-    return value, f"{data.status} with {data.value_summary()}"
+def _written(data: PutStepData) -> tuple[tuple[object, ...], Callable[[], str]]:
+    """What a ``put_step`` call wrote, as ``_First.value``, and in words."""
+    return (
+        (data.status, data.value, data.value_digest),
+        lambda: f"{data.status} with {data.value_summary()}",
+    )
+
+
+def _told(words: str) -> Callable[[], str]:
+    return lambda: words
 
 
 def _by(event: TraceEvent) -> str:
@@ -86,78 +143,100 @@ class RecordedHistoryNeverChanges:
 
     def check(self, run: RunView) -> list[Violation]:
         """Follow each record's writes through the trace, then compare the final records."""
-        steps: dict[tuple[str, str], _First] = {}
-        outcomes: dict[str, _First] = {}
-        targets: dict[tuple[str, str], _First] = {}
-        said: dict[tuple[str | None, str | None, int | None], OutcomeData] = {}
-        violations: list[Violation] = []
-        changed: set[tuple[str, ...]] = set()
-
-        def rewritten(what: str, first: _First, now: str, event: TraceEvent | None) -> None:
-            was = f" {seen_at(first.event)}" if first.event is not None else ""
-            how = (
-                f"{_by(event)} rewrote it to {now}"
-                if event is not None
-                else f"the runtime's record now says {now}, and no call of the run wrote that"
-            )
-            violations.append(
-                Violation(
-                    self.name,
-                    f"{what} was recorded {first.words}{was}; {how}: a recorded value is what "
-                    f"every later delivery replays, so it is written once; {RUNTIME_FIX}",
-                    {"record": what},
-                )
-            )
-
+        reader = _Reader()
         for event in run.trace:
-            data, op = event.data, event.op
-            if isinstance(data, PruneData) and data.refused is None:
-                # A pruned execution's records are gone, and its ID may be admitted anew.
-                pruned = event.execution_id
-                for table in (steps, targets):
-                    for key in [key for key in table if key[0] == pruned]:
-                        del table[key]
-                outcomes.pop(pruned or "", None)
-                continue
-            if isinstance(data, OutcomeData):
-                said[(event.worker, event.execution_id, event.token)] = data
-                continue
-            if event.kind != TraceKind.CALL or event.execution_id is None:
-                continue
-            if op == Op.PUT_STEP and isinstance(data, PutStepData) and event.step_key:
-                key = (event.execution_id, event.step_key)
-                value, words = _written(event, data)
-                first = steps.get(key)
-                if first is None:
-                    if data.status in _FINAL_STEPS:
-                        steps[key] = _First(value, words, event)
-                elif value != first.value and ("step", *key) not in changed:
-                    changed.add(("step", *key))
-                    rewritten(f"step {key[1]} of {key[0]}", first, words, event)
-            elif op == Op.ACKNOWLEDGE and isinstance(data, StatusData):
-                if data.status not in _TERMINAL:
-                    continue
-                outcome = said.get((event.worker, event.execution_id, event.token))
-                result = None if outcome is None else (outcome.result or outcome.error)
-                words = data.status + (f" with {result}" if result else "")
-                held = outcomes.get(event.execution_id)
-                if held is None:
-                    outcomes[event.execution_id] = _First((data.status, result), words, event)
-                elif data.status != held.value[0] and (
-                    "outcome", event.execution_id,
-                ) not in changed:  # fmt: skip
-                    changed.add(("outcome", event.execution_id))
-                    rewritten(f"the outcome of {event.execution_id}", held, words, event)
-            elif (
-                op == Op.START and isinstance(data, StartData) and data.accepted and event.step_key
-            ):
-                key = (event.execution_id, event.step_key)
-                if key not in targets:
-                    targets[key] = _First((data.accepted,), data.accepted, event)
+            if type(event.data) in _WATCHED:
+                reader.read(event)
+        found = reader.found
+        for what, first, now in _final(
+            run, reader.steps, reader.outcomes, reader.targets, reader.changed
+        ):
+            found.append((what, first, now, None))
+        return [self._violation(*one) for one in found]
 
-        for what, first, now in _final(run, steps, outcomes, targets, changed):
-            rewritten(what, first, now, None)
-        return violations
+    def _violation(self, what: str, first: _First, now: str, event: TraceEvent | None) -> Violation:
+        was = f" {seen_at(first.event)}" if first.event is not None else ""
+        how = (
+            f"{_by(event)} rewrote it to {now}"
+            if event is not None
+            else f"the runtime's record now says {now}, and no call of the run wrote that"
+        )
+        return Violation(
+            self.name,
+            f"{what} was recorded {first.words}{was}; {how}: a recorded value is what "
+            f"every later delivery replays, so it is written once; {RUNTIME_FIX}",
+            {"record": what},
+        )
+
+
+@dataclass
+class _Reader:
+    """The records' first values as the trace's calls wrote them, and each rewrite seen (the
+    record, its first value, what it was rewritten to, the write)."""
+
+    steps: dict[tuple[str, str], _First] = field(default_factory=dict)
+    outcomes: dict[str, _First] = field(default_factory=dict)
+    targets: dict[tuple[str, str], _First] = field(default_factory=dict)
+    said: dict[tuple[str | None, str | None, int | None], OutcomeData] = field(default_factory=dict)
+    changed: set[tuple[str, ...]] = field(default_factory=set)
+    found: list[tuple[str, _First, str, TraceEvent | None]] = field(default_factory=list)
+
+    def read(self, event: TraceEvent) -> None:
+        """Take one event whose payload is ``_WATCHED``."""
+        data = event.data
+        if isinstance(data, PruneData):
+            if data.refused is None:
+                self.prune(event.execution_id)
+        elif isinstance(data, OutcomeData):
+            self.said[(event.worker, event.execution_id, event.token)] = data
+        elif event.kind != TraceKind.CALL or event.execution_id is None:
+            return
+        elif isinstance(data, StatusData):
+            self.acknowledged(event, data)
+        elif not event.step_key:
+            return
+        elif isinstance(data, PutStepData) and event.op == Op.PUT_STEP:
+            self.put_step(event, event.execution_id, event.step_key, data)
+        elif isinstance(data, StartData) and event.op == Op.START and data.accepted:
+            key = (event.execution_id, event.step_key)
+            if key not in self.targets:
+                self.targets[key] = _First((data.accepted,), event, _told(data.accepted))
+
+    def prune(self, pruned: str | None) -> None:
+        """A pruned execution's records are gone, and its ID may be admitted anew."""
+        for table in (self.steps, self.targets):
+            for key in [key for key in table if key[0] == pruned]:
+                del table[key]
+        self.outcomes.pop(pruned or "", None)
+
+    def put_step(
+        self, event: TraceEvent, execution_id: str, step_key: str, data: PutStepData
+    ) -> None:
+        """A step written: its first final value kept, a later write of another one seen."""
+        key = (execution_id, step_key)
+        value, words = _written(data)
+        first = self.steps.get(key)
+        if first is None:
+            if data.status in _FINAL_STEPS:
+                self.steps[key] = _First(value, event, words)
+        elif not _same(first.value, value) and ("step", *key) not in self.changed:
+            self.changed.add(("step", *key))
+            self.found.append((f"step {step_key} of {execution_id}", first, words(), event))
+
+    def acknowledged(self, event: TraceEvent, data: StatusData) -> None:
+        """An outcome acknowledged: its first terminal status kept, a later other one seen."""
+        execution_id = event.execution_id
+        if event.op != Op.ACKNOWLEDGE or execution_id is None or data.status not in _TERMINAL:
+            return
+        outcome = self.said.get((event.worker, execution_id, event.token))
+        result = None if outcome is None else (outcome.result or outcome.error)
+        told = data.status + (f" with {result}" if result else "")
+        held = self.outcomes.get(execution_id)
+        if held is None:
+            self.outcomes[execution_id] = _First((data.status, result), event, _told(told))
+        elif data.status != held.value[0] and ("outcome", execution_id) not in self.changed:
+            self.changed.add(("outcome", execution_id))
+            self.found.append((f"the outcome of {execution_id}", held, told, event))
 
 
 def _final(
@@ -177,9 +256,16 @@ def _final(
             first = steps.get(key)
             if first is None or ("step", *key) in changed:
                 continue
-            value, words = _step_value(str(record.status), record.value)
-            if value != first.value:
-                found.append((f"step {key[1]} of {key[0]}", first, words))
+            status, value, digest = first.value
+            if (
+                digest is None
+                and status == record.status
+                and (value is record.value or _plain_equal(value, record.value))
+            ):
+                continue  # plainly the same: no need to look for a digest or encode it
+            value, said = _step_value(str(record.status), record.value)
+            if not _same(first.value, value):
+                found.append((f"step {key[1]} of {key[0]}", first, said()))
     for execution in run.executions:
         held = outcomes.get(execution.execution_id)
         if held is None or ("outcome", execution.execution_id) in changed:
