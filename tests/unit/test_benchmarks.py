@@ -69,13 +69,13 @@ def test_the_harness_docstring_examples() -> None:
 
 
 @pytest.mark.usefixtures("benchmarks_path")
-def test_instructions_are_counted_for_the_fingerprint_section_only(
+def test_instructions_are_counted_for_the_key_section_only(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     explorer = importlib.import_module("bench_explorer")
     with pytest.raises(SystemExit) as exited:
         explorer.main(["--quick", "--instructions"])
     assert exited.value.code == 2
-    assert "add --fingerprints-only" in capsys.readouterr().err
-    counter = importlib.import_module("_fingerprint_instructions")
-    assert counter.MODES == ("plain", "search", "every", "free", "exhaustive")
+    assert "add --keys-only" in capsys.readouterr().err
+    counter = importlib.import_module("_key_instructions")
+    assert counter.MODES == ("plain", "after", "every", "whole")
