@@ -25,6 +25,8 @@ The cases are the issue's, every one on the memory runtime with ``confirm=None``
 For each: the median seconds of the ``ys.explore`` call on each side (the child's imports and
 the scenario's making left out), the count on each side, and now / then; the target: no search
 slower than at the baseline, a ratio up to 1.05 counting as equal (PASS/MISS, never asserted).
+The ratio of the median CPU seconds (``time.process_time`` around the same call) is printed
+beside it: on a machine other sessions load, it moves less than the wall clock.
 Then the lines of the explorer (``simulation/explorer/*.py``) and of the kernel
 (``simulation/kernel.py``) at both revisions, and of the files the search moved out of the
 explorer or added beside it, so that the explorer's lines are not read as the whole story.
@@ -91,17 +93,17 @@ if len(sys.argv) > 3:
     import cProfile
     profiler = cProfile.Profile()
     profiler.enable()
-started = time.perf_counter()
+started, cpu = time.perf_counter(), time.process_time()
 report = ys.explore(scenario, strategy=strategy, max_faults=faults, runtime="memory",
                     confirm=None, stop_at_first=False)
-seconds = time.perf_counter() - started
+seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
 if profiler is not None:
     profiler.disable()
     profiler.dump_stats(sys.argv[3])
 section = getattr(report, "exhaustive", None)
 progress = getattr(section, "progress", None) or getattr(report, "search_progress", None) or {}
 print(json.dumps({
-    "seconds": seconds, "schedules": report.schedules_run,
+    "seconds": seconds, "cpu": cpu, "schedules": report.schedules_run,
     "states": report.distinct_states if strategy == "exhaustive" else None,
     "skipped": report.skipped_equivalent if strategy == "systematic" else None,
     "exhausted": report.exhausted, "verdict": report.verdict,
@@ -155,35 +157,40 @@ def measure(
 
 def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> None:
     """The table, and the target per case."""
-    rows = [["case", f"{baseline} s", "now s", "now / then", f"at {baseline}", "now", "same",
-             "each then", "each now", "RSS MB then / now"]]  # fmt: skip
+    rows = [["case", f"{baseline} s", "now s", "now / then", "CPU now / then", f"at {baseline}",
+             "now", "same", "each then", "each now", "RSS MB then / now"]]  # fmt: skip
     lines = []
     for name, sides in found.items():
         then_s = statistics.median(r["seconds"] for r in sides["then"])
         now_s = statistics.median(r["seconds"] for r in sides["now"])
         ratio = now_s / then_s
+        cpu = statistics.median(r["cpu"] for r in sides["now"]) / statistics.median(
+            r["cpu"] for r in sides["then"]
+        )
         last_then, last_now = sides["then"][-1], sides["now"][-1]
         same = count(last_then) == count(last_now) and last_then["verdict"] == last_now["verdict"]
         rss = "{:.0f} / {:.0f}".format(
             max(r["rss_mb"] for r in sides["then"]), max(r["rss_mb"] for r in sides["now"])
         )
         rows.append([
-            name, f"{then_s:.2f}", f"{now_s:.2f}", f"{ratio:.3f}x", count(last_then),
-            count(last_now), "yes" if same else "NO",
+            name, f"{then_s:.2f}", f"{now_s:.2f}", f"{ratio:.3f}x", f"{cpu:.3f}x",
+            count(last_then), count(last_now), "yes" if same else "NO",
             " ".join(f"{r['seconds']:.1f}" for r in sides["then"]),
             " ".join(f"{r['seconds']:.1f}" for r in sides["now"]), rss,
         ])  # fmt: skip
         lines.append((
             ratio <= MAX_RATIO,
             f"{name}: {ratio:.3f}x of {baseline}'s seconds (target <= {MAX_RATIO}; "
-            f"{now_s:.2f} s against {then_s:.2f} s)",
+            f"{now_s:.2f} s against {then_s:.2f} s; in CPU seconds {cpu:.3f}x)",
         ))  # fmt: skip
     print(f"\nThe searches now against {baseline} (memory, confirm=None, stop_at_first=False; "
           "medians of alternating repetitions)\n")  # fmt: skip
-    show(rows, [False, True, True, True, True, True, False, False, False, True], "  ")
+    show(rows, [False, True, True, True, True, True, True, False, False, False, True], "  ")
     print(
-        "  same: the same count and verdict on both sides; each: every repetition's seconds, in "
-        "order; RSS: the\n  child's peak, the interpreter and the package included"
+        "  s: wall-clock seconds of the explore call; CPU: its process's CPU seconds (what other "
+        "sessions' load moves least);\n  same: the same count and verdict on both sides; each: "
+        "every repetition's seconds, in order; RSS: the\n  child's peak, the interpreter and "
+        "the package included"
     )
     targets(lines)
 
