@@ -33,7 +33,10 @@ explorer or added beside it, so that the explorer's lines are not read as the wh
 
 With ``--profile CASE``, instead: the case once on each side under ``cProfile``, the functions
 with the most time of their own (``tottime``) on each side, and where this tree's time goes by
-file.
+file. With ``--instructions``, instead: smaller searches of the same kinds (the exhaustive
+search of 2 x 2 with one fault, the systematic search of 10 orders on 3 workers, the 100-step
+chain's) in machine instructions, counted by valgrind's callgrind on each side (a child with
+no search taken off): a ratio other sessions' load cannot move.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from _harness import footer, header, parser, progress, show, sizes, targets
+from _harness import count_instructions, footer, header, parser, progress, show, sizes, targets
 from bench_baseline import ROOT, unpack
 
 if TYPE_CHECKING:
@@ -89,6 +92,8 @@ else:
     scenario = dataclasses.replace(base, name=f"orders-{size}x{workers}", faults=[],
                                    workers=workers, triggers=triggers)
 profiler = None
+if sys.argv[3:] == ["-"]:
+    raise SystemExit(0)  # everything but the search (--instructions takes it off)
 if len(sys.argv) > 3:
     import cProfile
     profiler = cProfile.Profile()
@@ -213,6 +218,43 @@ def lines_of(package: Path, files: Sequence[str]) -> int:
     )
 
 
+#: ``--instructions``: searches small enough for callgrind (about 50x slower than a run).
+COUNTED_CASES: dict[str, Case] = {
+    "exhaustive 2 x 2": ("exhaustive", 2, 2, 1),
+    "systematic 10 x 3": ("systematic", 10, 3, 1),
+    "chain-100": ("chain", 100, 2, 1),
+}
+
+
+def instructions(cases: dict[str, Case], then: Path, baseline: str) -> None:
+    """Machine instructions of each search on each side (callgrind), now / then."""
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("instructions: skipped (no valgrind; `apt-get install valgrind`)")
+        return
+    rows = [["case", f"{baseline}", "now", "now / then"]]
+    for name, case in cases.items():
+        counts: dict[str, int | None] = {}
+        for side, path in (("then", then), ("now", ROOT)):
+            progress(f"{name}: {side} (callgrind)")
+            made = [
+                count_instructions(
+                    ["-c", CHILD, json.dumps(case), str(ROOT / "benchmarks"), *more],
+                    pythonpath=str(path), cwd=str(path),
+                )
+                for more in (["-"], [])
+            ]  # fmt: skip
+            counts[side] = None if None in made else made[1] - made[0]  # type: ignore[operator]
+        old, new = counts["then"], counts["now"]
+        if old is None or new is None:
+            rows.append([name, "?", "?", "valgrind printed no count"])
+            continue
+        rows.append([name, f"{old / 1e9:.3f}G", f"{new / 1e9:.3f}G", f"{new / old:.3f}x"])
+    print(f"\nInstructions per search, now against {baseline} (callgrind)\n")
+    show(rows, [False, True, True, True], "  ")
+
+
 def print_lines(then: Path, baseline: str) -> None:
     """The explorer's and the kernel's lines at both revisions, and the files around them."""
     print(f"\nLines, {baseline} against this tree")
@@ -307,6 +349,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--profile", metavar="CASE", choices=[*CASES, *SMOKE_CASES],
         help="instead: the case once a side under cProfile, where the time goes",
     )  # fmt: skip
+    made.add_argument(
+        "--instructions", action="store_true",
+        help="instead: smaller searches in machine instructions (valgrind), now against then",
+    )  # fmt: skip
     args = made.parse_args(argv)
     baseline = args.baseline or ("HEAD" if args.smoke else BASELINE)
     cases = dict(SMOKE_CASES if args.smoke else CASES)
@@ -328,6 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.profile:
             every = {**CASES, **SMOKE_CASES}
             profile_case(args.profile, every[args.profile], then)
+        elif args.instructions:
+            counted = {"exhaustive 1 x 1": ("exhaustive", 1, 1, 0)} if args.smoke else COUNTED_CASES
+            instructions(counted, then, baseline)
         else:
             report(measure(cases, then, reps), baseline)
         print_lines(then, baseline)
