@@ -155,8 +155,12 @@ def measure(
         order = ("then", "now") if rep % 2 == 0 else ("now", "then")
         for name, case in cases.items():
             for side in order:
-                progress(f"{name}: {side} ({rep + 1}/{reps})")
-                found[name][side].append(run_side(paths[side], case))
+                got = run_side(paths[side], case)
+                found[name][side].append(got)
+                progress(
+                    f"{name}: {side} ({rep + 1}/{reps}): {got['seconds']:.1f} s, CPU "
+                    f"{got['cpu']:.1f} s, {count(got)}"
+                )
     return found
 
 
