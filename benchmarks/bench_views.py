@@ -49,13 +49,21 @@ orders (10,000 only in the full run, 10 and 100 with ``--smoke``), seconds, byte
 of each export format beside a plain run; ``--orders-only`` runs just this section.
 
 Targets, reported as PASS/MISS (never asserted): build + render (total) under 1 s for 100
-executions; at 1,000 orders, PNG + SVG + review page within 10x a plain run and the PNG at
-most 4,000 px a side.
+executions; at 1,000 orders, PNG + SVG + review page within 10x a plain run (issue 33), the
+PNG alone (the drawing ``yieldstar-sim run`` makes) within 3x (issue 53), and the PNG at most
+4,000 px a side.
 
 Then the review page at 10 / 40 / 100 / 1,000 orders (``benchmarks/_views_review.py``: bytes
 per trace event, seconds, against the plain run); ``--review-only`` runs just that section.
 
 And the review page's targets (see ``_views_review.py``).
+
+Then every bundled scenario copied to 1,000 triggers (``_views_copies.py``, issue 53): as
+told and with a crash of its first copy, the plain run and the run's PNG, its pixels, whether
+each execution a violation names is drawn alone in red with its sentence, and the review
+page's bytes per event (200 triggers with ``--quick``, 20 with ``--smoke``);
+``--copies-only`` runs just that section. Targets: every PNG at most 4,000 px a side, every
+page at most 1,000 bytes per event, drawing within 3x the plain run.
 
 Then a big state space drawn bounded (``_views_states.py``): a made-up 20,000-state space and,
 in the full run, the 20,600 states of an exhaustive search of the booking race with 4
@@ -76,6 +84,7 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib
 from _harness import footer, header, ms, parser, progress, show, sizes, targets
+from _views_copies import copies_section
 from _views_labels import DPI, Readability, rasterised, readability
 from _views_orders import ORDER_SIZES, measure_orders, print_orders
 from _views_review import review_section
@@ -433,7 +442,24 @@ def arguments(argv: Sequence[str] | None) -> Any:
     args_parser.add_argument(
         "--states-only", action="store_true", help="only the big state space section"
     )
+    args_parser.add_argument(
+        "--copies-only", action="store_true",
+        help="only the section of every bundled scenario copied to 1,000 triggers",
+    )  # fmt: skip
     return args_parser.parse_args(argv)
+
+
+def sections_only(args: Any) -> None:
+    """The sections asked for alone (``--orders-only`` ...), each with its targets."""
+    if args.orders_only:
+        png(draw_run(simulate(SIZES[0])))  # imports, font caches
+        targets(orders_section(args))
+    if args.review_only:
+        targets(review_section(smoke=args.smoke, quick=args.quick))
+    if args.states_only:
+        targets(states_section(smoke=args.smoke, quick=args.quick))
+    if args.copies_only:
+        targets(copies_section(smoke=args.smoke, quick=args.quick))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -453,14 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         details="fan-out runs on 2 workers, memory runtime, seed 0" + sizes(args),
     )
     print()
-    if args.orders_only or args.review_only or args.states_only:
-        if args.orders_only:
-            png(draw_run(simulate(SIZES[0])))  # imports, font caches
-            targets(orders_section(args))
-        if args.review_only:
-            targets(review_section(smoke=args.smoke, quick=args.quick))
-        if args.states_only:
-            targets(states_section(smoke=args.smoke, quick=args.quick))
+    if args.orders_only or args.review_only or args.states_only or args.copies_only:
+        sections_only(args)
         footer(began)
         return 0
     runs = {executions: simulate(executions) for executions in run_sizes}
@@ -492,6 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     node_text, node_boxes = seen.labels[0], seen.labels[1]
     review = review_section(smoke=args.smoke, quick=args.quick)
     states = states_section(smoke=args.smoke, quick=args.quick)
+    copies = copies_section(smoke=args.smoke, quick=args.quick)
     targets(
         [
             *review,
@@ -503,6 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{median_ms(sized.png)} ms)",
             ),
             *order_targets,
+            *copies,
         ]
     )
     print(

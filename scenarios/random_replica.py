@@ -1,4 +1,4 @@
-"""A cart saved to one replica and read back from another: a random draw that seed 0 hides.
+"""A cart saved to one replica and read back from another: a random draw that some seeds hide.
 
 save-cart writes order 42's cart to a replica it picks at random (``step.world.choice``), and
 charge reads the cart back from a replica it picks at random again, as a client behind a load
@@ -44,7 +44,10 @@ def the_charge_covers_the_cart(run):
     """Every charge is for the two items the cart was saved with."""
     for effect in run.effects_named("card.charged"):
         if effect.data["items"] != 2:
-            return f"order {effect.data['order']} was charged for {effect.data['items']} items of 2"
+            return (
+                f"order {effect.data['order']} was charged for {effect.data['items']} items of 2"
+                f" by {effect.execution_id}"
+            )
     return None
 
 

@@ -16,7 +16,7 @@ ParentLink(execution_id='order-42', step_key='ship', detached=False)
 
 from __future__ import annotations
 
-from yieldstar_sim.core.authoring import Permanent, StepRunner, define_step, workflow
+from yieldstar_sim.core.authoring import StepRunner, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.model import (
@@ -34,6 +34,7 @@ from yieldstar_sim.core.model import (
     WorkflowStartErrorCode,
 )
 from yieldstar_sim.core.profiles import DriverProfile
+from yieldstar_sim.core.steps import Permanent, define_step
 from yieldstar_sim.engine import Engine
 from yieldstar_sim.runtime import (
     DuckDBRuntime,
@@ -69,20 +70,24 @@ __version__ = "0.1.0"
 
 
 def _compose() -> None:
-    """The composition root: runs and exploration reports write, and state spaces draw, through
-    the views, which the simulation layer never imports. They are handed over here, once, when
-    the package loads: no module registers anything as a side effect of being imported."""
-    from yieldstar_sim.simulation.explorer.statespace import register_view
-    from yieldstar_sim.simulation.exporters import register_exporter
+    """The composition root: runs and exploration reports write, runs draw their timelines and
+    state spaces draw, through the views, which the simulation layer never imports. They are
+    handed over here, once, when the package loads: no module registers anything as a side
+    effect of being imported."""
+    from yieldstar_sim.simulation.exporters import register_drawer, register_exporter
     from yieldstar_sim.views.export import export_file
+    from yieldstar_sim.views.figures import draw_focus
+    from yieldstar_sim.views.grid import report_html
     from yieldstar_sim.views.review import write_review
     from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
 
     register_exporter("run", export_file)
     register_exporter("report", write_review)
-    register_view("state_graph", state_graph)
-    register_view("draw_state_graph", draw_state_graph)
-    register_view("export_state_graph", export_state_graph)
+    register_drawer("timeline", draw_focus)
+    register_drawer("report_html", report_html)
+    register_drawer("state_graph", state_graph)
+    register_drawer("draw_state_graph", draw_state_graph)
+    register_drawer("export_state_graph", export_state_graph)
 
 
 _compose()

@@ -1,7 +1,8 @@
 """The ``yieldstar-sim`` command line.
 
 Exit codes: 0 ok (every invariant held and the run, or the search, finished), 1 violated,
-2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C).
+2 bad input, 3 incomplete (a budget or the wall-clock limit cut it), 130 interrupted (Ctrl-C),
+143 stopped by SIGTERM (``cli_signals``: what was found is kept, every child process ended).
 Errors a user can cause print one line naming the problem (a traceback only with ``--debug``).
 """
 
@@ -14,25 +15,24 @@ import os
 import re
 import signal
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
+from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_faults import FAULT_HELP, fault, fault_kinds
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
-    INTERRUPTED,
     FlagError,
     UsageError,
-    database_path,
-    output_folder,
-    output_stem,
-    refuse_used_database,
+    for_terminal,
 )
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.simulation.deadline import RunTimedOut
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from yieldstar_sim.simulation.result import SimulationRun
 
 NameT = TypeVar("NameT", bound=str)
 
@@ -146,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         help=FAULT_HELP,
     )  # fmt: skip
     _runtime_options(run, default=None, words="the scenario's own runtime, else duckdb")
+    _focus_option(run)
     _timeout_option(run, "the run (and of the scenario file's import)")
     run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
 
@@ -155,7 +156,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Explore SCENARIO's faults (its own fault plan is left out) and "
         "interleavings; shrink each violation to a replay artifact saved in --out. Exit 0 when "
         "the search covered its bound and no invariant was violated, 1 when one was, 3 when a "
-        "budget or the wall-clock limit cut it, 130 on Ctrl-C (what was found is saved).",
+        "budget or the wall-clock limit cut it, 130 on Ctrl-C, 143 on SIGTERM (what was found is "
+        "saved).",
     )
     explore.add_argument("scenario", metavar="SCENARIO")
     explore.add_argument(
@@ -165,8 +167,9 @@ def _parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     explore.add_argument(
         "--strategy", choices=("systematic", "random", "pct", "exhaustive"), default="systematic",
-        help="systematic (default): every fault at every point of one interleaving; random, "
-        "pct: samples; exhaustive: every interleaving and every fault up to --max-faults",
+        help="systematic (default): every fault at every point of one interleaving, and every "
+        "option of its draws and completion orders; random, pct: samples; exhaustive: every "
+        "interleaving, draw and fault up to --max-faults",
     )  # fmt: skip
     explore.add_argument(
         "--kinds", type=fault_kinds, default=None, metavar="KIND,...",
@@ -187,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
         "fewest faults, then events",
     )  # fmt: skip
     explore.add_argument(
-        "--no-reduction", action="store_true",
+        "--no-cache", action="store_true",
         help="exhaustive: no state caching (the naive search, to compare)",
     )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -234,17 +237,24 @@ def _parser() -> argparse.ArgumentParser:
 
     replay = commands.add_parser(
         "replay",
-        help="replay a saved artifact and check it reproduces its run",
-        description="Replay ARTIFACT (a JSON file written by run or explore); exit 0 when "
-        "every invariant held and the run finished, 1 when one was violated, 3 when cut.",
+        help="replay a saved artifact: its run exactly, or against code edited since (a fix)",
+        description="Replay ARTIFACT (a JSON file written by run or explore); with --scenario "
+        "FILE edited since (a fix), its schedule and faults run against the code as it is and "
+        "the output says where the run leaves the recorded one and whether the violation is "
+        "gone. Exit 0 when every invariant held and the run finished, 1 when one was "
+        "violated, 3 when cut (or when a recorded fault no longer fires: the replay did not "
+        "test the fix).",
     )
     replay.add_argument("artifact", metavar="ARTIFACT")
     replay.add_argument(
         "--scenario", metavar="FILE",
-        help="the scenario to replay the artifact with (a file you trust, or a bundled name); "
-        "needed when the artifact's scenario file is missing or changed",
+        help="the scenario to replay the artifact with (a file you trust, or a bundled name), "
+        "as it is now: code edited since the artifact was made (a fix) runs the recorded "
+        "schedule and says whether the violation is gone; needed when the artifact's scenario "
+        "file is not in the artifact's folder",
     )  # fmt: skip
     _runtime_options(replay, default=None)
+    _focus_option(replay)
     _timeout_option(replay, "the replay")
     replay.add_argument("--quiet", action="store_true", help="print the verdict only")
     for command in (demo, listing, run, explore, replay):
@@ -280,6 +290,15 @@ def _runtime_options(
         "(default png: the graph beside the timeline; review: one self-contained HTML page "
         "with a stepper, for design reviews)",
     )
+
+
+def _focus_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--focus", action="append", default=[], metavar="ID",
+        help="also draw execution ID's own timeline (its deliveries, the executions it "
+        "started, what befell their workers), in the picture formats of --format (default "
+        "png); repeat for more",
+    )  # fmt: skip
 
 
 def _output_options(command: argparse.ArgumentParser, out: str, formats: str) -> None:
@@ -373,105 +392,39 @@ def _list_faults(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
-    import time
-
-    from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-    from yieldstar_sim.simulation.run import replay, simulate
-    from yieldstar_sim.simulation.scenario import ScenarioError
-    from yieldstar_sim.simulation.scenario_files import load_scenario
-    from yieldstar_sim.views.export import export
-
-    out = output_folder(args.out)
-    db = database_path(args.db) if args.db else None
-    if db is not None and args.runtime not in ("duckdb", None):
-        raise FlagError("--db needs --runtime duckdb")
-    if db is not None and not args.continue_db:
-        refuse_used_database(db)
-    started = time.perf_counter()
-    run: SimulationRun
-    try:
-        if args.command == "run":
-            scenario = load_scenario(args.scenario, timeout=args.timeout)
-            run = simulate(
-                scenario, args.seed, runtime=args.runtime, db=db, timeout=args.timeout,
-                faults=args.fault,
-            )  # fmt: skip
-        else:
-            artifact = ReplayArtifact.load(args.artifact)
-            chosen = load_scenario(args.scenario, timeout=args.timeout) if args.scenario else None
-            run = replay(
-                artifact, runtime=args.runtime, scenario=chosen, db=db, timeout=args.timeout
-            )
-    except (ScenarioError, ArtifactError) as error:
-        raise UsageError(str(error)) from error
-    elapsed = time.perf_counter() - started
-    name = run.scenario.name
-    stem = out / output_stem(run.scenario.name, run.seed, replayed=args.command == "replay")
-    drawn = export(run, out, args.format, stem=f"{stem.name}-graph")
-    image = next(iter(drawn.values()))
-    trace_file = stem.with_name(stem.name + "-trace.jsonl")
-    trace_file.write_text(run.trace.to_jsonl(), encoding="utf-8")
-    artifact_file = run.artifact().save(stem.with_name(stem.name + ".replay.json"))
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "scenario": name,
-                    "seed": run.seed,
-                    "runtime": run.runtime_kind,
-                    "ok": run.ok,
-                    "verdict": run.verdict,
-                    "incomplete": run.incomplete,
-                    "warnings": run.warnings,
-                    "violations": [
-                        {
-                            "invariant": v.invariant,
-                            "message": v.message,
-                            "artifact": str(artifact_file),
-                        }
-                        for v in run.violations
-                    ],
-                    "choice_points": run.points,
-                    "faults": [f.describe() for f in run.faults],
-                    "graph": str(image),
-                    "exports": {format: str(path) for format, path in drawn.items()},
-                    "trace": str(trace_file),
-                    "artifact": str(artifact_file),
-                    "elapsed_seconds": round(elapsed, 3),
-                }
-            )
-        )
-    else:
-        if not args.quiet:
-            story = run.scenario.story
-            print(f"{name}: {story}" if story else name)  # a scenario with no description
-            print("\n".join(run.trace.lines()))
-            print()
-        print(run.explain())
-        for format, path in drawn.items():
-            print(f"{format}: {path}")
-        print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
-    run.runtime.close()
-    return EXIT_CODES[run.verdict]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
-    if argv is None and hasattr(signal, "SIGPIPE"):
-        # As a command: when the reader goes away (`| head`), end quietly as Unix tools do,
-        # killed by SIGPIPE. Every file the command writes is written before it prints.
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    parser = _parser()
-    _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
+    command = argv is None
+    if command:
+        # Ctrl-C and SIGTERM stop the command keeping what it found, and end its children.
+        cli_signals.watch()
     try:
-        code = _dispatch(parser, args)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Called in-process: the same quiet end, with the status a shell shows for SIGPIPE.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
-        return 128 + 13
+        parser = _parser()
+        _Parser.json_errors = "--json" in (sys.argv[1:] if argv is None else argv)
+        args = parser.parse_args(argv)
+        try:
+            code = _dispatch(parser, args)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # The reader went away (`| head`); every file was written before the command
+            # printed. End quietly as Unix tools do: as a command, killed by SIGPIPE (only now:
+            # with SIGPIPE's default all along, a write to a worker process a signal had ended
+            # killed the command before it could keep what it found); in-process, with the
+            # status a shell shows for it.
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the broken stdout
+            if command and hasattr(signal, "SIGPIPE"):
+                cli_signals.done()
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGPIPE)
+            return 128 + 13
+    except KeyboardInterrupt:  # before or after the command's own work: nothing to keep
+        print("yieldstar-sim: interrupted", file=sys.stderr)
+        code = cli_signals.exit_code()
+    finally:
+        if command:
+            cli_signals.done()
+    if command:
+        cli_signals.leave(code)
     return code
 
 
@@ -484,7 +437,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.command == "list":
             return _list(args)
         if args.command in ("run", "replay"):
-            return _run(args)
+            from yieldstar_sim.cli_run import run_command
+
+            return run_command(args)
         if args.command == "explore":
             from yieldstar_sim.cli_explore import explore_command
 
@@ -498,18 +453,48 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.debug:
             raise
         _json_error(args, str(error))
-        print(f"yieldstar-sim: error: {error}", file=sys.stderr)
+        print(f"yieldstar-sim: error: {for_terminal(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("yieldstar-sim: interrupted", file=sys.stderr)
-        return INTERRUPTED
+        return cli_signals.exit_code()
     except BrokenPipeError:
         raise  # not an error of the user's: the reader went away
+    except RunTimedOut:
+        # The wall-clock limit, wherever it passed: incomplete, as a run it cuts.
+        if args.debug:
+            raise
+        print("yieldstar-sim: incomplete: cut by the wall-clock limit (--timeout)", file=sys.stderr)
+        return EXIT_CODES["incomplete"]
+    except BrokenProcessPool:
+        # A worker process ended under the search: killed by the system, or ended by its own
+        # last resort (a schedule that outlived its limit; it said so above). Not a verdict.
+        if args.debug:
+            raise
+        if cli_signals.stopped():  # the command's own ending of its children, on a signal
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        print(
+            "yieldstar-sim: incomplete: a worker process ended in the middle of the search "
+            "(killed, or stopped past its time limit); nothing it ran is reported",
+            file=sys.stderr,
+        )
+        return EXIT_CODES["incomplete"]
     except Exception as error:
         if args.debug:
             raise
-        _json_error(args, f"{type(error).__name__}: {error}")
-        print(f"yieldstar-sim: error: {type(error).__name__}: {error}", file=sys.stderr)
+        if cli_signals.stopped():  # on its way out of a signal: DuckDB's "Interrupted!"...
+            print("yieldstar-sim: interrupted", file=sys.stderr)
+            return cli_signals.exit_code()
+        _json_error(args, error_words(error))
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
+        return 2
+    except SystemExit:
+        raise  # argparse's exit after its usage line
+    except BaseException as error:  # a class of user code's own, out of a path none caught
+        if args.debug:
+            raise
+        print(f"yieldstar-sim: error: {for_terminal(error_words(error))}", file=sys.stderr)
         return 2
     return 2
 

@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_files import (
     EXIT_CODES,
-    INTERRUPTED,
-    MAX_FAULTS_UNBUDGETED,
     FlagError,
     UsageError,
+    explore_options_mistake,
+    for_terminal,
+    not_written,
     output_folder,
+    unwritten,
 )
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
@@ -26,16 +30,19 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer import ExplorationReport
     from yieldstar_sim.simulation.explorer.strategy import StrategyOptions
     from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.views.exploration import ExplorationPictures
 
 
 def explore_command(args: argparse.Namespace) -> int:
     from yieldstar_sim.simulation.scenario import ScenarioError
     from yieldstar_sim.simulation.scenario_files import load_scenario
 
-    if args.max_faults < 0:
-        raise FlagError(f"--max-faults must be 0 or more, not {args.max_faults}")
-    if args.budget is not None and args.budget < 1:
-        raise FlagError(f"--budget must be at least 1, not {args.budget}")
+    mistake = explore_options_mistake(
+        max_faults=args.max_faults, budget=args.budget, strategy=args.strategy,
+        time_budget=args.time_budget,
+    )  # fmt: skip
+    if mistake is not None:
+        raise FlagError(mistake)
     if args.jobs < 1:
         raise FlagError(f"--jobs must be at least 1, not {args.jobs}")
     exhaustive_only = [
@@ -43,7 +50,7 @@ def explore_command(args: argparse.Namespace) -> int:
         for option, given in (
             ("--max-depth", args.max_depth is not None),
             ("--order", args.order != "dfs"),
-            ("--no-reduction", args.no_reduction),
+            ("--no-cache", args.no_cache),
         )
         if given
     ]
@@ -53,25 +60,14 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(f"--max-depth must be at least 1, not {args.max_depth}")
     if args.time_budget is not None and not args.time_budget > 0:
         raise FlagError(f"--time-budget must be a positive number, not {args.time_budget}")
-    if (
-        args.strategy in ("systematic", "exhaustive")  # random and pct sample 200 by default
-        and args.max_faults > MAX_FAULTS_UNBUDGETED
-        and args.budget is None
-        and args.time_budget is None
-    ):
-        # Schedules grow as (choice points x fault kinds) to the power of the faults: without a
-        # budget such a search runs for days and prints nothing.
-        raise FlagError(
-            f"--max-faults {args.max_faults} tries every combination of {args.max_faults} "
-            "faults, more schedules than a search finishes; give --budget N (or --time-budget "
-            f"SECONDS), or at most {MAX_FAULTS_UNBUDGETED} faults"
-        )
     _warn_above_cpus(args.jobs)
     out = output_folder(args.out)
+    from yieldstar_sim.simulation.restore_check import RestoreMismatch
+
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)
         return _explore_scenario(args, scenario, out)
-    except ScenarioError as error:
+    except (ScenarioError, RestoreMismatch) as error:
         raise UsageError(str(error)) from error
 
 
@@ -110,19 +106,84 @@ def _explore_and_draw(
         confirm=None if args.no_confirm else (args.confirm or BY_SCENARIO),
         check_adapter=args.check_adapter,
         jobs=args.jobs,
-        out=out,
         progress=args.progress,
         timeout=args.timeout,
         on_searched=lambda searched: drawer.start(searched, out, formats),
         **({} if args.kinds is None else {"kinds": args.kinds}),
     )
-    pictures = drawer.write(report, out, formats)
-    review = None
-    if "review" in args.format:
-        from yieldstar_sim.core.filenames import file_stem
+    # Saved here, not by explore: a file it cannot write (a full disk) loses nothing else, and
+    # a signal waits until each artifact is whole.
+    failed: list[str] = []
+    with cli_signals.deferred():
+        _save_artifacts(report, scenario, out, failed)
+    drawn = _Drawn()
+    try:
+        drawn.pictures = drawer.write(report, out, formats)
+        if "review" in args.format:
+            from yieldstar_sim.core.filenames import file_stem
 
-        review = report.export(out / f"{file_stem(report.scenario)}-review.html", scenario=scenario)
-    states = _state_graph_files(report, out, formats)
+            page = out / f"{file_stem(report.scenario)}-review.html"
+            drawn.review = report.export(page, scenario=scenario)
+        drawn.states = _state_graph_files(report, out, formats)
+    except KeyboardInterrupt:
+        drawn.interrupted = True  # what was found is saved: say so, with what was drawn
+    except OSError as error:
+        failed.append(unwritten(error))
+    except Exception:
+        if not cli_signals.stopped():
+            raise
+        drawn.interrupted = True  # a picture process a signal ended as it drew
+    with cli_signals.deferred():
+        _print_report(args, report, drawn, scenario)
+        if failed:
+            print(f"yieldstar-sim: error: {for_terminal(not_written(failed))}", file=sys.stderr)
+    if report.interrupted or drawn.interrupted:
+        words = "" if not drawn.interrupted else " (while drawing: not every picture was drawn)"
+        print(f"yieldstar-sim: interrupted{words}; what was found is above", file=sys.stderr)
+        return cli_signals.exit_code()
+    if failed:
+        return 2
+    return EXIT_CODES[report.verdict]
+
+
+def _pictures() -> ExplorationPictures:
+    from yieldstar_sim.views.exploration import ExplorationPictures
+
+    return ExplorationPictures()
+
+
+@dataclass
+class _Drawn:
+    """What the command drew after the search, so far: all of it, unless interrupted."""
+
+    pictures: ExplorationPictures = field(default_factory=_pictures)
+    review: Path | None = None
+    states: dict[str, Path] = field(default_factory=dict)
+    interrupted: bool = False
+
+
+def _save_artifacts(
+    report: ExplorationReport, scenario: Scenario, out: Path, failed: list[str]
+) -> None:
+    """Each violation's replay artifact, written whole into ``out``; a file that cannot be
+    written is one line in ``failed``, the others are written all the same."""
+    from yieldstar_sim.simulation.artifact import violation_file
+
+    for number, found in enumerate(report.violations, 1):
+        try:
+            found.artifact_path = found.artifact.save(violation_file(out, scenario.name, number))
+        except OSError as error:
+            failed.append(unwritten(error))
+
+
+def _print_report(
+    args: argparse.Namespace, report: ExplorationReport, drawn: _Drawn, scenario: Scenario
+) -> None:
+    """The report as ``--json``, ``--quiet`` or in full (the runtime, and why, first), with
+    every file written."""
+    from yieldstar_sim.simulation.scenario_runtime import why_runtime
+
+    pictures, review, states = drawn.pictures, drawn.review, drawn.states
     if args.json:
         data = report.to_json()
         data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
@@ -130,17 +191,27 @@ def _explore_and_draw(
             data["state_graph"] = {format: str(path) for format, path in states.items()}
         if review is not None:
             data["review"] = str(review)
-        for found, divergence, graph in zip(
-            data["violations"], pictures.divergences, pictures.graphs, strict=True
-        ):
+        for number, found in enumerate(data["violations"]):
+            drawn_here = number < min(len(pictures.divergences), len(pictures.graphs))
+            divergence = pictures.divergences[number] if drawn_here else {}
+            graph = pictures.graphs[number] if drawn_here else {}
             found["divergence"] = {format: str(path) for format, path in divergence.items()}
             found["graph"] = {format: str(path) for format, path in graph.items()}
         print(json.dumps(data))
     elif args.quiet:
-        print(_explore_verdict(report))
+        print(for_terminal(_explore_verdict(report)))
     else:
-        print(report.summary())
-        print("\n".join(pictures.lines()))
+        chosen = why_runtime("explore", args.runtime, scenario)
+        print(for_terminal(f"runtime: {report.runtime} ({chosen})"))
+        print(for_terminal(report.summary()))
+        if report.violations and report.stopped_at_first and not report.exhausted:
+            # Said, as the grid shows one fault kind: the tutorial's call lists them all.
+            print(
+                "stopped at the first violation: --all searches every point and lists every "
+                "fault kind that breaks it (ys.explore(..., stop_at_first=False))"
+            )
+        if lines := pictures.lines():
+            print("\n".join(lines))
         if states:
             print(f"state graph: {', '.join(str(path) for path in states.values())}")
         elif (why := why_not_drawn(report.state_space, report.distinct_states)) is not None:
@@ -149,10 +220,6 @@ def _explore_and_draw(
             print(f"state graph: not drawn: {why} (report.state_graph() has {held})")
         if review is not None:
             print(f"review page: {review}")
-    if report.interrupted:
-        print("yieldstar-sim: interrupted; what was found is above", file=sys.stderr)
-        return INTERRUPTED
-    return EXIT_CODES[report.verdict]
 
 
 def _check_confirm_runtime(choice: str, scenario: Scenario) -> None:
@@ -174,7 +241,7 @@ def _strategy(args: argparse.Namespace) -> str | StrategyOptions:
         return str(args.strategy)
     from yieldstar_sim.simulation.explorer import Exhaustive
 
-    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_reduction)
+    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_cache)
 
 
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:
@@ -208,8 +275,13 @@ def _explore_verdict(report: ExplorationReport) -> str:
     if not report.violations:
         return f"{report.scenario}: {report.verdict} ({report.coverage()})"
     names = ", ".join(dict.fromkeys(found.invariant for found in report.violations))
+    stopped = (
+        ", stopped at the first violation (--all searches every point)"
+        if report.stopped_at_first and not report.exhausted
+        else ""
+    )
     return (
-        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules); "
+        f"{report.scenario}: VIOLATED {names} ({report.schedules_run} schedules{stopped}); "
         "run without --quiet for the explanation"
     )
 

@@ -10,11 +10,19 @@ already exists. One courier.
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.cli_files import FlagError, UsageError, database_path, output_folder
+from yieldstar_sim.cli_files import (
+    FlagError,
+    UsageError,
+    check_database,
+    database_path,
+    output_folder,
+)
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.examples import charge_order, ship_order
@@ -128,7 +136,9 @@ def demo_command(args: argparse.Namespace) -> int:
             raise FlagError("--db needs --runtime duckdb")
         runtime = MemoryRuntime(clock=clock)
     else:
-        runtime = DuckDBRuntime(database_path(args.db), clock=clock)
+        db = database_path(args.db)
+        check_database(db, continuing=True)  # order-42's admission says if it ran there
+        runtime = DuckDBRuntime(db, clock=clock)
     try:
         result = lost_response_demo(runtime)
         graph = execution_graph(runtime)
@@ -150,7 +160,9 @@ def demo_command(args: argparse.Namespace) -> int:
         graph, title=f"order-42 after a lost start response ({args.runtime})\n{verdict}"
     )
     image = out / "order-42-graph.png"
-    figure.savefig(image, dpi=120)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=120)
+    write_whole(image, buffer.getvalue())
     if args.json:
         print(
             json.dumps(

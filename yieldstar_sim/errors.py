@@ -14,7 +14,6 @@ faults, which the engine turns into a redelivery rather than an outcome.
 
 from __future__ import annotations
 
-from yieldstar_sim.core.authoring import Permanent
 from yieldstar_sim.core.codec import DurableValueError
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
@@ -40,6 +39,7 @@ from yieldstar_sim.core.model import (
     WorkflowStartErrorCode,
     YieldstarError,
 )
+from yieldstar_sim.core.steps import Permanent
 from yieldstar_sim.simulation import ArtifactError, FaultPlanError, ScenarioError
 
 __all__ = [

@@ -67,7 +67,7 @@ def test_demo_keeps_its_records_in_a_duckdb_file(tmp_path: Path) -> None:
     [
         (["demo", "--db", "missing/run.duckdb"], "does not exist"),
         (["demo", "--db", "."], "is a folder"),
-        (["demo", "--db", "not-a-db.txt"], "not a valid DuckDB database"),
+        (["demo", "--db", "not-a-db.txt"], "is a text file, not a DuckDB database"),
         (["demo", "--out", "file.txt"], "output"),
     ],
 )
@@ -140,7 +140,11 @@ def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path)
     lines = result.stdout.splitlines()
     assert len(lines) <= 40, result.stdout
     assert max(map(len, lines)) <= 150, result.stdout
-    assert lines[0].startswith("durable-start: RFC 003's fix")
+    assert lines[0] == (
+        "runtime: duckdb (run's default: DuckDB, a durable runtime; explore searches on memory, "
+        "--runtime chooses)"
+    )
+    assert lines[1].startswith("durable-start: RFC 003's fix")
     assert "durable-start (seed 0, duckdb): ok: every invariant held" in result.stdout
     assert "fault    crash before" in result.stdout
     out = tmp_path / "out"

@@ -139,7 +139,58 @@ def test_a_scenario_without_a_description_prints_no_empty_story_line(tmp_path: P
     )
     result = cli("run", "trip.py", "--runtime", "memory", "--format", "json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[0] == "trip"
+    assert result.stdout.splitlines()[:2] == ["runtime: memory (chosen with --runtime)", "trip"]
+
+
+def test_each_command_says_first_which_runtime_it_used_and_why(tmp_path: Path) -> None:
+    # run used DuckDB, explore memory and a replay of explore's artifact memory, unsaid.
+    (tmp_path / "trip.py").write_text(TRIP, encoding="utf-8")
+    ran = cli("run", "trip.py", "--format", "json", cwd=tmp_path)
+    assert ran.stdout.splitlines()[0] == (
+        "runtime: duckdb (run's default: DuckDB, a durable runtime; explore searches on memory, "
+        "--runtime chooses)"
+    )
+    explored = cli(
+        "explore", "trip.py", "--no-confirm", "--format", "json", "--out", "exp", cwd=tmp_path
+    )
+    assert explored.stdout.splitlines()[0] == (
+        "runtime: memory (explore's default: the memory reference runtime, fast enough to "
+        "search every schedule; run's is DuckDB, --runtime chooses)"
+    )
+    replayed = cli(
+        "replay", "out/trip-seed0.replay.json", "--scenario", "trip.py", "--format", "json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout.splitlines()[0] == (
+        "runtime: duckdb (the runtime the artifact was made on: explore makes its artifacts on "
+        "memory, run on DuckDB; --runtime chooses)"
+    )
+
+
+def test_explore_says_it_stopped_at_the_first_violation_and_how_to_search_on(
+    tmp_path: Path,
+) -> None:
+    # Its grid showed one fault kind, where the tutorial's Python call lists four.
+    stopped = cli(
+        "explore", "trigger-in-step", "--no-confirm", "--format", "json", "--out", "exp",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert stopped.returncode == 1
+    assert (
+        "stopped at the first violation: --all searches every point and lists every fault "
+        "kind that breaks it (ys.explore(..., stop_at_first=False))"
+    ) in stopped.stdout.splitlines()
+    quiet = cli(
+        "explore", "trigger-in-step", "--no-confirm", "--format", "json", "--out", "exp",
+        "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert "stopped at the first violation (--all searches every point)" in quiet.stdout
+    every = cli(
+        "explore", "trigger-in-step", "--no-confirm", "--format", "json", "--out", "exp", "--all",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert "stopped at the first violation" not in every.stdout
 
 
 TRIP = """\

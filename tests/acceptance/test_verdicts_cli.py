@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,11 @@ def test_code_that_spins_times_out_as_incomplete(name: str, tmp_path: Path) -> N
         ("fault_typo_step", "the fault 'crash before put_step of step shipp' matches no choice"),
         ("invariant_typo", "at_most_once(courier.bookd, by=order) watches the effect 'courier"),
         ("invariant_typo_by", "counts courier.booked by its field 'ordr' (did you mean 'order'"),
+        (
+            "trigger_params_not_plain",
+            "ys.Trigger('charge', execution_id='charge-1') has params the runtime refuses "
+            "(params.when: datetime.datetime is not a durable value)",
+        ),
     ],
 )
 def test_a_mistake_in_a_scenario_file_is_bad_input(name: str, says: str, tmp_path: Path) -> None:
@@ -144,7 +150,10 @@ def test_a_body_that_takes_time_draws(command: str, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     if command == "replay":
         artifact = tmp_path / "out" / "elapse-effect-seed0.replay.json"
-        result = cli("replay", str(artifact), "--format", "png", "--out", "again", cwd=tmp_path)
+        result = cli(
+            "replay", str(artifact), "--scenario", str(CASES / "elapse_effect.py"), "--format",
+            "png", "--out", "again", cwd=tmp_path,
+        )  # fmt: skip
         assert result.returncode == 0, result.stderr
     assert (tmp_path / "out" / "elapse-effect-seed0-graph.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -185,3 +194,24 @@ def test_ctrl_c_in_explore_exits_130_and_keeps_what_it_found(tmp_path: Path) -> 
     assert "VIOLATED" in result.stdout
     assert "yieldstar-sim: interrupted" in result.stderr
     assert (tmp_path / "found" / "interrupted-explore-violation-1.replay.json").is_file()
+
+
+def test_a_bug_that_needs_a_draw_is_found_by_explore_with_no_fault(tmp_path: Path) -> None:
+    result = cli(
+        "explore", str(CASES / "unlucky_route.py"), "--max-faults", "0", "--no-confirm",
+        *NO_PICTURES, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "VIOLATED charged_on_every_route" in result.stdout
+
+
+def test_an_adapter_that_saves_less_than_it_keeps_is_a_one_line_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*CLI, "explore", "durable-start", "--strategy", "exhaustive", "--max-faults", "0",
+         "--runtime", "counting_claims:CountingClaims", "--no-confirm", *NO_PICTURES],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(CASES)},
+    )  # fmt: skip
+    line = one_line_error(result)
+    assert "the runtime adapter CountingClaims put back a state that went on differently" in line
+    assert "verified" not in result.stdout

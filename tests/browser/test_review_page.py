@@ -301,6 +301,75 @@ def test_a_link_opens_the_page_at_an_event_or_an_execution(
     assert f"appears at event #{first}" in stepper.locator(".ys-found").inner_text()
 
 
+@ys.workflow("charge-order")
+def charge_in_step(step: ys.StepRunner, params: Any) -> Any:
+    """RFC 003's Problem: the shipment is triggered inside a step, without a request ID."""
+    order = params["order"]
+    yield from step.run("charge", lambda: step.world.effect("card.charged", order=order))
+    return (yield from step.run("ship", lambda: step.world.trigger("ship-order", params)))
+
+
+def trigger_in_step(count: int, *, crashed: int) -> ys.Scenario:
+    """The Problem copied to ``count`` orders on 3 workers; order ``crashed``'s worker crashes
+    before it records the ship step, and that order sends two couriers."""
+    return ys.Scenario(
+        name=f"trigger-in-step-{count}",
+        workflows=[charge_in_step, ship_order],
+        triggers=[
+            ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}")
+            for n in range(1, count + 1)
+        ],
+        faults=[ys.Fault("crash", op="put_step", execution_id=f"order-{crashed}", step_key="ship")],
+        invariants=[ys.at_most_once("courier.booked", by="order")],
+        workers=3,
+    )
+
+
+def test_a_link_opens_the_page_at_a_violation(tmp_path: Path, browser: Browser) -> None:
+    # Issue 53: 300 orders of the trigger-in-step pattern, the crash on order-150's worker
+    # breaking it; the link to the violation is the page at its second courier, found.
+    from yieldstar_sim.views.evidence import violation_events
+
+    run = ys.simulate(trigger_in_step(300, crashed=150), seed=0, runtime="memory")
+    events = list(run.trace)
+    one, two = violation_events(run.violations, events)
+    page = run.export(tmp_path / "bug.html")
+    url = browser.open(page, "#violation=2", event=two)
+    stepper = browser.stepper(0)
+    courier = events[two]
+    assert courier.kind == "effect"
+    assert stepper.locator(".ys-search").input_value() == courier.execution_id
+    note = stepper.locator(".ys-violation-note").inner_text()
+    assert note.startswith("violation 2 comes true here: at_most_once(courier.booked, by=order)")
+    assert browser.page.locator("li.ys-target").get_attribute("id") == "violation-2"
+    named = {node.get_attribute("data-id") for node in stepper.locator(".ys-node.ys-named").all()}
+    assert "order-150" in named
+    assert browser.page.url.endswith("#violation=2")  # the address says where it is
+    # The list's links move the stepper to the other violation, the second admission.
+    browser.page.locator("#violation-1 a.ys-violation-link").click()
+    browser.page.wait_for_selector(f"section.ys-stepper[data-event='{one}']")
+    assert browser.page.url.endswith("#violation=1")
+    stepper.locator(".ys-next").click()
+    assert f"#event={one + 1}&execution=" in browser.page.url  # and it follows the slider
+    assert browser.console == []
+    assert browser.requests == [url]
+
+
+def test_a_report_page_link_opens_its_violation_s_stepper(tmp_path: Path, browser: Browser) -> None:
+    scenario = ys.load_scenario("trigger-in-step")
+    report = ys.explore(scenario, confirm=None, stop_at_first=False)
+    page = report.export(tmp_path / "report.html")
+    url = browser.open(page)
+    browser.page.goto(url + "#violation=2")
+    two = browser.stepper(1)
+    browser.page.wait_for_function(
+        "(root) => root.getAttribute('data-event') !== '0'", arg=two.element_handle()
+    )
+    assert "comes true here" in two.locator(".ys-violation-note").inner_text()
+    assert browser.stepper(0).get_attribute("data-event") == "0"  # the other stays
+    assert browser.console == []
+
+
 def test_the_search_box_finds_an_execution_s_rows(tmp_path: Path, browser: Browser) -> None:
     run = ys.simulate(orders(40), seed=0, runtime="memory")
     browser.open(run.export(tmp_path / "orders.html"))

@@ -45,22 +45,25 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
         repr((r.request_id, r.workflow_id, r.target_execution_id)) for r in runtime.start_requests()
     )
     waits = {} if ended else state.kernel.waits
+    behind = state.clocks.behind
+    # Each actor with its worker's skew: which worker runs behind goes with its history.
     actors = sorted(
-        (wait_facts(name, wait) + actor_role(name), tuple(histories.get(name, ())))
+        (
+            wait_facts(name, wait) + actor_role(name),
+            behind.get(name.partition("~")[0], 0.0),
+            tuple(histories.get(name.partition("~")[0], ())),  # a helper has its worker's
+        )
         for name, wait in waits.items()
     )
     ledger = [
         (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt) for e in state.ledger.effects
     ]
     store = sorted(state.store.canonical.items())
-    # What workers believe: how far behind each skewed clock runs, and where each lease ends
-    # after its heartbeats (worker names are blinded like the actors').
-    clocks = sorted(state.clocks.behind.values())
+    # Where each lease ends after its heartbeats, by execution and token.
     leases = sorted(state.lease_ends.items())
     text = repr(
-        (records, requests, state.clock.now(), ledger, store, actors, clocks, leases,
-         state.world_draws)
-    )  # fmt: skip
+        (records, requests, state.clock.now(), ledger, store, actors, leases, state.world_draws)
+    )
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

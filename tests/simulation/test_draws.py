@@ -224,3 +224,51 @@ def test_the_engine_draws_at_random(invoker: str) -> None:
         record = engine.runtime.execution("t-1")
         assert record is not None
         assert record.result in ("heads", "tails")
+
+
+def _unlucky_route() -> ys.Scenario:
+    """A bug that only one of four routes shows (the seed's run draws another): the route
+    through the closed depot charges nothing."""
+
+    def charged_on_every_route(run: Any) -> str | None:
+        (record,) = run.executions
+        return None if record.result != "closed-depot" else "the closed depot charged nothing"
+
+    scenario = one_step(
+        lambda step: step.world.choice(["closed-depot", "north", "east", "south"]),
+        invariants=[charged_on_every_route],
+    )
+    seeded = run(scenario)
+    assert seeded.ok, "the seed's run must miss it, or the test shows nothing"
+    return scenario
+
+
+def test_a_bug_that_needs_a_draw_to_come_out_one_way_is_found_without_any_fault() -> None:
+    """The systematic search branches every option of a draw, at max_faults=0 too: it said
+    "exhausted the bound: all 1 schedules" of such a scenario, having run the seed's draw."""
+    scenario = _unlucky_route()
+    report = ys.explore(scenario, max_faults=0, confirm=None)
+    assert report.verdict == "violated"
+    (found,) = report.violations
+    assert found.invariant == "charged_on_every_route"
+    assert found.faults == []
+    again = ys.replay(found.artifact, runtime="memory", scenario=scenario)
+    assert [v.invariant for v in again.violations] == ["charged_on_every_route"]
+    clean = ys.explore(
+        one_step(lambda step: step.world.choice(["north", "east"])), max_faults=0, confirm=None
+    )
+    assert clean.exhausted
+    assert clean.schedules_run == 2
+    assert "every option of 1 draw(s) and completion order(s)" in clean.coverage()
+
+
+def test_every_strategy_tries_the_draw_s_options_and_counts_the_draws_it_branched() -> None:
+    scenario = _unlucky_route()
+    exhaustive_search = exhaustive(scenario)
+    assert {v.invariant for v in exhaustive_search.violations} == {"charged_on_every_route"}
+    sampled = ys.explore(scenario, strategy="random", max_faults=0, budget=40, confirm=None)
+    assert sampled.violations
+    report = ys.explore(scenario, max_faults=1, kinds=["crash"], confirm=None, stop_at_first=False)
+    assert report.systematic is not None
+    assert report.systematic.branched >= 1
+    assert report.to_json()["draws_branched"] == report.systematic.branched

@@ -24,6 +24,7 @@ from yieldstar_sim.simulation.faults import FaultKind
 from yieldstar_sim.simulation.run import replay
 from yieldstar_sim.simulation.statekeys import StateKeys
 from yieldstar_sim.simulation.trace import TraceEvent
+from yieldstar_sim.views.statespace_paths import path_to
 
 
 def exhaustive(
@@ -156,7 +157,7 @@ def test_the_state_graph_marks_each_violation_and_a_shortest_path_to_it() -> Non
     space = report.state_space
     assert space is not None
     for key in violating:
-        path = space.path_to(key)
+        path = path_to(space, key)
         assert path[-1].target == key
     figure = report.draw_state_graph()
     assert figure.axes

@@ -36,7 +36,9 @@ def test_without_the_guard_the_frozen_worker_creates_an_orphan(runtime: str) -> 
     assert messages == {
         OWNED: "pack-42 (pack) was admitted at t=40 by w2 for owner order-42, which had been "
         "cancelled at t=30 (w2 froze before start_child and woke after its lease (token 1) had "
-        "expired): nobody will cancel it, and it completed at t=60",
+        "expired): nobody will cancel it, and it completed at t=60; a runtime refuses a new start "
+        "from an owner that ended (its orphan guard: Scenario(runtime_options={'orphan_guard': "
+        "True}), the default)",
         "no_parcel_for_a_cancelled_order": "order 42 was cancelled, but pack-42 packed its "
         "parcel at t=60",
     }
@@ -68,7 +70,9 @@ def test_a_child_admitted_under_a_cancel_requested_owner_follows_it(runtime: str
         (
             OWNED,
             "pack-42 (pack) was admitted at t=20 by w2 for owner order-42, whose cancellation "
-            "had been requested at t=10, but its own was never requested: it completed at t=40",
+            "had been requested at t=10, but its own was never requested: it completed at t=40; a "
+            "runtime requests it with the new start from such an owner (its orphan guard: "
+            "Scenario(runtime_options={'orphan_guard': True}), the default)",
         )
     ]
     fixed = ys.simulate(frozen_for("orphan-after-cancel-fixed", 20), runtime=runtime)

@@ -121,17 +121,28 @@ def test_a_schema_used_for_queries_of_your_own_is_dropped_not_pooled() -> None:
 
 
 @pytest.mark.postgres
-def test_a_search_on_postgres_uses_one_schema_per_process() -> None:
+def test_a_search_on_postgres_uses_one_schema_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     dsn = os.environ["YIELDSTAR_PG_DSN"]
     SCHEMAS.clear()
     before = schemas(dsn)
+    taken: list[str | None] = []
+    take = SCHEMAS.take
+
+    def counted(dsn: str) -> str | None:
+        taken.append(take(dsn))
+        return taken[-1]
+
+    # Other test processes make schemas on the same server meanwhile: count this one's.
+    monkeypatch.setattr(SCHEMAS, "take", counted)
     report = ys.explore(FIX, runtime="postgres", confirm=None, budget=12)
     assert report.violations == []
     assert report.schedules_run == 12
-    made = schemas(dsn) - before
-    assert len(made) == 1  # every schedule ran in it, emptied between them
+    assert taken.count(None) == 1  # every schedule ran in it, emptied between them
+    pooled = set(SCHEMAS._idle[dsn])
+    assert len(pooled) == 1
+    assert pooled <= schemas(dsn) - before
     SCHEMAS.clear()
-    assert not made & schemas(dsn)
+    assert not pooled & schemas(dsn)
 
 
 @pytest.mark.postgres

@@ -16,9 +16,10 @@ from _keys import search_summary
 import yieldstar_sim as ys
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation import workers
-from yieldstar_sim.simulation.execution import Execution, RestoreMismatch, SavedExecution
+from yieldstar_sim.simulation.execution import Execution, SavedExecution
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, applies_at, explored_seconds
 from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.restore_check import RestoreMismatch
 from yieldstar_sim.simulation.saving import RestoreDiverged, can_snapshot
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
@@ -236,7 +237,8 @@ class CountingClaims:
 def test_an_adapter_that_saves_less_than_it_keeps_stops_the_search_naming_it() -> None:
     scenario = ys.load_scenario("durable-start")
     assert can_snapshot(CountingClaims(clock=None))
-    with pytest.raises(RestoreMismatch, match=r"the runtime adapter CountingClaims restored"):
+    wrong = r"the runtime adapter CountingClaims put back a state that went on"
+    with pytest.raises(RestoreMismatch, match=wrong):
         ys.explore(
             scenario, strategy="exhaustive", max_faults=0, confirm=None, runtime=CountingClaims,
             stop_at_first=False,

@@ -75,3 +75,33 @@ def test_a_report_names_its_distinct_states_as_the_public_surface_promises() -> 
     assert report.exhausted
     assert report.states == report.distinct_states > 0
     assert report.stopped is StopReason.COVERED
+
+
+def test_a_search_with_no_fault_claims_no_fault_kind() -> None:
+    # It said "every fault kind at every choice point" of a search that placed none.
+    report = ys.explore(ys.load_scenario("durable-start"), max_faults=0, confirm=None)
+    assert report.exhausted
+    assert "fault kind" not in report.coverage()
+    assert "seed 0's interleaving" in report.coverage()
+
+
+def test_a_sample_cut_by_its_time_budget_says_so() -> None:
+    report = ys.explore(
+        ys.load_scenario("durable-start"), strategy="random", time_budget=1e-9, confirm=None
+    )
+    assert report.stopped is StopReason.TIME_BUDGET
+    assert report.coverage().endswith("not all of them, cut by the time budget of 1e-09s")
+
+
+def test_the_naive_search_gives_its_count_not_an_estimate() -> None:
+    # Without caching nothing is cut, so the schedules run are the count: no "about".
+    naive = ys.explore(
+        ys.load_scenario("durable-start"), strategy=ys.Exhaustive(cache=False), max_faults=0,
+        confirm=None,
+    )  # fmt: skip
+    assert naive.exhausted
+    assert "without caching" not in naive.coverage()
+    cached = ys.explore(
+        ys.load_scenario("durable-start"), strategy="exhaustive", max_faults=1, confirm=None
+    )
+    assert "; without caching: about " in cached.coverage()

@@ -52,8 +52,8 @@ class NamingKeys(StateKeys):
         self._workers = self._workers | {worker}
         self._names = re.compile(r"(?!)")
 
-    def _actor(self, name: str, wait: str) -> int:
-        return super()._actor(name, f"{wait} as {name}")
+    def _actor(self, name: str, wait: str, behind: float) -> int:
+        return super()._actor(name, f"{wait} as {name}", behind)
 
 
 def search(

@@ -43,15 +43,15 @@ def test_a_marker_with_no_text_yet_gets_its_text_once() -> None:
 
 
 def test_an_api_directive_becomes_an_entry_that_reads_in_the_repository() -> None:
-    page = "# x\n\n::: yieldstar_sim.core.authoring.define_step\n\nafter\n"
+    page = "# x\n\n::: yieldstar_sim.core.steps.define_step\n\nafter\n"
     rendered = hooks.render(page)
-    assert "<!-- api yieldstar_sim.core.authoring.define_step -->" in rendered
+    assert "<!-- api yieldstar_sim.core.steps.define_step -->" in rendered
     assert "define_step(name: str, body: Callable[..., Any]" in rendered
     assert "```pycon\n>>> send_welcome = define_step(" in rendered
     assert hooks.render(rendered) == rendered
     # The site renders the entry with mkdocstrings, from the same marker.
     site = hooks.on_page_markdown(rendered)
-    assert site == "# x\n\n::: yieldstar_sim.core.authoring.define_step\n\nafter\n"
+    assert site == "# x\n\n::: yieldstar_sim.core.steps.define_step\n\nafter\n"
 
 
 def test_the_performance_table_is_the_recorded_figures() -> None:

@@ -120,8 +120,8 @@ def test_a_diagram_past_mermaids_edge_limit_says_so() -> None:
     from yieldstar_sim.views.graph_text import to_mermaid
 
     graph = nx.MultiDiGraph()
-    for n in range(MERMAID_MAX_EDGES + 1):  # triggers are never folded into a family
-        graph.add_node(f"t-{n}", workflow_id="w", status="completed", origin="trigger")
+    for n in range(MERMAID_MAX_EDGES + 1):  # a workflow each: no two are alike, none fold
+        graph.add_node(f"t-{n}", workflow_id=f"w{n}", status="completed", origin="trigger")
         graph.add_edge("root", f"t-{n}", key=f"k{n}", step_key=f"k{n}", kind="trigger")
     graph.nodes["root"].update(workflow_id="w", status="completed", origin="trigger")
     lines = to_mermaid(graph, title="big").splitlines()

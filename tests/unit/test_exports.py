@@ -243,7 +243,7 @@ def test_dot_of_the_bug_shows_two_red_trigger_edges() -> None:
 
 # --------------------------------------------------------------------------- Mermaid
 
-MERMAID_NODE = re.compile(r'^    (n\d+)(?:\["(.*)"\]|\("(.*)"\))$')
+MERMAID_NODE = re.compile(r'^    (n\d+|totals)(?:\["(.*)"\]|\("(.*)"\))$')
 MERMAID_EDGE = re.compile(r'^    (n\d+) (-->|-\.->)\|"(.*)"\| (n\d+)$')
 MERMAID_OTHER = re.compile(r"^    (classDef|class|linkStyle) [\w,]+ [\w:#,.\- ]+$")
 
@@ -495,7 +495,8 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: Simula
     }
     assert 'hostile <scenario> "&amp;", seed 0' in dot_unquote(dot.get("label"))
     nodes, edges, _ = parse_mermaid(paths["mermaid"].read_text("utf-8"))
-    assert (len(nodes), len(edges)) == (2, 1)
+    assert (len(nodes), len(edges)) == (3, 1)  # the two executions and the totals' note
+    assert nodes["totals"].startswith("totals<br>executions #40;2#41;#58; ")
     parse_html(paths["html"].read_text("utf-8"))
     parse_html(paths["review"].read_text("utf-8"))
 
@@ -530,9 +531,9 @@ def test_export_of_a_graph_and_its_refusals(tmp_path: Path) -> None:
 def test_every_renderer_draws_an_edge_by_the_one_edge_rule(
     kind: str, detached: bool, line: str, dot: str, arrow: str
 ) -> None:
-    # One rule (graph.edge_line) says what an edge is; the picture, DOT and Mermaid each draw
+    # One rule (evidence.edge_line) says what an edge is; the picture, DOT and Mermaid each draw
     # those words their own way, a joined run included.
-    from yieldstar_sim.views.graph import edge_line
+    from yieldstar_sim.views.evidence import edge_line
 
     graph = nx.MultiDiGraph()
     graph.add_node("a", workflow_id="w", status="completed", origin="trigger")

@@ -167,7 +167,7 @@ def test_alike_executions_a_violation_names_are_one_family_marked_as_named() -> 
     drawn = collapse_families(graph)
     assert drawn.nodes[named.node]["violation"]
     assert not drawn.nodes[spared.node]["violation"]
-    assert "named by a violation" in node_label(named.node, drawn.nodes[named.node])
+    assert "named by violation 1" in node_label(named.node, drawn.nodes[named.node])
     assert not drawn.nodes["order-1"].get("group")  # the crash is still drawn on its own
 
 

@@ -17,7 +17,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "yieldstar_sim"
 
 #: Bottom to top. A module's layer is the entry with the longest prefix of its dotted name.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("codec", ("core.codec", "core.codec_checks", "core.filenames", "core.frozen")),
+    (
+        "codec",
+        (
+            "core.codec",
+            "core.codec_checks",
+            "core.error_words",
+            "core.files",
+            "core.filenames",
+            "core.frozen",
+        ),
+    ),
     ("model", ("core.model",)),
     ("core", ("core",)),
     ("runtime", ("runtime",)),
@@ -32,6 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "cli",
             "cli_files",
             "cli_pictures",
+            "cli_run",
+            "cli_signals",
             "cli_faults",
             "cli_explore",
             "demo",

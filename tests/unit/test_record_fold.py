@@ -8,7 +8,8 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.views.graph import edge_line, graph_from_trace
+from yieldstar_sim.views.evidence import edge_line
+from yieldstar_sim.views.graph import graph_from_trace
 from yieldstar_sim.views.records import RecordBook, Snapshot
 
 SCENARIOS = ["durable-start", "frozen-worker", "join-child", "spawn-after-prune", "retry-backoff"]

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.core.authoring import RetryPolicy, StepBuilder, StepDefinition, Workflow, World
+from yieldstar_sim.core.authoring import Workflow, World
 from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Failed, StepRecord, Suspended
+from yieldstar_sim.core.steps import RetryPolicy, StepBuilder, StepDefinition
 from yieldstar_sim.engine import Effect, ExecutionEvent, Registry
 from yieldstar_sim.errors import InjectedFailure, StepDeclarationError
 

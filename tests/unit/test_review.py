@@ -248,8 +248,9 @@ def test_families_are_drawn_once_at_the_pictures_layout() -> None:
     data = stepper_data(run)
     names = data["names"]
     (family,) = data["families"]
-    node, shape, members, executions, parent, label, line = family
+    node, shape, members, executions, parent, label, line, span = family
     assert names[node] == "9 \u00d7 charge-order \u2192 ship-order, completed"
+    assert names[span] == "order-2 \u2026 order-10"
     assert names[shape] == "charge-order \u2192 ship-order, completed"
     assert [names[m] for m in members] == [f"order-{n}" for n in range(2, 11)]
     assert len(executions) == 18

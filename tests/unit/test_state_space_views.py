@@ -20,6 +20,7 @@ from yieldstar_sim.views.statespace import (
     state_graph,
     state_space_summary,
 )
+from yieldstar_sim.views.statespace_paths import path_to
 
 
 def diamond() -> StateSpace:
@@ -75,7 +76,7 @@ def test_a_path_in_words_names_each_choice_and_fault() -> None:
 def test_an_unreached_state_has_no_path() -> None:
     space = diamond()
     with pytest.raises(KeyError, match="no state 'nowhere'"):
-        space.path_to("nowhere")
+        path_to(space, "nowhere")
 
 
 def test_every_export_reads_back_in_its_own_tool(tmp_path: Path) -> None:

@@ -38,6 +38,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("widgets/whatif.py", "_line"): "the what-if diff's trace lines",
     ("simulation/explorer/shrink.py", "first_divergence"): "the sentence naming the divergence",
     ("simulation/narration.py", "parting_words"): "the sentence naming where two runs part",
+    ("simulation/regression.py", "_event_words.line"): "the sentence naming where a replay "
+    "against edited code leaves the recorded run",
 }
 
 #: Calls that search text: a read passed to one parses it.

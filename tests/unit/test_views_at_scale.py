@@ -27,7 +27,8 @@ from yieldstar_sim.views.statespace_bounds import (
     SUMMARY_BANDS,
     bounded_state_graph,
 )
-from yieldstar_sim.views.timeline import INSTANT_SHARE
+from yieldstar_sim.views.statespace_paths import path_to
+from yieldstar_sim.views.timeline_axis import INSTANT_SHARE
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -63,7 +64,10 @@ def test_a_timeline_denser_than_its_pixels_aggregates_routine_marks_only() -> No
     figure = draw_timeline(timeline)
     assert drawn_marks(figure) < len(timeline.marks) / 3
     notable = [m for m in timeline.marks if m.kind in {"fault", "crash"}]
-    assert len(notable) == 2
+    assert len([m for m in notable if m.lane not in timeline.focus_lanes]) == 2
+    # order-1's own lane draws every mark of its events, the routine ones too (issue 53).
+    assert timeline.focus_lanes == ["order-1"]
+    notable += [m for m in timeline.marks if m.lane == "order-1"]
     from matplotlib.collections import PathCollection
 
     offsets = [
@@ -144,7 +148,7 @@ def test_one_search_finds_the_shortest_path_to_every_violation(big_space: StateS
     paths = shortest_paths(big_space)
     assert len(paths) == 12
     for key, path in list(paths.items())[:3]:
-        assert path == big_space.path_to(key)
+        assert path == path_to(big_space, key)
 
 
 def test_a_20000_state_space_is_drawn_bounded(big_space: StateSpace) -> None:

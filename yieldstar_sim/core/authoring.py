@@ -1,4 +1,4 @@
-"""Writing workflows: ``@workflow``, the step runner's verbs, step declarations and retries.
+"""Writing workflows: ``@workflow`` and the step runner's verbs (``core.steps``: declared steps).
 
 A workflow is a generator function ``(step, params)``; each step verb is a generator to
 ``yield from``::
@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import sys
 from collections.abc import Callable, Container, Generator, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-from yieldstar_sim.core.model import StepDeclarationError, StepKeyError, check_name
+from yieldstar_sim.core.ids import check_name
+from yieldstar_sim.core.model import StepDeclarationError, StepKeyError
+from yieldstar_sim.core.steps import RetryPolicy, StepDefinition
 
 # --------------------------------------------------------------------------- workflows
 
@@ -75,165 +78,6 @@ def workflow(
     return declare
 
 
-# --------------------------------------------------------------------------- retry policy
-
-DEFAULT_TIMEOUT = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """How many attempts a step gets, how long it waits between them, and each one's limit.
-
-    The defaults are the workflow steps guide's: one attempt, a one-minute timeout per attempt,
-    and (once retries are enabled) delays from one second, doubling, capped at 30 seconds.
-    ``cap`` and ``timeout`` of ``None`` mean no limit.
-
-    >>> policy = RetryPolicy(attempts=5, initial=1, factor=2, cap=60)
-    >>> [policy.delay_after(attempt) for attempt in range(1, 5)]
-    [1.0, 2.0, 4.0, 8.0]
-    """
-
-    attempts: int = 1
-    initial: float = 1.0
-    factor: float = 2.0
-    cap: float | None = 30.0
-    timeout: float | None = DEFAULT_TIMEOUT
-
-    def delay_after(self, attempt: int) -> float:
-        """The delay before the attempt that follows failed attempt number ``attempt``.
-
-        A delay too large for a float stays at the cap, or at the largest float without one.
-        """
-        try:
-            delay = self.initial * self.factor ** (attempt - 1)
-        except OverflowError:
-            delay = math.inf
-        if self.cap is not None:
-            delay = min(delay, self.cap)
-        return float(min(delay, sys.float_info.max))
-
-
-class StepBuilder:
-    """Edits a step's policy inside ``define_step`` or ``derive``, with the guide's rules.
-
-    Invalid values do not raise here: the first one becomes the declaration's error, which
-    registration reports and which fails the step without running it.
-    """
-
-    def __init__(self, policy: RetryPolicy, error: StepDeclarationError | None) -> None:
-        self.policy = policy
-        self.error = error
-
-    def _fail(self, message: str) -> StepBuilder:
-        if self.error is None:
-            self.error = StepDeclarationError(message)
-        return self
-
-    def retry(self, attempts: int) -> StepBuilder:
-        """Allow ``attempts`` executions in total; values below one become one."""
-        if isinstance(attempts, bool) or not isinstance(attempts, int):
-            return self._fail(f"retry takes a whole number of attempts, not {attempts!r}")
-        self.policy = replace(self.policy, attempts=max(1, attempts))
-        return self
-
-    def backoff(self, initial: float, factor: float, cap: float) -> StepBuilder:
-        """Delays of ``initial * factor**n`` seconds, capped at ``cap`` (0: no cap).
-
-        A zero initial delay asks for no deliberate delay; a factor below one or not finite
-        becomes one; a negative initial delay or cap is a declaration error.
-        """
-        if not _is_number(initial) or not math.isfinite(initial) or initial < 0:
-            return self._fail(
-                f"backoff initial delay must be a non-negative number, not {initial!r}"
-            )
-        if not _is_number(cap) or math.isnan(cap) or cap < 0:
-            return self._fail(f"backoff cap must be a non-negative number, not {cap!r}")
-        if not _is_number(factor) or not math.isfinite(factor) or factor < 1:
-            factor = 1.0
-        self.policy = replace(
-            self.policy,
-            initial=float(initial),
-            factor=float(factor),
-            cap=None if cap == 0 or math.isinf(cap) else float(cap),
-        )
-        return self
-
-    def timeout(self, seconds: float) -> StepBuilder:
-        """Bound each attempt to ``seconds`` of virtual time (0: no per-attempt limit)."""
-        if not _is_number(seconds) or math.isnan(seconds) or seconds < 0:
-            return self._fail(f"timeout must be a non-negative number of seconds, not {seconds!r}")
-        self.policy = replace(
-            self.policy, timeout=None if seconds == 0 or math.isinf(seconds) else float(seconds)
-        )
-        return self
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-StepConfigure: TypeAlias = Callable[[StepBuilder], object]
-
-
-@dataclass(frozen=True, slots=True)
-class StepDefinition:
-    """A reusable step: a name, a body and a retry policy (``define_step``).
-
-    ``error`` is the first declaration error, if any: registration refuses such a definition,
-    and calling it fails the step without running the body.
-    """
-
-    name: str
-    body: Callable[..., Any] = field(repr=False)
-    policy: RetryPolicy = RetryPolicy()
-    error: StepDeclarationError | None = None
-
-    def derive(self, configure: StepConfigure) -> StepDefinition:
-        """A variant for one call: same name, body, inherited policy and first error.
-
-        Defaults are not applied again and this definition does not change.
-
-        >>> send = define_step("send", lambda: None, lambda s: s.retry(5))
-        >>> once = send.derive(lambda s: s.retry(1))
-        >>> send.policy.attempts, once.policy.attempts
-        (5, 1)
-        """
-        builder = StepBuilder(self.policy, self.error)
-        configure(builder)
-        return replace(self, policy=builder.policy, error=builder.error)
-
-
-def define_step(
-    name: str, body: Callable[..., Any], configure: StepConfigure | None = None
-) -> StepDefinition:
-    """Declare a reusable step with a policy built by ``configure``.
-
-    >>> send_welcome = define_step(
-    ...     "send-welcome", lambda user: f"msg-{user}",
-    ...     lambda s: s.retry(5).backoff(1, 2, 60).timeout(30))
-    >>> send_welcome.policy
-    RetryPolicy(attempts=5, initial=1.0, factor=2.0, cap=60.0, timeout=30.0)
-    """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"a step name must be a non-empty string, not {name!r}")
-    if not callable(body):
-        raise TypeError(f"step {name!r}: the body must be callable, not {body!r}")
-    definition = StepDefinition(name, body)
-    return definition.derive(configure) if configure is not None else definition
-
-
-class Permanent(Exception):
-    """Raise ``Permanent(error)`` from a step body when another attempt cannot succeed.
-
-    >>> def charge():
-    ...     raise Permanent(ValueError("card declined"))
-    """
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
 # --------------------------------------------------------------------------- what steps return
 
 
@@ -255,7 +99,7 @@ class RunStep:
     body: Callable[..., Any] = field(repr=False)
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
-    policy: RetryPolicy = RetryPolicy()
+    policy: RetryPolicy = field(default_factory=RetryPolicy)  # frozen: one is as good as another
     error: StepDeclarationError | None = None
 
 
@@ -377,6 +221,9 @@ class StepRunner:
         self._world = world
         self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
         self._requests: dict[int, StepRequest] = {}
+        self._called_at: dict[int, tuple[str, int]] = {}
+        """Where workflow code called each verb (file name, line), by the generator's id:
+        the mistakes named later (a verb never run) say the line, not only the key."""
         self._groups: list[tuple[GroupStep, Generator[Any, Any, Any]]] = []
 
     @property
@@ -409,6 +256,10 @@ class StepRunner:
         generator = _perform(request)
         self._created.append((key, generator))
         self._requests[id(generator)] = request
+        # The code that called the verb (this frame, the verb's, then the caller's): its file
+        # and line only, never the frame, which would keep the workflow's locals alive.
+        caller = sys._getframe(2)
+        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
         return generator
 
     def _release(self) -> None:
@@ -420,35 +271,52 @@ class StepRunner:
         of being freed at once."""
         self._created.clear()
         self._requests.clear()
+        self._called_at.clear()
         self._groups.clear()
 
-    def iterated_by_code(self, performed: Container[int]) -> str | None:
+    def iterated_by_code(self, performed: Container[int]) -> tuple[str, str] | None:
         """The first verb that workflow code iterated itself (unpacked, listed, looped over)
         instead of running it with ``yield from``: its generator started, yet its request
         (``id`` not in ``performed``, the requests the driver was given) never reached the
-        driver, so the step never ran. Named as the code wrote it: ``step.all(...)`` or
-        ``step.run('book')``."""
+        driver, so the step never ran. Named as the code wrote it (``step.all(...)`` or
+        ``step.run('book')``), with where (``called_at``)."""
         # A group's members reach the driver inside their group (``_members`` closes them).
         grouped = {id(member) for group, _ in self._groups for member in group.members}
-        for key, generator in self._created:
+        for _key, generator in self._created:
             request = self._requests[id(generator)]
             if id(request) not in performed and id(request) not in grouped and _started(generator):
-                spawn = isinstance(request, ChildStep) and request.spawn
-                return f"{'step.spawn' if spawn else _VERBS[type(request)]}({key!r})"
+                return str(self.verb_of(generator)), self.called_at(generator)
         for group, generator in self._groups:
             if id(group) not in performed and _started(generator):
-                return "step.all(...)"
+                return "step.all(...)", self.called_at(generator)
         return None
 
     def key_of(self, generator: object) -> str | None:
         """The step key a step verb's generator was made for, if it was made here."""
         return next((key for key, made in self._created if made is generator), None)
 
-    def never_run(self) -> list[str]:
-        """Keys of step verbs called without ``yield from`` (their generator never started)."""
+    def verb_of(self, generator: object) -> str | None:
+        """A verb's generator made here as the code wrote it: ``step.delay('settle')``."""
+        request = self._requests.get(id(generator))
+        if request is None or isinstance(request, GroupStep):  # a group is tracked apart
+            return None
+        spawn = isinstance(request, ChildStep) and request.spawn
+        return f"{'step.spawn' if spawn else _VERBS[type(request)]}({request.key!r})"
+
+    def called_at(self, generator: object) -> str:
+        """Where workflow code called the verb of ``generator``: `` at line 9 of shop.py``
+        (empty when it was not made here)."""
+        where = self._called_at.get(id(generator))
+        if where is None:
+            return ""
+        return f" at line {where[1]} of {os.path.basename(where[0])}"
+
+    def never_run(self) -> list[Generator[Any, Any, Any]]:
+        """The step verbs called without ``yield from`` (their generator never started), in
+        the order the code called them: name one with ``verb_of`` and ``called_at``."""
         return [
-            key
-            for key, generator in self._created
+            generator
+            for _key, generator in self._created
             if inspect.getgeneratorstate(generator) == inspect.GEN_CREATED
         ]
 
@@ -531,6 +399,8 @@ class StepRunner:
         group = GroupStep(self._members(members))
         generator = _perform(group)
         self._groups.append((group, generator))
+        caller = sys._getframe(1)
+        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
         return generator
 
     def _members(self, members: Iterable[Generator[Any, Any, Any]]) -> tuple[MemberRequest, ...]:
@@ -540,8 +410,21 @@ class StepRunner:
                 "step.all([step.run('a', f), step.call('b', 'other')]), not "
                 f"{type(members).__name__}"
             )
+        given = list(members)
+        try:
+            return self._checked_members(given)
+        except Exception:
+            # The members were handed to step.all, which refused them: its error is the
+            # mistake to name, not each member as a verb never run or iterated.
+            handed = {id(member) for member in given}
+            self._created = [made for made in self._created if id(made[1]) not in handed]
+            raise
+
+    def _checked_members(
+        self, members: list[Generator[Any, Any, Any]]
+    ) -> tuple[MemberRequest, ...]:
         found: list[MemberRequest] = []
-        for member in list(members):
+        for member in members:
             request = self._requests.get(id(member)) if inspect.isgenerator(member) else None
             if request is None:
                 raise TypeError(

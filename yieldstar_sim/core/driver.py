@@ -12,7 +12,6 @@ code: the workflow generator is closed and the error leaves ``drive``, so the de
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import math
 from collections.abc import Callable, Generator
@@ -26,7 +25,6 @@ from yieldstar_sim.core.authoring import (
     DelayStep,
     GroupStep,
     MemberRequest,
-    Permanent,
     RunStep,
     StartedExecution,
     StartStep,
@@ -56,7 +54,10 @@ from yieldstar_sim.core.driver_flow import Throw as _Throw
 from yieldstar_sim.core.driver_groups import perform_group
 from yieldstar_sim.core.driver_outcomes import completed, failed, raised, recorded_outcome
 from yieldstar_sim.core.identity import changed, stamped
+from yieldstar_sim.core.ids import check_execution_id, check_name
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import (
+    STEP_NOT_RUN,
     ChildAccepted,
     ChildFailedError,
     ChildRequest,
@@ -83,10 +84,9 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
     WorkflowStartError,
     WorkflowStartErrorCode,
-    check_execution_id,
-    check_name,
 )
 from yieldstar_sim.core.profiles import MEMORY, DriverProfile
+from yieldstar_sim.core.steps import Permanent
 
 DriverGenerator: TypeAlias = Generator[Command, Any, WorkflowRunOutcome]
 
@@ -182,7 +182,9 @@ def drive(
     try:
         try:
             user = workflow.fn(runner, record.params)
-        except (Exception, SystemExit) as error:
+        except BaseException as error:
+            if not raised_by_code(error):
+                raise  # the toolkit's own way out (a wall-clock limit), or Ctrl-C
             return raised(
                 error, runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
                 code=f"workflow {record.workflow_id!r}",
@@ -205,7 +207,9 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 request = user.throw(throw.pop()) if throw else user.send(send)
             except StopIteration as stop:
                 return completed(ctx.execution_id, stop.value, ctx.runner, ctx.performed)
-            except (Exception, SystemExit) as error:
+            except BaseException as error:
+                if not raised_by_code(error):
+                    raise  # the toolkit's own way out (a wall-clock limit), or Ctrl-C
                 return raised(
                     error, ctx.runner, ctx.performed, cancel_recorded=ctx.cancel_recorded,
                     code=f"the code of {ctx.execution_id}",
@@ -233,9 +237,13 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
 
 
 def _abandon(user: Generator[Any, Any, Any]) -> None:
-    """Stop workflow code where it waits; code that refuses to stop is not run further."""
-    with contextlib.suppress(RuntimeError):  # it ignored GeneratorExit: abandoned all the same
+    """Stop workflow code where it waits; code that refuses to stop (it ignores GeneratorExit,
+    or raises as it is stopped) is not run further."""
+    try:
         user.close()
+    except BaseException as error:
+        if not raised_by_code(error):
+            raise
 
 
 class _Recorded:
@@ -254,12 +262,14 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any] | _
     a redelivery goes past each recorded step, and a long workflow has many."""
     replay = ctx.replay
     if inspect.isgenerator(request):
-        key = ctx.runner.key_of(request)
-        step = f"step {key!r}" if key is not None else "a step generator"
+        verb = ctx.runner.verb_of(request)
+        step = f"{verb}{ctx.runner.called_at(request)}" if verb else "a step generator"
+        name = verb.partition("(")[0] if verb else "step.run"
         raise _Throw(
             WorkflowDefinitionError(
                 f"workflow {replay.execution_id!r} yielded {step} instead of running it: write "
-                "`value = yield from step.run(...)`, not `yield step.run(...)`"
+                f"`yield from {name}(...)`, not `yield {name}(...)`",
+                code=STEP_NOT_RUN,
             )
         )
     if not isinstance(request, STEP_REQUESTS):

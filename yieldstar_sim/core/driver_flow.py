@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.model import NondeterminismError, StepKeyError, control_character
+from yieldstar_sim.core.ids import control_character
+from yieldstar_sim.core.model import NondeterminismError, StepKeyError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Generator

@@ -11,10 +11,10 @@ RequestId(execution_id='order-42', step_key='ship')
 from __future__ import annotations
 
 import enum
-import math
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from yieldstar_sim.core.error_words import error_code, error_text, error_words
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableObject, DurableValue
@@ -240,8 +240,7 @@ class ErrorInfo:
     @classmethod
     def from_exception(cls, error: BaseException) -> ErrorInfo:
         """Describe an exception durably, keeping the code of coded errors."""
-        code = getattr(error, "code", None)
-        return cls(type(error).__name__, str(error), str(code) if code is not None else None)
+        return cls(type(error).__name__, error_text(error), error_code(error))
 
     def to_value(self) -> DurableObject:
         """The durable value stored for this error."""
@@ -401,69 +400,6 @@ class Cancelled:
 WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled
 
 
-# --------------------------------------------------------------------------- validation
-
-_RESERVED_PREFIX = "@"
-
-
-def control_character(value: str) -> str | None:
-    """The first ASCII control character (U+0000 to U+001F, or DEL) in ``value``, if any.
-
-    The one rule for names and IDs: workflow names, execution IDs, step keys, lease owners.
-    """
-    found = _CONTROL_CHARACTER.search(value)  # a scan in C: every call checks several names
-    return None if found is None else found.group()
-
-
-_CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f]")
-
-
-def check_execution_id(execution_id: object, *, what: str = "execution ID") -> str:
-    """Return ``execution_id`` if a caller may choose it, else raise ``InvalidIDError``.
-
-    Empty IDs, IDs with ASCII control characters, and IDs starting with ``@`` (the namespace of
-    runtime-generated IDs) are refused.
-    """
-    if not isinstance(execution_id, str):
-        raise InvalidIDError(f"{what} must be a string, not {type(execution_id).__name__}")
-    if not execution_id:
-        raise InvalidIDError(f"{what} must not be empty")
-    bad = control_character(execution_id)
-    if bad is not None:
-        raise InvalidIDError(
-            f"{what} {execution_id!r} contains the ASCII control character {bad!r}"
-        )
-    if execution_id.startswith(_RESERVED_PREFIX):
-        raise InvalidIDError(
-            f"{what} {execution_id!r} starts with {_RESERVED_PREFIX!r}, which is reserved for "
-            "IDs the runtime generates"
-        )
-    return execution_id
-
-
-def check_name(value: object, what: str) -> str:
-    """Return ``value`` if it is a non-empty string without control characters."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what} must be a non-empty string, not {value!r}")
-    if _CONTROL_CHARACTER.search(value) is not None:  # checked at every runtime call
-        raise ValueError(f"{what} {value!r} contains an ASCII control character")
-    return value
-
-
-def generated_execution_id(workflow_id: str, seq: int) -> str:
-    """The ID the runtime gives the ``seq``-th admission when the caller chose none."""
-    return f"{_RESERVED_PREFIX}{workflow_id}-{seq}"
-
-
-def check_time(value: float, what: str) -> float:
-    """Return ``value`` as a float if it is a finite, non-negative number of seconds."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{what} must be a finite number of seconds, not {value!r}")
-    if value < 0:
-        raise ValueError(f"{what} must not be negative, not {value!r}")
-    return float(value)
-
-
 # --------------------------------------------------------------------------- workflow errors
 
 
@@ -502,8 +438,29 @@ class ExitCalled(YieldstarError):
         return cls(f"{where} called sys.exit({'' if code is None else repr(code)})")
 
 
+class BaseExceptionRaised(YieldstarError):
+    """User code raised a ``BaseException`` other than ``Exception`` and ``SystemExit`` (say
+    ``GeneratorExit``): a failure of that code, never a stop of the simulator or the engine."""
+
+    @classmethod
+    def from_base(cls, error: BaseException, where: str) -> BaseExceptionRaised:
+        """The failure for ``error`` raised in ``where`` (``step body 'ship'``)."""
+        return cls(f"{where} raised {error_words(error)}")
+
+
 class WorkflowDefinitionError(YieldstarError, TypeError):
-    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``)."""
+    """Workflow code that misuses the step runner (e.g. ``yield`` instead of ``yield from``);
+    ``code`` is ``STEP_NOT_RUN`` for a verb never run, whose message names verb, key and line."""
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+    def __reduce__(self) -> tuple[type[WorkflowDefinitionError], tuple[str], dict[str, object]]:
+        return (type(self), (str(self),), {"code": self.code})
+
+
+STEP_NOT_RUN = "STEP_NOT_RUN"  # a verb called without `yield from`, or iterated by the code
 
 
 class StepDeclarationError(YieldstarError, ValueError):

@@ -7,7 +7,7 @@ for the start to be acknowledged within the parent's budget, and an error from t
 not prove no child started. A profile makes the simulator refuse (or round, or fail) the same
 things, so a user can check a workflow's portability.
 
->>> from yieldstar_sim.core.authoring import RetryPolicy
+>>> from yieldstar_sim.core.steps import RetryPolicy
 >>> TEMPORAL.check_policy("send", RetryPolicy(attempts=3, initial=0))
 "step 'send': temporal-like engines reject multi-attempt steps with zero initial backoff"
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from yieldstar_sim.core.authoring import RetryPolicy
+    from yieldstar_sim.core.steps import RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,9 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from yieldstar_sim.core.authoring import StepDefinition, Workflow
+    from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.profiles import DriverProfile
+    from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.protocol import Runtime
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.driver import Command, DriverGenerator, RunBody, drive
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
     Delivery,
     DeliveryRejectedError,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable
     from contextlib import AbstractContextManager
 
+    from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.protocol import Runtime
 
 
@@ -187,4 +189,4 @@ class InProcessInvoker:
 
 def describe_error(error: BaseException) -> str:
     """An error as a rejection names it: its class and message."""
-    return f"{type(error).__name__}: {error}"
+    return error_words(error)

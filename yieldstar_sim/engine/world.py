@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from yieldstar_sim.core.codec import DurableObject, InvalidValue, durable_value_codec
 from yieldstar_sim.core.driver import BodyResult, RunBody
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import (
+    BaseExceptionRaised,
     ExitCalled,
     InfrastructureError,
     StepTimeoutError,
@@ -477,6 +479,11 @@ class BodyWorld:
         except SystemExit as exit:
             called = ExitCalled.from_exit(exit, f"step body {command.step_key!r}")
             return BodyResult(error=_without_frames(called))
+        except BaseException as error:
+            if not raised_by_code(error):
+                raise  # the toolkit's own way out (a wall-clock limit, a draw), or Ctrl-C
+            raised = BaseExceptionRaised.from_base(error, f"step body {command.step_key!r}")
+            return BodyResult(error=_without_frames(raised))
         finally:
             self._context = None
         return BodyResult(value=value)

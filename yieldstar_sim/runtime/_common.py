@@ -17,6 +17,7 @@ from yieldstar_sim.core.codec import (
     InvalidValue,
     durable_value_codec,
 )
+from yieldstar_sim.core.ids import check_execution_id, check_name, check_time
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
     ChildAccepted,
@@ -40,9 +41,6 @@ from yieldstar_sim.core.model import (
     TerminalCallerError,
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
-    check_execution_id,
-    check_name,
-    check_time,
 )
 from yieldstar_sim.runtime.failpoints import FailPoints
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import yieldstar_sim.runtime._common as common
+from yieldstar_sim.core.ids import check_name
 from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
@@ -40,7 +41,6 @@ from yieldstar_sim.core.model import (
     StepRecord,
     StepStatus,
     WorkflowRunOutcome,
-    check_name,
 )
 
 if TYPE_CHECKING:

@@ -42,6 +42,12 @@ from yieldstar_sim.core.model import (
     StepRecord,
 )
 from yieldstar_sim.runtime._sql_calls import SqlCalls
+from yieldstar_sim.runtime.duckdb_files import (
+    DatabaseFileError,
+    connect,
+    runtime_columns,
+    schema_problem,
+)
 from yieldstar_sim.runtime.duckdb_pool import POOL, Held
 from yieldstar_sim.runtime.duckdb_queue import QueueModel
 from yieldstar_sim.runtime.sql_files import SHARED, include, load_queries
@@ -160,9 +166,13 @@ class DuckDBRuntime(SqlCalls):
         else:
             # duckdb.connect of one file twice in a process shares one database instance, so
             # several runtime objects (threads) can use one file; another process cannot.
-            self._connection = duckdb.connect(self.path)
-            self._connection.execute(SETTINGS)
-            self._create_schema()
+            self._connection = connect(self.path)
+            try:
+                self._connection.execute(SETTINGS)
+                self._create_schema()
+            except BaseException:
+                self._connection.close()
+                raise
         self._held = Held(self._connection, poolable)
         # A private in-memory database starts empty, fresh or reset: this runtime can follow
         # its queue from here, as long as it is the database's one writer (duckdb_queue).
@@ -189,6 +199,10 @@ class DuckDBRuntime(SqlCalls):
         re-read (the other open created them)."""
         for _ in range(_MAX_RACE_RETRIES):
             found = self._connection.execute(QUERIES["schema_objects"]).fetchall()[0][0]
+            if found:  # a file made before: by this version, an older one, or someone else
+                problem = schema_problem(self._connection, runtime_columns(SCHEMA))
+                if problem is not None:
+                    raise DatabaseFileError(f"{self.path!r} {problem}")
             if found == _SCHEMA_OBJECTS:
                 return
             try:

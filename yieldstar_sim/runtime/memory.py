@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
+from yieldstar_sim.core.ids import check_name, generated_execution_id
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
     ChildAccepted,
@@ -38,8 +39,6 @@ from yieldstar_sim.core.model import (
     StepRecord,
     StepStatus,
     WorkflowRunOutcome,
-    check_name,
-    generated_execution_id,
 )
 from yieldstar_sim.runtime.memory_order import ClaimOrder
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step

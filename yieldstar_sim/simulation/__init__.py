@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-from yieldstar_sim.simulation.execution import Execution, RestoreMismatch, ScheduleMismatch
+from yieldstar_sim.simulation.execution import Execution, ScheduleMismatch
 from yieldstar_sim.simulation.explorer import (
     Exhaustive,
     ExplorationReport,
@@ -25,8 +25,10 @@ from yieldstar_sim.simulation.faults import (
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
 from yieldstar_sim.simulation.moves import Move
-from yieldstar_sim.simulation.result import SimulationRun
-from yieldstar_sim.simulation.run import replay, simulate
+from yieldstar_sim.simulation.regression import replay
+from yieldstar_sim.simulation.restore_check import RestoreMismatch
+from yieldstar_sim.simulation.result import Regression, SimulationRun
+from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
     Client,
@@ -41,6 +43,7 @@ from yieldstar_sim.simulation.scenario import (
     expect,
 )
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
+from yieldstar_sim.simulation.totals import Totals
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
 __all__ = [
@@ -67,6 +70,7 @@ __all__ = [
     "PointInfo",
     "Prune",
     "Random",
+    "Regression",
     "ReplayArtifact",
     "RestoreMismatch",
     "Scenario",
@@ -75,6 +79,7 @@ __all__ = [
     "SimulationRun",
     "StopReason",
     "Systematic",
+    "Totals",
     "Trace",
     "TraceEvent",
     "Trigger",

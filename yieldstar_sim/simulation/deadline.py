@@ -1,12 +1,24 @@
 """A wall-clock limit for code we do not control: workflow code, step bodies, invariants and
-scenario files that may spin forever.
+scenario files that may spin forever, or wait forever (``time.sleep(3600)``, a socket read).
 
 Virtual time bounds a run's *simulated* work (``max_time``, ``max_points``), but a ``while
 True:`` in pure Python never reaches a choice point, so only the wall clock can stop it. A
 watchdog thread (one per process, shared by every deadline: starting a thread per run cost a
-third of a short run) raises ``RunTimedOut`` asynchronously in the thread that runs user code,
-and only while that code is running (never inside the runtime, mid-transaction); outside user
-code the simulator polls ``expired`` between choice points and stops there.
+third of a short run) interrupts the thread that runs user code, and only while that code is
+running (never inside the runtime, mid-transaction); outside user code the simulator polls
+``expired`` between choice points and stops there.
+
+How it interrupts depends on the thread (docs/decisions.md says why). On the main thread, where
+Python runs signal handlers, it sends that thread ``SIGURG`` (``signal.pthread_kill``): a
+blocking call returns early (``EINTR``) to run the handler, which raises ``RunTimedOut`` if the
+deadline's user code is still running there, and does nothing otherwise. ``SIGURG`` because its
+default action is to ignore it and nothing else in a Python process uses it, so a handler left
+installed changes nothing, and ``SIGALRM`` (``pytest-timeout``'s, your own alarm) stays yours.
+Off the main thread, the watchdog raises ``RunTimedOut`` asynchronously
+(``PyThreadState_SetAsyncExc``), which cuts code that spins but not a call that blocks in C.
+A run still going ``GIVE_UP_SECONDS`` past its limit (its code catches every interrupt, or
+blocks where no signal reaches, in user code or in what runs between) is handed to
+``last_resort``, if the process set one (the command line ends itself, incomplete).
 
 >>> deadline = Deadline(None)
 >>> with deadline.user_code("a body"):
@@ -22,6 +34,7 @@ import ctypes
 import heapq
 import itertools
 import os
+import signal
 import sys
 import threading
 import time
@@ -31,7 +44,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
-    from types import TracebackType
+    from types import FrameType, TracebackType
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds of wall-clock time one simulation run may take before it ends as incomplete."""
@@ -39,6 +52,21 @@ DEFAULT_TIMEOUT = 60.0
 AGAIN_SECONDS = 0.05
 """Seconds after which a deadline that fired in user code raises there again, should the code
 still be running (the first exception lost on its way)."""
+
+GIVE_UP_SECONDS = 5.0
+"""Seconds past its limit after which a run still armed (its code not stopped by any interrupt)
+is handed to ``last_resort``."""
+
+#: The signal that interrupts the main thread (None where there is none: Windows).
+_SIGNAL: int | None = (
+    signal.SIGURG if hasattr(signal, "SIGURG") and hasattr(signal, "pthread_kill") else None
+)
+
+last_resort: list[Callable[[str], object]] = []
+"""What to do with a run still going ``GIVE_UP_SECONDS`` past its limit: called, from the
+watchdog thread, with what runs (the user code, or the run itself when it is outside it).
+Empty: its code is interrupted again, for ever (a library cannot end its caller's process);
+the command line appends one that ends the command, incomplete."""
 
 
 class RunTimedOut(BaseException):
@@ -75,25 +103,40 @@ class Deadline:
         self._inside: str | None = None
         self._pending = False
         self._thread_id = 0
+        self._signalled = False
+        """Whether the deadline interrupts by ``SIGURG`` (armed on the main thread)."""
         self._armed: _Armed | None = None
+        self._fired = 0.0
+        """When the limit passed (``time.monotonic``; 0: it has not; -1: the run was handed to
+        ``last_resort``)."""
         self._started = 0.0
 
     def __enter__(self) -> Deadline:
         self._thread_id = threading.get_ident()
         self._started = time.monotonic()
+        self._fired = 0.0
         if self.seconds is not None:
             if not isinstance(sys.unraisablehook, _LostTimeouts):
                 sys.unraisablehook = _LostTimeouts(sys.unraisablehook)
+            self._signalled = _on_main_thread() and _listening()
+            if self._signalled:
+                _MAIN.append(self)
             self._armed = _WATCHDOG.arm(self, self.seconds)
         return self
 
     def __exit__(self, *_: object) -> None:
-        # Whatever ended the run (an error, or none), the watchdog lets go of it the same way.
-        if self._armed is not None:
-            _WATCHDOG.cancel(self._armed)
-            self._armed = None
+        # Whatever ended the run (an error, or none), the watchdog lets go of it the same way,
+        # and nothing it armed (a raise again, a last resort) outlives it.
         with self._lock:
+            armed, self._armed = self._armed, None
+            self._inside = None
             self._clear_pending()
+        if armed is not None:
+            _WATCHDOG.cancel(armed)
+        if self._signalled:
+            self._signalled = False
+            with contextlib.suppress(ValueError):
+                _MAIN.remove(self)
 
     @property
     def elapsed(self) -> float:
@@ -101,22 +144,43 @@ class Deadline:
         return time.monotonic() - self._started
 
     def _fire(self) -> None:
+        stuck: str | None = None
         with self._lock:
+            if self._armed is None:  # let go of (or paused) as it came due: not for this run
+                return
             self.expired = True
+            now = time.monotonic()
+            self._fired = self._fired or now
+            if self._fired > 0 and now - self._fired >= GIVE_UP_SECONDS:
+                # Still armed long past its limit: code that catches every interrupt, or a
+                # wait no interrupt reaches (in user code, or in what runs between: a user
+                # __str__ the trace's narration calls). Handed over once.
+                stuck = self._inside or "the run (outside the code its limit interrupts)"
+                self._fired = -1.0
             raised = self._inside is not None
             if raised:
                 self.where = self._inside
                 self._pending = True
-                _raise_in(self._thread_id, RunTimedOut)
-        if raised:
-            # An asynchronous exception can be lost on its way (user code that catches it and
-            # goes on, C code that clears the error it finds): while the code still runs,
-            # raise it again. Once the code has left (``_inside`` None), this does nothing.
-            _WATCHDOG.arm(self, AGAIN_SECONDS)
+                if not (self._signalled and _interrupt(self._thread_id)):
+                    _raise_in(self._thread_id, RunTimedOut)  # else the handler raises
+        if stuck is not None:
+            for resort in last_resort:
+                resort(stuck)
+        # While the code runs, an interrupt can be lost on its way (user code that catches it
+        # and goes on, C code that clears the error it finds): raise it again soon. Outside it,
+        # the run stops at its next choice point: look again only when it would be given up.
+        again = _WATCHDOG.arm(self, AGAIN_SECONDS if raised else GIVE_UP_SECONDS)
+        with self._lock:
+            armed = self._armed is not None
+            if armed:  # still armed: __exit__ cancels this one
+                self._armed = again
+        if not armed:
+            _WATCHDOG.cancel(again)
 
     def _clear_pending(self) -> None:
         if self._pending:
-            _raise_in(self._thread_id, None)
+            if not self._signalled:
+                _raise_in(self._thread_id, None)
             self._pending = False
 
     @contextlib.contextmanager
@@ -152,6 +216,65 @@ class Deadline:
             # guard below costs more than the code it guards in a short run.
             return UNGUARDED
         return _UserCode(self, where)
+
+
+_MAIN: list[Deadline] = []
+"""The deadlines armed on the main thread, innermost last: the ones ``SIGURG`` is for."""
+
+_listening_since: list[int] = []
+"""The process that installed the ``SIGURG`` handler, once (a forked child inherits it)."""
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _listening() -> bool:
+    """Install the ``SIGURG`` handler, once per process (True: it is ours now).
+
+    Once, and left installed: installing one costs more than a short run's user code, and with
+    no deadline armed the handler does what the signal's default does, nothing."""
+    if _SIGNAL is None:
+        return False
+    if _listening_since:
+        return True
+    try:
+        previous = signal.signal(_SIGNAL, _on_signal)
+    except (ValueError, OSError):  # not the main interpreter's main thread after all
+        return False
+    if callable(previous):
+        _PREVIOUS.append(previous)
+    _listening_since.append(os.getpid())
+    return True
+
+
+_PREVIOUS: list[Callable[[int, FrameType | None], object]] = []
+"""A ``SIGURG`` handler someone installed before ours: called for signals not ours."""
+
+
+def _interrupt(thread_id: int) -> bool:
+    """Send ``SIGURG`` to the main thread ``thread_id`` (False when it cannot be sent, or the
+    handler there is no longer ours: then the caller raises asynchronously)."""
+    if _SIGNAL is None or signal.getsignal(_SIGNAL) is not _on_signal:
+        return False
+    try:
+        signal.pthread_kill(thread_id, _SIGNAL)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """``SIGURG`` in the main thread: raise ``RunTimedOut`` where a deadline's user code still
+    runs, unless the interrupted frame is the guard's own bookkeeping (it raises itself, at its
+    end, for a limit that passed as the code returned)."""
+    for deadline in reversed(_MAIN):
+        if deadline._pending and deadline._inside is not None:
+            if frame is not None and frame.f_code in _GUARD_CODE:
+                return
+            raise RunTimedOut
+    for previous in _PREVIOUS:
+        previous(signum, frame)
 
 
 class _LostTimeouts:
@@ -308,3 +431,6 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+
+#: The guard's own code: a ``SIGURG`` that lands there is left to the guard.
+_GUARD_CODE = frozenset({_UserCode.__enter__.__code__, _UserCode.__exit__.__code__})

@@ -8,7 +8,7 @@ value, up to its next draw, and so on. Its Python code before a draw thus runs a
 workflow code replays: what it did to the world counts once.
 
 The draw is decided at a choice point of the worker's whose options are the draw's values
-(``draw order-42/route``, options ``east`` and ``west``): the move taken there names the option
+(``w2 draw order-42/route``, options ``east`` and ``west``): the move taken there names the option
 drawn (``Move.choice``), so every strategy explores it as a move: the exhaustive and the
 systematic searches try each option, the random and PCT strategies vary it, a seed picks it in
 a plain run. No fault is placed at a draw (``faults.KIND_OPS``).

@@ -24,6 +24,7 @@ your own that does not say it can) the path is replayed from the start.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass
 from functools import partial
@@ -37,13 +38,15 @@ from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
-from yieldstar_sim.simulation.kernel import Kernel
-from yieldstar_sim.simulation.moves import Choice, Move
+from yieldstar_sim.simulation.kernel import Kernel, Point
+from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
+from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.statekeys import StateKeys
 from yieldstar_sim.simulation.trace import Trace
+from yieldstar_sim.simulation.trail import Choices, Step, Trail, schedule_of, unwound
 from yieldstar_sim.simulation.workers import worker
 
 if TYPE_CHECKING:
@@ -52,54 +55,14 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
-    from yieldstar_sim.simulation.kernel import Point
+    from yieldstar_sim.simulation.moves import Choice
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
-
-#: How many restores of a run are checked against a replay before sampling starts; after
-#: that, the restores whose number is a power of two are (a search restores millions of
-#: states, and a check costs two runs to their end).
-CHECKED_RESTORES = 4
 
 
 class ScheduleMismatch(Exception):
     """A move does not fit the choice point it was taken at: its actor waits at none, its
     option is not one of the point's, or its fault cannot strike there."""
-
-
-class RestoreMismatch(Exception):
-    """A state put back from a saved one went on differently from a replay of the path to
-    it: the runtime adapter's ``snapshot`` and ``restore`` leave out state of its own. The
-    search stops rather than count states it never reached."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Step:
-    """One move of a run's path, linked to the path before it (a save shares it: O(1))."""
-
-    move: Move
-    choice: Choice
-    fault: Fault | None
-    before: _Step | None
-    length: int
-
-
-Trail = _Step | None
-"""A run's path so far, shared with every save and trail taken along it (``Execution.trail``):
-``schedule_of`` reads its moves."""
-
-
-def schedule_of(trail: Trail) -> tuple[Move, ...]:
-    """The moves of a ``trail``."""
-    return tuple(step.move for step in _unwound(trail))
-
-
-def _unwound(last: _Step | None) -> Iterator[_Step]:
-    steps = []
-    while last is not None:
-        steps.append(last)
-        last = last.before
-    return reversed(steps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +71,7 @@ class SavedExecution:
     the runtime can snapshot itself, the run's state to put back (else the path is
     replayed)."""
 
-    path: _Step | None
+    path: Trail
     state: Saved | None
     rng: Any
     """The seed's random state (None: none was drawn yet)."""
@@ -119,7 +82,7 @@ class SavedExecution:
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken to reach this state."""
-        return tuple(step.move for step in _unwound(self.path))
+        return schedule_of(self.path)
 
 
 class Execution:
@@ -196,13 +159,16 @@ class Execution:
         self.rng = random.Random(self.seed)
         self._drawn = False  # whether the seed's numbers were drawn: saved only then
         self.plan = FaultPlan(list(self.faults))
-        self._path: _Step | None = None
+        self._path: Trail = None
         self.stopped: str | None = None
         """Why the run is over: ``quiescent`` (it finished), ``max_time``, ``max_points`` or
         ``timeout`` (the wall-clock limit); None while it goes on."""
         self._keys: StateKeys | None = None
         self._fed = 0
         self._armed = False
+        self._ready_at, self._ready_list = -1, list[str]()
+        self._point_limit, self._max_time = scenario.point_limit, scenario.max_time
+        self._unwound: tuple[Trail, list[Step]] = (None, [])
         self._arm()
         state.spawn(SCHEDULED, partial(scheduled_actor, state))
         for name in scenario.worker_names:
@@ -215,7 +181,14 @@ class Execution:
 
     def ready(self) -> list[str]:
         """The actors waiting at a choice point, by name (none once the run is over)."""
-        return [] if self.stopped is not None else self.kernel.ready()
+        return [] if self.stopped is not None else self._ready()
+
+    def _ready(self) -> list[str]:
+        # Read once a point: the search, the default move and the move taken all ask.
+        kernel = self.kernel
+        if self._ready_at != kernel.points:
+            self._ready_list, self._ready_at = kernel.ready(), kernel.points
+        return self._ready_list
 
     def point(self, actor: str) -> Point:
         """The choice point ``actor`` waits at."""
@@ -230,21 +203,21 @@ class Execution:
         if self.stopped is not None:
             return []
         kernel = self.kernel
-        ready = kernel.ready()
+        ready = self._ready()
         moves: list[Move] = []
         for name in ready:
             options = kernel.point(name).options
             if options:
-                moves += [Move(name, choice=index) for index in range(len(options))]
+                moves += [plain_move(name, index) for index in range(len(options))]
             else:
-                moves.append(Move(name))
+                moves.append(plain_move(name))
         if kinds:
             seconds = seconds or {}
             for name in ready:
                 point = kernel.point(name)
                 op = "" if point.info is None else point.info.op
                 moves += [
-                    Move(name, kind, seconds.get(kind))
+                    new_move(name, kind, seconds.get(kind), None)
                     for kind in kinds
                     if not point.options and applies_at(kind, op, exploring=True)
                 ]
@@ -255,20 +228,21 @@ class Execution:
         ready actors (and among the chosen point's options), struck by the fault the plan
         places there. It draws the seed's next random numbers and fires the plan's fault:
         ask once per choice point."""
-        return self.planned(self.seeded_move())
+        move = self.seeded_move()
+        return self.planned(move) if self.plan.faults else move
 
     def seeded_move(self) -> Move:
         """The seed's random choice among the ready actors, and among the chosen point's
         options (drawing its next random numbers), with no fault."""
         kernel = self.kernel
-        ready = kernel.ready()
+        ready = self._ready()
         self._drawn = True
         name = ready[0] if len(ready) == 1 else self.rng.choice(ready)
         options = kernel.point(name).options
         choice = None
         if options:
             choice = 0 if len(options) == 1 else self.rng.randrange(len(options))
-        return Move(name, choice=choice)
+        return plain_move(name, choice)
 
     def planned(self, move: Move) -> Move:
         """``move`` struck by the fault the plan places at this point, when it names none (a
@@ -281,6 +255,51 @@ class Execution:
         if fault is None or move.fault is not None:
             return move
         return Move(move.actor, FaultKind(fault.kind), fault.seconds, move.choice)
+
+    def take_defaults(self, *, until_options: bool = False) -> Move | None:
+        """Take ``default_move`` at every choice point to the run's end: a plain run (spelled
+        out: a run's every point passes here, and a loop of ``take(default_move())`` cost
+        a tenth of a short run in calls). With ``until_options``, stop at a point whose move
+        chooses among several options, and return that move, not taken (None at the end)."""
+        kernel, rng, plan, points = self.kernel, self.rng, self.plan, self._point_limit
+        self._drawn = True
+        while self.stopped is None:
+            ready = kernel.ready()
+            name = ready[0] if len(ready) == 1 else rng.choice(ready)
+            point = kernel.point(name)
+            options = point.options
+            choice = None
+            if options:
+                choice = 0 if len(options) == 1 else rng.randrange(len(options))
+                if until_options and len(options) > 1:
+                    self._ready_list, self._ready_at = ready, kernel.points
+                    return plain_move(name, choice)
+            fault = plan.fault_at(kernel.points, point) if plan.faults else None
+            if fault is None:
+                move = (BARE.get(name) or plain_move(name)) if choice is None else (
+                    plain_move(name, choice)
+                )  # fmt: skip
+            else:
+                kind = FaultKind(fault.kind)
+                move = new_move(name, kind, fault.seconds, choice)
+                fault = placed(kind, fault.seconds, kernel.points, point.label)
+            self._path = (move, kernel.points, ready, fault, self._path)
+            if not self._armed:
+                self._arm()
+            try:
+                kernel.take(name, move)
+                if kernel.points >= points:
+                    self.stopped = "max_points" if kernel.pending() else "quiescent"
+                elif self.deadline.expired:
+                    self.stopped = "timeout"
+                elif not kernel.settle(until=self._max_time):
+                    self.stopped = "max_time" if kernel.pending() else "quiescent"
+                elif self.deadline.expired:
+                    self.stopped = "timeout"
+            except RunTimedOut:
+                self.stopped = "timeout"
+        self._disarm()
+        return None
 
     def fits(self, move: Move) -> bool:
         """Whether ``move`` can be taken now (``take`` would not refuse it)."""
@@ -314,34 +333,40 @@ class Execution:
     def take(self, move: Move) -> None:
         """Take ``move`` at the current choice point: the run goes on to its next one (or to
         its end). ``ScheduleMismatch`` if the move does not fit."""
-        wrong = self._misfit(move)
-        if wrong is not None:
-            raise ScheduleMismatch(f"choice point {self.kernel.points}: {wrong}")
         kernel = self.kernel
+        point = kernel.waits.get(move.actor)
+        # Checked in full only where the move or its point carries more than an actor (most
+        # moves of a search are bare and the kernel's own: the check costs a tenth of a run).
+        if (
+            self.stopped is not None
+            or type(point) is not Point
+            or point.options
+            or move.choice is not None
+            or move.fault is not None
+        ):
+            wrong = self._misfit(move)
+            if wrong is not None:
+                raise ScheduleMismatch(f"choice point {kernel.points}: {wrong}")
         index = kernel.points
         fault = None
         if move.fault is not None:
             fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
-        before = self._path
-        self._path = _Step(
-            move, Choice(index, move.actor, tuple(kernel.ready())), fault, before,
-            1 if before is None else before.length + 1,
-        )  # fmt: skip
+        self._path = (move, index, self._ready(), fault, self._path)
         self._go(move)
 
     def _go(self, move: Move | None) -> None:
         """Take ``move`` (None: start the run) and go on to the next choice point."""
-        kernel, scenario = self.kernel, self.scenario
+        kernel = self.kernel
         if not self._armed:
             self._arm()
         try:
             if move is not None:
                 kernel.take(move.actor, move)
-            if kernel.points >= scenario.point_limit:
+            if kernel.points >= self._point_limit:
                 self.stopped = "max_points" if kernel.pending() else "quiescent"
             elif self.deadline.expired:
                 self.stopped = "timeout"
-            elif not kernel.settle(until=scenario.max_time):
+            elif not kernel.settle(until=self._max_time):
                 self.stopped = "max_time" if kernel.pending() else "quiescent"
             elif self.deadline.expired:
                 self.stopped = "timeout"
@@ -370,24 +395,32 @@ class Execution:
         """Choice points taken so far."""
         return self.kernel.points
 
+    def _steps(self) -> list[Step]:
+        """The path's steps in order, unwound once for the three readers of a finished run."""
+        path = self._path
+        if self._unwound[0] is not path:
+            self._unwound = (path, unwound(path))
+        return self._unwound[1]
+
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken so far: replaying them reproduces the run."""
-        return schedule_of(self._path)
+        return tuple(step[0] for step in self._steps())
 
     def trail(self) -> Trail:
         """The moves taken so far, without copying them (``schedule_of`` reads them)."""
         return self._path
 
     @property
-    def choices(self) -> list[Choice]:
-        """Every choice point taken, with the actor that went and those that could have."""
-        return [step.choice for step in _unwound(self._path)]
+    def choices(self) -> Sequence[Choice]:
+        """Every choice point taken, with the actor that went and those that could have (made
+        when first read: most runs' are never read)."""
+        return Choices(self._steps())
 
     @property
     def applied(self) -> list[Fault]:
         """Every fault that struck, placed by choice-point index and labelled."""
-        return [step.fault for step in _unwound(self._path) if step.fault is not None]
+        return [step[3] for step in self._steps() if step[3] is not None]
 
     def key(self) -> str:
         """The state's one key (``statekeys``): equal for two states exactly when every part
@@ -448,6 +481,24 @@ class Execution:
 
     # ------------------------------------------------------------------ saving and restoring
 
+    @contextlib.contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Go on without keeping what ``save`` needs (a run that will only be restored from
+        an earlier save, never saved itself: recording costs a sixth of a run). ``save`` is
+        refused meanwhile."""
+        journal = self.state.journal
+        if journal is None:
+            yield
+            return
+        with journal.unrecorded():
+            yield
+
+    @property
+    def recording(self) -> bool:
+        """Whether ``save`` may be asked now (the run keeps what it needs)."""
+        journal = self.state.journal
+        return journal is None or journal.recording
+
     def save(self) -> SavedExecution:
         """The run's state now, to ``restore`` later."""
         keys = None if self._keys is None else (self._keys.copy(), self._fed)
@@ -467,14 +518,14 @@ class Execution:
         if saved.state is None:
             self._replay_to(saved)
             return
-        check = self.restores <= CHECKED_RESTORES or self.restores & (self.restores - 1) == 0
         self._put_back(saved)
-        if check:
-            self._check(saved)
+        if checked(self.restores):
+            check_restore(self, saved.path, partial(self._put_back, saved), self._fresh)
 
     def _put_back(self, saved: SavedExecution) -> None:
         assert saved.state is not None
         restore(self.state, saved.state)
+        self._ready_at = -1
         self._path = saved.path
         self._set_rng(saved.rng)
         self.plan.restore(saved.plan)
@@ -498,12 +549,19 @@ class Execution:
             deadline.expired, deadline.where = False, None
             self._arm()
 
+    def _fresh(self) -> Execution:
+        """A new run of this one's scenario, seed, runtime and faults, at its start."""
+        return Execution(
+            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
+            faults=self.faults, scenario_faults=False, timeout=self.timeout,
+        )  # fmt: skip
+
     def _replay_to(self, saved: SavedExecution) -> None:
         """Make the run again and take the path's moves (a runtime that cannot snapshot)."""
         self.close()
         self._build()
-        for step in _unwound(saved.path):
-            self.take(step.move)
+        for step in unwound(saved.path):
+            self.take(step[0])
             self.replayed_steps += 1
         self._set_rng(saved.rng)
         self.plan.restore(saved.plan)
@@ -514,47 +572,3 @@ class Execution:
         elif self._drawn:
             self.rng.seed(self.seed)  # saved before any was drawn
         self._drawn = state is not None
-
-    def _check(self, saved: SavedExecution) -> None:
-        """Run the restored state on to its end, then a replay of its path the same way, and
-        compare what each did (``RestoreMismatch`` when they differ); put the state back."""
-        restored = self._run_out()
-        self._put_back(saved)
-        again = Execution(
-            self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
-            faults=self.faults, scenario_faults=False, timeout=self.timeout,
-        )  # fmt: skip
-        try:
-            for step in _unwound(saved.path):
-                again.take(step.move)
-            replayed = again._run_out()
-        finally:
-            again.close()
-        if restored != replayed:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(restored, replayed, strict=False)) if a != b),
-                min(len(restored), len(replayed)),
-            )
-            shown = restored[first] if first < len(restored) else "the end of the run"
-            then = replayed[first] if first < len(replayed) else "the end of the run"
-            raise RestoreMismatch(
-                f"the runtime adapter {type(self.runtime).__name__} restored a state that went "
-                f"on differently from a replay of the same {len(self.schedule)} moves: after "
-                f"the restore, event {first} was {shown}; replayed, it was {then}. Its "
-                "snapshot() and restore() must save and put back everything it keeps (or the "
-                "adapter must not offer them: its runs are then replayed)"
-            )
-
-    def _run_out(self) -> list[tuple[Any, ...]]:
-        """Take the first move at every point to the end; what the run did since, as facts."""
-        start = len(self.trace.events)
-        if self.state.journal is not None:
-            with self.state.journal.unrecorded():
-                while not self.done():
-                    self.take(self.moves()[0])
-        else:
-            while not self.done():
-                self.take(self.moves()[0])
-        facts = [event.facts() for event in self.trace.events[start:]]
-        facts.append(("records", tuple(map(repr, self.runtime.executions()))))
-        return facts

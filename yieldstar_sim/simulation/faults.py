@@ -89,8 +89,8 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     "the choice (no fault is placed there: the worker's calls around it are where faults go)",
     Op.RENEW: "a step body heartbeats (step.heartbeat()): its worker renews the lease, and "
     "counts a renewal that fails (infra_error) or whose answer is lost (lose_response)",
-    Op.DRAW: "one option of a step body's draw (step.world.choice, coin) passes; the first to "
-    "pass is the value drawn (no fault is placed there)",
+    Op.DRAW: "a step body's draw (step.world.choice, coin): which value it draws is the choice, "
+    "each option a move of the worker's (no fault is placed there)",
 }
 
 #: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yieldstar_sim.core.error_words import error_words
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.simulation.deadline import UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -23,6 +25,8 @@ from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.trace import Admission
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.clock import ManualClock
     from yieldstar_sim.core.model import ExecutionRecord
@@ -48,6 +52,7 @@ class Finished(Protocol):
     clock: ManualClock
     deadline: Deadline
     admissions: list[Admission]
+    stopped: str | None
 
     @property
     def schedule(self) -> tuple[Move, ...]:
@@ -55,7 +60,7 @@ class Finished(Protocol):
         ...
 
     @property
-    def choices(self) -> list[Choice]:
+    def choices(self) -> Sequence[Choice]:
         """Every choice point taken."""
         ...
 
@@ -106,6 +111,8 @@ def finish(execution: Finished) -> SimulationRun:
     runtime = execution.runtime
     executions = runtime.executions()
     incomplete = execution.incomplete_reason()
+    if incomplete is not None and execution.stopped == "max_points":
+        incomplete += _looping(runtime, executions)
     if incomplete is not None:
         live = [record for record in executions if not record.terminal]
         if live:
@@ -172,13 +179,20 @@ def finish(execution: Finished) -> SimulationRun:
                 run.violations.append(
                     Violation(
                         invariant.name,
-                        f"the invariant itself raised {type(error).__name__}: {error}",
+                        f"the invariant itself raised {error_words(error)}",
                     )
                 )
             except SystemExit as exit:
                 warning = None
                 run.violations.append(
                     Violation(invariant.name, f"the invariant itself called sys.exit({exit.code})")
+                )
+            except BaseException as error:
+                if not raised_by_code(error):
+                    raise  # Ctrl-C
+                warning = None
+                run.violations.append(
+                    Violation(invariant.name, f"the invariant itself raised {error_words(error)}")
                 )
             if warning:
                 run.warnings.append(warning)
@@ -202,3 +216,25 @@ def _all_admissions(execution: Finished, executions: list[ExecutionRecord]) -> l
                 )
             )  # fmt: skip
     return admissions
+
+
+#: Steps of one live execution past which a run the point bound cut is said to loop.
+LOOPING_STEPS = 100
+
+
+def _looping(runtime: Runtime, executions: list[ExecutionRecord]) -> str:
+    """For a run the point bound cut: the live execution that recorded the most steps, when
+    it recorded many, as a loop of steps that may never end; else nothing. (Such a loop was
+    cut by the wall clock instead, "in the workflow code", each delivery replaying more.)"""
+    live = [record for record in executions if not record.terminal]
+    counted = [(len(runtime.steps(record.execution_id)), record) for record in live]
+    steps, record = max(counted, key=lambda pair: pair[0], default=(0, None))
+    if record is None or steps < LOOPING_STEPS:
+        return ""
+    keys = [step.step_key for step in runtime.steps(record.execution_id)]
+    return (
+        f"; {record.execution_id} ({record.workflow_id}) had recorded {steps:,} steps "
+        f"({', '.join(keys[:3])} ... {keys[-1]}) and was still running: a loop of steps in "
+        "its workflow code that never ends? Give the loop an exit (or raise max_points if "
+        "the story is that long)"
+    )

@@ -15,8 +15,9 @@ Move(actor='w1', fault=None, seconds=None, choice=1)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, fault_action
 
 
@@ -57,7 +58,7 @@ class Move:
     def from_json(cls, data: Any) -> Move:
         """Inverse of ``to_json``; refuses anything else with a message naming it."""
         if isinstance(data, str) and data:
-            return cls(data)
+            return plain_move(data)
         if not isinstance(data, dict) or not isinstance(data.get("actor"), str):
             raise ValueError(f"a move is an actor's name or an object with an actor, not {data!r}")
         unknown = set(data) - {"actor", "fault", "seconds", "choice"}
@@ -79,6 +80,8 @@ class Move:
             isinstance(choice, bool) or not isinstance(choice, int) or choice < 0
         ):
             raise ValueError(f"a move's choice is a whole number >= 0, not {choice!r}")
+        if kind is None:
+            return plain_move(data["actor"], choice)
         return cls(data["actor"], kind, seconds, choice)
 
 
@@ -89,3 +92,39 @@ class Choice:
     index: int
     actor: str
     among: tuple[str, ...]
+
+
+#: A move and a choice are built at every choice point of every run (``core.frozen``); type
+#: checkers check the calls against the classes themselves.
+new_move = Move if TYPE_CHECKING else maker(Move)
+new_choice = Choice if TYPE_CHECKING else maker(Choice)
+
+#: The moves with no fault, one object each per actor (and option): a search keeps the
+#: schedules of every run it made, millions of moves at a hundred orders, which as objects of
+#: their own cost hundreds of megabytes and every full collection of the garbage collector.
+BARE: dict[str, Move] = {}
+_CHOSEN: dict[tuple[str, int], Move] = {}
+#: Names past which the caches start again (actors are named per worker and per stalled
+#: attempt: a process that runs many scenarios meets many).
+_KEPT = 50_000
+
+
+def plain_move(actor: str, choice: int | None = None) -> Move:
+    """``actor`` going with no fault (taking option ``choice``): the one shared object.
+
+    >>> plain_move("w1") is plain_move("w1"), plain_move("w1", 1) == Move("w1", choice=1)
+    (True, True)
+    """
+    if choice is None:
+        move = BARE.get(actor)
+        if move is None:
+            if len(BARE) > _KEPT:
+                BARE.clear()
+            move = BARE[actor] = new_move(actor, None, None, None)
+        return move
+    chosen = _CHOSEN.get((actor, choice))
+    if chosen is None:
+        if len(_CHOSEN) > _KEPT:
+            _CHOSEN.clear()
+        chosen = _CHOSEN[actor, choice] = new_move(actor, None, None, choice)
+    return chosen

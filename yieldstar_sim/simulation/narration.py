@@ -19,6 +19,7 @@ from yieldstar_sim.core.driver import (
     StartChild,
     WaitFor,
 )
+from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
     ChildAccepted,
     Delivery,
@@ -148,7 +149,8 @@ def body_data(attempt: int, elapsed: float, result: BodyResult) -> BodyData:
     (summarised) or raised."""
     if result.error is None:
         return BodyData(attempt, elapsed, returned=summary(result.value))
-    return BodyData(attempt, elapsed, raised=f"{type(result.error).__name__}: {result.error}")
+    # Not str(error) alone: an error's message is user code, and may be past printing.
+    return BodyData(attempt, elapsed, raised=error_words(result.error))
 
 
 def body_words(data: BodyData) -> str | None:

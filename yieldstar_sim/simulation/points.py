@@ -197,8 +197,13 @@ def call(
         before = BEFORE.get(kind)
         if before is not None:
             yield from before(state, info, move, where)
+    # Asked, and its event told, spelled out: every runtime call of every run passes here.
+    journal = state.journal
     try:
-        result = state.ask(perform)
+        if journal is None or not (journal.recording or journal.feeding):
+            result = perform()
+        else:
+            result = journal.ask(perform)
     except InfrastructureError as failed:
         refused = isinstance(failed, LeaseLostError)
         state.event(
@@ -211,25 +216,13 @@ def call(
         raise
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
-    # Told, with its text and payload made inside: an actor made again builds neither.
-    state.tell(_trace_call, state, info, result, done, data=data, where=where)
+    if journal is None or journal.feeding is None:  # an actor made again tells nothing
+        state.trace.add(
+            state.clock.now(), TraceKind.CALL, call_text(info, result, done),
+            data=(data or result_data)(result), **where,
+        )  # fmt: skip
     if kind is not None:
         after = AFTER.get(kind)
         if after is not None:
             after(state, info, where)
     return result
-
-
-def _trace_call(
-    state: RunState,
-    info: PointInfo,
-    result: Any,
-    done: str | None,
-    *,
-    data: Callable[[Any], Payload] | None,
-    where: Where,
-) -> None:
-    state.trace.add(
-        state.clock.now(), TraceKind.CALL, call_text(info, result, done),
-        data=(data or result_data)(result), **where,
-    )  # fmt: skip

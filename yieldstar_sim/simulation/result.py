@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from yieldstar_sim.simulation.exporters import exporter
+from yieldstar_sim.runtime.duckdb_files import connect
+from yieldstar_sim.simulation.exporters import drawer, exporter
 from yieldstar_sim.simulation.run_tables import load_records, load_trace
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
+
+    from matplotlib.figure import Figure
 
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
@@ -31,7 +34,66 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import Violation
     from yieldstar_sim.simulation.moves import Choice, Move
     from yieldstar_sim.simulation.scenario import Scenario
+    from yieldstar_sim.simulation.totals import Totals
     from yieldstar_sim.simulation.trace import Admission, Trace
+
+
+@dataclass(frozen=True)
+class Regression:
+    """A saved run's schedule and faults replayed against edited code (``ys.replay`` of an
+    artifact with another scenario's code): where the run leaves the recorded one, and what
+    became of the recorded violations. ``simulation/regression.py`` makes one."""
+
+    recorded_scenario: str
+    """The scenario the artifact was made from."""
+    scenario: str
+    """The scenario it was replayed against (its code edited since)."""
+    recorded: tuple[str, ...]
+    """The invariants the recorded run violated."""
+    gone: tuple[str, ...]
+    """Recorded violations that no longer happen."""
+    still: tuple[str, ...]
+    """Recorded violations that happen again."""
+    new: tuple[str, ...]
+    """Invariants violated now that the recorded run did not violate."""
+    unfired: tuple[str, ...]
+    """Recorded faults that no choice point of the new run matched: their call is gone."""
+    parted_at: int | None
+    """The number of the first event where the run did something else (None: the same)."""
+    parting: str
+    """Where and how the run left the recorded one, in words (or that it did not, or that
+    the artifact kept no trace to compare with)."""
+
+    @property
+    def fixed(self) -> bool:
+        """Whether every recorded violation is gone, none is new, and every recorded fault
+        fired again: what a regression test asserts."""
+        return bool(self.recorded) and not (self.still or self.new or self.unfired)
+
+    def lines(self) -> list[str]:
+        """The comparison in sentences, for the CLI and ``SimulationRun.explain``."""
+        against = (
+            f"scenario {self.scenario!r}"
+            if self.scenario != self.recorded_scenario
+            else "its code as it is now"
+        )
+        lines = [f"the recorded run of {self.recorded_scenario!r} replayed against {against}:"]
+        lines.append(f"  {self.parting}")
+        if self.gone:
+            lines.append(f"  the violation is gone: {', '.join(self.gone)} held")
+        if self.still:
+            lines.append(f"  the violation is still there: {', '.join(self.still)}")
+        if self.new:
+            lines.append(f"  a new violation: {', '.join(self.new)}")
+        if not self.recorded:
+            lines.append("  the recorded run violated nothing")
+        lines += [
+            f"  the recorded fault '{fault}' no longer fires: no choice point of the edited "
+            "code matches it, so this replay does not test the fix (explore the edited "
+            "scenario)"
+            for fault in self.unfired
+        ]
+        return lines
 
 
 @dataclass
@@ -55,7 +117,8 @@ class SimulationRun:
     effects: list[Effect]
     schedule: tuple[Move, ...]
     """The move taken at each choice point."""
-    choices: list[Choice]
+    choices: Sequence[Choice]
+    """Every choice point taken: the actor that went, among those ready (made when read)."""
     faults: list[Fault]
     executions: list[ExecutionRecord]
     start_requests: list[StartRequestRecord]
@@ -73,7 +136,11 @@ class SimulationRun:
     invariants: ``run.world.get("seats_left")``."""
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
+    regression: Regression | None = None
+    """For a replay against edited code: how the run compares with the recorded one (where
+    it leaves it, whether the violation is gone); None for any other run."""
     _sql: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
+    _totals: Totals | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -159,6 +226,25 @@ class SimulationRun:
         """
         return list(self.steps.get(execution_id, ()))
 
+    def totals(self) -> Totals:
+        """What a reviewer would otherwise count: executions per workflow and status, effects
+        per kind (with the idempotency keys made more than once), start requests and how many
+        returned an existing target, and each worker's deliveries, redeliveries, crashes and
+        freezes. ``print(run.totals())`` says them in words, ``.to_json()`` as data.
+
+        >>> import yieldstar_sim as ys
+        >>> run = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory")
+        >>> run.totals().executions, run.totals().effects["courier.booked"].seen
+        ({'charge-order': {'completed': 1}, 'ship-order': {'completed': 2}}, 2)
+        """
+        from yieldstar_sim.simulation.totals import totals_of
+
+        if self._totals is None:  # a finished run: counted once, for every view that says them
+            self._totals = totals_of(
+                list(self.trace), self.effects, self.executions, self.scenario.worker_names
+            )
+        return self._totals
+
     def trace_digest(self) -> str:
         """A hash of the trace: equal digests mean byte-identical traces."""
         return "sha256:" + hashlib.sha256(self.trace.to_jsonl().encode()).hexdigest()[:32]
@@ -176,9 +262,20 @@ class SimulationRun:
         ``format=`` (``"html"``: the static report) choose the others. Returns the path."""
         return exporter("run")(self, path, format)
 
+    def timeline(self, execution_id: str | None = None) -> Figure:
+        """A picture of the run's timeline; with ``execution_id``, that execution's own: its
+        deliveries, the executions it started and what befell their workers meanwhile, on an
+        axis of those events alone (the story of order-150 out of a thousand orders). Returns
+        the matplotlib Figure (save it with ``figure.savefig("order-150.png")``); an ID the
+        run never had is a ``ValueError`` naming the nearest it has."""
+        figure: Figure = drawer("timeline")(self, execution_id)
+        return figure
+
     def explain(self) -> str:
-        """The verdict and each violation's sentence."""
-        lines = [
+        """The verdict and each violation's sentence (after a replay against edited code,
+        first how the run compares with the recorded one)."""
+        lines = [] if self.regression is None else self.regression.lines()
+        lines += [
             f"{self.scenario.name} (seed {self.seed}, {self.runtime_kind}): {self.verdict_text}"
         ]
         lines += [f"  - {violation}" for violation in self.violations]
@@ -221,7 +318,7 @@ class SimulationRun:
             if isinstance(own, duckdb.DuckDBPyConnection):
                 self._sql = own
             else:
-                self._sql = duckdb.connect(":memory:")
+                self._sql = connect(":memory:")
                 load_records(self._sql, self.executions, self.steps, self.start_requests)
             load_trace(self._sql, self.trace, self.effects, self.choices)
         return self._sql

@@ -22,7 +22,7 @@ from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.finish import finish, invariants_of
 from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import runtime_for
-from yieldstar_sim.simulation.trace_payloads import ClientAnswerData
+from yieldstar_sim.simulation.trace_payloads import ClientAnswerData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -83,7 +83,10 @@ def simulate(
     )
     try:
         follow(execution, schedule, strict=strict_schedule)
-        drive(execution, scheduler or Execution.default_move)
+        if scheduler is None:
+            execution.take_defaults()
+        else:
+            drive(execution, scheduler)
         execution.close_actors()
     except BaseException:
         execution.close()
@@ -92,7 +95,11 @@ def simulate(
     if check_faults and execution.plan.unfired and run.incomplete is None:
         run.runtime.close()
         raise FaultPlanError(unfired_faults(execution))
-    unknown = unknown_cancel_targets(execution) if check_faults else None
+    unknown = (
+        unknown_cancel_targets(execution) or unknown_prune_targets(execution)
+        if check_faults
+        else None
+    )
     if unknown is not None:
         run.runtime.close()
         raise ScenarioError(unknown)
@@ -164,6 +171,25 @@ def unknown_cancel_targets(execution: Execution) -> str | None:
             for execution_id, client in never.items()
         )
         + f" (its executions: {known})"
+    )
+
+
+def unknown_prune_targets(execution: Execution) -> str | None:
+    """A ``ys.Prune`` of an execution the run never had: a misspelled ID, which passed as a
+    refusal in the trace beside a green verdict (one that does not exist *yet* when a fault
+    delays it is the runtime's answer). None when every prune named an execution of the run."""
+    had = {
+        event.execution_id
+        for event in execution.trace
+        if event.execution_id is not None and event.kind != TraceKind.PRUNE
+    }
+    never = [p for p in execution.scenario.prunes if p.execution_id not in had]
+    if not never:
+        return None
+    return f"scenario {execution.scenario.name!r}: " + "; ".join(
+        f"ys.Prune({p.execution_id!r}) at t={p.at:g} names no execution of the run"
+        f"{did_you_mean(p.execution_id, had)} (its executions: {', '.join(sorted(had))})"
+        for p in never
     )
 
 
@@ -240,6 +266,26 @@ def misnamed(run: SimulationRun) -> str | None:
     return "; ".join(mistakes) or None
 
 
+def replay_runtime(
+    artifact: ReplayArtifact, scenario: Scenario, runtime: RuntimeChoice | None
+) -> RuntimeChoice:
+    """The runtime an artifact replays on: ``runtime`` if given, else the one this process
+    made it on, the scenario's own, or the artifact's when that is a bundled one. An artifact
+    made on your own runtime names it but never imports it (an artifact is data)."""
+    from yieldstar_sim.runtime.factory import BUNDLED
+
+    chosen = runtime if runtime is not None else artifact.runtime_choice
+    if chosen is None and scenario.runtime is not None:
+        chosen = scenario.runtime  # named by the scenario's code, which the artifact checks
+    if chosen is None and artifact.runtime not in BUNDLED:
+        raise ArtifactError(
+            f"the artifact was made on the runtime {artifact.runtime!r}; an artifact never names "
+            f"code to import: replay it with runtime={artifact.runtime!r} (the CLI's --runtime) "
+            "if you trust that runtime, or on 'memory' or 'duckdb'"
+        )
+    return chosen if chosen is not None else artifact.runtime
+
+
 def replay(
     artifact: ReplayArtifact | str | Path,
     *,
@@ -249,40 +295,32 @@ def replay(
     timeout: float | None = 60.0,
     db: str | Path | None = None,
 ) -> SimulationRun:
-    """Replay an artifact (or the file at a path) and return the run (on DuckDB, in the file
-    ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
+    """Replay an artifact (or the file at a path) exactly and return the run (on DuckDB, in
+    the file ``db`` if given; ``timeout``: its wall-clock limit, as for ``simulate``).
 
-    Refuses when the scenario's code fingerprint differs from the artifact's; with
+    Refuses when the scenario's code fingerprint differs from the artifact's (``ys.replay``,
+    ``regression.replay``, runs the schedule against edited code instead); with
     ``check_trace`` it also refuses when the replay does not reproduce the recorded trace.
     ``runtime`` defaults to the artifact's when that is a bundled one; an artifact made on your
     own runtime names it but never imports it: pass ``runtime=`` (an artifact is data).
     """
-    from yieldstar_sim.runtime.factory import BUNDLED
-
     loaded = artifact if isinstance(artifact, ReplayArtifact) else ReplayArtifact.load(artifact)
-    runtime = runtime if runtime is not None else loaded.runtime_choice
     target = scenario if scenario is not None else loaded.scenario_object()
-    if runtime is None and target.runtime is not None:
-        runtime = target.runtime  # named by the scenario's code, which the artifact checks
-    if runtime is None and loaded.runtime not in BUNDLED:
-        raise ArtifactError(
-            f"the artifact was made on the runtime {loaded.runtime!r}; an artifact never names "
-            f"code to import: replay it with runtime={loaded.runtime!r} (the CLI's --runtime) "
-            "if you trust that runtime, or on 'memory' or 'duckdb'"
-        )
+    chosen = replay_runtime(loaded, target, runtime)
     fingerprint = target.fingerprint()
     if fingerprint != loaded.fingerprint:
         raise ArtifactError(
-            f"the code of scenario {target.name!r} changed since the artifact was made "
-            f"(fingerprint {loaded.fingerprint} then, {fingerprint} now); the schedule no longer "
-            "describes it: explore again for a new artifact"
+            f"the artifact of scenario {loaded.scenario!r} was made from other code than "
+            f"scenario {target.name!r} has now (fingerprint {loaded.fingerprint} then, "
+            f"{fingerprint} now), so it does not replay exactly: ys.replay (the CLI's replay) "
+            "runs its schedule against the code as it is and says whether the violation is gone"
         )
 
     def again(db: str | Path | None) -> SimulationRun:
         return simulate(
             target,
             loaded.seed,
-            runtime=runtime or loaded.runtime,
+            runtime=chosen,
             schedule=loaded.schedule,
             check_faults=False,  # a fault that no longer fires shows as a different trace
             timeout=timeout,

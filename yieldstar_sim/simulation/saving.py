@@ -204,17 +204,27 @@ class Journal:
     # ------------------------------------------------------------ recording and feeding
 
     def _recorded(
-        self, name: str, actor: Generator[Any, Any, None], value: Any = None
+        self, name: str, actor: Generator[Any, Any, None] | None, log: ActorLog | None = None
     ) -> Generator[Any, Any, None]:
         """``actor`` as the kernel drives it, each resumption logged (or, unrecorded, the
-        actor noted as moved)."""
+        actor noted as moved). With no ``actor``, one restored to ``log``: made again from it
+        when the kernel first resumes it (most restored runs are cut before any actor but the
+        one that moves has moved); such a generator is primed (``next``) before it is handed
+        to the kernel. One frame either way: every resumption of every actor passes here."""
+        value: Any = None
+        if actor is None:
+            assert log is not None
+            value = yield  # primed: waits here until the kernel resumes it
+            actor = log.factory()
+            self.feed(name, actor, log.entries)
+            self.rebuilt += 1
         send = actor.send
         try:
             while True:
                 if self.recording:
-                    log = self.logs.get(name)
-                    if log is not None:
-                        log.entries.append(Resume(self.clock.now(), self.kernel.points, value))
+                    entries = self.logs.get(name)
+                    if entries is not None:
+                        entries.entries.append(Resume(self.clock.now(), self.kernel.points, value))
                 else:
                     self.moved.add(name)
                 try:
@@ -224,15 +234,6 @@ class Journal:
                 value = yield request
         finally:
             actor.close()
-
-    def _made_when_moved(self, name: str, log: ActorLog) -> Generator[Any, Any, None]:
-        """An actor restored to ``log``: made again from it when the kernel first resumes it
-        (most restored runs are cut before any actor but the one that moves has moved)."""
-        value = yield  # primed: waits here until the kernel resumes it
-        actor = log.factory()
-        self.feed(name, actor, log.entries)
-        self.rebuilt += 1
-        yield from self._recorded(name, actor, value)
 
     def feed(self, name: str, actor: Generator[Any, Any, Any], entries: list[Any]) -> None:
         """Feed ``entries`` to ``actor`` (new, not started) as actor ``name``: it ends at the
@@ -344,7 +345,7 @@ def restore(state: Saveable, saved: Saved) -> int:
             continue
         again = ActorLog(log.factory, log.entries[:length])
         journal.logs[name] = again
-        lazy = journal._made_when_moved(name, again)
+        lazy = journal._recorded(name, None, again)
         next(lazy)
         actors[name] = lazy
         made += 1

@@ -14,13 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.authoring import StepDefinition, Workflow
+from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.core.profiles import DriverProfile
+    from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Invariant
@@ -71,7 +72,7 @@ class Client:
     retry: ClientRetry = field(default_factory=ClientRetry)
 
     def __post_init__(self) -> None:
-        from yieldstar_sim.core.model import control_character
+        from yieldstar_sim.core.ids import control_character
 
         if not isinstance(self.name, str) or not self.name or control_character(self.name):
             raise ValueError(
@@ -97,6 +98,17 @@ class Trigger:
     execution_id: str | None = None
     at: float = 0.0
     client: Client | None = None
+
+    def describe(self) -> str:
+        """The trigger as a scenario writes it, for messages: ``ys.Trigger('charge',
+        execution_id='charge-1')``.
+
+        >>> Trigger("charge", {"order": 1}, execution_id="charge-1").describe()
+        "ys.Trigger('charge', execution_id='charge-1')"
+        """
+        named = f", execution_id={self.execution_id!r}" if self.execution_id is not None else ""
+        at = f", at={self.at:g}" if self.at else ""
+        return f"ys.Trigger({self.workflow_id!r}{named}{at})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +136,11 @@ _END_STATUSES = ("completed", "failed", "cancelled")
 
 #: A run's choice points at most when ``max_points`` is None, or, when that is more, this many
 #: per trigger: the bound catches a run that never settles, and a story's orders take about
-#: 17 points each (a thousand of them were cut at 10,000).
-MAX_POINTS = 10_000
+#: 17 points each (a thousand of them were cut at 10,000). A loop of steps that never ends
+#: costs more with every point (each delivery replays every step recorded before it): at
+#: 10,000 points it ran 20 s on DuckDB, and the wall-clock limit cut it under load, blamed on
+#: "the workflow code"; at 2,000 it is cut in about a second, and its sentence says so.
+MAX_POINTS = 2_000
 POINTS_PER_TRIGGER = 100
 
 
@@ -218,7 +233,7 @@ class Scenario:
     beside the built-in ones. ``expected`` declares the executions meant to fail (or to end
     otherwise than completed): ``[ys.expect("charge-order", code="START_REQUEST_MISMATCH")]``.
     ``max_time`` (virtual seconds) and ``max_points`` (choice points) bound a run; a run they
-    cut is ``incomplete``, never ``ok``. ``max_points=None`` (the default) is 10,000 or 100 per
+    cut is ``incomplete``, never ``ok``. ``max_points=None`` (the default) is 2,000 or 100 per
     trigger, whichever is more (``point_limit``), so that a story copied to a thousand orders
     still runs to its end. A trigger or cancel with ``client=ys.Client(...)`` is
     made by that client, an actor whose calls are choice points (a fault names it as its
@@ -308,6 +323,7 @@ class Scenario:
         if not self.triggers:
             raise ValueError(f"scenario {self.name!r} has no triggers: nothing would run")
         self._check_trigger_workflows()
+        self._check_trigger_params()
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
         self._check_clients()
@@ -374,9 +390,27 @@ class Scenario:
                     f"workflows: {', '.join(sorted(known)) or 'none'}"
                 )
 
+    def _check_trigger_params(self) -> None:
+        """A trigger whose params the runtime refuses (not a plain ``dict`` of durable values)
+        is refused on every run: the run admitted nothing, checked nothing, and came back
+        green. It is the scenario's mistake, named with the trigger and the value's path."""
+        from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
+
+        for trigger in self.triggers:
+            if trigger.params is None:
+                continue
+            checked = durable_value_codec.validate_object(trigger.params, path="params")
+            if isinstance(checked, InvalidValue):
+                raise ScenarioDefinitionError(
+                    f"scenario {self.name!r}: {trigger.describe()} has params the runtime "
+                    f"refuses ({checked.message}): a trigger's params are a dict of plain data "
+                    "(str, int, float, bool, None, lists and dicts with str keys); send a "
+                    "date as an ISO string, a Decimal as a str, an enum as its value"
+                )
+
     @property
     def point_limit(self) -> int:
-        """The choice points a run may take: ``max_points``, or when it is None, 10,000 or
+        """The choice points a run may take: ``max_points``, or when it is None, 2,000 or
         100 per trigger, whichever is more."""
         if self.max_points is not None:
             return self.max_points
@@ -400,7 +434,8 @@ class Scenario:
         return names
 
     def _check_clients(self) -> None:
-        from yieldstar_sim.core.model import InvalidIDError, check_execution_id
+        from yieldstar_sim.core.ids import check_execution_id
+        from yieldstar_sim.core.model import InvalidIDError
 
         for cancel in self.cancels:
             if not isinstance(cancel, Cancel):

@@ -18,6 +18,8 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.error_words import error_text, error_words
+from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.suggest import did_you_mean, nearest
 from yieldstar_sim.simulation.scenario import Scenario, ScenarioError
 
@@ -129,8 +131,16 @@ def load_scenario(
     except RunTimedOut:
         del sys.modules[module_name]
         raise ScenarioError(
-            f"{text!r} did not finish importing within {timeout:g}s (a loop at import?)"
+            f"{text!r} did not finish importing within {timeout:g}s (a loop at import, or a "
+            "call that waits?)"
         ) from None
+    except BaseException as error:
+        del sys.modules[module_name]
+        if not raised_by_code(error):
+            raise  # Ctrl-C
+        line = _line(path, error)
+        at = "" if line is None else f", at line {line}"
+        raise ScenarioError(f"{text!r} raised {error_words(error)} on import{at}") from None
     scenario = getattr(module, "scenario", None)
     if not isinstance(scenario, Scenario):
         raise ScenarioError(
@@ -184,7 +194,7 @@ def _import_failure(text: str, path: Path, error: Exception) -> str:
         return f"{_where(text, path, error)}: {error}"
     line = _line(path, error)
     at = "" if line is None else f", at line {line}"
-    return f"{text!r} raised {type(error).__name__} on import{at}: {error}"
+    return f"{text!r} raised {type(error).__name__} on import{at}: {error_text(error)}"
 
 
 def source_digest(source: bytes) -> str:

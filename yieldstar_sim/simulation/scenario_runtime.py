@@ -44,3 +44,25 @@ def confirm_for(
     if not isinstance(asked, ByScenario):
         return asked
     return "duckdb" if scenario.runtime is None else scenario.confirm_runtime
+
+
+#: Why each command runs on its own default runtime, for the first line it prints: ``run``
+#: and ``explore`` differ on purpose, and a reader who met one wondered at the other.
+DEFAULT_RUNTIME_WHY: Final = {
+    "run": "run's default: DuckDB, a durable runtime; explore searches on memory, "
+    "--runtime chooses",
+    "explore": "explore's default: the memory reference runtime, fast enough to search every "
+    "schedule; run's is DuckDB, --runtime chooses",
+    "replay": "the runtime the artifact was made on: explore makes its artifacts on memory, "
+    "run on DuckDB; --runtime chooses",
+}
+
+
+def why_runtime(command: str, asked: object, scenario: Scenario) -> str:
+    """Why ``command`` (``run``, ``explore``, ``replay``) runs on the runtime it does: asked
+    for, the scenario's own, or the command's default."""
+    if asked is not None:
+        return "chosen with --runtime"
+    if scenario.runtime is not None:
+        return "the scenario's own, Scenario(runtime=...)"
+    return DEFAULT_RUNTIME_WHY[command]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import (
+    AdmissionErrorCode,
     ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionStateError,
@@ -86,6 +87,13 @@ def _trigger(state: RunState, item: Trigger) -> bool:
             item.workflow_id, item.params, execution_id=item.execution_id
         )
     except ExecutionAdmissionError as refused:
+        if refused.code != AdmissionErrorCode.EXECUTION_EXISTS:
+            # Refused for what the scenario wrote (its params, its ID): every run would admit
+            # nothing from it and check nothing, and came back green.
+            raise ScenarioError(
+                f"scenario {state.scenario.name!r}: the runtime refused {item.describe()}: "
+                f"{refused.code}: {refused}"
+            ) from refused
         # The runtime's answer to a caller-chosen ID that exists: an event of the run, not the
         # end of it.
         state.trace.add(
@@ -107,6 +115,8 @@ def _prune(state: RunState, execution_id: str) -> None:
     try:
         state.runtime.prune(execution_id)
     except (ExecutionNotFoundError, ExecutionStateError) as refused:
+        # Not there (yet: a fault may delay it) or not ended: an event of the run. One the run
+        # never had at all is a typo, which ``simulate`` reports once the run is over.
         text, data = f"prune {execution_id} refused: {refused}", PruneData(str(refused))
     else:
         text = f"prune {execution_id}: its steps, wake and start requests are gone"

@@ -115,7 +115,7 @@ class RunState:
         with the answer (logged when the run may be restored; handed back, not computed, to
         an actor made again)."""
         journal = self.journal
-        if journal is None:
+        if journal is None or not (journal.recording or journal.feeding):
             return compute(*args, **kwargs)
         return journal.ask(compute, *args, **kwargs)
 
@@ -140,12 +140,16 @@ class RunState:
         return journal is not None and journal.recording and journal.feeding is None
 
     def event(self, t: float, kind: Any, text: str, **fields: Any) -> None:
-        """Add a trace event (``Trace.add``), told."""
-        self.tell(self.trace.add, t, kind, text, **fields)
+        """Add a trace event (``Trace.add``), told (spelled out: a run adds hundreds)."""
+        journal = self.journal
+        if journal is None or journal.feeding is None:
+            self.trace.add(t, kind, text, **fields)
 
     def nudge(self) -> None:
         """Wake every parked actor, told."""
-        self.tell(self.kernel.nudge)
+        journal = self.journal
+        if journal is None or journal.feeding is None:
+            self.kernel.nudge()
 
     def wake(self, name: str) -> None:
         """Wake the parked actor ``name``, told."""

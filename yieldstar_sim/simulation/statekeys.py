@@ -102,9 +102,9 @@ class StateKeys:
         self.histories: dict[str, list[str]] = {}
         """Each actor's delivery so far, a line per event (with ``lines``)."""
         self._hashes: dict[str, Any] = {}
-        self._actors: dict[str, tuple[object, int]] = {}
-        """Each waiting actor's last wait (``Kernel.waits``) and its term (its wait and its
-        history), dropped when its history grows."""
+        self._actors: dict[str, tuple[object, float, int]] = {}
+        """Each waiting actor's last wait (``Kernel.waits``), how far behind its clock ran, and
+        its term (its wait, its clock and its history), dropped when its history grows."""
         self._executions = Executions()
         self._shape: tuple[int, int] = (-1, -1)
         self._requests = 0
@@ -115,7 +115,6 @@ class StateKeys:
         self._now_term = 0
         self._store: dict[str, str] | None = None
         self._store_term = 0
-        self._behind: dict[str, float] | None = None
         self._ends: dict[tuple[str, int], float] | None = None
         self._believed = 0
         self._draws = 0
@@ -189,13 +188,22 @@ class StateKeys:
         self._executions.caught_up()
         return self
 
-    def _actor(self, name: str, wait: str) -> int:
-        """The term of actor ``name`` waiting as ``wait`` says: its history with the wait
-        after it. History lines are fed with their lengths, which start with a digit: the
-        wait, after a zero byte, reads back one way."""
-        running = self._hashes.get(name)
+    def _actor(self, name: str, wait: str, behind: float) -> int:
+        """The term of actor ``name`` waiting as ``wait`` says, its worker's clock ``behind``
+        seconds: its history with the wait after it. History lines are fed with their lengths,
+        which start with a digit: the wait, after a zero byte, reads back one way.
+
+        The skew is the actor's own, not a belief of the run's in general: two states in which
+        a different one of two workers runs behind are one state only when each worker's
+        history goes with it (a key that summed the skews apart merged the state where the
+        worker holding a lease runs behind with the one where the other does)."""
+        # A worker's helper (a stalled attempt: ``w1~order-42~3``) has its worker's history:
+        # which worker it belongs to is what tells apart a stall of the worker now idle from a
+        # stall of the one now busy, which the role alone does not.
+        running = self._hashes.get(name.partition("~")[0])
         running = _HISTORY.copy() if running is None else running.copy()
-        running.update(b"\0" + wait.encode() + b"\0" + actor_role(name).encode())
+        clock = b"" if not behind else repr(behind).encode()
+        running.update(b"\0" + wait.encode() + b"\0" + actor_role(name).encode() + b"\0" + clock)
         return int.from_bytes(running.digest())
 
     # ------------------------------------------------------------------ the key
@@ -222,19 +230,25 @@ class StateKeys:
         if store != self._store:
             self._store, self._store_term = dict(store), term(_STORE, store_text(store))
         total += self._requests + self._now_term + self._ledger_term + self._store_term
+        behind = state.clocks.behind
         if not ended:
             actors = self._actors
             waits = state.kernel.waits
             for name, wait in waits.items():
                 # An actor's term is made again only when it waits on another object than at
-                # the last point, or its history grew (most often only the one that just went).
-                seen = actors.get(name) if self.follows_changes else None
-                if seen is None or seen[0] is not wait:
-                    seen = actors[name] = (wait, self._actor(name, wait_facts(name, wait)))
-                total += seen[1]
-        behind, ends = state.clocks.behind, state.lease_ends
-        if behind or ends:
-            total += self._beliefs(behind, ends)
+                # the last point, its clock was skewed, or its history grew (most often only
+                # the one that just went).
+                skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
+                # A helper's term is made again at every point: its worker's history moves
+                # without it, and helpers are few and short-lived.
+                seen = actors.get(name) if self.follows_changes and "~" not in name else None
+                if seen is None or seen[0] is not wait or seen[1] != skew:
+                    term_ = self._actor(name, wait_facts(name, wait), skew)
+                    seen = actors[name] = (wait, skew, term_)
+                total += seen[2]
+        ends = state.lease_ends
+        if ends:
+            total += self._beliefs(ends)
         draws = state.world_draws
         if draws:
             if draws != self._draws:
@@ -242,14 +256,13 @@ class StateKeys:
             total += self._draws_term
         return key_text(total)
 
-    def _beliefs(self, behind: dict[str, float], ends: dict[tuple[str, int], float]) -> int:
-        """The term of what the workers believe: how far behind each skewed clock runs, and
-        where each lease ends after its heartbeats (sorted: blind to which worker is which),
-        hashed again only when a belief changed (a heartbeat, a skew)."""
-        if behind != self._behind or ends != self._ends:
-            self._behind, self._ends = dict(behind), dict(ends)
-            believed = repr((sorted(behind.values()), sorted(ends.items())))
-            self._believed = term(_BELIEVED, believed)
+    def _beliefs(self, ends: dict[tuple[str, int], float]) -> int:
+        """The term of where each lease ends after its heartbeats (by execution and token, not
+        by worker), hashed again only when one changed (a heartbeat). How far a skewed clock
+        runs behind is its actor's (``_actor``)."""
+        if ends != self._ends:
+            self._ends = dict(ends)
+            self._believed = term(_BELIEVED, repr(sorted(ends.items())))
         return self._believed
 
     def _fold(self, effects: list[Effect]) -> None:

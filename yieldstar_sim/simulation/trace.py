@@ -161,6 +161,17 @@ class Trace:
         self.events: list[TraceEvent] = list(events)
         self._derived: dict[str, tuple[int, object]] = {}
 
+    def parts_from(self, other: Trace) -> int | None:
+        """The number of the first event where this run did something other than ``other``
+        (their ``facts()`` differ, or one trace ends where the other goes on); None when
+        the two did the same thing, event for event, whatever their words."""
+        for number, (mine, theirs) in enumerate(zip(self.events, other.events, strict=False)):
+            if mine.facts() != theirs.facts():
+                return number
+        if len(self.events) == len(other.events):
+            return None
+        return min(len(self.events), len(other.events))
+
     def truncate(self, length: int) -> None:
         """Forget every event from ``length`` on: a run restored to a state it saved then."""
         del self.events[length:]

@@ -119,7 +119,7 @@ def _deliver(
     step_ended = None
     if (
         restart is not None
-        and state.journal is not None
+        and state.journal is not None  # an actor made again too: it goes on recorded
         and workflow is not None
         and workflow.max_duration is None  # its first clock read would be made again later
         and not record.cancel_requested
@@ -212,10 +212,12 @@ class _Midway:
         self.ended += 1
         if type(request) not in _REPLAYED_QUIETLY:
             self.clean = False
+        journal = state.journal
+        if not self.clean or journal is None or not journal.recording or journal.feeding:
+            return  # not recorded: a run on from a saved state, never saved, or made again
         rows_view = getattr(state.runtime, "rows_view", None)
-        if not self.clean or not state.recording or rows_view is None:
-            # Not recorded (a run on from a saved state, never saved, or an actor made again:
-            # its log starts past the steps it replays), or records it cannot read cheaply.
+        if rows_view is None:
+            self.clean = False  # records it cannot read cheaply: no step to start again from
             return
         rows = rows_view()
         row = rows.get(self.delivery.execution.execution_id)

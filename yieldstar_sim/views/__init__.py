@@ -30,7 +30,8 @@ from yieldstar_sim.views.graph import (
 from yieldstar_sim.views.layout import Layout, layered_layout
 from yieldstar_sim.views.review import review_page, review_report_page, write_review
 from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
-from yieldstar_sim.views.timeline import Timeline, build_timeline, draw_timeline
+from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+from yieldstar_sim.views.timeline_labels import Timeline
 
 __all__ = [
     "FORMATS",

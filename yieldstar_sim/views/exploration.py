@@ -8,7 +8,8 @@ from textwrap import fill
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
-from yieldstar_sim.simulation.explorer.grid import grid_rows
+from yieldstar_sim.views.drawn_text import MAX_LINE, MAX_TICK, drawable, shown
+from yieldstar_sim.views.grid import grid_rows
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     """Single-fault verdicts as a grid: choice points (rows, in run order) x fault kinds.
     Past ``GRID_ROWS`` choice points, those whose labels differ only in their numbers are one
     row, each cell the worst verdict with how many of its points ended so
-    (``ExplorationReport.grid_rows``).
+    (``views.grid``).
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
@@ -43,14 +44,16 @@ def draw_exploration(report: ExplorationReport) -> Figure:
 
     points, kinds, verdicts = report.by_point()
     rows = grid_rows(points, kinds, verdicts)  # past GRID_ROWS points: one row per pattern
-    labels = [row.label for row in rows]
+    # Tick labels: their text is set as the figure is drawn, after drawn_text's pass: made
+    # drawable here, and no wider than a grid can give them.
+    labels = [drawable(shown(row.label, MAX_TICK)) for row in rows]
     folded = any(len(row.points) > 1 for row in rows)
     order = list(VERDICT_COLOURS)
     grid = [
         [order.index(verdict) if (verdict := row.verdict(kind)) else -1 for kind in kinds]
         for row in rows
     ]
-    title = f"{report.scenario}: {report.schedules_run} schedules, {report.verdict}" + (
+    title = f"{shown(report.scenario)}: {report.schedules_run} schedules, {report.verdict}" + (
         f", {len(report.violations)} violation(s)" if report.violations else ""
     )
     # Wide enough for the title and tall enough for the axis label: a search that stopped at
@@ -136,11 +139,11 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     from yieldstar_sim.views.timeline import build_timeline, draw_timeline
 
     failing = replay(found.artifact, scenario=scenario, check_trace=False)
-    runs = [("violation: " + "; ".join(found.faults), failing)]
+    runs = [(shown("violation: " + "; ".join(found.faults)), failing)]
     if found.nearest_artifact is not None:
         passing = replay(found.nearest_artifact, scenario=scenario, check_trace=False)
         faults = "; ".join(found.nearest_passing or []) or "no faults"
-        runs.append(("nearest passing: " + faults, passing))
+        runs.append((shown("nearest passing: " + faults), passing))
     figure = Figure(figsize=(9.0 * len(runs), 9.5), layout="constrained")
     axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=[1, 1])
     for column, (title, run) in enumerate(runs):
@@ -149,7 +152,8 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
         timeline = build_timeline(run.trace, run.scenario.worker_names)
         cursor = None if found.divergence_at is None else timeline.x_of.get(found.divergence_at)
         draw_timeline(timeline, ax=axes[1][column], cursor=cursor)
-    figure.suptitle(f"{found.invariant}: first divergence at {found.divergence or '?'}",
+    divergence = shown(found.divergence or "?", MAX_LINE)
+    figure.suptitle(f"{shown(found.invariant)}: first divergence at {divergence}",
                     fontsize=10, parse_math=False)  # fmt: skip
     return figure
 

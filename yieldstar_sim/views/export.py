@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
+from yieldstar_sim.core.files import write_whole
+from yieldstar_sim.views.drawn_text import MAX_CELL, shown, xml_legal
 from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
 from yieldstar_sim.views.figures import (
     draw_run,
@@ -129,13 +131,16 @@ th { background: #f3f3f3; }
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else html.escape(_writable(str(value)))
+    # A page for people: a cell of 100 KB (a long label in every event of the trace) is cut,
+    # the trace in the data formats keeps it whole.
+    return "" if value is None else html.escape(xml_legal(_writable(shown(str(value), MAX_CELL))))
 
 
 def html_report(
     run: SimulationRun, graph_svg: str | None = None, timeline_svg: str | None = None
 ) -> str:
-    """One self-contained HTML page about ``run``: verdict, violations, graph, timeline, trace.
+    """One self-contained HTML page about ``run``: verdict, violations, graph and totals,
+    timeline, trace.
 
     The graph is drawn with ``draw_execution_graph`` unless ``graph_svg`` is given; both SVGs
     are inlined (they are markup: pass only SVG you made). Every other piece of text (scenario,
@@ -175,9 +180,12 @@ def html_report(
         parts.append("</ul>")
     else:
         parts.append("<p>None: every invariant held.</p>")
+    totals = "\n".join(_cell(line) for line in run.totals().lines())
     parts += [
         "<h2>Execution graph</h2>",
         f'<figure class="graph">\n{inline_svg(graph_svg)}\n</figure>',
+        "<h2>Totals</h2>",
+        f'<pre class="totals">{totals}</pre>',
     ]
     if timeline_svg is not None:
         parts += [
@@ -251,11 +259,22 @@ def export(
         raise ValueError(f"stem must be a plain file name, not {stem!r}")
     run: SimulationRun | None
     if isinstance(run_or_graph, nx.Graph):
-        run, graph = None, run_or_graph
+        run, given = None, run_or_graph
     else:
-        run = run_or_graph
-        graph = run_graph(run)
-        title = title or f"{run.scenario.name}, seed {run.seed}: {run.verdict_text}"
+        run, given = run_or_graph, None
+        title = title or f"{shown(run.scenario.name)}, seed {run.seed}: {run.verdict_text}"
+    made: list[nx.MultiDiGraph] = []
+
+    def the_graph() -> nx.MultiDiGraph:
+        # A run's graph from its records, made once and only for the formats that write it
+        # (a run's pictures draw the trace's own graph beside the timeline).
+        if given is not None:
+            return given
+        if not made:
+            assert run is not None
+            made.append(run_graph(run))
+        return made[0]
+
     needs_run = [format for format in chosen if format in RUN_FORMATS]
     if needs_run and run is None:
         raise ValueError(f"the {needs_run[0]} export needs a SimulationRun, not a graph")
@@ -268,7 +287,7 @@ def export(
     def picture(format: str) -> bytes:
         nonlocal figure, svg
         if figure is None:
-            figure = _draw(graph, title) if run is None else _draw_run(run)
+            figure = _draw(the_graph(), title) if run is None else _draw_run(run)
         if format != "svg":
             return figure_bytes(figure, format)
         if svg is None:
@@ -277,29 +296,29 @@ def export(
         return svg
 
     texts: dict[str, Callable[[], str]] = {
-        "graphml": lambda: to_graphml(labelled(graph)),
-        "json": lambda: to_node_link_json(labelled(graph)),
-        "dot": lambda: to_dot(graph, title=title),
-        "mermaid": lambda: to_mermaid(graph, title=title),
+        "graphml": lambda: to_graphml(labelled(the_graph())),
+        "json": lambda: to_node_link_json(labelled(the_graph())),
+        "dot": lambda: to_dot(the_graph(), title=title),
+        "mermaid": lambda: to_mermaid(the_graph(), title=title),
     }
     written: dict[str, Path] = {}
     for format in chosen:
         path = out / f"{stem}{EXTENSIONS[format]}"
         if format in FIGURE_FORMATS:
-            path.write_bytes(picture(format))
+            write_whole(path, picture(format))
         elif format == "html":
             assert run is not None
             page = html_report(
                 run,
-                graph_svg=figure_bytes(_draw(graph, title), "svg").decode("utf-8"),
+                graph_svg=figure_bytes(_draw(the_graph(), title), "svg").decode("utf-8"),
                 timeline_svg=_timeline_svg(run),
             )
-            path.write_bytes(page.encode("utf-8"))
+            write_whole(path, page)
         elif format == "review":
             assert run is not None
-            path.write_bytes(review_page(run).encode("utf-8"))
+            write_whole(path, review_page(run))
         else:
-            path.write_bytes(texts[format]().encode("utf-8"))
+            write_whole(path, texts[format]())
         written[format] = path
     return written
 
@@ -367,7 +386,7 @@ def write_exploration_pictures(
         paths = {}
         for format in pictures:
             path = out / f"{name}{EXTENSIONS[format]}"
-            path.write_bytes(figure_bytes(figure, format))
+            write_whole(path, figure_bytes(figure, format))
             paths[format] = path
         return paths
 

@@ -26,9 +26,11 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
     TriggerData,
 )
+from yieldstar_sim.views.drawn_text import fitted
 from yieldstar_sim.views.evidence import (
     TIMES,
     edge_label,
+    edge_line,
     mark_trace_evidence,
     mark_violations,
     node_label,
@@ -67,6 +69,8 @@ LABEL_NEAR_PARENT = 0.36
 #: Data units per character of an edge label: 9 pt is about 0.075 in a character, and the
 #: axes are narrower than the layout's inches (margins, the legend): 0.1 in, to be safe.
 _LABEL_CHAR = 0.1 * NODE_SPACING / INCHES_PER_SLOT
+#: Data units per character of a node's label (10 pt, about 0.083 in a character).
+_BOX_CHAR = 0.083 * NODE_SPACING / INCHES_PER_SLOT
 #: Line width of the outline of an execution a violation names.
 VIOLATION_OUTLINE = 3.0
 
@@ -80,16 +84,6 @@ STATUS_COLOURS = {
     "cancelled": "#999999",
     "pruned": "#DDDDDD",
 }
-
-
-def edge_line(data: Mapping[str, Any]) -> str:
-    """How an edge is drawn, in words every renderer maps to its own line: ``trigger`` (a
-    non-durable trigger), ``joined`` (a run the step joined, not owned), ``detached`` (a
-    detached start or spawn) or ``owned`` (a parent link)."""
-    kind = data.get("kind")
-    if kind in {"trigger", "joined"}:
-        return str(kind)
-    return "detached" if data.get("detached") else "owned"
 
 
 def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) -> nx.MultiDiGraph:
@@ -154,11 +148,13 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
 
 def run_graph(run: SimulationRun) -> nx.MultiDiGraph:
     """The run's execution graph from the runtime's records (``execution_graph``), with the
-    trace's evidence and the run's violations marked on it: what every export of a run
-    draws or writes."""
+    trace's evidence and the run's violations marked on it, and the run's totals as the
+    graph's ``totals`` (``run.totals().to_json()``): what every export of a run draws or
+    writes."""
     graph = execution_graph(run.runtime, run.effects)
     mark_trace_evidence(graph, run.trace)
     mark_violations(graph, run.violations)
+    graph.graph["totals"] = run.totals().to_json()
     return graph
 
 
@@ -443,12 +439,21 @@ def draw_execution_graph(
                   parse_math=False)  # fmt: skip
     xs = [p[0] for p in positions.values()] or [0.0]
     ys = [p[1] for p in positions.values()] or [0.0]
-    axes.set_xlim(min(xs) - NODE_SPACING / 2 - 0.2, max(xs) + NODE_SPACING / 2 + 0.2)
+    # Room for the widest box at either end: a family's words were cut off at the left edge.
+    widest = max(
+        (len(line) for node, data in graph.nodes(data=True)
+         for line in node_label(node, data).split("\n")),
+        default=0,
+    )  # fmt: skip
+    margin = max(NODE_SPACING / 2, _BOX_CHAR * (widest + 2) / 2) + 0.2
+    axes.set_xlim(min(xs) - margin, max(xs) + margin)
     axes.set_ylim(min(ys) - 0.9, max(ys) + 0.5)
     handles = _legend(graph)
     axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
-        axes.set_title(title, fontsize=12, parse_math=False)
+        root = axes.get_figure(root=True)
+        width = root.get_figwidth() if root is not None else float("inf")
+        axes.set_title(fitted(title, width, 12), fontsize=12, parse_math=False)
     if caption:
         text = "\n".join(textwrap.fill(part, 90) for part in caption.split("\n"))
         axes.text(

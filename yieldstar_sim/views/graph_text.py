@@ -19,9 +19,10 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.evidence import edge_label, node_label
+from yieldstar_sim.views.drawn_text import MAX_LINE, shown
+from yieldstar_sim.views.evidence import edge_label, edge_line, node_label
 from yieldstar_sim.views.families import collapse_families, families
-from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE, edge_line
+from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE
 
 # networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
 # (through the widgets and the composition root) and must stay quick.
@@ -55,6 +56,9 @@ def _bidi_visible(text: str) -> str:
 def _writable(text: str) -> str:
     """``text`` with the characters no XML or UTF-8 file can hold, and the bidirectional
     formatting characters that would reorder it on screen, made visible instead."""
+
+    if text.isascii() and text.isprintable():  # the commonest case: nothing to replace
+        return text
 
     def picture(match: re.Match[str]) -> str:
         code = ord(match.group())
@@ -98,6 +102,24 @@ def labelled(graph: nx.MultiDiGraph) -> nx.MultiDiGraph:
         for execution in family.executions:
             copy.nodes[execution]["family"] = family.node
     return copy
+
+
+def totals_lines(graph: nx.MultiDiGraph) -> list[str]:
+    """The run's totals in words, from the graph's ``totals`` (``run_graph`` sets them), under
+    a heading; none for a graph that has none."""
+    from yieldstar_sim.simulation.totals import Totals
+
+    data = graph.graph.get("totals")
+    return ["totals", *Totals.from_json(data).lines()] if data else []
+
+
+def _free_name(graph: nx.MultiDiGraph, name: str) -> str:
+    """``name``, or ``name (2)``... whichever no node of ``graph`` has."""
+    taken = {str(node) for node in graph.nodes}
+    chosen, number = name, 2
+    while chosen in taken:
+        chosen, number = f"{name} ({number})", number + 1
+    return chosen
 
 
 def _edges(graph: nx.MultiDiGraph) -> Iterator[tuple[Any, Any, Any, dict[str, Any]]]:
@@ -239,7 +261,7 @@ def _dot_data(data: dict[str, Any]) -> dict[str, str]:
     }
 
 
-#: Graphviz line styles by ``graph.edge_line`` (DOT has no dash-dot: a joined run is dashed like
+#: Graphviz line styles by ``evidence.edge_line`` (DOT has no dash-dot: a joined run is dashed like
 #: a detached one, neither owned).
 _DOT_LINES = {"owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted"}
 
@@ -253,8 +275,9 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
     Labels carry the evidence the pictures show (``mail\\n2 start calls, one target``, a
     fault, a retry); an execution a violation names is outlined in red. With ``group`` (the
     default), families of alike executions are one node each (``collapse_families``), as in
-    the pictures. The data attributes (``workflow_id``, ``step_key``, ``detached``...) are
-    kept; every ID and value is quoted.
+    the pictures, and a run's totals (the graph's ``totals``) are a note beside it. The data
+    attributes (``workflow_id``, ``step_key``, ``detached``...) are kept; every ID and value
+    is quoted.
     Labels show exactly; Graphviz itself unescapes ``\\\\`` in labels only, so an ID or data
     value holding a backslash keeps it doubled in Graphviz's own view (pydot reads it exactly).
 
@@ -282,7 +305,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
     ready = nx.MultiDiGraph()
     graph_attributes = {"rankdir": '"TB"'}
     if title:
-        graph_attributes |= {"label": _dot_quote(_one_line(title)), "labelloc": '"t"'}
+        label = _dot_quote(_one_line(shown(title, MAX_LINE)))
+        graph_attributes |= {"label": label, "labelloc": '"t"'}
     ready.graph["graph"] = graph_attributes
     ready.graph["node"] = {"shape": '"box"', "fontname": '"Helvetica"', "fontsize": '"10"'}
     ready.graph["edge"] = {"fontname": '"Helvetica"', "fontsize": '"9"'}
@@ -314,6 +338,16 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
             color=_dot_quote(colour),
             fontcolor=_dot_quote(colour),
             penwidth=_dot_quote("2.2" if duplicate else "1.4"),
+        )
+    said = totals_lines(graph)
+    if said:  # beside the graph, as in the pictures: a note, linked to nothing
+        ready.add_node(
+            _dot_quote(_free_name(graph, "totals")),
+            label=_dot_quote("\n".join(said)),
+            shape='"note"',
+            style='"filled"',
+            fillcolor='"#FFFFFF"',
+            fontname='"Courier"',
         )
     text: str = to_pydot(ready).to_string()
     return text if text.endswith("\n") else text + "\n"
@@ -375,7 +409,8 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
 
     Nodes get generated IDs (``n0``, ``n1``... in graph order) and quoted labels
     ``id<br>workflow · status`` (rounded when started); edges are ``-->|"step key"|``, or
-    ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer). Labels use
+    ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer); a
+    run's totals (the graph's ``totals``) are a note linked to nothing. Labels use
     Mermaid's entity codes (``#quot;``, ``#lt;``, ``#35;``...) for every character that could
     be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
     executions a step admitted more than once, whose edges are red too, ``violation`` those a
@@ -398,7 +433,8 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
     lines: list[str] = []
     if title:
         # A JSON string is a YAML double-quoted scalar: the title cannot end the front matter.
-        lines += ["---", "title: " + json.dumps(_one_line(_writable(title))), "---"]
+        drawn = _one_line(_writable(shown(title, MAX_LINE)))
+        lines += ["---", "title: " + json.dumps(drawn), "---"]
     lines.append("flowchart TD")
     if graph.number_of_edges() > MERMAID_MAX_EDGES:
         lines.append(
@@ -410,6 +446,9 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
         label = _mermaid_text(_node_label(node, data))
         opening, closing = ("(", ")") if data.get("origin") == "start" else ("[", "]")
         lines.append(f'    {ids[node]}{opening}"{label}"{closing}')
+    said = totals_lines(graph)
+    if said:  # beside the graph, as in the pictures: a note linked to nothing
+        lines.append(f'    totals["{_mermaid_text(chr(10).join(said))}"]')
     link_styles: dict[str, list[int]] = {}
     duplicates: list[str] = []
     for index, (source, target, key, data) in enumerate(_edges(graph)):
@@ -444,6 +483,9 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
             "stroke-dasharray:6 3"
         )
         lines.append(f"    class {','.join(named)} violation")
+    if said:
+        lines.append("    classDef totals fill:#FFFFFF,stroke:#999999,color:#222222")
+        lines.append("    class totals totals")
     for css, indices in link_styles.items():
         lines.append(f"    linkStyle {','.join(map(str, indices))} {css}")
     return "\n".join(lines) + "\n"

@@ -22,6 +22,8 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.views.drawn_text import drawable_figure, glyphs_missing_quietly
+
 if TYPE_CHECKING:
     import networkx as nx
     from IPython.display import Image
@@ -42,8 +44,10 @@ FUTURE_KEEP = 0.35
 
 def figure_png(figure: Figure, *, dpi: float = DPI) -> bytes:
     """A matplotlib figure as PNG bytes, drawn on the Agg canvas (no pyplot, no display)."""
+    drawable_figure(figure)  # characters a font draws, lengths bounded (``drawn_text``)
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    with glyphs_missing_quietly():
+        figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
 
 

@@ -47,7 +47,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
     TriggerData,
 )
-from yieldstar_sim.views.graph import edge_line
+from yieldstar_sim.views.evidence import edge_line
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator

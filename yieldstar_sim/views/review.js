@@ -99,6 +99,16 @@
     var found = root.querySelector(".ys-found");
     var cursorLine = root.querySelector(".ys-cursor");
     var future = root.querySelector(".ys-future");
+    var violationNote = root.querySelector(".ys-violation-note");
+    // Each violation: [event, [executions it names], sentence] (names' indices).
+    var violations = data.violations || [];
+    var followed = 0; // the violation a link opened the stepper at, while it stays there
+    var namedByViolation = new Set(); // outlined in red, as in the PNG
+    violations.forEach(function (violation) {
+      violation[1].forEach(function (name) {
+        namedByViolation.add(names[name]);
+      });
+    });
 
     // ---------------------------------------------------------------- the state
 
@@ -436,12 +446,14 @@
       el.box.setAttribute("rx", row.cells[2] === "trigger" ? 0 : 7);
       el.state.textContent = row.cells[1] + " \u00b7 " + status;
       var leased = lease !== "none";
-      el.group.setAttribute("class", "ys-node" + (leased ? " ys-leased" : "") + (hit(id) ? " ys-hit" : ""));
+      el.group.setAttribute("class", "ys-node" + (leased ? " ys-leased" : "") +
+        (namedByViolation.has(id) ? " ys-named" : "") + (hit(id) ? " ys-hit" : ""));
       el.lease.textContent = leased ? "lease: " + lease.split(", token")[0] : "";
     }
 
     // A family's words: its count and first workflow, then the workflows its members started
-    // (or, for a family of leaves, its first and last member), as the PNG writes them.
+    // (or, for a family of leaves, its members), as the PNG writes them. Its members are
+    // named as ranges that hold none drawn outside it, or its first few (family[7]).
     function familyWords(index) {
       var family = families[index];
       var shape = names[family[1]];
@@ -449,7 +461,7 @@
       var parts = chain.split(" \u2192 ");
       var members = family[2];
       var first = members.length + " \u00d7 " + parts[0];
-      var span = names[members[0]] + " \u2026 " + names[members[members.length - 1]];
+      var span = names[family[7]];
       var second = parts.length > 1 ? "\u2192 " + parts.slice(1).join(" \u2192 ") : span;
       return [first, second, span];
     }
@@ -717,6 +729,9 @@
         return;
       }
       var hash = "#event=" + i + (query ? "&execution=" + encodeURIComponent(query) : "");
+      if (followed && violations[followed - 1][0] === i && !root.hasAttribute("data-violation")) {
+        hash = "#violation=" + followed; // still where the link opened it
+      }
       try {
         window.history.replaceState(null, "", hash);
       } catch (error) {
@@ -773,12 +788,69 @@
       previous.disabled = i === 0;
       next.disabled = i === last;
       root.setAttribute("data-event", String(i));
+      noteViolations(i);
       remember(i);
+    }
+
+    // At the event where a violation came true, its sentence under the event's words.
+    function noteViolations(i) {
+      if (violationNote === null) {
+        return;
+      }
+      var said = [];
+      violations.forEach(function (violation, index) {
+        if (violation[0] === i) {
+          said.push("violation " + (index + 1) + " comes true here: " + names[violation[2]]);
+        }
+      });
+      violationNote.textContent = said.join("\n");
+      if (followed && violations[followed - 1][0] !== i) {
+        followed = 0;
+      }
+    }
+
+    // A link to a violation (#violation=2): the stepper at the event where it came true, the
+    // first execution it names found (its family, if it is in one, unfolded) and its sentence
+    // marked in the page's list. A report page's stepper answers for the report's violation it
+    // replays (data-violation), showing where its own run broke the same invariant.
+    function followViolation(asked) {
+      var own = root.getAttribute("data-violation");
+      var index = Number(asked);
+      if (own !== null) {
+        if (own !== String(asked)) {
+          return;
+        }
+        index = Number(root.getAttribute("data-opens"));
+        root.scrollIntoView({ block: "start" });
+      }
+      var violation = violations[index - 1];
+      if (!violation) {
+        return;
+      }
+      var marked = document.querySelectorAll(".ys-target");
+      for (var m = 0; m < marked.length; m += 1) {
+        marked[m].classList.remove("ys-target");
+      }
+      var item = document.getElementById("violation-" + asked);
+      if (item !== null) {
+        item.classList.add("ys-target");
+      }
+      followed = own === null ? index : 0;
+      var named = violation[1].length ? names[violation[1][0]] : "";
+      search.value = named;
+      var id = applySearch();
+      unfold(id);
+      show(violation[0]);
+      if (id !== null) {
+        scrollTo(id);
+      }
     }
 
     function follow(parameters) {
       var event = parameters.event;
-      if (parameters.execution !== undefined) {
+      if (parameters.violation !== undefined) {
+        followViolation(parameters.violation);
+      } else if (parameters.execution !== undefined) {
         search.value = parameters.execution;
         var id = applySearch();
         unfold(id);
@@ -829,15 +901,29 @@
         show(Number(slider.value) + 1);
       }
     });
-    var asked = number === 0 ? hashParameters() : {}; // before show() rewrites the address
+    // The address is read before show() rewrites it. The first stepper follows an event, an
+    // execution or a violation; a report's violation steppers, a link to their violation.
+    var asked = hashParameters();
+    var answers = number === 0 || root.hasAttribute("data-violation");
     buildLegend();
     buildGraph();
     show(0);
-    if (number === 0) {
-      follow(asked);
-      window.addEventListener("hashchange", function () {
-        follow(hashParameters());
-      });
+    if (answers) {
+      var again = function () {
+        var now = hashParameters();
+        follow(number === 0 ? now : { violation: now.violation });
+      };
+      follow(number === 0 ? asked : { violation: asked.violation });
+      window.addEventListener("hashchange", again);
+      // A link to where the address already is changes no hash: follow it all the same.
+      var links = document.querySelectorAll("a.ys-violation-link");
+      for (var l = 0; l < links.length; l += 1) {
+        links[l].addEventListener("click", function (click) {
+          if (window.location.hash === click.currentTarget.getAttribute("href")) {
+            again();
+          }
+        });
+      }
     }
   }
 

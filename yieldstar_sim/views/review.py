@@ -13,10 +13,12 @@ each event's changed rows of the runtime's records), and the page's script deriv
 event's state as the slider moves. The execution graph is drawn by the script from the same
 rows as the tables (one state model: they cannot disagree), at the graph module's layout; the
 timeline is drawn once by matplotlib and the script moves a cursor over it. A page can be
-linked at an event or an execution (``#event=41``, ``#execution=order-7``) and has a search
-box for execution IDs. Every label (execution IDs, step keys, scenario text) is set as text,
-never as markup, with bidirectional formatting characters shown as ``[U+202E]``, as in the
-other exports; the pictures' text is SVG text in the reader's own fonts, nothing fetched.
+linked at an event, an execution or a violation (``#event=41``, ``#execution=order-7``,
+``#violation=1``: the event where it came true, the executions it names found) and has a
+search box for execution IDs; the run's totals sit beside the graph. Every label (execution
+IDs, step keys, scenario text) is set as text, never as markup, with bidirectional formatting
+characters shown as ``[U+202E]``, as in the other exports; the pictures' text is SVG text in
+the reader's own fonts, nothing fetched.
 
 >>> import yieldstar_sim as ys
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
@@ -35,6 +37,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.files import write_whole
+from yieldstar_sim.views.drawn_text import MAX_CELL, json_escaped, shown, xml_legal
 from yieldstar_sim.views.figures import figure_bytes, inline_svg
 from yieldstar_sim.views.graph_text import _writable
 
@@ -67,8 +71,9 @@ _METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.DOTALL)
 
 
 def _text(value: object) -> str:
-    """User text for HTML: unwritable and bidirectional characters made visible, escaped."""
-    return html.escape(_writable(str(value)))
+    """User text for HTML: unwritable and bidirectional characters made visible, the control
+    characters and noncharacters HTML calls errors replaced, escaped."""
+    return html.escape(xml_legal(_writable(shown(str(value), MAX_CELL))))
 
 
 def _asset(name: str) -> str:
@@ -93,6 +98,9 @@ def _json_script(data: object, css_class: str) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     for char in "<>&\u2028\u2029":
         text = text.replace(char, f"\\u{ord(char):04x}")
+    # Control characters and noncharacters are errors in an HTML page, inside a script too:
+    # escaped, the data stays whole.
+    text = json_escaped(text)
     return f'<script type="application/json" class="{css_class}">{text}</script>'
 
 
@@ -148,9 +156,22 @@ def _timeline(run: SimulationRun) -> tuple[str, list[float | None], float]:
     return svg[:end] + overlay + svg[end:], xs, round(right, 2)
 
 
-def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSize]:
+def _totals(run: SimulationRun) -> str:
+    """The run's totals beside its graph: what a reviewer would otherwise count."""
+    lines = "\n".join(_text(line) for line in run.totals().lines())
+    return (
+        '<figure class="ys-totals"><figcaption>totals (the whole run)</figcaption>'
+        f"<pre>{lines}</pre></figure>"
+    )
+
+
+def stepper_html(
+    run: SimulationRun, *, label: str = "", violation: tuple[int, str] | None = None
+) -> tuple[str, StepperSize]:
     """A stepper over ``run`` as an HTML section (the page's script brings it to life), and
-    what it holds. ``label`` names the run above the controls (for a report's violations).
+    what it holds. ``label`` names the run above the controls (for a report's violations);
+    ``violation``, the number and invariant of the report's violation it replays, makes a link
+    to that violation (``#violation=2``) open this stepper where its run broke that invariant.
 
     The section carries the trace once (``review_data.stepper_data``: columns, interned
     strings, each event's changed rows); the script derives each event's graph and tables
@@ -177,8 +198,13 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
         if data["families"]
         else ""
     )
+    opens = ""
+    if violation is not None:
+        number, invariant = violation
+        mine = [index for index, v in enumerate(run.violations) if v.invariant == invariant]
+        opens = f' data-violation="{number}" data-opens="{mine[0] + 1 if mine else 0}"'
     parts = [
-        '<section class="ys-stepper" data-event="">',
+        f'<section class="ys-stepper" data-event=""{opens}>',
         caption,
         '<div class="ys-controls">'
         '<button type="button" class="ys-previous">\u25c0 previous</button>'
@@ -190,9 +216,10 @@ def stepper_html(run: SimulationRun, *, label: str = "") -> tuple[str, StepperSi
         'aria-label="find an execution ID" spellcheck="false">'
         '<span class="ys-found"></span>' + grouping + "</div>",
         '<div class="ys-event"><div class="ys-where"></div><div class="ys-words"></div>'
-        '<div class="ys-line"></div></div>',
+        '<div class="ys-line"></div><div class="ys-violation-note"></div></div>',
         '<div class="ys-pictures"><figure class="ys-graph"></figure>'
-        f'<figure class="ys-timeline">{timeline_svg}</figure></div>',
+        + _totals(run)
+        + f'<figure class="ys-timeline">{timeline_svg}</figure></div>',
         '<div class="ys-records"></div>',
         _json_script(data, "ys-data"),
         "</section>",
@@ -242,6 +269,19 @@ def _story(description: str) -> list[str]:
     return ["<h2>The story</h2>", f'<div class="story">{text}</div>']
 
 
+def _violations(sentences: list[str], empty: str) -> str:
+    """The violations' sentences, numbered as the pictures number them ("named by violation
+    2"), each a link that moves the stepper to where it came true (``#violation=2``)."""
+    if not sentences:
+        return f"<p>{_text(empty)}</p>"
+    items = "".join(
+        f'<li id="violation-{number}">{_text(sentence)} '
+        f'<a class="ys-violation-link" href="#violation={number}">show it</a></li>'
+        for number, sentence in enumerate(sentences, start=1)
+    )
+    return f'<ol class="violations sentence">{items}</ol>'
+
+
 def _list(items: list[str], css_class: str, empty: str) -> str:
     if not items:
         return f"<p>{_text(empty)}</p>"
@@ -275,7 +315,7 @@ def review_page(run: SimulationRun) -> str:
         f'<p class="verdict {run.verdict}">{_text(run.verdict_text)}</p>',
         *_story(scenario.description),
         "<h2>Violations</h2>",
-        _list(violations, "violations sentence", "None: every invariant held."),
+        _violations(violations, "None: every invariant held."),
     ]
     if run.incomplete:
         body.append(f'<p class="incomplete">Incomplete: {_text(run.incomplete)}</p>')
@@ -313,7 +353,7 @@ def _violation(number: int, found: FoundViolation, scenario: Scenario | None) ->
         divergence = _svg(draw_divergence(found, scenario))
     passing = found.nearest_passing
     parts = [
-        '<section class="violation">',
+        f'<section class="violation" id="violation-{number}-section">',
         f"<h2>Violation {number}: {_text(found.invariant)}</h2>",
         f'<p class="sentence">{_text(found.message)}</p>',
         f"<p>Found at schedule #{found.found_at}; the shrunk fault plan:</p>",
@@ -329,7 +369,8 @@ def _violation(number: int, found: FoundViolation, scenario: Scenario | None) ->
     ]
     if found.artifact_path is not None:
         parts.append(
-            f"<p>Replay it: <code>yieldstar-sim replay {_text(found.artifact_path)}</code></p>"
+            f"<p>Replay it: <code>{_text(found.artifact.replay_command(found.artifact_path))}"
+            "</code></p>"
         )
     parts += [
         '<figure class="divergence">',
@@ -339,7 +380,11 @@ def _violation(number: int, found: FoundViolation, scenario: Scenario | None) ->
     ]
     run = replay(found.artifact, scenario=scenario, check_trace=False)
     try:
-        stepper, _ = stepper_html(run, label=f"Step through violation {number}'s run")
+        stepper, _ = stepper_html(
+            run,
+            label=f"Step through violation {number}'s run",
+            violation=(number, found.invariant),
+        )
     finally:
         run.runtime.close()
     parts += [stepper, "</section>"]
@@ -378,9 +423,8 @@ def review_report_page(report: ExplorationReport, *, scenario: Scenario | None =
         body += ["<h2>Notes</h2>", _list(notes, "notes", "")]
     body += [
         "<h2>Violations</h2>",
-        _list(
+        _violations(
             [f"{found.invariant}: {found.message}" for found in report.violations],
-            "violations sentence",
             "None found.",
         ),
         "<h2>The exploration grid</h2>",
@@ -409,5 +453,5 @@ def write_review(
         page = review_page(subject)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(page.encode("utf-8"))
+    write_whole(target, page)
     return target

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.views.drawn_text import MAX_CELL, shown
 from yieldstar_sim.views.graph_text import _writable
 from yieldstar_sim.views.record_fold import LINK_CELLS, LINKS, TABLES
 
@@ -53,7 +54,7 @@ class Names:
         found = self._index.get(text)
         if found is None:
             found = self._index[text] = len(self.texts)
-            self.texts.append(_writable(text))
+            self.texts.append(_writable(shown(text, MAX_CELL)))  # a page: long names cut
         return found
 
 
@@ -116,10 +117,11 @@ def _places(graph: nx.MultiDiGraph, names: Names, laid: Layout | None = None) ->
 def _graph_places(graph: nx.MultiDiGraph, names: Names) -> tuple[list[Any], list[Any], list[Any]]:
     """Every execution's place, and the families of ``graph`` as the page draws them with the
     places of the graph with each family drawn once (``[]`` and ``[]`` when there are none).
-    A family is ``[node, shape, members, executions, parent, edge label, line]`` (names'
-    indices; parent -1 when nobody started them)."""
+    A family is ``[node, shape, members, executions, parent, edge label, line, span]`` (names'
+    indices; parent -1 when nobody started them; span: its members in words, as ranges that
+    hold none drawn outside it, ``Family.span``)."""
+    from yieldstar_sim.views.evidence import edge_line
     from yieldstar_sim.views.families import collapse_families, families
-    from yieldstar_sim.views.graph import edge_line
     from yieldstar_sim.views.layout import layered_layout
 
     laid = layered_layout(graph)  # once: the families are found on it too
@@ -143,6 +145,7 @@ def _graph_places(graph: nx.MultiDiGraph, names: Names) -> tuple[list[Any], list
                 parent,
                 label,
                 line,
+                names.number(family.span),
             ]
         )
     return every, rows, _places(drawn, names)
@@ -152,9 +155,10 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
     """The stepper's JSON: ``names`` (every string once), ``tables`` (name, columns, note),
     per event ``t``, ``worker``, ``kind``, ``point``, ``words``, ``text`` and ``changes``
     (per changed row ``[table, key, order, cell...]``, or ``[table, key]`` when it went;
-    strings as indices into ``names``), ``nodes``: each execution's place in the graph, and
+    strings as indices into ``names``), ``nodes``: each execution's place in the graph,
     ``families`` and ``grouped``: the families of alike executions and the places of the
-    graph with each drawn once (both empty when the run has none)."""
+    graph with each drawn once (both empty when the run has none), and ``violations``: each
+    violation's event, executions and sentence, for a link to it."""
     from yieldstar_sim.views.records import COLUMNS, RecordBook
     from yieldstar_sim.views.words import narrate
 
@@ -176,7 +180,8 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
                 numbered.extend(names.number(cell) for cell in change.cells)
             row_changes.append(numbered)
         changes.append(row_changes)
-    nodes, families, grouped = _graph_places(records_graph(final, run), names)
+    graph = records_graph(final, run)
+    nodes, families, grouped = _graph_places(graph, names)
     tables = [[name, *COLUMNS[name]] for name in TABLES]
     tables.append([LINKS, LINK_CELLS, "the graph's edges"])
     return {
@@ -186,11 +191,43 @@ def stepper_data(run: SimulationRun) -> dict[str, Any]:
         "kind": [names.number(str(event.kind)) for event in events],
         "tone": [TONES.get(str(event.kind), "") for event in events],
         "point": [-1 if event.point is None else event.point for event in events],
-        "words": [_writable(sentence) for sentence in narrate(events)],
-        "text": [_writable(event.text) for event in events],
+        # Sentences for people, each cut to a page's cell: a 100 KB label in every event made
+        # a 7 MB page; the trace keeps them whole.
+        "words": [_writable(shown(sentence, MAX_CELL)) for sentence in narrate(events)],
+        "text": [_writable(shown(event.text, MAX_CELL)) for event in events],
         "changes": changes,
         "nodes": nodes,
         "families": families,
         "grouped": grouped,
+        "violations": _violations(run, graph, names),
         "names": names.texts,
     }
+
+
+def _violations(run: SimulationRun, graph: nx.MultiDiGraph, names: Names) -> list[Any]:
+    """Each violation as ``[event, [execution...], sentence]``: where in the trace it came
+    true (``evidence.violation_events``), the executions it names (names' indices: the
+    event's own first, then in natural order) and its sentence, for a link to it
+    (``#violation=1``)."""
+    from yieldstar_sim.views.evidence import violation_events, violation_names
+    from yieldstar_sim.views.layout import natural
+
+    events = list(run.trace)
+    rows = []
+    for violation, seq in zip(
+        run.violations, violation_events(run.violations, events), strict=True
+    ):
+        # The execution of the event where it came true first (the link finds that one).
+        here = events[seq].execution_id if 0 <= seq < len(events) else None
+        named = sorted(
+            (name for name in violation_names(violation) if name in graph),
+            key=lambda name: (name != here, natural(name), name),
+        )
+        rows.append(
+            [
+                seq,
+                [names.number(name) for name in named],
+                names.number(f"{violation.invariant}: {violation.message}"),
+            ]
+        )
+    return rows

@@ -29,7 +29,9 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.files import write_whole
 from yieldstar_sim.views.statespace_bounds import DRAWN_AT_MOST, bounded_state_graph
+from yieldstar_sim.views.statespace_paths import describe_path, edge_label, shortest_paths
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -60,11 +62,6 @@ LABELLED_AT_MOST = 40
 _CONTROLS = re.compile("[\x00-\x1f\x7f]")
 #: The formats ``export_state_graph`` writes.
 STATE_GRAPH_FORMATS = ("svg", "png", "pdf", "graphml", "json", "dot", "html")
-
-
-def edge_label(choice: str, fault: str | None) -> str:
-    """The text of an edge: the actor that went, and the fault injected there, if any."""
-    return choice if fault is None else f"{choice} + {fault}"
 
 
 def state_graph(space: StateSpace) -> nx.DiGraph:
@@ -115,20 +112,6 @@ def state_graph(space: StateSpace) -> nx.DiGraph:
             graph.nodes[edge.source]["shortest"] = True
             graph.nodes[edge.target]["shortest"] = True
     return graph
-
-
-def shortest_paths(space: StateSpace) -> dict[str, list[StateEdge]]:
-    """For each violating state reachable from the root, a shortest path to it (the paths
-    ``StateSpace.path_to`` finds, edge for edge, from one search for them all)."""
-    return space.shortest_paths(node.key for node in space.violating())
-
-
-def describe_path(path: Sequence[StateEdge]) -> str:
-    """A path in words: ``"w1 → w2 + crash w2 at put_step → w1"``; ``"(the initial state)"``
-    for the empty path."""
-    if not path:
-        return "(the initial state)"
-    return " \u2192 ".join(edge_label(edge.choice, edge.fault) for edge in path)
 
 
 def _positions(graph: nx.DiGraph) -> dict[str, tuple[float, float]]:
@@ -513,16 +496,16 @@ def export_state_graph(
         path = out / f"{stem}.{format}"
         if format in {"svg", "png", "pdf"}:
             figure = figure or draw_state_graph(graph, title=title)
-            path.write_bytes(figure_bytes(figure, format))
+            write_whole(path, figure_bytes(figure, format))
         elif format == "graphml":
-            path.write_text(to_graphml(_multi(graph)), encoding="utf-8")
+            write_whole(path, to_graphml(_multi(graph)))
         elif format == "json":
-            path.write_text(to_node_link_json(_multi(graph)), encoding="utf-8")
+            write_whole(path, to_node_link_json(_multi(graph)))
         elif format == "dot":  # drawn by Graphviz: as bounded as the picture
             bounded = _multi(bounded_state_graph(graph))
-            path.write_text(to_dot(bounded, title=title, group=False), encoding="utf-8")
+            write_whole(path, to_dot(bounded, title=title, group=False))
         else:
-            path.write_text(state_graph_html(space, title=title), encoding="utf-8")
+            write_whole(path, state_graph_html(space, title=title))
         written[format] = path
     return written
 

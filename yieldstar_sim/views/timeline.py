@@ -4,18 +4,21 @@ Deliveries are lease spans (from the claim to the acknowledgement, release, cras
 labelled with the execution and fencing token; runtime calls are ticks; refused fenced writes,
 faults, crashes, freezes, lost responses, wakes and effects are marks. An attempt that stalls
 past its lease gets a lane of its own under its worker, so that it and its retry are drawn side
-by side; a worker whose clock was set back shows what it believed beside the true time. Most of
-a simulation
-happens at a few instants, so the axis is *stretched*: each instant gets room for its events in
-order, and the gaps between instants are compressed; the ticks name the real virtual times.
+by side; a worker whose clock was set back shows what it believed beside the true time.
+
+The time axis (``views/timeline_axis.py``) runs to scale between instants, with long stretches
+of nothing cut to marked breaks; an instant holding many events (a thousand orders make 15,000
+at t=0) is opened out and shaded, its events in order. At review size (more than
+``FOCUS_AFTER`` executions) the timeline adds what a reader of a dense picture needs: the
+workers' busy share as a counter track above the lanes, and a lane of its own for each notable
+execution (a violation names it, a fault struck it, a delivery of it ended badly or was a
+redelivery), drawn out in full while the workers' lanes aggregate. ``focus_trace`` cuts a
+run's trace down to one execution and what it started, for that execution's own timeline.
 """
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import math
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -35,34 +38,28 @@ from yieldstar_sim.simulation.trace_payloads import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
-from yieldstar_sim.views.timeline_labels import Mark, Span, label_marks, label_spans, tick_labels
+from yieldstar_sim.views.drawn_text import MAX_TICK, drawable, shown
+from yieldstar_sim.views.timeline_axis import MANY_INSTANTS, time_axis
+from yieldstar_sim.views.timeline_focus import BUSY_COLOUR, BUSY_LANE, draw_busy, review_size
+from yieldstar_sim.views.timeline_labels import (
+    Mark,
+    Span,
+    Timeline,
+    label_marks,
+    label_spans,
+    scale_tick_labels,
+    tick_labels,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Iterable, Sequence
 
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from yieldstar_sim.simulation.trace import Trace, TraceEvent
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 SCENARIO_LANE = "scenario"
-
-
-@dataclass
-class Timeline:
-    """Lanes, spans and marks with stretched x positions, and the ticks that name times."""
-
-    lanes: list[str]
-    spans: list[Span] = field(default_factory=list)
-    frozen: list[tuple[str, float, float]] = field(default_factory=list)
-    stalled: list[tuple[str, float, float]] = field(default_factory=list)
-    """Where an attempt hung on its own lane (its worker went on)."""
-    marks: list[Mark] = field(default_factory=list)
-    ticks: list[tuple[float, str]] = field(default_factory=list)
-    x_of: dict[int, float] = field(default_factory=dict)
-    """Each trace event's x position, by its sequence number (for a cursor)."""
-    width: float = 1.0
-
 
 #: How a mark of each kind is drawn: (marker, colour, size, legend label).
 MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
@@ -94,42 +91,6 @@ def abandoned_lane(worker: str, attempt: int, token: int) -> str:
 def stalled_lane(worker: str, token: int) -> str:
     """The lane of ``worker``'s attempt that stalled under fencing token ``token``."""
     return f"{worker}: stalled attempt (token {token})"
-
-
-#: An instant's least room, as a share of the events: ``1 / INSTANT_SHARE`` of them (less when
-#: there are many instants, so that the floors take at most half the axis).
-INSTANT_SHARE = 20
-
-
-def _positions(events: list[TraceEvent]) -> tuple[dict[int, float], list[tuple[float, str]], float]:
-    """Stretched x for every event: instants get room for their events, gaps are compressed.
-
-    An event takes one unit, and each instant at least ``len(events) / INSTANT_SHARE`` units
-    (its events spread over them): in a run of a thousand orders one instant holds 15,000
-    events, and the crash's recovery 30 s later, nine events, was two pixels at the axis's end,
-    its tick printed over the one before it ("1" and "30" read "130")."""
-    instants: list[list[TraceEvent]] = []
-    for event in events:
-        if instants and instants[-1][0].t == event.t:
-            instants[-1].append(event)
-        else:
-            instants.append([event])
-    least = len(events) / max(INSTANT_SHARE, 2 * len(instants))
-    x_of: dict[int, float] = {}
-    ticks: list[tuple[float, str]] = []
-    x = 0.0
-    previous: float | None = None
-    for instant in instants:
-        t = instant[0].t
-        if previous is not None:
-            x += 1.5 + math.log1p(max(0.0, t - previous))
-        ticks.append((x, f"{t:g}"))
-        previous = t
-        step = max(1.0, least / len(instant))
-        for event in instant:
-            x_of[event.seq] = x
-            x += step
-    return x_of, ticks, max(x, 1.0)
 
 
 def _mark_label(event: TraceEvent) -> str:
@@ -189,6 +150,12 @@ def _declined_label(event: TraceEvent, style: str) -> str:
     return f"refused: {code}" if code else "refused"
 
 
+#: The kinds of event ``_Attempts.take`` lays out (a skewed worker's beliefs aside).
+_ATTEMPT_KINDS = frozenset(
+    {TraceKind.STALL, TraceKind.UNSTALL, TraceKind.SKEW, TraceKind.HEARTBEAT}
+)
+
+
 class _Attempts:
     """Lays out stalled attempts (a lane each) and skewed workers' beliefs."""
 
@@ -222,6 +189,8 @@ class _Attempts:
 
     def lane(self, event: TraceEvent, lane: str) -> str:
         """The lane of an event: a stalled attempt's own, or its worker's."""
+        if not self.stalled and not self.abandoned:
+            return lane
         key = (lane, str(event.execution_id), int(event.token or 0))
         attempt = event.data.attempt if isinstance(event.data, EffectData | StallData) else None
         if attempt is not None and (*key, attempt) in self.abandoned:
@@ -236,6 +205,8 @@ class _Attempts:
         """Lay out a stall, an attempt's resumption, a skew, a heartbeat or a belief; False
         for the rest."""
         timeline, kind = self.timeline, event.kind
+        if kind not in _ATTEMPT_KINDS and not self.behind:
+            return False  # most events, at once: a thousand orders make 15,000
         lane = self.lane(event, event.worker or SCENARIO_LANE)
         data = event.data
         if isinstance(data, SkewData) and event.worker:
@@ -281,35 +252,26 @@ def _outside_mark(event: TraceEvent) -> str | None:
     return None
 
 
-def _x_of_time(
-    events: list[TraceEvent], x_of: dict[int, float], width: float
-) -> Callable[[float], float]:
-    """The x of a virtual time ``t``: just before the first event at or after it."""
-    # The running maximum of the events' times: the first event at or after ``t`` is where it
-    # first reaches ``t``, found by bisection (a scan per delivery made big runs quadratic).
-    times = list(itertools.accumulate((event.t for event in events), max))
-
-    def x_at(t: float) -> float:
-        index = bisect.bisect_left(times, t)
-        if index == len(events):
-            return width
-        event = events[index]
-        return x_of[event.seq] - (0.5 if event.t > t else 0.0)
-
-    return x_at
-
-
-def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
-    """Lay out a run's trace as lanes, spans and marks."""
+def build_timeline(
+    trace: Iterable[TraceEvent],
+    workers: Sequence[str] | None = None,
+    *,
+    notable: Iterable[str] = (),
+) -> Timeline:
+    """Lay out a run's trace as lanes, spans and marks. ``notable``: executions to draw out on
+    lanes of their own at review size (a violation's), before those the trace shows notable."""
     events = list(trace)
-    names = _lanes(events, workers)
-    x_of, ticks, width = _positions(events)
-    timeline = Timeline([*names, SCENARIO_LANE], ticks=ticks, x_of=x_of, width=width)
+    names = _lanes(events, list(workers) if workers is not None else None)
+    axis = time_axis(events)
+    timeline = Timeline(
+        [*names, SCENARIO_LANE], ticks=axis.ticks, x_of=axis.x_of, width=axis.width,
+        scale_ticks=axis.scale_ticks, instants=axis.instants, breaks=axis.breaks,
+    )  # fmt: skip
     open_spans: dict[str, tuple[str, int, float, float]] = {}
     freezes: dict[str, float] = {}
     attempts = _Attempts(timeline, events)
-
-    x_at = _x_of_time(events, x_of, width)
+    x_at = axis.x_at
+    width = axis.width
 
     def close(worker: str, x: float, how: str) -> None:
         if worker in open_spans:
@@ -320,7 +282,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
             )
 
     for event in events:
-        x = x_of[event.seq]
+        x = axis.x_of[event.seq]
         lane = attempts.lane(event, event.worker or SCENARIO_LANE)
         kind = event.kind
         if attempts.take(event, x, open_spans):
@@ -356,6 +318,7 @@ def build_timeline(trace: Trace, workers: list[str] | None = None) -> Timeline:
         timeline.frozen.append((lane, start, width))
     for lane, start in attempts.stalls.items():
         timeline.stalled.append((lane, start, width))
+    review_size(timeline, events, names if workers is None else list(workers), notable)
     return timeline
 
 
@@ -398,6 +361,14 @@ def _legend(timeline: Timeline, seen: set[str]) -> list[Any]:
             )
         )  # fmt: skip
 
+    if any(instant.end - instant.start > 1.0 for instant in timeline.instants):
+        handles.append(Patch(facecolor=INSTANT_SHADE, label="one instant, opened out"))
+    if timeline.breaks:
+        handles.append(
+            Patch(facecolor="white", edgecolor="#999999", hatch="//", label="nothing happens: cut")
+        )
+    if timeline.busy:
+        handles.append(Patch(facecolor=BUSY_COLOUR, alpha=0.45, label="workers busy (share)"))
     handles += [
         Line2D(
             [],
@@ -433,6 +404,8 @@ def draw_timeline(
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
     char_units = 0.055 * (timeline.width + 2) / axes_inches
     bucket = aggregation(timeline.width, axes_inches * figure.dpi)
+    focus = set(timeline.focus_lanes)  # drawn out in full, never aggregated
+    _draw_axis_marks(ax, timeline, lane_y, char_units)
     # Bars are batched, one collection per lane and look: an artist per bar made a timeline
     # of a hundred deliveries slow to build and to draw.
     held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -447,9 +420,10 @@ def draw_timeline(
             # The worker goes on past its lease: a stale holder, fenced on its next write.
             stale_bars.setdefault(span.worker, []).append((span.expires, span.end - span.expires))
     label_spans(ax, timeline.spans, timeline.width, lane_y, char_units)
-    if bucket:  # deliveries a couple of pixels apart are one bar
+    if bucket:  # deliveries a couple of pixels apart are one bar, but on a focus lane
         held_bars = {
-            look: merge_bars(bars, 2 * bucket / BUCKET_PIXELS) for look, bars in held_bars.items()
+            look: bars if look[0] in focus else merge_bars(bars, 2 * bucket / BUCKET_PIXELS)
+            for look, bars in held_bars.items()
         }
     for (lane, colour), bars in held_bars.items():
         ax.broken_barh(bars, (lane_y[lane] - 0.3, 0.6), facecolors=colour, alpha=0.25,
@@ -459,18 +433,23 @@ def draw_timeline(
                        linestyle="--")  # fmt: skip
     _draw_hatched(ax, timeline.frozen, lane_y, colour="#555555", hatch="///")
     _draw_hatched(ax, timeline.stalled, lane_y, colour="#7B3294", hatch="\\\\")
-    _draw_marks(ax, timeline, lane_y, bucket)
+    _draw_marks(ax, timeline, lane_y, bucket, focus)
+    draw_busy(ax, timeline, lane_y, bucket)
     colours = {kind: style[1] for kind, style in MARK_STYLE.items()}
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
-    ax.set_yticks(list(lane_y.values()), list(lane_y))
+    # Tick labels take their text as the figure is drawn, after drawn_text's pass: here.
+    names = [
+        f"{lane}\n(none to all)" if lane == BUSY_LANE else drawable(shown(lane, MAX_TICK))
+        for lane in lane_y
+    ]
+    ax.set_yticks(list(lane_y.values()), names)
     ax.set_ylim(min(lane_y.values()) - 0.7, 0.7)
     # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.
     pad = max(1.0, timeline.width / 250)
     ax.set_xlim(-pad, timeline.width + pad)
-    ticks = [x for x, _ in timeline.ticks]
-    ax.set_xticks(ticks, tick_labels(timeline.ticks, 8 / 7 * char_units), fontsize=8)
+    _draw_ticks(ax, timeline, char_units)
     ax.set_xlabel(_x_label(timeline, bucket))
     ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
     for side in ("top", "right"):
@@ -482,6 +461,29 @@ def draw_timeline(
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
     return figure
+
+
+def _draw_ticks(ax: Axes, timeline: Timeline, char_units: float) -> None:
+    """The instants' times, and round seconds where time runs to scale (smaller, grey), each
+    label only where it prints over no other."""
+    chosen = timeline.ticks
+    if len(chosen) > MANY_INSTANTS and timeline.scale_ticks:
+        # Thousands of instants at odd times: the first and the last, and round seconds
+        # between (a tick is an artist: three thousand were most of a picture's seconds).
+        chosen = [chosen[0], chosen[-1]]
+    ticks = [x for x, _ in chosen]
+    shown = tick_labels(chosen, 8 / 7 * char_units)
+    if len(ticks) > MANY_INSTANTS:  # a tick only where its label is
+        kept = [(x, label) for x, label in zip(ticks, shown, strict=True) if label]
+        ticks, shown = [x for x, _ in kept], [label for _, label in kept]
+    ax.set_xticks(ticks, shown, fontsize=8)
+    if timeline.scale_ticks:
+        placed = list(zip(ticks, shown, strict=True))
+        ax.set_xticks(
+            [x for x, _ in timeline.scale_ticks],
+            scale_tick_labels(timeline.scale_ticks, placed, char_units),
+            minor=True, fontsize=7, color="#777777",
+        )  # fmt: skip
 
 
 def _draw_hatched(
@@ -502,14 +504,64 @@ def _draw_hatched(
                        hatch=hatch, linewidth=0.8)  # fmt: skip
 
 
-def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float) -> None:
+#: The shade of an instant opened out.
+INSTANT_SHADE = "#EFEFEF"
+
+
+def _draw_axis_marks(
+    ax: Axes, timeline: Timeline, lane_y: dict[str, int], char_units: float
+) -> None:
+    """Behind the lanes: each instant opened out, shaded (a thin gap between two that touch),
+    and each stretch of nothing that was cut, hatched, with how long it was where the words
+    fit. One collection each: a run of elapses makes thousands of instants."""
+    bottom = min(lane_y.values()) - 0.7
+    height = 0.7 - bottom
+    shaded = [
+        (instant.start, instant.end - instant.start - 0.15)
+        for instant in timeline.instants
+        if instant.end - instant.start > 1.0
+    ]
+    if shaded:
+        ax.broken_barh(shaded, (bottom, height), facecolors=INSTANT_SHADE, edgecolor="none",
+                       zorder=0, gid="instants")  # fmt: skip
+    if not timeline.breaks:
+        return
+    cuts = [(cut.start, cut.end - cut.start) for cut in timeline.breaks]
+    ax.broken_barh(cuts, (bottom, height), facecolors="white", edgecolor="#999999", hatch="//",
+                   linewidth=0.0, zorder=0.5, gid="breaks")  # fmt: skip
+    free_from = -math.inf
+    for cut in timeline.breaks:
+        words = f"{_seconds(cut.seconds)}\ncut"
+        middle = (cut.start + cut.end) / 2
+        half = char_units * (len(words) / 2 + 1) / 2
+        if middle - half < free_from:
+            continue
+        free_from = middle + half
+        ax.text(middle, bottom + 0.1, words, ha="center", va="bottom", fontsize=7,
+                color="#555555", zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # fmt: skip
+
+
+def _seconds(seconds: float) -> str:
+    """``3,540 s`` (whole seconds with a thousands comma, else as short as it goes)."""
+    return f"{seconds:,.0f} s" if seconds == round(seconds) else f"{seconds:,.3g} s"
+
+
+def _draw_marks(
+    ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: float, focus: set[str]
+) -> None:
     """Every mark, one scatter collection per kind (matplotlib is slow per call); routine
-    kinds aggregated into buckets of ``bucket`` x units when that is not 0."""
+    kinds aggregated into buckets of ``bucket`` x units when that is not 0, but on the
+    ``focus`` lanes (a notable execution's), where every mark is drawn."""
     by_kind: dict[str, list[tuple[float, str]]] = {}
     for mark in timeline.marks:
         by_kind.setdefault(mark.kind, []).append((mark.x, mark.lane))
     if bucket:
-        by_kind = {kind: aggregate(kind, marks, bucket) for kind, marks in by_kind.items()}
+        by_kind = {
+            kind: aggregate(kind, [m for m in marks if m[1] not in focus], bucket)
+            + [m for m in marks if m[1] in focus]
+            for kind, marks in by_kind.items()
+        }
     for kind, marks in by_kind.items():
         marker, colour, size, _ = MARK_STYLE[kind]
         ax.scatter([x for x, _ in marks], [lane_y[lane] for _, lane in marks], marker=marker,
@@ -518,12 +570,18 @@ def _draw_marks(ax: Axes, timeline: Timeline, lane_y: dict[str, int], bucket: fl
 
 def _x_label(timeline: Timeline, bucket: float) -> str:
     """What the x axis shows, and whether routine marks are aggregated."""
-    label = "virtual time (s); each instant is stretched to show its events in order"
+    label = "virtual time (s), to scale between instants; an instant is opened out (shaded)"
+    if timeline.breaks:
+        label += "\nto show its events in order; hatched: a stretch of nothing, cut"
+    else:
+        label += "\nto show its events in order"
     if bucket:
         # Lines no longer than the first: two timelines side by side (the divergence figure)
         # each have half the width, and a longer line ran into the other's.
         label += (
-            f"\n{len(timeline.x_of)} events, more than the picture has pixels:"
+            f"\n{len(timeline.x_of):,} events, more than the picture has pixels:"
             "\ncalls, starts, effects: one mark per few pixels; every fault and crash"
         )
+        if timeline.focus_lanes:
+            label += "\nthe lanes under the scenario's: notable executions, every mark"
     return label

@@ -1,6 +1,7 @@
-"""The timeline's spans and marks, and where its words go: deliveries' labels, mark labels and
-the axis's ticks, each only where it fits, the ones a reviewer looks for first (a crash's
-recovery, a fault), so that no label prints over another and none is cut off at the axis's end.
+"""The timeline's data (``Timeline``, its spans and marks), and where its words go:
+deliveries' labels, mark labels and the axis's ticks, each only where it fits, the ones a
+reviewer looks for first (a crash's recovery, a fault), so that no label prints over another
+and none is cut off at the axis's end.
 
 >>> tick_labels([(0.0, "0"), (0.5, "1"), (40.0, "30")], char_units=1.0)
 ['0', '', '30']
@@ -9,13 +10,15 @@ recovery, a fault), so that no label prints over another and none is cut off at 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from matplotlib.axes import Axes
+
+    from yieldstar_sim.views.timeline_axis import Break, Instant
 
 
 def notable_span(span: Span) -> bool:
@@ -34,7 +37,7 @@ def label_spans(
     taken: dict[str, list[tuple[float, float]]] = {}
     ordered = sorted(spans, key=lambda span: (not notable_span(span), span.start))
     for span in ordered:
-        label = f"{span.execution_id} · token {span.token}"
+        label = span.label or f"{span.execution_id} · token {span.token}"
         left = span.start + 0.2
         right = left + char_units * (len(label) + 1)
         if right > width + 1:  # near the axis's end the label ends there
@@ -59,6 +62,27 @@ def tick_labels(ticks: list[tuple[float, str]], char_units: float) -> list[str]:
             continue
         labels.append(label)
         free_from = x + half
+    return labels
+
+
+def scale_tick_labels(
+    scale: list[tuple[float, str]], shown: list[tuple[float, str]], char_units: float
+) -> list[str]:
+    """The labels of the round-number ticks between instants, each left blank where it would
+    print over a label already ``shown`` (the instants' own) or the one before it."""
+    taken = [
+        (x - char_units * (len(label) + 1) / 2, x + char_units * (len(label) + 1) / 2)
+        for x, label in shown
+        if label
+    ]
+    labels = []
+    for x, label in scale:
+        half = char_units * (len(label) + 1) / 2
+        if any(x - half < end and x + half > start for start, end in taken):
+            labels.append("")
+            continue
+        labels.append(label)
+        taken.append((x - half, x + half))
     return labels
 
 
@@ -117,6 +141,9 @@ class Span:
     how: str
     expires: float | None = None
     """Where the lease ran out, when the worker went on past it (a stale holder)."""
+    label: str = ""
+    """The words on the bar, when not its execution and token (an execution's own lane names
+    the worker instead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +156,32 @@ class Mark:
     text: str
     label: str = ""
     """A few words drawn beside the mark where they fit (a fault, a crash, a start call)."""
+
+
+@dataclass
+class Timeline:
+    """Lanes, spans and marks at their x positions (``views.timeline_axis``), the ticks that
+    name times, and at review size the busy share and the notable executions' lanes."""
+
+    lanes: list[str]
+    spans: list[Span] = field(default_factory=list)
+    frozen: list[tuple[str, float, float]] = field(default_factory=list)
+    stalled: list[tuple[str, float, float]] = field(default_factory=list)
+    """Where an attempt hung on its own lane (its worker went on)."""
+    marks: list[Mark] = field(default_factory=list)
+    ticks: list[tuple[float, str]] = field(default_factory=list)
+    """Each instant's start and its virtual time."""
+    x_of: dict[int, float] = field(default_factory=dict)
+    """Each trace event's x position, by its sequence number (for a cursor)."""
+    width: float = 1.0
+    scale_ticks: list[tuple[float, str]] = field(default_factory=list)
+    """Round numbers of seconds between instants, where the axis runs to scale."""
+    instants: list[Instant] = field(default_factory=list)
+    breaks: list[Break] = field(default_factory=list)
+    """Stretches of nothing cut from the axis."""
+    busy: list[tuple[float, float]] = field(default_factory=list)
+    """The workers' busy share from each x on (0 to 1), at review size."""
+    focus: list[str] = field(default_factory=list)
+    """The executions drawn out on lanes of their own, at review size."""
+    focus_lanes: list[str] = field(default_factory=list)
+    """Their lanes' names, in ``lanes``."""

@@ -20,7 +20,8 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.views.graph import EDGE_STYLES, STATUS_COLOURS, edge_line
+from yieldstar_sim.views.evidence import edge_line
+from yieldstar_sim.views.graph import EDGE_STYLES, STATUS_COLOURS
 from yieldstar_sim.views.graph_text import _writable
 from yieldstar_sim.views.review_data import layout
 

@@ -37,7 +37,8 @@ class StateSpaceView(OpensSteppers):
         import ipywidgets as widgets  # type: ignore[import-untyped]
 
         # networkx comes with the drawing, not with the package's import.
-        from yieldstar_sim.views.statespace import describe_path, draw_state_graph, shortest_paths
+        from yieldstar_sim.views.statespace import draw_state_graph
+        from yieldstar_sim.views.statespace_paths import describe_path, shortest_paths
 
         space = report.state_space
         if space is None:

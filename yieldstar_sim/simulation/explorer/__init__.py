@@ -1,26 +1,12 @@
-"""The explorer: search faults and interleavings, shrink what fails, confirm it on DuckDB.
+"""The explorer: search faults, interleavings and draws; shrink what fails; confirm it on
+DuckDB (docs/architecture.md, "The explorer's parts").
 
 Every strategy is a client of one ``execution.Execution`` (moves as data; ``take``, ``key``,
-``save``/``restore``), each in a file of its own:
-
-- ``systematic`` (``Systematic()``): every fault kind at every choice point of the seed's run,
-  level by level up to ``max_faults``, and every option of each draw and completion order,
-  skipping a fault whose point is *equivalent* to one tried already (the same state key);
-- ``random`` (``Random()``): seeded random fault plans and seeds, hence interleavings and draws;
-- ``pct`` (``Pct(depth=3)``): PCT-style priority scheduling, plus random faults;
-- ``exhaustive`` (``Exhaustive(max_depth=None, order="dfs")``): every move at every choice
-  point up to ``max_faults``, depth first with state caching (``order="shortest"``: the
-  violation with the fewest faults, then events, first).
-
-A violation is shrunk by delta debugging over its faults (kept as descriptions, so removing one
-does not move the others) to a minimal schedule that violates the same invariant, saved as a
-replay artifact, and compared with its nearest passing schedule.
-
-The package keeps each job in its own module: ``strategy`` (the options, the tally, why a
-search stopped), ``runs`` (what a run gives, and the sweeps the systematic search shares its
-runs by), one module per strategy, ``shards`` (where runs happen: here or in processes),
-``parallel`` and ``visited`` (an exhaustive search in several processes), ``seen`` and
-``statespace`` (the states reached), ``shrink``, ``confirm`` and ``report``.
+``save``/``restore``), in a file of its own: ``systematic`` (``Systematic()``), ``randomized``
+(``Random()``, ``Pct(depth=3)``) and ``exhaustive`` (``Exhaustive(max_depth=None,
+order="dfs")``, in several processes: ``parallel``). ``strategy`` holds the options, the tally
+and why a search stopped; ``runs`` what a run gives; ``shards`` where runs happen; ``seen``,
+``visited`` and ``statespace`` the states reached; then ``shrink``, ``confirm`` and ``report``.
 """
 
 from __future__ import annotations
@@ -29,8 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
+from yieldstar_sim.simulation.artifact import violation_file
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
@@ -182,6 +168,7 @@ def explore(
         except KeyboardInterrupt:
             search.tally.stopped = StopReason.INTERRUPTED
             runner.close(cancel=True)
+        runner.release()
         _fill(report, search)
         tally = search.tally
         for index, invariant in tally.failures:
@@ -206,9 +193,7 @@ def explore(
         folder = Path(out)
         folder.mkdir(parents=True, exist_ok=True)
         for number, found in enumerate(report.violations, 1):
-            found.artifact_path = found.artifact.save(
-                folder / f"{file_stem(scenario.name)}-violation-{number}.replay.json"
-            )
+            found.artifact_path = found.artifact.save(violation_file(folder, scenario.name, number))
     report.elapsed = time.perf_counter() - started
     return report
 

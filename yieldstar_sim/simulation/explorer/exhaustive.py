@@ -17,20 +17,21 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.execution import schedule_of
 from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
+from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from yieldstar_sim.simulation.execution import Execution, SavedExecution, Trail
+    from yieldstar_sim.simulation.execution import Execution, SavedExecution
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.explorer.visited import SharedVisited
     from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.trail import Trail
 
 #: How often, at most, the search tells its ``watch`` how far it got.
 WATCH_SECONDS = 0.5
@@ -129,7 +130,7 @@ class ExhaustiveSearch:
                 self._seen = SeenStates()
                 del tally.failures[before:]
                 self._level(cache=False)
-                self._keep_shortest(before)
+                keep_shortest(tally, before)
                 if self.config.stop_at_first:
                     tally.stopped = StopReason.VIOLATION
             if tally.done:
@@ -259,20 +260,6 @@ class ExhaustiveSearch:
             node.saved = execution.save()  # a later move starts here
         return node
 
-    def _keep_shortest(self, start: int) -> None:
-        """Keep, per invariant, the violation of this level with the fewest faults, then
-        events (every violating run of the level was kept)."""
-        tally = self.tally
-        best: dict[str, tuple[int, str]] = {}
-        for index, name in tally.failures[start:]:
-            outcome = tally.outcomes[index]
-            held = best.get(name)
-            if held is None or _rank(outcome) < _rank(tally.outcomes[held[0]]):
-                best[name] = (index, name)
-        tally.failures[start:] = sorted(
-            best.values(), key=lambda failure: _rank(tally.outcomes[failure[0]])
-        )
-
     # ------------------------------------------------------------------ progress
 
     def progress(self) -> dict[str, Any]:
@@ -310,8 +297,20 @@ class ExhaustiveSearch:
         return {"exhaustive": covered, "stopped": stopped}
 
 
-def _rank(outcome: Any) -> tuple[int, int]:
-    return len(outcome.faults), outcome.length
+def keep_shortest(tally: Tally, start: int = 0) -> None:
+    """Keep, per invariant, the violation from ``start`` on with the fewest faults, then
+    events (the shortest-first search keeps every violating run of a level)."""
+
+    def rank(failure: tuple[int, str]) -> tuple[int, int]:
+        outcome = tally.outcomes[failure[0]]
+        return len(outcome.faults), outcome.length
+
+    best: dict[str, tuple[int, str]] = {}
+    for failure in tally.failures[start:]:
+        held = best.get(failure[1])
+        if held is None or rank(failure) < rank(held):
+            best[failure[1]] = failure
+    tally.failures[start:] = sorted(best.values(), key=rank)
 
 
 def _label(execution: Execution) -> str:

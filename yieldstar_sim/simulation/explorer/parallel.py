@@ -6,10 +6,12 @@ dividing the tree up front (LTSmin's shared table): the tree of a scenario is to
 divide by its first moves, and its branches meet again.
 
 Every process explores every state it reaches that no one had searched, so together they reach
-exactly the states one process would (the count is of the union of the states they reached)
-and the same violations; the schedules run and the cuts differ. A process on another machine
-of a cluster (a Dask executor's) cannot reach the table: it searches on its own, and the report
-says how many processes shared it.
+the states one process would (the count is of the union of the states they reached) and the
+same violations; the schedules run and the cuts differ. (That needs a key that tells apart
+every two states whose futures differ, so that no order reaches what another cuts: the tests
+search bundled scenarios in two orders and compare the states reached.) A process on another
+machine of a cluster (a Dask executor's) cannot reach the table: it searches on its own, and
+the report says how many processes shared it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.worker import frozen_heap
-from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveCoverage, ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.exhaustive import (
+    ExhaustiveCoverage,
+    ExhaustiveSearch,
+    keep_shortest,
+)
 from yieldstar_sim.simulation.explorer.seen import SeenStates
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
@@ -41,9 +47,6 @@ class Part:
     """What one process's search found, small enough to cross back."""
 
     outcomes: list[Outcome]
-    failures: list[tuple[int, str]]
-    incomplete_reasons: list[str]
-    warnings: set[str] | None
     stopped: StopReason | None
     covered: ExhaustiveCoverage
     shared: bool
@@ -77,9 +80,8 @@ def search_part(
     tally = search.tally
     covered = search.section()["exhaustive"]
     return Part(
-        tally.outcomes, tally.failures, tally.incomplete_reasons, tally.warnings,
-        tally.stopped, covered, shared is not None, search.states.fingerprints(),
-    )  # fmt: skip
+        tally.outcomes, tally.stopped, covered, shared is not None, search.states.fingerprints()
+    )
 
 
 class ParallelExhaustive:
@@ -124,24 +126,9 @@ class ParallelExhaustive:
         reached = SeenStates()
         progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
         for part in parts:
-            offset, shift = len(tally.outcomes), len(covered.state_paths)
-            tally.outcomes += [
-                dataclasses.replace(outcome, index=outcome.index + offset)
-                for outcome in part.outcomes
-            ]
-            seen = {name for _, name in tally.failures}
-            for index, name in part.failures:
-                if name not in seen or tally.every_violation:
-                    seen.add(name)
-                    tally.failures.append((index + offset, name))
-            tally.incomplete += sum(
-                1 for o in part.outcomes if o.incomplete is not None and not o.violations
-            )
-            tally.incomplete_reasons += part.incomplete_reasons[: 3 - len(tally.incomplete_reasons)]
-            if part.warnings is not None:
-                tally.warnings = (
-                    set(part.warnings) if tally.warnings is None else tally.warnings & part.warnings
-                )
+            shift = len(covered.state_paths)
+            for outcome in part.outcomes:
+                tally.take(outcome)  # numbered again, over every part
             tally.stopped = tally.stopped or part.stopped
             got = part.covered
             if got.state_space is not None:
@@ -155,17 +142,7 @@ class ParallelExhaustive:
             covered.order, covered.max_depth = got.order, got.max_depth
             covered.workers, covered.freeze_seconds = got.workers, got.freeze_seconds
         if tally.every_violation:
-            # Shortest first: each process kept its level's shortest; keep the shortest of all.
-            def rank(failure: tuple[int, str]) -> tuple[int, int]:
-                outcome = tally.outcomes[failure[0]]
-                return len(outcome.faults), outcome.length
-
-            best: dict[str, tuple[int, str]] = {}
-            for failure in tally.failures:
-                held = best.get(failure[1])
-                if held is None or rank(failure) < rank(held):
-                    best[failure[1]] = failure
-            tally.failures = sorted(best.values(), key=rank)
+            keep_shortest(tally)  # shortest first: the shortest of every part's
         states = len(reached)
         progress.update(
             states=states, seconds=round(seconds, 3),

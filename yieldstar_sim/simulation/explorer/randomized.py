@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.simulation.explorer.shards import run_outcome
 from yieldstar_sim.simulation.explorer.strategy import Pct, StopReason, Tally
 from yieldstar_sim.simulation.faults import Fault, applies_at
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, plain_move
 from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ class PctScheduler:
                 self.rank[chosen] = self.lowest
         options = execution.point(chosen).options
         choice = self.rng.randrange(len(options)) if options else None
-        return execution.planned(Move(chosen, choice=choice))
+        return execution.planned(plain_move(chosen, choice))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.grid import GRID_ROWS, GridRow, grid_rows
-from yieldstar_sim.simulation.explorer.statespace import view
 from yieldstar_sim.simulation.explorer.strategy import StopReason
+from yieldstar_sim.simulation.exporters import drawer
 from yieldstar_sim.simulation.faults import FAULT_KINDS
 
 if TYPE_CHECKING:
@@ -204,7 +202,10 @@ class ExplorationReport:
             return self._completeness()
         systematic = self.systematic
         if systematic is None:
-            return f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them"
+            cut = f", cut by {self._bound(self.stopped)}" if self.cut_by else ""
+            return (
+                f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them{cut}"
+            )
         skipped = (
             f", {systematic.skipped_equivalent} skipped as equivalent to one run"
             if systematic.skipped_equivalent
@@ -216,11 +217,15 @@ class ExplorationReport:
             else ""
         )
         if self.exhausted:
+            where = (
+                f"every fault kind at every choice point of seed {self.seed}'s interleaving"
+                if self.max_faults
+                else f"seed {self.seed}'s interleaving"
+            )
             return (
                 f"exhausted the bound: all {self.total_under_bound} schedules under {bound} "
-                f"covered: {run}{skipped} (every fault kind at every choice point of seed "
-                f"{self.seed}'s interleaving{draws}; other interleavings are sampled only by "
-                "other seeds)"
+                f"covered: {run}{skipped} ({where}{draws}; other interleavings are sampled "
+                "only by other seeds)"
             )
         return f"{self.why_stopped()} after {run}{skipped} under {bound}"
 
@@ -236,7 +241,8 @@ class ExplorationReport:
         every += ", every draw and completion order"
         schedules = f"{self.schedules_run:,} schedule{'s' if self.schedules_run != 1 else ''}"
         counts = f"{schedules} run, {covered.pruned_by_cache:,} cut at a state searched already"
-        if covered.naive_schedules is not None:
+        if covered.naive_schedules is not None and covered.pruned_by_cache:
+            # An estimate from the subtrees cut; with none cut, the schedules run are the count.
             counts += f"; without caching: about {covered.naive_schedules:,} schedules"
         processes = covered.progress.get("processes", 1)
         if processes > 1:
@@ -286,17 +292,17 @@ class ExplorationReport:
     def state_graph(self) -> nx.DiGraph:
         """The explored state space as a networkx ``DiGraph`` (an exhaustive search's): nodes
         are distinct states, edges choices and faults, violating states marked."""
-        return view("state_graph")(self._space())
+        return drawer("state_graph")(self._space())
 
     def draw_state_graph(self, **options: Any) -> Figure:
         """Draw the explored state space with matplotlib (``views.draw_state_graph``)."""
         options.setdefault("title", f"{self.scenario}: {self._completeness()}"[:120])
-        return view("draw_state_graph")(self._space(), **options)  # type: ignore[no-any-return]
+        return drawer("draw_state_graph")(self._space(), **options)  # type: ignore[no-any-return]
 
     def export_state_graph(self, folder: str | Path, formats: Any = ("svg", "graphml")) -> Any:
         """Write the state space to ``folder`` in ``formats`` (svg, png, pdf, graphml, json,
         dot, html); returns ``{format: path}``."""
-        return view("export_state_graph")(
+        return drawer("export_state_graph")(
             self._space(), folder, formats, stem=f"{self.scenario}-states"
         )
 
@@ -349,15 +355,12 @@ class ExplorationReport:
                 lines.append(
                     f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
                 )
-            elif self.exhaustive is not None:
-                lines.append(
-                    "    with no fault: the interleaving alone violates it (its schedule is in "
-                    "the replay artifact)"
-                )
             else:
+                # Not "seed N's interleaving": a draw or a completion order the seed would not
+                # take may be what breaks it.
                 lines.append(
-                    "    shrunk to no fault: the schedule violates it without any fault (the "
-                    f"interleaving of seed {found.artifact.seed} alone, as the sentence says)"
+                    "    with no fault: the schedule alone violates it (its interleaving, draws "
+                    "and completion orders are in the replay artifact)"
                 )
             if found.nearest_passing is not None:
                 lines.append(
@@ -393,14 +396,6 @@ class ExplorationReport:
         kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
         return labels, kinds, dict(self.verdicts)
 
-    def grid_rows(self, at_most: int = GRID_ROWS) -> list[GridRow]:
-        """The single-fault table folded to at most about ``at_most`` rows: one per choice
-        point, or, past ``at_most`` choice points, one per label pattern ("100 \u00d7 w#
-        put_step order-#/charge") with the worst verdict of each fault kind and how many
-        (``simulation.explorer.grid``)."""
-        labels, kinds, verdicts = self.by_point()
-        return grid_rows(labels, kinds, verdicts, at_most=at_most)
-
     def per_kind(self) -> dict[str, dict[str, int]]:
         """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
         equivalent."""
@@ -411,32 +406,8 @@ class ExplorationReport:
         return counts
 
     def _repr_html_(self) -> str:
-        """Jupyter: the verdict, each violation, and the choice point x fault kind table."""
-        colour = {
-            "ok": "#d9f2e3", "violated": "#f8d0d0", "incomplete": "#fbe8b0",
-            "equivalent": "#eeeeee",
-        }  # fmt: skip
-        mark = {"ok": "ok", "violated": "✗", "incomplete": "…", "equivalent": "≡"}
-        labels, kinds, verdicts = self.by_point()
-        head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
-        rows = []
-        for row in grid_rows(labels, kinds, verdicts):
-            cells = []
-            for kind in kinds:
-                verdict = row.verdict(kind)
-                worst, of = row.count(kind)
-                many = f" {worst}/{of}" if of > 1 else ""
-                cells.append(
-                    "<td></td>"
-                    if verdict is None
-                    else f'<td style="background:{colour[verdict]}">{mark[verdict]}{many}</td>'
-                )
-            rows.append(f"<tr><td><code>{html.escape(row.label)}</code></td>{''.join(cells)}</tr>")
-        summary = html.escape(self.summary()).replace("\n", "<br>")
-        table = (
-            f"<table><tr><th>choice point</th>{head}</tr>{''.join(rows)}</table>" if rows else ""
-        )
-        return f"<div><p style='font-family:monospace'>{summary}</p>{table}</div>"
+        """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
+        return drawer("report_html")(self)  # type: ignore[no-any-return]
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data (the CLI's --json)."""

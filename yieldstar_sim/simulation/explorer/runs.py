@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, plain_move
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -30,7 +30,7 @@ class Sweep:
     expand: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Outcome:
     """What one run gave: its verdict's parts and its schedule (which replays it). With
     ``expanded``, each choice point's label, op, call and state key from ``expanded`` on
@@ -111,24 +111,43 @@ class _Points:
         }  # fmt: skip
 
 
+class _Branches(Exception):
+    """An unrecorded run met a choice it must branch at: it cannot save its state there."""
+
+
 def subtree(
-    execution: Execution, *, expand_from: int | None = None, branch: bool = True
+    execution: Execution,
+    *,
+    expand_from: int | None = None,
+    branch: bool = True,
 ) -> list[Outcome]:
     """Run ``execution`` to its end taking the seed's moves, then (``branch``) every other
     option of each draw and completion order it passed (depth first, restoring the state
     saved there): the outcome of each run, in order. With ``expand_from``, each records its
-    choice points from that one on (``Outcome.labels``...)."""
+    choice points from that one on (``Outcome.labels``...). A run that goes on unrecorded
+    (``Execution.unrecorded``) raises ``_Branches`` at the first choice it must branch at."""
     outcomes: list[Outcome] = []
     branches: list[tuple[object, str, list[int], int]] = []
     points = _Points(expand_from)
     branched = 0
     while True:
         while not execution.done():
-            move = execution.default_move()
-            points.note(execution, move.actor)
-            options = execution.point(move.actor).options
-            if branch and len(options) > 1:
-                others = [option for option in range(len(options)) if option != move.choice]
+            if expand_from is None and branch:
+                # The seed's moves to the next draw or completion order, spelled out: most
+                # runs meet none, and every point of every run passes here.
+                found = execution.take_defaults(until_options=True)
+                if found is None:
+                    break
+                move = found
+            else:
+                move = execution.default_move()
+                if expand_from is not None:
+                    points.note(execution, move.actor)
+            count = 0 if move.choice is None else len(execution.point(move.actor).options)
+            if branch and count > 1:
+                if not execution.recording:
+                    raise _Branches
+                others = [option for option in range(count) if option != move.choice]
                 branches.append((execution.save(), move.actor, others, len(points.keys)))
                 branched += 1
             execution.take(move)
@@ -137,10 +156,10 @@ def subtree(
             branches.pop()
         if not branches:
             return outcomes
-        saved, actor, others, recorded = branches[-1]
+        saved, actor, others, recorded_points = branches[-1]
         execution.restore(saved)  # type: ignore[arg-type]
-        points.truncate(recorded)
-        execution.take(Move(actor, choice=others.pop(0)))
+        points.truncate(recorded_points)
+        execution.take(plain_move(actor, others.pop(0)))
 
 
 def sweep(
@@ -166,8 +185,16 @@ def sweep(
         while pending and pending[0][0] == index:
             _, branch = pending.pop(0)
             saved = execution.save()
-            execution.take(branch)
-            outcomes = subtree(execution, expand_from=index + 1 if expand else None)
+            expand_from = index + 1 if expand else None
+            try:
+                # Unrecorded where nothing will be saved on the way (most runs: no draw).
+                with execution.unrecorded():
+                    execution.take(branch)
+                    outcomes = subtree(execution, expand_from=expand_from)
+            except _Branches:
+                execution.restore(saved)
+                execution.take(branch)
+                outcomes = subtree(execution, expand_from=expand_from)
             execution.restore(saved)
             yield outcomes
         execution.take(move)

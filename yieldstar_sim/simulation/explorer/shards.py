@@ -220,12 +220,17 @@ class Runner:
         reference = self._pool(len(replays))
         return list(self._ordered(_shard_digest_of, reference, crossing))
 
-    def close(self, *, cancel: bool = False) -> None:
-        """Close this process's run, and shut down our own pool (``cancel`` drops what is
-        queued)."""
+    def release(self) -> None:
+        """Close this process's run: the search is over, and the runs that shrink and confirm
+        open runtimes of their own (on PostgreSQL, the schema goes back to the pool for them)."""
         if self._here is not None:
             self._here.close()
             self._here = self._root = None
+
+    def close(self, *, cancel: bool = False) -> None:
+        """Close this process's run, and shut down our own pool (``cancel`` drops what is
+        queued)."""
+        self.release()
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
             self._own = self.executor = None

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.report import FoundViolation
 from yieldstar_sim.simulation.faults import by_description, trace_points
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, plain_move
 from yieldstar_sim.simulation.run import simulate
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def shrink(
     faults, and find its nearest passing schedule and the first event where the two part."""
     run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
     faults = described_faults(run)
-    bare = [Move(move.actor, choice=move.choice) for move in outcome.schedule]
+    bare = [plain_move(move.actor, move.choice) for move in outcome.schedule]
 
     def fails(subset: list[Fault]) -> SimulationRun | None:
         candidate = _run(scenario, outcome.seed, bare, subset, runtime=runtime, timeout=timeout)
@@ -61,7 +61,13 @@ def shrink(
             divergence = first_divergence(shrunk, passing)
             nearest_artifact = passing.artifact()
             break
-    message = next(v.message for v in shrunk.violations if v.invariant == invariant)
+    # The search's own message when a run again no longer violates it (an invariant that
+    # reads something other than the run: the confirmation says the scenario is not
+    # deterministic).
+    message = next(
+        (v.message for v in shrunk.violations if v.invariant == invariant),
+        next(message for name, message in outcome.violations if name == invariant),
+    )
     return FoundViolation(
         invariant=invariant,
         message=message,

@@ -3,8 +3,9 @@ and faults between them.
 
 A state is named by its fingerprint (the key the search caches on). The search records each
 state the first time it reaches it (with the schedule that got there, so it can be replayed) and
-every edge it takes; the views draw it (``views.statespace``) and the stepper opens a state's
-schedule. The simulation layer keeps it as plain data: no networkx, no matplotlib here.
+every edge it takes; the views draw it and find paths in it (``views.statespace``) and the
+stepper opens a state's schedule. The simulation layer keeps it as plain data: no networkx, no
+matplotlib here.
 
 >>> space = StateSpace()
 >>> space.add_state("s0", depth=0, label="start", plan=0)
@@ -13,18 +14,13 @@ True
 True
 >>> space.add_edge("s0", "s1", choice="w1", fault=None, plan=0)
 >>> space.mark_violation("s1", "at_most_once")
->>> [edge.target for edge in space.path_to("s1")]
+>>> [node.key for node in space.violating()]
 ['s1']
 """
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
 
 
 @dataclass(slots=True)
@@ -159,71 +155,5 @@ class StateSpace:
         """The states where a run ended with a violation, in the order found."""
         return [node for node in self.nodes.values() if node.violating]
 
-    def path_to(self, key: str) -> list[StateEdge]:
-        """A shortest path (fewest edges) from the root to ``key``; ``[]`` for the root.
-
-        Raises ``KeyError`` for a state the search never reached.
-        """
-        if key not in self.nodes:
-            raise KeyError(f"no state {key!r} in this state space")
-        paths = self.shortest_paths([key])
-        if key not in paths:
-            raise KeyError(f"state {key!r} is not reachable from the root")
-        return paths[key]
-
-    def shortest_paths(self, keys: Iterable[str]) -> dict[str, list[StateEdge]]:
-        """For each of ``keys`` reachable from the root, a shortest path (fewest edges) to it;
-        ``[]`` for the root, and for every key while there is no root. A key no recorded edge
-        reaches (a cut search) is left out."""
-        wanted = list(keys)
-        if self.root is None:
-            return {key: [] for key in wanted}
-        # One breadth-first search from the root for all the keys: a search per key made a
-        # space of thousands of states with hundreds of violations take minutes.
-        out: dict[str, list[StateEdge]] = {}
-        for edge in self.edges.values():
-            out.setdefault(edge.source, []).append(edge)
-        came_by: dict[str, StateEdge] = {}
-        queue = deque([self.root])
-        seen = {self.root}
-        while queue:
-            here = queue.popleft()
-            for edge in out.get(here, ()):
-                if edge.target not in seen:
-                    seen.add(edge.target)
-                    came_by[edge.target] = edge
-                    queue.append(edge.target)
-        paths: dict[str, list[StateEdge]] = {}
-        for key in wanted:
-            if key not in seen:
-                continue
-            path: list[StateEdge] = []
-            here = key
-            while here != self.root:
-                path.append(came_by[here])
-                here = came_by[here].source
-            paths[key] = path[::-1]
-        return paths
-
     def __len__(self) -> int:
         return len(self.nodes)
-
-
-_VIEWS: dict[str, Callable[..., Any]] = {}
-
-
-def register_view(name: str, function: Callable[..., Any]) -> None:
-    """Let the views layer draw state spaces (``state_graph``, ``draw_state_graph``,
-    ``export_state_graph``): the simulation layer never imports the views; they register
-    themselves when ``yieldstar_sim.views`` is imported (``import yieldstar_sim`` does)."""
-    _VIEWS[name] = function
-
-
-def view(name: str) -> Callable[..., Any]:
-    """The registered view ``name``, or an error that says how to get one."""
-    try:
-        return _VIEWS[name]
-    except KeyError:
-        raise RuntimeError(
-            f"no view {name!r} is registered: import yieldstar_sim.views first"
-        ) from None

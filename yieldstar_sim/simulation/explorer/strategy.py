@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class StopReason(enum.StrEnum):
-    """Why a search stopped."""
+    """Why a search stopped (``describe`` says it as a coverage statement does)."""
 
     COVERED = "covered"
     """It covered everything its bound holds."""
@@ -184,9 +184,7 @@ class Tally:
     def take(self, outcome: Outcome) -> Outcome:
         """Count one run: its incompleteness, its warnings and its violations; returns it,
         numbered."""
-        from dataclasses import replace
-
-        outcome = replace(outcome, index=len(self.outcomes))
+        outcome.index = len(self.outcomes)
         self.outcomes.append(outcome)
         if outcome.incomplete is not None and not outcome.violations:
             self.incomplete += 1

@@ -17,12 +17,13 @@ runtime that cannot snapshot itself, ``Execution`` replays the path instead). Wi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.runs import Sweep
 from yieldstar_sim.simulation.explorer.strategy import StopReason, Tally
 from yieldstar_sim.simulation.faults import applies_at
+from yieldstar_sim.simulation.moves import new_move
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -93,7 +94,8 @@ class SystematicSearch:
                             continue
                         seen.add(same)
                         at = first + offset
-                        move = replace(outcome.schedule[at], fault=kind, seconds=seconds.get(kind))
+                        went = outcome.schedule[at]
+                        move = new_move(went.actor, kind, seconds.get(kind), went.choice)
                         branches.append((at, move))
                         labels.append(label)
                     if branches:

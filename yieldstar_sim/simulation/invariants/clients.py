@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.invariants.evidence import repeated
+from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX, repeated
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import ClientAnswerData, ClientAttemptData, TraceKind
 
@@ -66,11 +66,20 @@ def _why(run: RunView, first: Admission, second: Admission) -> str:
     if attempt is not None and attempt.fresh_id:
         return (
             f"{missed} and its retry (attempt {attempt.attempt}) carried a fresh request ID, "
-            f"{attempt.request_id}, so the runtime could not tell the retry from a new request"
+            f"{attempt.request_id}, so the runtime could not tell the retry from a new "
+            f"request{_SAME_ID}"
         )
     if attempt is not None and attempt.request_id is None:
         return (
             f"{missed} and its trigger carries no request ID, so the runtime could not tell "
-            "the retry from a new request"
+            "the retry from a new request: give the trigger its request ID, "
+            "ys.Trigger(..., execution_id=BUSINESS_ID), and retry with it"
         )
-    return f"{missed}, and the runtime admitted its retry again"
+    return f"{missed}, and the runtime admitted its retry again; {RUNTIME_FIX}"
+
+
+#: The fix of a retry that minted a fresh request ID.
+_SAME_ID = (
+    ": retry with the first attempt's request ID (ys.ClientRetry(reuse_request_id=True), the "
+    "default), which the runtime answers with the execution it admitted"
+)

@@ -163,10 +163,15 @@ def _why_repeated(run: RunView, first: Effect, second: Effect) -> str:
         return (
             f"two different executions did it: {first.execution_id}, "
             f"{_admitted_how(run, first.execution_id)}, and {second.execution_id}, "
-            f"{_admitted_how(run, second.execution_id)}"
+            f"{_admitted_how(run, second.execution_id)}; one execution, not two, is the fix "
+            "(a durable start, step.start, admits one), or a key the service deduplicates "
+            "that is the same in both (idempotency_key= a business key, not the execution ID)"
         )
     if first.step_key != second.step_key:
-        return f"{first.execution_id} did it in two steps, {first.step_key} and {second.step_key}"
+        return (
+            f"{first.execution_id} did it in two steps, {first.step_key} and "
+            f"{second.step_key}: make it in one step, or give both one idempotency_key="
+        )
     if first.step_key == WORKFLOW_CODE:
         return (
             f"it is made in workflow code, outside any step, and workflow code runs again on "

@@ -119,6 +119,15 @@ def why_again(run: RunView, first: TraceEvent, second: TraceEvent) -> str:
     return "on a replay"
 
 
+#: What fixes a violation of a promise only the runtime keeps (one target per request, a fenced
+#: acknowledgement, a wake never lost, ...): workflow code cannot break it, the runtime can.
+RUNTIME_FIX = (
+    "only the runtime keeps this promise: a runtime adapter of your own breaks it, and its "
+    "conformance cases name the rule (yieldstar-sim explore --check-adapter, or "
+    "yieldstar_sim.testing.check_runtime_adapter)"
+)
+
+
 def seen_at(event: TraceEvent) -> str:
     """``at t=3 by w1``: when an event happened and on which worker."""
     return f"at t={event.t:g} by {event.worker}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core.model import STEP_NOT_RUN
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import misspelt
 from yieldstar_sim.simulation.invariants.protocol import Violation
@@ -94,20 +95,38 @@ class ExecutionsEndAsExpected:
                     )
                 )
                 continue
-            step = _failed_at(run, record.execution_id)
+            error = record.error
+            # A verb never run names its own verb, key and line: the step the delivery was
+            # last at ("after step settle") would point elsewhere.
+            not_run = error is not None and error.code == STEP_NOT_RUN
+            step = None if not_run else _failed_at(run, record.execution_id)
             where = f" {step}" if step else ""
-            hint = f'ys.expect("{record.workflow_id}"'
-            if record.error is not None:
-                hint += f', error="{record.error.name}"'
             violations.append(
                 Violation(
                     self.name,
-                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)} "
-                    f"(a scenario that means it to fail declares it: expected=[{hint})])",
+                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)}"
+                    f"{self._fix(record)}",
                     {"execution": record.execution_id, "where": step},
                 )
             )
         return violations
+
+    def _fix(self, record: ExecutionRecord) -> str:
+        """What fixes a failure nobody declared: for a mistake in the code, the fix of the
+        code (never declaring the mistake expected); otherwise, fix what raised, or declare
+        the failure if the scenario means it."""
+        error = record.error
+        if error is not None and error.name == "UnknownWorkflowError":
+            return _unknown_workflow(record, self.registered)
+        if error is not None and error.name in _CODE_MISTAKES:
+            return ""  # its message says what to write instead
+        hint = f'ys.expect("{record.workflow_id}"'
+        if error is not None:
+            hint += f', error="{error.name}"'
+        return (
+            " (fix what raised; or, if the scenario means it to fail, declare it: "
+            f"expected=[{hint})])"
+        )
 
     def misnamed(self, run: RunView) -> str | None:
         """A scenario mistake: an expectation that named no execution of the run, by a
@@ -155,6 +174,33 @@ class ExecutionsEndAsExpected:
                     f"the expectation {expectation.describe()} did not come true ({ends})"
                 )
         return "; ".join(warnings) or None
+
+
+#: Errors of workflow code that misuses the verbs: their messages say what to write instead,
+#: and no scenario means them (a hint to declare one expected pointed the wrong way).
+_CODE_MISTAKES = frozenset({"WorkflowDefinitionError", "StepKeyError"})
+
+
+def _unknown_workflow(record: ExecutionRecord, registered: frozenset[str]) -> str:
+    """Who started an execution of a workflow the scenario lacks, and the fix: the name
+    meant (one typing slip from a workflow of the scenario), or the workflow added to it."""
+    parent = record.parent
+    name = record.workflow_id
+    starter = (
+        f"step {parent.step_key} of {parent.execution_id} started it"
+        if parent is not None
+        else "it was admitted"
+    )
+    meant = misspelt(name, registered)
+    if meant is not None:
+        return (
+            f"; {starter}: did you mean {meant!r}? Fix the name in that step, or, if {name!r} "
+            "is a workflow of yours, add it to Scenario(workflows=[...])"
+        )
+    return (
+        f"; {starter}: add its @ys.workflow to Scenario(workflows=[...]) (every workflow a "
+        "step starts must be there)"
+    )
 
 
 def _why_diverged(run: RunView, record: ExecutionRecord) -> str:

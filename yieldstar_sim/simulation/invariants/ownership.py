@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.invariants.evidence import admission_events, seen_at
+from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX, admission_events, seen_at
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import CancelData, FaultData, StatusData, TraceKind
 
@@ -137,7 +137,8 @@ class OwnedTargetsFollowTheirOwner:
                 f"{who} was admitted {seen_at(admission)} for owner {owner.execution_id}, which "
                 f"{_ended_words(owner_end)} at t={owner_end.t:g} "
                 f"({_stale_admission(run, admission)}): nobody will cancel it, and "
-                f"{_fate(target)}",
+                f"{_fate(target)}; a runtime refuses a new start from an owner that ended "
+                f"{_GUARD}",
                 data,
             )
         if cancel is None or target.cancel_requested:
@@ -150,14 +151,20 @@ class OwnedTargetsFollowTheirOwner:
                 f"was admitted {seen_at(admission)} for owner {owner.execution_id}, whose "
                 f"cancellation had been requested at t={cancel.t:g}"
             )
+            fix = f"a runtime requests it with the new start from such an owner {_GUARD}"
         else:
             how = (
                 f"was live when the cancellation of its owner {owner.execution_id} was "
                 f"requested at t={cancel.t:g}"
             )
+            fix = f"a cancellation reaches what its execution owns (RFC 009): {RUNTIME_FIX}"
         return Violation(
-            self.name, f"{who} {how}, but its own was never requested: {_fate(target)}", data
+            self.name, f"{who} {how}, but its own was never requested: {_fate(target)}; {fix}", data
         )
+
+
+#: The runtime option that makes an owned target follow an owner that ended or is cancelling.
+_GUARD = "(its orphan guard: Scenario(runtime_options={'orphan_guard': True}), the default)"
 
 
 class OwnedChildrenEndWithTheirOwner:
@@ -184,7 +191,8 @@ class OwnedChildrenEndWithTheirOwner:
                             self.name,
                             f"{child.execution_id} ({child.workflow_id}) is still "
                             f"{child.status} although its owner {owner.execution_id} was "
-                            "cancelled",
+                            f"cancelled; a cancellation reaches what its execution owns "
+                            f"(RFC 009): {RUNTIME_FIX}",
                         )
                     )
         return violations
@@ -213,7 +221,8 @@ class JoinedRunsKeepTheirOwner:
                         Violation(
                             self.name,
                             f"{joiner} joined {joined.execution_id} at step {step.step_key} and "
-                            "became its owner",
+                            f"became its owner; joining by business ID never takes ownership: "
+                            f"{RUNTIME_FIX}",
                         )
                     )
         return violations

@@ -8,16 +8,18 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import (
+    RUNTIME_FIX,
     admission_events,
     repeated,
     seen_at,
     why_again,
 )
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace_payloads import TraceKind
+from yieldstar_sim.simulation.trace_payloads import EffectData, TraceKind
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.invariants.protocol import RunView
+    from yieldstar_sim.simulation.trace import TraceEvent
 
 
 class OneTargetPerStartRequest:
@@ -42,7 +44,8 @@ class OneTargetPerStartRequest:
                     f"request ({caller}, {key}) admitted {len(targets)} targets: "
                     + ", ".join(
                         f"{t} {seen_at(admitted[t])}" if t in admitted else t for t in targets
-                    ),
+                    )
+                    + f"; a repeated start request gets its first target back: {RUNTIME_FIX}",
                     {"request": [caller, key], "targets": targets},
                 )
             )
@@ -67,7 +70,8 @@ class TargetsHaveRequestAndParent:
             if record.parent is None:
                 violations.append(
                     Violation(
-                        self.name, f"{record.execution_id} was started but has no parent link"
+                        self.name,
+                        f"{record.execution_id} was started but has no parent link; {RUNTIME_FIX}",
                     )
                 )
                 continue
@@ -78,7 +82,8 @@ class TargetsHaveRequestAndParent:
                     Violation(
                         self.name,
                         f"{record.execution_id} was started by ({record.parent.execution_id}, "
-                        f"{record.parent.step_key}) but no start-request record names it",
+                        f"{record.parent.step_key}) but no start-request record names it; "
+                        f"{RUNTIME_FIX}",
                     )
                 )
             elif request is not None and (
@@ -90,7 +95,8 @@ class TargetsHaveRequestAndParent:
                         self.name,
                         f"{record.execution_id}'s parent link ({record.parent.execution_id}, "
                         f"{record.parent.step_key}) differs from its request "
-                        f"({request.request_id.execution_id}, {request.request_id.step_key})",
+                        f"({request.request_id.execution_id}, {request.request_id.step_key}); "
+                        f"{RUNTIME_FIX}",
                     )
                 )
         return violations
@@ -121,11 +127,24 @@ class OneAdmissionPerStep:
                     self.name,
                     f"step ({caller}, {key}) admitted {count} executions, {first} "
                     f"{seen_at(first_event)} and {second} {seen_at(second_event)} "
-                    f"{why_again(run, first_event, second_event)}",
+                    f"{why_again(run, first_event, second_event)}"
+                    f"{_admission_fix(key, [event for _, event in admitted])}",
                     {"step": [caller, key], "executions": [t for t, _ in admitted]},
                 )
             )
         return violations
+
+
+def _admission_fix(key: str, admitted: list[TraceEvent]) -> str:
+    """What fixes one step that admitted several executions: a start made in a step body
+    (``step.world.trigger``, RFC 003's Problem) is not durable; ``step.start`` is."""
+    if any(isinstance(event.data, EffectData) for event in admitted):
+        return (
+            f": a trigger inside a step body starts a new execution each time the body runs "
+            f"again; start it from the workflow code with step.start({key!r}, workflow, "
+            "params), whose repeat gets the first target back (RFC 003's durable start)"
+        )
+    return f"; every start of one step gets its first target back: {RUNTIME_FIX}"
 
 
 class AcceptedStartsRecordedOnce:
@@ -154,7 +173,7 @@ class AcceptedStartsRecordedOnce:
                     Violation(
                         self.name,
                         f"step ({caller}, {key}) recorded {recorded}, "
-                        f"but its request admitted {target}",
+                        f"but its request admitted {target}; {RUNTIME_FIX}",
                     )
                 )
             if recorded in claimed:
@@ -162,7 +181,7 @@ class AcceptedStartsRecordedOnce:
                     Violation(
                         self.name,
                         f"{recorded} is recorded by both {claimed[str(recorded)]} "
-                        f"and ({caller}, {key})",
+                        f"and ({caller}, {key}); {RUNTIME_FIX}",
                     )
                 )
             claimed[str(recorded)] = (caller, key)
@@ -193,7 +212,8 @@ class AcknowledgedUnderCurrentLease:
                             self.name,
                             f"{event.worker} acknowledged {event.execution_id} "
                             f"at t={event.t:g} with "
-                            f"token {event.token}, but the current lease has token {current}",
+                            f"token {event.token}, but the current lease has token {current}: "
+                            f"a fenced write checks the token (RFC 002); {RUNTIME_FIX}",
                         )
                     )
         return violations
@@ -215,7 +235,7 @@ class NothingLost:
                 f"{record.execution_id} ({record.workflow_id}) is {record.status} with no wake "
                 "and no lease"
                 + (f", waiting for {record.waiting_on}, which is over" if record.waiting_on else "")
-                + ": nothing will ever deliver it again",
+                + f": nothing will ever deliver it again; {RUNTIME_FIX}",
             )
             for record in run.executions
             if not record.terminal

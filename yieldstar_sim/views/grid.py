@@ -1,4 +1,5 @@
-"""The single-fault grid folded to a size a reader can take in: choice points (rows) x fault
+"""The single-fault grid folded to a size a reader can take in (the picture's and the
+notebook's table, ``report_html``): choice points (rows) x fault
 kinds (columns), where choice points whose labels differ only in their numbers share one row
 once there are more than ``GRID_ROWS`` of them.
 
@@ -20,12 +21,15 @@ crash before any order's charge is recorded breaks the run, and how many of thos
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from yieldstar_sim.simulation.explorer import ExplorationReport
 
 #: Rows a grid shows one choice point each; past it, choice points whose labels differ only
 #: in their numbers are one row.
@@ -92,3 +96,33 @@ def grid_rows(
         label = f"{len(points)} \u00d7 {key}" if len(points) > 1 else points[0]
         rows.append(GridRow(label, tuple(points), cells))
     return rows
+
+
+#: A verdict's cell in the notebook's table: its colour and its mark.
+_CELLS = {
+    "ok": ("#d9f2e3", "ok"), "violated": ("#f8d0d0", "\u2717"),
+    "incomplete": ("#fbe8b0", "\u2026"), "equivalent": ("#eeeeee", "\u2261"),
+}  # fmt: skip
+
+
+def report_html(report: ExplorationReport) -> str:
+    """An exploration report in Jupyter (``ExplorationReport._repr_html_``): its summary, and
+    the choice point x fault kind table folded as the grid is."""
+    labels, kinds, verdicts = report.by_point()
+    head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
+    rows = []
+    for row in grid_rows(labels, kinds, verdicts):
+        cells = []
+        for kind in kinds:
+            verdict = row.verdict(kind)
+            if verdict is None:
+                cells.append("<td></td>")
+                continue
+            worst, of = row.count(kind)
+            colour, mark = _CELLS[verdict]
+            many = f" {worst}/{of}" if of > 1 else ""
+            cells.append(f'<td style="background:{colour}">{mark}{many}</td>')
+        rows.append(f"<tr><td><code>{html.escape(row.label)}</code></td>{''.join(cells)}</tr>")
+    summary = html.escape(report.summary()).replace("\n", "<br>")
+    table = f"<table><tr><th>choice point</th>{head}</tr>{''.join(rows)}</table>" if rows else ""
+    return f"<div><p style='font-family:monospace'>{summary}</p>{table}</div>"
