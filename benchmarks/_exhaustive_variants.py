@@ -31,10 +31,18 @@ def apply(variant: str) -> None:
     from yieldstar_sim.simulation import statekeys
 
     if variant == "named":
+        # As the tests' NamingKeys (tests/simulation/test_worker_symmetry.py): each actor's
+        # term holds its own name, and no name is blinded in a history.
         keys: Any = statekeys.StateKeys
         actor = keys._actor
-        keys._learn = lambda self, worker: None  # no name is blinded
-        keys._actor = lambda self, name, wait: actor(self, name, f"{wait}|{name}")
+
+        def learn(self: Any, worker: str) -> None:
+            self._workers = self._workers | {worker}  # seen, but never blinded
+
+        keys._learn = learn
+        keys._actor = lambda self, name, wait, behind: actor(
+            self, name, f"{wait} as {name}", behind
+        )
     else:
         _effects_as_a_bag(statekeys)
 
