@@ -168,26 +168,28 @@ def measure(
 
 def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> None:
     """The table, and the target per case."""
-    rows = [["case", f"{baseline} s", "now s", "now / then", "CPU now / then", f"at {baseline}",
-             "now", "same", "each then", "each now", "RSS MB then / now"]]  # fmt: skip
+    rows = [["case", f"{baseline} s", "now s", "now / then", f"{baseline} CPU s", "CPU now s",
+             "CPU now / then", f"at {baseline}", "now", "same", "each then (wall/CPU)",
+             "each now (wall/CPU)", "RSS MB then / now"]]  # fmt: skip
     lines = []
     for name, sides in found.items():
         then_s = statistics.median(r["seconds"] for r in sides["then"])
         now_s = statistics.median(r["seconds"] for r in sides["now"])
         ratio = now_s / then_s
-        cpu = statistics.median(r["cpu"] for r in sides["now"]) / statistics.median(
-            r["cpu"] for r in sides["then"]
-        )
+        then_cpu = statistics.median(r["cpu"] for r in sides["then"])
+        now_cpu = statistics.median(r["cpu"] for r in sides["now"])
+        cpu = now_cpu / then_cpu
         last_then, last_now = sides["then"][-1], sides["now"][-1]
         same = count(last_then) == count(last_now) and last_then["verdict"] == last_now["verdict"]
         rss = "{:.0f} / {:.0f}".format(
             max(r["rss_mb"] for r in sides["then"]), max(r["rss_mb"] for r in sides["now"])
         )
         rows.append([
-            name, f"{then_s:.2f}", f"{now_s:.2f}", f"{ratio:.3f}x", f"{cpu:.3f}x",
-            count(last_then), count(last_now), "yes" if same else "NO",
-            " ".join(f"{r['seconds']:.1f}" for r in sides["then"]),
-            " ".join(f"{r['seconds']:.1f}" for r in sides["now"]), rss,
+            name, f"{then_s:.2f}", f"{now_s:.2f}", f"{ratio:.3f}x", f"{then_cpu:.2f}",
+            f"{now_cpu:.2f}", f"{cpu:.3f}x", count(last_then), count(last_now),
+            "yes" if same else "NO",
+            " ".join(f"{r['seconds']:.1f}/{r['cpu']:.1f}" for r in sides["then"]),
+            " ".join(f"{r['seconds']:.1f}/{r['cpu']:.1f}" for r in sides["now"]), rss,
         ])  # fmt: skip
         lines.append((
             cpu <= MAX_RATIO,
@@ -196,7 +198,7 @@ def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> 
         ))  # fmt: skip
     print(f"\nThe searches now against {baseline} (memory, confirm=None, stop_at_first=False; "
           "medians of alternating repetitions)\n")  # fmt: skip
-    show(rows, [False, True, True, True, True, True, True, False, False, False, True], "  ")
+    show(rows, [False, *[True] * 8, False, False, False, True], "  ")
     print(
         "  s: wall-clock seconds of the explore call; CPU: its process's CPU seconds (what other "
         "sessions' load moves least);\n  same: the same count and verdict on both sides; each: "
