@@ -1,7 +1,8 @@
 """Checking a restore against a replay: the first restores of a run, then a sample, run the
-restored state to its end and a replay of the same path the same way, and compare what each
-did. A runtime adapter whose ``snapshot`` and ``restore`` leave out state of its own is then
-stopped with ``RestoreMismatch``, naming it, before a search counts states it never reached."""
+restored state on (``CHECK_MOVES`` moves, or to its end) and a replay of the same path the same
+way, and compare what each did. A runtime adapter whose ``snapshot`` and ``restore`` leave out
+state of its own is then stopped with ``RestoreMismatch``, naming it, before a search counts
+states it never reached."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 #: that, the restores whose number is a power of 16 are (a search restores millions of
 #: states, and a check costs two runs to their end).
 CHECKED_RESTORES = 8
+#: How many moves past a checked restore the two runs are compared over (then their records):
+#: a state that an adapter puts back wrong shows within a few claims, and runs to their ends
+#: cost a search of a few thousand schedules a twentieth of its time.
+CHECK_MOVES = 200
 
 
 class RestoreMismatch(Exception):
@@ -51,8 +56,8 @@ def checked(count: int) -> bool:
 def check_restore(
     execution: Run, path: Trail, put_back: Callable[[], None], fresh: Callable[[], Run]
 ) -> None:
-    """Run ``execution`` (just put back at the end of ``path``) on to its end, then a replay
-    of ``path`` on a ``fresh`` run the same way, and compare what each did
+    """Run ``execution`` (just put back at the end of ``path``) on, then a replay of ``path``
+    on a ``fresh`` run the same way, and compare what each did
     (``RestoreMismatch`` when they differ); ``put_back`` the state in between and after."""
     restored = _run_out(execution)
     put_back()
@@ -86,10 +91,13 @@ def _replayed_out(fresh: Callable[[], Run], path: Trail) -> list[tuple[Any, ...]
 
 
 def _run_out(execution: Run) -> list[tuple[Any, ...]]:
-    """Take the first move at every point to the end; what the run did since, as facts."""
+    """Take the first move at every point, ``CHECK_MOVES`` of them or to the end; what the run
+    did since, as facts, and its records then."""
     start = len(execution.trace.events)
     with execution.unrecorded():
-        while not execution.done():
+        for _ in range(CHECK_MOVES):
+            if execution.done():
+                break
             execution.take(execution.moves()[0])
     facts = [event.facts() for event in execution.trace.events[start:]]
     facts.append(("records", tuple(map(repr, execution.runtime.executions()))))
