@@ -35,7 +35,7 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.core.profiles import DriverProfile
 from yieldstar_sim.core.steps import Permanent, define_step
-from yieldstar_sim.engine import Engine
+from yieldstar_sim.engine import Engine, WorldError
 from yieldstar_sim.runtime import (
     DuckDBRuntime,
     ExecutionClient,
@@ -131,6 +131,7 @@ __all__ = [
     "WorkflowStartClient",
     "WorkflowStartError",
     "WorkflowStartErrorCode",
+    "WorldError",
     "__version__",
     "at_most_once",
     "define_step",

@@ -375,12 +375,12 @@ def _list_faults(args: argparse.Namespace) -> int:
     print(
         "Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point where it "
         "applies:\na stall and a skew at elapses, a crash and a freeze at calls and elapses, "
-        "the rest at calls):"
+        "a world_error at a body's calls to the outside world, the rest at calls):"
     )
     _print_columns(kinds, indent="  ")
     print(
-        "\nOps: the runtime calls (a body's heartbeat renews), and a body's elapse and draws, "
-        "that are choice points (op=OP):"
+        "\nOps: the runtime calls (a body's heartbeat renews), and a body's elapse, draws and "
+        "calls to the outside world, that are choice points (op=OP):"
     )
     _print_columns(CHOICE_POINT_OPS, indent="  ")
     print(

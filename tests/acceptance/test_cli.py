@@ -127,7 +127,10 @@ def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
     at_elapses = {str(k) for k in FAULT_KINDS if applies_at(k, "elapse", exploring=True)}
     at_calls = {str(k) for k in FAULT_KINDS if applies_at(k, "put_step", exploring=True)}
     assert at_elapses == {"crash", "freeze", "stall", "skew"}
-    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew"}
+    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew", "world_error"}
+    assert "a world_error at a body's calls to the outside world" in text
+    at_world = {str(k) for k in FAULT_KINDS if applies_at(k, "store_write", exploring=True)}
+    assert at_world == {"world_error"}
 
 
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
@@ -424,12 +427,13 @@ def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     from yieldstar_sim import cli
     from yieldstar_sim.views import statespace_bounds
 
-    monkeypatch.setattr(statespace_bounds, "GRAPHED_AT_MOST", 10)  # booking-race-fixed: 27 states
+    # booking-race-fixed: 39 states (27 before its reads and writes were solo points of their own)
+    monkeypatch.setattr(statespace_bounds, "GRAPHED_AT_MOST", 10)
     code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: 27 states, more than the 10 a picture can show" in out
+    assert "state graph: not drawn: 39 states, more than the 10 a picture can show" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 
@@ -446,7 +450,7 @@ def test_a_state_space_kept_in_part_is_not_drawn_as_if_whole(
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: the search kept the first 10 of 27 states" in out
+    assert "state graph: not drawn: the search kept the first 10 of 39 states" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 

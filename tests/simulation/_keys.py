@@ -22,7 +22,8 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     """The key of ``state`` at a choice point (before the move), blind to which worker is
     which: the records with their step values, the start requests, the clock, the ledger, the
     world's store and its random draws, each actor's state (what it waits for, and its
-    history: ``StateKeys.histories``), and what the workers believe.
+    history: ``StateKeys.histories``), the turns of actors at solo points, and what the
+    workers believe.
 
     Everything is read again and formatted whole: ``StateKeys`` tells states apart exactly as
     this one does, in time proportional to what changed. With ``ended``, the state a run
@@ -46,15 +47,19 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     )
     waits = {} if ended else state.kernel.waits
     behind = state.clocks.behind
-    # Each actor with its worker's skew: which worker runs behind goes with its history.
-    actors = sorted(
-        (
-            wait_facts(name, wait) + actor_role(name),
+
+    def actor(name: str) -> tuple[str, float, tuple[str, ...]]:
+        # Each actor with its worker's skew: which worker runs behind goes with its history.
+        return (
+            wait_facts(name, waits[name]) + actor_role(name),
             behind.get(name.partition("~")[0], 0.0),
             tuple(histories.get(name.partition("~")[0], ())),  # a helper has its worker's
         )
-        for name, wait in waits.items()
-    )
+
+    actors = sorted(actor(name) for name in waits)
+    # Who goes first among actors waiting at solo points, when several wait there.
+    turns = state.kernel.turns if waits and len(state.kernel.turns) > 1 else []
+    order = [actor(name) for name in turns]
     ledger = [
         (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt) for e in state.ledger.effects
     ]
@@ -62,8 +67,9 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     # Where each lease ends after its heartbeats, by execution and token.
     leases = sorted(state.lease_ends.items())
     text = repr(
-        (records, requests, state.clock.now(), ledger, store, actors, leases, state.world_draws)
-    )
+        (records, requests, state.clock.now(), ledger, store, actors, order, leases,
+         state.world_draws)
+    )  # fmt: skip
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 

@@ -422,7 +422,7 @@ def test_every_fault_gives_the_same_trace_on_memory_and_duckdb(
 
 
 def test_fault_kinds_are_the_documented_ones() -> None:
-    assert [str(kind) for kind in FAULT_KINDS] == [*KINDS, "stall", "skew"]
+    assert [str(kind) for kind in FAULT_KINDS] == [*KINDS, "stall", "skew", "world_error"]
 
 
 # --------------------------------------------------------------------------- placing faults
@@ -547,7 +547,7 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "explode"},
             "unknown fault kind 'explode'; the kinds are crash, crash_after, lose_response, "
-            "freeze, infra_error, child_exit, stall, skew",
+            "freeze, infra_error, child_exit, stall, skew, world_error",
         ),
         ({"kind": "crash", "at": -1}, AT + "-1"),
         ({"kind": "crash", "at": 1.5}, AT + "1.5"),
@@ -565,7 +565,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
             "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
             "record_wake, wait_for, "
             "start, start_child, cancel, acknowledge, release, trigger, elapse, complete, renew, "
-            "draw (yieldstar-sim list --faults says what each is)",
+            "draw, store_read, store_write, effect, commit (yieldstar-sim list --faults says "
+            "what each is)",
         ),
         ({"kind": "stall", "seconds": -5}, "a stall lasts a positive number of seconds, not -5"),
         ({"kind": "stall", "seconds": 0}, "a stall lasts a positive number of seconds, not 0"),

@@ -12,7 +12,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, FAULT_KINDS, applies_at
+from yieldstar_sim.simulation.faults import CHOICE_POINT_OPS, applies_at
 from yieldstar_sim.simulation.invariants.attempts import attempt_spans
 from yieldstar_sim.simulation.trace_payloads import BodyData, RenewData, StopData, TraceKind
 
@@ -299,16 +299,43 @@ def test_the_explorer_finds_the_heartbeat_zombie_with_one_fault_at_a_renewal() -
     assert "renew of step load" in fault
 
 
-def test_the_fix_is_verified_under_any_one_fault_but_a_stall() -> None:
+def test_the_fix_is_verified_under_any_one_fault_a_stall_included() -> None:
     """A stall hangs an attempt in the middle of its work: it resumes and works on before it
-    reaches a heartbeat, which no policy can prevent (only an effect safe to repeat makes that
-    harmless: zombie-attempt-fixed)."""
-    kinds = [kind for kind in FAULT_KINDS if kind != "stall"]
-    report = exhaustive("heartbeat-zombie-fixed", max_faults=1, kinds=kinds)
+    reaches a heartbeat, which no policy can prevent; the dock's fence (the delivery's fencing
+    token) makes that harmless, and the fix's invariant checks it (issue 54, item 9)."""
+    report = exhaustive("heartbeat-zombie-fixed", max_faults=1)
     assert report.exhausted
     assert report.ok, [v.message for v in report.violations]
-    stalled = exhaustive("heartbeat-zombie-fixed", max_faults=1, kinds=["stall"])
-    assert [v.invariant for v in stalled.violations] == [OVERLAP]
+    systematic = ys.explore(ys.load_scenario("heartbeat-zombie-fixed"), max_faults=1, confirm=None)
+    assert systematic.ok, [v.message for v in systematic.violations]
+
+
+def test_without_the_docks_fence_a_stalled_crew_loads_after_its_successor() -> None:
+    # What the fence holds: the same fix with a dock that never turns a crew away.
+    from yieldstar_sim.scenarios import heartbeat_zombie_fixed as story
+
+    def unfenced(step: ys.StepRunner, order: int) -> None:
+        for crate in range(3):
+            step.world.elapse(20)
+            step.world.effect(
+                "crate.loaded", order=order, crate=crate, idempotency_key=f"crate-{order}-{crate}"
+            )
+            step.heartbeat()
+        step.world.effect("truck.dispatched", order=order, idempotency_key=f"truck-{order}")
+
+    load = ys.define_step("load", unfenced, lambda s: s.timeout(0))
+
+    @ys.workflow("ship")
+    def ship(step: ys.StepRunner, params: Any) -> Any:
+        yield from step.run("load", load, step, params["order"])
+
+    scenario = ys.Scenario(
+        name="unfenced", workflows=[ship], steps=[load], triggers=story.scenario.triggers,
+        invariants=story.scenario.invariants, overlap_safe=["load"],
+    )  # fmt: skip
+    report = ys.explore(scenario, strategy="exhaustive", max_faults=1, kinds=["stall"],
+                        confirm=None)  # fmt: skip
+    assert [v.invariant for v in report.violations] == ["one_crew_at_a_time"]
 
 
 # --------------------------------------------------------------------------- the engine

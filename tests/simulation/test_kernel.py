@@ -625,3 +625,89 @@ def test_a_closed_kernel_has_nothing_left_to_do() -> None:
     w.run(max_points=1)
     w.kernel.close()
     assert not w.step()
+
+
+# --------------------------------------------------------------------------- solo points
+
+
+def soloist(w: World, name: str, solos: int, *, at: float = 0.0) -> Actor:
+    """Sleep until ``at``, pass an ordinary point, then ``solos`` solo points in a row, then
+    one more ordinary point."""
+    if at:
+        yield Wait(at)
+    yield Point(f"{name} call")
+    w.note(name, "called")
+    for number in range(solos):
+        yield Point(f"{name} solo#{number}", solo=True)
+        w.note(name, f"solo #{number}")
+    yield Point(f"{name} after")
+    w.note(name, "after")
+
+
+def test_an_actor_at_a_solo_point_is_the_only_one_ready_and_keeps_its_turn() -> None:
+    w = world(seed=1, schedule=["a"])
+    w.kernel.spawn("a", soloist(w, "a", 3))
+    w.kernel.spawn("b", pointer(w, "b", 3))
+    w.step()  # a makes its call and waits at its first solo point
+    for number in range(3):
+        w.kernel.settle()
+        assert w.kernel.ready() == ["a"], number
+        w.step()
+    assert order_of(w)[:4] == ["a called", "a solo #0", "a solo #1", "a solo #2"]
+    w.kernel.settle()
+    assert w.kernel.ready() == ["a", "b"]  # a at an ordinary point again: the choice is open
+
+
+def test_solo_points_draw_no_random_number() -> None:
+    # A plain run chooses among several actors with the seed's generator and goes alone
+    # without it: solo points in between leave the seed's choices where they were.
+    def run(solos: int) -> list[str]:
+        w = world(seed=5)
+        w.kernel.spawn("a", soloist(w, "a", solos))
+        w.kernel.spawn("b", soloist(w, "b", solos))
+        w.kernel.spawn("c", pointer(w, "c", 4))
+        state = w.rng.getstate()
+        w.run()
+        assert w.rng.getstate() != state
+        return [line for line in order_of(w) if "solo" not in line]
+
+    assert run(0) == run(2) == run(5)
+
+
+def test_actors_that_reach_solo_points_at_one_instant_go_in_the_order_they_came() -> None:
+    w = world()
+
+    def waker(name: str, at: float) -> Actor:
+        yield Wait(at)  # woken with the other at one instant, straight to solo points
+        for number in range(2):
+            yield Point(f"{name} solo#{number}", solo=True)
+            w.note(name, f"solo #{number}")
+
+    w.kernel.spawn("late", waker("late", 3.0))
+    w.kernel.spawn("early", waker("early", 3.0))
+    w.kernel.settle()
+    assert w.kernel.turns == ["late", "early"]  # resumed in the order they went to sleep
+    assert w.kernel.ready() == ["late"]
+    with pytest.raises(KeyError, match="'early' waits its turn: 'late' goes first"):
+        w.kernel.take("early", None)
+    w.run()
+    assert order_of(w) == ["late solo #0", "late solo #1", "early solo #0", "early solo #1"]
+
+
+def test_the_solo_queue_is_part_of_the_kernels_snapshot() -> None:
+    w = world()
+    w.kernel.spawn("a", soloist(w, "a", 2))
+    w.kernel.spawn("b", soloist(w, "b", 2))
+    w.kernel.settle()
+    w.kernel.take("b", None)
+    w.kernel.settle()
+    saved = w.kernel.snapshot()
+    assert saved.turns == ("b",)
+    w.kernel.take("b", None)
+    w.kernel.settle()
+    assert saved.holder is None
+    assert w.kernel.snapshot().holder == "b"
+    again = world()
+    again.kernel.restore(saved, {"a": soloist(again, "a", 2), "b": soloist(again, "b", 2)})
+    assert again.kernel.turns == ["b"]
+    assert again.kernel.ready() == ["b"]

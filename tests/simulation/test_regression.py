@@ -82,8 +82,9 @@ def test_a_fix_replayed_against_the_failing_schedule_says_the_violation_is_gone(
         "  the violation is gone: at_most_once(card.charged, by=order) held",
     ]
     # The crash fired at the call it was recorded at, and its body ran again: one charge.
+    # (Point #1 is the charge's effect landing: a body's calls to the world are points.)
     assert [f.describe() for f in run.faults] == [
-        "crash before choice point #1 (w2 put_step pay-7/charge)"
+        "crash before choice point #2 (w2 put_step pay-7/charge)"
     ]
     assert len(run.effects_named("card.charged")) == 2  # made twice, counted once by its key
 

@@ -12,12 +12,11 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
+from yieldstar_sim.simulation.trace_payload_base import NO_DATA, NoData
 from yieldstar_sim.simulation.trace_payloads import (
-    NO_DATA,
     CancelData,
     ClaimData,
     EffectData,
-    NoData,
     PutStepData,
     StartData,
     TraceKind,
@@ -66,15 +65,23 @@ KINDS_SINCE = {
     TraceKind.COMPLETION,
     TraceKind.STOP,
     TraceKind.DRAW,
+    TraceKind.TRANSACTION,
+    TraceKind.RUNTIME,
 }
 
 
 def test_the_kinds_added_since_are_emitted_by_bundled_scenarios() -> None:
     names = (
         "zombie-attempt", "skewed-lease", "fan-out-order", "heartbeat-zombie-fixed",
-        "random-replica",
+        "random-replica", "leader-rollback-fixed", "expired-lease-archived",
     )  # fmt: skip
-    runs = [ys.simulate(ys.load_scenario(name), seed=0, runtime="memory") for name in names]
+    scenarios = [ys.load_scenario(name) for name in names]
+    # A scenario that names its runtime runs on it (expired-lease-archived's reports what it
+    # archives); the others on memory.
+    runs = [
+        ys.simulate(scenario, seed=0, runtime=None if scenario.runtime else "memory")
+        for scenario in scenarios
+    ]
     emitted = {event.kind for run in runs for event in run.trace}
     assert emitted.issuperset(KINDS_SINCE)
 

@@ -354,12 +354,14 @@ def test_a_run_cut_by_max_time_is_incomplete() -> None:
 def test_a_cut_run_is_still_checked_for_what_it_already_broke() -> None:
     """Safety invariants hold on prefixes: a duplicate before the cut is a violation."""
     scenario = ys.load_scenario("trigger-in-step")
-    scenario.max_points = 10  # the second ship-order is admitted by then, not yet run
+    # The second ship-order is admitted by then, not yet run: the same cut as max_points=10
+    # made before a body's effects were points of their own.
+    scenario.max_points = 12
     run = ys.simulate(scenario, runtime="memory")
     assert run.verdict == "violated"
     assert run.incomplete is not None
     assert {v.invariant for v in run.violations} == {"at most one admitted execution per step"}
-    assert "(and the run was cut after max_points=10 choice points at t=30" in run.verdict_text
+    assert "(and the run was cut after max_points=12 choice points at t=30" in run.verdict_text
 
 
 @pytest.mark.parametrize(

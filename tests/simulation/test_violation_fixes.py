@@ -88,6 +88,15 @@ def another_target_recorded(run: SimulationRun) -> SimulationRun:
     return dataclasses.replace(run, steps=steps)
 
 
+def step_rewritten(run: SimulationRun) -> SimulationRun:
+    steps = dict(run.steps)
+    steps["order-42"] = [
+        dataclasses.replace(s, value={"refunded": True}) if s.step_key == "charge" else s
+        for s in steps["order-42"]
+    ]  # a completed step's record, rewritten by no call of the trace
+    return dataclasses.replace(run, steps=steps)
+
+
 def stale_acknowledgement(run: SimulationRun) -> SimulationRun:
     lines = []
     for line in run.trace.to_jsonl().splitlines():
@@ -131,6 +140,7 @@ def joiner_owns(run: SimulationRun) -> SimulationRun:
         ("durable-start", two_targets, "one target per start request"),
         ("durable-start", no_parent, "every target has its request record and parent link"),
         ("durable-start", another_target_recorded, "every accepted start recorded once"),
+        ("durable-start", step_rewritten, "recorded history never changes"),
         (
             "durable-start",
             stale_acknowledgement,
@@ -165,6 +175,7 @@ def test_every_built_in_invariant_is_covered_above() -> None:
         "no execution lost",
         "owned children never outlive a cancelled owner",
         "joined runs keep their original owner",
+        "recorded history never changes",
     }
     built_in: list[Invariant] = list(BUILT_IN)
     assert {invariant.name for invariant in built_in} == covered

@@ -68,6 +68,7 @@ EXPORTED = {
     "WorkflowStartClient",
     "WorkflowStartError",
     "WorkflowStartErrorCode",
+    "WorldError",
     "__version__",
     "at_most_once",
     "define_step",

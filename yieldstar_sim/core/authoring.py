@@ -21,11 +21,14 @@ import os
 import sys
 from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from yieldstar_sim.core.ids import check_name
 from yieldstar_sim.core.model import StepDeclarationError, StepKeyError
 from yieldstar_sim.core.steps import RetryPolicy, StepDefinition
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 # --------------------------------------------------------------------------- workflows
 
@@ -210,6 +213,17 @@ class World(Protocol):
 
     def coin(self) -> bool:
         """True or False: a draw of two."""
+        ...
+
+    @property
+    def token(self) -> int | None:
+        """The fencing token of the delivery running the body: it only grows, so a service
+        that keeps the highest it saw can turn a stale attempt away."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """``with step.world.transaction():``: the store's writes inside land together at its
+        end, or none of them."""
         ...
 
 

@@ -37,3 +37,15 @@ class Op(enum.StrEnum):
     DRAW = "draw"
     """One option of a step body's draw (``step.world.choice``, ``step.world.coin``): the
     first option the kernel lets pass is the one drawn."""
+    STORE_READ = "store_read"
+    """A step body's read of the outside world's store (``step.world.read``), where the work
+    reaches it: a solo point (only a fault is decided there)."""
+    STORE_WRITE = "store_write"
+    """A step body's write to the outside world's store (``step.world.write``), outside a
+    transaction, where the work reaches it: a solo point."""
+    EFFECT = "effect"
+    """A step body's effect on the outside world (``step.world.effect``), where the work
+    reaches it: a solo point."""
+    COMMIT = "commit"
+    """The commit of a step body's transaction (``with step.world.transaction():``), its
+    writes landing together: a solo point."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from yieldstar_sim.engine.body_world import BodyWorld, Transaction, WorldError
 from yieldstar_sim.engine.dispatcher import Dispatcher, DispatchResult
 from yieldstar_sim.engine.engine import Engine
 from yieldstar_sim.engine.invoker import (
@@ -12,7 +13,7 @@ from yieldstar_sim.engine.invoker import (
     run_delivery,
 )
 from yieldstar_sim.engine.worker import WorkerProcessInvoker
-from yieldstar_sim.engine.world import BodyContext, BodyWorld, Effect, EngineWorld, Ledger
+from yieldstar_sim.engine.world import BodyContext, Effect, EngineWorld, Ledger
 
 __all__ = [
     "BodyContext",
@@ -27,6 +28,8 @@ __all__ = [
     "Invoker",
     "Ledger",
     "Registry",
+    "Transaction",
     "WorkerProcessInvoker",
+    "WorldError",
     "run_delivery",
 ]

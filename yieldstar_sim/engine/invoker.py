@@ -24,14 +24,15 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
 )
 from yieldstar_sim.core.profiles import DriverProfile, driver_profile
+from yieldstar_sim.engine.body_world import BodyWorld
 from yieldstar_sim.engine.calls import perform_runtime_call
-from yieldstar_sim.engine.world import BodyWorld, EngineWorld
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable
     from contextlib import AbstractContextManager
 
     from yieldstar_sim.core.steps import StepDefinition
+    from yieldstar_sim.engine.world import EngineWorld
     from yieldstar_sim.runtime.protocol import Runtime
 
 

@@ -26,9 +26,9 @@ from yieldstar_sim.core.model import (
     WorkflowRunOutcome,
     WorkflowStartErrorCode,
 )
+from yieldstar_sim.engine.body_world import BodyWorld
 from yieldstar_sim.engine.calls import RUNTIME_CALLS_BY_OP, perform_runtime_call, runtime_call
 from yieldstar_sim.engine.invoker import ExecutionEvent, Registry, describe_error, run_delivery
-from yieldstar_sim.engine.world import BodyContext, BodyWorld, EngineWorld
 from yieldstar_sim.runtime import encode_start_params
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from yieldstar_sim.core.codec import DurableObject
+    from yieldstar_sim.engine.world import BodyContext, EngineWorld
     from yieldstar_sim.runtime.protocol import Runtime
 
 
@@ -156,6 +157,12 @@ class WorkerProcessInvoker:
                 return ("ok", None)
             if kind == "draw":
                 return ("ok", self._world.draw(context, message[2]))
+            if kind == "commit":
+                self._world.commit(context, message[2])
+                return ("ok", None)
+            if kind == "rollback":
+                self._world.rollback(context, message[2], message[3])
+                return ("ok", None)
             raise ValueError(f"unknown message from the worker: {kind!r}")
         except Exception as error:
             return ("error", _portable(error))
@@ -271,6 +278,12 @@ class _ParentPort:
 
     def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
         return int(self.ask("draw", context, options))
+
+    def commit(self, context: BodyContext, writes: dict[str, object]) -> None:
+        self.ask("commit", context, writes)
+
+    def rollback(self, context: BodyContext, keys: tuple[str, ...], reason: str) -> None:
+        self.ask("rollback", context, keys, reason)
 
 
 @contextlib.contextmanager

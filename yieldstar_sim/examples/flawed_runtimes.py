@@ -9,7 +9,13 @@ Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start``
   before (its retry after a lost response, or a replay's), mints a fresh request ID for it (a
   retry that minted a new ID);
 - ``CancelSkipsBackoffRuntime`` looks for the executions to cancel among those due now, so a
-  run waiting out a retry backoff is "nothing live" to it and goes on to complete.
+  run waiting out a retry backoff is "nothing live" to it and goes on to complete;
+- ``StaleStepWritesRuntime`` checks a step write against the execution, not against the
+  write's fencing token: a superseded delivery's write lands over a completed step's record;
+- ``ArchivesExpiredLeasesRuntime`` counts a lease that expired (its worker died) as a failed
+  attempt and archives a task that has no retries left, though no attempt of it failed; it
+  reports what it archives (``ReportsActions``). ``RequeuesExpiredLeasesRuntime`` is its fix:
+  an expired lease sends the task back to the queue, and it reports that.
 
 The explorer finds each with the built-in invariants, e.g.::
 
@@ -27,11 +33,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.model import RequestId, StartAccepted, StartRequest
+from yieldstar_sim.core.model import ErrorInfo, Failed, RequestId, StartAccepted, StartRequest
 from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.runtime.protocol import RuntimeAction
 
 if TYPE_CHECKING:
-    from yieldstar_sim.core.model import StartResult
+    from yieldstar_sim.core.model import Delivery, Lease, StartResult
 
 
 class _Wrapped:
@@ -112,3 +119,101 @@ class CancelSkipsBackoffRuntime(_Wrapped):
             # The bug: the cancel looked in the run queue, where a sleeping run is not.
             return []
         return list(self.inner.cancel(execution_id))
+
+
+class StaleStepWritesRuntime(_Wrapped):
+    """A step write is checked against the execution alone: a write under a superseded lease
+    (a delivery that froze past its lease while another took over) is made under the lease
+    that holds now, over whatever the current delivery recorded."""
+
+    def put_step(self, lease: Lease, step_key: str, **write: Any) -> None:
+        """Record a step; a stale lease's write lands all the same."""
+        record = self.inner.execution(lease.execution_id)
+        holder = None if record is None else record.lease
+        if holder is not None and holder.incarnation == lease.incarnation:
+            # The bug: the fencing token is not compared, so the superseded write lands.
+            lease = holder
+        self.inner.put_step(lease, step_key, **write)
+
+
+class ArchivesExpiredLeasesRuntime(_Wrapped):
+    """asynq's recoverer with ``MaxRetries(0)`` (hibiken/asynq#1015): at each claim it looks
+    for leases that expired, counts each as a failed attempt, and archives a task with no
+    retries left (it ends failed, though no attempt of it failed). It reports each task it
+    archives, and each it sends back to the queue (``take_actions``)."""
+
+    max_retries = 0
+    counts_expiry = True
+    """Whether an expired lease counts as a failed attempt (the bug); else it only sends the
+    task back to the queue."""
+
+    def __init__(self, *, clock: Any = None, **options: Any) -> None:
+        super().__init__(clock=clock, **options)
+        self.clock = clock
+        self.retries: dict[str, int] = {}
+        self.seen: set[tuple[str, int]] = set()
+        self.actions: list[RuntimeAction] = []
+
+    def snapshot(self) -> object:
+        """The reference runtime's records, and the recoverer's counts and reports."""
+        return self.inner.snapshot(), dict(self.retries), set(self.seen), list(self.actions)
+
+    def restore(self, snapshot: Any) -> None:
+        """Put back what ``snapshot`` saved."""
+        records, retries, seen, actions = snapshot
+        self.inner.restore(records)
+        self.retries, self.seen, self.actions = dict(retries), set(seen), list(actions)
+
+    def take_actions(self) -> list[RuntimeAction]:
+        """What the recoverer did since it was last asked."""
+        taken, self.actions = self.actions, []
+        return taken
+
+    def claim(
+        self, owner: str, *, lease_seconds: float, execution_id: str | None = None
+    ) -> Delivery | None:
+        """Recover the tasks whose lease expired, then claim."""
+        self._recover(lease_seconds)
+        return self.inner.claim(owner, lease_seconds=lease_seconds, execution_id=execution_id)
+
+    def _recover(self, lease_seconds: float) -> None:
+        now = self.clock.now() if self.clock is not None else 0.0
+        for record in self.inner.executions():
+            lease = record.lease
+            if record.terminal or lease is None or lease.expires_at > now:
+                continue
+            if (record.execution_id, lease.token) in self.seen:
+                continue
+            self.seen.add((record.execution_id, lease.token))
+            why = f"{lease.owner}'s lease expired at t={lease.expires_at:g}"
+            if not self.counts_expiry:
+                self.actions.append(
+                    RuntimeAction("requeued", record.execution_id, f"{why}; it runs again")
+                )
+                continue
+            used = self.retries[record.execution_id] = self.retries.get(record.execution_id, 0) + 1
+            if used <= self.max_retries:
+                self.actions.append(RuntimeAction("requeued", record.execution_id, why))
+                continue
+            # The bug: a worker's death is counted as the task's failure.
+            taken = self.inner.claim(
+                "recoverer", lease_seconds=lease_seconds, execution_id=record.execution_id
+            )
+            if taken is None:
+                continue
+            message = "archived by the recoverer: no retries left"
+            self.inner.acknowledge(taken.lease, Failed(ErrorInfo("TaskArchived", message)))
+            self.actions.append(
+                RuntimeAction(
+                    "archived", record.execution_id,
+                    f"{why}, which it counted as a failed attempt, with no retries left "
+                    f"(max_retries={self.max_retries})",
+                )
+            )  # fmt: skip
+
+
+class RequeuesExpiredLeasesRuntime(ArchivesExpiredLeasesRuntime):
+    """The fix of ``ArchivesExpiredLeasesRuntime``: an expired lease is a worker's failure,
+    not the task's, and only sends the task back to the queue (it reports that)."""
+
+    counts_expiry = False

@@ -6,6 +6,7 @@ One Protocol, several adapters (memory, DuckDB). The conformance suite in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -145,6 +146,30 @@ class Runtime(ExecutionClient, WorkflowStartClient, Protocol):
     @property
     def failpoints(self) -> FailPoints:
         """The adapter's named failure points (see ``FailPoints``)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeAction:
+    """Something a runtime decided on its own, as it reports it (``ReportsActions``): what it
+    did to ``execution_id`` (a verb: ``archived``, ``expired``, ``dead-lettered``,
+    ``requeued``, ``moved`` ...) and why, in words."""
+
+    action: str
+    execution_id: str
+    reason: str = ""
+
+
+@runtime_checkable
+class ReportsActions(Protocol):
+    """A runtime that reports what it decided on its own: an optional part of an adapter. One
+    that does not report keeps working; one that does has each action traced where it was
+    taken, and a sentence that explains a violation names it (a run the runtime archived
+    ends failed with no step having failed)."""
+
+    def take_actions(self) -> list[RuntimeAction]:
+        """The actions taken since the last call, oldest first, each reported once (the
+        simulator asks after each runtime call)."""
         ...
 
 

@@ -40,6 +40,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, call, pass_point
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.trace_payloads import (
     HeartbeatData,
     ReasonData,
@@ -48,11 +49,13 @@ from yieldstar_sim.simulation.trace_payloads import (
     StopData,
     TraceKind,
 )
+from yieldstar_sim.simulation.world_ops import WorldOp, land
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
     from yieldstar_sim.simulation.points import Where
     from yieldstar_sim.simulation.state import RunState
+    from yieldstar_sim.simulation.world_ops import Redo
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +66,8 @@ class Heartbeat:
 #: The one heartbeat mark (``SimPort.heartbeat`` appends it to what a body did).
 HEARTBEAT = Heartbeat()
 
-#: What a body did, in order: an effect or a read to land now (a callable), seconds of work,
-#: or a heartbeat.
+#: What a body did, in order: a call to the outside world (a ``WorldOp``), something else to
+#: land now (a callable: a trace of a read of the clock), seconds of work, or a heartbeat.
 BodyOp = Callable[[], None] | float | Heartbeat
 
 
@@ -76,9 +79,10 @@ class AttemptStopped(LeaseLostError):
 @dataclass(frozen=True, slots=True)
 class Played:
     """How a body's playback ended: ``done`` (all of it landed), ``timed_out`` (its worker
-    gave up on it at its timeout; it works on apart until ``ended``) or ``stopped`` (its
-    worker stopped it: ``stop`` says why). ``work`` is the seconds of work played;
-    ``worked_until`` when its last work or effect landed."""
+    gave up on it at its timeout; it works on apart until ``ended``), ``stopped`` (its
+    worker stopped it: ``stop`` says why) or ``redo`` (it runs again from a call to the
+    outside world that failed or found another value: ``redo``). ``work`` is the seconds of
+    work played; ``worked_until`` when its last work or effect landed."""
 
     how: str
     work: float
@@ -87,6 +91,9 @@ class Played:
     stop: StopData | None = None
     reason: str = ""
     """Why it was stopped, in words."""
+    redo: Redo | None = None
+    """How the body runs again (``redo``), from what it did at ``at``."""
+    at: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +190,29 @@ def _stays(request: Detach) -> bool:
     return False
 
 
+@dataclass(slots=True)
+class Playback:
+    """Where the landing of an attempt stands, across the runs of its body (a body runs
+    again from a call where the outside world failed or changed: ``world_ops.Redo``): its
+    deadline, the worker's watch over its lease, the work landed so far, and the tape and
+    start clock of the body's last run."""
+
+    deadline: float | None
+    watch: _LeaseWatch | None
+    work: float
+    worked_until: float
+    tape: tuple[Any, ...] = ()
+    clock: float = 0.0
+
+
+def playback(
+    state: RunState, name: str, lease: Lease, *, attempt: int, timeout: float | None
+) -> Playback:
+    """A playback starting now, for an attempt whose step has ``timeout``."""
+    deadline = None if timeout is None else state.clock.now() + timeout
+    return Playback(deadline, None, 0.0, state.clock.now())
+
+
 def play_body(
     state: RunState,
     name: str,
@@ -191,39 +221,59 @@ def play_body(
     step_key: str,
     attempt: int,
     ops: list[BodyOp],
-    timeout: float | None = None,
+    played: Playback,
+    start: int = 0,
+    passed: bool = False,
 ) -> Generator[Any, Any, Played]:
-    """Land what a body did, in order, passing a choice point at each of its elapses and
-    heartbeats. How it ended: ``timed_out`` when the worker gave up on the attempt at its
-    ``timeout`` (a stall outlasted it: the rest of the attempt goes on apart, and the worker
-    treats it as timed out), ``stopped`` when the worker stopped it for its lease."""
-    deadline = None if timeout is None else state.clock.now() + timeout
-    watch = _LeaseWatch.of(state, name, lease, attempt) if HEARTBEAT in ops else None
-    work, worked_until = 0.0, state.clock.now()
-    for index, op in enumerate(ops):
+    """Land what a body did, in order from ``start``, passing a choice point at each of its
+    elapses and heartbeats and a solo point at each of its calls to the outside world (the
+    one at ``start`` ``passed`` its point already). How it ended: ``timed_out`` when the
+    worker gave up on the attempt at its timeout (a stall outlasted it: the rest of the
+    attempt goes on apart, and the worker treats it as timed out), ``stopped`` when the
+    worker stopped it for its lease, ``redo`` when the body must run again from a call
+    (``Played.redo``, at ``Played.at``)."""
+    watch = played.watch
+    if watch is None and HEARTBEAT in ops[start:]:
+        watch = played.watch = _LeaseWatch.of(state, name, lease, attempt)
+    for index in range(start, len(ops)):
+        op = ops[index]
         if op is HEARTBEAT:
             assert watch is not None
             stop = yield from watch.heartbeat(step_key)
             if stop is not None:
-                return Played("stopped", work, worked_until, stop=stop, reason=watch.reason)
+                return Played(
+                    "stopped", played.work, played.worked_until, stop=stop, reason=watch.reason
+                )
+            continue
+        if isinstance(op, WorldOp):
+            redo = yield from land(
+                state, name, lease, step_key, op, tape=played.tape, clock=played.clock,
+                passed=passed and index == start,
+            )  # fmt: skip
+            if redo is not None:
+                return Played("redo", played.work, played.worked_until, redo=redo, at=index)
+            played.worked_until = state.clock.now()
             continue
         if callable(op):
             state.tell(op)
-            worked_until = state.clock.now()
+            played.worked_until = state.clock.now()
             continue
         assert isinstance(op, float)
         how, ended = yield from _elapse(
             state, name, lease, step_key=step_key, attempt=attempt, seconds=op,
-            deadline=deadline, rest=ops[index + 1 :], watch=watch,
+            deadline=played.deadline, rest=ops[index + 1 :], watch=watch,
         )  # fmt: skip
         if how == "stopped":
             assert watch is not None
-            return Played("stopped", work, worked_until, stop=watch.stopped, reason=watch.reason)
+            return Played(
+                "stopped", played.work, played.worked_until, stop=watch.stopped,
+                reason=watch.reason,
+            )  # fmt: skip
         if how == "timed_out":
-            return Played("timed_out", work, worked_until, ended=ended)
-        work += op
-        worked_until = state.clock.now()
-    return Played("done", work, worked_until)
+            return Played("timed_out", played.work, played.worked_until, ended=ended)
+        played.work += op
+        played.worked_until = state.clock.now()
+    return Played("done", played.work, played.worked_until)
 
 
 class _LeaseWatch:
@@ -465,6 +515,8 @@ def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Wher
             **{**where, "op": Op.RENEW, "point": None},
         )  # fmt: skip
         raise
+    if state.reports:
+        trace_actions(state, Op.RENEW)  # inside the worker's answer, as the renewal is
     ends = now + work + lease_seconds
     state.lease_ends[(lease.execution_id, lease.token)] = ends
     state.trace.add(

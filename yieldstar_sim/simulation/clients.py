@@ -30,6 +30,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
 from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
@@ -157,6 +158,8 @@ class _Request:
                 data=ErrorData(str(failed)), **where,
             )  # fmt: skip
             seen = False
+        if sim.reports:
+            sim.tell(trace_actions, sim)  # what the runtime decided on its own meanwhile
         if kind == FaultKind.CRASH_AFTER:
             return "crashed"
         return "answered" if seen and not lost else "retry"

@@ -41,6 +41,7 @@ from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel, Point
 from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
+from yieldstar_sim.simulation.runtime_actions import reports
 from yieldstar_sim.simulation.saving import Journal, Saved, can_snapshot, restore, save
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
@@ -149,6 +150,7 @@ class Execution:
                 for deploy in scenario.deploys
             ],
             clocks=WorkerClocks(clock.now),
+            reports=reports(made),
         )
         self.can_restore = self.saving and can_snapshot(made)
         if self.can_restore:
@@ -315,6 +317,8 @@ class Execution:
             return (
                 f"{move.actor!r} waits at no choice point; the actors waiting are {kernel.ready()}"
             )
+        if move.actor not in self._ready():
+            return f"{move.actor!r} waits its turn: {kernel.ready()[0]!r} goes first"
         options = point.options
         if options:
             if move.choice is None or not 0 <= move.choice < len(options):
@@ -343,6 +347,7 @@ class Execution:
             or point.options
             or move.choice is not None
             or move.fault is not None
+            or move.actor not in self._ready()
         ):
             wrong = self._misfit(move)
             if wrong is not None:

@@ -38,6 +38,7 @@ class FaultKind(enum.StrEnum):
     CHILD_EXIT = "child_exit"
     STALL = "stall"
     SKEW = "skew"
+    WORLD_ERROR = "world_error"
 
     @property
     def effect(self) -> str:
@@ -65,6 +66,9 @@ KIND_EFFECTS: dict[FaultKind, str] = {
     FaultKind.SKEW: "From this point on the worker's clock runs `seconds` behind (default 60): it "
     "heartbeats by its own clock and may think an expired lease still holds; fencing judges by "
     "true time.",
+    FaultKind.WORLD_ERROR: "The outside world fails a step body's call (a store read or write, "
+    "an effect, a transaction's commit): nothing of it happens, and the body sees "
+    "ys.WorldError there; a body that lets it go has its delivery rejected and run again.",
 }
 
 #: The runtime calls that are choice points, by the ``op`` a ``Fault`` names, and what each is.
@@ -91,13 +95,24 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     "counts a renewal that fails (infra_error) or whose answer is lost (lose_response)",
     Op.DRAW: "a step body's draw (step.world.choice, coin): which value it draws is the choice, "
     "each option a move of the worker's (no fault is placed there)",
+    Op.STORE_READ: "a step body reads the outside world's store (step.world.read) where its work "
+    "reaches the read (only a world_error is placed there)",
+    Op.STORE_WRITE: "a step body's write to the outside world's store (step.world.write) lands "
+    "where its work reaches it (only a world_error is placed there)",
+    Op.EFFECT: "a step body's effect (step.world.effect) lands where its work reaches it (only "
+    "a world_error is placed there)",
+    Op.COMMIT: "a step body's transaction (with step.world.transaction()) commits, its writes "
+    "landing together (only a world_error is placed there)",
 }
 
 #: The ops each kind can be placed at (None: every op). A fault whose kind does not apply at
 #: a point passes it by: there is no call at an elapse to lose the response of, and only a
 #: step body's elapse has an attempt to stall.
-_CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE, Op.DRAW}
-_WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE, Op.DRAW}
+#: The outside world's ops: a step body's calls to it, where a world_error alone is placed
+#: (the worker's own faults strike at its runtime calls and elapses, around the body).
+WORLD_OPS = frozenset({Op.STORE_READ, Op.STORE_WRITE, Op.EFFECT, Op.COMMIT})
+_CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE, Op.DRAW} - WORLD_OPS
+_WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE, Op.DRAW} - WORLD_OPS
 KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
     FaultKind.CRASH: _WORKER_OPS,
     FaultKind.CRASH_AFTER: _CALL_OPS,
@@ -107,6 +122,7 @@ KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
     FaultKind.CHILD_EXIT: _CALL_OPS,
     FaultKind.STALL: frozenset({Op.ELAPSE}),
     FaultKind.SKEW: _WORKER_OPS,
+    FaultKind.WORLD_ERROR: WORLD_OPS,
 }
 
 #: The ops the explorer places each kind at, where it differs from ``KIND_OPS``: a skew
@@ -132,6 +148,7 @@ def applies_at(kind: FaultKind | str, op: Op | str, *, exploring: bool = False) 
 
 
 FAULT_KINDS = tuple(FaultKind)
+_WORLD_ONLY = frozenset({FaultKind.WORLD_ERROR})
 DEFAULT_FREEZE = 40.0
 DEFAULT_STALL = 90.0
 DEFAULT_SKEW = 60.0
@@ -162,6 +179,7 @@ def fault_action(kind: FaultKind, seconds: float | None) -> str:
         FaultKind.LOSE_RESPONSE: "lose the response of",
         FaultKind.INFRA_ERROR: "infrastructure error at",
         FaultKind.CHILD_EXIT: "worker process exit before",
+        FaultKind.WORLD_ERROR: "outside-world error at",
     }[kind]
 
 
@@ -267,6 +285,7 @@ class Fault:
             raise ValueError(
                 f"a {kind} cannot be placed at {self.op}: it applies at {where}"
                 + (" (a step body's step.world.elapse)" if kind == FaultKind.STALL else "")
+                + (" (a step body's calls to the outside world)" if kind in _WORLD_ONLY else "")
             )
 
     def matches(self, index: int, point: PointInfo) -> bool:
@@ -292,7 +311,12 @@ class Fault:
             where = (f"{self.worker}'s " if self.worker else "") + self.op
         else:
             # "api's any call" read badly, and a stall goes at elapses only, never at calls.
-            where = "any elapse" if FaultKind(self.kind) == FaultKind.STALL else "any call"
+            kind = FaultKind(self.kind)
+            where = (
+                "any elapse" if kind == FaultKind.STALL
+                else "any call to the outside world" if kind in _WORLD_ONLY
+                else "any call"
+            )  # fmt: skip
             where += f" of {self.worker}" if self.worker else ""
         if self.step_key:
             where += f" of step {self.step_key}"

@@ -8,6 +8,12 @@ resumes the one its caller chose, sending it what the caller decided there (the 
 fault strikes, which option of a draw is drawn). Who goes, and with what, is the caller's
 business (``execution.Execution``), as what a point means is the actor's.
 
+A *solo* point (``Point(solo=True)``) is one where only a fault is to be decided, not who goes:
+while an actor waits at one, it is the only actor ready. An actor that goes on from a solo point
+to another keeps its turn; actors that reach solo points meanwhile wait in the order they came.
+So a step body's calls to the outside world, each a solo point, land together at their instant
+as they did before they were points, and a plain run draws no random number there.
+
 Everything the kernel holds but its actors' generators is data (``snapshot``/``restore``).
 """
 
@@ -60,6 +66,9 @@ class Point:
     label: str
     info: Any = field(default=None, compare=False)
     options: tuple[str, ...] = field(default=(), compare=False)
+    solo: bool = field(default=False, compare=False)
+    """Only a fault is decided here: the actor waiting at it is the only one ready (see the
+    module's docstring)."""
 
 
 #: An actor: a generator that yields what it waits for (a time, a nudge, a choice point) and is
@@ -96,6 +105,8 @@ class KernelState:
     idle_wake: tuple[float, int] | None
     running: str | None
     actors: frozenset[str]
+    turns: tuple[str, ...] = ()
+    holder: str | None = None
 
 
 class Kernel:
@@ -122,6 +133,12 @@ class Kernel:
         self._idle_wake: tuple[float, int] | None = None
         self.running: str | None = None
         """The actor the kernel resumed last: while an actor runs, that actor."""
+        self.turns: list[str] = []
+        """The actors waiting at solo points, the one whose turn it is first (read outside
+        the kernel, never written: the state keys read their order when more than one
+        waits)."""
+        self._holder: str | None = None
+        """The actor that went last at a solo point, while it goes on to another."""
 
     def _sleep(self, when: float, name: str) -> None:
         self._ties += 1
@@ -157,10 +174,23 @@ class Kernel:
             request = self._actors[name].send(value)
         except StopIteration:
             del self._actors[name]
+            if self._holder == name:
+                self._holder = None
             return
         if isinstance(request, Point):
             self._at_point[name] = self.waits[name] = request
-        elif isinstance(request, Wait):
+            if request.solo:
+                # The actor whose turn it is keeps it; any other waits its turn.
+                if self._holder == name:
+                    self.turns.insert(0, name)
+                else:
+                    self.turns.append(name)
+                return
+        if self._holder == name:
+            self._holder = None
+        if isinstance(request, Point):
+            return
+        if isinstance(request, Wait):
             self._sleep(max(request.until, self.clock.now()), name)
         elif isinstance(request, Park):
             self._parked.add(name)
@@ -212,7 +242,10 @@ class Kernel:
         return True
 
     def ready(self) -> list[str]:
-        """The actors waiting at a choice point, by name."""
+        """The actors that may go at this choice point, by name: those waiting at one, or,
+        while any waits at a solo point, the one whose turn it is alone."""
+        if self.turns:
+            return [self.turns[0]]
         return sorted(self._at_point)
 
     def point(self, name: str) -> Point:
@@ -226,9 +259,14 @@ class Kernel:
             raise KeyError(
                 f"{name!r} waits at no choice point; the actors waiting at one are {self.ready()}"
             )
-        del self._at_point[name]
+        if self.turns and self.turns[0] != name:
+            raise KeyError(f"{name!r} waits its turn: {self.turns[0]!r} goes first")
+        point = self._at_point.pop(name)
         del self.waits[name]
         self.points += 1
+        if point.solo:
+            self.turns.remove(name)
+            self._holder = name
         self._advance(name, value)
 
     def pending(self) -> bool:
@@ -260,7 +298,7 @@ class Kernel:
         return KernelState(
             self.clock.now(), tuple(self._sleeping), self._ties, tuple(self._at_point.items()),
             frozenset(self._parked), tuple(self.waits.items()), self.points, self._idle_wake,
-            self.running, frozenset(self._actors),
+            self.running, frozenset(self._actors), tuple(self.turns), self._holder,
         )  # fmt: skip
 
     def restore(self, state: KernelState, actors: dict[str, Any]) -> None:
@@ -277,6 +315,8 @@ class Kernel:
         self.points = state.points
         self._idle_wake = state.idle_wake
         self.running = state.running
+        self.turns = list(state.turns)
+        self._holder = state.holder
 
     def generators(self) -> dict[str, Any]:
         """Each actor's generator, by name: the actors that have not ended."""
@@ -291,3 +331,5 @@ class Kernel:
         self._sleeping.clear()
         self._parked.clear()
         self.waits.clear()
+        self.turns.clear()
+        self._holder = None

@@ -30,14 +30,13 @@ from yieldstar_sim.core.model import (
 )
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import Fault
+from yieldstar_sim.simulation.trace_payload_base import NO_DATA, Payload
 from yieldstar_sim.simulation.trace_payloads import (
-    NO_DATA,
     BodyData,
     CancelData,
     ClaimData,
     FaultData,
     OutcomeData,
-    Payload,
     PutStepData,
     RecordWakeData,
     StartChildData,

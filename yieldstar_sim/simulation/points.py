@@ -25,11 +25,11 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo, fault_action
 from yieldstar_sim.simulation.kernel import Point, Wait
 from yieldstar_sim.simulation.narration import call_text, result_data
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.trace_payloads import (
     ErrorData,
     FaultData,
     FreezeData,
-    Payload,
     ReasonData,
     SkewData,
     TraceKind,
@@ -38,6 +38,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.state import RunState
+    from yieldstar_sim.simulation.trace_payload_base import Payload
 
 #: Each choice point is asked for with a Point (``core.frozen``).
 _new_point = Point if TYPE_CHECKING else maker(Point)  # calls type-checked as Point(...)
@@ -62,12 +63,14 @@ def pass_point(
     token: int | None = None,
     label: str | None = None,
     options: tuple[str, ...] = (),
+    solo: bool = False,
 ) -> Generator[Point, Any, tuple[Move, Where]]:
     """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
     and trace the fault its move brings, if any; return the move and where it struck.
     ``label`` names the point where its info's label does not tell it from another;
-    ``options`` are the values the point chooses among (a draw's, a completion's)."""
-    move: Move = yield _new_point(info.label if label is None else label, info, options)
+    ``options`` are the values the point chooses among (a draw's, a completion's); ``solo``:
+    only a fault is decided there (``kernel.Point``)."""
+    move: Move = yield _new_point(info.label if label is None else label, info, options, solo)
     where: Where = {
         "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
         "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
@@ -205,6 +208,8 @@ def call(
         else:
             result = journal.ask(perform)
     except InfrastructureError as failed:
+        if state.reports:
+            state.tell(trace_actions, state, info.op)
         refused = isinstance(failed, LeaseLostError)
         state.event(
             state.clock.now(), TraceKind.REFUSED if refused else TraceKind.ERROR,
@@ -214,6 +219,9 @@ def call(
         if kind == FaultKind.CRASH_AFTER:
             raise WorkerCrashed from failed
         raise
+    if state.reports:
+        # What the runtime decided on its own during the call, before the call's own event.
+        state.tell(trace_actions, state, info.op)
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
     if journal is None or journal.feeding is None:  # an actor made again tells nothing

@@ -15,6 +15,7 @@ from yieldstar_sim.core.model import (
     ExecutionStateError,
 )
 from yieldstar_sim.simulation.kernel import Wait
+from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.scenario import Cancel, Deploy, Prune, ScenarioError, Trigger
 from yieldstar_sim.simulation.trace_payloads import (
     CancelData,
@@ -46,14 +47,19 @@ def scheduled_actor(state: RunState) -> Actor:
         if at > state.clock.now():
             yield Wait(at)
         # Each call, with what it writes of it, is one answer (``RunState.ask``).
+        admitted = True
         if isinstance(item, Cancel):
             state.ask(_cancel, state, item, at)
         elif isinstance(item, Prune):
             state.ask(_prune, state, item.execution_id)
         elif isinstance(item, Trigger):
-            if not state.ask(_trigger, state, item):
-                continue  # refused: nothing new for the workers
-        else:
+            admitted = state.ask(_trigger, state, item)
+        if state.reports and not isinstance(item, Deploy):
+            # What the runtime decided on its own during the call.
+            state.tell(trace_actions, state)
+        if not admitted:
+            continue  # refused: nothing new for the workers
+        if isinstance(item, Deploy):
             names = tuple(w.name for w in item.workflows)
             state.event(
                 state.clock.now(), TraceKind.DEPLOY, f"deploy new code for {', '.join(names)}",

@@ -106,6 +106,9 @@ class RunState:
     the stream stands, which the state keys read."""
     journal: Journal | None = None
     """What each actor was told, when the run may be saved and restored (``saving.py``)."""
+    reports: bool = False
+    """Whether the runtime reports what it decides on its own (``runtime_actions.py``): asked
+    after each runtime call, then."""
     _world_random: random.Random | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ the actors' two doors

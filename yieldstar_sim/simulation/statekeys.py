@@ -4,11 +4,12 @@ One key for every search: the exhaustive search's visited states and the systema
 equivalent points are the same thing. It covers, blind to which worker is which: every
 execution's record with its result and its steps *with their values*, the start requests, the
 clock, the ledger, the world's store and how far its random stream has run, what each actor
-waits for and what its generator holds, and what the workers believe (skewed clocks, lease
-ends). It is a sum of terms (``terms``): one blake2b hash per part, personalised by the kind of
-part. Two states get one key exactly when they agree on every part, but for a chance of
-2**-128 (a cryptographic hash: a collision would merge two states and skip a schedule, and a
-violation there would come back as a green verdict).
+waits for and what its generator holds (and, when several wait at solo points, their turns),
+and what the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``):
+one blake2b hash per part, personalised by the kind of part. Two states get one key exactly
+when they agree on every part, but for a chance of 2**-128 (a cryptographic hash: a collision
+would merge two states and skip a schedule, and a violation there would come back as a green
+verdict).
 
 What a generator holds is a function of what it did since it last held nothing of its past (a
 claim, a crash, an outcome, a rejection): its *history*, the typed facts of the trace events it
@@ -61,6 +62,7 @@ _CLOCK = kind("clock")
 _STORE = kind("store")
 _BELIEVED = kind("believed")
 _DRAWS = kind("draws")
+_TURNS = kind("turns")
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -246,6 +248,11 @@ class StateKeys:
                     term_ = self._actor(name, wait_facts(name, wait), skew)
                     seen = actors[name] = (wait, skew, term_)
                 total += seen[2]
+            turns = state.kernel.turns
+            if len(turns) > 1:
+                # Who goes first among actors waiting at solo points is decided by the order
+                # they came in, which no actor's own term holds.
+                total += term(_TURNS, ",".join(str(actors[name][2]) for name in turns))
         ends = state.lease_ends
         if ends:
             total += self._beliefs(ends)

@@ -25,11 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_payload_base import NO_DATA, Payload, payload_from_json
 from yieldstar_sim.simulation.trace_payloads import (
-    NO_DATA,
-    Payload,
     TraceKind,
-    payload_from_json,
 )
 
 __all__ = ["Admission", "Trace", "TraceEvent"]

@@ -5,19 +5,18 @@ small frozen dataclass per kind (``EffectData``, ``ClaimData`` ...), registered 
 A writer and a reader that disagree on a field's name disagree under mypy, not in a run; a
 reader that wants to know what happened reads these fields, never the event's text, which is
 written for people (``simulation/narration.py``). The JSON form (``Payload.to_json``) is the one
-the trace had when ``data`` was a dict, key for key. `yieldstar_sim.simulation.trace` re-exports
-every name here.
+the trace had when ``data`` was a dict, key for key. The ``Payload`` base and its
+registry are ``trace_payload_base``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_payload_base import Payload, TuplePayload, omittable, payload
 from yieldstar_sim.simulation.trace_values import summary
 
 if TYPE_CHECKING:
@@ -40,7 +39,8 @@ class TraceKind(StrEnum):
     REFUSED = "refused"
     """A fenced write refused: the lease was lost."""
     ERROR = "error"
-    """A runtime call that failed, was not made, or whose response was lost."""
+    """A runtime call that failed, was not made, or whose response was lost; or a step body's
+    call to the outside world that failed (a ``world_error``)."""
     FAULT = "fault"
     """The fault plan fired at a choice point (`FaultData`)."""
     CRASH = "crash"
@@ -64,6 +64,12 @@ class TraceKind(StrEnum):
     """A step body read a key of the world's key-value store (`StoreReadData`)."""
     STORE_WRITE = "store_write"
     """A step body wrote a key of the world's key-value store (`StoreWriteData`)."""
+    RUNTIME = "runtime"
+    """The runtime reported an action it took on its own: archived, expired, dead-lettered,
+    requeued ... (`RuntimeActionData`; ``runtime.protocol.ReportsActions``)."""
+    TRANSACTION = "transaction"
+    """A step body's transaction committed its writes or rolled them back
+    (`TransactionData`)."""
     OUTCOME = "outcome"
     """A delivery ended with an outcome (`OutcomeData`)."""
     REJECT = "reject"
@@ -94,111 +100,6 @@ class TraceKind(StrEnum):
     passed its choice point first (`DrawData`)."""
 
 
-_OMIT = "omitted while default"
-
-_PAYLOADS: dict[tuple[TraceKind, Op | None], type[Payload]] = {}
-
-P = TypeVar("P", bound="type[Payload]")
-
-
-def payload(kind: TraceKind, *, op: Op | None = None) -> Callable[[P], P]:
-    """Register a payload class as the data of ``kind`` events (of the runtime call ``op``,
-    for ``TraceKind.CALL``): ``Trace.from_jsonl`` reads such events' data back into it."""
-
-    def register(cls: P) -> P:
-        if (kind, op) in _PAYLOADS:
-            raise ValueError(f"{kind} events ({op or 'any op'}) have a payload already")
-        _PAYLOADS[(kind, op)] = cls
-        cls.kinds = (*cls.kinds, (kind, op))
-        return cls
-
-    return register
-
-
-def omittable(default: Any = None) -> Any:
-    """A field the JSON form leaves out while it holds ``default``, as the dict form did."""
-    return field(default=default, metadata={_OMIT: True})
-
-
-@cache
-def _plan(kind: type) -> tuple[tuple[str, bool, Any], ...]:
-    """``kind``'s fields as ``to_json`` walks them: (name, omitted while default, default).
-    Made once a class: the exhaustive search writes every event's JSON into its state key, and
-    ``dataclasses.fields`` built its tuple anew at each call, half of ``to_json``'s time."""
-    return tuple((each.name, bool(each.metadata.get(_OMIT)), each.default) for each in fields(kind))
-
-
-class Payload(Mapping[str, Any]):
-    """The data of one event. Subclasses are frozen dataclasses; read them by attribute.
-
-    A payload is also a read-only mapping over its JSON form (``event.data["accepted"]``,
-    ``"refused" in event.data``), so that code written when ``data`` was a dict still reads.
-    """
-
-    __slots__ = ()
-
-    kinds: ClassVar[tuple[tuple[TraceKind, Op | None], ...]] = ()
-    """The (kind, op) pairs this payload is registered for (``op`` None: any op)."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The payload as plain data: every field, less those left at an omittable default."""
-        out: dict[str, Any] = {}
-        for name, omit, default in _plan(type(self)):
-            value = getattr(self, name)
-            if omit and value == default:
-                continue
-            out[name] = list(value) if isinstance(value, tuple) else value
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Payload:
-        """The payload from its JSON form; a ``ValueError`` names a key it does not know or
-        one it needs and lacks."""
-        known = {each.name: each for each in fields(cls)}  # type: ignore[arg-type]
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ValueError(f"{cls.__name__} has no field {', '.join(map(repr, unknown))}")
-        missing = [
-            name
-            for name, each in known.items()
-            if name not in data and each.default is MISSING and each.default_factory is MISSING
-        ]
-        if missing:
-            raise ValueError(f"{cls.__name__} needs {', '.join(map(repr, missing))}")
-        return cast("Any", cls)(**data)  # type: ignore[no-any-return]
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_json())
-
-    def __len__(self) -> int:
-        return len(self.to_json())
-
-
-@dataclass(frozen=True, slots=True)
-class NoData(Payload):
-    """The data of an event that carries none (its JSON form is ``{}``)."""
-
-
-NO_DATA = NoData()
-
-
-class _TuplePayload(Payload):
-    """A payload with tuple fields (``tuple_fields``), which a reader may give as lists (JSON's,
-    or a caller's): kept as tuples, so that the payload stays hashable and equal to one built
-    from tuples."""
-
-    __slots__ = ()
-
-    tuple_fields: ClassVar[tuple[str, ...]] = ()
-
-    def __post_init__(self) -> None:
-        for name in self.tuple_fields:
-            object.__setattr__(self, name, tuple(getattr(self, name)))
-
-
 @payload(TraceKind.TRIGGER)
 @dataclass(frozen=True, slots=True)
 class TriggerData(Payload):
@@ -213,7 +114,7 @@ class TriggerData(Payload):
 @payload(TraceKind.CANCEL)
 @payload(TraceKind.CALL, op=Op.CANCEL)
 @dataclass(frozen=True, slots=True)
-class CancelData(_TuplePayload):
+class CancelData(TuplePayload):
     """A cancellation: the live executions it reached."""
 
     cancelled: tuple[str, ...]
@@ -240,7 +141,7 @@ class FreezeData(Payload):
 
 @payload(TraceKind.DEPLOY)
 @dataclass(frozen=True, slots=True)
-class DeployData(_TuplePayload):
+class DeployData(TuplePayload):
     """The workflows whose new code was deployed."""
 
     workflows: tuple[str, ...]
@@ -428,6 +329,30 @@ class StoreWriteData(Payload):
     attempt: int
 
 
+@payload(TraceKind.TRANSACTION)
+@dataclass(frozen=True, slots=True)
+class TransactionData(TuplePayload):
+    """A transaction's end: the keys it wrote (``writes``), whether they landed, why not
+    (``reason``: the error that ended it), and the attempt of the body."""
+
+    writes: tuple[str, ...]
+    committed: bool
+    reason: str | None
+    attempt: int
+    tuple_fields = ("writes",)
+
+
+@payload(TraceKind.RUNTIME)
+@dataclass(frozen=True, slots=True)
+class RuntimeActionData(Payload):
+    """What the runtime did on its own to the event's execution (``action``, a verb) and why,
+    as it reported it, and the execution's status just after (the views draw it)."""
+
+    action: str
+    reason: str
+    status: str | None = omittable()
+
+
 @payload(TraceKind.OUTCOME)
 @dataclass(frozen=True, slots=True)
 class OutcomeData(Payload):
@@ -547,7 +472,7 @@ class ClientAttemptData(Payload):
 
 @payload(TraceKind.CLIENT_ANSWER)
 @dataclass(frozen=True, slots=True)
-class ClientAnswerData(_TuplePayload):
+class ClientAnswerData(TuplePayload):
     """The runtime's answer to a client's attempt: ``admitted`` (a new execution),
     ``existing`` (the execution the ID names, returned), ``refused`` (with ``code``) or
     ``cancel requested`` (reaching ``cancelled``); ``lost`` when the client never saw it.
@@ -575,14 +500,3 @@ class ClientGiveUpData(Payload):
     action: str
     attempts: int
     why: str
-
-
-def payload_from_json(kind: TraceKind, op: Op | None, data: Mapping[str, Any]) -> Payload:
-    """The typed payload of a ``kind`` event (of call ``op``) from its JSON form."""
-    if not data:
-        return NO_DATA
-    cls = _PAYLOADS.get((kind, op)) or _PAYLOADS.get((kind, None))
-    if cls is None:
-        what = f"{kind} events of op {op!r}" if op is not None else f"{kind} events"
-        raise ValueError(f"{what} carry no data, yet this one has {sorted(data)}")
-    return cls.from_json(data)

@@ -32,13 +32,20 @@ from yieldstar_sim.core.model import (
     Lease,
     StartAccepted,
     StepTimeoutError,
+    WorkflowDefinitionError,
 )
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.engine.body_world import BodyWorld, WorldError, without_frames
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
-from yieldstar_sim.engine.world import BodyWorld
 from yieldstar_sim.runtime.memory_rows import read_step
-from yieldstar_sim.simulation.attempts import AttemptStopped, detachable, play_body
+from yieldstar_sim.simulation.attempts import (
+    AttemptStopped,
+    Played,
+    detachable,
+    play_body,
+    playback,
+)
 from yieldstar_sim.simulation.completions import completion_order
 from yieldstar_sim.simulation.draws import draw
 from yieldstar_sim.simulation.faults import new_point_info
@@ -52,7 +59,7 @@ from yieldstar_sim.simulation.narration import (
     outcome_words,
 )
 from yieldstar_sim.simulation.points import WorkerCrashed, call
-from yieldstar_sim.simulation.port import DrawAsked, SimPort, Undecided
+from yieldstar_sim.simulation.port import DrawAsked, Ran, SimPort, Undecided
 from yieldstar_sim.simulation.trace_payloads import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
@@ -60,9 +67,10 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from yieldstar_sim.core.model import StepRecord
-    from yieldstar_sim.simulation.attempts import BodyOp, Played
+    from yieldstar_sim.simulation.attempts import BodyOp, Playback
     from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
+    from yieldstar_sim.simulation.world_ops import Redo
 
 
 def worker(state: RunState, name: str, delivery: Delivery | None = None) -> Actor:
@@ -141,6 +149,9 @@ def _deliver(
             guard=guard,
         )
     except InfrastructureError as rejection:
+        # A world error the body let go is in the journal too (what ``state.ask`` raised),
+        # and its traceback holds this run's frames: a reference cycle per rejected delivery.
+        without_frames(rejection)
         state.event(
             state.clock.now(), TraceKind.REJECT,
             f"delivery of {record.execution_id} rejected: {rejection}",
@@ -319,16 +330,15 @@ class _Delivering:
         return result
 
     def _body(
-        self, command: RunBody, decided: tuple[int, ...]
-    ) -> tuple[BodyResult, list[BodyOp], float, bool] | DrawAsked:
-        """Run a step body at once: its result, what it did (to land in time), the seconds
-        it took and whether it admitted an execution; or, when it reached a draw past those
-        ``decided``, the draw's options, with what the run did taken back."""
+        self, command: RunBody, decided: tuple[int, ...], redo: Redo | None
+    ) -> Ran | DrawAsked:
+        """Run a step body at once (``redo``: again, from a call where its playback stopped):
+        what it came to (``port.Ran``); or, when it reached a draw past those ``decided``,
+        the draw's options, with what the run did taken back."""
         state, port = self.state, self.port
-        port.elapsed, port.admitted, port.ops = 0.0, False, []
-        port.decided, port.drawn = decided, 0
-        # What a run stopped at a draw did at once, taken back: its reads' events, its store
-        # writes, the random numbers it read (its effects and elapses were not played yet).
+        port.begin(decided, redo, state.clocks.now(self.name) if redo is None else 0.0)
+        # What a run stopped at a draw did at once, taken back: the random numbers it read
+        # (its calls to the world and its elapses had not landed).
         mark = state.body_mark()
         deadline = state.deadline
         try:
@@ -345,34 +355,68 @@ class _Delivering:
             return DrawAsked(undecided.options)
         finally:
             ops, port.ops = port.ops, None
-        return result, ops, port.elapsed, port.admitted
+        assert ops is not None
+        return Ran(result, ops, port.elapsed, port.admitted, tuple(port.tape), port.clock)
 
     def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
         """Run a step body at once, then land what it did in time, each elapse and heartbeat
-        a choice point (where a stall, crash, freeze or skew may fall, or a renewal fail); a
-        body that draws runs again once each draw is decided (``draws.py``)."""
+        a choice point (where a stall, crash, freeze or skew may fall, or a renewal fail) and
+        each call to the outside world a solo point (where it may fail); a body that draws
+        runs again once each draw is decided (``draws.py``), and one whose call to the world
+        failed or found another value, from that call (``world_ops.py``)."""
         state, name, lease, port = self.state, self.name, self.lease, self.port
         decided: tuple[int, ...] = ()
+        redo: Redo | None = None
+        played: Playback | None = None
+        start, passed, started = 0, False, state.clock.now()
+        earlier: list[BodyOp] = []
         while True:
-            # The body runs once per draw: a run restored past it is told what it did
-            # (``state.ask``).
-            ran = state.ask(self._body, command, decided)
-            if not isinstance(ran, DrawAsked):
+            # The body runs once per draw and per call it runs again from: a run restored
+            # past it is told what it did (``state.ask``).
+            try:
+                ran = state.ask(self._body, command, decided, redo)
+            except WorldError as failed:
+                # The body let the world's error go: the delivery is rejected (as for any
+                # infrastructure error), and the attempt ends here.
+                assert played is not None, "a world error comes from a call that failed"
+                ended = Played("done", played.work, played.worked_until)
+                state.tell(self._trace_body, command, ended, started, BodyResult(error=failed))
+                raise
+            if isinstance(ran, DrawAsked):
+                index = yield from draw(
+                    state, name, execution_id=command.execution_id, step_key=command.step_key,
+                    attempt=command.attempt, options=ran.options,
+                )  # fmt: skip
+                decided = (*decided, index)
+                continue
+            if redo is not None and redo.misfit(ran.ops, start, earlier):
+                assert played is not None
+                outcome = Played("done", played.work, played.worked_until)
+                ran = replace(ran, result=BodyResult(error=_not_the_same(command)))
                 break
-            index = yield from draw(
-                state, name, execution_id=command.execution_id, step_key=command.step_key,
-                attempt=command.attempt, options=ran.options,
+            if ran.admitted:
+                state.nudge()
+            port.elapsed = ran.elapsed
+            if played is None:
+                started = state.clock.now()
+                played = playback(
+                    state, name, lease, attempt=command.attempt, timeout=command.timeout
+                )
+            played.tape, played.clock = ran.tape, ran.clock
+            earlier = ran.ops
+            outcome = yield from play_body(
+                state, name, lease, step_key=command.step_key, attempt=command.attempt,
+                ops=ran.ops, played=played, start=start, passed=passed,
             )  # fmt: skip
-            decided = (*decided, index)
-        result, ops, port.elapsed, admitted = ran
-        if admitted:
-            state.nudge()
-        started = state.clock.now()
-        played = yield from play_body(
-            state, name, lease, step_key=command.step_key, attempt=command.attempt, ops=ops,
-            timeout=command.timeout,
-        )  # fmt: skip
-        if played.how == "timed_out":
+            if outcome.how != "redo":
+                break
+            assert outcome.redo is not None
+            redo, start = outcome.redo, outcome.at
+            # A read that found another value passed its point: its run again lands it at
+            # once; a call that failed is gone from what the run again does.
+            passed = not redo.fails
+        result = ran.result
+        if outcome.how == "timed_out":
             result = BodyResult(
                 error=StepTimeoutError(
                     f"step {command.step_key!r} attempt {command.attempt} ran past its "
@@ -380,11 +424,11 @@ class _Delivering:
                 )
             )
         # Told, its payload made inside: an actor made again builds nothing of it.
-        state.tell(self._trace_body, command, played, started, result)
-        if played.how == "stopped":
+        state.tell(self._trace_body, command, outcome, started, result)
+        if outcome.how == "stopped":
             raise AttemptStopped(
                 f"{name} stopped attempt {command.attempt} of step {command.step_key}: "
-                f"{played.reason}"
+                f"{outcome.reason}"
             )
         return result
 
@@ -415,3 +459,13 @@ class _Delivering:
             worker=self.name, execution_id=command.execution_id, step_key=command.step_key,
             token=self.lease.token, data=ran_data,
         )  # fmt: skip
+
+
+def _not_the_same(command: RunBody) -> WorkflowDefinitionError:
+    """The error of a body that, run again from a call to the outside world, did not make the
+    same calls before it: what it did cannot be landed from there."""
+    return WorkflowDefinitionError(
+        f"step {command.step_key}'s body did not do the same when it ran again from a call to "
+        "the outside world (handed back every value it had been given): a body must do the "
+        "same given the same values; keep state that outlives a run of it out of it"
+    )

@@ -20,6 +20,7 @@ from yieldstar_sim.engine.world import TRIGGERED
 from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     EffectData,
+    RuntimeActionData,
     StartChildData,
     StartData,
     StatusData,
@@ -219,6 +220,8 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
                 graph.add_edge(event.execution_id, target, key=f"{event.step_key}#{target}",
                                kind="trigger", step_key=event.step_key, detached=True,
                                retained=False, duplicate=False, calls=1)  # fmt: skip
+        elif isinstance(data, RuntimeActionData) and data.status and event.execution_id in graph:
+            graph.nodes[event.execution_id]["status"] = data.status  # what the runtime did
         elif event.kind == TraceKind.CALL and event.op == Op.CLAIM and event.execution_id in graph:
             if graph.nodes[event.execution_id]["status"] in ("pending", "suspended"):
                 graph.nodes[event.execution_id]["status"] = "running"

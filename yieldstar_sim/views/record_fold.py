@@ -40,6 +40,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     PutStepData,
     RecordWakeData,
     RenewData,
+    RuntimeActionData,
     StartChildData,
     StartData,
     StatusData,
@@ -435,6 +436,11 @@ class RecordFold:
             if record.status in TERMINAL_STATUSES:
                 record.due_at, record.due_why = None, ""
             self._end_lease(execution_id, event.token, f"acknowledged at t={t:g}")
+        elif isinstance(data, RuntimeActionData) and data.status and record is not None:
+            record.status = data.status  # the runtime's own action (an archive ...)
+            if record.status in TERMINAL_STATUSES:
+                record.lease_owner, record.lease_expires_at = None, None
+                record.due_at, record.due_why = None, ""
         elif op == Op.RELEASE and record is not None:
             record.lease_owner, record.lease_expires_at = None, None
             record.due_at = t + self.redelivery_delay

@@ -32,6 +32,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     FaultData,
     HeartbeatData,
     PutStepData,
+    RuntimeActionData,
     SkewData,
     StallData,
     TraceKind,
@@ -75,6 +76,7 @@ MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
     "declined": ("d", "#D55E00", 80, "request refused (the runtime's answer)"),
     "skew": ("<", "#7B3294", 90, "clock set back (skew)"),
     "belief": ("o", "#7B3294", 45, "the time a skewed worker's clock reads"),
+    "runtime": ("s", "#D55E00", 80, "the runtime's own action"),
 }
 
 
@@ -97,6 +99,8 @@ def _mark_label(event: TraceEvent) -> str:
     """The words beside a fault (which fault, at which call) or a crash; none for the rest."""
     if event.kind == TraceKind.CRASH:
         return f"{event.worker} crashed"
+    if isinstance(event.data, RuntimeActionData):
+        return f"runtime: {event.data.action} {event.execution_id}"
     if not isinstance(event.data, FaultData):
         return ""
     # Without the worker (it is the lane) and, at a step, the execution (the span says it):
@@ -113,7 +117,9 @@ def _wake_or_call(event: TraceEvent) -> str:
 
 
 #: Event kinds drawn as a mark of their own kind.
-_OWN_MARKS = (TraceKind.FAULT, TraceKind.CRASH, TraceKind.ERROR, TraceKind.EFFECT)
+_OWN_MARKS = (
+    TraceKind.FAULT, TraceKind.CRASH, TraceKind.ERROR, TraceKind.EFFECT, TraceKind.RUNTIME,
+)  # fmt: skip
 
 
 def _lanes(events: list[TraceEvent], workers: list[str] | None) -> list[str]:

@@ -27,8 +27,22 @@ class Replay:
     outcome: Outcome | None = None
 
     def digest(self, scenario: Scenario) -> str | None:
-        """Run it on ``scenario`` and return the trace's digest."""
-        again = self.run(scenario)
+        """Run it on ``scenario`` and return the trace's digest: None, which is no trace's,
+        when its schedule does not fit the run (a move for an actor that waits at no point
+        there). A schedule is made on one runtime; another may take another path, on which a
+        move the first path had (a worker's call to the outside world, where only it goes)
+        never comes: that schedule replays differently there, which is what a confirmation
+        reports, not an error of the search."""
+        from yieldstar_sim.simulation.artifact import ArtifactError
+        from yieldstar_sim.simulation.execution import ScheduleMismatch
+
+        try:
+            again = self.run(scenario)
+        except (ScheduleMismatch, ArtifactError) as error:
+            # ys.replay says a mismatch as an ArtifactError caused by it.
+            if isinstance(error, ScheduleMismatch) or isinstance(error.__cause__, ScheduleMismatch):
+                return None
+            raise
         try:
             return again.trace_digest()
         finally:

@@ -6,14 +6,16 @@ their provenance; every accepted start recorded once and consistently; outcomes 
 only under the current lease; no execution lost; owned targets follow their owner; joined runs
 keep their owner; one execution per client request, however many attempts it took; a
 cancellation requested while its execution is live ends it cancelled; two attempts of one step
-never run at the same time, unless the scenario declares the step overlap-safe. Users add
+never run at the same time, unless the scenario declares the step overlap-safe; recorded history
+(a final step record, a terminal outcome, a start request's target) never changes. Users add
 ``at_most_once(effect, by=field)`` and plain callables over the run.
 
 The built-in invariants live by what they watch: ``starts`` (requests, admissions, leases),
 ``ownership`` (owners and what they own), ``clients`` (clients' requests), ``outcomes`` (how
 executions end), ``cancels`` (what a cancellation request ends), ``attempts`` (when a step's
 attempts run) and ``effects``
-(``at_most_once``); ``evidence`` reads the trace for their sentences.
+(``at_most_once``), ``history`` (records written once); ``evidence`` reads the trace for their
+sentences.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from yieldstar_sim.simulation.invariants.attempts import AttemptsNeverOverlap
 from yieldstar_sim.simulation.invariants.cancels import CancelledLiveExecutionsEndCancelled
 from yieldstar_sim.simulation.invariants.clients import OneExecutionPerClientRequest
 from yieldstar_sim.simulation.invariants.effects import AtMostOnce, at_most_once
+from yieldstar_sim.simulation.invariants.history import RecordedHistoryNeverChanges
 from yieldstar_sim.simulation.invariants.outcomes import ExecutionsEndAsExpected
 from yieldstar_sim.simulation.invariants.ownership import (
     JoinedRunsKeepTheirOwner,
@@ -54,6 +57,7 @@ BUILT_IN: tuple[Invariant, ...] = (
     OwnedTargetsFollowTheirOwner(),
     JoinedRunsKeepTheirOwner(),
     OneExecutionPerClientRequest(),
+    RecordedHistoryNeverChanges(),
 )
 """The invariants every run is checked against, in the order their violations are listed."""
 
@@ -75,6 +79,7 @@ __all__ = [
     "OneTargetPerStartRequest",
     "OwnedChildrenEndWithTheirOwner",
     "OwnedTargetsFollowTheirOwner",
+    "RecordedHistoryNeverChanges",
     "TargetsHaveRequestAndParent",
     "Violation",
     "as_invariant",

@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING
 from yieldstar_sim.core.model import STEP_NOT_RUN
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.core.suggest import misspelt
+from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX
 from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import (
     OutcomeData,
     PutStepData,
+    RuntimeActionData,
     TraceKind,
     WorldReadData,
 )
@@ -29,12 +31,17 @@ _STEP_WORK = (TraceKind.BODY, TraceKind.CALL, TraceKind.REFUSED, TraceKind.ERROR
 
 def _failed_at(run: RunView, execution_id: str) -> str | None:
     """Where an execution's failing delivery was when it failed, from the trace: ``at step
-    ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it)."""
+    ship`` (the step failed) or ``after step pay-back`` (workflow code raised after it); or,
+    when the runtime ended it on its own and reported it (``runtime_actions.py``), that: ``by
+    the runtime, which archived it at t=30 (...)``."""
     where = None
     for event in run.trace:
         if event.execution_id != execution_id:
             continue
-        if event.kind == TraceKind.CALL and event.op == Op.CLAIM:
+        if isinstance(event.data, RuntimeActionData):
+            reason = f" ({event.data.reason})" if event.data.reason else ""
+            where = f"by the runtime, which {event.data.action} it at t={event.t:g}{reason}"
+        elif event.kind == TraceKind.CALL and event.op == Op.CLAIM:
             where = None  # a new delivery: what the last one did is replayed
         elif event.step_key is not None and event.kind in _STEP_WORK:
             done = isinstance(event.data, PutStepData) and event.data.status == "completed"
@@ -101,11 +108,15 @@ class ExecutionsEndAsExpected:
             not_run = error is not None and error.code == STEP_NOT_RUN
             step = None if not_run else _failed_at(run, record.execution_id)
             where = f" {step}" if step else ""
+            fix = self._fix(record)
+            if step is not None and step.startswith("by the runtime"):
+                # No delivery failed it: a step that "failed" would point at code that never
+                # did (the runtime's own action is the cause, and the runtime the fix).
+                fix = f"; no delivery failed it: the runtime ended it on its own, and {RUNTIME_FIX}"
             violations.append(
                 Violation(
                     self.name,
-                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)}"
-                    f"{self._fix(record)}",
+                    f"{who} failed{where}: {_error_words(record)}{_why_diverged(run, record)}{fix}",
                     {"execution": record.execution_id, "where": step},
                 )
             )
