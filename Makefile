@@ -69,7 +69,7 @@ bench: setup
 		MPLBACKEND=Agg $(BIN)/python benchmarks/bench_$$bench.py --quick || exit 1; done
 
 # Every benchmark and section once, at the tiniest sizes (benchmarks/smoke.py): a benchmark an
-# API change broke fails it; a missed target never does. Well under 90 s on 2 cores.
+# API change broke fails it; a missed target never does. About 2 minutes on 2 shared cores.
 # bench_postgres runs on the server YIELDSTAR_PG_DSN names (CI starts one) and skips without.
 bench-smoke: setup
 	MPLBACKEND=Agg $(BIN)/python benchmarks/smoke.py

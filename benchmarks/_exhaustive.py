@@ -1,51 +1,36 @@
 """The exhaustive strategy's figures for ``bench_explorer.py --only exhaustive``.
 
-* distinct states and schedules run, with the reduction (sleep sets and state caching) and
-  without it (the naive search), for the booking race (2 and 3 bookings), its fix,
+* distinct states and schedules run, with state caching and without it (the naive search,
+  ``ys.Exhaustive(cache=False)``), for the booking race (2 and 3 bookings), its fix,
   concurrent-starts, frozen-worker and durable-start at ``max_faults`` 0, 1 (and 2 in the full
   run); the naive search is given a time budget and, when it cuts it, its count is a lower
   bound. Both run with ``stop_at_first=False``: the violations they find must be the same.
 * cost per schedule: the exhaustive search's seconds per run (schedules run and runs cut at a
-  cached or sleeping state) against one plain run of the scenario.
+  cached state) against one plain run of the scenario.
 * time to the first violation in the 3-booking race: exhaustive against random and PCT.
-* state keys: one fault-free schedule of a workflow of 10, 100 and 1,000 ``step.run`` steps
-  (2 workers) with the search's state key read at every choice point, as its probe reads it
-  (the trace fed to the keys, a key at each point): incremental (``StateKeys``) and read whole
-  (``state_key``, the key before it) against the plain run; medians of alternating
-  repetitions. The search's own work (sleep sets, the state graph) is not in it.
+* state keys: one fault-free schedule of a workflow of 10, 100 and 1,000 ``step.run`` steps,
+  and of 50 workflows of 4 (2 workers), run on an ``Execution`` with the state's key read at
+  every choice point as the search reads it, incrementally (``StateKeys``) and read whole
+  (``WholeReads``), against the plain run (``_explorer_keys.py``); medians of alternating
+  repetitions. The search's own work (saving states, the state graph) is not in it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
-import sys
-import time
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from _explorer_keys import keyed_run, schedule
 from _explorer_kit import chain_scenario, explore, timed_simulate, wide_scenario
 from _harness import median, ms, progress, show, target
 
-# The key read whole is the tests' reference; nothing in the package calls it.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "simulation"))
-from _keys import state_key
-from yieldstar_sim.simulation.explorer.statekeys import StateKeys
-
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer import plans
 
-if TYPE_CHECKING:
-    from yieldstar_sim.simulation.simulator import Simulator
-
-    from yieldstar_sim.simulation.kernel import Point
-
-#: The target the issue sets for the 3-booking race: the reduction runs 10x fewer schedules.
+#: The target the issue sets for the 3-booking race: state caching runs 10x fewer schedules.
 MIN_REDUCTION = 10.0
 #: Issue 18's target for a run with a state key at every point, against a plain run.
 MAX_KEY_RATIO = 1.2
-#: The ways the state-key section runs one schedule.
-KEY_MODES = ("plain", "incremental", "whole")
+#: The ways the state-key section runs one schedule (``_explorer_keys.MODES``, no fault).
+KEY_MODES = ("plain", "every", "whole")
 
 
 def bookings(count: int) -> ys.Scenario:
@@ -77,28 +62,30 @@ def run_exhaustive(quick: bool, smoke: bool = False) -> int:
         cases += [(bookings(3), 1), (ys.load_scenario("durable-start"), 2)]
     naive_seconds = 0.1 if smoke else 10.0 if quick else 120.0
     plain_reps = 1 if smoke else 11
-    print("Exhaustive search: reduced (sleep sets + state caching) against naive")
+    print("Exhaustive search: with state caching against without it (the naive search)")
     print(
-        f"  {'scenario':<22} {'k':>2} {'states':>7} {'reduced':>8} {'cut runs':>8} "
+        f"  {'scenario':<22} {'k':>2} {'states':>7} {'cached':>8} {'cut runs':>8} "
         f"{'naive':>9} {'ratio':>7} {'estimate':>9} {'s/run':>7} {'x plain':>7}  same"
     )
     ratios: dict[str, float] = {}
     for scenario, k in cases:
         kinds = {"kinds": ["crash", "freeze"]} if k else {}
-        reduced_s, reduced = explore(
+        cached_s, cached = explore(
             scenario, strategy="exhaustive", max_faults=k, stop_at_first=False, **kinds
         )
         _, naive = explore(
-            scenario, strategy="exhaustive", max_faults=k, stop_at_first=False,
-            reduction=False, time_budget=naive_seconds, **kinds,
+            scenario, strategy=ys.Exhaustive(cache=False), max_faults=k, stop_at_first=False,
+            time_budget=naive_seconds, **kinds,
         )  # fmt: skip
         lower = "" if naive.exhausted else ">="
-        ratio = naive.schedules_run / max(reduced.schedules_run, 1)
-        cut_runs = reduced.pruned_by_cache
-        runs = reduced.schedules_run + cut_runs
-        per_run = reduced_s / max(runs, 1)
+        ratio = naive.schedules_run / max(cached.schedules_run, 1)
+        assert cached.exhaustive is not None
+        cut_runs = cached.exhaustive.pruned_by_cache
+        estimate = cached.exhaustive.naive_schedules or 0
+        runs = cached.schedules_run + cut_runs
+        per_run = cached_s / max(runs, 1)
         plain = plain_run_seconds(scenario, plain_reps)
-        mine = {v.invariant for v in reduced.violations}
+        mine = {v.invariant for v in cached.violations}
         theirs = {v.invariant for v in naive.violations}
         # A naive search its time budget cut may not have reached the violation yet.
         same = (
@@ -106,16 +93,16 @@ def run_exhaustive(quick: bool, smoke: bool = False) -> int:
         )
         naive_count = lower + format(naive.schedules_run, ",")
         print(
-            f"  {scenario.name:<22} {k:>2} {reduced.distinct_states:>7,} "
-            f"{reduced.schedules_run:>8,} {cut_runs:>8,} {naive_count:>9} "
-            f"{lower + format(ratio, '.1f') + 'x':>7} {reduced.naive_schedules or 0:>9,} "
+            f"  {scenario.name:<22} {k:>2} {cached.distinct_states:>7,} "
+            f"{cached.schedules_run:>8,} {cut_runs:>8,} {naive_count:>9} "
+            f"{lower + format(ratio, '.1f') + 'x':>7} {estimate:>9,} "
             f"{per_run * 1000:>6.1f}m {per_run / plain:>6.2f}x  {same}"
         )
         ratios[f"{scenario.name}/{k}"] = ratio
     print(
-        "  k: max_faults (crash and freeze at k >= 1); states: distinct states; reduced, naive: "
+        "  k: max_faults (crash and freeze at k >= 1); states: distinct states; cached, naive: "
         "schedules run to the end;\n  cut runs: runs cut at a state explored already; estimate: "
-        "the reduced search's estimate of the naive count;\n  s/run: seconds per run "
+        "the cached search's estimate of the naive count;\n  s/run: seconds per run "
         "(milliseconds), x plain: against one plain ys.simulate run; same: the same invariants "
         "violated (cut: the naive search was cut before it)"
     )
@@ -136,7 +123,7 @@ def run_exhaustive(quick: bool, smoke: bool = False) -> int:
     three = ratios.get("booking-race-3/0", 0.0)
     verdict = "PASS" if three >= MIN_REDUCTION else "MISS"
     print(
-        f"\n  [{verdict}] reduction on the 3-booking race at 0 faults: {three:.1f}x fewer "
+        f"\n  [{verdict}] state caching on the 3-booking race at 0 faults: {three:.1f}x fewer "
         f"schedules run (target >= {MIN_REDUCTION:g}x)"
     )
     target(
@@ -145,51 +132,6 @@ def run_exhaustive(quick: bool, smoke: bool = False) -> int:
         "length",
     )
     return 0
-
-
-class _Keyed:
-    """Reads a state key at every choice point of one run, as the search's probe does: the
-    trace since the last point fed to the keys, then the key (the chooser takes the first
-    ready actor, as the search's first schedule does)."""
-
-    def __init__(self, simulator: Simulator, whole: bool) -> None:
-        self.simulator, self.whole = simulator, whole
-        self.keys = StateKeys(lines=whole)
-        self.arrived, self.span = -1, 0
-        self.count = 0
-        simulator.kernel.chooser = self.choose
-        simulator.kernel.observers.append(self.observe)
-
-    def choose(self, index: int, ready: list[str]) -> str:
-        self._arrive(index, None)
-        return ready[0]
-
-    def observe(self, index: int, name: str, point: Point, fault: Any) -> None:
-        if self.arrived < index:
-            self._arrive(index, (name, point))
-
-    def _arrive(self, index: int, chosen: tuple[str, Point] | None) -> None:
-        events = self.simulator.trace.events
-        self.keys.remember(events[self.span :])
-        self.span, self.arrived = len(events), index
-        if self.whole:
-            state_key(self.simulator, self.keys.histories, chosen)
-        else:
-            self.keys.key(self.simulator, chosen)
-        self.count += 1
-
-
-def keyed_seconds(scenario: ys.Scenario, mode: str) -> tuple[float, int]:
-    """Seconds of one fault-free schedule run ``mode`` way (``KEY_MODES``), and how many
-    keys it read."""
-    simulator = plans._simulator(scenario, plans.Plan(0, 0), "memory", None)
-    keyed = None if mode == "plain" else _Keyed(simulator, whole=mode == "whole")
-    gc.collect()  # the whole read's garbage is not collected in another mode's time
-    start = time.perf_counter()
-    simulator.run()
-    seconds = time.perf_counter() - start
-    simulator.runtime.close()
-    return seconds, 0 if keyed is None else keyed.count
 
 
 def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]]:
@@ -209,34 +151,35 @@ def state_key_section(quick: bool, smoke: bool = False) -> list[dict[str, float]
     workloads.append(("5 x 4" if smoke else "50 x 4", wide_scenario(5 if smoke else 50, 4), 1))
     for name, scenario, more in workloads:
         progress(f"state keys, {name}")
-        keyed_seconds(scenario, "incremental")  # warm-up
+        plan = schedule(scenario, 0)
+        keyed_run(scenario, plan, "every")  # warm-up
         reps = 1 if smoke else (5 if quick else 15) * more
         times: dict[str, list[float]] = {mode: [] for mode in KEY_MODES}
         keys = 0
         for rep in range(reps):
             for mode in KEY_MODES if rep % 2 == 0 else KEY_MODES[::-1]:
-                seconds, count = keyed_seconds(scenario, mode)
+                seconds, count, _ = keyed_run(scenario, plan, mode)
                 times[mode].append(seconds)
                 keys = max(keys, count)
         ratio = {
             mode: median([t / p for t, p in zip(times[mode], times["plain"], strict=True)])
             for mode in KEY_MODES
         }
-        costs.append(ratio)
+        costs.append({"incremental": ratio["every"], "whole": ratio["whole"]})
         rows.append(
             [
                 name,
                 f"{keys:,}",
                 *(ms(median(times[mode])) for mode in KEY_MODES),
-                f"{ratio['incremental']:.2f}x",
+                f"{ratio['every']:.2f}x",
                 f"{ratio['whole']:.2f}x",
             ]
         )
     show(rows, [True] * 7, "  ")
     print(
         "  incremental: StateKeys (a sum of terms: the rows written since the last point, "
-        "running hashes of the ledger and the histories, the actors that moved); whole: every "
-        "record, step value, request and history read at every point (the tests' state_key, "
-        "the key before it)"
+        "running hashes of the ledger and the histories, the actors that moved); whole: "
+        "WholeReads, every record, step value and request read and every actor's term made "
+        "again at every point (what a runtime that reports no changes costs)"
     )
     return costs

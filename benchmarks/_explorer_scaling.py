@@ -3,38 +3,34 @@
 * **scaling**: single-fault systematic exploration (``max_faults=1``) for N = 10, 100 and 1,000
   (with a budget where the whole bound would take too long): choice points, schedules under
   the bound, run, skipped, the time per schedule (and per schedule and choice point), total,
-  and the whole bound extrapolated; the cost of the base run (the fault-free run with every
-  choice point fingerprinted: ``budget=1``) beside a plain run.
-* **fingerprints**: one schedule with one fault (a crash after the call at the middle choice
-  point) run four ways, alternating, medians of repetitions: plain (``run_plan``); as the
-  systematic search runs it (``run_plan(expand=True)``: the per-run cache, and keys only after
-  the fault, the only ones the search reads of a child schedule); every choice point
-  fingerprinted with the cache (what a parent run does: the cost per point); and every point
-  fingerprinted by reading every record and formatting the whole state (the fingerprint before
-  the cache, kept here). Ratios to the plain run; ``--fingerprints-only`` runs just this
-  section.
+  and the whole bound extrapolated; the cost of the base run (the fault-free run with a state
+  key at every choice point: ``budget=1``) beside a plain run.
+* **state keys**: one schedule with one fault (a crash after the call at the middle choice
+  point) or two, of the chain and of 50 workflows of 4 steps, run four ways on an
+  ``Execution``, alternating, medians of repetitions (``_explorer_keys.py``): plain; with a key
+  after the last fault (as the systematic search reads them in a run it may place another
+  fault in); with a key at every point (its first run, and the exhaustive search); and every
+  point read whole (``WholeReads``, what a runtime that reports no changes costs). One key
+  serves every search since 7857e99 (the systematic search's fingerprints are gone). Ratios to
+  the plain run; ``--keys-only`` runs just this section.
 """
 
 from __future__ import annotations
 
-import gc
-import hashlib
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from _explorer_kit import chain_scenario, explore, fault, timed_simulate
+from _explorer_keys import MODES, keyed_run, schedule
+from _explorer_kit import chain_scenario, explore, timed_simulate, wide_scenario
 from _harness import median, ms, progress, show, target
-
-from yieldstar_sim.simulation import FaultKind
-from yieldstar_sim.simulation.explorer import plans
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import yieldstar_sim as ys
 
-MAX_FINGERPRINT_RATIO = 1.2
+MAX_KEY_RATIO = 1.2
+"""The target for a run with keys read as a search reads them, against a plain run."""
 
 
 @dataclass
@@ -108,153 +104,88 @@ def print_growth(results: Sequence[Growth]) -> None:
         )
     show(rows, [True] * 12, "  ")
     print(
-        "  base run: the fault-free run with every choice point fingerprinted (explore with "
+        "  base run: the fault-free run with a state key at every choice point (explore with "
         "budget=1); whole bound (est.): ms/schedule x (under bound - skipped), where a budget "
         "cut the run short. Every exploration held every invariant: "
         f"{'yes' if all(r.ok for r in results) else 'NO'}."
     )
 
 
-def _state_key_before(simulator: Any, name: str, point: Any) -> str:
-    """The fingerprint as it was before the cache: every record and step read again, and
-    the whole state formatted, at every choice point."""
-    runtime = simulator.runtime
-    records = []
-    for record in runtime.executions():
-        lease = record.lease
-        records.append(
-            (
-                record.execution_id,
-                str(record.status),
-                record.due_at,
-                record.lease_token,
-                None if lease is None else lease.expires_at,
-                record.cancel_requested,
-                record.waiting_on,
-                tuple(
-                    (s.step_key, s.status, s.attempt) for s in runtime.steps(record.execution_id)
-                ),
-            )
-        )
-    others = sorted(
-        state.replace(other, "~") for other, state in simulator.kernel.waiting() if other != name
-    )
-    info = point.info
-    ledger = [
-        (e.name, sorted(e.data.items()), e.execution_id, e.step_key)
-        for e in simulator.ledger.effects
-    ]
-    text = repr(
-        (records, simulator.clock.now(), ledger, others, info.op, info.execution_id, info.step_key)
-    )
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
-
-
-class _Before(plans.Fingerprints):
-    """Fingerprints as they were before the cache."""
-
-    def key(self, simulator: Any, name: str, point: Any) -> str:
-        return _state_key_before(simulator, name, point)
-
-
 @dataclass
-class FingerprintCost:
-    steps: int
+class KeyCost:
+    """One schedule run every way of ``_explorer_keys.MODES``, repetition by repetition."""
+
+    workload: str
+    faults: int
     points: int = 0
-    faults: int = 1
-    times: dict[str, list[float]] = field(
-        default_factory=lambda: {"plain": [], "cached": [], "every": [], "before": []}
-    )
+    times: dict[str, list[float]] = field(default_factory=lambda: {mode: [] for mode in MODES})
 
     def ratio(self, mode: str) -> float:
         """Median over repetitions of this mode's time / the plain run's."""
         return median([t / p for t, p in zip(self.times[mode], self.times["plain"], strict=True)])
 
 
-def faulted_plan(scenario: ys.Scenario, faults: int) -> plans.Plan:
-    """A schedule of ``scenario`` with one fault (a crash after the middle choice point) or
-    two (crashes after the points at a third and at two thirds of the run), placed as the
-    systematic search places them: the second in the run the first one gave."""
-    base = plans.run_plan(scenario, plans.Plan(0, 0))
-    if faults == 1:
-        return plans.Plan(0, 0, (fault(FaultKind.CRASH_AFTER, base.points // 2, scenario),))
-    first = fault(FaultKind.CRASH_AFTER, base.points // 3, scenario)
-    after = plans.run_plan(scenario, plans.Plan(0, 0, (first,)))
-    second = fault(FaultKind.CRASH_AFTER, after.points * 2 // 3, scenario)
-    return plans.Plan(0, 0, (first, second))
-
-
-def measure_fingerprints(steps: int, reps: int, faults: int = 1) -> FingerprintCost:
-    """Plain, cached and full-read fingerprinted runs of one schedule with ``faults`` faults
-    (``faulted_plan``)."""
-    scenario = chain_scenario(steps)
-    plan = faulted_plan(scenario, faults)
-    result = FingerprintCost(steps, plans.run_plan(scenario, plan).points, faults)
-    cached, keys_from = plans.Fingerprints, plans.keys_from
-    plans.run_plan(scenario, plan, expand=True)  # warm-up
+def measure_keys(workload: str, scenario: ys.Scenario, reps: int, faults: int = 1) -> KeyCost:
+    """The modes' runs of one schedule with ``faults`` faults, alternating."""
+    plan = schedule(scenario, faults)
+    result = KeyCost(workload, faults)
+    keyed_run(scenario, plan, "every")  # warm-up
     for rep in range(reps):
-        modes = ["plain", "cached", "every", "before"]
-        for mode in modes if rep % 2 == 0 else modes[::-1]:
-            plans.Fingerprints = _Before if mode == "before" else cached  # type: ignore[misc]
-            if mode in ("every", "before"):
-                plans.keys_from = lambda plan: 0  # every point, as a parent run
-            try:
-                gc.collect()  # the full-read mode's garbage is not collected in another's time
-                start = time.perf_counter()
-                plans.run_plan(scenario, plan, expand=mode != "plain")
-                result.times[mode].append(time.perf_counter() - start)
-            finally:
-                plans.Fingerprints, plans.keys_from = cached, keys_from  # type: ignore[misc]
+        for mode in MODES if rep % 2 == 0 else MODES[::-1]:
+            seconds, _, result.points = keyed_run(scenario, plan, mode)
+            result.times[mode].append(seconds)
     return result
 
 
-def print_fingerprints(results: Sequence[FingerprintCost]) -> bool:
+def print_keys(results: Sequence[KeyCost]) -> bool:
     print(
-        "\nFingerprints: one schedule with one fault (crash after the middle point) or two "
+        "\nState keys: one schedule with one fault (a crash after the middle point) or two "
         "(crashes after the points at a third and two thirds) of one workflow of N step.run "
-        "steps; medians, ms, ratios to the plain run"
+        "steps, and of 50 workflows of 4; medians, ms, ratios to the plain run"
     )
     print(
-        "  search: as the systematic search runs it (keys after the last fault); every: every "
-        "point fingerprinted (a parent run); before: every point, read whole (before the cache)"
+        "  after: a key at every point after the last fault (as a systematic search reads them "
+        "where it may place another);\n  every: at every point (the systematic search's first "
+        "run, the exhaustive search); whole: every point, read whole (WholeReads)"
     )
-    rows = [["N", "faults", "points", "plain", "search", "every", "before", "search/plain",
-             "every/plain", "before/plain"]]  # fmt: skip
+    rows = [["workload", "faults", "points", "plain", "after", "every", "whole", "after/plain",
+             "every/plain", "whole/plain"]]  # fmt: skip
     rows.extend(
         [
-            f"{r.steps:,}",
+            r.workload,
             str(r.faults),
             f"{r.points:,}",
-            *(ms(median(r.times[mode])) for mode in ("plain", "cached", "every", "before")),
-            f"{r.ratio('cached'):.2f}x",
+            *(ms(median(r.times[mode])) for mode in MODES),
+            f"{r.ratio('after'):.2f}x",
             f"{r.ratio('every'):.2f}x",
-            f"{r.ratio('before'):.2f}x",
+            f"{r.ratio('whole'):.2f}x",
         ]
         for r in results
     )
-    show(rows, [True] * 10, "  ")
-    ok = all(r.ratio("cached") <= MAX_FINGERPRINT_RATIO for r in results)
+    show(rows, [False] + [True] * 9, "  ")
+    after = all(r.ratio("after") <= MAX_KEY_RATIO for r in results)
     target(
-        ok,
-        f"a schedule fingerprinted as the search runs it at most {MAX_FINGERPRINT_RATIO}x a plain "
-        "run at every length",
+        after,
+        f"a schedule keyed as the systematic search keys it at most {MAX_KEY_RATIO}x a plain "
+        "run, every workload",
     )
-    every = all(r.ratio("every") <= MAX_FINGERPRINT_RATIO for r in results)
-    target(
-        every,
-        f"every point fingerprinted at most {MAX_FINGERPRINT_RATIO}x a plain run at every length",
-    )
-    return ok and every
+    every = all(r.ratio("every") <= MAX_KEY_RATIO for r in results)
+    target(every, f"a key at every point at most {MAX_KEY_RATIO}x a plain run, every workload")
+    return after and every
 
 
-def fingerprint_section(quick: bool, smoke: bool = False) -> bool:
-    """Measure and print the fingerprint costs at 10, 100 and 1,000 steps, with one fault and
-    with two (smoke: 10 and 30 steps, once each)."""
+def key_section(quick: bool, smoke: bool = False) -> bool:
+    """Measure and print the key costs at 10, 100 and 1,000 steps and on 50 workflows of 4,
+    with one fault and with two (smoke: 10 and 30 steps and 5 workflows, once each)."""
     costs = []
+    sizes = (10, 30) if smoke else (10, 100, 1000)
+    workloads = [(f"{steps:,} steps", chain_scenario(steps), steps <= 10) for steps in sizes]
+    wide = 5 if smoke else 50
+    workloads.append((f"{wide} x 4 steps", wide_scenario(wide, 4), False))
     for faults in (1, 2):
-        for steps in (10, 30) if smoke else (10, 100, 1000):
-            progress(f"fingerprints, {steps} steps, {faults} fault{'s' * (faults > 1)}")
+        for name, scenario, short in workloads:
+            progress(f"state keys, {name}, {faults} fault{'s' * (faults > 1)}")
             # Short runs are noisier: more repetitions of them.
-            reps = 1 if smoke else (3 if quick else 7) * (5 if steps <= 10 else 1)
-            costs.append(measure_fingerprints(steps, reps, faults))
-    return print_fingerprints(costs)
+            reps = 1 if smoke else (3 if quick else 7) * (5 if short else 1)
+            costs.append(measure_keys(name, scenario, reps, faults))
+    return print_keys(costs)

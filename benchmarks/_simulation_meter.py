@@ -1,5 +1,6 @@
 """bench_simulation's instruments: timing wrappers that charge a run's time to categories
-(kernel, runtime, the rest itemised), and a per-run ``cProfile`` summed per file and function.
+(kernel, execution, runtime, the rest itemised), and a per-run ``cProfile`` summed per file and
+function.
 
 The wrappers switch a stack of categories (``Meter``); they go on at class level
 (``Instrumented``), so bound methods taken at construction, like the kernel's ``next_wake``, are
@@ -12,25 +13,28 @@ from __future__ import annotations
 
 import cProfile
 import functools
+import inspect
 import math
 import pstats
 import sysconfig
 import time
+import types
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from _harness import gc_paused, median
-from yieldstar_sim.simulation.simulator import Simulator
 
 import yieldstar_sim as ys
 from yieldstar_sim.core.codec import DurableValueCodec
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import FaultPlan
+from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.kernel import Kernel
-from yieldstar_sim.simulation.run import finish
+from yieldstar_sim.simulation.run import drive
 from yieldstar_sim.simulation.trace import Trace
 
 if TYPE_CHECKING:
@@ -41,18 +45,26 @@ R = TypeVar("R")
 
 PACKAGE = Path(ys.__file__).resolve().parent
 KERNEL_FILE = PACKAGE / "simulation" / "kernel.py"
+EXECUTION_FILE = PACKAGE / "simulation" / "execution.py"
 RUNTIME_DIR = PACKAGE / "runtime"
 STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
-KERNEL, RUNTIME = "kernel", "runtime"
+KERNEL, EXECUTION, RUNTIME = "kernel", "execution", "runtime"
 REST = {
-    "actors": "the simulator's actors, the driver, step bodies, the world",
+    "actors": "the simulation's actors, the driver, step bodies, the world",
     "codec": "the durable-value codec, outside the runtime (driver, world)",
     "trace": "Trace.add",
-    "fault plan": "FaultPlan.fault_at, the kernel's fault source",
-    "setup": "Simulator(...) construction, less runtime and kernel",
+    "fault plan": "FaultPlan.fault_at, where the default move finds the plan's fault",
+    "setup": "Execution(...) construction, less runtime and kernel",
     "check": "finish(): invariants and collecting records, less runtime",
 }
 CODEC_METHODS = ("encode", "encode_or_raise", "decode", "decode_trusted", "validate_object")
+#: The kernel's methods an Execution calls (``settle``, ``ready``, ``point``, ``take``...):
+#: its own code, charged to it; what they resume is the actors'.
+KERNEL_METHODS = ("__init__", "settle", "ready", "point", "take", "pending", "nudge", "wake",
+                  "close")  # fmt: skip
+#: The Execution's per-move work: the seed's move (the choice among the ready actors), the
+#: plan's fault, checking and recording the move (its path); ``drive`` is its loop.
+EXECUTION_METHODS = ("default_move", "take", "done", "close_actors")
 
 
 class Meter:
@@ -145,18 +157,26 @@ class Instrumented:
         self.saved: list[tuple[type, str, Any]] = []
 
     def wrap(self, owner: type, name: str, category: str, *, unless_in: str | None = None) -> None:
-        original = owner.__dict__[name]
-        self.saved.append((owner, name, original))
+        """Wrap ``owner``'s method ``name``, its own or inherited (set on ``owner``, and taken
+        off again on exit: the base class is left alone)."""
+        original = inspect.getattr_static(owner, name)
+        self.saved.append((owner, name, owner.__dict__.get(name)))
         setattr(owner, name, metered(self.meter, category, original, unless_in=unless_in))
 
     def __enter__(self) -> Instrumented:
         meter = self.meter
         for runtime in (MemoryRuntime, DuckDBRuntime):
-            for name, value in list(runtime.__dict__.items()):
-                if callable(value) and (name == "__init__" or not name.startswith("_")):
+            # Inherited calls too: the DuckDB runtime's are its SQL base class's (SqlCalls).
+            for name in dir(runtime):
+                value = inspect.getattr_static(runtime, name)
+                if isinstance(value, types.FunctionType) and (
+                    name == "__init__" or not name.startswith("_")
+                ):
                     self.wrap(runtime, name, RUNTIME)
-        for name in ("__init__", "run", "nudge", "close"):
+        for name in KERNEL_METHODS:
             self.wrap(Kernel, name, KERNEL)
+        for name in EXECUTION_METHODS:
+            self.wrap(Execution, name, EXECUTION)
         for name in CODEC_METHODS:
             self.wrap(DurableValueCodec, name, "codec", unless_in=RUNTIME)
         self.wrap(Trace, "add", "trace")
@@ -182,7 +202,10 @@ class Instrumented:
 
     def __exit__(self, *exc: object) -> None:
         for owner, name, original in reversed(self.saved):
-            setattr(owner, name, original)
+            if original is None:
+                delattr(owner, name)  # it was inherited
+            else:
+                setattr(owner, name, original)
         self.saved.clear()
 
 
@@ -231,7 +254,9 @@ class Profile:
         if name == "all":
             return sum(run.values())
         if name == "other":
-            return sum(run.values()) - run.get(KERNEL, 0.0) - run.get(RUNTIME, 0.0)
+            return sum(run.values()) - sum(
+                run.get(own, 0.0) for own in (KERNEL, EXECUTION, RUNTIME)
+            )
         return run.get(name, 0.0)
 
     def seconds(self, name: str, *, function: bool = False) -> float:
@@ -250,10 +275,13 @@ class Profile:
 
 
 def bucket(filename: str) -> str:
-    """``kernel``, ``runtime`` or a short file name for a profiled source file."""
+    """``kernel``, ``execution``, ``runtime`` or a short file name for a profiled source
+    file."""
     path = Path(filename)
     if path == KERNEL_FILE:
-        return "kernel"
+        return KERNEL
+    if path == EXECUTION_FILE:
+        return EXECUTION
     if RUNTIME_DIR in path.parents:
         return "runtime"
     if PACKAGE in path.parents:
@@ -278,9 +306,10 @@ def measure_profile(profile: Profile, scenario: ys.Scenario, seeds: range) -> No
         profiler = cProfile.Profile()
         with gc_paused():
             profiler.enable()
-            simulator = Simulator(scenario, seed=seed, runtime="memory")
-            simulator.run()
-            finish(simulator)
+            execution = Execution(scenario, seed=seed, runtime="memory")
+            drive(execution, Execution.default_move)
+            execution.close_actors()
+            finish(execution).runtime.close()
             profiler.disable()
         by_file: dict[str, float] = defaultdict(float)
         by_function: dict[str, float] = defaultdict(float)

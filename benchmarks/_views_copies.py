@@ -37,6 +37,8 @@ from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from yieldstar_sim.simulation.result import SimulationRun
+
 #: Triggers each copied scenario has (the smoke run: ``SMOKE_TRIGGERS``).
 TRIGGERS = 1_000
 QUICK_TRIGGERS = 200
@@ -136,7 +138,7 @@ class CopyFigures:
         return self.png_seconds / max(self.run_seconds, 1e-9)
 
 
-def _drawn_alone_in_red(run: ys.SimulationRun, figure: Any) -> tuple[int, bool]:
+def _drawn_alone_in_red(run: SimulationRun, figure: Any) -> tuple[int, bool]:
     """How many executions the violations name, and whether each is drawn on its own with a
     red outline (or in a red family) and every violation's sentence is under the graph."""
     from yieldstar_sim.views.evidence import mark_violations

@@ -7,7 +7,7 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_exhaustive.py --smoke            # against HEAD, tiny
     .venv/bin/python benchmarks/bench_exhaustive.py --baseline b9007de --budget 300
     .venv/bin/python benchmarks/bench_exhaustive.py --memory   # a million states, peak RSS
-    .venv/bin/python benchmarks/bench_exhaustive.py --reductions   # what each reduction spares
+    .venv/bin/python benchmarks/bench_exhaustive.py --reductions   # what each variant spares
 
 The case is the issue's: ``charge-order`` -> ``step.start ship-order`` on the memory runtime,
 one trigger per order, every fault kind, ``stop_at_first=False`` (the whole space), no DuckDB
@@ -15,11 +15,13 @@ confirmation. Each side (the baseline's ``yieldstar_sim`` unpacked with ``git ar
 this tree) runs each case in a child process of its own, the two sides alternating so that
 load on a shared machine falls on both; a search its time budget cuts reports how far it got.
 For each: distinct states, schedules run, runs cut at a known state, seconds, states per
-second, kernel steps per explored transition (every choice point any run passed, its replayed
-prefix included, over the transitions explored past a prefix: counted the same way on both
-sides, by wrapping ``Kernel.step`` and the search's ``arrive``), peak RSS of the child, and,
-now, the moves spared by worker symmetry. The ratio is the baseline's median seconds over
-this tree's, for cases both searched to the end with the same states and verdict.
+second, kernel steps per explored transition, and peak RSS of the child. A kernel step is an
+actor resumed at a choice point, a path's replayed moves and a restored actor's resumptions
+included; a transition is a move the search explored. Before ``7857e99`` they are counted by
+wrapping ``Kernel.step`` and the search's ``arrive``; since, by wrapping ``Kernel.take`` (which
+a restore checked against a replay calls too) and adding each journal's ``resumed``, over the
+search's own count of ``transitions``. The ratio is the baseline's median seconds over this
+tree's, for cases both searched to the end with the same states and verdict.
 """
 
 from __future__ import annotations
@@ -56,16 +58,34 @@ if len(sys.argv) > 6:  # --reductions: a variant of this tree's search (_exhaust
     import _exhaustive_variants
     _exhaustive_variants.apply(sys.argv[6])
 count = {"steps": 0, "arrivals": 0}
-step = kernel.Kernel.step
-def counted_step(self, *args, **kwargs):
-    count["steps"] += 1
-    return step(self, *args, **kwargs)
-kernel.Kernel.step = counted_step
-arrive = exhaustive.ExhaustiveSearch.arrive
-def counted_arrive(self, probe, index, *args, **kwargs):
-    count["arrivals"] += index > 0
-    return arrive(self, probe, index, *args, **kwargs)
-exhaustive.ExhaustiveSearch.arrive = counted_arrive
+journals = []
+if hasattr(kernel.Kernel, "step"):
+    # Before 7857e99: a kernel step passes one choice point; every arrival past the first
+    # point of a run is an explored transition.
+    step = kernel.Kernel.step
+    def counted_step(self, *args, **kwargs):
+        count["steps"] += 1
+        return step(self, *args, **kwargs)
+    kernel.Kernel.step = counted_step
+    arrive = exhaustive.ExhaustiveSearch.arrive
+    def counted_arrive(self, probe, index, *args, **kwargs):
+        count["arrivals"] += index > 0
+        return arrive(self, probe, index, *args, **kwargs)
+    exhaustive.ExhaustiveSearch.arrive = counted_arrive
+else:
+    # Since: a move taken is a kernel step (explored, replayed or checked against a replay),
+    # and each resumption a journal feeds an actor made again stands for one.
+    from yieldstar_sim.simulation import saving
+    take = kernel.Kernel.take
+    def counted_take(self, *args, **kwargs):
+        count["steps"] += 1
+        return take(self, *args, **kwargs)
+    kernel.Kernel.take = counted_take
+    made = saving.Journal.__init__
+    def kept(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        journals.append(self)
+    saving.Journal.__init__ = kept
 base = ys.load_scenario("durable-start")
 triggers = [ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
             for n in range(orders)]
@@ -77,18 +97,25 @@ started = time.perf_counter()
 options = {"jobs": jobs} if jobs > 1 else {}
 report = ys.explore(scenario, strategy="exhaustive", max_faults=faults, runtime="memory",
                     confirm=None, stop_at_first=False, time_budget=budget, **options)
-progress = getattr(report, "search_progress", None) or {}
 seconds = time.perf_counter() - started
-# Kernel steps that passed no point (a run's last, which finds nothing to do) are left out:
-# they pass no choice point, on either side.
-transitions = count["arrivals"] + report.schedules_run
-print(json.dumps({
-    "states": report.distinct_states, "schedules": report.schedules_run,
-    "cut": report.pruned_by_cache, "symmetry": getattr(report, "pruned_by_symmetry", 0),
-    "seconds": seconds, "exhausted": report.exhausted, "verdict": report.verdict,
+section = getattr(report, "exhaustive", None)
+if section is not None:
+    progress, cut = section.progress, section.pruned_by_cache
+    steps = count["steps"] + sum(journal.resumed for journal in journals)
+    transitions = progress.get("transitions", 0)
+else:
+    progress, cut = getattr(report, "search_progress", None) or {}, report.pruned_by_cache
     # A restored actor's resumptions are work too: counted as the kernel steps they stand for.
-    "steps": count["steps"] + progress.get("rebuild_steps", 0),
-    "transitions": progress.get("transitions", transitions) if jobs > 1 else transitions,
+    steps = count["steps"] + progress.get("rebuild_steps", 0)
+    # Kernel steps that passed no point (a run's last, which finds nothing to do) are left
+    # out: they pass no choice point, on either side.
+    transitions = count["arrivals"] + report.schedules_run
+    if jobs > 1:
+        transitions = progress.get("transitions", transitions)
+print(json.dumps({
+    "states": report.distinct_states, "schedules": report.schedules_run, "cut": cut,
+    "seconds": seconds, "exhausted": report.exhausted, "verdict": report.verdict,
+    "steps": steps, "transitions": transitions,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }))
 """
@@ -140,7 +167,7 @@ def row(case: tuple[int, int, int], side: str, results: list[dict[str, Any]]) ->
     per = float(last["steps"]) / max(int(last["transitions"]), 1)
     return [
         "{} x {}, {}".format(*case), side, f"{mark}{states:,}", f"{last['schedules']:,}",
-        f"{last['cut']:,}", f"{last['symmetry']:,}", f"{seconds:.2f}",
+        f"{last['cut']:,}", f"{seconds:.2f}",
         f"{states / max(seconds, 1e-9):,.0f}", f"{per:.1f}", f"{float(last['rss_mb']):.0f}",
         str(last["verdict"]),
     ]  # fmt: skip
@@ -375,8 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     cases, budget, reps = plan(args)
     began = header("exhaustive", details=f"against {baseline}, budget {budget:g} s{sizes(args)}")
-    rows = [["case", "side", "states", "runs", "cut", "sym", "s", "states/s", "steps/tr",
-             "RSS MB", "verdict"]]  # fmt: skip
+    rows = [["case", "side", "states", "runs", "cut", "s", "states/s", "steps/tr", "RSS MB",
+             "verdict"]]  # fmt: skip
     found: dict[tuple[int, int, int], Side] = {}
     with tempfile.TemporaryDirectory() as tmp:
         unpack(baseline, Path(tmp))
@@ -389,11 +416,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             found[case] = sides
             rows += [row(case, side, results) for side, results in sides.items()]
     print("\nExhaustive search: N orders x W workers, k faults (charge-order -> ship-order)")
-    show(rows, [False, False, *[True] * 8, False])
+    show(rows, [False, False, *[True] * 7, False])
     print(
         "  states: distinct states (>=: the time budget cut the search); runs: schedules run "
-        "to the end; cut: runs cut at a known state;\n  sym: of them, moves spared by worker "
-        "symmetry (not run); s: median seconds; steps/tr: kernel steps per explored transition"
+        "to the end; cut: runs cut at a known state;\n  s: median seconds; steps/tr: kernel "
+        "steps per explored transition"
     )
     ratios(found, baseline)
     footer(began)

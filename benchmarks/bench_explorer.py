@@ -5,8 +5,8 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_explorer.py            # full run, about 3-5 minutes
     .venv/bin/python benchmarks/bench_explorer.py --quick    # smoke test, under ~30 s
     .venv/bin/python benchmarks/bench_explorer.py --only exhaustive --quick   # issue 14's table
-    .venv/bin/python benchmarks/bench_explorer.py --prefix-only --quick   # prefix sharing, ~3 min
-    .venv/bin/python benchmarks/bench_explorer.py --fingerprints-only --instructions  # valgrind
+    .venv/bin/python benchmarks/bench_explorer.py --restoring-only --quick   # restoring, ~3 min
+    .venv/bin/python benchmarks/bench_explorer.py --keys-only --instructions  # valgrind
     .venv/bin/python benchmarks/bench_explorer.py --smoke    # every section, tiny (CI)
 
 Every exploration is ``ys.explore(..., confirm=None)`` (no DuckDB confirmation), timed with
@@ -34,18 +34,21 @@ What it measures:
   processes (the ceiling, measured in the same repetition; "of ceiling" is the median of the
   per-repetition speed-up / ceiling).
 * **search power**: schedules to the first violation by strategy, see ``_explorer_search.py``.
-* **prefix sharing** (``--prefix-only``): explorations with every schedule replayed, forked
-  from a shared prefix, and run on from a restored state: a 300-step (quick; 1,000 otherwise)
-  workflow at one fault, bundled scenarios at two: see ``_explorer_prefix.py``.
-* **scaling** and **fingerprints**: see ``_explorer_scaling.py``; **memory** over 10,000
-  schedules: see ``_explorer_memory.py``.
+* **restoring** (``--restoring-only``): searches that put saved states back against the same
+  searches on a runtime that cannot snapshot itself, which replay the path to each: a 300-step
+  (quick; 1,000 otherwise) workflow at one fault, bundled scenarios at two, durable-start's
+  exhaustive search: see ``_explorer_restoring.py``.
+* **scaling** and **state keys** (``--keys-only``): see ``_explorer_scaling.py``; **memory**
+  over 10,000 schedules: see ``_explorer_memory.py``.
 
 Targets, reported as PASS/MISS (never asserted):
 
 * the explorer's cost per schedule at most 1.0x one plain run;
 * ``jobs=2`` at least 1.7x faster than ``jobs=1``;
 * systematic exploration needs the fewest schedules to the first violation;
-* a fingerprinted run at most 1.2x a plain run at every length;
+* a run keyed as the systematic search keys it, and one with a key at every point, at most
+  1.2x a plain run at every length;
+* restoring states at most 1.0x of replaying the paths to them, with the same reports;
 * peak RSS under 300 MB over 10,000 schedules, and flat: resident memory after 10,000
   schedules within 1.25x of resident memory after 1,000.
 """
@@ -72,8 +75,8 @@ from _explorer_memory import (
     print_memory,
     run_child,
 )
-from _explorer_prefix import prefix_section
-from _explorer_scaling import fingerprint_section, measure_growth, print_growth
+from _explorer_restoring import restoring_section
+from _explorer_scaling import key_section, measure_growth, print_growth
 from _explorer_search import Search, measure_search, print_search
 from _harness import TARGETS, footer, header, median, ms, parser, progress, show, sizes, target
 
@@ -412,29 +415,31 @@ def print_targets(
     )
 
 
-def fingerprints(config: Config, *, instructions: bool) -> None:
-    """The fingerprint section alone: timed, or in instructions (valgrind)."""
+def keys(config: Config, *, instructions: bool) -> None:
+    """The state key section alone: timed, or in instructions (valgrind)."""
     if instructions:
-        from _fingerprint_instructions import fingerprint_instructions
+        from _key_instructions import key_instructions
 
-        fingerprint_instructions(config.smoke)
+        key_instructions(config.smoke)
     else:
-        fingerprint_section(config.quick, config.smoke)
+        key_section(config.quick, config.smoke)
 
 
 def arguments() -> argparse.ArgumentParser:
     """The command line: the harness's flags and this benchmark's sections."""
     args_parser = parser(__doc__, reps="repetitions on memory (default 5; quick 1)")
     args_parser.add_argument(
-        "--fingerprints-only", action="store_true", help="only the fingerprint cost section"
+        "--keys-only", action="store_true", help="only the state key cost section"
     )
     args_parser.add_argument(
         "--instructions",
         action="store_true",
-        help="with --fingerprints-only: machine instructions per run (valgrind) instead of time",
+        help="with --keys-only: machine instructions per run (valgrind) instead of time",
     )
     args_parser.add_argument(
-        "--prefix-only", action="store_true", help="only the prefix-sharing section"
+        "--restoring-only",
+        action="store_true",
+        help="only the restoring section (restored states against replayed paths)",
     )
     args_parser.add_argument(
         "--only",
@@ -465,14 +470,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         details=f"{config.reps} repetitions{sizes(args)}",
     )
     print()
-    if args.instructions and not args.fingerprints_only:
-        args_parser.error("--instructions counts the fingerprint section: add --fingerprints-only")
-    if args.fingerprints_only:
-        fingerprints(config, instructions=args.instructions)
+    if args.instructions and not args.keys_only:
+        args_parser.error("--instructions counts the state key section: add --keys-only")
+    if args.keys_only:
+        keys(config, instructions=args.instructions)
         footer(began)
         return 0
-    if args.prefix_only:
-        prefix_section(config.quick, config.smoke)
+    if args.restoring_only:
+        restoring_section(config.quick, config.smoke)
         footer(began)
         return 0
     fixed = ys.load_scenario("durable-start")
@@ -504,8 +509,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         growths.append(measure_growth(steps, budget))
     print_growth(growths)
 
-    fingerprint_section(config.quick, config.smoke)
-    prefix_section(config.quick, config.smoke)
+    key_section(config.quick, config.smoke)
+    restoring_section(config.quick, config.smoke)
 
     runs = []
     for strategy in ("random", "systematic"):

@@ -60,6 +60,7 @@ Targets, reported as PASS/MISS (never asserted):
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import subprocess
 import sys
@@ -104,7 +105,7 @@ from yieldstar_sim.runtime.duckdb_runtime import POOL, SETTINGS, DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from yieldstar_sim.runtime.protocol import Runtime
 
@@ -435,9 +436,38 @@ def baseline_memory(revision: str) -> type[MemoryRuntime] | None:
     module = types.ModuleType("_memory_baseline")
     module.__file__ = f"<memory.py at {revision}>"
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    with moved_names_lent(source):
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
     runtime: type[MemoryRuntime] = module.MemoryRuntime
     return runtime
+
+
+#: Where names the baseline's memory.py imports have gone since: ``check_name`` and
+#: ``generated_execution_id`` left ``core/model.py`` for ``core/ids.py`` (ca5143a).
+MOVED = {"yieldstar_sim.core.model": "yieldstar_sim.core.ids"}
+
+
+@contextlib.contextmanager
+def moved_names_lent(source: str) -> Iterator[None]:
+    """While the old ``source`` is loaded: each name it imports from a module of ``MOVED``
+    that has since left it, lent to that module from where it went, and taken back after."""
+    import ast
+    import importlib
+
+    lent: list[tuple[types.ModuleType, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module in MOVED:
+            there = importlib.import_module(node.module)
+            now = importlib.import_module(MOVED[node.module])
+            for alias in node.names:
+                if not hasattr(there, alias.name) and hasattr(now, alias.name):
+                    setattr(there, alias.name, getattr(now, alias.name))
+                    lent.append((there, alias.name))
+    try:
+        yield
+    finally:
+        for there, name in lent:
+            delattr(there, name)
 
 
 MEMORY_SCENARIOS = ("durable-start", "cancel-owner", "retry-backoff")

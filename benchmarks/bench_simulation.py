@@ -11,8 +11,9 @@ The scenarios are the bundled ``durable-start`` (charge-order starts ship-order 
 ``trigger-in-step`` (the same story with a non-durable trigger in a step body: two couriers,
 so its runs report invariant violations, which is their point). Each run is what
 ``ys.simulate(scenario, seed, runtime=...)`` does, in its three phases, timed apart:
-``Simulator(...)`` (**setup**: the runtime, the kernel, the fault plan), ``Simulator.run()``
-(**run**: the kernel passing choice points until nothing is left) and ``finish(simulator)``
+``Execution(...)`` (**setup**: the runtime, the kernel, the fault plan, the actors spawned, on
+to the first choice point), ``drive(execution, Execution.default_move)`` and closing the actors
+(**run**: a move taken at each choice point until nothing is left) and ``finish(execution)``
 (**check**: collecting records and checking every invariant). Runtimes are closed after the
 clock stops.
 
@@ -25,32 +26,40 @@ What it measures:
   the fastest run, choice points and trace events per run, and microseconds per choice point
   (the median over runs of run-phase time / points, and of total time / points).
 * **where a memory-runtime run goes**, by timing wrappers (no profiler): every public method of
-  ``MemoryRuntime``, the ``Kernel`` methods the simulator calls (``run``, ``spawn``,
-  ``nudge``, ``close``), every actor's ``send``/``close`` (each actor generator is wrapped
-  when spawned), the codec's public methods, ``Trace.add`` and ``FaultPlan.fault_at`` switch
-  a stack of categories (wrappers at class level, so bound methods taken at construction, like
-  the kernel's ``next_wake``, are caught too); the time between two switches goes to the
-  category on top. So **kernel** is the kernel's own code (choosing, heaps, waking; its calls
-  out are not), **runtime** is inside runtime methods wherever they are called from (workers,
-  step-body triggers, ``finish``), codec work included, and **rest** is everything else,
-  itemised: the actors (the simulator's workers, the driver, step bodies, the world), the
-  codec outside the runtime, ``Trace.add``, the fault plan, ``Simulator`` construction and
-  ``finish`` (invariants). Times and shares are medians over runs. A wrapper
+  ``MemoryRuntime``, the ``Kernel`` methods an ``Execution`` calls (``settle``, ``ready``,
+  ``point``, ``take``, ``spawn``, ``nudge``...), the ``Execution``'s per-move methods
+  (``default_move``, ``take``, ``done``, ``close_actors``; ``drive``, its loop, too), every
+  actor's ``send``/``close`` (each actor generator is wrapped when spawned), the codec's
+  public methods, ``Trace.add`` and ``FaultPlan.fault_at`` switch a stack of categories
+  (wrappers at class level, so bound methods taken at construction, like the kernel's
+  ``next_wake``, are caught too); the time between two switches goes to the category on top.
+  So **kernel** is the kernel's own code (heaps, waking, resuming; its calls out are not),
+  **execution** the ``Execution``'s work at each point (choosing the seed's move among the
+  ready actors, finding the plan's fault, checking the move and recording it on the path: what
+  ``Kernel.run`` did before ``7857e99``, with its chooser), **runtime** is inside runtime
+  methods wherever they are called from (workers, step-body triggers, ``finish``), codec work
+  included, and **rest** is everything else, itemised: the actors (the simulation's workers,
+  the driver, step bodies, the world), the codec outside the runtime, ``Trace.add``, the fault
+  plan, ``Execution`` construction and ``finish`` (invariants). Times and shares are medians
+  over runs. A wrapper
   costs a few tenths of a microsecond (measured and printed), charged to the categories it
   sits between, so the instrumented total is shown next to the plain median. The same
   wrappers on one repetition of DuckDB runs show where those go, for comparison.
 * **which code dominates**: the same memory-runtime runs again, each under its own
   ``cProfile``; ``tottime`` is summed per source file (C builtins are charged to the file that
   called them, in proportion to the time of each call edge) and per function, and the medians
-  over runs are shown for the files outside ``kernel.py`` and ``runtime/`` and the largest
+  over runs are shown for the files outside ``kernel.py``, ``execution.py`` and ``runtime/``
+  and the largest
   functions. Codec, ``json`` and ``rfc8785`` time there is mostly spent on the
   runtime's behalf (the wrappers count it as runtime). The profiler inflates code that makes
   many small calls; its kernel share is printed beside the wrappers' for comparison.
 
-Target, reported as PASS/MISS (never asserted):
+Targets, reported as PASS/MISS (never asserted):
 
 * the kernel's own code takes under 20% of a memory-runtime run (timing wrappers), for each
-  scenario.
+  scenario;
+* so do the kernel and the ``Execution``'s move loop together (what the kernel's ``run`` and
+  its chooser were before ``7857e99``).
 """
 
 from __future__ import annotations
@@ -80,6 +89,7 @@ from _harness import (
     us,
 )
 from _simulation_meter import (
+    EXECUTION,
     KERNEL,
     REST,
     RUNTIME,
@@ -89,10 +99,11 @@ from _simulation_meter import (
     measure_profile,
     switch_cost,
 )
-from yieldstar_sim.simulation.simulator import Simulator
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.run import finish
+from yieldstar_sim.simulation.execution import Execution
+from yieldstar_sim.simulation.finish import finish
+from yieldstar_sim.simulation.run import drive
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -141,11 +152,12 @@ def timed_run(scenario: ys.Scenario, seed: int, runtime: str) -> tuple[Sample, s
     """One run as ``ys.simulate`` makes it, its phases timed apart; returns its trace digest."""
     with gc_paused():
         began = time.perf_counter()
-        simulator = Simulator(scenario, seed=seed, runtime=runtime)
+        execution = Execution(scenario, seed=seed, runtime=runtime)
         built = time.perf_counter()
-        simulator.run()
+        drive(execution, Execution.default_move)
+        execution.close_actors()
         ran = time.perf_counter()
-        result = finish(simulator)
+        result = finish(execution)
         checked = time.perf_counter()
     sample = Sample(
         built - began,
@@ -191,7 +203,10 @@ class Split:
         if category == "all":
             return sum(sample.values())
         if category == "rest":
-            return sum(sample.values()) - sample.get(KERNEL, 0.0) - sample.get(RUNTIME, 0.0)
+            own = (KERNEL, EXECUTION, RUNTIME)
+            return sum(sample.values()) - sum(sample.get(part, 0.0) for part in own)
+        if category == "loop":
+            return sample.get(KERNEL, 0.0) + sample.get(EXECUTION, 0.0)
         return sample.get(category, 0.0)
 
     def seconds(self, category: str) -> float:
@@ -211,13 +226,14 @@ def measure_split(split: Split, seeds: range) -> None:
                 meter.start()
                 began = time.perf_counter()
                 meter.push("setup")
-                simulator = Simulator(split.scenario, seed=seed, runtime=split.runtime)
+                execution = Execution(split.scenario, seed=seed, runtime=split.runtime)
                 meter.pop()
-                meter.push("actors")  # Simulator.run itself, around the kernel
-                simulator.run()
+                meter.push(EXECUTION)  # drive, the loop around the kernel
+                drive(execution, Execution.default_move)
+                execution.close_actors()
                 meter.pop()
                 meter.push("check")
-                result = finish(simulator)
+                result = finish(execution)
                 meter.pop()
                 split.totals.append(time.perf_counter() - began)
                 meter.pause()
@@ -306,9 +322,11 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
         "runtime",
         "runs",
         "kernel",
+        "execution",
         "runtime",
         "rest",
         "kernel us/run",
+        "execution us/run",
         "runtime us/run",
         "rest us/run",
         "instrumented ms",
@@ -322,9 +340,11 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
             split.runtime,
             str(split.runs),
             pct(split.share(KERNEL)),
+            pct(split.share(EXECUTION)),
             pct(split.share(RUNTIME)),
             pct(split.share("rest")),
             us(split.seconds(KERNEL)),
+            us(split.seconds(EXECUTION)),
             us(split.seconds(RUNTIME)),
             us(split.seconds("rest")),
             ms(median(split.totals)),
@@ -333,7 +353,7 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
         ]
         for split in splits
     ]
-    show(rows, [False, False, *([True] * 10)])
+    show(rows, [False, False, *([True] * 12)])
     splits = [split for split in splits if split.runtime == "memory"]
     pairs = statistics.mean(split.switches / split.runs / 2 for split in splits)
     print(
@@ -362,11 +382,12 @@ def print_splits(splits: Sequence[Split], cases: Sequence[Case], overhead: float
 
 def print_profile(profile: Profile, top: int) -> None:
     print(
-        f"cProfile, {profile.runs} runs: kernel.py {pct(profile.share(KERNEL))}, runtime/ "
+        f"cProfile, {profile.runs} runs: kernel.py {pct(profile.share(KERNEL))}, execution.py "
+        f"{pct(profile.share(EXECUTION))}, runtime/ "
         f"{pct(profile.share(RUNTIME))}, other files {pct(profile.share('other'))} of "
         f"{ms(profile.seconds('all'))} ms tottime per run (profiled; medians over runs)\n"
     )
-    names = {name for run in profile.files for name in run} - {KERNEL, RUNTIME}
+    names = {name for run in profile.files for name in run} - {KERNEL, EXECUTION, RUNTIME}
     files = sorted(names, key=lambda name: -profile.seconds(name))
     rows = [["other files (tottime)", "us/run", "of them", "of run"]]
     rows += [
@@ -381,7 +402,11 @@ def print_profile(profile: Profile, top: int) -> None:
     show(rows, [False, True, True, True], "  ")
     names = {name for run in profile.functions for name in run}
     functions = sorted(
-        (name for name in names if not name.startswith((f"{KERNEL}:", f"{RUNTIME}:"))),
+        (
+            name
+            for name in names
+            if not name.startswith((f"{KERNEL}:", f"{EXECUTION}:", f"{RUNTIME}:"))
+        ),
         key=lambda name: -profile.seconds(name, function=True),
     )
     rows = [["other functions (tottime)", "us/run", "of run"]]
@@ -412,9 +437,16 @@ def print_summary(splits: Sequence[Split], profile: Profile) -> None:
             f"kernel share of a memory-runtime run, {split.scenario.name}: {pct(share)} "
             f"(target < {pct(MAX_KERNEL_SHARE)})",
         )
+    for split in splits:
+        share = split.share("loop")
+        target(
+            share < MAX_KERNEL_SHARE,
+            f"kernel and Execution's move loop, {split.scenario.name}: {pct(share)} "
+            f"(target < {pct(MAX_KERNEL_SHARE)})",
+        )
     print(
         f"         cProfile's reading, both scenarios: kernel.py and the builtins it calls "
-        f"{pct(profile.share(KERNEL))}"
+        f"{pct(profile.share(KERNEL))}, execution.py {pct(profile.share(EXECUTION))}"
     )
     ranked = sorted(REST, key=lambda category: -sum(split.seconds(category) for split in splits))
     parts = ", ".join(

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 SCRIPTS = sorted(path.stem for path in BENCHMARKS.glob("bench_*.py"))
@@ -69,13 +76,43 @@ def test_the_harness_docstring_examples() -> None:
 
 
 @pytest.mark.usefixtures("benchmarks_path")
-def test_instructions_are_counted_for_the_fingerprint_section_only(
+def test_instructions_are_counted_for_the_key_section_only(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     explorer = importlib.import_module("bench_explorer")
     with pytest.raises(SystemExit) as exited:
         explorer.main(["--quick", "--instructions"])
     assert exited.value.code == 2
-    assert "add --fingerprints-only" in capsys.readouterr().err
-    counter = importlib.import_module("_fingerprint_instructions")
-    assert counter.MODES == ("plain", "search", "every", "free", "exhaustive")
+    assert "add --keys-only" in capsys.readouterr().err
+    counter = importlib.import_module("_key_instructions")
+    assert counter.MODES == ("plain", "after", "every", "whole")
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+def test_the_key_instruction_children_run_every_mode(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The children ``--keys-only --instructions`` counts under valgrind run on this tree in
+    every mode (the smoke run never counts instructions), and their counts make the table:
+    here each child runs plainly, counted as 100 instructions a run plus 10 a keyed one."""
+    counter = importlib.import_module("_key_instructions")
+    ran: list[tuple[str, str]] = []
+
+    def plainly(args: Sequence[str], *, pythonpath: str, cwd: str | None = None) -> int:
+        workload, mode, runs = args[2], args[3], int(args[4])
+        if runs:  # the child with no run (start-up, subtracted) is the same minus the loop
+            subprocess.run(
+                [sys.executable, *args], env=dict(os.environ, PYTHONPATH=pythonpath), cwd=cwd,
+                check=True, capture_output=True,
+            )  # fmt: skip
+            ran.append((workload, mode))
+        return 1_000 + runs * (100 if mode == "plain" else 110)
+
+    monkeypatch.setattr(counter.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(counter, "count_instructions", plainly)
+    assert counter.key_instructions(smoke=True) is True
+    assert sorted(set(ran)) == sorted(("10", mode) for mode in counter.MODES)
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.strip().startswith("10 steps"))
+    assert row.split()[2:] == ["1", "0.00M", "1.100x", "1.100x", "1.100x"]
+    assert out.count("[PASS]") == 2
