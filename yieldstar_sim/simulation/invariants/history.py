@@ -51,8 +51,8 @@ class _First:
     search a tenth of its time)."""
 
     value: tuple[object, ...]
-    event: TraceEvent | None
     said: Callable[[], str]
+    event: TraceEvent | None
 
     @property
     def words(self) -> str:
@@ -184,7 +184,16 @@ class _Reader:
     def read(self, event: TraceEvent) -> None:
         """Take one event whose payload is ``_WATCHED``."""
         data = event.data
-        if isinstance(data, PruneData):
+        if isinstance(data, PutStepData):  # most of them: first
+            execution_id, step_key = event.execution_id, event.step_key
+            if (
+                event.op == Op.PUT_STEP
+                and event.kind == TraceKind.CALL
+                and execution_id
+                and step_key
+            ):
+                self.put_step(event, execution_id, step_key, data)
+        elif isinstance(data, PruneData):
             if data.refused is None:
                 self.prune(event.execution_id)
         elif isinstance(data, OutcomeData):
@@ -193,14 +202,15 @@ class _Reader:
             return
         elif isinstance(data, StatusData):
             self.acknowledged(event, data)
-        elif not event.step_key:
-            return
-        elif isinstance(data, PutStepData) and event.op == Op.PUT_STEP:
-            self.put_step(event, event.execution_id, event.step_key, data)
-        elif isinstance(data, StartData) and event.op == Op.START and data.accepted:
+        elif (
+            event.step_key
+            and isinstance(data, StartData)
+            and event.op == Op.START
+            and data.accepted
+        ):
             key = (event.execution_id, event.step_key)
             if key not in self.targets:
-                self.targets[key] = _First((data.accepted,), event, _told(data.accepted))
+                self.targets[key] = _First((data.accepted,), _told(data.accepted), event)
 
     def prune(self, pruned: str | None) -> None:
         """A pruned execution's records are gone, and its ID may be admitted anew."""
@@ -214,12 +224,13 @@ class _Reader:
     ) -> None:
         """A step written: its first final value kept, a later write of another one seen."""
         key = (execution_id, step_key)
-        value, words = _written(data)
         first = self.steps.get(key)
         if first is None:
             if data.status in _FINAL_STEPS:
-                self.steps[key] = _First(value, event, words)
-        elif not _same(first.value, value) and ("step", *key) not in self.changed:
+                self.steps[key] = _First(*_written(data), event)
+            return
+        value, words = _written(data)
+        if not _same(first.value, value) and ("step", *key) not in self.changed:
             self.changed.add(("step", *key))
             self.found.append((f"step {step_key} of {execution_id}", first, words(), event))
 
@@ -233,7 +244,7 @@ class _Reader:
         told = data.status + (f" with {result}" if result else "")
         held = self.outcomes.get(execution_id)
         if held is None:
-            self.outcomes[execution_id] = _First((data.status, result), event, _told(told))
+            self.outcomes[execution_id] = _First((data.status, result), _told(told), event)
         elif data.status != held.value[0] and ("outcome", execution_id) not in self.changed:
             self.changed.add(("outcome", execution_id))
             self.found.append((f"the outcome of {execution_id}", held, told, event))
