@@ -114,5 +114,5 @@ def test_a_step_value_is_the_same_when_its_canonical_json_is(
 ) -> None:
     # Told alike without encoding them where they are plainly alike (encoding every step
     # written cost a search a tenth of its time), else as their canonical JSON tells.
-    assert _same(("completed", first, None), ("completed", now, None)) is same
-    assert _same(("completed", first, None), ("failed", first, None)) is False
+    assert _same(("completed", first, None, None), ("completed", now, None, None)) is same
+    assert _same(("completed", first, None, None), ("failed", first, None, None)) is False

@@ -51,13 +51,13 @@ class _First:
     search a tenth of its time)."""
 
     value: tuple[object, ...]
-    said: Callable[[], str]
+    said: Callable[[tuple[object, ...]], str]
     event: TraceEvent | None
 
     @property
     def words(self) -> str:
         """The first value in words."""
-        return self.said()
+        return self.said(self.value)
 
 
 def _fingerprint(value: object, digest: str | None) -> object:
@@ -94,12 +94,11 @@ def _plain_equal(a: object, b: object) -> bool:
 
 
 def _same(first: tuple[object, ...], now: tuple[object, ...]) -> bool:
-    """Whether two step values ``(status, value, digest)`` are one: the same status, and the
-    same canonical JSON (or digest, for a value the trace kept only as one)."""
+    """Whether two step values ``(status, value, digest, size)`` are one: the same status, and
+    the same canonical JSON (or digest, for a value the trace kept only as one)."""
     if first[0] != now[0]:
         return False
-    _, value, digest = first
-    _, other, other_digest = now
+    value, digest, other, other_digest = first[1], first[2], now[1], now[2]
     if digest is None and other_digest is None and (value is other or _plain_equal(value, other)):
         return True
     return _fingerprint(value, _digest(digest)) == _fingerprint(other, _digest(other_digest))
@@ -109,22 +108,33 @@ def _digest(held: object) -> str | None:
     return held if isinstance(held, str) else None
 
 
-def _step_value(status: str, value: object) -> tuple[tuple[object, ...], Callable[[], str]]:
-    """A step record's value as ``_First.value``, and in words, from the record itself."""
-    kept, digest, _ = traced(value)
-    return (status, kept, digest), lambda: f"{status} with {summary(value)}"
+def _step_value(status: str, value: object) -> tuple[object, ...]:
+    """A step record's value as ``_First.value``, from the record itself."""
+    kept, digest, size = traced(value)
+    return (status, kept, digest, size)
 
 
-def _written(data: PutStepData) -> tuple[tuple[object, ...], Callable[[], str]]:
-    """What a ``put_step`` call wrote, as ``_First.value``, and in words."""
-    return (
-        (data.status, data.value, data.value_digest),
-        lambda: f"{data.status} with {data.value_summary()}",
-    )
+def _written(data: PutStepData) -> tuple[object, ...]:
+    """What a ``put_step`` call wrote, as ``_First.value``."""
+    return (data.status, data.value, data.value_digest, data.value_bytes)
 
 
-def _told(words: str) -> Callable[[], str]:
-    return lambda: words
+def _step_words(value: tuple[object, ...]) -> str:
+    """A step value ``(status, value, digest, size)`` in words, as the trace gives it."""
+    status, kept, digest, size = value
+    if isinstance(digest, str):
+        return f"{status} with <{size} bytes, {digest[:19]}>"
+    return f"{status} with {summary(kept)}"
+
+
+def _outcome_words(value: tuple[object, ...]) -> str:
+    """An outcome ``(status, result)`` in words."""
+    status, result = value
+    return f"{status} with {result}" if result else str(status)
+
+
+def _target_words(value: tuple[object, ...]) -> str:
+    return str(value[0])
 
 
 def _by(event: TraceEvent) -> str:
@@ -144,9 +154,9 @@ class RecordedHistoryNeverChanges:
     def check(self, run: RunView) -> list[Violation]:
         """Follow each record's writes through the trace, then compare the final records."""
         reader = _Reader()
-        for event in run.trace:
-            if type(event.data) in _WATCHED:
-                reader.read(event)
+        read = reader.read
+        for event in [event for event in run.trace if type(event.data) in _WATCHED]:
+            read(event)
         found = reader.found
         for what, first, now in _final(
             run, reader.steps, reader.outcomes, reader.targets, reader.changed
@@ -210,7 +220,7 @@ class _Reader:
         ):
             key = (event.execution_id, event.step_key)
             if key not in self.targets:
-                self.targets[key] = _First((data.accepted,), _told(data.accepted), event)
+                self.targets[key] = _First((data.accepted,), _target_words, event)
 
     def prune(self, pruned: str | None) -> None:
         """A pruned execution's records are gone, and its ID may be admitted anew."""
@@ -227,12 +237,13 @@ class _Reader:
         first = self.steps.get(key)
         if first is None:
             if data.status in _FINAL_STEPS:
-                self.steps[key] = _First(*_written(data), event)
+                self.steps[key] = _First(_written(data), _step_words, event)
             return
-        value, words = _written(data)
+        value = _written(data)
         if not _same(first.value, value) and ("step", *key) not in self.changed:
             self.changed.add(("step", *key))
-            self.found.append((f"step {step_key} of {execution_id}", first, words(), event))
+            told = _step_words(value)
+            self.found.append((f"step {step_key} of {execution_id}", first, told, event))
 
     def acknowledged(self, event: TraceEvent, data: StatusData) -> None:
         """An outcome acknowledged: its first terminal status kept, a later other one seen."""
@@ -241,12 +252,12 @@ class _Reader:
             return
         outcome = self.said.get((event.worker, execution_id, event.token))
         result = None if outcome is None else (outcome.result or outcome.error)
-        told = data.status + (f" with {result}" if result else "")
         held = self.outcomes.get(execution_id)
         if held is None:
-            self.outcomes[execution_id] = _First((data.status, result), _told(told), event)
+            self.outcomes[execution_id] = _First((data.status, result), _outcome_words, event)
         elif data.status != held.value[0] and ("outcome", execution_id) not in self.changed:
             self.changed.add(("outcome", execution_id))
+            told = _outcome_words((data.status, result))
             self.found.append((f"the outcome of {execution_id}", held, told, event))
 
 
@@ -267,16 +278,16 @@ def _final(
             first = steps.get(key)
             if first is None or ("step", *key) in changed:
                 continue
-            status, value, digest = first.value
+            status, value, digest, _ = first.value
             if (
                 digest is None
                 and status == record.status
                 and (value is record.value or _plain_equal(value, record.value))
             ):
                 continue  # plainly the same: no need to look for a digest or encode it
-            value, said = _step_value(str(record.status), record.value)
+            value = _step_value(str(record.status), record.value)
             if not _same(first.value, value):
-                found.append((f"step {key[1]} of {key[0]}", first, said()))
+                found.append((f"step {key[1]} of {key[0]}", first, _step_words(value)))
     for execution in run.executions:
         held = outcomes.get(execution.execution_id)
         if held is None or ("outcome", execution.execution_id) in changed:
