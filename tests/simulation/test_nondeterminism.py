@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.cli import main
 from yieldstar_sim.core.identity import params_digest
 from yieldstar_sim.errors import ArtifactError
 from yieldstar_sim.simulation.determinism import CAUSE, first_difference
@@ -113,3 +114,30 @@ def test_the_fixed_scenario_is_deterministic_and_holds() -> None:
     first = ys.simulate(scenario, seed=0)
     second = ys.simulate(scenario, seed=0)
     assert first_difference(first.trace, second.trace) is None
+
+
+SHAPES = Path(__file__).parents[1] / "scenarios" / "steps_counted_per_process.py"
+
+
+def test_a_schedule_that_no_longer_fits_its_scenario_is_said_not_deterministic() -> None:
+    # Run twice, the schedule names a move the second run never offers: that is the first
+    # difference, not an error of the search.
+    report = ys.explore(ys.load_scenario(SHAPES), max_faults=1, confirm=None)
+    assert report.verdict == "violated"
+    (said,) = report.nondeterminism
+    assert said.startswith("the scenario is not deterministic: first difference at choice point ")
+    assert "(the run that made the schedule went on there)" in said
+    assert said.endswith(f"; {CAUSE}")
+
+
+def test_explore_of_such_a_scenario_keeps_its_report_and_says_which_graph_it_could_not_draw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["explore", str(SHAPES), "--max-faults", "1", "--no-confirm", "--out", str(tmp_path)]
+    )
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert "NOT DETERMINISTIC: the scenario is not deterministic" in out
+    assert "violation 1 graph: not drawn: the artifact does not replay: ScheduleMismatch" in out
+    assert "error" not in err

@@ -47,10 +47,22 @@ def not_deterministic(where: str) -> str:
 
 def twice(run: Callable[[], SimulationRun]) -> str | None:
     """Run ``run`` twice and return the sentence for the first difference (None when the two
-    traces are the same)."""
-    first = run()
-    first.runtime.close()
-    second = run()
-    second.runtime.close()
+    traces are the same). A run whose schedule no longer fits it (a move for an actor that
+    waits at no point there) took another path than the run that made the schedule: that is
+    the difference."""
+    from yieldstar_sim.errors import ArtifactError
+    from yieldstar_sim.simulation.execution import ScheduleMismatch
+
+    try:
+        first = run()
+        first.runtime.close()
+        second = run()
+        second.runtime.close()
+    except (ScheduleMismatch, ArtifactError) as error:
+        # ys.replay says a mismatch as an ArtifactError caused by it.
+        mismatch = error if isinstance(error, ScheduleMismatch) else error.__cause__
+        if not isinstance(mismatch, ScheduleMismatch):
+            raise
+        return not_deterministic(f"{mismatch} (the run that made the schedule went on there)")
     where = first_difference(first.trace, second.trace)
     return None if where is None else not_deterministic(where)

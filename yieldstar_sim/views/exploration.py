@@ -167,7 +167,11 @@ class ExplorationPictures:
     divergences: list[dict[str, Path]] = field(default_factory=list)
     """Per violation, in the report's order: the violation beside its nearest passing schedule."""
     graphs: list[dict[str, Path]] = field(default_factory=list)
-    """Per violation: its execution graph beside its timeline (``export`` of the replayed run)."""
+    """Per violation: its execution graph beside its timeline (``export`` of the replayed run);
+    empty when the run could not be made again (``not_drawn`` says why)."""
+    not_drawn: dict[int, str] = field(default_factory=dict)
+    """Per violation (numbered from 1) whose graph was not drawn: why (its artifact did not
+    replay: a scenario that is not deterministic takes another path)."""
 
     def lines(self) -> list[str]:
         """One line per file, for people: ``grid (png): out/x-explore.png``."""
@@ -177,4 +181,6 @@ class ExplorationPictures:
         ):
             lines += [f"violation {number} divergence ({f}): {p}" for f, p in divergence.items()]
             lines += [f"violation {number} graph ({f}): {p}" for f, p in graph.items()]
+            if number in self.not_drawn:
+                lines.append(f"violation {number} graph: not drawn: {self.not_drawn[number]}")
         return lines

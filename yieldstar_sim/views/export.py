@@ -370,6 +370,7 @@ def write_exploration_pictures(
     """
     import matplotlib
 
+    from yieldstar_sim.errors import ArtifactError
     from yieldstar_sim.simulation.run import replay
 
     chosen = list(dict.fromkeys(formats))
@@ -395,7 +396,13 @@ def write_exploration_pictures(
         for number, found in enumerate(report.violations, start=1):
             name = f"{stem}-violation-{number}"
             written.divergences.append(save(draw_divergence(found, scenario), f"{name}-divergence"))
-            run = replay(found.artifact, scenario=scenario, check_trace=False)
+            try:
+                run = replay(found.artifact, scenario=scenario, check_trace=False)
+            except ArtifactError as error:
+                # The report is whole without it; the search said why when it is the scenario.
+                written.graphs.append({})
+                written.not_drawn[number] = str(error)
+                continue
             try:
                 written.graphs.append(export(run, out, chosen, stem=f"{name}-graph"))
             finally:
