@@ -4,6 +4,7 @@ schedule twice before it blames a runtime, and replay of a flaky artifact says t
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,20 @@ def test_explore_of_such_a_scenario_keeps_its_report_and_says_which_graph_it_cou
     assert "NOT DETERMINISTIC: the scenario is not deterministic" in out
     assert "violation 1 graph: not drawn: the artifact does not replay: ScheduleMismatch" in out
     assert "error" not in err
+
+
+def test_a_search_whose_runs_made_again_take_another_path_stops_saying_why() -> None:
+    # With no violation to stop at, the search restores runs, whose workflow code counts its
+    # steps again; no count of states after that would mean anything.
+    scenario = dataclasses.replace(ys.load_scenario(SHAPES), invariants=[])
+    with pytest.raises(ys.ScenarioError) as caught:
+        ys.explore(scenario, max_faults=1, confirm=None)
+    message = str(caught.value)
+    assert message.startswith(
+        "the search cannot go on: a run made again did not offer the move it offered before "
+        "(choice point "
+    )
+    assert message.endswith(
+        f"the scenario is not deterministic, or its runtime adapter does "
+        f"not save what it keeps; {CAUSE}"
+    )

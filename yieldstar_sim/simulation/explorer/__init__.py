@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.artifact import violation_file
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
+from yieldstar_sim.simulation.determinism import CAUSE
+from yieldstar_sim.simulation.execution import ScheduleMismatch
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.parallel import ParallelExhaustive
@@ -40,6 +42,7 @@ from yieldstar_sim.simulation.explorer.strategy import (
 from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.run import simulate
+from yieldstar_sim.simulation.scenario import ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import (
     BY_SCENARIO,
     ByScenario,
@@ -163,11 +166,7 @@ def explore(
         time_budget=time_budget, adapter_failures=adapter_failures,
     )  # fmt: skip
     try:
-        try:
-            search.search()
-        except KeyboardInterrupt:
-            search.tally.stopped = StopReason.INTERRUPTED
-            runner.close(cancel=True)
+        _search(search, runner)
         runner.release()
         _fill(report, search)
         tally = search.tally
@@ -196,6 +195,24 @@ def explore(
             found.artifact_path = found.artifact.save(violation_file(folder, scenario.name, number))
     report.elapsed = time.perf_counter() - started
     return report
+
+
+def _search(search: Strategy, runner: Runner) -> None:
+    """Run the search: a Ctrl-C ends it where it is (the report keeps what it found), and a run
+    made again that does not fit its path ends it with a ``ScenarioError``."""
+    try:
+        search.search()
+    except KeyboardInterrupt:
+        search.tally.stopped = StopReason.INTERRUPTED
+        runner.close(cancel=True)
+    except ScheduleMismatch as error:
+        # A run made again (restored, or replayed to a state) that does not offer the move it
+        # offered when the state was saved: no count after it would mean anything.
+        raise ScenarioError(
+            f"the search cannot go on: a run made again did not offer the move it offered "
+            f"before ({error}); the scenario is not deterministic, or its runtime adapter does "
+            f"not save what it keeps; {CAUSE}"
+        ) from error
 
 
 def _fill(report: ExplorationReport, search: Strategy) -> None:
