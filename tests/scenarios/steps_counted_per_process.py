@@ -6,7 +6,7 @@ the same schedule never offers: the explorer's check that runs it twice says the
 deterministic (at the choice point where the schedule no longer fits), and the violation's
 graph, which needs the run made again, is said not drawn rather than ending the command.
 (Searched with no violation to stop at, a run restored by replaying its journal takes another
-path too, and the search itself stops with that error: not yet said in these words.)
+path too, and the search itself stops, saying so.)
 """
 
 from __future__ import annotations

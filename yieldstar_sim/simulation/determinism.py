@@ -50,7 +50,7 @@ def twice(run: Callable[[], SimulationRun]) -> str | None:
     traces are the same). A run whose schedule no longer fits it (a move for an actor that
     waits at no point there) took another path than the run that made the schedule: that is
     the difference."""
-    from yieldstar_sim.errors import ArtifactError
+    from yieldstar_sim.simulation.artifact import ArtifactError
     from yieldstar_sim.simulation.execution import ScheduleMismatch
 
     try:

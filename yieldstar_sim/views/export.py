@@ -370,7 +370,7 @@ def write_exploration_pictures(
     """
     import matplotlib
 
-    from yieldstar_sim.errors import ArtifactError
+    from yieldstar_sim.simulation.artifact import ArtifactError
     from yieldstar_sim.simulation.run import replay
 
     chosen = list(dict.fromkeys(formats))
