@@ -98,10 +98,16 @@ def _same(first: tuple[object, ...], now: tuple[object, ...]) -> bool:
     the same canonical JSON (or digest, for a value the trace kept only as one)."""
     if first[0] != now[0]:
         return False
-    value, digest, other, other_digest = first[1], first[2], now[1], now[2]
-    if digest is None and other_digest is None and (value is other or _plain_equal(value, other)):
+    if now[2] is None and _plainly_same(first, now[0], now[1]):
         return True
-    return _fingerprint(value, _digest(digest)) == _fingerprint(other, _digest(other_digest))
+    return _fingerprint(first[1], _digest(first[2])) == _fingerprint(now[1], _digest(now[2]))
+
+
+def _plainly_same(first: tuple[object, ...], status: object, value: object) -> bool:
+    """Whether a step value ``first`` is ``status`` and ``value`` at a glance: the trace kept
+    it whole, and the two are one object or plainly equal (no digest made, nothing encoded)."""
+    held = first[1]
+    return first[0] == status and first[2] is None and (held is value or _plain_equal(held, value))
 
 
 def _digest(held: object) -> str | None:
@@ -278,13 +284,8 @@ def _final(
             first = steps.get(key)
             if first is None or ("step", *key) in changed:
                 continue
-            status, value, digest, _ = first.value
-            if (
-                digest is None
-                and status == record.status
-                and (value is record.value or _plain_equal(value, record.value))
-            ):
-                continue  # plainly the same: no need to look for a digest or encode it
+            if _plainly_same(first.value, record.status, record.value):
+                continue
             value = _step_value(str(record.status), record.value)
             if not _same(first.value, value):
                 found.append((f"step {key[1]} of {key[0]}", first, _step_words(value)))
