@@ -207,3 +207,22 @@ def test_the_engine_dead_letters_past_the_bound_too() -> None:
     assert result.record.recoveries == 2
     with pytest.raises(ValueError, match="max_recovery_attempts"):
         ys.Engine([render_report], runtime="memory", max_recovery_attempts=0)
+
+
+def test_in_a_worker_process_the_crash_ends_the_child_and_the_delivery_is_released() -> None:
+    engine = ys.Engine([render_report], runtime="memory", invoker="worker")
+    try:
+        engine.runtime.trigger("render-report", {"pages": 250_000}, execution_id="r-1")
+        crashed = engine.dispatcher.dispatch("w1")
+        assert crashed is not None
+        assert "the worker process exited (code 70)" in str(crashed.rejection)
+        record = engine.runtime.execution("r-1")
+        assert record is not None
+        assert record.lease is None  # its parent lived, and released it: no recovery
+        engine.runtime.trigger("render-report", {"pages": 2}, execution_id="r-2")
+        engine.clock.advance(10)
+        after = engine.dispatcher.dispatch("w1", "r-2")
+        assert after is not None
+        assert after.acknowledged  # a new child serves the next delivery
+    finally:
+        engine.invoker.close()
