@@ -447,8 +447,7 @@ class DuckDBRuntime(SqlCalls):
         taken = {**params, "claimed": row[0], "revision": revision}
         if not self._statement("claim_take", taken)[0][0]:
             raise duckdb.TransactionException("claim: the row changed since it was read")
-        if row[_OWNER] is not None:
-            row[_RECOVERIES] += 1  # as claim_take counts it: its holder's lease ran out
+        row[_RECOVERIES] += row[_OWNER] is not None  # claim_take's count: a lease ran out
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
         self._leased[row[0]] = (tuple(row[: len(_COLUMNS)]), revision + 1)

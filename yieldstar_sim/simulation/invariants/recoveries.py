@@ -164,4 +164,7 @@ def _why(each: _Recoveries) -> str:
             f"its own code crashed its worker every time it ran (step.world.crash_worker() in "
             f"{steps}), and each crash left its lease to run out"
         )
-    return "each time, the worker holding it crashed, froze or stalled until its lease ran out"
+    return (
+        "each time, the worker holding it let its lease run out (it crashed, froze, stalled, "
+        "or worked past it by a clock behind)"
+    )
