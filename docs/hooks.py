@@ -25,6 +25,7 @@ from yieldstar_sim.simulation.invariants import (
     AttemptsNeverOverlap,
     CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
+    NothingRecoveredWithoutEnd,
 )
 
 #: A marker line, then the text generated for it last time (if any), up to ``<!-- end -->``.
@@ -56,6 +57,7 @@ def _invariants() -> str:
         ExecutionsEndAsExpected(),
         CancelledLiveExecutionsEndCancelled(),
         AttemptsNeverOverlap(),
+        NothingRecoveredWithoutEnd(),
     ):
         doc = (type(invariant).__doc__ or "").strip().split("\n\n")[0]
         lines.append(f"- **{invariant.name}**: {' '.join(doc.split())}")

@@ -108,6 +108,9 @@ def test_code_that_spins_times_out_as_incomplete(name: str, tmp_path: Path) -> N
         ("unknown_workflow", "ys.Trigger('shipp-order') names no workflow of the scenario (did"),
         ("fault_typo_step", "the fault 'crash before put_step of step shipp' matches no choice"),
         ("invariant_typo", "at_most_once(courier.bookd, by=order) watches the effect 'courier"),
+        ("recovery_limit_zero", "max_recovery_attempts must be a whole number >= 1 (how many"),
+        ("recovery_limit_negative", "max_recovery_attempts must be a whole number >= 1 (how"),
+        ("recovery_limit_text", "or None (no limit), not '3'"),
         ("invariant_typo_by", "counts courier.booked by its field 'ordr' (did you mean 'order'"),
         (
             "trigger_params_not_plain",

@@ -31,6 +31,7 @@ HAZARDS = {
     "chord-result-late": "the_sum_has_every_part",
     "stale-step-write": "recorded history never changes",
     "expired-lease-archived": "executions end as expected",
+    "poison-workflow": "nothing is recovered without end",
 }
 
 

@@ -40,7 +40,7 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
         records.append((
             record.execution_id, str(record.status), record.due_at, record.lease_token,
             None if lease is None else lease.expires_at, record.cancel_requested,
-            record.waiting_on, repr(record.result), steps,
+            record.waiting_on, record.recoveries, repr(record.result), steps,
         ))  # fmt: skip
     requests = sorted(
         repr((r.request_id, r.workflow_id, r.target_execution_id)) for r in runtime.start_requests()

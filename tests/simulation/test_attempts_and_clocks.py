@@ -265,11 +265,14 @@ def test_a_stall_found_by_the_explorer_replays_from_its_artifact_on_duckdb(tmp_p
 
 def test_two_workers_behind_their_clocks_never_finish_work_longer_than_a_lease() -> None:
     """Neither heartbeats in time: each delivery is fenced and the next one starts over, until
-    max_time cuts the run: an honest incomplete, not a pass."""
+    max_time cuts the run: never a pass, and since each new delivery recovers the execution
+    from a lease that ran out, a recovery without end."""
     scenario = ys.load_scenario("skewed-lease")
     skews = [ys.Fault("skew", worker=w, op="elapse", seconds=140) for w in ("w1", "w2")]
     run = ys.simulate(scenario, seed=0, runtime="memory", faults=skews)
-    assert run.verdict == "incomplete"
+    assert run.verdict == "violated"
+    assert run.incomplete is not None
+    assert [v.invariant for v in run.violations] == ["nothing is recovered without end"]
 
 
 # --------------------------------------------------------------------------- past its timeout

@@ -44,6 +44,10 @@ def _left_in_cycles() -> Counter[str]:
     return found
 
 
+#: The bundled scenarios whose run never ends on its own: it is cut, and that is the bug.
+CUT_ON_PURPOSE = {"poison-workflow"}
+
+
 @pytest.mark.parametrize("runtime", ["memory", "duckdb"])
 @pytest.mark.parametrize("name", sorted(bundled_scenarios()))
 def test_a_dropped_run_of_every_bundled_scenario_leaves_no_reference_cycle(
@@ -52,7 +56,7 @@ def test_a_dropped_run_of_every_bundled_scenario_leaves_no_reference_cycle(
     scenario = ys.load_scenario(name)
     with _collector_off():
         run = ys.simulate(scenario, seed=0, runtime=runtime)
-        assert run.incomplete is None
+        assert run.incomplete is None or name in CUT_ON_PURPOSE
         del run
         assert _left_in_cycles() == Counter()
 

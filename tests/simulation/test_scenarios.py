@@ -66,6 +66,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "lost-response",
         "orphan-after-cancel",
         "orphan-after-cancel-fixed",
+        "poison-workflow",
+        "poison-workflow-fixed",
         "random-in-workflow-code",
         "random-in-workflow-code-fixed",
         "random-replica",

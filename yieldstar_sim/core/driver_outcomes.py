@@ -13,6 +13,7 @@ from yieldstar_sim.core.model import (
     BaseExceptionRaised,
     Cancelled,
     Completed,
+    DeadLettered,
     ErrorInfo,
     ExecutionStatus,
     ExitCalled,
@@ -141,4 +142,6 @@ def recorded_outcome(
         return Completed(result)
     if status == ExecutionStatus.CANCELLED:
         return Cancelled()
+    if status == ExecutionStatus.DEAD_LETTERED and error is not None:
+        return DeadLettered(error)
     return Failed(error or ErrorInfo("Error", "failed"))

@@ -181,13 +181,17 @@ class InjectedFailure(InfrastructureError):
 
 
 class ExecutionStatus(enum.StrEnum):
-    """Where an execution stands. The last three are terminal outcomes."""
+    """Where an execution stands. Every status after ``suspended`` is terminal."""
 
     PENDING = "pending"
     SUSPENDED = "suspended"
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    DEAD_LETTERED = "dead-lettered"
+    """Recovered more times than the engine's ``max_recovery_attempts``: set aside, never run
+    again (DBOS's ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``). Its error says how often it was
+    recovered."""
     PRUNED = "pruned"
     """Only on the start-request record of a pruned target: the execution itself is gone."""
 
@@ -204,6 +208,7 @@ TERMINAL_STATUSES = frozenset(
         ExecutionStatus.COMPLETED,
         ExecutionStatus.FAILED,
         ExecutionStatus.CANCELLED,
+        ExecutionStatus.DEAD_LETTERED,
         ExecutionStatus.PRUNED,
     }
 )
@@ -284,6 +289,10 @@ class ExecutionRecord:
     """A cancellation was requested (RFC 009); the next delivery throws it into workflow code."""
     waiting_on: str | None = None
     """The execution this one waits for (``step.call``/``step.child``); its end wakes us."""
+    recoveries: int = 0
+    """How many claims took this execution over from a holder whose lease had expired (a
+    worker that crashed or froze while it held it): its recoveries. A runtime that does not
+    count them leaves 0, and the engine then never dead-letters it."""
 
     @property
     def terminal(self) -> bool:
@@ -397,7 +406,21 @@ class Cancelled:
     status: Literal["cancelled"] = "cancelled"
 
 
-WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    """Not an outcome of workflow code: the engine set the execution aside without running
+    it, because it was recovered more times than its ``max_recovery_attempts`` (``error``
+    says how often, with the code ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``). Acknowledged like an
+    outcome, it ends the execution ``dead-lettered``."""
+
+    error: ErrorInfo
+    status: Literal["dead-lettered"] = "dead-lettered"
+
+
+#: The code of a dead-lettered execution's error (DBOS's status of the same name).
+MAX_RECOVERY_ATTEMPTS_EXCEEDED = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
+
+WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled | DeadLettered
 
 
 # --------------------------------------------------------------------------- workflow errors

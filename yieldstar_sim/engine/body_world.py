@@ -9,7 +9,7 @@ which carries them out in-process, across a worker's pipe, or in the simulator.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
 from yieldstar_sim.core.driver import BodyResult, RunBody
@@ -21,7 +21,12 @@ from yieldstar_sim.core.model import (
     StepTimeoutError,
     WorkflowDefinitionError,
 )
-from yieldstar_sim.engine.world import WORKFLOW_CODE, BodyContext, check_key
+from yieldstar_sim.engine.world import (
+    WORKFLOW_CODE,
+    BodyContext,
+    WorkerCrashRequested,
+    check_key,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
@@ -214,6 +219,27 @@ class BodyWorld:
                 "step.heartbeat() renews a step body's lease: call it inside a step body"
             )
         self._port.heartbeat(context)
+
+    def crash_worker(self) -> NoReturn:
+        """Crash the worker running this step body, as a process that dies mid-step does
+        (a segfault, an out-of-memory kill): ``step.world.crash_worker()``.
+
+        The body's code stops here, and no step is recorded. In the simulator the worker
+        dies when the body's work reaches this call (after the body's elapses before it), as
+        at the explorer's crash fault, and restarts with no memory; the execution is
+        recovered by the next claim once its lease runs out. A body that calls it on every
+        attempt is a poison workflow: it is recovered without end, unless the scenario sets
+        ``max_recovery_attempts`` and the execution ends dead-lettered. Since it is the
+        workflow's own code, every run and every search keeps it. Step bodies only.
+        """
+        context = self._current("crash_worker")
+        if context.step_key == WORKFLOW_CODE:
+            raise WorkflowDefinitionError(
+                "step.world.crash_worker() crashes the worker running a step body: call it "
+                "inside a step body"
+            )
+        self._port.crash_worker(context)
+        raise WorkerCrashRequested(f"step {context.step_key} crashed its worker")
 
     def now(self) -> float:
         """The clock, as code reading the wall clock sees it (virtual time in the simulator):

@@ -3,7 +3,8 @@
 Only the dispatcher delivers an execution (RFC 003). An outcome is acknowledged under the
 delivery's lease; a delivery that rejects (an infrastructure error, a worker that replied retry
 or exited) records no outcome, and its lease is released so that the execution is delivered
-again after the redelivery delay.
+again after the redelivery delay. An execution recovered more than ``max_recovery_attempts``
+times is acknowledged dead-lettered without being delivered (``engine.recovery``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import LeaseLostError
 from yieldstar_sim.engine.invoker import ExecutionEvent, Invoker
+from yieldstar_sim.engine.recovery import check_max_recovery_attempts, dead_letter
+from yieldstar_sim.engine.world import WorkerCrashRequested
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import ExecutionRecord, Lease, WorkflowRunOutcome
@@ -42,7 +45,8 @@ class DispatchResult:
 
 
 class Dispatcher:
-    """Claims due executions and delivers them through an invoker."""
+    """Claims due executions and delivers them through an invoker; with
+    ``max_recovery_attempts``, one recovered more often is dead-lettered instead."""
 
     def __init__(
         self,
@@ -51,11 +55,15 @@ class Dispatcher:
         *,
         lease_seconds: float = 30.0,
         redelivery_delay: float = 5.0,
+        max_recovery_attempts: int | None = None,
     ) -> None:
         self.runtime = runtime
         self.invoker = invoker
         self.lease_seconds = lease_seconds
         self.redelivery_delay = redelivery_delay
+        self.max_recovery_attempts = check_max_recovery_attempts(
+            max_recovery_attempts, "Dispatcher"
+        )
 
     def dispatch(self, worker: str, execution_id: str | None = None) -> DispatchResult | None:
         """Claim one due execution (or the named one) for ``worker`` and deliver it."""
@@ -66,8 +74,13 @@ class Dispatcher:
             return None
         lease = delivery.lease
         at = self.runtime.clock.now()
+        outcome: WorkflowRunOutcome | None = dead_letter(delivery, self.max_recovery_attempts)
         try:
-            outcome = self.invoker.deliver(ExecutionEvent(delivery, worker))
+            if outcome is None:
+                outcome = self.invoker.deliver(ExecutionEvent(delivery, worker))
+        except WorkerCrashRequested as crash:
+            # The worker died: it neither acknowledges nor releases, and its lease runs out.
+            return DispatchResult(lease.execution_id, worker, lease, at, None, rejection=crash)
         except Exception as error:  # any rejection, not only an InfrastructureError (RFC 003)
             # A lost lease needs no release: it ran out, or someone else holds it now.
             with contextlib.suppress(LeaseLostError):

@@ -36,7 +36,8 @@ class Engine:
 
     ``runtime`` is ``"duckdb"`` (the default, in memory), ``"memory"``, or a runtime you made
     with this engine's clock. ``invoker`` is ``"in-process"`` (workflow code runs in this process)
-    or ``"worker"`` (a child process that sends its runtime calls here).
+    or ``"worker"`` (a child process that sends its runtime calls here). An execution
+    recovered more than ``max_recovery_attempts`` times (None: no limit) is dead-lettered.
     """
 
     def __init__(
@@ -50,6 +51,7 @@ class Engine:
         lease_seconds: float = 30.0,
         redelivery_delay: float = 5.0,
         profile: str | DriverProfile = "memory",
+        max_recovery_attempts: int | None = None,
     ) -> None:
         self.registry = Registry(workflows, steps, profile)
         if isinstance(runtime, str):
@@ -86,6 +88,7 @@ class Engine:
             self.invoker,
             lease_seconds=lease_seconds,
             redelivery_delay=redelivery_delay,
+            max_recovery_attempts=max_recovery_attempts,
         )
 
     def trigger(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
 import pickle
 from typing import TYPE_CHECKING, Any
 
@@ -281,6 +282,11 @@ class _ParentPort:
 
     def commit(self, context: BodyContext, writes: dict[str, object]) -> None:
         self.ask("commit", context, writes)
+
+    def crash_worker(self, context: BodyContext) -> None:
+        # The child process dies, as a crashed worker does; its parent sees it exit before
+        # an outcome (the delivery rejects, and the dispatcher releases the lease).
+        os._exit(70)
 
     def rollback(self, context: BodyContext, keys: tuple[str, ...], reason: str) -> None:
         self.ask("rollback", context, keys, reason)

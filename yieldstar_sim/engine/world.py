@@ -146,6 +146,13 @@ def check_key(key: object, what: str) -> None:
         raise ValueError(f"step.world.{what} takes a non-empty string key, not {key!r}")
 
 
+class WorkerCrashRequested(BaseException):
+    """Raised out of a step body by ``step.world.crash_worker()``: the worker running it dies
+    there. A ``BaseException``, so that the body's ``except Exception`` cannot catch it; it
+    is never a step failure or an outcome (the delivery ends with neither, and its lease runs
+    out)."""
+
+
 class WorldPort(Protocol):
     """Where a body's world operations are carried out (in-process, or across a pipe)."""
 
@@ -185,6 +192,11 @@ class WorldPort(Protocol):
 
     def commit(self, context: BodyContext, writes: dict[str, object]) -> None:
         """Write every key of a transaction together (``WorldError``: none of them)."""
+        ...
+
+    def crash_worker(self, context: BodyContext) -> None:
+        """The body crashes the worker running it: raise ``WorkerCrashRequested`` (or end
+        the process), never return."""
         ...
 
     def rollback(self, context: BodyContext, keys: tuple[str, ...], reason: str) -> None:
@@ -267,6 +279,13 @@ class EngineWorld:
         """A random option: the engine's draws are Python's (the simulator's are choice
         points)."""
         return random.randrange(len(options))
+
+    def crash_worker(self, context: BodyContext) -> None:
+        """The in-process worker dies: its dispatcher gives up the delivery with neither an
+        outcome nor a release, so its lease runs out and the execution is recovered."""
+        raise WorkerCrashRequested(
+            f"step {context.step_key} of {context.execution_id} crashed its worker"
+        )
 
     def commit(self, context: BodyContext, writes: dict[str, object]) -> None:
         """Write a transaction's keys, together (nothing runs between them here)."""

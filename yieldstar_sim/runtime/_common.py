@@ -71,6 +71,7 @@ EXECUTION_COLUMNS = (
     "lease_expires_at",
     "cancel_requested",
     "waiting_on",
+    "recoveries",
 )
 
 
@@ -109,6 +110,7 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         lease_expires_at,
         cancel_requested,
         waiting_on,
+        recoveries,
     ) = row
     parent = (
         ParentLink(str(parent_execution_id), str(parent_step_key), bool(parent_detached))
@@ -145,6 +147,7 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         lease_token=int(lease_token),  # type: ignore[call-overload]
         cancel_requested=bool(cancel_requested),
         waiting_on=None if waiting_on is None else str(waiting_on),
+        recoveries=int(recoveries),  # type: ignore[call-overload]
     )
 
 
@@ -456,7 +459,7 @@ def check_step(step_key: object, status: object, value: object, attempt: object)
 
 def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:
     """The status, encoded result and encoded error an outcome is stored as."""
-    from yieldstar_sim.core.model import Cancelled, Completed, Failed, Suspended
+    from yieldstar_sim.core.model import Cancelled, Completed, DeadLettered, Failed, Suspended
 
     match outcome:
         case Completed(result=result):
@@ -475,6 +478,12 @@ def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str |
             )
         case Cancelled():
             return ExecutionStatus.CANCELLED, None, None
+        case DeadLettered(error=error):
+            return (
+                ExecutionStatus.DEAD_LETTERED,
+                None,
+                durable_value_codec.encode_or_raise(error.to_value()),
+            )
         case Suspended():
             return ExecutionStatus.SUSPENDED, None, None
     raise TypeError(f"not a WorkflowRunOutcome: {outcome!r}")

@@ -97,7 +97,7 @@ _FOLLOWED = frozenset(
         "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
     }
 )  # fmt: skip
-_TERMINAL = frozenset({"completed", "failed", "cancelled"})
+_TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered"})
 _SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
 
 _COLUMNS = common.EXECUTION_COLUMNS
@@ -106,6 +106,7 @@ _RESULT, _ERROR = _COLUMNS.index("result"), _COLUMNS.index("error")
 _FINISHED, _DUE = _COLUMNS.index("finished_at"), _COLUMNS.index("due_at")
 _OWNER, _TOKEN = _COLUMNS.index("lease_owner"), _COLUMNS.index("lease_token")
 _EXPIRES, _WAITING = _COLUMNS.index("lease_expires_at"), _COLUMNS.index("waiting_on")
+_RECOVERIES = _COLUMNS.index("recoveries")
 
 #: A leased row as this runtime last knew it: its record columns (``EXECUTION_COLUMNS``) and
 #: its ``revision``, the one a compare-and-swap names.
@@ -446,6 +447,7 @@ class DuckDBRuntime(SqlCalls):
         taken = {**params, "claimed": row[0], "revision": revision}
         if not self._statement("claim_take", taken)[0][0]:
             raise duckdb.TransactionException("claim: the row changed since it was read")
+        row[_RECOVERIES] += row[_OWNER] is not None  # claim_take's count: a lease ran out
         row[_OWNER], row[_TOKEN] = params["owner"], row[_TOKEN] + 1
         row[_EXPIRES], row[_DUE], row[_WAITING] = params["expires_at"], None, None
         self._leased[row[0]] = (tuple(row[: len(_COLUMNS)]), revision + 1)

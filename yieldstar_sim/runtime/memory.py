@@ -443,6 +443,7 @@ class MemoryRuntime(common.AdapterOptions):
             if row_or_none is not None:
                 row = row_or_none
                 row = self._touch(row)
+                row.recoveries += row.lease_owner is not None  # its holder's lease ran out
                 row.lease_owner = owner
                 row.lease_token += 1
                 row.lease_expires_at = now + lease_seconds

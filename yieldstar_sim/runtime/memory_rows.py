@@ -92,6 +92,7 @@ class Row:
     lease_expires_at: float | None = None
     cancel_requested: bool = False
     waiting_on: str | None = None
+    recoveries: int = 0
     steps: dict[str, StepRecord] = field(default_factory=dict)
     """By step key, in the order of their positions (a rewrite keeps a key's place)."""
     revision: int = 0
@@ -145,6 +146,7 @@ class Row:
             self.lease_expires_at,
             self.cancel_requested,
             self.waiting_on,
+            self.recoveries,
         )
 
     def record(self) -> ExecutionRecord:
@@ -178,6 +180,7 @@ class Row:
             self.lease_token,
             self.cancel_requested,
             self.waiting_on,
+            self.recoveries,
         )
 
     def copy(self) -> Row:
@@ -193,8 +196,8 @@ class Row:
 
     def head(self) -> tuple[object, ...]:
         """``(execution ID, status, due_at, lease token, lease expiry, cancel requested,
-        waiting on)`` as the record would show them: what of a record changes as it runs,
-        without building the record (the explorer's fingerprints)."""
+        waiting on, recoveries)`` as the record would show them: what of a record changes as
+        it runs, without building the record (the explorer's fingerprints)."""
         return (
             self.execution_id,
             str(self.status),
@@ -203,6 +206,7 @@ class Row:
             None if self.lease_owner is None else float(self.lease_expires_at),  # type: ignore[arg-type]
             self.cancel_requested,
             self.waiting_on,
+            self.recoveries,
         )
 
     def ready_at(self) -> float | None:

@@ -74,7 +74,9 @@ ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
 -- name: claim
 UPDATE executions
 SET lease_owner = %(owner)s::text, lease_token = lease_token + 1, lease_expires_at = %(expires_at)s::float8,
-    due_at = NULL, waiting_on = NULL
+    due_at = NULL, waiting_on = NULL,
+    -- a claim of a row still leased (its lease ran out) takes it over from its holder
+    recoveries = recoveries + CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END
 WHERE execution_id = (
     SELECT execution_id
     FROM executions
@@ -217,7 +219,7 @@ WHERE c.execution_id = %(caller)s::text AND c.status <> 'pruned';
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
 UPDATE executions
 SET status = 'pruned', step_log = '', result = NULL, error = NULL
-WHERE execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled')
+WHERE execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
   AND origin = 'start'
   AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
 RETURNING seq;
@@ -226,12 +228,12 @@ RETURNING seq;
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
 -- own start requests named: those requests are unreachable once their caller is gone.
 DELETE FROM executions
-WHERE (execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled')
+WHERE (execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
        AND NOT (origin = 'start'
                 AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')))
    OR (status = 'pruned'
        AND request_seq = (SELECT seq FROM executions WHERE execution_id = %(execution_id)s::text
-                          AND status IN ('completed', 'failed', 'cancelled')))
+                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')))
 RETURNING execution_id, seq;
 
 -- name: prune_requests

@@ -126,7 +126,9 @@ LIMIT 1;
 -- name: claim_take
 UPDATE executions
 SET lease_owner = $owner, lease_token = lease_token + 1, lease_expires_at = $expires_at,
-    due_at = NULL, waiting_on = NULL, revision = revision + 1
+    due_at = NULL, waiting_on = NULL, revision = revision + 1,
+    -- a claim of a row still leased (its lease ran out) takes it over from its holder
+    recoveries = recoveries + CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END
 WHERE execution_id = $claimed AND revision = $revision;
 
 -- name: claim
@@ -135,7 +137,9 @@ WHERE execution_id = $claimed AND revision = $revision;
 -- writes; the adapter runs those two.
 UPDATE executions
 SET lease_owner = $owner, lease_token = lease_token + 1, lease_expires_at = $expires_at,
-    due_at = NULL, waiting_on = NULL, revision = revision + 1
+    due_at = NULL, waiting_on = NULL, revision = revision + 1,
+    -- a claim of a row still leased (its lease ran out) takes it over from its holder
+    recoveries = recoveries + CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END
 WHERE execution_id = (
     SELECT execution_id
     FROM executions
@@ -283,7 +287,7 @@ WHERE c.execution_id = $caller AND c.status <> 'pruned';
 -- fragment: keeps_a_tombstone
 -- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
-WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
   AND origin = 'start'
   AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
 
@@ -304,12 +308,12 @@ SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = re
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
 -- own start requests named: those requests are unreachable once their caller is gone.
 DELETE FROM executions
-WHERE (execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled')
+WHERE (execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
        AND NOT (origin = 'start'
                 AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')))
    OR (status = 'pruned'
        AND request_seq = (SELECT seq FROM executions WHERE execution_id = $execution_id
-                          AND status IN ('completed', 'failed', 'cancelled')))
+                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')))
 RETURNING execution_id, seq;
 
 -- name: prune_requests

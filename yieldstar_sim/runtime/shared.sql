@@ -16,7 +16,7 @@
     parent_step_key     text,
     parent_detached     boolean,
     request_seq         bigint,                     -- the caller incarnation of the start request
-    status              text NOT NULL,              -- pending | suspended | completed | failed | cancelled
+    status              text NOT NULL,              -- pending | suspended | completed | failed | cancelled | dead-lettered
     result              text,                       -- canonical JSON
     error               text,                       -- canonical JSON {name, message, code?}
     created_at          double precision NOT NULL,
@@ -28,12 +28,13 @@
     step_log            text NOT NULL DEFAULT '',   -- one canonical JSON step entry per line
     cancel_requested    boolean NOT NULL DEFAULT false, -- RFC 009: thrown at the next delivery
     waiting_on          text,                       -- the execution whose end wakes this one
+    recoveries          bigint NOT NULL DEFAULT 0,  -- claims that took over an expired lease
 
 -- fragment: record_columns
 -- The columns of an execution's record (`ExecutionRecord`), in the order the adapters read them.
 execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
 parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-lease_token, lease_expires_at, cancel_requested, waiting_on
+lease_token, lease_expires_at, cancel_requested, waiting_on, recoveries
 
 -- fragment: request_targets
 -- The retained start-request records: targets whose caller incarnation (request_seq) still

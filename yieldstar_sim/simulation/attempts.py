@@ -66,9 +66,20 @@ class Heartbeat:
 #: The one heartbeat mark (``SimPort.heartbeat`` appends it to what a body did).
 HEARTBEAT = Heartbeat()
 
+
+@dataclass(frozen=True, slots=True)
+class CrashWorker:
+    """A body's ``step.world.crash_worker()``, in what it did: its worker dies there, when the
+    work reaches it, as at a crash fault (the body's code stopped there)."""
+
+
+#: The one crash mark (``SimPort.crash_worker`` appends it to what a body did).
+CRASH_WORKER = CrashWorker()
+
 #: What a body did, in order: a call to the outside world (a ``WorldOp``), something else to
-#: land now (a callable: a trace of a read of the clock), seconds of work, or a heartbeat.
-BodyOp = Callable[[], None] | float | Heartbeat
+#: land now (a callable: a trace of a read of the clock), seconds of work, a heartbeat, or the
+#: crash of its worker (always last).
+BodyOp = Callable[[], None] | float | Heartbeat | CrashWorker
 
 
 class AttemptStopped(LeaseLostError):
@@ -245,6 +256,13 @@ def play_body(
                     "stopped", played.work, played.worked_until, stop=stop, reason=watch.reason
                 )
             continue
+        if op is CRASH_WORKER:
+            raise WorkerCrashed(
+                f"step {step_key} of {lease.execution_id} called step.world.crash_worker()",
+                execution_id=lease.execution_id,
+                step_key=step_key,
+                token=lease.token,
+            )
         if isinstance(op, WorldOp):
             redo = yield from land(
                 state, name, lease, step_key, op, tape=played.tape, clock=played.clock,
@@ -442,6 +460,8 @@ def _work_before_stop(rest: list[BodyOp], *, stops: bool) -> float:
     it ``stops`` there)."""
     work = 0.0
     for op in rest:
+        if op is CRASH_WORKER:
+            break  # the body's code ends there
         if op is HEARTBEAT:
             if stops:
                 break
@@ -466,6 +486,10 @@ def _abandoned(
         data=stall, **{**where, "point": None},
     )  # fmt: skip
     for op in rest:
+        if op is CRASH_WORKER:
+            # The worker gave up on this attempt already and claims on: what the body's
+            # crash ends is the attempt it left behind.
+            return
         if op is HEARTBEAT:
             if stops:
                 state.event(

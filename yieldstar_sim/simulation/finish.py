@@ -18,6 +18,7 @@ from yieldstar_sim.simulation.invariants import (
     CancelledLiveExecutionsEndCancelled,
     ExecutionsEndAsExpected,
     Invariant,
+    NothingRecoveredWithoutEnd,
     Violation,
     as_invariant,
 )
@@ -83,7 +84,7 @@ class Finished(Protocol):
 #: guard it (a guard cost about a microsecond and the text naming it, 14 times every run).
 _OURS: frozenset[type] = frozenset(
     {*map(type, BUILT_IN), ExecutionsEndAsExpected, CancelledLiveExecutionsEndCancelled,
-     AttemptsNeverOverlap, AtMostOnce}
+     AttemptsNeverOverlap, AtMostOnce, NothingRecoveredWithoutEnd}
 )  # fmt: skip
 
 
@@ -98,6 +99,7 @@ def invariants_of(scenario: Scenario) -> tuple[Invariant, ...]:
         ),
         CancelledLiveExecutionsEndCancelled(scenario.expected),
         AttemptsNeverOverlap(scenario.overlap_safe),
+        NothingRecoveredWithoutEnd(scenario.max_recovery_attempts),
         *map(as_invariant, scenario.invariants),
     )
 

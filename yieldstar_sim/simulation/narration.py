@@ -22,6 +22,7 @@ from yieldstar_sim.core.driver import (
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.model import (
     ChildAccepted,
+    DeadLettered,
     Delivery,
     ExecutionRecord,
     Failed,
@@ -167,7 +168,7 @@ def body_words(data: BodyData) -> str | None:
 def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
     """An outcome event's payload: the status, and a completed run's result (summarised) or a
     failed run's error."""
-    if isinstance(outcome, Failed):
+    if isinstance(outcome, Failed | DeadLettered):
         return OutcomeData(outcome.status, error=f"{outcome.error.name}: {outcome.error.message}")
     if outcome.status == "completed":
         return OutcomeData(outcome.status, result=summary(getattr(outcome, "result", None)))
@@ -176,6 +177,8 @@ def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
 
 def outcome_words(data: OutcomeData) -> str:
     """An outcome in a few words: its status, and its result or error."""
+    if data.status == "dead-lettered":
+        return f"dead-lettered, never run again ({data.error})"
     if data.error is not None:
         return f"failed ({data.error})"
     if data.result is not None:

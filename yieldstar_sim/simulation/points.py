@@ -49,7 +49,22 @@ Where = dict[str, Any]
 
 class WorkerCrashed(BaseException):
     """The simulated crash of a worker: a BaseException, so workflow code cannot catch it (and
-    it is never thrown into workflow code: the worker simply stops driving it)."""
+    it is never thrown into workflow code: the worker simply stops driving it). A crash the
+    workflow's own code caused (``step.world.crash_worker()``) says so in its message and
+    names the execution, the step and the delivery's fencing token."""
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        execution_id: str | None = None,
+        step_key: str | None = None,
+        token: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.execution_id = execution_id
+        self.step_key = step_key
+        self.token = token
 
 
 class ResponseLost(InfrastructureError):

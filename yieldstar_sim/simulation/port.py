@@ -23,8 +23,8 @@ from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
 from yieldstar_sim.core.model import WorkflowDefinitionError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.body_world import WorldError
-from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext
-from yieldstar_sim.simulation.attempts import HEARTBEAT
+from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, WorkerCrashRequested
+from yieldstar_sim.simulation.attempts import CRASH_WORKER, HEARTBEAT
 from yieldstar_sim.simulation.trace_payloads import (
     EffectData,
     StoreReadData,
@@ -224,6 +224,14 @@ class SimPort:
         if self.ops is None:  # pragma: no cover - BodyWorld refuses it outside a body
             raise WorkflowDefinitionError("step.heartbeat() belongs in a step body")
         self.ops.append(HEARTBEAT)  # a choice point when the body is played back
+
+    def crash_worker(self, context: BodyContext) -> None:
+        if self.ops is None:  # pragma: no cover - BodyWorld refuses it outside a body
+            raise WorkflowDefinitionError("step.world.crash_worker() belongs in a step body")
+        # The worker dies where the work reaches it (``attempts.play_body``); the body's code
+        # stops here.
+        self.ops.append(CRASH_WORKER)
+        raise WorkerCrashRequested(f"step {context.step_key} crashed its worker")
 
     def draw(self, context: BodyContext, options: tuple[str, ...]) -> int:
         if self.ops is None:  # pragma: no cover - BodyWorld refuses it outside a body

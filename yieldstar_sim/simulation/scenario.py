@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.suggest import did_you_mean
+from yieldstar_sim.engine.recovery import check_max_recovery_attempts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,7 +133,7 @@ class Prune:
     at: float = 0.0
 
 
-_END_STATUSES = ("completed", "failed", "cancelled")
+_END_STATUSES = ("completed", "failed", "cancelled", "dead-lettered")
 
 #: A run's choice points at most when ``max_points`` is None, or, when that is more, this many
 #: per trigger: the bound catches a run that never settles, and a story's orders take about
@@ -281,6 +282,11 @@ class Scenario:
     the lease has ended; the body sees the stop at its heartbeat, and the rest of it does not
     run. ``None``: a worker never stops an attempt for its lease (what a renewal answers is
     ignored and the body works on): the classic zombie's cause."""
+    max_recovery_attempts: int | None = None
+    """How many times an execution may be recovered (claimed again after its holder's lease
+    ran out: a worker that crashed or froze holding it) before the workers dead-letter it
+    instead of running it again, as DBOS's ``max_recovery_attempts`` does; ``None`` (the
+    default): no limit, and a poison workflow is recovered without end."""
     overlap_safe: Sequence[str] = ()
     """Step keys whose attempts may run at the same time (what they do is safe to do twice at
     once: an effect with an idempotency key, say): the built-in invariant that two attempts of
@@ -361,6 +367,7 @@ class Scenario:
                 f"scenario {self.name!r}: stop_after_failed_renewals is a whole number >= 1 "
                 f"(failed renewals in a row), or None to never stop, not {policy!r}"
             )
+        check_max_recovery_attempts(self.max_recovery_attempts, f"scenario {self.name!r}")
         if not isinstance(self.world_in_workflow_code, bool):
             raise TypeError(
                 f"scenario {self.name!r}: world_in_workflow_code is True or False, not "

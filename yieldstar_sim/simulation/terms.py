@@ -68,6 +68,7 @@ def record_head(record: ExecutionRecord) -> tuple[object, ...]:
         None if lease is None else lease.expires_at,
         record.cancel_requested,
         record.waiting_on,
+        record.recoveries,
     )
 
 

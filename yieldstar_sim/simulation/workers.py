@@ -38,6 +38,8 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.body_world import BodyWorld, WorldError, without_frames
 from yieldstar_sim.engine.calls import runtime_call
 from yieldstar_sim.engine.invoker import step_delivery
+from yieldstar_sim.engine.recovery import dead_letter
+from yieldstar_sim.engine.world import WorkerCrashRequested
 from yieldstar_sim.runtime.memory_rows import read_step
 from yieldstar_sim.simulation.attempts import (
     AttemptStopped,
@@ -66,7 +68,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Generator
     from contextlib import AbstractContextManager
 
-    from yieldstar_sim.core.model import StepRecord
+    from yieldstar_sim.core.model import StepRecord, WorkflowRunOutcome
     from yieldstar_sim.simulation.attempts import BodyOp, Playback
     from yieldstar_sim.simulation.kernel import Actor
     from yieldstar_sim.simulation.state import RunState
@@ -81,9 +83,16 @@ def worker(state: RunState, name: str, delivery: Delivery | None = None) -> Acto
         try:
             yield from _work(state, name, delivery)
             return
-        except WorkerCrashed:
+        except WorkerCrashed as crashed:
             delivery = None
-            state.event(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
+            if crashed.execution_id is None:
+                state.event(now(), TraceKind.CRASH, f"{name} crashed", worker=name)
+            else:  # the workflow's own code crashed it: the trace names the execution and step
+                state.event(
+                    now(), TraceKind.CRASH, f"{name} crashed: {crashed}", worker=name,
+                    execution_id=crashed.execution_id, step_key=crashed.step_key,
+                    token=crashed.token,
+                )  # fmt: skip
             yield Wait(now() + state.scenario.restart_delay)
             state.event(now(), TraceKind.RESTART, f"{name} restarted with no memory", worker=name)
 
@@ -108,6 +117,12 @@ def _work(state: RunState, name: str, delivery: Delivery | None) -> Actor:
                 yield Park()
                 continue
             state.reset(name, partial(worker, state, name, delivery))
+        set_aside = dead_letter(delivery, state.scenario.max_recovery_attempts)
+        if set_aside is not None:
+            # Recovered too often: acknowledged dead-lettered, its workflow code never run.
+            yield from _acknowledge(state, name, delivery.lease, set_aside)
+            delivery = None
+            continue
         # A stalled attempt detaches: the rest of its delivery becomes an actor apart, made
         # again from where the delivery last stood as a new one would (``_Midway``).
         restart = _Restart(partial(_deliver, state, name, delivery))
@@ -160,15 +175,21 @@ def _deliver(
         )  # fmt: skip
         yield from _release(state, name, lease)
         return
+    yield from _acknowledge(state, name, lease, outcome)
+
+
+def _acknowledge(state: RunState, name: str, lease: Lease, outcome: WorkflowRunOutcome) -> Actor:
+    """Trace a delivery's outcome and acknowledge it under its lease."""
+    execution_id = lease.execution_id
     ended = outcome_data(outcome)
     state.event(
-        state.clock.now(), TraceKind.OUTCOME, f"{record.execution_id}: {outcome_words(ended)}",
-        worker=name, execution_id=record.execution_id, token=lease.token, data=ended,
+        state.clock.now(), TraceKind.OUTCOME, f"{execution_id}: {outcome_words(ended)}",
+        worker=name, execution_id=execution_id, token=lease.token, data=ended,
     )  # fmt: skip
     try:
         yield from call(
             state,
-            new_point_info(name, Op.ACKNOWLEDGE, record.execution_id),
+            new_point_info(name, Op.ACKNOWLEDGE, execution_id),
             lambda: state.runtime.acknowledge(lease, outcome),
             token=lease.token,
         )
@@ -353,6 +374,9 @@ class _Delivering:
         except Undecided as undecided:
             state.roll_back(mark)
             return DrawAsked(undecided.options)
+        except WorkerCrashRequested:
+            # Never seen: the worker dies where the body's work reaches its crash.
+            result = BodyResult()
         finally:
             ops, port.ops = port.ops, None
         assert ops is not None

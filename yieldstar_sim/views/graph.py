@@ -83,6 +83,7 @@ STATUS_COLOURS = {
     "completed": "#009E73",
     "failed": "#D55E00",
     "cancelled": "#999999",
+    "dead-lettered": "#CC79A7",
     "pruned": "#DDDDDD",
 }
 

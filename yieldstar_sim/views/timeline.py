@@ -46,6 +46,7 @@ from yieldstar_sim.views.timeline_labels import (
     Mark,
     Span,
     Timeline,
+    dead_letter_labels,
     label_marks,
     label_spans,
     scale_tick_labels,
@@ -324,6 +325,7 @@ def build_timeline(
         timeline.frozen.append((lane, start, width))
     for lane, start in attempts.stalls.items():
         timeline.stalled.append((lane, start, width))
+    timeline.spans = dead_letter_labels(timeline.spans, events)
     review_size(timeline, events, names if workers is None else list(workers), notable)
     return timeline
 

@@ -10,14 +10,17 @@ and none is cut off at the axis's end.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
+
+from yieldstar_sim.simulation.trace_payloads import OutcomeData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from matplotlib.axes import Axes
 
+    from yieldstar_sim.simulation.trace import TraceEvent
     from yieldstar_sim.views.timeline_axis import Break, Instant
 
 
@@ -185,3 +188,21 @@ class Timeline:
     """The executions drawn out on lanes of their own, at review size."""
     focus_lanes: list[str] = field(default_factory=list)
     """Their lanes' names, in ``lanes``."""
+
+
+def dead_letter_labels(spans: list[Span], events: Sequence[TraceEvent]) -> list[Span]:
+    """``spans``, each delivery that set its execution aside (dead-lettered) labelled so: it
+    ran no code, and its bar would otherwise read like any other."""
+    dead = {
+        (event.execution_id, event.token)
+        for event in events
+        if isinstance(event.data, OutcomeData) and event.data.status == "dead-lettered"
+    }
+    if not dead:
+        return spans
+    return [
+        replace(span, label=f"{span.execution_id} · token {span.token} · dead-lettered")
+        if (span.execution_id, span.token) in dead
+        else span
+        for span in spans
+    ]

@@ -212,6 +212,11 @@ def describe_event(event: TraceEvent) -> str:
             f"{eid} is pruned: its steps, its wake and the start requests it made are gone; "
             "the executions it started keep running and keep their parent link."
         )
+    if isinstance(data, OutcomeData) and data.status == "dead-lettered":
+        return (
+            f"{who} sets {eid} aside without running its workflow code: {outcome_words(data)}. "
+            "It counts only once it is acknowledged."
+        )
     if isinstance(data, OutcomeData):
         return (
             f"The workflow code of {eid} returns on {who}: {outcome_words(data)}. "

@@ -7,14 +7,15 @@ only under the current lease; no execution lost; owned targets follow their owne
 keep their owner; one execution per client request, however many attempts it took; a
 cancellation requested while its execution is live ends it cancelled; two attempts of one step
 never run at the same time, unless the scenario declares the step overlap-safe; recorded history
-(a final step record, a terminal outcome, a start request's target) never changes. Users add
+(a final step record, a terminal outcome, a start request's target) never changes; nothing is
+recovered without end (past ``max_recovery_attempts`` an execution is dead-lettered). Users add
 ``at_most_once(effect, by=field)`` and plain callables over the run.
 
 The built-in invariants live by what they watch: ``starts`` (requests, admissions, leases),
 ``ownership`` (owners and what they own), ``clients`` (clients' requests), ``outcomes`` (how
 executions end), ``cancels`` (what a cancellation request ends), ``attempts`` (when a step's
-attempts run) and ``effects``
-(``at_most_once``), ``history`` (records written once); ``evidence`` reads the trace for their
+attempts run) and ``effects`` (``at_most_once``), ``history`` (records written once),
+``recoveries`` (claims after a lease ran out); ``evidence`` reads the trace for their
 sentences.
 """
 
@@ -37,6 +38,7 @@ from yieldstar_sim.simulation.invariants.protocol import (
     Violation,
     as_invariant,
 )
+from yieldstar_sim.simulation.invariants.recoveries import NothingRecoveredWithoutEnd
 from yieldstar_sim.simulation.invariants.starts import (
     AcceptedStartsRecordedOnce,
     AcknowledgedUnderCurrentLease,
@@ -74,6 +76,7 @@ __all__ = [
     "Invariant",
     "JoinedRunsKeepTheirOwner",
     "NothingLost",
+    "NothingRecoveredWithoutEnd",
     "OneAdmissionPerStep",
     "OneExecutionPerClientRequest",
     "OneTargetPerStartRequest",

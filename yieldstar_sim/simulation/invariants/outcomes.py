@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 _STEP_WORK = (TraceKind.BODY, TraceKind.CALL, TraceKind.REFUSED, TraceKind.ERROR)
 
+#: The ends an expectation must allow: a completion needs none, nor a cancellation (its
+#: invariant is ``cancels``'), nor a pruned record.
+_JUDGED = frozenset({"failed", "dead-lettered"})
+
 
 def _failed_at(run: RunView, execution_id: str) -> str | None:
     """Where an execution's failing delivery was when it failed, from the trace: ``at step
@@ -60,9 +64,10 @@ def _error_words(record: ExecutionRecord) -> str:
 
 class ExecutionsEndAsExpected:
     """Every execution ends as the scenario allows: completed, cancelled after a cancellation
-    request, or as an expectation (``ys.expect``) declares. A failure nobody declared, or one
-    other than the declared one, is a violation that names the execution, the step and the
-    error; an execution that never finished is one too."""
+    request, or as an expectation (``ys.expect``) declares (a failure, a dead letter). A
+    failure nobody declared, or one other than the declared one, is a violation that names
+    the execution, the step and the error; so is a dead letter nobody declared, and an
+    execution that never finished."""
 
     name = "executions end as expected"
     final_only = True  # about how a run ends
@@ -90,7 +95,8 @@ class ExecutionsEndAsExpected:
                         Violation(self.name, f"{who} never finished: it is {record.status}{waits}")
                     )
                 continue
-            if str(record.status) != "failed" or any(_ends_as(record, e) for e in wanted):
+            status = str(record.status)
+            if status not in _JUDGED or any(_ends_as(record, e) for e in wanted):
                 continue
             if wanted:
                 violations.append(
@@ -101,6 +107,9 @@ class ExecutionsEndAsExpected:
                         {"execution": record.execution_id},
                     )
                 )
+                continue
+            if status == "dead-lettered":
+                violations.append(self._dead_lettered(record, who))
                 continue
             error = record.error
             # A verb never run names its own verb, key and line: the step the delivery was
@@ -121,6 +130,16 @@ class ExecutionsEndAsExpected:
                 )
             )
         return violations
+
+    def _dead_lettered(self, record: ExecutionRecord, who: str) -> Violation:
+        """A dead letter nobody declared: set aside for a person to look at."""
+        return Violation(
+            self.name,
+            f"{who} was dead-lettered: {_error_words(record)} (fix what kills its worker; or, "
+            "if the scenario means it to be set aside, declare it: "
+            f'expected=[ys.expect("{record.workflow_id}", status="dead-lettered")])',
+            {"execution": record.execution_id},
+        )
 
     def _fix(self, record: ExecutionRecord) -> str:
         """What fixes a failure nobody declared: for a mistake in the code, the fix of the

@@ -26,7 +26,12 @@ def _owned(run: RunView) -> dict[str, list[str]]:
     return owned
 
 
-_ENDED = {"completed": "had completed", "failed": "had failed", "cancelled": "had been cancelled"}
+_ENDED = {
+    "completed": "had completed",
+    "failed": "had failed",
+    "cancelled": "had been cancelled",
+    "dead-lettered": "had been dead-lettered",
+}
 
 
 def _ended_and_cancel_events(

@@ -1,0 +1,228 @@
+"""Recurring faults and recovery limits: a step body that crashes its own worker
+(``step.world.crash_worker()``), the scenario's ``max_recovery_attempts`` that dead-letters an
+execution recovered too often, and the invariant that nothing is recovered without end."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.core.model import MAX_RECOVERY_ATTEMPTS_EXCEEDED, Delivery, ExecutionStatus
+from yieldstar_sim.examples.flawed_runtimes import _Wrapped
+from yieldstar_sim.simulation.invariants import NothingRecoveredWithoutEnd
+from yieldstar_sim.simulation.trace_payloads import OutcomeData, TraceKind
+
+LIMIT = "nothing is recovered without end"
+
+
+def _render(step: Any, pages: int) -> int:
+    step.world.elapse(5)
+    if pages > 1_000:
+        step.world.crash_worker()
+    step.world.effect("report.rendered", report=step.execution_id)
+    return pages
+
+
+@ys.workflow("render-report")
+def render_report(step: Any, params: Any) -> Any:
+    pages = yield from step.run("render", _render, step, params["pages"])
+    return {"pages": pages}
+
+
+def _scenario(**options: Any) -> ys.Scenario:
+    return ys.Scenario(
+        name="poison",
+        workflows=[render_report],
+        triggers=[
+            ys.Trigger("render-report", {"pages": 12}, execution_id="report-1"),
+            ys.Trigger("render-report", {"pages": 250_000}, execution_id="report-huge"),
+        ],
+        **{"max_time": 600, **options},
+    )
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_a_body_that_crashes_its_worker_crashes_it_where_its_work_reaches_the_call(
+    runtime: str,
+) -> None:
+    run = ys.simulate(_scenario(max_recovery_attempts=1), runtime=runtime)
+    crashes = [e for e in run.trace if e.kind == TraceKind.CRASH]
+    assert crashes
+    first = crashes[0]
+    assert first.t == 5.0  # after the body's 5 s of work, not when it ran
+    assert (first.execution_id, first.step_key) == ("report-huge", "render")
+    assert "called step.world.crash_worker()" in first.text
+    # Its worker restarted, and what the body would have done after the call never happened.
+    assert any(e.kind == TraceKind.RESTART and e.worker == first.worker for e in run.trace)
+    assert [effect.data["report"] for effect in run.effects] == ["report-1"]
+
+
+def test_crash_worker_belongs_in_a_step_body() -> None:
+    @ys.workflow("crashes-in-code")
+    def crashes_in_code(step: Any, params: Any) -> Any:
+        step.world.crash_worker()
+        yield from step.delay("never", 1)
+
+    scenario = ys.Scenario(
+        name="crash-in-code",
+        workflows=[crashes_in_code],
+        triggers=[ys.Trigger("crashes-in-code", execution_id="c-1")],
+        world_in_workflow_code=True,
+        expected=[ys.expect("crashes-in-code", error="WorkflowDefinitionError")],
+    )
+    run = ys.simulate(scenario, runtime="memory")
+    record = run.runtime.execution("c-1")
+    assert record is not None
+    assert record.error is not None
+    assert "call it inside a step body" in record.error.message
+
+
+@pytest.mark.parametrize("runtime", ["memory", "duckdb"])
+def test_an_execution_recovered_past_the_bound_ends_dead_lettered_without_running(
+    runtime: str,
+) -> None:
+    run = ys.simulate(
+        _scenario(
+            max_recovery_attempts=2,
+            expected=[ys.expect(execution_id="report-huge", status="dead-lettered")],
+        ),
+        runtime=runtime,
+    )
+    assert run.verdict == "ok", run.explain()
+    record = run.runtime.execution("report-huge")
+    assert record is not None
+    assert record.status == ExecutionStatus.DEAD_LETTERED
+    assert record.recoveries == 3
+    assert record.error is not None
+    assert record.error.code == MAX_RECOVERY_ATTEMPTS_EXCEEDED
+    assert "recovered 3 times" in record.error.message
+    # Two recoveries ran the step again; the third was acknowledged without running it.
+    crashes = [e for e in run.trace if e.kind == TraceKind.CRASH]
+    assert len(crashes) == 3
+    outcome = next(e for e in run.trace if isinstance(e.data, OutcomeData))
+    dead = [
+        e for e in run.trace if isinstance(e.data, OutcomeData) and e.data.status == "dead-lettered"
+    ]
+    assert outcome.execution_id == "report-1"
+    assert len(dead) == 1
+    assert "dead-lettered, never run again" in dead[0].text
+    assert run.totals().executions["render-report"] == {"completed": 1, "dead-lettered": 1}
+
+
+def test_a_dead_letter_nobody_declared_is_a_violation_that_says_how_to_declare_it() -> None:
+    run = ys.simulate(_scenario(max_recovery_attempts=2), runtime="memory")
+    messages = [v.message for v in run.violations if v.invariant == "executions end as expected"]
+    assert len(messages) == 1
+    assert messages[0].startswith("report-huge (render-report) was dead-lettered: ")
+    assert 'ys.expect("render-report", status="dead-lettered")' in messages[0]
+
+
+def test_with_no_bound_a_run_cut_while_an_execution_keeps_being_recovered_is_violated() -> None:
+    run = ys.simulate(_scenario(), runtime="memory")
+    assert run.verdict == "violated"
+    assert run.incomplete is not None  # cut at max_time: it never ends on its own
+    (found,) = [v for v in run.violations if v.invariant == LIMIT]
+    assert found.message.startswith("report-huge (render-report) was recovered ")
+    assert "still being recovered when the run was cut" in found.message
+    assert "step.world.crash_worker() in step render" in found.message
+    assert "Scenario(max_recovery_attempts=N)" in found.message
+
+
+def test_a_run_cut_with_few_recoveries_stays_incomplete_not_violated() -> None:
+    run = ys.simulate(_scenario(max_time=40), runtime="memory")
+    assert run.verdict == "incomplete"
+
+
+class _ForgetsRecoveries(_Wrapped):
+    """A runtime that never counts a recovery: the engine cannot see the bound pass."""
+
+    def claim(self, owner: str, **options: Any) -> Delivery | None:
+        delivery: Delivery | None = self.inner.claim(owner, **options)
+        if delivery is None:
+            return None
+        return replace(delivery, execution=replace(delivery.execution, recoveries=0))
+
+
+def test_a_runtime_that_does_not_count_recoveries_is_caught_by_the_trace() -> None:
+    run = ys.simulate(_scenario(max_recovery_attempts=2, runtime=_ForgetsRecoveries), runtime=None)
+    (found,) = [v for v in run.violations if v.invariant == LIMIT]
+    assert found.message.startswith("report-huge (render-report) was recovered ")
+    # Its third recovery (t=90) ran the step again: the crash at t=95 says so.
+    assert "more than max_recovery_attempts=2, and was run again at t=95 by" in found.message
+    assert "ExecutionRecord.recoveries" in found.message
+
+
+def test_the_invariant_counts_only_claims_that_took_over_an_expired_lease() -> None:
+    run = ys.simulate(
+        _scenario(
+            max_recovery_attempts=2,
+            expected=[ys.expect(execution_id="report-huge", status="dead-lettered")],
+        ),
+        runtime="memory",
+    )
+    assert NothingRecoveredWithoutEnd(2).check(run) == []
+    assert NothingRecoveredWithoutEnd(None).check(run) == []  # it finished: nothing was cut
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        (0, "not 0"),
+        (-1, "not -1"),
+        (2.5, "not 2.5"),
+        ("3", "not '3'"),
+        (True, "not True"),
+    ],
+)
+def test_a_recovery_limit_that_is_not_a_whole_number_from_one_is_refused(
+    value: object, words: str
+) -> None:
+    with pytest.raises(ValueError, match="max_recovery_attempts must be a whole number >= 1") as e:
+        _scenario(max_recovery_attempts=value)
+    assert words in str(e.value)
+    assert "scenario 'poison'" in str(e.value)
+
+
+def test_the_engine_dead_letters_past_the_bound_too() -> None:
+    engine = ys.Engine([render_report], runtime="memory", max_recovery_attempts=1)
+    engine.runtime.trigger("render-report", {"pages": 250_000}, execution_id="r-1")
+    crashed = engine.dispatcher.dispatch("w1")
+    assert crashed is not None
+    assert crashed.outcome is None
+    assert "crashed its worker" in str(crashed.rejection)
+    record = engine.runtime.execution("r-1")
+    assert record is not None
+    assert record.lease is not None  # neither acknowledged nor released: its lease runs out
+    for _ in (1, 2):
+        engine.clock.advance(31)
+        result = engine.dispatcher.dispatch("w2")
+        assert result is not None
+        assert result.lease is not None
+    assert result.acknowledged
+    assert result.record is not None
+    assert result.record.status == ExecutionStatus.DEAD_LETTERED
+    assert result.record.recoveries == 2
+    with pytest.raises(ValueError, match="max_recovery_attempts"):
+        ys.Engine([render_report], runtime="memory", max_recovery_attempts=0)
+
+
+def test_in_a_worker_process_the_crash_ends_the_child_and_the_delivery_is_released() -> None:
+    engine = ys.Engine([render_report], runtime="memory", invoker="worker")
+    try:
+        engine.runtime.trigger("render-report", {"pages": 250_000}, execution_id="r-1")
+        crashed = engine.dispatcher.dispatch("w1")
+        assert crashed is not None
+        assert "the worker process exited (code 70)" in str(crashed.rejection)
+        record = engine.runtime.execution("r-1")
+        assert record is not None
+        assert record.lease is None  # its parent lived, and released it: no recovery
+        engine.runtime.trigger("render-report", {"pages": 2}, execution_id="r-2")
+        engine.clock.advance(10)
+        after = engine.dispatcher.dispatch("w1", "r-2")
+        assert after is not None
+        assert after.acknowledged  # a new child serves the next delivery
+    finally:
+        engine.invoker.close()

@@ -1,0 +1,170 @@
+"""The invariant that nothing is recovered without end.
+
+A recovery is a claim that takes an execution over from a holder whose lease ran out: the
+holder's worker crashed, froze or stalled while it held it, and neither acknowledged nor
+released it. It is read from the trace alone (each committed claim of an execution, and the
+acknowledgement or release that ends a delivery), so it holds a runtime that counts wrongly,
+or not at all, to account as well as the engine.
+
+With a bound (``Scenario(max_recovery_attempts=N)``), an execution recovered more than N
+times must be set aside, dead-lettered, and never run again: workflow code (a step body, a
+runtime call of its delivery, an outcome other than the dead letter) under a lease claimed
+past the bound is a violation. With no bound, a run cut (by ``max_time`` or ``max_points``)
+while an execution keeps being recovered is one: a poison workflow, whose own code crashes its
+worker on every attempt, would be recovered for ever, and the cut would otherwise only say
+that the run was incomplete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.invariants.protocol import Violation
+from yieldstar_sim.simulation.trace_payloads import ClaimData, OutcomeData, TraceKind
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.invariants.protocol import RunView
+    from yieldstar_sim.simulation.trace import TraceEvent
+
+#: Recoveries of one live execution in a cut run past which it is said to be recovered
+#: without end (one fault recovers an execution once, or twice at most).
+RECOVERED_WITHOUT_END = 3
+
+#: The calls that begin or end a delivery without running workflow code.
+_DELIVERY_EDGES = frozenset({Op.CLAIM, Op.ACKNOWLEDGE, Op.RELEASE})
+
+
+@dataclass
+class _Recoveries:
+    """One execution's recoveries as the trace shows them."""
+
+    workflow_id: str
+    held: bool = False
+    count: int = 0
+    past: int | None = None
+    """The token of the first claim past the bound, once there was one."""
+    ran: TraceEvent | None = None
+    """The first event of workflow code under a lease claimed past the bound."""
+    crashes: dict[str, int] = field(default_factory=dict)
+    """By step key: how often the execution's own code crashed its worker there."""
+    last: float = 0.0
+
+
+class NothingRecoveredWithoutEnd:
+    """No execution is recovered without end: past the scenario's ``max_recovery_attempts``
+    it is dead-lettered and never run again, and with no bound a run is never cut while an
+    execution keeps being recovered. A violation names the execution, how often it was
+    recovered and why. A safety property: checked on cut runs too."""
+
+    name = "nothing is recovered without end"
+    final_only = False
+
+    def __init__(self, max_recovery_attempts: int | None = None) -> None:
+        self.max_recovery_attempts = max_recovery_attempts
+
+    def check(self, run: RunView) -> list[Violation]:
+        """Count each execution's recoveries in the trace, and judge them by the bound."""
+        seen = self._recoveries(run)
+        bound = self.max_recovery_attempts
+        cut = getattr(run, "incomplete", None)
+        live = {record.execution_id for record in run.executions if not record.terminal}
+        violations = []
+        for execution_id, each in seen.items():
+            who = f"{execution_id} ({each.workflow_id})"
+            times = _times(each.count)
+            if bound is not None and each.ran is not None:
+                ran = each.ran
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{who} was recovered {times}, more than max_recovery_attempts={bound}, "
+                        f"and was run again at t={ran.t:g} by {ran.worker} (token {ran.token}): "
+                        f"{_why(each)}; past the bound it must be dead-lettered, never run "
+                        "(the workers read the runtime's count of recoveries, "
+                        "ExecutionRecord.recoveries: a runtime must count each claim that "
+                        "takes an execution over from a holder whose lease ran out)",
+                        {"execution": execution_id, "recoveries": each.count},
+                    )
+                )
+            elif (
+                bound is None
+                and cut is not None
+                and execution_id in live
+                and each.count >= RECOVERED_WITHOUT_END
+            ):
+                violations.append(
+                    Violation(
+                        self.name,
+                        f"{who} was recovered {times} (the last at t={each.last:g}) and was "
+                        f"still being recovered when the run was cut: {_why(each)}; nothing "
+                        "ends it, so it would be recovered for ever. Bound it: "
+                        "Scenario(max_recovery_attempts=N) dead-letters an execution "
+                        "recovered more than N times (DBOS's max_recovery_attempts); or fix "
+                        "what kills its worker",
+                        {"execution": execution_id, "recoveries": each.count},
+                    )
+                )
+        return violations
+
+    def _recoveries(self, run: RunView) -> dict[str, _Recoveries]:
+        bound = self.max_recovery_attempts
+        seen: dict[str, _Recoveries] = {}
+        for event in run.trace:
+            execution_id = event.execution_id
+            if execution_id is None:
+                continue
+            kind, data = event.kind, event.data
+            if kind == TraceKind.CALL and isinstance(data, ClaimData):
+                each = seen.get(execution_id)
+                if each is None:
+                    each = seen[execution_id] = _Recoveries(data.workflow_id)
+                if each.held:
+                    each.count += 1
+                    each.last = event.t
+                    if bound is not None and each.count > bound and each.past is None:
+                        each.past = event.token
+                each.held = True
+                continue
+            each = seen.get(execution_id)
+            if each is None:
+                continue
+            if kind == TraceKind.CALL and event.op in (Op.ACKNOWLEDGE, Op.RELEASE):
+                each.held = False
+            elif kind == TraceKind.CRASH and event.step_key is not None:
+                each.crashes[event.step_key] = each.crashes.get(event.step_key, 0) + 1
+            if each.past is not None and each.ran is None and _runs_code(event, each.past):
+                each.ran = event
+        return seen
+
+
+def _runs_code(event: TraceEvent, past: int) -> bool:
+    """Whether ``event`` is workflow code run under a lease claimed at or after ``past``."""
+    if event.token is None or event.token < past:
+        return False  # a stale holder's, from before the bound was passed
+    if event.kind == TraceKind.BODY or (event.kind == TraceKind.CRASH and event.step_key):
+        return True  # a body ran (one that crashed its worker leaves only the crash)
+    if event.kind == TraceKind.OUTCOME:
+        return isinstance(event.data, OutcomeData) and event.data.status != "dead-lettered"
+    return event.kind == TraceKind.CALL and event.op not in _DELIVERY_EDGES
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def _why(each: _Recoveries) -> str:
+    """Why the execution kept being recovered, as the trace shows it."""
+    if each.crashes:
+        steps = ", ".join(
+            f"step {key} ({_times(count)})" for key, count in sorted(each.crashes.items())
+        )
+        return (
+            f"its own code crashed its worker every time it ran (step.world.crash_worker() in "
+            f"{steps}), and each crash left its lease to run out"
+        )
+    return (
+        "each time, the worker holding it let its lease run out (it crashed, froze, stalled, "
+        "or worked past it by a clock behind)"
+    )
