@@ -38,7 +38,14 @@ from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
-from yieldstar_sim.simulation.kernel import Kernel, Point
+from yieldstar_sim.simulation.footprints import (
+    FAULTS,
+    QUEUE,
+    Footprint,
+    RecordedRuntime,
+    Touches,
+)
+from yieldstar_sim.simulation.kernel import PARKED, Kernel, Point
 from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.runtime_actions import reports
@@ -93,7 +100,8 @@ class Execution:
     ``faults`` are placed by the default moves, beside the scenario's own plan (left out with
     ``scenario_faults=False``); ``timeout`` bounds the run's wall-clock seconds. With
     ``saving``, the run keeps what ``save`` and ``restore`` need (recording costs a sixth of
-    a run, so a plain run does not).
+    a run, so a plain run does not). With ``footprints``, each move taken records what it
+    touched (``footprint``).
     """
 
     def __init__(
@@ -107,6 +115,7 @@ class Execution:
         scenario_faults: bool = True,
         timeout: float | None = DEFAULT_TIMEOUT,
         saving: bool = False,
+        footprints: bool = False,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -117,6 +126,10 @@ class Execution:
         self.faults = (*(scenario.faults if scenario_faults else ()), *faults)
         self.timeout = timeout
         self.saving = saving
+        self.footprints = footprints
+        self.footprint: Footprint | None = None
+        """What the last move taken touched (``footprints.py``), where the run records
+        footprints."""
         self.restores = 0
         """States restored (put back, or replayed to)."""
         self.replayed_steps = 0
@@ -152,6 +165,10 @@ class Execution:
             clocks=WorkerClocks(clock.now),
             reports=reports(made),
         )
+        self._touches: Touches | None = None
+        if self.footprints:
+            self._touches = Touches()
+            state.runtime = RecordedRuntime(made, self._touches)
         self.can_restore = self.saving and can_snapshot(made)
         if self.can_restore:
             state.journal = Journal(kernel, clock)
@@ -357,7 +374,23 @@ class Execution:
         if move.fault is not None:
             fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
         self._path = (move, index, self._ready(), fault, self._path)
-        self._go(move)
+        touches = self._touches
+        if touches is None:
+            self._go(move)
+            return
+        touches.take()
+        if fault is not None:
+            touches.write(FAULTS)
+        self.state.touches = touches
+        try:
+            self._go(move)
+        finally:
+            self.state.touches = None
+        if self.kernel.waits.get(move.actor) is PARKED:
+            # Parked, it waits for the queue to change: a move that changes it (and wakes
+            # every parked actor) does not commute with this one.
+            touches.read(QUEUE)
+        self.footprint = touches.take()
 
     def _go(self, move: Move | None) -> None:
         """Take ``move`` (None: start the run) and go on to the next choice point."""
@@ -559,6 +592,7 @@ class Execution:
         return Execution(
             self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
             faults=self.faults, scenario_faults=False, timeout=self.timeout,
+            footprints=self.footprints,
         )  # fmt: skip
 
     def _replay_to(self, saved: SavedExecution) -> None:
