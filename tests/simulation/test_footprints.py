@@ -23,7 +23,8 @@ from yieldstar_sim.simulation.footprints import (
     FAULTS,
     QUEUE,
     Footprint,
-    execution,
+    lease,
+    steps,
     stored,
     trusted,
 )
@@ -167,7 +168,8 @@ def test_a_claim_reads_the_queue_and_writes_the_execution_it_got() -> None:
     run = _first(ys.load_scenario("durable-start"))
     footprint = take(run, plain_move(_at(run, "claim")))
     assert QUEUE in footprint.reads
-    assert execution("order-42") in footprint.writes
+    assert lease("order-42") in footprint.writes
+    assert steps("order-42") in footprint.reads
 
 
 def test_a_fault_spends_the_budget_so_two_faulted_moves_never_commute() -> None:
@@ -192,7 +194,7 @@ def test_a_move_that_parks_its_worker_reads_the_queue() -> None:
     idle = _at(run, "claim")
     footprint = take(run, plain_move(idle))
     assert QUEUE in footprint.reads
-    assert not any(kind == "execution" for kind, _ in footprint.writes)
+    assert not any(kind == "lease" for kind, _ in footprint.writes)
 
 
 def test_a_store_read_and_write_name_their_key() -> None:

@@ -11,7 +11,9 @@ pair of moves called independent, both orders reach the same state key.
 
 The things, each a ``(kind, name)`` pair, a name of None standing for every thing of the kind:
 
-- ``("execution", id)``: an execution's rows: its record, its steps, its lease;
+- ``("lease", id)``, ``("steps", id)``, ``("status", id)``: an execution's rows, in three
+  parts: its lease (and whether it has ended), which every call fenced by it reads; its step
+  records; the rest of its record (when it is due, what it waits for, its cancellation);
 - ``QUEUE``: which executions are due and in what order a claim takes them (a claim reads it;
   admissions, acknowledgements, releases, wakes, renewals, cancels and prunes write it);
 - ``("request", id)``: one start request's record, whose target it names;
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sized
 
     from yieldstar_sim.core.model import (
         ChildRequest,
@@ -56,14 +58,32 @@ ADMISSIONS: Thing = ("admissions", "")
 LEDGER: Thing = ("ledger", "")
 RANDOM: Thing = ("random", "")
 FAULTS: Thing = ("faults", "")
-EVERY_EXECUTION: Thing = ("execution", None)
 EVERY_REQUEST: Thing = ("request", None)
 EVERY_KEY: Thing = ("store", None)
+#: Every part of every execution's rows.
+EVERY_EXECUTION: tuple[Thing, ...] = (("lease", None), ("steps", None), ("status", None))
 
 
-def execution(execution_id: str) -> Thing:
-    """An execution's rows."""
-    return ("execution", execution_id)
+def lease(execution_id: str) -> Thing:
+    """An execution's lease (owner, token, expiry) and whether it has ended: what every
+    fenced call reads."""
+    return ("lease", execution_id)
+
+
+def steps(execution_id: str) -> Thing:
+    """An execution's step records."""
+    return ("steps", execution_id)
+
+
+def status(execution_id: str) -> Thing:
+    """The rest of an execution's record: when it is due, what it waits for, whether its
+    cancellation was requested, its result."""
+    return ("status", execution_id)
+
+
+def execution(execution_id: str) -> tuple[Thing, Thing, Thing]:
+    """Every part of an execution's rows."""
+    return lease(execution_id), steps(execution_id), status(execution_id)
 
 
 def request(request_id: object) -> Thing:
@@ -86,10 +106,12 @@ class Footprint:
     def independent_of(self, other: Footprint) -> bool:
         """Whether neither move writes what the other reads or writes.
 
-        >>> put = Footprint(writes=frozenset({execution("a")}))
-        >>> put.independent_of(Footprint(writes=frozenset({execution("b")})))
+        >>> put = Footprint(frozenset({lease("a")}), frozenset({steps("a")}))
+        >>> put.independent_of(Footprint(writes=frozenset({steps("b"), lease("a")})))
+        False
+        >>> put.independent_of(Footprint(writes=frozenset({status("a")})))
         True
-        >>> put.independent_of(Footprint(reads=frozenset({EVERY_EXECUTION})))
+        >>> put.independent_of(Footprint(reads=frozenset(EVERY_EXECUTION)))
         False
         """
         return not (
@@ -108,6 +130,16 @@ class Footprint:
             if things:
                 parts.append(f"{verb} " + ", ".join(sorted(_name(t) for t in things)))
         return "; ".join(parts) or "touches nothing shared"
+
+
+NOTHING = Footprint()
+"""A move that touched nothing shared."""
+EVERYTHING = Footprint(
+    writes=frozenset(
+        {*EVERY_EXECUTION, EVERY_REQUEST, EVERY_KEY, QUEUE, ADMISSIONS, LEDGER, RANDOM}
+    )
+)
+"""What a move not seen may have touched: as much as any does."""
 
 
 def _name(thing: Thing) -> str:
@@ -168,11 +200,14 @@ class RecordedRuntime:
     """``runtime``, each call's footprint recorded in ``touches`` (see the module's docstring).
     What a call names is recorded before it is made, what it answers after: a call that fails
     still read (and, for a runtime that wrote before failing, may have written) what it
-    named."""
+    named. A fenced call reads the lease it is fenced by."""
 
     def __init__(self, runtime: Runtime, touches: Touches) -> None:
         self._runtime = runtime
         self._touches = touches
+        # How many executions there are, where it is cheap to ask (the memory runtime): a
+        # start that admits nothing only read the target its request names.
+        self._rows: Callable[[], Sized] | None = getattr(runtime, "rows_view", None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._runtime, name)
@@ -180,23 +215,23 @@ class RecordedRuntime:
     # ---------------------------------------------------------------- reads
 
     def execution(self, execution_id: str) -> ExecutionRecord | None:
-        """``Runtime.execution``: reads that execution."""
-        self._touches.read(execution(execution_id))
+        """``Runtime.execution``: reads its record (its lease and status)."""
+        self._touches.read(lease(execution_id), status(execution_id))
         return self._runtime.execution(execution_id)
 
     def executions(self) -> list[ExecutionRecord]:
         """``Runtime.executions``: reads every execution."""
-        self._touches.read(EVERY_EXECUTION)
+        self._touches.read(*EVERY_EXECUTION)
         return self._runtime.executions()
 
     def steps(self, execution_id: str) -> list[Any]:
-        """``Runtime.steps``: reads that execution."""
-        self._touches.read(execution(execution_id))
+        """``Runtime.steps``: reads that execution's steps."""
+        self._touches.read(steps(execution_id))
         return self._runtime.steps(execution_id)
 
     def start_requests(self) -> list[Any]:
         """``Runtime.start_requests``: reads every request and execution."""
-        self._touches.read(EVERY_REQUEST, EVERY_EXECUTION)
+        self._touches.read(EVERY_REQUEST, *EVERY_EXECUTION)
         return self._runtime.start_requests()
 
     def due(self) -> list[str]:
@@ -214,14 +249,15 @@ class RecordedRuntime:
     def start(self, start: StartRequest) -> Any:
         """``Runtime.start``: its request, the admissions, the queue, and its target."""
         self._touches.write(request(start.request_id), ADMISSIONS, QUEUE)
-        return self._answered(self._runtime.start(start))
+        before = self._count()
+        return self._answered(self._runtime.start(start), before)
 
     def start_child(self, child: ChildRequest) -> Any:
         """``Runtime.start_child``: as ``start``, and the parent it links the child to."""
-        self._touches.write(
-            request(child.request_id), ADMISSIONS, QUEUE, execution(child.request_id.execution_id)
-        )
-        return self._answered(self._runtime.start_child(child))
+        parent = child.request_id.execution_id
+        self._touches.write(request(child.request_id), ADMISSIONS, QUEUE, status(parent))
+        before = self._count()
+        return self._answered(self._runtime.start_child(child), before)
 
     def trigger(
         self, workflow_id: str, params: object = None, *, execution_id: str | None = None
@@ -230,43 +266,56 @@ class RecordedRuntime:
         touches = self._touches
         touches.write(ADMISSIONS, QUEUE)
         if execution_id is not None:
-            touches.write(execution(execution_id), request(execution_id))
+            touches.write(request(execution_id))
+        before = self._count()
         admitted = self._runtime.trigger(workflow_id, params, execution_id=execution_id)
-        touches.write(execution(admitted))
+        self._target(admitted, before)
         return admitted
 
-    def _answered(self, result: Any) -> Any:
+    def _count(self) -> int | None:
+        return None if self._rows is None else len(self._rows())
+
+    def _answered(self, result: Any, before: int | None) -> Any:
         target = getattr(result, "execution_id", None)
         if isinstance(target, str):
-            self._touches.write(execution(target))
+            self._target(target, before)
         return result
+
+    def _target(self, target: str, before: int | None) -> None:
+        """A start's target: made (every part of it written), or found (its record read)."""
+        if before is not None and self._count() == before:
+            self._touches.read(lease(target), status(target))
+        else:
+            self._touches.write(*execution(target))
 
     # ---------------------------------------------------------------- a delivery's calls
 
     def claim(
         self, owner: str, *, lease_seconds: float, execution_id: str | None = None
     ) -> Delivery | None:
-        """``Runtime.claim``: reads the queue, writes the execution it leases."""
+        """``Runtime.claim``: reads the queue; leases an execution and reads its steps."""
         touches = self._touches
         touches.read(QUEUE)
         if execution_id is not None:
-            touches.write(execution(execution_id))
+            touches.write(lease(execution_id), status(execution_id))
         delivery = self._runtime.claim(
             owner, lease_seconds=lease_seconds, execution_id=execution_id
         )
         if delivery is not None:
-            touches.write(execution(delivery.lease.execution_id))
+            got = delivery.lease.execution_id
+            touches.write(lease(got), status(got))
+            touches.read(steps(got))
         return delivery
 
-    def renew(self, lease: Lease, *, lease_seconds: float) -> Lease:
-        """``Runtime.renew``: the leased execution, and the queue (a lease that ran out is
-        claimable until it is renewed)."""
-        self._touches.write(execution(lease.execution_id), QUEUE)
-        return self._runtime.renew(lease, lease_seconds=lease_seconds)
+    def renew(self, held: Lease, *, lease_seconds: float) -> Lease:
+        """``Runtime.renew``: the lease, and the queue (a lease that ran out is claimable
+        until it is renewed)."""
+        self._touches.write(lease(held.execution_id), QUEUE)
+        return self._runtime.renew(held, lease_seconds=lease_seconds)
 
     def put_step(
         self,
-        lease: Lease,
+        held: Lease,
         step_key: str,
         *,
         status: StepStatus,
@@ -274,68 +323,79 @@ class RecordedRuntime:
         attempt: int = 1,
         wake_at: float | None = None,
     ) -> Any:
-        """``Runtime.put_step``: the leased execution (and the queue, for a step that sets
-        when the execution is next due)."""
-        self._touches.write(execution(lease.execution_id))
+        """``Runtime.put_step``: reads the lease, writes the steps (and when the execution is
+        next due, for a step that sets it)."""
+        touches, execution_id = self._touches, held.execution_id
+        touches.read(lease(execution_id))
+        touches.write(steps(execution_id))
         if wake_at is not None:
-            self._touches.write(QUEUE)
+            touches.write(("status", execution_id), QUEUE)
         return self._runtime.put_step(
-            lease, step_key, status=status, value=value, attempt=attempt, wake_at=wake_at
+            held, step_key, status=status, value=value, attempt=attempt, wake_at=wake_at
         )
 
-    def record_wake(self, lease: Lease, at: float) -> None:
-        """``Runtime.record_wake``: the leased execution and the queue."""
-        self._touches.write(execution(lease.execution_id), QUEUE)
-        self._runtime.record_wake(lease, at)
+    def record_wake(self, held: Lease, at: float) -> None:
+        """``Runtime.record_wake``: reads the lease; when it is due; the queue."""
+        self._touches.read(lease(held.execution_id))
+        self._touches.write(status(held.execution_id), QUEUE)
+        self._runtime.record_wake(held, at)
 
-    def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
-        """``Runtime.acknowledge``: the leased execution, the queue, and the parent it may
-        wake."""
-        touches = self._touches
-        touches.write(execution(lease.execution_id), QUEUE)
+    def acknowledge(self, held: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
+        """``Runtime.acknowledge``: the lease and the record, the queue, and the parent it
+        may wake."""
+        touches, execution_id = self._touches, held.execution_id
+        touches.write(lease(execution_id), status(execution_id), QUEUE)
         try:
-            record = self._runtime.acknowledge(lease, outcome)
+            record = self._runtime.acknowledge(held, outcome)
         except BaseException:
-            touches.write(EVERY_EXECUTION)  # a parent it may have woken is not named
+            touches.write(("status", None))  # a parent it may have woken is not named
             raise
         if record.parent is not None:
-            touches.write(execution(record.parent.execution_id))
+            touches.write(status(record.parent.execution_id))
         return record
 
-    def release(self, lease: Lease, *, delay: float) -> None:
-        """``Runtime.release``: the leased execution and the queue."""
-        self._touches.write(execution(lease.execution_id), QUEUE)
-        self._runtime.release(lease, delay=delay)
+    def release(self, held: Lease, *, delay: float) -> None:
+        """``Runtime.release``: the lease, when the execution is due again, the queue."""
+        execution_id = held.execution_id
+        self._touches.write(lease(execution_id), status(execution_id), QUEUE)
+        self._runtime.release(held, delay=delay)
 
-    def wait_for(self, lease: Lease, execution_id: str) -> ExecutionRecord | None:
-        """``Runtime.wait_for``: the waiting execution and the one it waits for."""
-        self._touches.write(execution(lease.execution_id), execution(execution_id), QUEUE)
-        return self._runtime.wait_for(lease, execution_id)
+    def wait_for(self, held: Lease, execution_id: str) -> ExecutionRecord | None:
+        """``Runtime.wait_for``: reads the lease; what the waiting execution waits for, and
+        the record of the one it waits for (whose end will wake it)."""
+        own = held.execution_id
+        self._touches.read(lease(own), lease(execution_id))
+        self._touches.write(status(own), status(execution_id), QUEUE)
+        return self._runtime.wait_for(held, execution_id)
 
     # ---------------------------------------------------------------- clients', the runtime's own
 
     def cancel(self, execution_id: str) -> list[str]:
-        """``Runtime.cancel``: the execution, each it reached, and the queue."""
+        """``Runtime.cancel``: the record of the execution and of each it reached, and the
+        queue; it reads who owns what (the admissions)."""
         touches = self._touches
-        touches.write(execution(execution_id), QUEUE)
+        touches.read(ADMISSIONS, lease(execution_id))
+        touches.write(status(execution_id), QUEUE)
         try:
             reached = self._runtime.cancel(execution_id)
         except BaseException:
-            touches.write(EVERY_EXECUTION)  # what it reached is not named
+            touches.write(("status", None))  # what it reached is not named
             raise
-        touches.write(*map(execution, reached))
+        for target in reached:
+            touches.read(lease(target))
+            touches.write(status(target))
         return reached
 
     def prune(self, execution_id: str) -> None:
         """``Runtime.prune``: everything (an ID pruned may be admitted again)."""
-        self._touches.write(EVERY_EXECUTION, EVERY_REQUEST, QUEUE, ADMISSIONS)
+        self._touches.write(*EVERY_EXECUTION, EVERY_REQUEST, QUEUE, ADMISSIONS)
         self._runtime.prune(execution_id)
 
     def take_actions(self) -> list[RuntimeAction]:
         """``ReportsActions.take_actions``: each execution acted on, and the queue."""
         actions: list[RuntimeAction] = self._runtime.take_actions()  # type: ignore[attr-defined]
-        if actions:
-            self._touches.write(QUEUE, *(execution(a.execution_id) for a in actions))
+        for action in actions:
+            self._touches.write(QUEUE, *execution(action.execution_id))
         return actions
 
 

@@ -93,13 +93,14 @@ class Runner:
 
     # ------------------------------------------------------------------ here
 
-    def execution(self) -> Execution:
-        """This process's run of the scenario, at its start (made once, then restored)."""
+    def execution(self, *, footprints: bool = False) -> Execution:
+        """This process's run of the scenario, at its start (made once, then restored); with
+        ``footprints``, one that records what each move touches."""
         here = self._here
-        if here is None or self._root is None:
+        if here is None or self._root is None or here.footprints != footprints:
             here = self._here = Execution(
                 self.scenario, seed=self.seed, runtime=self.runtime, scenario_faults=False,
-                timeout=self.timeout, saving=True,
+                timeout=self.timeout, saving=True, footprints=footprints,
             )  # fmt: skip
             self._root = here.save()
         else:
