@@ -107,14 +107,14 @@ def _cell(result: dict[str, Any], field: str) -> str:
     return f"{mark}{int(value):,}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Search every case on each side, print the table, the factors and the targets."""
     made = parser(__doc__)
     made.add_argument(
         "--baseline", default=BASELINE, help=f"revision to compare (default {BASELINE})"
     )
     made.add_argument("--budget", type=float, default=0.0, help="seconds per search")
-    args = made.parse_args()
+    args = made.parse_args(argv)
     baseline = "HEAD" if args.smoke else args.baseline
     cases, budget = plan(args)
     began = header("reduction", f"baseline {baseline}", details=sizes(args).lstrip(", "))
