@@ -31,14 +31,23 @@ touches more. The runtime must be one whose calls keep to what they name
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.footprints import FAULTS, Footprint, lease, steps, trusted
+from yieldstar_sim.simulation.footprints import (
+    EVERYTHING,
+    FAULTS,
+    NOTHING,
+    Footprint,
+    lease,
+    steps,
+    trusted,
+)
 
 if TYPE_CHECKING:
     from yieldstar_sim.simulation.execution import Execution
+    from yieldstar_sim.simulation.moves import Move
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +121,87 @@ def _near(execution: Execution, other: str, actor: str, execution_id: str) -> bo
     point = execution.kernel.waits.get(other)
     info = getattr(point, "info", None)
     return info is not None and getattr(info, "execution_id", None) == execution_id
+
+
+@dataclass(slots=True)
+class Held:
+    """A searched state's part in the reduction: what the moves taken from it touched (with
+    what their actor went on to do alone, at solo points, before it next waited), and where
+    one actor's moves were vouched for, the others' moves held back meanwhile."""
+
+    solo: bool
+    """An actor waits here at a solo point, alone: part of the move that brought it here."""
+    feeds: Held | None = None
+    """The state whose move this one's actor is still on: it takes what this one touched."""
+    touched: Footprint = NOTHING
+    vouch: Vouch | None = None
+    moves: list[Move] = field(default_factory=list)
+
+
+class Reduction:
+    """The exhaustive search's partial-order reduction (see the module's docstring): it splits
+    a state's moves where one actor's are enough, follows what those moves touch, and says, once
+    they are all taken, whether the others stay untaken. What the actor alone at each solo state
+    went on to touch is kept by the state's key, for a run that reaches the state again: the
+    check does not depend on what state caching cut."""
+
+    def __init__(self) -> None:
+        self.alone: dict[str, Footprint] = {}
+        self.spared = 0
+        """Moves left untaken, where another actor's were enough."""
+        self.states = 0
+        """States where moves were left untaken."""
+
+    def arrive(
+        self, execution: Execution, parent: Held | None, actor: str | None
+    ) -> tuple[Held, Held | None]:
+        """A state reached by ``actor``'s move from ``parent``'s: its record, and the record of
+        the state whose move its solo actor is still on (None where no actor is alone, or
+        another than the one that moved)."""
+        turns = execution.kernel.turns
+        alone = parent if parent is not None and turns and turns[0] == actor else None
+        return Held(bool(turns), alone), alone
+
+    def cached(self, key: str, alone: Held | None) -> None:
+        """The run reached a state searched before (``key``): what its solo actor went on to
+        touch from there then (not known there: more than any vouch allows)."""
+        if alone is not None:
+            alone.touched = alone.touched | self.alone.get(key, EVERYTHING)
+
+    def split(self, execution: Execution, held: Held, moves: list[Move]) -> list[Move]:
+        """The moves to take now from a state with ``moves``: one actor's where its moves are
+        vouched for (the others kept in ``held``), else all."""
+        if held.solo or len(moves) < 2 or not execution.footprints:
+            return moves
+        vouched = vouch(execution)
+        if vouched is None:
+            return moves
+        held.vouch = vouched
+        held.moves = [move for move in moves if move.actor != vouched.actor]
+        return [move for move in moves if move.actor == vouched.actor]
+
+    @staticmethod
+    def took(held: Held, footprint: Footprint | None) -> None:
+        """A move from ``held``'s state touched ``footprint``."""
+        if footprint is not None:
+            held.touched = held.touched | footprint
+
+    def release(self, held: Held) -> list[Move]:
+        """Every vouched move of ``held``'s state is taken: the moves held back that must be
+        taken after all (every move of the vouch, with what its actor went on to do alone,
+        touched no more than the vouch allows: none)."""
+        moves, held.moves = held.moves, []
+        if not moves or held.vouch is None or held.vouch.allows(held.touched):
+            self.spared += len(moves)
+            self.states += bool(moves)
+            return []
+        held.vouch = None
+        return moves
+
+    def searched(self, key: str, held: Held) -> None:
+        """``held``'s state is searched to its end: the move its actor is on takes what it
+        touched, and a solo state keeps it for a run that comes back."""
+        if held.feeds is not None:
+            held.feeds.touched = held.feeds.touched | held.touched
+        if held.solo:
+            self.alone[key] = held.touched

@@ -21,8 +21,7 @@ from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
-from yieldstar_sim.simulation.footprints import EVERYTHING, NOTHING, Footprint
-from yieldstar_sim.simulation.persistent import vouch
+from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.explorer.visited import SharedVisited
     from yieldstar_sim.simulation.moves import Move
-    from yieldstar_sim.simulation.persistent import Vouch
     from yieldstar_sim.simulation.trail import Trail
 
 #: How often, at most, the search tells its ``watch`` how far it got.
@@ -52,18 +50,8 @@ class _Node:
     taken: int = 0
     estimate: float = 0.0
     """The naive search's schedules under the moves taken so far (summed as they end)."""
-    vouch: Vouch | None = None
-    """Whose moves are enough here (``simulation.persistent``): the others wait in
-    ``held`` while what those moves touch (``chain``) stays within what the vouch allows."""
-    held: list[Move] = field(default_factory=list)
-    chain: Footprint = NOTHING
-    """What the moves taken from here touched, with what their actor went on to do alone (at
-    solo points, where nobody else can go) before it next waited."""
-    feeds: _Node | None = None
-    """The node whose move this state's actor is still on, alone: its ``chain`` takes this
-    one's."""
-    solo: bool = False
-    """An actor waits here at a solo point, alone."""
+    held: Held | None = None
+    """Its part in partial-order reduction (``simulation.persistent``)."""
 
 
 @dataclass
@@ -131,9 +119,9 @@ class ExhaustiveSearch:
         self._execution: Execution | None = None
         self.paths: list[Trail] = []
         """The path of each run that added a state to the graph (``StateNode.plan``)."""
-        self._alone: dict[str, Footprint] = {}
-        """What the actor alone at each solo state searched went on to touch (its ``chain``),
-        for a run that reaches the state again: the reduction's check reads it there."""
+        self.reduction = Reduction() if options.reduction and options.max_depth is None else None
+        """Partial-order reduction, where asked for and the search is not bounded in depth (a
+        bound cuts runs that the reduction's argument needs whole)."""
 
     # ------------------------------------------------------------------ the search
 
@@ -162,7 +150,7 @@ class ExhaustiveSearch:
         self.covered.progress = self.progress()
 
     def _level(self, *, cache: bool) -> None:
-        execution = self._execution = self.runner.execution(footprints=self._reducing())
+        execution = self._execution = self.runner.execution(footprints=bool(self.reduction))
         stack: list[_Node] = []
         root = self._arrive(execution, None, None, cache=cache)
         if root is not None:
@@ -175,8 +163,10 @@ class ExhaustiveSearch:
                 return
             node = stack[-1]
             if not node.pending:
-                if node.held and not self._kept(node):
-                    continue  # the held moves are taken after all
+                if node.held is not None and self.reduction is not None:
+                    node.pending = self.reduction.release(node.held)
+                    if node.pending:
+                        continue  # the moves held back are taken after all
                 stack.pop()
                 self._searched(node, stack, cache)
                 continue
@@ -184,12 +174,12 @@ class ExhaustiveSearch:
             if node.taken:
                 execution.restore(node.saved)  # type: ignore[arg-type]
             node.taken += 1
-            if not node.pending and not node.held:
+            if not node.pending and (node.held is None or not node.held.moves):
                 node.saved = None  # its last move: nothing comes back here
             execution.take(move)
             self.transitions += 1
-            if execution.footprint is not None:
-                node.chain = node.chain | execution.footprint
+            if node.held is not None:
+                Reduction.took(node.held, execution.footprint)
             child = self._arrive(execution, node, move, cache=cache, depth=len(stack))
             if child is not None:
                 stack.append(child)
@@ -197,33 +187,6 @@ class ExhaustiveSearch:
                 self._watch(stack)
         self._depth = self._frontier = 0
         self.covered.searched_to_the_end = not tally.done
-
-    def _reducing(self) -> bool:
-        """Whether this search reduces: asked for, and not bounded in depth (a bound cuts
-        runs that the reduction's argument needs whole)."""
-        return self.options.reduction and self.options.max_depth is None
-
-    def _reduce(self, execution: Execution, node: _Node) -> None:
-        """Take only one worker's moves from ``node`` where they are enough (``vouch``),
-        holding the others back until what those moves touched is known (``_kept``)."""
-        vouched = vouch(execution)
-        if vouched is not None:
-            node.vouch = vouched
-            node.held = [move for move in node.pending if move.actor != vouched.actor]
-            node.pending = [move for move in node.pending if move.actor == vouched.actor]
-
-    def _kept(self, node: _Node) -> bool:
-        """Whether the moves ``node`` held back stay untaken: every move of its vouch, with
-        what its actor went on to do alone, touched no more than the vouch allows. If not,
-        they become its moves to take."""
-        assert node.vouch is not None
-        if node.vouch.allows(node.chain):
-            self.covered.spared_by_reduction += len(node.held)
-            self.covered.reduced_states += 1
-            node.held = []
-            return True
-        node.pending, node.held, node.vouch = node.held, [], None
-        return False
 
     def _stop(self) -> bool:
         if self.shared is not None and self.shared.stopped:
@@ -241,10 +204,8 @@ class ExhaustiveSearch:
     def _searched(self, node: _Node, stack: list[_Node], cache: bool) -> None:
         """``node``'s subtree is searched to its end: share it, estimate it, and hand what
         its actor touched alone to the move it is part of."""
-        if node.feeds is not None:
-            node.feeds.chain = node.feeds.chain | node.chain
-        if node.solo:
-            self._alone[node.key] = node.chain
+        if node.held is not None and self.reduction is not None:
+            self.reduction.searched(node.key, node.held)
         depth_left = self._depth_left(len(stack))
         if self.shared is not None and cache:
             self.shared.add(node.key, self._limit - node.faults_used, depth_left)
@@ -278,11 +239,13 @@ class ExhaustiveSearch:
         faults = 0 if parent is None else parent.faults_used + (move.fault is not None)  # type: ignore[union-attr]
         key = execution.key()
         ended = execution.done()
-        alone = None
-        if parent is not None and move is not None and not ended:
-            turns = execution.kernel.turns
-            if turns and turns[0] == move.actor:
-                alone = parent  # the move goes on: its actor alone at a solo point
+        held = alone = None
+        if self.reduction is not None and not ended:
+            held, alone = self.reduction.arrive(
+                execution,
+                None if parent is None else parent.held,
+                None if move is None else move.actor,
+            )
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -310,10 +273,8 @@ class ExhaustiveSearch:
             or (self.shared is not None and self.shared.covers(key, left, depth_left))
         ):
             self.covered.pruned_by_cache += 1
-            if alone is not None:
-                # What the actor went on to do alone from here, as searched before (or, not
-                # known here, more than any vouch allows).
-                alone.chain = alone.chain | self._alone.get(key, EVERYTHING)
+            if self.reduction is not None:
+                self.reduction.cached(key, alone)
             if parent is not None:
                 parent.estimate += self._seen.estimate(key)
             return None
@@ -323,9 +284,9 @@ class ExhaustiveSearch:
         if depth_left is not None and depth_left <= 0 and len(moves) > 1:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
-        node = _Node(key, moves, faults, options, feeds=alone, solo=bool(execution.kernel.turns))
-        if execution.footprints and len(moves) > 1 and not node.solo:
-            self._reduce(execution, node)
+        node = _Node(key, moves, faults, options, held=held)
+        if held is not None and self.reduction is not None:
+            node.pending = self.reduction.split(execution, held, moves)
         if len(moves) > 1:
             node.saved = execution.save()  # a later move starts here
         return node
@@ -359,6 +320,9 @@ class ExhaustiveSearch:
         """What the search covered (the report's section)."""
         covered = self.covered
         covered.distinct_states = len(self.states)
+        if self.reduction is not None:
+            covered.spared_by_reduction = self.reduction.spared
+            covered.reduced_states = self.reduction.states
         covered.progress = self.progress()
         covered.state_paths = [schedule_of(trail) for trail in self.paths]
         stopped = self.tally.stopped
