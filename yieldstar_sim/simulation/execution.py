@@ -38,13 +38,7 @@ from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
-from yieldstar_sim.simulation.footprints import (
-    FAULTS,
-    QUEUE,
-    Footprint,
-    RecordedRuntime,
-    Touches,
-)
+from yieldstar_sim.simulation.footprints import Footprint, RecordedRuntime, Touches, trusted
 from yieldstar_sim.simulation.kernel import PARKED, Kernel, Point
 from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
@@ -165,9 +159,10 @@ class Execution:
             clocks=WorkerClocks(clock.now),
             reports=reports(made),
         )
-        self._touches: Touches | None = None
-        if self.footprints:
-            self._touches = Touches()
+        # Recorded on a runtime whose calls keep to what they name, or not at all.
+        self._touches = Touches() if self.footprints and trusted(made) else None
+        self.footprints = self._touches is not None
+        if self._touches is not None:
             state.runtime = RecordedRuntime(made, self._touches)
         self.can_restore = self.saving and can_snapshot(made)
         if self.can_restore:
@@ -374,23 +369,13 @@ class Execution:
         if move.fault is not None:
             fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
         self._path = (move, index, self._ready(), fault, self._path)
-        touches = self._touches
-        if touches is None:
+        if self._touches is None:
             self._go(move)
             return
-        touches.take()
-        if fault is not None:
-            touches.write(FAULTS)
-        self.state.touches = touches
-        try:
-            self._go(move)
-        finally:
-            self.state.touches = None
-        if self.kernel.waits.get(move.actor) is PARKED:
-            # Parked, it waits for the queue to change: a move that changes it (and wakes
-            # every parked actor) does not commute with this one.
-            touches.read(QUEUE)
-        self.footprint = touches.take()
+        self.footprint = self._touches.record(
+            self.state, partial(self._go, move), faulted=fault is not None,
+            parked=lambda: self.kernel.waits.get(move.actor) is PARKED,
+        )  # fmt: skip
 
     def _go(self, move: Move | None) -> None:
         """Take ``move`` (None: start the run) and go on to the next choice point."""

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         WorkflowRunOutcome,
     )
     from yieldstar_sim.runtime.protocol import Runtime, RuntimeAction
+    from yieldstar_sim.simulation.state import RunState
 
 Thing = tuple[str, str | None]
 """A thing a move touches: its kind and its name (None: every thing of that kind)."""
@@ -186,6 +187,24 @@ class Touches:
         self.writes.clear()
         return footprint
 
+    def record(
+        self, state: RunState, go: Callable[[], None], *, faulted: bool, parked: Callable[[], bool]
+    ) -> Footprint:
+        """What ``go()``, a move being taken on ``state``, touched: a fault spends the budget,
+        and a move that leaves its actor ``parked`` reads the queue (a move that changes the
+        queue wakes every parked actor, so the two do not commute)."""
+        self.take()
+        if faulted:
+            self.write(FAULTS)
+        state.touches = self
+        try:
+            go()
+        finally:
+            state.touches = None
+        if parked():
+            self.read(QUEUE)
+        return self.take()
+
 
 def trusted(runtime: object) -> bool:
     """Whether the footprints of ``runtime``'s calls can be trusted: it is one the project
@@ -298,9 +317,12 @@ class RecordedRuntime:
         touches.read(QUEUE)
         if execution_id is not None:
             touches.write(lease(execution_id), status(execution_id))
-        delivery = self._runtime.claim(
-            owner, lease_seconds=lease_seconds, execution_id=execution_id
-        )
+        if execution_id is None:
+            delivery = self._runtime.claim(owner, lease_seconds=lease_seconds)
+        else:
+            delivery = self._runtime.claim(
+                owner, lease_seconds=lease_seconds, execution_id=execution_id
+            )
         if delivery is not None:
             got = delivery.lease.execution_id
             touches.write(lease(got), status(got))

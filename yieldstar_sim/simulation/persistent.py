@@ -42,7 +42,6 @@ from yieldstar_sim.simulation.footprints import (
     Footprint,
     lease,
     steps,
-    trusted,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +76,7 @@ class Vouch:
 def vouch(execution: Execution) -> Vouch | None:
     """An actor whose moves are persistent at ``execution``'s current state (see the module's
     docstring), or None where none can be vouched for."""
-    if not execution.footprints or not trusted(execution.runtime):
+    if not execution.footprints:  # recorded only on a runtime whose footprints are trusted
         return None
     kernel = execution.kernel
     ready = execution.ready()

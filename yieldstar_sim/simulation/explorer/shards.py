@@ -90,6 +90,7 @@ class Runner:
         self._own: concurrent.futures.Executor | None = None
         self._here: Execution | None = None
         self._root: SavedExecution | None = None
+        self._footprints = False
 
     # ------------------------------------------------------------------ here
 
@@ -97,7 +98,8 @@ class Runner:
         """This process's run of the scenario, at its start (made once, then restored); with
         ``footprints``, one that records what each move touches."""
         here = self._here
-        if here is None or self._root is None or here.footprints != footprints:
+        if here is None or self._root is None or self._footprints != footprints:
+            self._footprints = footprints
             here = self._here = Execution(
                 self.scenario, seed=self.seed, runtime=self.runtime, scenario_faults=False,
                 timeout=self.timeout, saving=True, footprints=footprints,
