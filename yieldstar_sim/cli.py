@@ -193,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true",
         help="exhaustive: no state caching (the naive search, to compare)",
     )  # fmt: skip
+    explore.add_argument(
+        "--no-reduction", action="store_true",
+        help="exhaustive: no partial-order reduction (every move at every state, to compare)",
+    )  # fmt: skip
     explore.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     explore.add_argument(
         "--jobs", type=int, default=1, metavar="N",

@@ -51,6 +51,7 @@ def explore_command(args: argparse.Namespace) -> int:
             ("--max-depth", args.max_depth is not None),
             ("--order", args.order != "dfs"),
             ("--no-cache", args.no_cache),
+            ("--no-reduction", args.no_reduction),
         )
         if given
     ]
@@ -241,7 +242,10 @@ def _strategy(args: argparse.Namespace) -> str | StrategyOptions:
         return str(args.strategy)
     from yieldstar_sim.simulation.explorer import Exhaustive
 
-    return Exhaustive(max_depth=args.max_depth, order=args.order, cache=not args.no_cache)
+    return Exhaustive(
+        max_depth=args.max_depth, order=args.order, cache=not args.no_cache,
+        reduction=not args.no_reduction,
+    )  # fmt: skip
 
 
 def _state_graph_files(report: ExplorationReport, out: Path, formats: list[str]) -> dict[str, Path]:

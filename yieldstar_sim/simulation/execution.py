@@ -38,7 +38,8 @@ from yieldstar_sim.simulation.clients import client_actor, client_requests
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT, Deadline, RunTimedOut
 from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, placed
 from yieldstar_sim.simulation.finish import finish
-from yieldstar_sim.simulation.kernel import Kernel, Point
+from yieldstar_sim.simulation.footprints import Footprint, RecordedRuntime, Touches, trusted
+from yieldstar_sim.simulation.kernel import PARKED, Kernel, Point
 from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.runtime_actions import reports
@@ -93,7 +94,8 @@ class Execution:
     ``faults`` are placed by the default moves, beside the scenario's own plan (left out with
     ``scenario_faults=False``); ``timeout`` bounds the run's wall-clock seconds. With
     ``saving``, the run keeps what ``save`` and ``restore`` need (recording costs a sixth of
-    a run, so a plain run does not).
+    a run, so a plain run does not). With ``footprints``, each move taken records what it
+    touched (``footprint``).
     """
 
     def __init__(
@@ -107,6 +109,7 @@ class Execution:
         scenario_faults: bool = True,
         timeout: float | None = DEFAULT_TIMEOUT,
         saving: bool = False,
+        footprints: bool = False,
     ) -> None:
         self.scenario = scenario
         self.seed = seed
@@ -117,6 +120,10 @@ class Execution:
         self.faults = (*(scenario.faults if scenario_faults else ()), *faults)
         self.timeout = timeout
         self.saving = saving
+        self.footprints = footprints
+        self.footprint: Footprint | None = None
+        """What the last move taken touched (``footprints.py``), where the run records
+        footprints."""
         self.restores = 0
         """States restored (put back, or replayed to)."""
         self.replayed_steps = 0
@@ -152,6 +159,11 @@ class Execution:
             clocks=WorkerClocks(clock.now),
             reports=reports(made),
         )
+        # Recorded on a runtime whose calls keep to what they name, or not at all.
+        self._touches = Touches() if self.footprints and trusted(made) else None
+        self.footprints = self._touches is not None
+        if self._touches is not None:
+            state.runtime = RecordedRuntime(made, self._touches)
         self.can_restore = self.saving and can_snapshot(made)
         if self.can_restore:
             state.journal = Journal(kernel, clock)
@@ -357,7 +369,13 @@ class Execution:
         if move.fault is not None:
             fault = placed(move.fault, move.seconds, index, kernel.point(move.actor).label)
         self._path = (move, index, self._ready(), fault, self._path)
-        self._go(move)
+        if self._touches is None:
+            self._go(move)
+            return
+        self.footprint = self._touches.record(
+            self.state, partial(self._go, move), faulted=fault is not None,
+            parked=lambda: self.kernel.waits.get(move.actor) is PARKED,
+        )  # fmt: skip
 
     def _go(self, move: Move | None) -> None:
         """Take ``move`` (None: start the run) and go on to the next choice point."""
@@ -559,6 +577,7 @@ class Execution:
         return Execution(
             self.scenario, seed=self.seed, runtime=self.runtime_choice, db=self.db,
             faults=self.faults, scenario_faults=False, timeout=self.timeout,
+            footprints=self.footprints,
         )  # fmt: skip
 
     def _replay_to(self, saved: SavedExecution) -> None:

@@ -25,6 +25,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.body_world import WorldError
 from yieldstar_sim.engine.world import TRIGGERED, WORKFLOW_CODE, BodyContext, WorkerCrashRequested
 from yieldstar_sim.simulation.attempts import CRASH_WORKER, HEARTBEAT
+from yieldstar_sim.simulation.footprints import LEDGER, stored
 from yieldstar_sim.simulation.trace_payloads import (
     EffectData,
     StoreReadData,
@@ -164,6 +165,8 @@ class SimPort:
         elapsed: float,
     ) -> None:
         sim = self.state
+        if sim.touches is not None:
+            sim.touches.write(LEDGER)
         now = sim.clock.now()
         at = now + elapsed
         token = sim.ledger.record(context, name, data, at=at, idempotency_key=idempotency_key).token
@@ -301,6 +304,9 @@ class SimPort:
         canonical JSON), and whether there was one."""
         text = self.pending.get(key)
         if text is None:
+            touches = self.state.touches
+            if touches is not None:
+                touches.read(stored(key))
             text = self.state.store.canonical.get(key)
         return text is not None, text
 
@@ -354,6 +360,8 @@ class SimPort:
         self, context: BodyContext, key: str, value: object, *, committed: bool = False
     ) -> None:
         sim = self.state
+        if sim.touches is not None:
+            sim.touches.write(stored(key))
         previous = sim.store.read(key)
         sim.store.write(key, value)
         sim.trace.add(

@@ -28,6 +28,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from yieldstar_sim.simulation.footprints import RANDOM
 from yieldstar_sim.simulation.trace import Admission
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.engine.world import Ledger, WorldStore
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.deadline import Deadline
+    from yieldstar_sim.simulation.footprints import Touches
     from yieldstar_sim.simulation.kernel import Actor, Kernel
     from yieldstar_sim.simulation.saving import Journal
     from yieldstar_sim.simulation.scenario import Scenario
@@ -106,6 +108,9 @@ class RunState:
     the stream stands, which the state keys read."""
     journal: Journal | None = None
     """What each actor was told, when the run may be saved and restored (``saving.py``)."""
+    touches: Touches | None = None
+    """Where the move being taken records what it touches (``footprints.py``), when the
+    run records footprints; None otherwise."""
     reports: bool = False
     """Whether the runtime reports what it decides on its own (``runtime_actions.py``): asked
     after each runtime call, then."""
@@ -206,6 +211,8 @@ class RunState:
         if made is None:
             made = self._world_random = random.Random(f"world-{self.seed}")
         self.world_draws += 1
+        if self.touches is not None:
+            self.touches.write(RANDOM)
         return made.random()
 
     # ------------------------------------------------------------ saving the data

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.faults import new_point_info
+from yieldstar_sim.simulation.footprints import stored
 from yieldstar_sim.simulation.points import pass_point
 from yieldstar_sim.simulation.trace_payloads import ErrorData, TraceKind
 
@@ -124,5 +125,7 @@ def land(
 
 def _stored(state: RunState, key: str) -> tuple[bool, str | None]:
     """Whether the store holds ``key`` now, and its value as canonical JSON."""
+    if state.touches is not None:
+        state.touches.read(stored(key))
     text = state.store.canonical.get(key)
     return text is not None, text

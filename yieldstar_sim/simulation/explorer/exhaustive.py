@@ -21,6 +21,7 @@ from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
+from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class _Node:
     taken: int = 0
     estimate: float = 0.0
     """The naive search's schedules under the moves taken so far (summed as they end)."""
+    held: Held | None = None
+    """Its part in partial-order reduction (``simulation.persistent``)."""
 
 
 @dataclass
@@ -58,6 +61,11 @@ class ExhaustiveCoverage:
     distinct_states: int = 0
     pruned_by_cache: int = 0
     """Runs cut where they reached a state searched already (state caching)."""
+    spared_by_reduction: int = 0
+    """Moves not taken because one worker's moves were enough there (partial-order
+    reduction: ``simulation.persistent``)."""
+    reduced_states: int = 0
+    """States where partial-order reduction left moves untaken."""
     cut_by: list[StopReason] = field(default_factory=list)
     searched_to_the_end: bool = False
     """It backtracked out of its first state (nothing cut it)."""
@@ -111,6 +119,9 @@ class ExhaustiveSearch:
         self._execution: Execution | None = None
         self.paths: list[Trail] = []
         """The path of each run that added a state to the graph (``StateNode.plan``)."""
+        self.reduction = Reduction() if options.reduction and options.max_depth is None else None
+        """Partial-order reduction, where asked for and the search is not bounded in depth (a
+        bound cuts runs that the reduction's argument needs whole)."""
 
     # ------------------------------------------------------------------ the search
 
@@ -139,7 +150,7 @@ class ExhaustiveSearch:
         self.covered.progress = self.progress()
 
     def _level(self, *, cache: bool) -> None:
-        execution = self._execution = self.runner.execution()
+        execution = self._execution = self.runner.execution(footprints=bool(self.reduction))
         stack: list[_Node] = []
         root = self._arrive(execution, None, None, cache=cache)
         if root is not None:
@@ -152,6 +163,10 @@ class ExhaustiveSearch:
                 return
             node = stack[-1]
             if not node.pending:
+                if node.held is not None and self.reduction is not None:
+                    node.pending = self.reduction.release(node.held)
+                    if node.pending:
+                        continue  # the moves held back are taken after all
                 stack.pop()
                 self._searched(node, stack, cache)
                 continue
@@ -159,10 +174,12 @@ class ExhaustiveSearch:
             if node.taken:
                 execution.restore(node.saved)  # type: ignore[arg-type]
             node.taken += 1
-            if not node.pending:
+            if not node.pending and (node.held is None or not node.held.moves):
                 node.saved = None  # its last move: nothing comes back here
             execution.take(move)
             self.transitions += 1
+            if node.held is not None:
+                Reduction.took(node.held, execution.footprint)
             child = self._arrive(execution, node, move, cache=cache, depth=len(stack))
             if child is not None:
                 stack.append(child)
@@ -185,7 +202,10 @@ class ExhaustiveSearch:
             self.covered.cut_by.append(why)
 
     def _searched(self, node: _Node, stack: list[_Node], cache: bool) -> None:
-        """``node``'s subtree is searched to its end: share it, estimate it."""
+        """``node``'s subtree is searched to its end: share it, estimate it, and hand what
+        its actor touched alone to the move it is part of."""
+        if node.held is not None and self.reduction is not None:
+            self.reduction.searched(node.key, node.held)
         depth_left = self._depth_left(len(stack))
         if self.shared is not None and cache:
             self.shared.add(node.key, self._limit - node.faults_used, depth_left)
@@ -219,6 +239,13 @@ class ExhaustiveSearch:
         faults = 0 if parent is None else parent.faults_used + (move.fault is not None)  # type: ignore[union-attr]
         key = execution.key()
         ended = execution.done()
+        held = alone = None
+        if self.reduction is not None and not ended:
+            held, alone = self.reduction.arrive(
+                execution,
+                None if parent is None else parent.held,
+                None if move is None else move.actor,
+            )
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -246,6 +273,8 @@ class ExhaustiveSearch:
             or (self.shared is not None and self.shared.covers(key, left, depth_left))
         ):
             self.covered.pruned_by_cache += 1
+            if self.reduction is not None:
+                self.reduction.cached(key, alone)
             if parent is not None:
                 parent.estimate += self._seen.estimate(key)
             return None
@@ -255,7 +284,9 @@ class ExhaustiveSearch:
         if depth_left is not None and depth_left <= 0 and len(moves) > 1:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
-        node = _Node(key, moves, faults, options)
+        node = _Node(key, moves, faults, options, held=held)
+        if held is not None and self.reduction is not None:
+            node.pending = self.reduction.split(execution, held, moves)
         if len(moves) > 1:
             node.saved = execution.save()  # a later move starts here
         return node
@@ -289,6 +320,9 @@ class ExhaustiveSearch:
         """What the search covered (the report's section)."""
         covered = self.covered
         covered.distinct_states = len(self.states)
+        if self.reduction is not None:
+            covered.spared_by_reduction = self.reduction.spared
+            covered.reduced_states = self.reduction.states
         covered.progress = self.progress()
         covered.state_paths = [schedule_of(trail) for trail in self.paths]
         stopped = self.tally.stopped

@@ -90,16 +90,19 @@ class Runner:
         self._own: concurrent.futures.Executor | None = None
         self._here: Execution | None = None
         self._root: SavedExecution | None = None
+        self._footprints = False
 
     # ------------------------------------------------------------------ here
 
-    def execution(self) -> Execution:
-        """This process's run of the scenario, at its start (made once, then restored)."""
+    def execution(self, *, footprints: bool = False) -> Execution:
+        """This process's run of the scenario, at its start (made once, then restored); with
+        ``footprints``, one that records what each move touches."""
         here = self._here
-        if here is None or self._root is None:
+        if here is None or self._root is None or self._footprints != footprints:
+            self._footprints = footprints
             here = self._here = Execution(
                 self.scenario, seed=self.seed, runtime=self.runtime, scenario_faults=False,
-                timeout=self.timeout, saving=True,
+                timeout=self.timeout, saving=True, footprints=footprints,
             )  # fmt: skip
             self._root = here.save()
         else:

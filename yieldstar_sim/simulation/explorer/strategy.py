@@ -97,11 +97,14 @@ class Exhaustive:
     """Every move at every choice point up to ``max_faults``: depth first (``order="dfs"``)
     or shortest first (``"shortest"``: the violation with the fewest faults, then events);
     ``max_depth`` bounds the choice points it branches at. ``cache=False`` searches without
-    state caching: the naive search, for comparison."""
+    state caching: the naive search, for comparison. ``reduction=False`` takes every move at
+    every state, where partial-order reduction would take one worker's alone
+    (``simulation.persistent``)."""
 
     max_depth: int | None = None
     order: str = "dfs"
     cache: bool = True
+    reduction: bool = True
     name = "exhaustive"
 
     def __post_init__(self) -> None:
@@ -114,6 +117,8 @@ class Exhaustive:
             raise ValueError(f"max_depth must be a whole number >= 1, not {depth!r}")
         if not isinstance(self.cache, bool):
             raise TypeError(f"cache is True or False, not {self.cache!r}")
+        if not isinstance(self.reduction, bool):
+            raise TypeError(f"reduction is True or False, not {self.reduction!r}")
 
 
 StrategyOptions = Systematic | Random | Pct | Exhaustive

@@ -1,0 +1,219 @@
+"""Footprints: what each move reads and writes, and the independence relation built from them.
+
+The relation is checked against its definition: from states reached by random walks (faults
+included), every pair of moves by two actors that the footprints call independent is taken in
+both orders, and both orders must reach the same state key. A pair called dependent may
+commute too (the relation may say less than is true, never more)."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import yieldstar_sim as ys
+from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.simulation.execution import Execution
+from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind, explored_seconds
+from yieldstar_sim.simulation.footprints import (
+    FAULTS,
+    QUEUE,
+    Footprint,
+    lease,
+    steps,
+    stored,
+    trusted,
+)
+from yieldstar_sim.simulation.moves import Move, plain_move
+
+SECONDS = {k: s for k in FAULT_KINDS if (s := explored_seconds(k, 40.0)) is not None}
+
+
+def take(run: Execution, move: Move) -> Footprint:
+    """Take ``move``, then the moves its actor (and any other) must take alone at solo
+    points: a search chooses only where no actor waits its turn. Their footprints, joined."""
+    run.take(move)
+    assert run.footprint is not None
+    footprint = run.footprint
+    while not run.done() and run.kernel.turns:
+        run.take(plain_move(run.ready()[0]))
+        footprint = footprint | run.footprint
+    return footprint
+
+
+def commutes(
+    scenario: ys.Scenario, *, seed: int, walks: int, pairs: int
+) -> collections.Counter[str]:
+    """Walk ``walks`` random runs of ``scenario`` with at most one fault; at each state where
+    two actors can go, take ``pairs`` random pairs of their moves both ways. Fails on a pair
+    called independent whose orders reach different states; counts the pairs checked."""
+    rng = random.Random(seed)
+    run = Execution(scenario, saving=True, footprints=True, scenario_faults=False)
+    start = run.save()
+    counted: collections.Counter[str] = collections.Counter()
+    for _ in range(walks):
+        run.restore(start)
+        faults = 0
+        while not run.done():
+            moves = run.moves(FAULT_KINDS if faults < 1 else (), SECONDS)
+            if len({move.actor for move in moves}) >= 2 and not run.kernel.turns:
+                here = run.save()
+                for _ in range(pairs):
+                    first, second = rng.sample(moves, 2)
+                    if first.actor == second.actor:
+                        continue
+                    orders = []
+                    for one, other in ((first, second), (second, first)):
+                        run.restore(here)
+                        footprint = take(run, one)
+                        if run.done() or not run.fits(other):
+                            break
+                        take(run, other)
+                        orders.append((footprint, run.key()))
+                    if len(orders) < 2:
+                        counted["one ends the run"] += 1
+                        continue
+                    (ours, key), (theirs, other_key) = orders
+                    if ours.independent_of(theirs):
+                        counted["independent"] += 1
+                        assert key == other_key, (
+                            f"{scenario.name}: {first.describe()} ({ours.describe()}) and "
+                            f"{second.describe()} ({theirs.describe()}) are called independent, "
+                            "but their two orders reach different states"
+                        )
+                    else:
+                        counted["dependent"] += 1
+                run.restore(here)
+            move = rng.choice(moves)
+            faults += move.fault is not None
+            take(run, move)
+    run.close()
+    return counted
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "durable-start",
+        "booking-race",
+        "join-child",
+        "call-child-fails",
+        "trigger-in-step",
+        "random-replica",
+        "leader-rollback",
+        "zombie-attempt",
+        "concurrent-clients",
+        "spawn-after-prune",
+        "cancel-owner",
+        "expired-lease-requeued",
+    ],
+)
+def test_moves_called_independent_reach_the_same_state_in_either_order(name: str) -> None:
+    scenario = dataclasses.replace(ys.load_scenario(name), faults=[])
+    counted = commutes(scenario, seed=7, walks=4, pairs=5)
+    assert counted["independent"] > 0, counted  # the check checked something
+
+
+def _small(base: str, orders: int, workers: int) -> ys.Scenario:
+    """``base`` with ``workers`` workers and ``orders - 1`` more starts of its first trigger."""
+    scenario = ys.load_scenario(base)
+    first = scenario.triggers[0]
+    more = [
+        dataclasses.replace(first, execution_id=f"{first.execution_id}-{n}")
+        for n in range(1, orders)
+    ]
+    return dataclasses.replace(
+        scenario, name=f"{base}-{orders}x{workers}", faults=[], workers=workers,
+        triggers=[*scenario.triggers, *more],
+    )  # fmt: skip
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(
+    base=st.sampled_from(["durable-start", "booking-race", "join-child", "random-replica"]),
+    orders=st.integers(1, 3),
+    workers=st.integers(1, 3),
+    seed=st.integers(0, 2**16),
+)
+def test_on_random_small_scenarios_independent_moves_commute(
+    base: str, orders: int, workers: int, seed: int
+) -> None:
+    """Orders 1-3, workers 1-3, at most one fault, with draws, waits and children."""
+    commutes(_small(base, orders, workers), seed=seed, walks=2, pairs=4)
+
+
+# ---------------------------------------------------------------- what a move's footprint says
+
+
+def _first(scenario: ys.Scenario) -> Execution:
+    return Execution(scenario, saving=True, footprints=True, scenario_faults=False)
+
+
+def _at(run: Execution, op: str) -> str:
+    """Take the run's default moves until an actor waits at a call of ``op``: that actor."""
+    while True:
+        for name in run.ready():
+            info = run.point(name).info
+            if info is not None and info.op == op:
+                return name
+        take(run, plain_move(run.ready()[0]))
+
+
+def test_a_claim_reads_the_queue_and_writes_the_execution_it_got() -> None:
+    run = _first(ys.load_scenario("durable-start"))
+    footprint = take(run, plain_move(_at(run, "claim")))
+    assert QUEUE in footprint.reads
+    assert lease("order-42") in footprint.writes
+    assert steps("order-42") in footprint.reads
+
+
+def test_a_fault_spends_the_budget_so_two_faulted_moves_never_commute() -> None:
+    run = _first(ys.load_scenario("durable-start"))
+    here = run.save()
+    crash = Move(run.ready()[0], FaultKind.CRASH)
+    run.take(crash)
+    assert run.footprint is not None
+    assert FAULTS in run.footprint.writes
+    run.restore(here)
+    run.take(plain_move(run.ready()[0]))
+    assert run.footprint is not None
+    assert FAULTS not in run.footprint.writes
+
+
+def test_a_move_that_parks_its_worker_reads_the_queue() -> None:
+    """A worker that claims nothing parks until the queue changes: a move that changes it
+    wakes the worker or not, depending on which goes first."""
+    scenario = dataclasses.replace(ys.load_scenario("durable-start"), workers=3)
+    run = _first(scenario)
+    take(run, plain_move(_at(run, "claim")))  # the only execution due is claimed
+    idle = _at(run, "claim")
+    footprint = take(run, plain_move(idle))
+    assert QUEUE in footprint.reads
+    assert not any(kind == "lease" for kind, _ in footprint.writes)
+
+
+def test_a_store_read_and_write_name_their_key() -> None:
+    read = Footprint(reads=frozenset({stored("seats")}))
+    assert not read.independent_of(Footprint(writes=frozenset({stored("seats")})))
+    assert read.independent_of(Footprint(writes=frozenset({stored("other")})))
+    assert read.independent_of(read)  # two reads commute
+
+
+def test_footprints_are_off_unless_asked_and_cost_a_plain_run_nothing() -> None:
+    run = Execution(ys.load_scenario("durable-start"), scenario_faults=False)
+    run.take(run.default_move())
+    assert run.footprint is None
+    assert type(run.state.runtime) is MemoryRuntime
+
+
+def test_only_the_runtimes_the_project_ships_are_trusted_to_keep_the_contract() -> None:
+    class Mine(MemoryRuntime):
+        pass
+
+    assert trusted(MemoryRuntime())
+    assert not trusted(Mine())
