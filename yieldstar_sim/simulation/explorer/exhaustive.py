@@ -66,7 +66,6 @@ class ExhaustiveCoverage:
     order: str = "dfs"
     max_depth: int | None = None
     workers: int = 0
-    freeze_seconds: float | None = None
     state_space: StateSpace | None = None
     state_paths: list[tuple[Move, ...]] = field(default_factory=list)
     """The schedule of each run that added a state to the graph (``StateNode.plan``)."""
@@ -89,7 +88,7 @@ class ExhaustiveSearch:
         self.tally = Tally(config, every_violation=options.order == "shortest", tick=tick)
         self.covered = ExhaustiveCoverage(
             order=options.order, max_depth=options.max_depth,
-            workers=len(runner.scenario.worker_names), freeze_seconds=config.freeze,
+            workers=len(runner.scenario.worker_names),
             state_space=StateSpace(limit=self.graph_states),
         )  # fmt: skip
         self.states = SeenStates()

@@ -140,7 +140,7 @@ class ParallelExhaustive:
             covered.pruned_by_cache += got.pruned_by_cache
             covered.cut_by += [why for why in got.cut_by if why not in covered.cut_by]
             covered.order, covered.max_depth = got.order, got.max_depth
-            covered.workers, covered.freeze_seconds = got.workers, got.freeze_seconds
+            covered.workers = got.workers
         if tally.every_violation:
             keep_shortest(tally)  # shortest first: the shortest of every part's
         states = len(reached)

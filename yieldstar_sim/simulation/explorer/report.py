@@ -396,15 +396,6 @@ class ExplorationReport:
         kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
         return labels, kinds, dict(self.verdicts)
 
-    def per_kind(self) -> dict[str, dict[str, int]]:
-        """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
-        equivalent."""
-        counts: dict[str, dict[str, int]] = {}
-        for (_, kind), verdict in self.verdicts.items():
-            empty = {"ok": 0, "violated": 0, "incomplete": 0, "equivalent": 0}
-            counts.setdefault(kind, empty)[verdict] += 1
-        return counts
-
     def _repr_html_(self) -> str:
         """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
         return drawer("report_html")(self)  # type: ignore[no-any-return]

@@ -40,7 +40,6 @@ class Outcome:
     seed: int
     ok: bool
     violations: tuple[tuple[str, str], ...]
-    points: int
     faults: tuple[Fault, ...]
     schedule: tuple[Move, ...]
     incomplete: str | None = None
@@ -62,17 +61,13 @@ class Outcome:
             return "violated"
         return "incomplete" if self.incomplete is not None else "ok"
 
-    def violates(self, invariant: str) -> bool:
-        """Whether this run violated the invariant named ``invariant``."""
-        return any(name == invariant for name, _ in self.violations)
-
 
 def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
     """A finished run's ``Outcome`` (``extra``: the fields a search fills in)."""
     return Outcome(
         index=0, seed=run.seed, ok=run.ok,
         violations=tuple((v.invariant, v.message) for v in run.violations),
-        points=run.points, faults=tuple(run.faults), schedule=tuple(run.schedule),
+        faults=tuple(run.faults), schedule=tuple(run.schedule),
         incomplete=run.incomplete, warnings=tuple(run.warnings), length=len(run.trace),
         **extra,  # type: ignore[arg-type]
     )  # fmt: skip

@@ -26,10 +26,6 @@ from __future__ import annotations
 import struct
 import sys
 from hashlib import blake2b
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
 _ENTRY = struct.Struct("<16sBBHd")
@@ -64,11 +60,6 @@ class SeenStates:
 
     def __len__(self) -> int:
         return self._count
-
-    @property
-    def nbytes(self) -> int:
-        """The table's size in bytes (what the search's memory figures quote)."""
-        return len(self._table)
 
     def _slot(self, raw: bytes) -> int:
         """The offset of ``raw``'s entry, made (empty of visits) when it is new."""
@@ -133,17 +124,10 @@ class SeenStates:
         return False
 
     def estimate(self, key: str) -> float:
-        """The naive-count estimate kept for ``key``'s subtree (1.0 when none was)."""
-        raw = _raw(key)
-        table, mask = self._table, self._mask
-        slot = int.from_bytes(raw[:8], "little") & mask
-        while table[slot * _SIZE + 16]:
-            offset = slot * _SIZE
-            if table[offset : offset + 16] == raw:
-                _, flags, _, _, estimate = _ENTRY.unpack_from(table, offset)
-                return float(estimate) if flags & _ESTIMATED else 1.0
-            slot = (slot + 1) & mask
-        return 1.0
+        """The naive-count estimate kept for the subtree of ``key``, a state reached (1.0 when
+        none was)."""
+        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(_raw(key)))
+        return float(estimate) if flags & _ESTIMATED else 1.0
 
     def keep_estimate(self, key: str, estimate: float) -> None:
         """Keep the naive-count estimate of ``key``'s subtree (searched to its end)."""
@@ -155,13 +139,9 @@ class SeenStates:
     def fingerprints(self) -> bytes:
         """Every state's 16 bytes, one after another: what a process of a search in several
         sends back, for the states to be counted once over all."""
-        return b"".join(self._keys())
-
-    def _keys(self) -> Iterator[bytes]:
         table = self._table
-        for offset in range(0, len(table), _SIZE):
-            if table[offset + 16]:
-                yield bytes(table[offset : offset + 16])
+        used = range(0, len(table), _SIZE)
+        return b"".join(table[at : at + 16] for at in used if table[at + 16])
 
     def add_fingerprints(self, raw: bytes) -> None:
         """Count the states of ``fingerprints()`` (another process's) as reached."""

@@ -39,8 +39,6 @@ class SystematicCoverage:
     """What a systematic search covered: the report's section."""
 
     skipped_equivalent: int = 0
-    planned: int = 0
-    """Faulted schedules planned under the bound (run or skipped as equivalent)."""
     branched: int = 0
     """Draws and completion orders whose every option was tried."""
     verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -84,7 +82,6 @@ class SystematicSearch:
                     for offset, op in enumerate(outcome.ops):
                         if not applies_at(kind, op, exploring=True):
                             continue  # no call to lose at an elapse; no attempt to stall elsewhere
-                        covered.planned += 1
                         label = outcome.labels[offset]
                         same = (outcome.keys[offset], outcome.calls[offset], str(kind))
                         if same in seen:
