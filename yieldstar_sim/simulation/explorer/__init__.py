@@ -176,12 +176,9 @@ def explore(
         if on_searched is not None and not report.interrupted:
             on_searched(report)
         if not report.interrupted:
-            confirmed = confirm_on(
-                scenario, runtime_name, report.violations, tally, runner, against=confirm or None,
-                samples=confirm_samples,
-            )  # fmt: skip
-            if confirmed is not None:
-                confirmed.file_into(report)
+            confirm_on(
+                scenario, report, tally, runner, against=confirm or None, samples=confirm_samples
+            )
     except KeyboardInterrupt:
         report.stopped = StopReason.INTERRUPTED  # a second Ctrl-C while shrinking
     finally:

@@ -9,68 +9,54 @@ written from their answers in the same order as in one process, so it is the sam
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.runtime.factory import resolve_runtime
 from yieldstar_sim.simulation.determinism import not_deterministic, twice
-from yieldstar_sim.simulation.explorer.replays import Replay
+from yieldstar_sim.simulation.explorer.shards import Replay
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.artifact import ReplayArtifact
-    from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
+    from yieldstar_sim.simulation.explorer.report import ExplorationReport
     from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
 
 
-@dataclass(frozen=True, slots=True)
-class Confirmation:
-    """What replaying on another runtime showed: a sentence per trace that differed, and one
-    sentence of what was confirmed."""
-
-    mismatches: list[str]
-    sentence: str
-    nondeterminism: list[str] = field(default_factory=list)
-
-    def file_into(self, report: ExplorationReport) -> None:
-        """Add what the confirmation showed to the report."""
-        report.runtime_mismatches += self.mismatches
-        report.confirmations += [self.sentence] if self.sentence else []
-        report.nondeterminism += self.nondeterminism
-
-
 def confirm_on(
     scenario: Scenario,
-    runtime_name: str,
-    violations: list[FoundViolation],
+    report: ExplorationReport,
     tally: Tally,
     runner: Runner,
     *,
     against: RuntimeChoice | None,
     samples: int,
-) -> Confirmation | None:
-    """Replay the violations and a sample of the tally's passing schedules on ``against``
-    (None when it is the runtime searched, ``runtime_name``): a mismatch for each trace that
-    differs. Without ``against``, the first schedule runs twice on the runtime searched (a
-    confirmation with no sentence, which says only whether the scenario is deterministic)."""
-    confirm, runtime = against, runner.runtime
+) -> None:
+    """Replay the report's violations and a sample of the tally's passing schedules on
+    ``against`` (None when it is the runtime searched, ``report.runtime``), and file what that
+    showed into the report: a mismatch for each trace that differs. Without ``against``, the
+    first schedule runs twice on the runtime searched (which says only whether the scenario is
+    deterministic)."""
+    confirm, runtime, runtime_name = against, runner.runtime, report.runtime
+    violations = report.violations
     confirm_name = None if confirm is None else resolve_runtime(confirm)[0]
     if confirm is None or confirm_name == runtime_name:
         # A schedule that did not finish (a spinning body, a budget) says nothing about
         # determinism, and run again without the explorer's limit it would never end.
         finished = [outcome for outcome in tally.outcomes if outcome.incomplete is None]
-        once = check_twice(scenario, runtime, finished[0], runner.timeout) if finished else None
-        said = ""
+        if finished:
+            replay = Replay(runtime, outcome=finished[0])
+            once = twice(lambda: replay.run(scenario, runner.timeout))
+            report.nondeterminism += [once] if once is not None else []
         if confirm is None and scenario.runtime is not None:
-            said = (
+            report.confirmations.append(
                 f"not confirmed on another runtime: the scenario runs on its own "
                 f"({resolve_runtime(scenario.runtime)[0]}), which differs from the reference "
                 "on purpose (Scenario(confirm_runtime=...) names one to confirm on)"
             )
-        return Confirmation([], said, [once] if once is not None else [])
+        return
     passing = [outcome for outcome in tally.outcomes if outcome.ok]
     step = max(1, len(passing) // max(samples, 1))
     sampled = passing[::step][:samples]
@@ -111,13 +97,15 @@ def confirm_on(
                 f"than on {runtime_name}"
             )
     if flaky is not None:
-        return Confirmation(
-            [], f"not confirmed on {confirm_name}: the scenario is not deterministic", [flaky]
+        report.confirmations.append(
+            f"not confirmed on {confirm_name}: the scenario is not deterministic"
         )
-    return Confirmation(
-        mismatches,
+        report.nondeterminism.append(flaky)
+        return
+    report.runtime_mismatches += mismatches
+    report.confirmations.append(
         f"confirmed on {confirm_name}: {len(violations)} violation(s) and {len(sampled)} "
-        f"passing schedule(s) replayed, {len(mismatches)} mismatch(es)",
+        f"passing schedule(s) replayed, {len(mismatches)} mismatch(es)"
     )
 
 
@@ -139,13 +127,3 @@ def _again(
         replay = Replay(runner.runtime, outcome=what)
     said = twice(lambda: replay.run(scenario, runner.timeout))
     return said or not_deterministic(f"the trace's digest ({first} once, {second} again)")
-
-
-def check_twice(
-    scenario: Scenario, runtime: RuntimeChoice, outcome: Outcome, timeout: float | None
-) -> str | None:
-    """Run ``outcome``'s schedule twice on ``runtime``, each run under ``timeout`` seconds:
-    the sentence when the traces differ (the check the explorer makes when nothing confirms
-    on another runtime)."""
-    replay = Replay(runtime, outcome=outcome)
-    return twice(lambda: replay.run(scenario, timeout))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.shards import run_outcome
+from yieldstar_sim.simulation.explorer.runs import outcome_of, subtree
 from yieldstar_sim.simulation.explorer.strategy import Pct, StopReason, Tally
 from yieldstar_sim.simulation.faults import Fault, applies_at
 from yieldstar_sim.simulation.moves import Move, plain_move
@@ -77,7 +77,10 @@ def run_plan(
         scenario, plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
         timeout=timeout, check_faults=False, scheduler=scheduler,
     )  # fmt: skip
-    return run_outcome(run)
+    try:
+        return outcome_of(run)
+    finally:
+        run.runtime.close()
 
 
 class RandomizedSearch:
@@ -92,7 +95,7 @@ class RandomizedSearch:
         """Run random plans in batches until the budget is spent or a violation stops it."""
         config, tally, runner = self.config, self.tally, self.runner
         rng = random.Random(config.seed)
-        (base,) = runner.root(expand_from=0, branch=False)
+        (base,) = subtree(runner.execution(), expand_from=0, branch=False)
         ops = base.ops
         tally.take(base)
         budget = config.budget if config.budget is not None else DEFAULT_BUDGET

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.runs import Sweep
+from yieldstar_sim.simulation.explorer.runs import Sweep, subtree
 from yieldstar_sim.simulation.explorer.strategy import StopReason, Tally
 from yieldstar_sim.simulation.faults import applies_at
 from yieldstar_sim.simulation.moves import new_move
@@ -67,7 +67,8 @@ class SystematicSearch:
     def search(self) -> None:
         """Run the levels (see the module's docstring)."""
         config, tally, covered = self.config, self.tally, self.covered
-        level = self._take(self.runner.root(expand_from=0 if config.max_faults else None))
+        execution = self.runner.execution()
+        level = self._take(subtree(execution, expand_from=0 if config.max_faults else None))
         seen: set[tuple[str, tuple[str, str | None, str | None], str]] = set()
         seconds = config.seconds()
         for remaining in range(config.max_faults, 0, -1):
