@@ -1,12 +1,6 @@
 """The explorer: search faults, interleavings and draws; shrink what fails; confirm it on
-DuckDB (docs/architecture.md, "The explorer's parts").
-
-Every strategy is a client of one ``execution.Execution`` (moves as data; ``take``, ``key``,
-``save``/``restore``), in a file of its own: ``systematic`` (``Systematic()``), ``randomized``
-(``Random()``, ``Pct(depth=3)``) and ``exhaustive`` (``Exhaustive(max_depth=None,
-order="dfs")``, in several processes: ``parallel``). ``strategy`` holds the options, the tally
-and why a search stopped; ``runs`` what a run gives; ``shards`` where runs happen; ``seen``,
-``visited`` and ``statespace`` the states reached; then ``shrink``, ``confirm`` and ``report``.
+DuckDB. Every strategy is a client of one ``execution.Execution``, in a file of its own;
+docs/architecture.md ("The explorer's parts") says which module holds what.
 """
 
 from __future__ import annotations
@@ -81,10 +75,8 @@ def explore(
     seed: int = 0,
     stop_at_first: bool = True,
     kinds: Sequence[FaultKind | str] = FAULT_KINDS,
-    freeze_seconds: float | None = None,
     runtime: RuntimeChoice | None = None,
     confirm: RuntimeChoice | ByScenario | None = BY_SCENARIO,
-    confirm_samples: int = 3,
     jobs: int = 1,
     executor: concurrent.futures.Executor | None = None,
     out: str | Path | None = None,
@@ -98,10 +90,9 @@ def explore(
     ``strategy`` is a strategy's name (``"systematic"``, ``"random"``, ``"pct"``,
     ``"exhaustive"``) or its options (``Pct(depth=5)``, ``Exhaustive(max_depth=40,
     order="shortest")``). The scenario's own fault plan is left out: the explorer places faults
-    itself, of ``kinds``, at most ``max_faults`` in a schedule; a freeze lasts
-    ``freeze_seconds`` (default: the lease plus the redelivery delay, so the lease expires).
-    ``budget`` bounds the schedules run and ``time_budget`` the seconds; the report says what
-    cut it. ``runtime`` (and ``confirm``) is ``"memory"``, ``"duckdb"`` or your own runtime's
+    itself, of ``kinds``, at most ``max_faults`` in a schedule (a freeze lasts the lease plus
+    the redelivery delay, so the lease expires). ``budget`` bounds the schedules run and
+    ``time_budget`` the seconds; the report says what cut it. ``runtime`` (and ``confirm``) is ``"memory"``, ``"duckdb"`` or your own runtime's
     factory (called with ``clock=``) or its ``"package.module:factory"`` name; by default the
     scenario's own (``Scenario.runtime``), else memory. Violations are shrunk and, with
     ``confirm="duckdb"`` (the default, but for a scenario that names its runtime: its
@@ -145,7 +136,7 @@ def explore(
     config = SearchConfig(
         strategy=options, seed=seed, max_faults=max_faults,
         kinds=tuple(FaultKind(kind) for kind in kinds),
-        freeze=freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay,
+        freeze=scenario.lease_seconds + scenario.redelivery_delay,
         budget=budget, time_budget=time_budget, stop_at_first=stop_at_first,
     )  # fmt: skip
     runtime_name = resolve_runtime(runtime)[0]
@@ -176,9 +167,7 @@ def explore(
         if on_searched is not None and not report.interrupted:
             on_searched(report)
         if not report.interrupted:
-            confirm_on(
-                scenario, report, tally, runner, against=confirm or None, samples=confirm_samples
-            )
+            confirm_on(scenario, report, tally, runner, against=confirm or None)
     except KeyboardInterrupt:
         report.stopped = StopReason.INTERRUPTED  # a second Ctrl-C while shrinking
     finally:

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
 
+#: How many passing schedules, evenly spaced, are replayed beside the violations.
+SAMPLES = 3
+
 
 def confirm_on(
     scenario: Scenario,
@@ -32,7 +35,6 @@ def confirm_on(
     runner: Runner,
     *,
     against: RuntimeChoice | None,
-    samples: int,
 ) -> None:
     """Replay the report's violations and a sample of the tally's passing schedules on
     ``against`` (None when it is the runtime searched, ``report.runtime``), and file what that
@@ -58,8 +60,7 @@ def confirm_on(
             )
         return
     passing = [outcome for outcome in tally.outcomes if outcome.ok]
-    step = max(1, len(passing) // max(samples, 1))
-    sampled = passing[::step][:samples]
+    sampled = passing[:: max(1, len(passing) // SAMPLES)][:SAMPLES]
     replays = []
     for found in violations:
         replays += [
