@@ -1,6 +1,6 @@
 """The exhaustive search in several processes (``jobs`` > 1): each searches the whole tree in an
 order of its own and they share the states searched to their end (``explorer/parallel.py``,
-``explorer/visited.py``). Together they reach the very states one process reaches, and find
+``explorer/seen.py``). Together they reach the very states one process reaches, and find
 the same violations; the report says how many processes searched."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer.visited import SharedVisited
+from yieldstar_sim.simulation.explorer.seen import SharedVisited
 
 
 def _explore(name: str, max_faults: int, **options: Any) -> ys.ExplorationReport:

@@ -92,23 +92,23 @@ def explore(
     order="shortest")``). The scenario's own fault plan is left out: the explorer places faults
     itself, of ``kinds``, at most ``max_faults`` in a schedule (a freeze lasts the lease plus
     the redelivery delay, so the lease expires). ``budget`` bounds the schedules run and
-    ``time_budget`` the seconds; the report says what cut it. ``runtime`` (and ``confirm``) is ``"memory"``, ``"duckdb"`` or your own runtime's
-    factory (called with ``clock=``) or its ``"package.module:factory"`` name; by default the
-    scenario's own (``Scenario.runtime``), else memory. Violations are shrunk and, with
-    ``confirm="duckdb"`` (the default, but for a scenario that names its runtime: its
-    ``confirm_runtime``, else none), replayed on DuckDB with a sample of passing schedules; a
-    trace that differs between the runtimes is reported as a runtime bug, unless the schedule
-    run twice gives two traces: then the report says the scenario is not deterministic
-    (``report.nondeterminism``). ``jobs`` > 1 runs schedules in processes (an exhaustive
-    search: that many processes sharing the states they reach); any
-    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With
-    ``out``, each violation's artifact is written there. ``timeout`` bounds each schedule's
-    wall-clock seconds: a schedule it cuts counts as incomplete. Ctrl-C stops the search
-    cleanly: the report keeps (and shrinks, and saves) what was found.
-    ``check_adapter=True`` first runs the public runtime-adapter conformance cases on
-    ``runtime``; each case it fails is in ``report.adapter_failures`` and makes the verdict
-    ``violated``. ``on_searched`` is called with the report once the search is over and its
-    violations are shrunk, before they are confirmed and saved.
+    ``time_budget`` the seconds; the report says what cut it. ``runtime`` (and ``confirm``) is
+    ``"memory"``, ``"duckdb"`` or your own runtime's factory (called with ``clock=``) or its
+    ``"package.module:factory"`` name; by default the scenario's own (``Scenario.runtime``),
+    else memory. Violations are shrunk and, with ``confirm="duckdb"`` (the default, but for a
+    scenario that names its runtime: its ``confirm_runtime``, else none), replayed on DuckDB
+    with a sample of passing schedules; a trace that differs between the runtimes is reported
+    as a runtime bug, unless the schedule run twice gives two traces: then the report says the
+    scenario is not deterministic (``report.nondeterminism``). ``jobs`` > 1 runs schedules in
+    processes (an exhaustive search: that many processes sharing the states they reach); any
+    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
+    each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
+    seconds: a schedule it cuts counts as incomplete. Ctrl-C stops the search cleanly: the
+    report keeps (and shrinks, and saves) what was found. ``check_adapter=True`` first runs the
+    public runtime-adapter conformance cases on ``runtime``; each case it fails is in
+    ``report.adapter_failures`` and makes the verdict ``violated``. ``on_searched`` is called
+    with the report once the search is over and its violations are shrunk, before they are
+    confirmed and saved.
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)

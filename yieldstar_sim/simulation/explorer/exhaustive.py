@@ -27,9 +27,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.simulation.execution import Execution, SavedExecution
+    from yieldstar_sim.simulation.explorer.seen import SharedVisited
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
-    from yieldstar_sim.simulation.explorer.visited import SharedVisited
     from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.trail import Trail
 

@@ -27,11 +27,10 @@ from yieldstar_sim.simulation.explorer.exhaustive import (
     ExhaustiveSearch,
     keep_shortest,
 )
-from yieldstar_sim.simulation.explorer.seen import SeenStates
+from yieldstar_sim.simulation.explorer.seen import DEFAULT_SLOTS, SeenStates, SharedVisited
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import StopReason, Tally
-from yieldstar_sim.simulation.explorer.visited import DEFAULT_SLOTS, SharedVisited
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
