@@ -1,11 +1,10 @@
 """Confirmation: a found violation and a sample of passing schedules replayed on another
 runtime (DuckDB); a trace that differs between the runtimes is a runtime bug, unless the
 schedule gives another trace when run again on the runtime searched: then the scenario is not
-deterministic (``simulation.determinism``), and that is what the report says instead.
-
-The replays are independent runs, so with ``jobs`` > 1 they go to the search's worker
-processes (each keeps its own pool of DuckDB databases), the longest first; the report is
-written from their answers in the same order as in one process, so it is the same."""
+deterministic (``simulation.determinism``), and that is what the report says instead. With
+``jobs`` > 1 the replays run on the search's processes (docs/decisions.md, "Confirmation on the
+workers"), and the report is written from their answers in the order one process writes it.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
 """The exhaustive strategy: every move at every choice point (every ready actor, each option of
-a draw or a completion order, and every fault kind up to ``max_faults``), depth first.
-
-From each state the search takes the first move not yet tried to the end of the run, where the
-invariants are checked, or to a state reached before with at least as many faults and as much
-depth left (state caching: its subtree was searched already); it then backtracks to the
-deepest state with a move left and restores it (``Execution.restore``: put back on a runtime
-that snapshots itself, replayed elsewhere). A state is its key (``statekeys``): blind to which
-worker is which, so states that mirror each other by the workers' names are one (worker
-symmetry). ``order="shortest"`` searches fault level by fault level and, on the first level
-with a violation, again without caching, for the one with the fewest faults, then events.
+a draw or a completion order, every fault kind up to ``max_faults``), depth first, cutting a
+state reached before with no fewer faults and no less depth left, and restoring the deepest
+state with a move left to backtrack. docs/decisions.md says each rule ("`strategy="exhaustive"`",
+"State caching", "Completeness", "Shortest first").
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""The exhaustive search in several processes (``jobs`` > 1, or any executor): each process
-searches the whole tree, depth first, in an order of its own, and they share the states they
-reach in a table in shared memory (``visited.SharedVisited``): a state one process searched to
-its end is cut by the others. This is how multi-core model checkers share a search without
-dividing the tree up front (LTSmin's shared table): the tree of a scenario is too uneven to
-divide by its first moves, and its branches meet again.
-
-Every process explores every state it reaches that no one had searched, so together they reach
-the states one process would (the count is of the union of the states they reached) and the
-same violations; the schedules run and the cuts differ. (That needs a key that tells apart
-every two states whose futures differ, so that no order reaches what another cuts: the tests
-search bundled scenarios in two orders and compare the states reached.) A process on another
-machine of a cluster (a Dask executor's) cannot reach the table: it searches on its own, and
-the report says how many processes shared it.
+"""The exhaustive search in several processes (``jobs`` > 1, or any executor): each searches the
+whole tree depth first in an order of its own, sharing the states searched to their end
+(``seen.SharedVisited``), as LTSmin's multi-core search does; dividing the tree up front fails,
+as its branches meet again. Together they reach the states one process would, so the count is
+of the union; docs/decisions.md says the rest ("The exhaustive search in several processes").
 """
 
 from __future__ import annotations

@@ -1,18 +1,9 @@
 """The systematic strategy: every fault kind at every choice point of the seed's run, level by
-level up to ``max_faults``, and every option of each draw and completion order on the way.
-
-Level 0 is the seed's run and, at each draw or completion order it passes, a run for each other
-option (``runs.subtree``). Level k places one more fault after the last of each run of level
-k-1: kind by kind, each at every later choice point where the explorer places it (the
-commonest fault, a crash, is tried everywhere before the rarer ones, which finds the usual
-violations soonest), each fault's run branching every draw after it as level 0 does. A fault
-whose point is *equivalent* to one tried already (the same state key, the same call, the same
-kind) is skipped: it would reach a state reached already.
-
-The runs of one parent and one kind share the parent's run (``runs.sweep``): it is followed
-once, its state saved at each fault's point and put back after that fault's runs (on a
-runtime that cannot snapshot itself, ``Execution`` replays the path instead). With ``jobs``
-> 1 the sweeps go to other processes (``shards.py``).
+level up to ``max_faults`` (a level's faults after the last of each run of the level before,
+the commonest kind, a crash, first: it finds the usual violations soonest), and every option
+of each draw and completion order on the way; a fault at a point equivalent to one tried
+already is skipped. The runs of one parent and one kind share its run (``runs.sweep``).
+docs/decisions.md says each rule ("Systematic search", "A sweep follows its parent once").
 """
 
 from __future__ import annotations
