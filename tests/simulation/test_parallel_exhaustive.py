@@ -60,12 +60,12 @@ def test_a_violation_found_by_one_process_stops_the_others() -> None:
     assert not report.ok
     assert not report.exhausted
     assert report.violations
-    assert "stopped at the first violation" in report.completeness()["statement"]
+    assert "stopped at the first violation" in report.coverage()
 
 
 def test_the_statement_names_the_processes_that_searched() -> None:
     report = _explore("durable-start", 1, jobs=2)
-    statement = report.completeness()["statement"]
+    statement = report.coverage()
     assert statement.startswith("verified: all ")
     assert "searched by 2 processes sharing their states" in statement
 

@@ -58,7 +58,7 @@ def confirm_on(
                 "on purpose (Scenario(confirm_runtime=...) names one to confirm on)"
             )
         return
-    passing = [outcome for outcome in tally.outcomes if outcome.ok]
+    passing = [outcome for outcome in tally.outcomes if outcome.verdict == "ok"]
     sampled = passing[:: max(1, len(passing) // SAMPLES)][:SAMPLES]
     replays = []
     for found in violations:

@@ -7,7 +7,6 @@ the move its priorities choose at each choice point (``PctScheduler``)."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -55,26 +54,22 @@ class PctScheduler:
         return execution.planned(plain_move(chosen, choice))
 
 
-@dataclass(frozen=True, slots=True)
-class RandomPlan:
-    """One random schedule: its seed, its faults (placed by choice-point index) and PCT's
-    priorities and change points (none: the seed's interleaving)."""
-
-    seed: int
-    faults: tuple[Fault, ...]
-    priorities: tuple[str, ...] = ()
-    change_points: tuple[int, ...] = ()
-
-
 def run_plan(
-    plan: RandomPlan, scenario: Scenario, runtime: RuntimeChoice, timeout: float | None
+    scenario: Scenario,
+    runtime: RuntimeChoice,
+    timeout: float | None,
+    *,
+    seed: int,
+    faults: tuple[Fault, ...],
+    priorities: tuple[str, ...],
+    change_points: tuple[int, ...],
 ) -> Outcome:
-    """Run ``plan`` (in whatever process): its outcome."""
-    scheduler = None
-    if plan.priorities:
-        scheduler = PctScheduler(plan.priorities, plan.change_points, plan.seed)
+    """Run one random schedule (in whatever process): its seed, its faults (placed by
+    choice-point index) and PCT's priorities and change points (none: the seed's
+    interleaving); its outcome."""
+    scheduler = PctScheduler(priorities, change_points, seed) if priorities else None
     run = simulate(
-        scenario, plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
+        scenario, seed, runtime=runtime, faults=faults, scenario_faults=False,
         timeout=timeout, check_faults=False, scheduler=scheduler,
     )  # fmt: skip
     try:
@@ -96,7 +91,7 @@ class RandomizedSearch:
         config, tally, runner = self.config, self.tally, self.runner
         rng = random.Random(config.seed)
         (base,) = subtree(runner.execution(), expand_from=0, branch=False)
-        ops = base.ops
+        ops = [op for op, *_ in base.calls]
         tally.take(base)
         budget = config.budget if config.budget is not None else DEFAULT_BUDGET
         workers = runner.scenario.worker_names
@@ -114,14 +109,21 @@ class RandomizedSearch:
                     if kinds:
                         kind = rng.choice(kinds)
                         faults.append(Fault(kind, at=point, seconds=seconds.get(kind)))
-                plan = RandomPlan(rng.randrange(2**32), tuple(faults))
+                seed, order, changes = rng.randrange(2**32), list(workers), []
                 if depth:
-                    order = list(workers)
                     rng.shuffle(order)
                     span = range(max(len(ops) * 2, 2))
-                    changes = tuple(sorted(rng.sample(span, min(depth - 1, len(span)))))
-                    plan = RandomPlan(plan.seed, plan.faults, tuple(order), changes)
-                batch.append(partial(run_plan, plan))
+                    changes = sorted(rng.sample(span, min(depth - 1, len(span))))
+                priorities = tuple(order) if depth else ()
+                batch.append(
+                    partial(
+                        run_plan,
+                        seed=seed,
+                        faults=tuple(faults),
+                        priorities=priorities,
+                        change_points=tuple(changes),
+                    )
+                )
             for outcome in runner.runs(batch):
                 if tally.out_of_budget():
                     break

@@ -266,29 +266,6 @@ class ExplorationReport:
             )
         return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts}){reached}"
 
-    def completeness(self) -> dict[str, Any]:
-        """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
-        covered = self.exhaustive
-        assert covered is not None
-        return {
-            **self._plain("exhausted", "interrupted", "distinct_states", "schedules_run"),
-            "stopped": str(self.stopped),
-            "cut_by": self.cut_by,
-            "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
-            "pruned_by_cache": covered.pruned_by_cache,
-            "progress": covered.progress,
-            "naive_schedules": covered.naive_schedules,
-            "max_faults": self.max_faults,
-            "max_depth": covered.max_depth,
-            "order": covered.order,
-            "statement": self._completeness(),
-        }
-
-    def _plain(self, *names: str) -> dict[str, Any]:
-        """These fields (or properties) as plain data, each under its own name: the JSON forms
-        keep them in the order named."""
-        return {name: getattr(self, name) for name in names}
-
     def state_graph(self) -> nx.DiGraph:
         """The explored state space as a networkx ``DiGraph`` (an exhaustive search's): nodes
         are distinct states, edges choices and faults, violating states marked."""
@@ -399,44 +376,3 @@ class ExplorationReport:
     def _repr_html_(self) -> str:
         """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
         return drawer("report_html")(self)  # type: ignore[no-any-return]
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as plain data (the CLI's --json)."""
-        return {
-            **self._plain("scenario", "strategy", "max_faults", "seed", "runtime", "ok", "verdict"),
-            "coverage": self.coverage(),
-            "stopped": str(self.stopped),
-            **self._plain(
-                "exhausted",
-                "interrupted",
-                "schedules_run",
-                "skipped_equivalent",
-                "total_under_bound",
-                "incomplete_schedules",
-                "incomplete_reasons",
-                "warnings",
-            ),
-            **({"draws_branched": self.systematic.branched} if self.systematic is not None else {}),
-            "broken_by": self.broken_by(),
-            "single_faults": [
-                {"choice_point": label, "fault": kind, "verdict": verdict}
-                for (label, kind), verdict in self.verdicts.items()
-            ],
-            "violations": [
-                {
-                    "invariant": v.invariant,
-                    "message": v.message,
-                    "faults": v.faults,
-                    "nearest_passing": v.nearest_passing,
-                    "first_divergence": v.divergence,
-                    "artifact": None if v.artifact_path is None else str(v.artifact_path),
-                }
-                for v in self.violations
-            ],
-            "runtime_mismatches": self.runtime_mismatches,
-            "nondeterminism": self.nondeterminism,
-            "adapter_failures": self.adapter_failures,
-            "confirmations": self.confirmations,
-            **({"completeness": self.completeness()} if self.exhaustive is not None else {}),
-            "elapsed_seconds": round(self.elapsed, 3),
-        }

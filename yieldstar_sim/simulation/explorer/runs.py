@@ -33,12 +33,13 @@ class Sweep:
 @dataclass(slots=True)
 class Outcome:
     """What one run gave: its verdict's parts and its schedule (which replays it). With
-    ``expanded``, each choice point's label, op, call and state key from ``expanded`` on
-    (where the next level of a systematic search may place a fault)."""
+    ``expanded``, each choice point's label, call (its op first) and state key from
+    ``expanded`` on (where the next level of a systematic search may place a fault)."""
 
     index: int
     seed: int
-    ok: bool
+    verdict: str
+    """``ok``, ``violated`` or ``incomplete``, as for a run."""
     violations: tuple[tuple[str, str], ...]
     faults: tuple[Fault, ...]
     schedule: tuple[Move, ...]
@@ -48,24 +49,16 @@ class Outcome:
     """How many trace events the run left (the shortest-first search ranks by it)."""
     expanded: int | None = None
     labels: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()
     calls: tuple[tuple[str, str | None, str | None], ...] = ()
     keys: tuple[str, ...] = ()
     branched: int = 0
     """The draws and completion orders whose every option was tried on the way to this run."""
 
-    @property
-    def verdict(self) -> str:
-        """``ok``, ``violated`` or ``incomplete``, as for a run."""
-        if self.violations:
-            return "violated"
-        return "incomplete" if self.incomplete is not None else "ok"
-
 
 def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
     """A finished run's ``Outcome`` (``extra``: the fields a search fills in)."""
     return Outcome(
-        index=0, seed=run.seed, ok=run.ok,
+        index=0, seed=run.seed, verdict=run.verdict,
         violations=tuple((v.invariant, v.message) for v in run.violations),
         faults=tuple(run.faults), schedule=tuple(run.schedule),
         incomplete=run.incomplete, warnings=tuple(run.warnings), length=len(run.trace),
@@ -79,7 +72,6 @@ class _Points:
     def __init__(self, start: int | None) -> None:
         self.start = start
         self.labels: list[str] = []
-        self.ops: list[str] = []
         self.calls: list[tuple[str, str | None, str | None]] = []
         self.keys: list[str] = []
 
@@ -89,19 +81,18 @@ class _Points:
         point = execution.point(actor)
         info = point.info
         self.labels.append(point.label)
-        self.ops.append(str(info.op))
         self.calls.append((str(info.op), info.execution_id, info.step_key))
         self.keys.append(execution.key())
 
     def truncate(self, length: int) -> None:
-        for kept in (self.labels, self.ops, self.calls, self.keys):
+        for kept in (self.labels, self.calls, self.keys):
             del kept[length:]
 
     def fields(self) -> dict[str, object]:
         if self.start is None:
             return {}
         return {
-            "expanded": self.start, "labels": tuple(self.labels), "ops": tuple(self.ops),
+            "expanded": self.start, "labels": tuple(self.labels),
             "calls": tuple(self.calls), "keys": tuple(self.keys),
         }  # fmt: skip
 

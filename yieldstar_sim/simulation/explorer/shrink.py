@@ -21,13 +21,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import TraceEvent
-
-
-def described_faults(run: SimulationRun) -> list[Fault]:
-    """The run's faults as descriptions (worker, call, step, occurrence) instead of indices."""
-    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
-    return [by_description(fault, points) or fault for fault in run.faults]
 
 
 def shrink(
@@ -41,7 +34,9 @@ def shrink(
     """Shrink ``outcome``'s violation of ``invariant`` to a 1-minimal set of described
     faults, and find its nearest passing schedule and the first event where the two part."""
     run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
-    faults = described_faults(run)
+    # Described (worker, call, step, occurrence), not by index: dropping one moves no other.
+    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
+    faults = [by_description(fault, points) or fault for fault in run.faults]
     bare = [plain_move(move.actor, move.choice) for move in outcome.schedule]
 
     def fails(subset: list[Fault]) -> SimulationRun | None:
@@ -122,7 +117,7 @@ def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Faul
 def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[int, str]:
     """The first trace event where ``failing`` and ``passing`` differ: its number and a sentence."""
     for mine, theirs in zip(failing.trace, passing.trace, strict=False):
-        if _facts(mine) != _facts(theirs):
+        if mine.facts() != theirs.facts():
             theirs_text = f"t={theirs.t:g} {theirs.worker or '-'} {theirs.text}"
             return mine.seq, (
                 f"event #{mine.seq}: the violation has 't={mine.t:g} {mine.worker or '-'} "
@@ -130,12 +125,3 @@ def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[in
             )
     shorter = min(len(failing.trace), len(passing.trace))
     return shorter, f"event #{shorter}: one trace ends where the other goes on"
-
-
-def _facts(event: TraceEvent) -> tuple[object, ...]:
-    """What an event says happened, without its text (written for people, and only shown):
-    when, what kind, who, which call, execution, step and lease, and its payload."""
-    return (
-        event.t, event.kind, event.worker, event.op, event.execution_id, event.step_key,
-        event.token, event.data,
-    )  # fmt: skip

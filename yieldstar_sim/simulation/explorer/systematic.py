@@ -71,7 +71,7 @@ class SystematicSearch:
                 for kind in config.kinds:
                     branches: list[tuple[int, Move]] = []
                     labels: list[str] = []
-                    for offset, op in enumerate(outcome.ops):
+                    for offset, (op, *_) in enumerate(outcome.calls):
                         if not applies_at(kind, op, exploring=True):
                             continue  # no call to lose at an elapse; no attempt to stall elsewhere
                         label = outcome.labels[offset]
