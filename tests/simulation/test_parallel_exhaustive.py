@@ -1,5 +1,5 @@
 """The exhaustive search in several processes (``jobs`` > 1): each searches the whole tree in an
-order of its own and they share the states searched to their end (``explorer/parallel.py``,
+order of its own and they share the states searched to their end (``explorer/exhaustive.py``,
 ``explorer/seen.py``). Together they reach the very states one process reaches, and find
 the same violations; the report says how many processes searched."""
 

@@ -15,8 +15,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.determinism import CAUSE
 from yieldstar_sim.simulation.execution import ScheduleMismatch
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
-from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
-from yieldstar_sim.simulation.explorer.parallel import ParallelExhaustive
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch, ParallelExhaustive
 from yieldstar_sim.simulation.explorer.randomized import RandomizedSearch
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
 from yieldstar_sim.simulation.explorer.shards import Runner
@@ -31,7 +30,6 @@ from yieldstar_sim.simulation.explorer.strategy import (
     Strategy,
     StrategyOptions,
     Systematic,
-    progress_bar,
 )
 from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
@@ -147,9 +145,12 @@ def explore(
             lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
         )
     runner = Runner(scenario, runtime, seed=seed, jobs=jobs, executor=executor, timeout=timeout)
-    bar = progress_bar(progress, budget) if progress is True else None
     tick = progress if callable(progress) else None
-    if bar is not None:
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm  # only when asked for
+
+        bar = tqdm(total=budget, unit="schedule", desc="exploring")
         tick = lambda count: bar.update(1)  # noqa: E731
     search = _strategy(config, runner, tick, bar, jobs=jobs)
     report = ExplorationReport(

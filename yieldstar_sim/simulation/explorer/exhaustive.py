@@ -3,16 +3,30 @@ a draw or a completion order, every fault kind up to ``max_faults``), depth firs
 state reached before with no fewer faults and no less depth left, and restoring the deepest
 state with a move left to backtrack. docs/decisions.md says each rule ("`strategy="exhaustive"`",
 "State caching", "Completeness", "Shortest first").
+
+In several processes (``jobs`` > 1, or any executor: ``ParallelExhaustive``) each searches the
+whole tree in an order of its own, sharing the states searched to their end
+(``seen.SharedVisited``), as LTSmin's multi-core search does: dividing the tree up front fails,
+as its branches meet again. Together they reach the states one process would, so the count is
+of the union ("The exhaustive search in several processes").
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.runs import outcome_of
-from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
+from yieldstar_sim.simulation.explorer.seen import (
+    DEFAULT_SLOTS,
+    SeenStates,
+    SharedVisited,
+    peak_rss_mb,
+)
+from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
 from yieldstar_sim.simulation.trail import schedule_of
@@ -20,9 +34,9 @@ from yieldstar_sim.simulation.trail import schedule_of
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.execution import Execution, SavedExecution
-    from yieldstar_sim.simulation.explorer.seen import SharedVisited
-    from yieldstar_sim.simulation.explorer.shards import Runner
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.trail import Trail
@@ -92,7 +106,7 @@ class ExhaustiveSearch:
         self._seconds = config.seconds()
         self.shared: SharedVisited | None = None
         """The states this search shares with the other processes searching the same tree
-        (``parallel.py``), each in an order of its own (``part``)."""
+        (``ParallelExhaustive``), each in an order of its own (``part``)."""
         self.part = 0
         self.transitions = 0
         self.max_depth_reached = 0
@@ -128,8 +142,6 @@ class ExhaustiveSearch:
                     tally.stopped = StopReason.VIOLATION
             if tally.done:
                 break
-        self.covered.distinct_states = len(self.states)
-        self.covered.progress = self.progress()
 
     def _level(self, *, cache: bool) -> None:
         execution = self._execution = self.runner.execution()
@@ -284,10 +296,142 @@ class ExhaustiveSearch:
         covered.distinct_states = len(self.states)
         covered.progress = self.progress()
         covered.state_paths = [schedule_of(trail) for trail in self.paths]
-        stopped = self.tally.stopped
-        if stopped is None:
-            stopped = covered.cut_by[0] if covered.cut_by else StopReason.COVERED
-        return {"exhaustive": covered, "stopped": stopped}
+        return _section(self.tally, covered)
+
+
+def _section(tally: Tally, covered: ExhaustiveCoverage) -> dict[str, Any]:
+    """The report's section: what the search covered, and why it stopped (the first bound
+    that cut it, when nothing else stopped it)."""
+    stopped = tally.stopped or (covered.cut_by[0] if covered.cut_by else StopReason.COVERED)
+    return {"exhaustive": covered, "stopped": stopped}
+
+
+#: Progress counts summed over the processes.
+_SUMMED = ("transitions", "restores", "replayed_moves")
+
+
+@dataclass
+class Part:
+    """What one process's search found, small enough to cross back."""
+
+    outcomes: list[Outcome]
+    stopped: StopReason | None
+    covered: ExhaustiveCoverage
+    shared: bool
+    """Whether this process reached the shared table (False: it searched on its own)."""
+    fingerprints: bytes
+    """The 16 bytes of every state it reached: the states are counted once over all."""
+
+
+def search_part(
+    reference: str | None,
+    runtime: RuntimeChoice,
+    config: SearchConfig,
+    timeout: float | None,
+    *,
+    part: int,
+    table: tuple[str, int] | None,
+) -> Part:
+    """Search the whole tree as process ``part``, sharing the table ``table`` (its name and
+    slots) when this machine has it."""
+    runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
+    search = ExhaustiveSearch(runner, config)
+    search.part = part
+    shared = None if table is None else SharedVisited.attach(*table)
+    search.shared = shared
+    try:
+        search.search()
+    finally:
+        runner.close()
+        if shared is not None:
+            shared.close()
+    tally = search.tally
+    covered = search.section()["exhaustive"]
+    return Part(
+        tally.outcomes, tally.stopped, covered, shared is not None, search.states.fingerprints()
+    )
+
+
+class ParallelExhaustive:
+    """The exhaustive search in ``processes`` processes (on ``runner``'s executor, or a pool
+    of its own) sharing their states (a ``Strategy``)."""
+
+    def __init__(
+        self, runner: Runner, config: SearchConfig, *, processes: int, tick: Tick = None
+    ) -> None:
+        self.runner, self.config, self.processes = runner, config, processes
+        order = getattr(config.strategy, "order", "dfs")
+        self.tally = Tally(config, every_violation=order == "shortest", tick=tick)
+        self.covered = ExhaustiveCoverage()
+
+    def search(self) -> None:
+        """Run every part, then merge what they found."""
+        runner, config = self.runner, self.config
+        started = time.perf_counter()
+        # Shortest first searches its fault levels one after another, each with its own
+        # cache: processes at different levels would cut each other's states.
+        shortest = getattr(config.strategy, "order", "dfs") == "shortest"
+        table = None if shortest else SharedVisited.create(DEFAULT_SLOTS)
+        shipped = None if table is None else (table.name, table.slots)
+        try:
+            reference = runner._pool(self.processes)
+            executor = runner.executor
+            assert executor is not None, "a pool gives the runner an executor"
+            task = partial(
+                search_part, reference, runner.shipped, config, runner.timeout, table=shipped
+            )
+            with frozen_heap():  # submitting may fork the pool's processes
+                futures = [executor.submit(task, part=part) for part in range(self.processes)]
+            parts = [future.result() for future in futures]
+        finally:
+            if table is not None:
+                table.close(unlink=True)
+        self._merge(parts, time.perf_counter() - started)
+
+    def _merge(self, parts: list[Part], seconds: float) -> None:
+        tally, covered = self.tally, self.covered
+        space = StateSpace(limit=ExhaustiveSearch.graph_states)
+        reached = SeenStates()
+        progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
+        for part in parts:
+            shift = len(covered.state_paths)
+            for outcome in part.outcomes:
+                tally.take(outcome)  # numbered again, over every part
+            tally.stopped = tally.stopped or part.stopped
+            got = part.covered
+            if got.state_space is not None:
+                space.merge(got.state_space, shift)
+            covered.state_paths += got.state_paths
+            reached.add_fingerprints(part.fingerprints)
+            for name in _SUMMED:
+                progress[name] += got.progress.get(name, 0)
+            covered.pruned_by_cache += got.pruned_by_cache
+            covered.cut_by += [why for why in got.cut_by if why not in covered.cut_by]
+            covered.order, covered.max_depth = got.order, got.max_depth
+            covered.workers = got.workers
+        if tally.every_violation:
+            keep_shortest(tally)  # shortest first: the shortest of every part's
+        states = len(reached)
+        progress.update(
+            states=states, seconds=round(seconds, 3),
+            states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
+            frontier=0, depth=0, processes=len(parts),
+            sharing=sum(part.shared for part in parts),
+            peak_rss_mb=max(p.covered.progress.get("peak_rss_mb", 0.0) for p in parts),
+            max_depth_reached=max(p.covered.progress.get("max_depth_reached", 0) for p in parts),
+            transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
+        )  # fmt: skip
+        searched = all(part.covered.searched_to_the_end for part in parts)
+        naive = [part.covered.naive_schedules for part in parts]
+        covered.state_space, covered.distinct_states = space, states
+        covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
+        if covered.searched_to_the_end and all(n is not None for n in naive):
+            # Each process's estimate is of the whole tree: the largest is the report's.
+            covered.naive_schedules = max(n for n in naive if n is not None)
+
+    def section(self) -> dict[str, Any]:
+        """The merged parts' coverage (empty before ``search`` ends)."""
+        return _section(self.tally, self.covered)
 
 
 def keep_shortest(tally: Tally, start: int = 0) -> None:
