@@ -204,11 +204,8 @@ def _search(search: Strategy, runner: Runner) -> None:
 
 def _fill(report: ExplorationReport, search: Strategy) -> None:
     """The report's counts from the search's tally, and its section."""
-    tally = search.tally
-    section = search.section()
-    report.stopped = StopReason.INTERRUPTED if tally.stopped is StopReason.INTERRUPTED else (
-        section["stopped"]
-    )  # fmt: skip
+    tally, section = search.tally, search.section()
+    report.stopped = section["stopped"]  # the tally's reason, if it has one (Ctrl-C...)
     report.schedules_run = tally.runs
     report.incomplete_schedules = tally.incomplete
     report.incomplete_reasons = list(tally.incomplete_reasons)
@@ -266,25 +263,11 @@ def _options(
     return options
 
 
-def _postfix(bar: Any) -> Callable[[dict[str, Any]], None]:
-    """Show an exhaustive search's progress beside its bar's count of schedules, as a model
-    checker shows it: states found, states per second, the frontier, the depth and the peak
-    memory."""
-
-    def show(got: dict[str, Any]) -> None:
-        bar.set_postfix(
-            states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-            depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
-        )  # fmt: skip
-
-    return show
-
-
 def _strategy(
     config: SearchConfig, runner: Runner, tick: Any, bar: Any = None, *, jobs: int = 1
 ) -> Strategy:
-    """The search ``config`` asks for, over ``runner``; an exhaustive search shows its
-    progress on ``bar`` (a tqdm bar) too."""
+    """The search ``config`` asks for, over ``runner``, showing its progress on ``bar`` (a
+    tqdm bar), if any."""
     options = config.strategy
     if isinstance(options, Exhaustive):
         if runner.jobs > 1 or runner.executor is not None:
@@ -293,7 +276,11 @@ def _strategy(
             return ParallelExhaustive(runner, config, processes=max(2, jobs), tick=tick)
         search = ExhaustiveSearch(runner, config, tick=tick)
         if bar is not None:
-            search.watch = _postfix(bar)
+            # Beside the bar's count of schedules, as a model checker shows its progress.
+            search.watch = lambda got: bar.set_postfix(
+                states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
+                depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
+            )  # fmt: skip
         return search
     if isinstance(options, Systematic):
         planned = None

@@ -1,4 +1,4 @@
-"""The exploration report: what a search covered and found, as text, JSON and HTML."""
+"""The exploration report: what a search covered and found, in words and as HTML."""
 
 from __future__ import annotations
 
@@ -47,11 +47,9 @@ class ExplorationReport:
 
     ``verdict`` is ``"violated"`` when a schedule violated an invariant (or the runtimes
     disagreed), ``"incomplete"`` when something cut the search or a schedule (a budget, the
-    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``; ``ok`` is true only for
-    ``"ok"``. ``stopped`` says why the search stopped (``StopReason``); ``exhausted`` whether
-    every schedule under the bound was covered. ``counterexample`` is the first violation's
-    shrunk replay artifact. ``schedules_run`` counts the runs that reached their end, up to the
-    first violation (or all of them with ``stop_at_first=False``).
+    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``. ``schedules_run`` counts
+    the runs that reached their end, up to the first violation (or all of them with
+    ``stop_at_first=False``); ``stopped`` says why the search stopped (``StopReason``).
     """
 
     scenario: str

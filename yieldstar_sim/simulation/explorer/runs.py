@@ -1,7 +1,5 @@
-"""What a search runs and keeps of each run: an ``Outcome`` (small enough to cross a process
-boundary), and the two ways the plan strategies drive an ``Execution``: ``subtree`` (a run to
-its end, and every option of each draw and completion order on the way) and ``sweep`` (a
-parent run followed again, with one more move branched off it at each of several points)."""
+"""What a search keeps of each run (``Outcome``, small enough to cross a process boundary), and
+the two ways the plan strategies drive an ``Execution``: ``subtree`` and ``sweep``."""
 
 from __future__ import annotations
 
@@ -108,10 +106,9 @@ def subtree(
     branch: bool = True,
 ) -> list[Outcome]:
     """Run ``execution`` to its end taking the seed's moves, then (``branch``) every other
-    option of each draw and completion order it passed (depth first, restoring the state
-    saved there): the outcome of each run, in order. With ``expand_from``, each records its
-    choice points from that one on (``Outcome.labels``...). A run that goes on unrecorded
-    (``Execution.unrecorded``) raises ``_Branches`` at the first choice it must branch at."""
+    option of each draw and completion order it passed, depth first: each run's outcome, in
+    order, recording its choice points from ``expand_from`` on (``Outcome.labels``...). An
+    unrecorded run (``Execution.unrecorded``) raises ``_Branches`` where it must branch."""
     outcomes: list[Outcome] = []
     branches: list[tuple[object, str, list[int], int]] = []
     points = _Points(expand_from)
@@ -157,12 +154,10 @@ def sweep(
 ) -> Iterator[list[Outcome]]:
     """Follow ``parent``'s moves from ``execution``'s start; at each branch's point (in
     increasing order) take its move instead, run the subtree from there, and come back to the
-    parent's path. Yields the outcomes of each branch's subtree as it ends (fewer when the
-    parent's run ended before a branch's point).
-
-    The seed's random numbers are drawn at every point as the parent's run drew them (it took
-    the seed's move at each, or another in its place), so that a branch goes on as a plain
-    run of the seed with its move would."""
+    parent's path (docs/decisions.md, "A sweep follows its parent once"). Yields each branch's
+    outcomes as it ends (fewer when the parent's run ended before a branch's point). The seed's
+    random numbers are drawn at every point as the parent's run drew them, so that a branch
+    goes on as a plain run of the seed with its move would."""
     pending = list(branches)
     for index, move in enumerate(parent):
         if not pending or execution.done():

@@ -57,7 +57,6 @@ class SeenStates:
         self._mask = slots - 1
         self._count = 0
         self._more: dict[bytes, list[tuple[int, int]]] = {}
-        """Visits the one entry cannot hold: a second, incomparable one."""
 
     def __len__(self) -> int:
         return self._count
@@ -202,7 +201,7 @@ class SharedVisited:
         # then unlinks it (or warns of a leak) when this process ends: the process that made
         # the table unlinks it, so attaching registers nothing (3.13's ``track=False``).
         register = resource_tracker.register
-        resource_tracker.register = _untracked  # type: ignore[assignment]
+        resource_tracker.register = lambda name, rtype: None
         try:
             memory = shared_memory.SharedMemory(name=name)
         except (FileNotFoundError, OSError):
@@ -270,7 +269,3 @@ class SharedVisited:
         self._memory.close()
         if unlink:
             self._memory.unlink()
-
-
-def _untracked(name: str, rtype: str) -> None:
-    """``resource_tracker.register`` while a table is attached: nothing."""

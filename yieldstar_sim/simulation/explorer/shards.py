@@ -41,11 +41,8 @@ class Replay:
 
     def digest(self, scenario: Scenario) -> str | None:
         """Run it on ``scenario`` and return the trace's digest: None, which is no trace's,
-        when its schedule does not fit the run (a move for an actor that waits at no point
-        there). A schedule is made on one runtime; another may take another path, on which a
-        move the first path had (a worker's call to the outside world, where only it goes)
-        never comes: that schedule replays differently there, which is what a confirmation
-        reports, not an error of the search."""
+        when its schedule does not fit the run: another runtime may take another path, on which
+        a move the first had never comes; that is what a confirmation reports, not an error."""
         from yieldstar_sim.simulation.artifact import ArtifactError
         from yieldstar_sim.simulation.execution import ScheduleMismatch
 
@@ -164,8 +161,6 @@ class Runner:
         self._here: Execution | None = None
         self._root: SavedExecution | None = None
 
-    # ------------------------------------------------------------------ here
-
     def execution(self) -> Execution:
         """This process's run of the scenario, at its start (made once, then restored)."""
         here = self._here
@@ -182,8 +177,6 @@ class Runner:
     def sweep(self, one: Sweep) -> Iterator[list[Outcome]]:
         """One sweep (``runs.sweep``), here: each branch's outcomes as it ends."""
         return sweep(self.execution(), one.parent, one.branches, expand=one.expand)
-
-    # ------------------------------------------------------------------ anywhere
 
     def sweeps(self, sweeps: Sequence[Sweep]) -> Iterator[tuple[Sweep, int, list[Outcome]]]:
         """Each branch of each sweep with its outcomes, in order (the sweep, the branch's
@@ -237,19 +230,16 @@ class Runner:
                 try:
                     yield pending.pop(0).result()
                 except (pickle.PicklingError, AttributeError, TypeError) as error:
-                    self._unshippable(error)
+                    if self.shipped is self.runtime and not isinstance(self.runtime, str):
+                        raise ValueError(
+                            "runs in other processes need a runtime factory they can import: "
+                            "a module-level function or class, or its 'package.module:factory' "
+                            f"name, not {self.shipped!r} ({error})"
+                        ) from None
                     raise
         finally:
             for future in pending:
                 future.cancel()
-
-    def _unshippable(self, error: Exception) -> None:
-        if self.shipped is self.runtime and not isinstance(self.runtime, str):
-            raise ValueError(
-                "runs in other processes need a runtime factory they can import: a "
-                "module-level function or class, or its 'package.module:factory' name, "
-                f"not {self.shipped!r} ({error})"
-            ) from None
 
     def _pool(self, tasks: int) -> str | None:
         """Our own pool of ``jobs`` processes (never more than ``tasks``), unless an executor

@@ -1,22 +1,7 @@
-"""The explored state space: the distinct states an exhaustive search reached and the choices
-and faults between them.
-
-A state is named by its fingerprint (the key the search caches on). The search records each
-state the first time it reaches it (with the schedule that got there, so it can be replayed) and
-every edge it takes; the views draw it and find paths in it (``views.statespace``) and the
-stepper opens a state's schedule. The simulation layer keeps it as plain data: no networkx, no
-matplotlib here.
-
->>> space = StateSpace()
->>> space.add_state("s0", depth=0, label="start", plan=0)
-True
->>> space.add_state("s1", depth=1, label="w1 claim order-42", plan=0)
-True
->>> space.add_edge("s0", "s1", choice="w1", fault=None, plan=0)
->>> space.mark_violation("s1", "at_most_once")
->>> [node.key for node in space.violating()]
-['s1']
-"""
+"""The explored state space: the distinct states an exhaustive search reached, each named by
+its key and recorded the first time it is reached (with a schedule that replays to it), and
+the moves between them; plain data, which the views draw and find paths in
+(``views.statespace``; its docstring shows one built by hand)."""
 
 from __future__ import annotations
 
@@ -25,13 +10,10 @@ from dataclasses import dataclass, field
 
 @dataclass(slots=True)
 class StateNode:
-    """One distinct state.
-
-    ``depth`` is the number of choice points from the initial state on the first path that
-    reached it; ``label`` the choice point (or the end of the run) it stands at; ``plan`` the
-    index of a schedule that reaches it, for replaying; ``terminal`` is true for the state a run
-    ended in; ``violations`` the invariants violated by a run that ended here.
-    """
+    """One distinct state: ``depth`` choice points from the start on the first path that
+    reached it, at the choice point ``label`` (or the end of the run); ``plan`` is the index of
+    a schedule that reaches it; ``terminal`` says a run ended in it, and ``violations`` which
+    invariants such a run violated."""
 
     key: str
     depth: int
