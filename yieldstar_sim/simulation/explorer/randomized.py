@@ -91,7 +91,7 @@ class RandomizedSearch:
         config, tally, runner = self.config, self.tally, self.runner
         rng = random.Random(config.seed)
         (base,) = subtree(runner.execution(), expand_from=0, branch=False)
-        ops = [op for op, *_ in base.calls]
+        ops = [call[0] for _, call, _ in base.recorded]
         tally.take(base)
         budget = config.budget if config.budget is not None else DEFAULT_BUDGET
         workers = runner.scenario.worker_names

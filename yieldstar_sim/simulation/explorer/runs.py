@@ -10,10 +10,14 @@ from yieldstar_sim.simulation.moves import Move, plain_move
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from typing import TypeAlias
 
     from yieldstar_sim.simulation.execution import Execution
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
+
+    Call: TypeAlias = tuple[str, str | None, str | None]
+    """A choice point's call: its op, execution and step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +35,8 @@ class Sweep:
 @dataclass(slots=True)
 class Outcome:
     """What one run gave: its verdict's parts and its schedule (which replays it). With
-    ``expanded``, each choice point's label, call (its op first) and state key from
-    ``expanded`` on (where the next level of a systematic search may place a fault)."""
+    ``expanded``, ``recorded`` holds each choice point's label, call (its op first) and state
+    key from ``expanded`` on (where the next level of a systematic search may place a fault)."""
 
     index: int
     seed: int
@@ -46,9 +50,7 @@ class Outcome:
     length: int = 0
     """How many trace events the run left (the shortest-first search ranks by it)."""
     expanded: int | None = None
-    labels: tuple[str, ...] = ()
-    calls: tuple[tuple[str, str | None, str | None], ...] = ()
-    keys: tuple[str, ...] = ()
+    recorded: tuple[tuple[str, Call, str], ...] = ()
     branched: int = 0
     """The draws and completion orders whose every option was tried on the way to this run."""
 
@@ -64,37 +66,6 @@ def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
     )  # fmt: skip
 
 
-class _Points:
-    """What a run records of its choice points from ``start`` on, for the next level."""
-
-    def __init__(self, start: int | None) -> None:
-        self.start = start
-        self.labels: list[str] = []
-        self.calls: list[tuple[str, str | None, str | None]] = []
-        self.keys: list[str] = []
-
-    def note(self, execution: Execution, actor: str) -> None:
-        if self.start is None or execution.points < self.start:
-            return
-        point = execution.point(actor)
-        info = point.info
-        self.labels.append(point.label)
-        self.calls.append((str(info.op), info.execution_id, info.step_key))
-        self.keys.append(execution.key())
-
-    def truncate(self, length: int) -> None:
-        for kept in (self.labels, self.calls, self.keys):
-            del kept[length:]
-
-    def fields(self) -> dict[str, object]:
-        if self.start is None:
-            return {}
-        return {
-            "expanded": self.start, "labels": tuple(self.labels),
-            "calls": tuple(self.calls), "keys": tuple(self.keys),
-        }  # fmt: skip
-
-
 class _Branches(Exception):
     """An unrecorded run met a choice it must branch at: it cannot save its state there."""
 
@@ -107,11 +78,11 @@ def subtree(
 ) -> list[Outcome]:
     """Run ``execution`` to its end taking the seed's moves, then (``branch``) every other
     option of each draw and completion order it passed, depth first: each run's outcome, in
-    order, recording its choice points from ``expand_from`` on (``Outcome.labels``...). An
+    order, recording its choice points from ``expand_from`` on (``Outcome.recorded``). An
     unrecorded run (``Execution.unrecorded``) raises ``_Branches`` where it must branch."""
     outcomes: list[Outcome] = []
     branches: list[tuple[object, str, list[int], int]] = []
-    points = _Points(expand_from)
+    recorded: list[tuple[str, Call, str]] = []
     branched = 0
     while True:
         while not execution.done():
@@ -124,24 +95,27 @@ def subtree(
                 move = found
             else:
                 move = execution.default_move()
-                if expand_from is not None:
-                    points.note(execution, move.actor)
+                if expand_from is not None and execution.points >= expand_from:
+                    point = execution.point(move.actor)
+                    call = (str(point.info.op), point.info.execution_id, point.info.step_key)
+                    recorded.append((point.label, call, execution.key()))
             count = 0 if move.choice is None else len(execution.point(move.actor).options)
             if branch and count > 1:
                 if not execution.recording:
                     raise _Branches
                 others = [option for option in range(count) if option != move.choice]
-                branches.append((execution.save(), move.actor, others, len(points.keys)))
+                branches.append((execution.save(), move.actor, others, len(recorded)))
                 branched += 1
             execution.take(move)
-        outcomes.append(outcome_of(execution.result(), branched=branched, **points.fields()))
+        kept = {} if expand_from is None else {"expanded": expand_from, "recorded": (*recorded,)}
+        outcomes.append(outcome_of(execution.result(), branched=branched, **kept))
         while branches and not branches[-1][2]:
             branches.pop()
         if not branches:
             return outcomes
         saved, actor, others, recorded_points = branches[-1]
         execution.restore(saved)  # type: ignore[arg-type]
-        points.truncate(recorded_points)
+        del recorded[recorded_points:]
         execution.take(plain_move(actor, others.pop(0)))
 
 

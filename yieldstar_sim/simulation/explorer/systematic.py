@@ -71,11 +71,10 @@ class SystematicSearch:
                 for kind in config.kinds:
                     branches: list[tuple[int, Move]] = []
                     labels: list[str] = []
-                    for offset, (op, *_) in enumerate(outcome.calls):
-                        if not applies_at(kind, op, exploring=True):
+                    for offset, (label, call, key) in enumerate(outcome.recorded):
+                        if not applies_at(kind, call[0], exploring=True):
                             continue  # no call to lose at an elapse; no attempt to stall elsewhere
-                        label = outcome.labels[offset]
-                        same = (outcome.keys[offset], outcome.calls[offset], str(kind))
+                        same = (key, call, str(kind))
                         if same in seen:
                             covered.skipped_equivalent += 1
                             if remaining == config.max_faults == 1:
