@@ -16,9 +16,7 @@ from yieldstar_sim.simulation.explorer.shards import Replay
 
 if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
-    from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.explorer.report import ExplorationReport
-    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.shards import Runner
     from yieldstar_sim.simulation.explorer.strategy import Tally
     from yieldstar_sim.simulation.scenario import Scenario
@@ -60,27 +58,16 @@ def confirm_on(
         return
     passing = [outcome for outcome in tally.outcomes if outcome.verdict == "ok"]
     sampled = passing[:: max(1, len(passing) // SAMPLES)][:SAMPLES]
-    replays = []
-    for found in violations:
-        replays += [
-            Replay(confirm, artifact=found.artifact),
-            Replay(runtime, artifact=found.artifact),
-        ]
-    for outcome in sampled:
-        replays += [
-            Replay(runtime, outcome=outcome),
-            Replay(runtime, outcome=outcome),
-            Replay(confirm, outcome=outcome),
-        ]
+    replays = [Replay(on, artifact=v.artifact) for v in violations for on in (confirm, runtime)]
+    replays += [Replay(on, outcome=o) for o in sampled for on in (runtime, runtime, confirm)]
     digests = runner.digests(replays)
     mismatches: list[str] = []
     flaky: str | None = None
     for number, found in enumerate(violations):
         other, again = digests[2 * number : 2 * number + 2]
         if again != found.artifact.trace_digest:
-            flaky = flaky or _again(
-                scenario, found.artifact, again, found.artifact.trace_digest, runner
-            )
+            replay = Replay(runtime, artifact=found.artifact)
+            flaky = flaky or _again(scenario, replay, again, found.artifact.trace_digest, runner)
         elif other != found.artifact.trace_digest:
             mismatches.append(
                 f"the violation of {found.invariant} replays differently on {confirm_name}"
@@ -89,7 +76,7 @@ def confirm_on(
     for number, outcome in enumerate(sampled):
         mine, again, other = triples[3 * number : 3 * number + 3]
         if again != mine:
-            flaky = flaky or _again(scenario, outcome, mine, again, runner)
+            flaky = flaky or _again(scenario, Replay(runtime, outcome=outcome), mine, again, runner)
         elif other != mine:
             faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
             mismatches.append(
@@ -110,20 +97,10 @@ def confirm_on(
 
 
 def _again(
-    scenario: Scenario,
-    what: Outcome | ReplayArtifact,
-    first: str | None,
-    second: str | None,
-    runner: Runner,
+    scenario: Scenario, replay: Replay, first: str | None, second: str | None, runner: Runner
 ) -> str:
-    """The sentence for a schedule (a search's run, or an artifact's) that gave two traces on
-    one runtime (the runner's, under its wall-clock limit): its first difference, from two
-    runs here that keep their traces."""
-    from yieldstar_sim.simulation.artifact import ReplayArtifact
-
-    if isinstance(what, ReplayArtifact):
-        replay = Replay(runner.runtime, artifact=what)
-    else:
-        replay = Replay(runner.runtime, outcome=what)
+    """The sentence for ``replay``, a schedule that gave two traces on the runtime searched:
+    its first difference, from two runs here (under the runner's wall-clock limit) that keep
+    their traces."""
     said = twice(lambda: replay.run(scenario, runner.timeout))
     return said or not_deterministic(f"the trace's digest ({first} once, {second} again)")

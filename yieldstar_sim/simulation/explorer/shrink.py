@@ -33,25 +33,32 @@ def shrink(
 ) -> FoundViolation:
     """Shrink ``outcome``'s violation of ``invariant`` to a 1-minimal set of described
     faults, and find its nearest passing schedule and the first event where the two part."""
-    run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
+
+    def run(schedule: Sequence[Move], faults: Sequence[Fault]) -> SimulationRun:
+        return simulate(
+            scenario, outcome.seed, runtime=runtime, schedule=schedule, faults=faults,
+            scenario_faults=False, check_faults=False, strict_schedule=False, timeout=timeout,
+        )  # fmt: skip
+
+    def violates(candidate: SimulationRun) -> bool:
+        return any(v.invariant == invariant for v in candidate.violations)
+
+    found = run(outcome.schedule, ())
     # Described (worker, call, step, occurrence), not by index: dropping one moves no other.
-    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
-    faults = [by_description(fault, points) or fault for fault in run.faults]
+    points = {index: info for index, (info, _) in trace_points(found.trace).items()}
+    faults = [by_description(fault, points) or fault for fault in found.faults]
     bare = [plain_move(move.actor, move.choice) for move in outcome.schedule]
 
-    def fails(subset: list[Fault]) -> SimulationRun | None:
-        candidate = _run(scenario, outcome.seed, bare, subset, runtime=runtime, timeout=timeout)
-        return candidate if any(v.invariant == invariant for v in candidate.violations) else None
-
-    faults = ddmin(faults, lambda subset: fails(subset) is not None)
-    shrunk = fails(faults) or run
+    faults = ddmin(faults, lambda subset: violates(run(bare, subset)))
+    shrunk = run(bare, faults)
+    shrunk = shrunk if violates(shrunk) else found
     nearest: list[str] | None = None
     divergence: tuple[int, str] | tuple[None, None] = (None, None)
     nearest_artifact = None
     for drop in reversed(range(len(faults))):
         others = faults[:drop] + faults[drop + 1 :]
-        passing = _run(scenario, outcome.seed, bare, others, runtime=runtime, timeout=timeout)
-        if not any(v.invariant == invariant for v in passing.violations):
+        passing = run(bare, others)
+        if not violates(passing):
             nearest = [fault.describe() for fault in others]
             divergence = first_divergence(shrunk, passing)
             nearest_artifact = passing.artifact()
@@ -74,22 +81,6 @@ def shrink(
         divergence_at=divergence[0],
         nearest_artifact=nearest_artifact,
     )
-
-
-def _run(
-    scenario: Scenario,
-    seed: int,
-    schedule: Sequence[Move],
-    faults: Sequence[Fault],
-    *,
-    runtime: RuntimeChoice,
-    timeout: float | None,
-) -> SimulationRun:
-    """One candidate run of a shrink."""
-    return simulate(
-        scenario, seed, runtime=runtime, schedule=schedule, faults=faults,
-        scenario_faults=False, check_faults=False, strict_schedule=False, timeout=timeout,
-    )  # fmt: skip
 
 
 def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fault]:
