@@ -55,8 +55,7 @@ class _Node:
     options: int
     saved: SavedExecution | None = None
     taken: int = 0
-    estimate: float = 0.0
-    """The naive search's schedules under the moves taken so far (summed as they end)."""
+    estimate: float = 0.0  # the naive search's schedules under the moves taken so far
 
 
 @dataclass
@@ -78,16 +77,15 @@ class ExhaustiveCoverage:
     state_paths: list[tuple[Move, ...]] = field(default_factory=list)
     """The schedule of each run that added a state to the graph (``StateNode.plan``)."""
     progress: dict[str, Any] = field(default_factory=dict)
-    """How far it got, as a model checker shows it: states, states per second, the moves
-    left on the path (frontier), its depth, transitions, restores, peak memory..."""
+    """How far it got: states, states per second, the frontier, the depth, transitions,
+    restores, peak memory (decisions.md, "Progress as model checkers show it")."""
 
 
 class ExhaustiveSearch:
-    """The search and its counts (a ``Strategy``; see the module's docstring)."""
+    """The search and its counts, in one process (a ``Strategy``)."""
 
     graph_states: int | None = 100_000
-    """How many states the report's state graph keeps (None: every one). The search counts
-    and caches every state as a 16-byte fingerprint (``seen.py``); the graph is for people."""
+    """How many states the report's state graph, kept for people, holds (None: every one)."""
 
     def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         options = config.strategy
@@ -101,25 +99,17 @@ class ExhaustiveSearch:
         )  # fmt: skip
         self.states = SeenStates()
         """Every distinct state reached, over every fault level (the statement's count)."""
-        self._seen = self.states
-        self._limit = config.max_faults
-        self._seconds = config.seconds()
+        self._seen, self._limit, self._seconds = self.states, config.max_faults, config.seconds()
         self.shared: SharedVisited | None = None
-        """The states this search shares with the other processes searching the same tree
-        (``ParallelExhaustive``), each in an order of its own (``part``)."""
-        self.part = 0
-        self.transitions = 0
-        self.max_depth_reached = 0
+        """The states shared with the other processes (``ParallelExhaustive``) searching the
+        same tree, each in an order of its own (``part``)."""
+        self.part = self.transitions = self.max_depth_reached = 0
         self.watch: Callable[[dict[str, Any]], None] | None = None
         """Called with ``progress()`` about every ``WATCH_SECONDS`` (the CLI's progress bar)."""
-        self._watched = 0.0
-        self._depth = 0
-        self._frontier = 0
+        self._watched, self._depth, self._frontier = 0.0, 0, 0
         self._execution: Execution | None = None
         self.paths: list[Trail] = []
         """The path of each run that added a state to the graph (``StateNode.plan``)."""
-
-    # ------------------------------------------------------------------ the search
 
     def search(self) -> None:
         """Search until every path under the bound is covered, or a bound or budget cuts it."""
@@ -205,8 +195,6 @@ class ExhaustiveSearch:
         bound = self.options.max_depth
         return None if bound is None else max(bound - depth, 0)
 
-    # ------------------------------------------------------------------ arriving at a state
-
     def _arrive(
         self,
         execution: Execution,
@@ -264,8 +252,6 @@ class ExhaustiveSearch:
         if len(moves) > 1:
             node.saved = execution.save()  # a later move starts here
         return node
-
-    # ------------------------------------------------------------------ progress
 
     def progress(self) -> dict[str, Any]:
         """How far the search got (see ``ExhaustiveCoverage.progress``)."""
