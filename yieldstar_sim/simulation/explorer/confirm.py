@@ -1,9 +1,7 @@
-"""Confirmation: a found violation and a sample of passing schedules replayed on another
-runtime (DuckDB); a trace that differs between the runtimes is a runtime bug, unless the
-schedule gives another trace when run again on the runtime searched: then the scenario is not
-deterministic (``simulation.determinism``), and that is what the report says instead. With
-``jobs`` > 1 the replays run on the search's processes (docs/decisions.md, "Confirmation on the
-workers"), and the report is written from their answers in the order one process writes it.
+"""Confirmation: the violations and a sample of passing schedules replayed on another runtime
+(DuckDB); a trace that differs between the runtimes is a runtime bug, unless the schedule gives
+another trace when run again on the runtime searched: then the report says the scenario is not
+deterministic. docs/decisions.md says the rest ("Confirmation", "Confirmation on the workers").
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The random strategies: seeded random fault plans and seeds (hence interleavings and draws),
-and with ``Pct`` PCT-style priority scheduling (``depth`` priority change points) as well.
-
-Each schedule is a plain run (``simulate``) of its own seed with its faults, PCT's runs taking
-the move its priorities choose at each choice point (``PctScheduler``)."""
+"""The random strategies: each schedule a plain run (``simulate``) of a seed and faults drawn at
+random, hence random interleavings and draws; with ``Pct``, PCT-style priority scheduling too
+(``PctScheduler``, ``depth`` priority change points)."""
 
 from __future__ import annotations
 

@@ -11,11 +11,6 @@ False
 (True, False)
 >>> len(seen), seen.estimate(key)
 (1, 1.0)
->>> table = SharedVisited.create(slots=64)
->>> table.add(key, faults_left=1, depth_left=None)
->>> table.covers(key, faults_left=1, depth_left=None), table.covers(key, 2, None)
-(True, False)
->>> table.close(unlink=True)
 """
 
 from __future__ import annotations

@@ -42,15 +42,11 @@ class StateEdge:
 
 @dataclass(slots=True)
 class StateSpace:
-    """The states and edges a search explored, in the order it found them.
-
-    ``limit`` bounds the states kept (None: every one): a search of a million states counts
-    them all (``ExplorationReport.distinct_states``), and keeps the first ``limit`` here, for
-    people to look at, with the edges between them. ``full`` says whether it stopped taking
-    states. ``cut_by`` says, a clause each, what stopped the search before its end ("the time
-    budget of 40s cut the search", "Ctrl-C stopped it"; set with the report), empty when it
-    searched to the end: a picture of a cut space must not say that no state violates,
-    only that none reached does."""
+    """The states and edges a search explored, in the order it found them: the first ``limit``
+    (None: every one), for people to look at, with the edges between them; the search counts
+    them all (``ExplorationReport.distinct_states``). ``cut_by`` says, a clause each, what
+    stopped the search before its end (empty: nothing did): a picture of a cut space must not
+    say that no state violates, only that none reached does."""
 
     root: str | None = None
     nodes: dict[str, StateNode] = field(default_factory=dict)

@@ -1,10 +1,7 @@
 """The systematic strategy: every fault kind at every choice point of the seed's run, level by
-level up to ``max_faults`` (a level's faults after the last of each run of the level before,
-the commonest kind, a crash, first: it finds the usual violations soonest), and every option
-of each draw and completion order on the way; a fault at a point equivalent to one tried
-already is skipped. The runs of one parent and one kind share its run (``runs.sweep``).
-docs/decisions.md says each rule ("Systematic search", "A sweep follows its parent once").
-"""
+level up to ``max_faults`` (the commonest kind, a crash, first: it finds the usual violations
+soonest), and every option of each draw and completion order on the way. docs/decisions.md
+says each rule ("Systematic search", "A sweep follows its parent once")."""
 
 from __future__ import annotations
 
