@@ -39,7 +39,7 @@ def test_a_state_is_cut_only_when_reached_before_with_no_fewer_faults_and_no_les
 
 
 def test_the_table_grows_and_keeps_every_state_its_visits_and_estimates() -> None:
-    seen = SeenStates(slots=4)
+    seen = SeenStates()  # 4,096 slots: it grows past 3,072 states
     keys = [_key(n) for n in range(5_000)]
     for number, key in enumerate(keys):
         assert seen.add(key)

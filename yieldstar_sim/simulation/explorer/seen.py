@@ -26,6 +26,7 @@ _SIZE = _ENTRY.size
 #: Flags: the entry is in use; it holds a visit (faults and depth); it holds an estimate.
 _USED, _VISITED, _ESTIMATED = 1, 2, 4
 _MAX_DEPTH = 0xFFFF
+_SLOTS = 1 << 12
 
 
 def _raw(key: str) -> bytes:
@@ -45,11 +46,9 @@ class SeenStates:
     open-addressing table, at most three quarters full. A visit the one entry cannot hold (a
     second, incomparable one: under a depth bound only) goes to a small dictionary beside it."""
 
-    def __init__(self, slots: int = 1 << 12) -> None:
-        if slots < 2 or slots & (slots - 1):
-            raise ValueError(f"a table's slots are a power of two, not {slots}")
-        self._table = bytearray(slots * _SIZE)
-        self._mask = slots - 1
+    def __init__(self) -> None:
+        self._table = bytearray(_SLOTS * _SIZE)  # grown, doubled, past three quarters full
+        self._mask = _SLOTS - 1
         self._count = 0
         self._more: dict[bytes, list[tuple[int, int]]] = {}
 

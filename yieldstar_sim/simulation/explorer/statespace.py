@@ -61,31 +61,18 @@ class StateSpace:
 
     def merge(self, other: StateSpace, shift: int) -> None:
         """Add the states and edges of ``other`` (another process's search of the same tree),
-        its plan numbers moved up by ``shift``; a state both reached keeps the first's
-        record, ending and violations joined."""
+        its plan numbers moved up by ``shift``, by the rules a search adds its own by: a state
+        both reached keeps the first's record, ending and violations joined."""
         for key, node in other.nodes.items():
-            mine = self.nodes.get(key)
-            if mine is None:
-                if self.full:
-                    continue
-                self.nodes[key] = StateNode(
-                    key, node.depth, node.label, node.plan + shift, node.terminal,
-                    list(node.violations),
-                )  # fmt: skip
-                continue
-            mine.terminal = mine.terminal or node.terminal
-            mine.violations += [v for v in node.violations if v not in mine.violations]
-        for edge_key, edge in other.edges.items():
-            if (
-                edge_key not in self.edges
-                and edge.source in self.nodes
-                and (edge.target in self.nodes)
-            ):
-                self.edges[edge_key] = StateEdge(
-                    edge.source, edge.target, edge.choice, edge.fault, edge.plan + shift
-                )
-        if self.root is None:
-            self.root = other.root
+            plan = node.plan + shift
+            self.add_state(
+                key, depth=node.depth, label=node.label, plan=plan, terminal=node.terminal
+            )
+            for invariant in node.violations:
+                self.mark_violation(key, invariant)
+        for edge in other.edges.values():
+            plan = edge.plan + shift
+            self.add_edge(edge.source, edge.target, choice=edge.choice, fault=edge.fault, plan=plan)
 
     def add_state(
         self, key: str, *, depth: int, label: str, plan: int, terminal: bool = False
