@@ -346,8 +346,8 @@ class ParallelExhaustive:
         self, runner: Runner, config: SearchConfig, *, processes: int, tick: Tick = None
     ) -> None:
         self.runner, self.config, self.processes = runner, config, processes
-        order = getattr(config.strategy, "order", "dfs")
-        self.tally = Tally(config, every_violation=order == "shortest", tick=tick)
+        self.shortest = getattr(config.strategy, "order", "dfs") == "shortest"
+        self.tally = Tally(config, every_violation=self.shortest, tick=tick)
         self.covered = ExhaustiveCoverage()
 
     def search(self) -> None:
@@ -356,8 +356,7 @@ class ParallelExhaustive:
         started = time.perf_counter()
         # Shortest first searches its fault levels one after another, each with its own
         # cache: processes at different levels would cut each other's states.
-        shortest = getattr(config.strategy, "order", "dfs") == "shortest"
-        table = None if shortest else SharedVisited.create(DEFAULT_SLOTS)
+        table = None if self.shortest else SharedVisited.create(DEFAULT_SLOTS)
         shipped = None if table is None else (table.name, table.slots)
         try:
             reference = runner._pool(self.processes)
