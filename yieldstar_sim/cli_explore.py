@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim import cli_signals
 from yieldstar_sim.cli_files import (
@@ -186,7 +186,7 @@ def _print_report(
 
     pictures, review, states = drawn.pictures, drawn.review, drawn.states
     if args.json:
-        data = report.to_json()
+        data = report_json(report)
         data["grid"] = {format: str(path) for format, path in pictures.grid.items()}
         if states:
             data["state_graph"] = {format: str(path) for format, path in states.items()}
@@ -300,3 +300,63 @@ def _warn_above_cpus(jobs: int) -> None:
             "may use; the worker processes will share them",
             file=sys.stderr,
         )
+
+
+def report_json(report: ExplorationReport) -> dict[str, Any]:
+    """The report as plain data: what ``--json`` prints, before the files it wrote (the CLI
+    owns its JSON, as ``cli_run`` owns a run's)."""
+
+    def plain(*names: str) -> dict[str, Any]:
+        return {name: getattr(report, name) for name in names}  # in the order named
+
+    data = {
+        **plain("scenario", "strategy", "max_faults", "seed", "runtime", "ok", "verdict"),
+        "coverage": report.coverage(),
+        "stopped": str(report.stopped),
+        **plain(
+            "exhausted",
+            "interrupted",
+            "schedules_run",
+            "skipped_equivalent",
+            "total_under_bound",
+            "incomplete_schedules",
+            "incomplete_reasons",
+            "warnings",
+        ),
+        **({"draws_branched": report.systematic.branched} if report.systematic else {}),
+        "broken_by": report.broken_by(),
+        "single_faults": [
+            {"choice_point": label, "fault": kind, "verdict": verdict}
+            for (label, kind), verdict in report.verdicts.items()
+        ],
+        "violations": [
+            {
+                "invariant": v.invariant,
+                "message": v.message,
+                "faults": v.faults,
+                "nearest_passing": v.nearest_passing,
+                "first_divergence": v.divergence,
+                "artifact": None if v.artifact_path is None else str(v.artifact_path),
+            }
+            for v in report.violations
+        ],
+        **plain("runtime_mismatches", "nondeterminism", "adapter_failures", "confirmations"),
+    }
+    covered = report.exhaustive
+    if covered is not None:
+        data["completeness"] = {
+            **plain("exhausted", "interrupted", "distinct_states", "schedules_run"),
+            "stopped": str(report.stopped),
+            "cut_by": report.cut_by,
+            "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
+            "pruned_by_cache": covered.pruned_by_cache,
+            "spared_by_reduction": covered.spared_by_reduction,
+            "progress": covered.progress,
+            "naive_schedules": covered.naive_schedules,
+            "max_faults": report.max_faults,
+            "max_depth": covered.max_depth,
+            "order": covered.order,
+            "statement": report.coverage(),
+        }
+    data["elapsed_seconds"] = round(report.elapsed, 3)
+    return data

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.cli_explore import report_json
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.faults import applies_at
@@ -271,4 +272,4 @@ def test_every_strategy_tries_the_draw_s_options_and_counts_the_draws_it_branche
     report = ys.explore(scenario, max_faults=1, kinds=["crash"], confirm=None, stop_at_first=False)
     assert report.systematic is not None
     assert report.systematic.branched >= 1
-    assert report.to_json()["draws_branched"] == report.systematic.branched
+    assert report_json(report)["draws_branched"] == report.systematic.branched

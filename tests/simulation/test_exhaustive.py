@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yieldstar_sim as ys
+from yieldstar_sim.cli_explore import report_json
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.report import ExplorationReport
@@ -118,7 +119,7 @@ def test_state_caching_finds_what_the_naive_search_finds_in_fewer_schedules() ->
 
 def test_the_completeness_statement_is_in_the_json_and_the_notebook_repr() -> None:
     report = exhaustive("booking-race-fixed")
-    data = json.loads(json.dumps(report.to_json()))
+    data = json.loads(json.dumps(report_json(report)))
     completeness = data["completeness"]
     assert completeness["exhausted"] is True
     assert completeness["cut_by"] == []

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.cli_explore import report_json
 from yieldstar_sim.simulation.explorer.shrink import ddmin
 
 
@@ -132,10 +133,10 @@ def test_confirmation_on_the_worker_processes_gives_the_report_of_one_process(
 ) -> None:
     scenario = ys.load_scenario(name)
     reports = [
-        ys.explore(
+        report_json(ys.explore(
             scenario, max_faults=1, runtime=runtime, confirm="duckdb", stop_at_first=False,
             jobs=jobs,
-        ).to_json()
+        ))
         for jobs in (1, 2)
     ]  # fmt: skip
     for report in reports:
@@ -187,7 +188,7 @@ def test_ddmin_finds_a_one_minimal_subset() -> None:
 
 def test_the_report_is_json(tmp_path: Path) -> None:
     report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, out=tmp_path)
-    data = json.loads(json.dumps(report.to_json()))
+    data = json.loads(json.dumps(report_json(report)))
     assert data["ok"] is False
     assert data["violations"][0]["artifact"].endswith("trigger-in-step-violation-1.replay.json")
 

@@ -1,6 +1,6 @@
 """The exhaustive search in several processes (``jobs`` > 1): each searches the whole tree in an
-order of its own and they share the states searched to their end (``explorer/parallel.py``,
-``explorer/visited.py``). Together they reach the very states one process reaches, and find
+order of its own and they share the states searched to their end (``explorer/exhaustive.py``,
+``explorer/seen.py``). Together they reach the very states one process reaches, and find
 the same violations; the report says how many processes searched."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer.visited import SharedVisited
+from yieldstar_sim.simulation.explorer.seen import SharedVisited
 
 
 def _explore(name: str, max_faults: int, **options: Any) -> ys.ExplorationReport:
@@ -60,12 +60,12 @@ def test_a_violation_found_by_one_process_stops_the_others() -> None:
     assert not report.ok
     assert not report.exhausted
     assert report.violations
-    assert "stopped at the first violation" in report.completeness()["statement"]
+    assert "stopped at the first violation" in report.coverage()
 
 
 def test_the_statement_names_the_processes_that_searched() -> None:
     report = _explore("durable-start", 1, jobs=2)
-    statement = report.completeness()["statement"]
+    statement = report.coverage()
     assert statement.startswith("verified: ")
     assert "searched by 2 processes sharing their states" in statement
 

@@ -39,7 +39,7 @@ def test_a_state_is_cut_only_when_reached_before_with_no_fewer_faults_and_no_les
 
 
 def test_the_table_grows_and_keeps_every_state_its_visits_and_estimates() -> None:
-    seen = SeenStates(slots=4)
+    seen = SeenStates()  # 4,096 slots: it grows past 3,072 states
     keys = [_key(n) for n in range(5_000)]
     for number, key in enumerate(keys):
         assert seen.add(key)
@@ -50,8 +50,6 @@ def test_the_table_grows_and_keeps_every_state_its_visits_and_estimates() -> Non
     assert all(seen.reached(key, n % 3, None) for n, key in enumerate(keys))
     assert not any(seen.reached(key, 3, None) for key in keys[:10])
     assert [seen.estimate(key) for key in keys[:3]] == [0.0, 1.0, 2.0]
-    assert seen.estimate(_key(99_999)) == 1.0
-    assert seen.nbytes == 28 * 8_192  # 28 bytes an entry, at most three quarters full
 
 
 def test_fingerprints_count_the_states_of_several_searches_once() -> None:
@@ -96,7 +94,7 @@ def test_a_bounded_state_graph_changes_nothing_the_search_finds(
     # only edges between states it keeps; a state it keeps still replays to itself.
     assert list(space.nodes) == list(whole.state_space.nodes)[:12]  # type: ignore[union-attr]
     assert all(e.source in space.nodes and e.target in space.nodes for e in space.edges.values())
-    assert bounded.completeness()["states_in_graph"] == 12
+    assert len(bounded.state_space or ()) == 12
     key = list(space.nodes)[-1]
     assert bounded.schedule_to_state(key) == whole.schedule_to_state(key)
     # Counts, cuts, the naive estimate, verdicts and violations; not the paths, kept now

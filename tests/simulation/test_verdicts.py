@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.cli_explore import report_json
 from yieldstar_sim.simulation import SimulationRun, Violation
 from yieldstar_sim.simulation.deadline import Deadline, RunTimedOut
 
@@ -556,7 +557,7 @@ def test_an_invariant_that_watches_nothing_warns_with_the_effects_that_occur() -
     report = ys.explore(case("invariant_unwatched"), confirm=None)
     assert report.warnings == run.warnings
     assert "warning: at_most_once(refund.issued" in report.summary()
-    assert report.to_json()["warnings"] == run.warnings
+    assert report_json(report)["warnings"] == run.warnings
     assert "refund.issued" in report._repr_html_()
 
 
@@ -763,7 +764,7 @@ def test_running_to_the_end_lists_which_faults_broke_it() -> None:
     report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
     broken = report.broken_by()
     assert "w2 put_step order-42/ship" in broken["crash"]
-    data = report.to_json()
+    data = report_json(report)
     assert data["broken_by"] == broken
     assert {"choice_point": "w2 put_step order-42/ship", "fault": "crash",
             "verdict": "violated"} in data["single_faults"]  # fmt: skip

@@ -125,7 +125,8 @@ def test_a_search_cut_by_its_budget_says_how_far_it_got(monkeypatch: pytest.Monk
     assert f"{got['frontier']:,} moves left on a path {got['depth']} choice points deep" in (
         statement
     )
-    assert cut.completeness()["progress"] == got
+    assert cut.exhaustive is not None
+    assert cut.exhaustive.progress == got
 
 
 def test_a_finished_search_reports_its_rate_and_an_empty_frontier(

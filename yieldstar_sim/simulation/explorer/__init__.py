@@ -1,12 +1,6 @@
 """The explorer: search faults, interleavings and draws; shrink what fails; confirm it on
-DuckDB (docs/architecture.md, "The explorer's parts").
-
-Every strategy is a client of one ``execution.Execution`` (moves as data; ``take``, ``key``,
-``save``/``restore``), in a file of its own: ``systematic`` (``Systematic()``), ``randomized``
-(``Random()``, ``Pct(depth=3)``) and ``exhaustive`` (``Exhaustive(max_depth=None,
-order="dfs")``, in several processes: ``parallel``). ``strategy`` holds the options, the tally
-and why a search stopped; ``runs`` what a run gives; ``shards`` where runs happen; ``seen``,
-``visited`` and ``statespace`` the states reached; then ``shrink``, ``confirm`` and ``report``.
+DuckDB. Every strategy is a client of one ``execution.Execution``, in a file of its own;
+docs/architecture.md ("The explorer's parts") says which module holds what.
 """
 
 from __future__ import annotations
@@ -21,8 +15,7 @@ from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.determinism import CAUSE
 from yieldstar_sim.simulation.execution import ScheduleMismatch
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
-from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
-from yieldstar_sim.simulation.explorer.parallel import ParallelExhaustive
+from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch, ParallelExhaustive
 from yieldstar_sim.simulation.explorer.randomized import RandomizedSearch
 from yieldstar_sim.simulation.explorer.report import ExplorationReport, FoundViolation
 from yieldstar_sim.simulation.explorer.shards import Runner
@@ -37,7 +30,6 @@ from yieldstar_sim.simulation.explorer.strategy import (
     Strategy,
     StrategyOptions,
     Systematic,
-    progress_bar,
 )
 from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
@@ -81,10 +73,8 @@ def explore(
     seed: int = 0,
     stop_at_first: bool = True,
     kinds: Sequence[FaultKind | str] = FAULT_KINDS,
-    freeze_seconds: float | None = None,
     runtime: RuntimeChoice | None = None,
     confirm: RuntimeChoice | ByScenario | None = BY_SCENARIO,
-    confirm_samples: int = 3,
     jobs: int = 1,
     executor: concurrent.futures.Executor | None = None,
     out: str | Path | None = None,
@@ -98,26 +88,25 @@ def explore(
     ``strategy`` is a strategy's name (``"systematic"``, ``"random"``, ``"pct"``,
     ``"exhaustive"``) or its options (``Pct(depth=5)``, ``Exhaustive(max_depth=40,
     order="shortest")``). The scenario's own fault plan is left out: the explorer places faults
-    itself, of ``kinds``, at most ``max_faults`` in a schedule; a freeze lasts
-    ``freeze_seconds`` (default: the lease plus the redelivery delay, so the lease expires).
-    ``budget`` bounds the schedules run and ``time_budget`` the seconds; the report says what
-    cut it. ``runtime`` (and ``confirm``) is ``"memory"``, ``"duckdb"`` or your own runtime's
-    factory (called with ``clock=``) or its ``"package.module:factory"`` name; by default the
-    scenario's own (``Scenario.runtime``), else memory. Violations are shrunk and, with
-    ``confirm="duckdb"`` (the default, but for a scenario that names its runtime: its
-    ``confirm_runtime``, else none), replayed on DuckDB with a sample of passing schedules; a
-    trace that differs between the runtimes is reported as a runtime bug, unless the schedule
-    run twice gives two traces: then the report says the scenario is not deterministic
-    (``report.nondeterminism``). ``jobs`` > 1 runs schedules in processes (an exhaustive
-    search: that many processes sharing the states they reach); any
-    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With
-    ``out``, each violation's artifact is written there. ``timeout`` bounds each schedule's
-    wall-clock seconds: a schedule it cuts counts as incomplete. Ctrl-C stops the search
-    cleanly: the report keeps (and shrinks, and saves) what was found.
-    ``check_adapter=True`` first runs the public runtime-adapter conformance cases on
-    ``runtime``; each case it fails is in ``report.adapter_failures`` and makes the verdict
-    ``violated``. ``on_searched`` is called with the report once the search is over and its
-    violations are shrunk, before they are confirmed and saved.
+    itself, of ``kinds``, at most ``max_faults`` in a schedule (a freeze lasts the lease plus
+    the redelivery delay, so the lease expires). ``budget`` bounds the schedules run and
+    ``time_budget`` the seconds; the report says what cut it. ``runtime`` (and ``confirm``) is
+    ``"memory"``, ``"duckdb"`` or your own runtime's factory (called with ``clock=``) or its
+    ``"package.module:factory"`` name; by default the scenario's own (``Scenario.runtime``),
+    else memory. Violations are shrunk and, with ``confirm="duckdb"`` (the default, but for a
+    scenario that names its runtime: its ``confirm_runtime``, else none), replayed on DuckDB
+    with a sample of passing schedules; a trace that differs between the runtimes is reported
+    as a runtime bug, unless the schedule run twice gives two traces: then the report says the
+    scenario is not deterministic (``report.nondeterminism``). ``jobs`` > 1 runs schedules in
+    processes (an exhaustive search: that many processes sharing the states they reach); any
+    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
+    each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
+    seconds: a schedule it cuts counts as incomplete. Ctrl-C stops the search cleanly: the
+    report keeps (and shrinks, and saves) what was found. ``check_adapter=True`` first runs the
+    public runtime-adapter conformance cases on ``runtime``; each case it fails is in
+    ``report.adapter_failures`` and makes the verdict ``violated``. ``on_searched`` is called
+    with the report once the search is over and its violations are shrunk, before they are
+    confirmed and saved.
 
     >>> import yieldstar_sim as ys
     >>> report = ys.explore(ys.load_scenario("durable-start"), confirm=None)
@@ -145,7 +134,7 @@ def explore(
     config = SearchConfig(
         strategy=options, seed=seed, max_faults=max_faults,
         kinds=tuple(FaultKind(kind) for kind in kinds),
-        freeze=freeze_seconds or scenario.lease_seconds + scenario.redelivery_delay,
+        freeze=scenario.lease_seconds + scenario.redelivery_delay,
         budget=budget, time_budget=time_budget, stop_at_first=stop_at_first,
     )  # fmt: skip
     runtime_name = resolve_runtime(runtime)[0]
@@ -156,9 +145,12 @@ def explore(
             lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
         )
     runner = Runner(scenario, runtime, seed=seed, jobs=jobs, executor=executor, timeout=timeout)
-    bar = progress_bar(progress, budget) if progress is True else None
     tick = progress if callable(progress) else None
-    if bar is not None:
+    bar = None
+    if progress is True:
+        from tqdm.auto import tqdm  # only when asked for
+
+        bar = tqdm(total=budget, unit="schedule", desc="exploring")
         tick = lambda count: bar.update(1)  # noqa: E731
     search = _strategy(config, runner, tick, bar, jobs=jobs)
     report = ExplorationReport(
@@ -176,12 +168,7 @@ def explore(
         if on_searched is not None and not report.interrupted:
             on_searched(report)
         if not report.interrupted:
-            confirmed = confirm_on(
-                scenario, runtime_name, report.violations, tally, runner, against=confirm or None,
-                samples=confirm_samples,
-            )  # fmt: skip
-            if confirmed is not None:
-                confirmed.file_into(report)
+            confirm_on(scenario, report, tally, runner, against=confirm or None)
     except KeyboardInterrupt:
         report.stopped = StopReason.INTERRUPTED  # a second Ctrl-C while shrinking
     finally:
@@ -217,11 +204,8 @@ def _search(search: Strategy, runner: Runner) -> None:
 
 def _fill(report: ExplorationReport, search: Strategy) -> None:
     """The report's counts from the search's tally, and its section."""
-    tally = search.tally
-    section = search.section()
-    report.stopped = StopReason.INTERRUPTED if tally.stopped is StopReason.INTERRUPTED else (
-        section["stopped"]
-    )  # fmt: skip
+    tally, section = search.tally, search.section()
+    report.stopped = section["stopped"]  # the tally's reason, if it has one (Ctrl-C...)
     report.schedules_run = tally.runs
     report.incomplete_schedules = tally.incomplete
     report.incomplete_reasons = list(tally.incomplete_reasons)
@@ -279,25 +263,11 @@ def _options(
     return options
 
 
-def _postfix(bar: Any) -> Callable[[dict[str, Any]], None]:
-    """Show an exhaustive search's progress beside its bar's count of schedules, as a model
-    checker shows it: states found, states per second, the frontier, the depth and the peak
-    memory."""
-
-    def show(got: dict[str, Any]) -> None:
-        bar.set_postfix(
-            states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-            depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
-        )  # fmt: skip
-
-    return show
-
-
 def _strategy(
     config: SearchConfig, runner: Runner, tick: Any, bar: Any = None, *, jobs: int = 1
 ) -> Strategy:
-    """The search ``config`` asks for, over ``runner``; an exhaustive search shows its
-    progress on ``bar`` (a tqdm bar) too."""
+    """The search ``config`` asks for, over ``runner``, showing its progress on ``bar`` (a
+    tqdm bar), if any."""
     options = config.strategy
     if isinstance(options, Exhaustive):
         if runner.jobs > 1 or runner.executor is not None:
@@ -306,7 +276,11 @@ def _strategy(
             return ParallelExhaustive(runner, config, processes=max(2, jobs), tick=tick)
         search = ExhaustiveSearch(runner, config, tick=tick)
         if bar is not None:
-            search.watch = _postfix(bar)
+            # Beside the bar's count of schedules, as a model checker shows its progress.
+            search.watch = lambda got: bar.set_postfix(
+                states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
+                depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
+            )  # fmt: skip
         return search
     if isinstance(options, Systematic):
         planned = None

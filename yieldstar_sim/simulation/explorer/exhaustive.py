@@ -1,24 +1,32 @@
 """The exhaustive strategy: every move at every choice point (every ready actor, each option of
-a draw or a completion order, and every fault kind up to ``max_faults``), depth first.
+a draw or a completion order, every fault kind up to ``max_faults``), depth first, cutting a
+state reached before with no fewer faults and no less depth left, and restoring the deepest
+state with a move left to backtrack. docs/decisions.md says each rule ("`strategy="exhaustive"`",
+"State caching", "Completeness", "Shortest first").
 
-From each state the search takes the first move not yet tried to the end of the run, where the
-invariants are checked, or to a state reached before with at least as many faults and as much
-depth left (state caching: its subtree was searched already); it then backtracks to the
-deepest state with a move left and restores it (``Execution.restore``: put back on a runtime
-that snapshots itself, replayed elsewhere). A state is its key (``statekeys``): blind to which
-worker is which, so states that mirror each other by the workers' names are one (worker
-symmetry). ``order="shortest"`` searches fault level by fault level and, on the first level
-with a violation, again without caching, for the one with the fewest faults, then events.
+In several processes (``jobs`` > 1, or any executor: ``ParallelExhaustive``) each searches the
+whole tree in an order of its own, sharing the states searched to their end
+(``seen.SharedVisited``), as LTSmin's multi-core search does: dividing the tree up front fails,
+as its branches meet again. Together they reach the states one process would, so the count is
+of the union ("The exhaustive search in several processes").
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.runs import outcome_of
-from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
+from yieldstar_sim.simulation.explorer.seen import (
+    DEFAULT_SLOTS,
+    SeenStates,
+    SharedVisited,
+    peak_rss_mb,
+)
+from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
 from yieldstar_sim.simulation.persistent import Held, Reduction
@@ -27,10 +35,10 @@ from yieldstar_sim.simulation.trail import schedule_of
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.execution import Execution, SavedExecution
-    from yieldstar_sim.simulation.explorer.shards import Runner
+    from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
-    from yieldstar_sim.simulation.explorer.visited import SharedVisited
     from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.trail import Trail
 
@@ -48,10 +56,8 @@ class _Node:
     options: int
     saved: SavedExecution | None = None
     taken: int = 0
-    estimate: float = 0.0
-    """The naive search's schedules under the moves taken so far (summed as they end)."""
-    held: Held | None = None
-    """Its part in partial-order reduction (``simulation.persistent``)."""
+    estimate: float = 0.0  # the naive search's schedules under the moves taken so far
+    held: Held | None = None  # its part in partial-order reduction (simulation.persistent)
 
 
 @dataclass
@@ -74,21 +80,19 @@ class ExhaustiveCoverage:
     order: str = "dfs"
     max_depth: int | None = None
     workers: int = 0
-    freeze_seconds: float | None = None
     state_space: StateSpace | None = None
     state_paths: list[tuple[Move, ...]] = field(default_factory=list)
     """The schedule of each run that added a state to the graph (``StateNode.plan``)."""
     progress: dict[str, Any] = field(default_factory=dict)
-    """How far it got, as a model checker shows it: states, states per second, the moves
-    left on the path (frontier), its depth, transitions, restores, peak memory..."""
+    """How far it got: states, states per second, the frontier, the depth, transitions,
+    restores, peak memory (decisions.md, "Progress as model checkers show it")."""
 
 
 class ExhaustiveSearch:
-    """The search and its counts (a ``Strategy``; see the module's docstring)."""
+    """The search and its counts, in one process (a ``Strategy``)."""
 
     graph_states: int | None = 100_000
-    """How many states the report's state graph keeps (None: every one). The search counts
-    and caches every state as a 16-byte fingerprint (``seen.py``); the graph is for people."""
+    """How many states the report's state graph, kept for people, holds (None: every one)."""
 
     def __init__(self, runner: Runner, config: SearchConfig, *, tick: Tick = None) -> None:
         options = config.strategy
@@ -97,33 +101,25 @@ class ExhaustiveSearch:
         self.tally = Tally(config, every_violation=options.order == "shortest", tick=tick)
         self.covered = ExhaustiveCoverage(
             order=options.order, max_depth=options.max_depth,
-            workers=len(runner.scenario.worker_names), freeze_seconds=config.freeze,
+            workers=len(runner.scenario.worker_names),
             state_space=StateSpace(limit=self.graph_states),
         )  # fmt: skip
         self.states = SeenStates()
         """Every distinct state reached, over every fault level (the statement's count)."""
-        self._seen = self.states
-        self._limit = config.max_faults
-        self._seconds = config.seconds()
+        self._seen, self._limit, self._seconds = self.states, config.max_faults, config.seconds()
         self.shared: SharedVisited | None = None
-        """The states this search shares with the other processes searching the same tree
-        (``parallel.py``), each in an order of its own (``part``)."""
-        self.part = 0
-        self.transitions = 0
-        self.max_depth_reached = 0
+        """The states shared with the other processes (``ParallelExhaustive``) searching the
+        same tree, each in an order of its own (``part``)."""
+        self.part = self.transitions = self.max_depth_reached = 0
         self.watch: Callable[[dict[str, Any]], None] | None = None
         """Called with ``progress()`` about every ``WATCH_SECONDS`` (the CLI's progress bar)."""
-        self._watched = 0.0
-        self._depth = 0
-        self._frontier = 0
+        self._watched, self._depth, self._frontier = 0.0, 0, 0
         self._execution: Execution | None = None
         self.paths: list[Trail] = []
         """The path of each run that added a state to the graph (``StateNode.plan``)."""
         self.reduction = Reduction() if options.reduction and options.max_depth is None else None
         """Partial-order reduction, where asked for and the search is not bounded in depth (a
         bound cuts runs that the reduction's argument needs whole)."""
-
-    # ------------------------------------------------------------------ the search
 
     def search(self) -> None:
         """Search until every path under the bound is covered, or a bound or budget cuts it."""
@@ -146,8 +142,6 @@ class ExhaustiveSearch:
                     tally.stopped = StopReason.VIOLATION
             if tally.done:
                 break
-        self.covered.distinct_states = len(self.states)
-        self.covered.progress = self.progress()
 
     def _level(self, *, cache: bool) -> None:
         execution = self._execution = self.runner.execution(footprints=bool(self.reduction))
@@ -220,8 +214,6 @@ class ExhaustiveSearch:
         bound = self.options.max_depth
         return None if bound is None else max(bound - depth, 0)
 
-    # ------------------------------------------------------------------ arriving at a state
-
     def _arrive(
         self,
         execution: Execution,
@@ -291,8 +283,6 @@ class ExhaustiveSearch:
             node.saved = execution.save()  # a later move starts here
         return node
 
-    # ------------------------------------------------------------------ progress
-
     def progress(self) -> dict[str, Any]:
         """How far the search got (see ``ExhaustiveCoverage.progress``)."""
         seconds = time.perf_counter() - self.tally.started
@@ -325,10 +315,143 @@ class ExhaustiveSearch:
             covered.reduced_states = self.reduction.states
         covered.progress = self.progress()
         covered.state_paths = [schedule_of(trail) for trail in self.paths]
-        stopped = self.tally.stopped
-        if stopped is None:
-            stopped = covered.cut_by[0] if covered.cut_by else StopReason.COVERED
-        return {"exhaustive": covered, "stopped": stopped}
+        return _section(self.tally, covered)
+
+
+def _section(tally: Tally, covered: ExhaustiveCoverage) -> dict[str, Any]:
+    """The report's section: what the search covered, and why it stopped (the first bound
+    that cut it, when nothing else stopped it)."""
+    stopped = tally.stopped or (covered.cut_by[0] if covered.cut_by else StopReason.COVERED)
+    return {"exhaustive": covered, "stopped": stopped}
+
+
+#: Progress counts summed over the processes.
+_SUMMED = ("transitions", "restores", "replayed_moves")
+
+
+@dataclass
+class Part:
+    """What one process's search found, small enough to cross back."""
+
+    outcomes: list[Outcome]
+    stopped: StopReason | None
+    covered: ExhaustiveCoverage
+    shared: bool
+    """Whether this process reached the shared table (False: it searched on its own)."""
+    fingerprints: bytes
+    """The 16 bytes of every state it reached: the states are counted once over all."""
+
+
+def search_part(
+    reference: str | None,
+    runtime: RuntimeChoice,
+    config: SearchConfig,
+    timeout: float | None,
+    *,
+    part: int,
+    table: tuple[str, int] | None,
+) -> Part:
+    """Search the whole tree as process ``part``, sharing the table ``table`` (its name and
+    slots) when this machine has it."""
+    runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
+    search = ExhaustiveSearch(runner, config)
+    search.part = part
+    shared = None if table is None else SharedVisited.attach(*table)
+    search.shared = shared
+    try:
+        search.search()
+    finally:
+        runner.close()
+        if shared is not None:
+            shared.close()
+    tally = search.tally
+    covered = search.section()["exhaustive"]
+    return Part(
+        tally.outcomes, tally.stopped, covered, shared is not None, search.states.fingerprints()
+    )
+
+
+class ParallelExhaustive:
+    """The exhaustive search in ``processes`` processes (on ``runner``'s executor, or a pool
+    of its own) sharing their states (a ``Strategy``)."""
+
+    def __init__(
+        self, runner: Runner, config: SearchConfig, *, processes: int, tick: Tick = None
+    ) -> None:
+        self.runner, self.config, self.processes = runner, config, processes
+        self.shortest = getattr(config.strategy, "order", "dfs") == "shortest"
+        self.tally = Tally(config, every_violation=self.shortest, tick=tick)
+        self.covered = ExhaustiveCoverage()
+
+    def search(self) -> None:
+        """Run every part, then merge what they found."""
+        runner, config = self.runner, self.config
+        started = time.perf_counter()
+        # Shortest first searches its fault levels one after another, each with its own
+        # cache: processes at different levels would cut each other's states.
+        table = None if self.shortest else SharedVisited.create(DEFAULT_SLOTS)
+        shipped = None if table is None else (table.name, table.slots)
+        try:
+            reference = runner._pool(self.processes)
+            executor = runner.executor
+            assert executor is not None, "a pool gives the runner an executor"
+            task = partial(
+                search_part, reference, runner.shipped, config, runner.timeout, table=shipped
+            )
+            with frozen_heap():  # submitting may fork the pool's processes
+                futures = [executor.submit(task, part=part) for part in range(self.processes)]
+            parts = [future.result() for future in futures]
+        finally:
+            if table is not None:
+                table.close(unlink=True)
+        self._merge(parts, time.perf_counter() - started)
+
+    def _merge(self, parts: list[Part], seconds: float) -> None:
+        tally, covered = self.tally, self.covered
+        space = StateSpace(limit=ExhaustiveSearch.graph_states)
+        reached = SeenStates()
+        progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
+        for part in parts:
+            shift = len(covered.state_paths)
+            for outcome in part.outcomes:
+                tally.take(outcome)  # numbered again, over every part
+            tally.stopped = tally.stopped or part.stopped
+            got = part.covered
+            if got.state_space is not None:
+                space.merge(got.state_space, shift)
+            covered.state_paths += got.state_paths
+            reached.add_fingerprints(part.fingerprints)
+            for name in _SUMMED:
+                progress[name] += got.progress.get(name, 0)
+            covered.pruned_by_cache += got.pruned_by_cache
+            covered.spared_by_reduction += got.spared_by_reduction
+            covered.reduced_states += got.reduced_states
+            covered.cut_by += [why for why in got.cut_by if why not in covered.cut_by]
+            covered.order, covered.max_depth = got.order, got.max_depth
+            covered.workers = got.workers
+        if tally.every_violation:
+            keep_shortest(tally)  # shortest first: the shortest of every part's
+        states = len(reached)
+        progress.update(
+            states=states, seconds=round(seconds, 3),
+            states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
+            frontier=0, depth=0, processes=len(parts),
+            sharing=sum(part.shared for part in parts),
+            peak_rss_mb=max(p.covered.progress.get("peak_rss_mb", 0.0) for p in parts),
+            max_depth_reached=max(p.covered.progress.get("max_depth_reached", 0) for p in parts),
+            transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
+        )  # fmt: skip
+        searched = all(part.covered.searched_to_the_end for part in parts)
+        naive = [part.covered.naive_schedules for part in parts]
+        covered.state_space, covered.distinct_states = space, states
+        covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
+        if covered.searched_to_the_end and all(n is not None for n in naive):
+            # Each process's estimate is of the whole tree: the largest is the report's.
+            covered.naive_schedules = max(n for n in naive if n is not None)
+
+    def section(self) -> dict[str, Any]:
+        """The merged parts' coverage (empty before ``search`` ends)."""
+        return _section(self.tally, self.covered)
 
 
 def keep_shortest(tally: Tally, start: int = 0) -> None:

@@ -1,17 +1,14 @@
-"""The random strategies: seeded random fault plans and seeds (hence interleavings and draws),
-and with ``Pct`` PCT-style priority scheduling (``depth`` priority change points) as well.
-
-Each schedule is a plain run (``simulate``) of its own seed with its faults, PCT's runs taking
-the move its priorities choose at each choice point (``PctScheduler``)."""
+"""The random strategies: each schedule a plain run (``simulate``) of a seed and faults drawn at
+random, hence random interleavings and draws; with ``Pct``, PCT-style priority scheduling too
+(``PctScheduler``, ``depth`` priority change points)."""
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.shards import run_outcome
+from yieldstar_sim.simulation.explorer.runs import outcome_of, subtree
 from yieldstar_sim.simulation.explorer.strategy import Pct, StopReason, Tally
 from yieldstar_sim.simulation.faults import Fault, applies_at
 from yieldstar_sim.simulation.moves import Move, plain_move
@@ -55,29 +52,28 @@ class PctScheduler:
         return execution.planned(plain_move(chosen, choice))
 
 
-@dataclass(frozen=True, slots=True)
-class RandomPlan:
-    """One random schedule: its seed, its faults (placed by choice-point index) and PCT's
-    priorities and change points (none: the seed's interleaving)."""
-
-    seed: int
-    faults: tuple[Fault, ...]
-    priorities: tuple[str, ...] = ()
-    change_points: tuple[int, ...] = ()
-
-
 def run_plan(
-    plan: RandomPlan, scenario: Scenario, runtime: RuntimeChoice, timeout: float | None
+    scenario: Scenario,
+    runtime: RuntimeChoice,
+    timeout: float | None,
+    *,
+    seed: int,
+    faults: tuple[Fault, ...],
+    priorities: tuple[str, ...],
+    change_points: tuple[int, ...],
 ) -> Outcome:
-    """Run ``plan`` (in whatever process): its outcome."""
-    scheduler = None
-    if plan.priorities:
-        scheduler = PctScheduler(plan.priorities, plan.change_points, plan.seed)
+    """Run one random schedule (in whatever process): its seed, its faults (placed by
+    choice-point index) and PCT's priorities and change points (none: the seed's
+    interleaving); its outcome."""
+    scheduler = PctScheduler(priorities, change_points, seed) if priorities else None
     run = simulate(
-        scenario, plan.seed, runtime=runtime, faults=plan.faults, scenario_faults=False,
+        scenario, seed, runtime=runtime, faults=faults, scenario_faults=False,
         timeout=timeout, check_faults=False, scheduler=scheduler,
     )  # fmt: skip
-    return run_outcome(run)
+    try:
+        return outcome_of(run)
+    finally:
+        run.runtime.close()
 
 
 class RandomizedSearch:
@@ -92,8 +88,8 @@ class RandomizedSearch:
         """Run random plans in batches until the budget is spent or a violation stops it."""
         config, tally, runner = self.config, self.tally, self.runner
         rng = random.Random(config.seed)
-        (base,) = runner.root(expand_from=0, branch=False)
-        ops = base.ops
+        (base,) = subtree(runner.execution(), expand_from=0, branch=False)
+        ops = [call[0] for _, call, _ in base.recorded]
         tally.take(base)
         budget = config.budget if config.budget is not None else DEFAULT_BUDGET
         workers = runner.scenario.worker_names
@@ -111,14 +107,21 @@ class RandomizedSearch:
                     if kinds:
                         kind = rng.choice(kinds)
                         faults.append(Fault(kind, at=point, seconds=seconds.get(kind)))
-                plan = RandomPlan(rng.randrange(2**32), tuple(faults))
+                seed, order, changes = rng.randrange(2**32), list(workers), []
                 if depth:
-                    order = list(workers)
                     rng.shuffle(order)
                     span = range(max(len(ops) * 2, 2))
-                    changes = tuple(sorted(rng.sample(span, min(depth - 1, len(span)))))
-                    plan = RandomPlan(plan.seed, plan.faults, tuple(order), changes)
-                batch.append(partial(run_plan, plan))
+                    changes = sorted(rng.sample(span, min(depth - 1, len(span))))
+                priorities = tuple(order) if depth else ()
+                batch.append(
+                    partial(
+                        run_plan,
+                        seed=seed,
+                        faults=tuple(faults),
+                        priorities=priorities,
+                        change_points=tuple(changes),
+                    )
+                )
             for outcome in runner.runs(batch):
                 if tally.out_of_budget():
                     break

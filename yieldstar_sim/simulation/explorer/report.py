@@ -1,4 +1,4 @@
-"""The exploration report: what a search covered and found, as text, JSON and HTML."""
+"""The exploration report: what a search covered and found, in words and as HTML."""
 
 from __future__ import annotations
 
@@ -47,11 +47,9 @@ class ExplorationReport:
 
     ``verdict`` is ``"violated"`` when a schedule violated an invariant (or the runtimes
     disagreed), ``"incomplete"`` when something cut the search or a schedule (a budget, the
-    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``; ``ok`` is true only for
-    ``"ok"``. ``stopped`` says why the search stopped (``StopReason``); ``exhausted`` whether
-    every schedule under the bound was covered. ``counterexample`` is the first violation's
-    shrunk replay artifact. ``schedules_run`` counts the runs that reached their end, up to the
-    first violation (or all of them with ``stop_at_first=False``).
+    wall-clock limit, Ctrl-C) and nothing was violated, else ``"ok"``. ``schedules_run`` counts
+    the runs that reached their end, up to the first violation (or all of them with
+    ``stop_at_first=False``); ``stopped`` says why the search stopped (``StopReason``).
     """
 
     scenario: str
@@ -279,30 +277,6 @@ class ExplorationReport:
             )
         return f"not exhausted: {why}; {found} in {schedules} ({states}, {counts}){reached}"
 
-    def completeness(self) -> dict[str, Any]:
-        """The exhaustive search's completeness as plain data (``--json``'s ``completeness``)."""
-        covered = self.exhaustive
-        assert covered is not None
-        return {
-            **self._plain("exhausted", "interrupted", "distinct_states", "schedules_run"),
-            "stopped": str(self.stopped),
-            "cut_by": self.cut_by,
-            "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
-            "pruned_by_cache": covered.pruned_by_cache,
-            "spared_by_reduction": covered.spared_by_reduction,
-            "progress": covered.progress,
-            "naive_schedules": covered.naive_schedules,
-            "max_faults": self.max_faults,
-            "max_depth": covered.max_depth,
-            "order": covered.order,
-            "statement": self._completeness(),
-        }
-
-    def _plain(self, *names: str) -> dict[str, Any]:
-        """These fields (or properties) as plain data, each under its own name: the JSON forms
-        keep them in the order named."""
-        return {name: getattr(self, name) for name in names}
-
     def state_graph(self) -> nx.DiGraph:
         """The explored state space as a networkx ``DiGraph`` (an exhaustive search's): nodes
         are distinct states, edges choices and faults, violating states marked."""
@@ -410,56 +384,6 @@ class ExplorationReport:
         kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
         return labels, kinds, dict(self.verdicts)
 
-    def per_kind(self) -> dict[str, dict[str, int]]:
-        """For each fault kind, how many single-fault schedules ended ok, violated, incomplete,
-        equivalent."""
-        counts: dict[str, dict[str, int]] = {}
-        for (_, kind), verdict in self.verdicts.items():
-            empty = {"ok": 0, "violated": 0, "incomplete": 0, "equivalent": 0}
-            counts.setdefault(kind, empty)[verdict] += 1
-        return counts
-
     def _repr_html_(self) -> str:
         """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
         return drawer("report_html")(self)  # type: ignore[no-any-return]
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as plain data (the CLI's --json)."""
-        return {
-            **self._plain("scenario", "strategy", "max_faults", "seed", "runtime", "ok", "verdict"),
-            "coverage": self.coverage(),
-            "stopped": str(self.stopped),
-            **self._plain(
-                "exhausted",
-                "interrupted",
-                "schedules_run",
-                "skipped_equivalent",
-                "total_under_bound",
-                "incomplete_schedules",
-                "incomplete_reasons",
-                "warnings",
-            ),
-            **({"draws_branched": self.systematic.branched} if self.systematic is not None else {}),
-            "broken_by": self.broken_by(),
-            "single_faults": [
-                {"choice_point": label, "fault": kind, "verdict": verdict}
-                for (label, kind), verdict in self.verdicts.items()
-            ],
-            "violations": [
-                {
-                    "invariant": v.invariant,
-                    "message": v.message,
-                    "faults": v.faults,
-                    "nearest_passing": v.nearest_passing,
-                    "first_divergence": v.divergence,
-                    "artifact": None if v.artifact_path is None else str(v.artifact_path),
-                }
-                for v in self.violations
-            ],
-            "runtime_mismatches": self.runtime_mismatches,
-            "nondeterminism": self.nondeterminism,
-            "adapter_failures": self.adapter_failures,
-            "confirmations": self.confirmations,
-            **({"completeness": self.completeness()} if self.exhaustive is not None else {}),
-            "elapsed_seconds": round(self.elapsed, 3),
-        }

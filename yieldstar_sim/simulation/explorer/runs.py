@@ -1,7 +1,5 @@
-"""What a search runs and keeps of each run: an ``Outcome`` (small enough to cross a process
-boundary), and the two ways the plan strategies drive an ``Execution``: ``subtree`` (a run to
-its end, and every option of each draw and completion order on the way) and ``sweep`` (a
-parent run followed again, with one more move branched off it at each of several points)."""
+"""What a search keeps of each run (``Outcome``, small enough to cross a process boundary), and
+the two ways the plan strategies drive an ``Execution``: ``subtree`` and ``sweep``."""
 
 from __future__ import annotations
 
@@ -12,10 +10,14 @@ from yieldstar_sim.simulation.moves import Move, plain_move
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from typing import TypeAlias
 
     from yieldstar_sim.simulation.execution import Execution
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
+
+    Call: TypeAlias = tuple[str, str | None, str | None]
+    """A choice point's call: its op, execution and step."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +35,14 @@ class Sweep:
 @dataclass(slots=True)
 class Outcome:
     """What one run gave: its verdict's parts and its schedule (which replays it). With
-    ``expanded``, each choice point's label, op, call and state key from ``expanded`` on
-    (where the next level of a systematic search may place a fault)."""
+    ``expanded``, ``recorded`` holds each choice point's label, call (its op first) and state
+    key from ``expanded`` on (where the next level of a systematic search may place a fault)."""
 
     index: int
     seed: int
-    ok: bool
+    verdict: str
+    """``ok``, ``violated`` or ``incomplete``, as for a run."""
     violations: tuple[tuple[str, str], ...]
-    points: int
     faults: tuple[Fault, ...]
     schedule: tuple[Move, ...]
     incomplete: str | None = None
@@ -48,67 +50,20 @@ class Outcome:
     length: int = 0
     """How many trace events the run left (the shortest-first search ranks by it)."""
     expanded: int | None = None
-    labels: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()
-    calls: tuple[tuple[str, str | None, str | None], ...] = ()
-    keys: tuple[str, ...] = ()
+    recorded: tuple[tuple[str, Call, str], ...] = ()
     branched: int = 0
     """The draws and completion orders whose every option was tried on the way to this run."""
-
-    @property
-    def verdict(self) -> str:
-        """``ok``, ``violated`` or ``incomplete``, as for a run."""
-        if self.violations:
-            return "violated"
-        return "incomplete" if self.incomplete is not None else "ok"
-
-    def violates(self, invariant: str) -> bool:
-        """Whether this run violated the invariant named ``invariant``."""
-        return any(name == invariant for name, _ in self.violations)
 
 
 def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
     """A finished run's ``Outcome`` (``extra``: the fields a search fills in)."""
     return Outcome(
-        index=0, seed=run.seed, ok=run.ok,
+        index=0, seed=run.seed, verdict=run.verdict,
         violations=tuple((v.invariant, v.message) for v in run.violations),
-        points=run.points, faults=tuple(run.faults), schedule=tuple(run.schedule),
+        faults=tuple(run.faults), schedule=tuple(run.schedule),
         incomplete=run.incomplete, warnings=tuple(run.warnings), length=len(run.trace),
         **extra,  # type: ignore[arg-type]
     )  # fmt: skip
-
-
-class _Points:
-    """What a run records of its choice points from ``start`` on, for the next level."""
-
-    def __init__(self, start: int | None) -> None:
-        self.start = start
-        self.labels: list[str] = []
-        self.ops: list[str] = []
-        self.calls: list[tuple[str, str | None, str | None]] = []
-        self.keys: list[str] = []
-
-    def note(self, execution: Execution, actor: str) -> None:
-        if self.start is None or execution.points < self.start:
-            return
-        point = execution.point(actor)
-        info = point.info
-        self.labels.append(point.label)
-        self.ops.append(str(info.op))
-        self.calls.append((str(info.op), info.execution_id, info.step_key))
-        self.keys.append(execution.key())
-
-    def truncate(self, length: int) -> None:
-        for kept in (self.labels, self.ops, self.calls, self.keys):
-            del kept[length:]
-
-    def fields(self) -> dict[str, object]:
-        if self.start is None:
-            return {}
-        return {
-            "expanded": self.start, "labels": tuple(self.labels), "ops": tuple(self.ops),
-            "calls": tuple(self.calls), "keys": tuple(self.keys),
-        }  # fmt: skip
 
 
 class _Branches(Exception):
@@ -122,13 +77,12 @@ def subtree(
     branch: bool = True,
 ) -> list[Outcome]:
     """Run ``execution`` to its end taking the seed's moves, then (``branch``) every other
-    option of each draw and completion order it passed (depth first, restoring the state
-    saved there): the outcome of each run, in order. With ``expand_from``, each records its
-    choice points from that one on (``Outcome.labels``...). A run that goes on unrecorded
-    (``Execution.unrecorded``) raises ``_Branches`` at the first choice it must branch at."""
+    option of each draw and completion order it passed, depth first: each run's outcome, in
+    order, recording its choice points from ``expand_from`` on (``Outcome.recorded``). An
+    unrecorded run (``Execution.unrecorded``) raises ``_Branches`` where it must branch."""
     outcomes: list[Outcome] = []
     branches: list[tuple[object, str, list[int], int]] = []
-    points = _Points(expand_from)
+    recorded: list[tuple[str, Call, str]] = []
     branched = 0
     while True:
         while not execution.done():
@@ -141,24 +95,27 @@ def subtree(
                 move = found
             else:
                 move = execution.default_move()
-                if expand_from is not None:
-                    points.note(execution, move.actor)
+                if expand_from is not None and execution.points >= expand_from:
+                    point = execution.point(move.actor)
+                    call = (str(point.info.op), point.info.execution_id, point.info.step_key)
+                    recorded.append((point.label, call, execution.key()))
             count = 0 if move.choice is None else len(execution.point(move.actor).options)
             if branch and count > 1:
                 if not execution.recording:
                     raise _Branches
                 others = [option for option in range(count) if option != move.choice]
-                branches.append((execution.save(), move.actor, others, len(points.keys)))
+                branches.append((execution.save(), move.actor, others, len(recorded)))
                 branched += 1
             execution.take(move)
-        outcomes.append(outcome_of(execution.result(), branched=branched, **points.fields()))
+        kept = {} if expand_from is None else {"expanded": expand_from, "recorded": (*recorded,)}
+        outcomes.append(outcome_of(execution.result(), branched=branched, **kept))
         while branches and not branches[-1][2]:
             branches.pop()
         if not branches:
             return outcomes
         saved, actor, others, recorded_points = branches[-1]
         execution.restore(saved)  # type: ignore[arg-type]
-        points.truncate(recorded_points)
+        del recorded[recorded_points:]
         execution.take(plain_move(actor, others.pop(0)))
 
 
@@ -171,12 +128,10 @@ def sweep(
 ) -> Iterator[list[Outcome]]:
     """Follow ``parent``'s moves from ``execution``'s start; at each branch's point (in
     increasing order) take its move instead, run the subtree from there, and come back to the
-    parent's path. Yields the outcomes of each branch's subtree as it ends (fewer when the
-    parent's run ended before a branch's point).
-
-    The seed's random numbers are drawn at every point as the parent's run drew them (it took
-    the seed's move at each, or another in its place), so that a branch goes on as a plain
-    run of the seed with its move would."""
+    parent's path (docs/decisions.md, "A sweep follows its parent once"). Yields each branch's
+    outcomes as it ends (fewer when the parent's run ended before a branch's point). The seed's
+    random numbers are drawn at every point as the parent's run drew them, so that a branch
+    goes on as a plain run of the seed with its move would."""
     pending = list(branches)
     for index, move in enumerate(parent):
         if not pending or execution.done():

@@ -1,15 +1,7 @@
-"""The states one exhaustive search has reached, kept as fingerprints (issue 32, item 5).
-
-A model checker keeps what it must to cut a state reached again, and no more: TLC stores
-8 bytes a state. Here a state is its key's 16 bytes (a blake2b sum, ``terms.py``), with the
-faults and depth it was reached with and the naive-count estimate of its subtree, in one
-open-addressing table in a ``bytearray``: 28 bytes an entry, at most three quarters full, so
-37 to 75 bytes a state against the ~600 a dictionary of key strings to lists of tuples
-took. The table is the set of distinct states (``len``), which the report's state graph, kept
-for people, no longer has to be (``StateSpace.limit``).
-
-A visit the table cannot hold in its one entry (a second visit neither covering nor covered by
-the first, possible under a depth bound only) goes to a small dictionary beside it.
+"""The states an exhaustive search reached, as fingerprints: ``SeenStates``, one process's
+table, and ``SharedVisited``, the table the processes of one search share in shared memory.
+docs/decisions.md says why they are kept so ("States kept as fingerprints; the state graph
+bounded") and how the processes share ("The exhaustive search in several processes").
 
 >>> seen = SeenStates()
 >>> key = "0123456789abcdef0123456789abcdef"
@@ -26,10 +18,7 @@ from __future__ import annotations
 import struct
 import sys
 from hashlib import blake2b
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
+from multiprocessing import resource_tracker, shared_memory
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
 _ENTRY = struct.Struct("<16sBBHd")
@@ -37,6 +26,7 @@ _SIZE = _ENTRY.size
 #: Flags: the entry is in use; it holds a visit (faults and depth); it holds an estimate.
 _USED, _VISITED, _ESTIMATED = 1, 2, 4
 _MAX_DEPTH = 0xFFFF
+_SLOTS = 1 << 12
 
 
 def _raw(key: str) -> bytes:
@@ -51,24 +41,19 @@ def _raw(key: str) -> bytes:
 
 
 class SeenStates:
-    """The distinct states a search reached, with what it reached each with."""
+    """The distinct states a search reached, each with the faults and depth left it was
+    reached with and the naive-count estimate of its subtree: 28 bytes an entry in one
+    open-addressing table, at most three quarters full. A visit the one entry cannot hold (a
+    second, incomparable one: under a depth bound only) goes to a small dictionary beside it."""
 
-    def __init__(self, slots: int = 1 << 12) -> None:
-        if slots < 2 or slots & (slots - 1):
-            raise ValueError(f"a table's slots are a power of two, not {slots}")
-        self._table = bytearray(slots * _SIZE)
-        self._mask = slots - 1
+    def __init__(self) -> None:
+        self._table = bytearray(_SLOTS * _SIZE)  # grown, doubled, past three quarters full
+        self._mask = _SLOTS - 1
         self._count = 0
         self._more: dict[bytes, list[tuple[int, int]]] = {}
-        """Visits the one entry cannot hold: a second, incomparable one."""
 
     def __len__(self) -> int:
         return self._count
-
-    @property
-    def nbytes(self) -> int:
-        """The table's size in bytes (what the search's memory figures quote)."""
-        return len(self._table)
 
     def _slot(self, raw: bytes) -> int:
         """The offset of ``raw``'s entry, made (empty of visits) when it is new."""
@@ -89,16 +74,12 @@ class SeenStates:
             slot = (slot + 1) & mask
 
     def _grow(self) -> None:
-        old = self._table
-        slots = (self._mask + 1) * 2
-        self._table, self._mask = bytearray(slots * _SIZE), slots - 1
-        table, mask = self._table, self._mask
+        old, slots = self._table, (self._mask + 1) * 2
+        self._table, self._mask, self._count = bytearray(slots * _SIZE), slots - 1, 0
         for offset in range(0, len(old), _SIZE):
             if old[offset + 16]:
-                slot = int.from_bytes(old[offset : offset + 8], "little") & mask
-                while table[slot * _SIZE + 16]:
-                    slot = (slot + 1) & mask
-                table[slot * _SIZE : (slot + 1) * _SIZE] = old[offset : offset + _SIZE]
+                at = self._slot(bytes(old[offset : offset + 16]))
+                self._table[at : at + _SIZE] = old[offset : offset + _SIZE]
 
     def add(self, key: str) -> bool:
         """Count state ``key`` as reached; whether it is new."""
@@ -133,17 +114,10 @@ class SeenStates:
         return False
 
     def estimate(self, key: str) -> float:
-        """The naive-count estimate kept for ``key``'s subtree (1.0 when none was)."""
-        raw = _raw(key)
-        table, mask = self._table, self._mask
-        slot = int.from_bytes(raw[:8], "little") & mask
-        while table[slot * _SIZE + 16]:
-            offset = slot * _SIZE
-            if table[offset : offset + 16] == raw:
-                _, flags, _, _, estimate = _ENTRY.unpack_from(table, offset)
-                return float(estimate) if flags & _ESTIMATED else 1.0
-            slot = (slot + 1) & mask
-        return 1.0
+        """The naive-count estimate kept for the subtree of ``key``, a state reached (1.0 when
+        none was)."""
+        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(_raw(key)))
+        return float(estimate) if flags & _ESTIMATED else 1.0
 
     def keep_estimate(self, key: str, estimate: float) -> None:
         """Keep the naive-count estimate of ``key``'s subtree (searched to its end)."""
@@ -155,13 +129,9 @@ class SeenStates:
     def fingerprints(self) -> bytes:
         """Every state's 16 bytes, one after another: what a process of a search in several
         sends back, for the states to be counted once over all."""
-        return b"".join(self._keys())
-
-    def _keys(self) -> Iterator[bytes]:
         table = self._table
-        for offset in range(0, len(table), _SIZE):
-            if table[offset + 16]:
-                yield bytes(table[offset : offset + 16])
+        used = range(0, len(table), _SIZE)
+        return b"".join(table[at : at + 16] for at in used if table[at + 16])
 
     def add_fingerprints(self, raw: bytes) -> None:
         """Count the states of ``fingerprints()`` (another process's) as reached."""
@@ -177,3 +147,119 @@ def peak_rss_mb() -> float:
         return 0.0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
+
+
+#: A shared entry: a mark byte (1: written), the faults left, the depth room (two bytes, 0xFFFF for
+#: none), the key's 16 bytes.
+_SHARED_ENTRY = 20
+_SHARED_HEADER = 8
+_NO_DEPTH = 0xFFFF
+#: How far a lookup probes from a key's slot before it gives up (a full neighbourhood: the
+#: state is searched again, never cut wrongly).
+_PROBES = 32
+#: The default number of slots: a million states at half load, 40 MB.
+DEFAULT_SLOTS = 1 << 21
+
+
+class SharedVisited:
+    """A table of the states searched to their end, shared by the processes of one search
+    (``create`` one, ``attach`` to it by ``name``). Writes take no lock: an entry is written
+    key first and marked last, and a lookup compares the whole key, so a race costs at worst
+    a state searched twice, never one cut wrongly; a full table stops taking entries. It also
+    holds the flag a process raises to stop the others (``stop_at_first``)."""
+
+    def __init__(self, memory: shared_memory.SharedMemory, slots: int) -> None:
+        self._memory = memory
+        buffer = memory.buf
+        assert buffer is not None, "an open segment has a buffer"
+        self._buffer: memoryview = buffer
+        self.slots = slots
+        self._mask = slots - 1
+        self.name = memory.name
+
+    @classmethod
+    def create(cls, slots: int = DEFAULT_SLOTS) -> SharedVisited:
+        """A new, empty table of ``slots`` entries (a power of two)."""
+        if slots < 2 or slots & (slots - 1):
+            raise ValueError(f"a table's slots are a power of two, not {slots}")
+        memory = shared_memory.SharedMemory(
+            create=True, size=_SHARED_HEADER + slots * _SHARED_ENTRY
+        )
+        return cls(memory, slots)
+
+    @classmethod
+    def attach(cls, name: str, slots: int) -> SharedVisited | None:
+        """The table ``name`` made by another process of this machine; None when it is not
+        here (a process on another machine of a cluster: it searches on its own)."""
+        # Python before 3.13 registers an attached segment with the resource tracker, which
+        # then unlinks it (or warns of a leak) when this process ends: the process that made
+        # the table unlinks it, so attaching registers nothing (3.13's ``track=False``).
+        register = resource_tracker.register
+        resource_tracker.register = lambda name, rtype: None
+        try:
+            memory = shared_memory.SharedMemory(name=name)
+        except (FileNotFoundError, OSError):
+            return None
+        finally:
+            resource_tracker.register = register
+        return cls(memory, slots)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a process asked the others to stop."""
+        return bool(self._buffer[0])
+
+    def stop(self) -> None:
+        """Ask every process searching with this table to stop."""
+        self._buffer[0] = 1
+
+    def _find(self, key: bytes) -> tuple[int, bool]:
+        """The offset of ``key``'s entry (True), or of the empty slot it would take (False);
+        -1 when neither is near."""
+        buffer, mask = self._buffer, self._mask
+        slot = int.from_bytes(key[:8], "little") & mask
+        for _ in range(_PROBES):
+            offset = _SHARED_HEADER + slot * _SHARED_ENTRY
+            if not buffer[offset]:
+                return offset, False
+            if buffer[offset + 4 : offset + _SHARED_ENTRY] == key:
+                return offset, True
+            slot = (slot + 1) & mask
+        return -1, False
+
+    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
+        """Whether state ``key`` was searched with no fewer faults and no less depth left."""
+        offset, found = self._find(_raw(key))
+        if not found:
+            return False
+        buffer = self._buffer
+        depth = int.from_bytes(buffer[offset + 2 : offset + 4], "little")
+        return buffer[offset + 1] >= faults_left and (
+            depth_left is None or (depth != _NO_DEPTH and depth >= depth_left)
+        )
+
+    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+        """Record that state ``key`` was searched to its end with ``faults_left`` and
+        ``depth_left``."""
+        raw = _raw(key)
+        offset, found = self._find(raw)
+        if offset < 0:
+            return  # a full neighbourhood: the state stays this process's own
+        buffer = self._buffer
+        faults = min(faults_left, 254)
+        depth = _NO_DEPTH if depth_left is None else min(max(depth_left, 0), _NO_DEPTH - 1)
+        if found:
+            # Reached again with more left: the entry takes the larger (a cut needs no more).
+            buffer[offset + 1] = max(buffer[offset + 1], faults)
+            return
+        buffer[offset + 4 : offset + _SHARED_ENTRY] = raw
+        buffer[offset + 1] = faults
+        buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
+        buffer[offset] = 1
+
+    def close(self, *, unlink: bool = False) -> None:
+        """Let go of the table; the process that made it unlinks it (``unlink``)."""
+        self._buffer.release()
+        self._memory.close()
+        if unlink:
+            self._memory.unlink()

@@ -1,30 +1,100 @@
 """Where a plan strategy's runs happen: here, on one ``Execution`` restored between them, or in
 other processes (a pool of our own, or any ``concurrent.futures.Executor``), each running whole
-sweeps and plans and sending their outcomes back, which come back in order."""
+sweeps and plans and sending their outcomes back, which come back in order; and the
+confirmation's runs (``Replay``), answered with their traces' digests."""
 
 from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
 import pickle
+from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.worker import frozen_heap
+from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.execution import Execution
-from yieldstar_sim.simulation.explorer.replays import shipped
-from yieldstar_sim.simulation.explorer.runs import outcome_of, subtree, sweep
+from yieldstar_sim.simulation.explorer.runs import sweep
 from yieldstar_sim.simulation.scenario_files import load_scenario
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.execution import SavedExecution
-    from yieldstar_sim.simulation.explorer.replays import Replay
     from yieldstar_sim.simulation.explorer.runs import Outcome, Sweep
+    from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One confirmation run: an artifact replayed, or a search's run again, on ``runtime``;
+    its answer is the trace's digest."""
+
+    runtime: RuntimeChoice
+    artifact: ReplayArtifact | None = None
+    outcome: Outcome | None = None
+
+    def digest(self, scenario: Scenario) -> str | None:
+        """Run it on ``scenario`` and return the trace's digest: None, which is no trace's,
+        when its schedule does not fit the run: another runtime may take another path, on which
+        a move the first had never comes; that is what a confirmation reports, not an error."""
+        from yieldstar_sim.simulation.artifact import ArtifactError
+        from yieldstar_sim.simulation.execution import ScheduleMismatch
+
+        try:
+            again = self.run(scenario)
+        except (ScheduleMismatch, ArtifactError) as error:
+            # ys.replay says a mismatch as an ArtifactError caused by it.
+            if isinstance(error, ScheduleMismatch) or isinstance(error.__cause__, ScheduleMismatch):
+                return None
+            raise
+        try:
+            return again.trace_digest()
+        finally:
+            again.runtime.close()
+
+    def run(self, scenario: Scenario, timeout: float | None = None) -> SimulationRun:
+        """Run it on ``scenario`` (its runtime left open)."""
+        from yieldstar_sim.simulation.run import replay, simulate
+
+        if self.artifact is not None:
+            return replay(
+                self.artifact, runtime=self.runtime, scenario=scenario, check_trace=False,
+                timeout=timeout,
+            )  # fmt: skip
+        outcome = self.outcome
+        assert outcome is not None
+        return simulate(
+            scenario, outcome.seed, runtime=self.runtime, schedule=outcome.schedule,
+            scenario_faults=False, check_faults=False, timeout=timeout,
+        )  # fmt: skip
+
+    def crossing(self) -> Replay | None:
+        """This replay as it crosses to another process: its runtime by name and its artifact
+        without the factory object of the run it came from (unused: the runtime is given), or
+        None when the runtime cannot be named there."""
+        runtime = shipped(self.runtime)
+        if runtime is None:
+            return None
+        artifact = self.artifact
+        return replace(
+            self,
+            runtime=runtime,
+            artifact=None if artifact is None else replace(artifact, runtime_choice=None),
+        )
+
+
+def shipped(choice: RuntimeChoice) -> RuntimeChoice | None:
+    """``choice`` as another process opens it (by name), or None when it cannot: a factory
+    object whose name does not import back."""
+    label = resolve_runtime(choice)[0]
+    return label if label in BUNDLED or ":" in label else None
+
 
 #: Scenarios a process of a pool holds: the one its own pool handed over (key None), and those
 #: it loaded by reference for other executors' tasks (a worker may serve several explorations).
@@ -61,7 +131,7 @@ def _shard_run(
     return run(shard_scenario(reference), runtime, timeout)
 
 
-def _shard_digest(replay: Replay, reference: str | None) -> str | None:
+def _shard_digest(reference: str | None, replay: Replay) -> str | None:
     return replay.digest(shard_scenario(reference))
 
 
@@ -92,8 +162,6 @@ class Runner:
         self._root: SavedExecution | None = None
         self._footprints = False
 
-    # ------------------------------------------------------------------ here
-
     def execution(self, *, footprints: bool = False) -> Execution:
         """This process's run of the scenario, at its start (made once, then restored); with
         ``footprints``, one that records what each move touches."""
@@ -109,16 +177,9 @@ class Runner:
             here.restore(self._root)
         return here
 
-    def root(self, *, expand_from: int | None, branch: bool = True) -> list[Outcome]:
-        """The seed's run, and (``branch``) a run for each other option of every draw and
-        completion order it passes."""
-        return subtree(self.execution(), expand_from=expand_from, branch=branch)
-
     def sweep(self, one: Sweep) -> Iterator[list[Outcome]]:
         """One sweep (``runs.sweep``), here: each branch's outcomes as it ends."""
         return sweep(self.execution(), one.parent, one.branches, expand=one.expand)
-
-    # ------------------------------------------------------------------ anywhere
 
     def sweeps(self, sweeps: Sequence[Sweep]) -> Iterator[tuple[Sweep, int, list[Outcome]]]:
         """Each branch of each sweep with its outcomes, in order (the sweep, the branch's
@@ -172,19 +233,16 @@ class Runner:
                 try:
                     yield pending.pop(0).result()
                 except (pickle.PicklingError, AttributeError, TypeError) as error:
-                    self._unshippable(error)
+                    if self.shipped is self.runtime and not isinstance(self.runtime, str):
+                        raise ValueError(
+                            "runs in other processes need a runtime factory they can import: "
+                            "a module-level function or class, or its 'package.module:factory' "
+                            f"name, not {self.shipped!r} ({error})"
+                        ) from None
                     raise
         finally:
             for future in pending:
                 future.cancel()
-
-    def _unshippable(self, error: Exception) -> None:
-        if self.shipped is self.runtime and not isinstance(self.runtime, str):
-            raise ValueError(
-                "runs in other processes need a runtime factory they can import: a "
-                "module-level function or class, or its 'package.module:factory' name, "
-                f"not {self.shipped!r} ({error})"
-            ) from None
 
     def _pool(self, tasks: int) -> str | None:
         """Our own pool of ``jobs`` processes (never more than ``tasks``), unless an executor
@@ -221,7 +279,7 @@ class Runner:
         if self.executor is None or len(replays) < 2 or len(crossing) < len(replays):
             return [replay.digest(self.scenario) for replay in replays]
         reference = self._pool(len(replays))
-        return list(self._ordered(_shard_digest_of, reference, crossing))
+        return list(self._ordered(_shard_digest, reference, crossing))
 
     def release(self) -> None:
         """Close this process's run: the search is over, and the runs that shrink and confirm
@@ -237,15 +295,3 @@ class Runner:
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
             self._own = self.executor = None
-
-
-def _shard_digest_of(reference: str | None, replay: Replay) -> str | None:
-    return _shard_digest(replay, reference)
-
-
-def run_outcome(run: Any) -> Outcome:
-    """A finished ``SimulationRun``'s outcome, its runtime closed."""
-    try:
-        return outcome_of(run)
-    finally:
-        run.runtime.close()

@@ -21,13 +21,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
-    from yieldstar_sim.simulation.trace import TraceEvent
-
-
-def described_faults(run: SimulationRun) -> list[Fault]:
-    """The run's faults as descriptions (worker, call, step, occurrence) instead of indices."""
-    points = {index: info for index, (info, _) in trace_points(run.trace).items()}
-    return [by_description(fault, points) or fault for fault in run.faults]
 
 
 def shrink(
@@ -40,23 +33,32 @@ def shrink(
 ) -> FoundViolation:
     """Shrink ``outcome``'s violation of ``invariant`` to a 1-minimal set of described
     faults, and find its nearest passing schedule and the first event where the two part."""
-    run = _run(scenario, outcome.seed, outcome.schedule, (), runtime=runtime, timeout=timeout)
-    faults = described_faults(run)
+
+    def run(schedule: Sequence[Move], faults: Sequence[Fault]) -> SimulationRun:
+        return simulate(
+            scenario, outcome.seed, runtime=runtime, schedule=schedule, faults=faults,
+            scenario_faults=False, check_faults=False, strict_schedule=False, timeout=timeout,
+        )  # fmt: skip
+
+    def violates(candidate: SimulationRun) -> bool:
+        return any(v.invariant == invariant for v in candidate.violations)
+
+    found = run(outcome.schedule, ())
+    # Described (worker, call, step, occurrence), not by index: dropping one moves no other.
+    points = {index: info for index, (info, _) in trace_points(found.trace).items()}
+    faults = [by_description(fault, points) or fault for fault in found.faults]
     bare = [plain_move(move.actor, move.choice) for move in outcome.schedule]
 
-    def fails(subset: list[Fault]) -> SimulationRun | None:
-        candidate = _run(scenario, outcome.seed, bare, subset, runtime=runtime, timeout=timeout)
-        return candidate if any(v.invariant == invariant for v in candidate.violations) else None
-
-    faults = ddmin(faults, lambda subset: fails(subset) is not None)
-    shrunk = fails(faults) or run
+    faults = ddmin(faults, lambda subset: violates(run(bare, subset)))
+    shrunk = run(bare, faults)
+    shrunk = shrunk if violates(shrunk) else found
     nearest: list[str] | None = None
     divergence: tuple[int, str] | tuple[None, None] = (None, None)
     nearest_artifact = None
     for drop in reversed(range(len(faults))):
         others = faults[:drop] + faults[drop + 1 :]
-        passing = _run(scenario, outcome.seed, bare, others, runtime=runtime, timeout=timeout)
-        if not any(v.invariant == invariant for v in passing.violations):
+        passing = run(bare, others)
+        if not violates(passing):
             nearest = [fault.describe() for fault in others]
             divergence = first_divergence(shrunk, passing)
             nearest_artifact = passing.artifact()
@@ -79,22 +81,6 @@ def shrink(
         divergence_at=divergence[0],
         nearest_artifact=nearest_artifact,
     )
-
-
-def _run(
-    scenario: Scenario,
-    seed: int,
-    schedule: Sequence[Move],
-    faults: Sequence[Fault],
-    *,
-    runtime: RuntimeChoice,
-    timeout: float | None,
-) -> SimulationRun:
-    """One candidate run of a shrink."""
-    return simulate(
-        scenario, seed, runtime=runtime, schedule=schedule, faults=faults,
-        scenario_faults=False, check_faults=False, strict_schedule=False, timeout=timeout,
-    )  # fmt: skip
 
 
 def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fault]:
@@ -122,7 +108,7 @@ def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Faul
 def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[int, str]:
     """The first trace event where ``failing`` and ``passing`` differ: its number and a sentence."""
     for mine, theirs in zip(failing.trace, passing.trace, strict=False):
-        if _facts(mine) != _facts(theirs):
+        if mine.facts() != theirs.facts():
             theirs_text = f"t={theirs.t:g} {theirs.worker or '-'} {theirs.text}"
             return mine.seq, (
                 f"event #{mine.seq}: the violation has 't={mine.t:g} {mine.worker or '-'} "
@@ -130,12 +116,3 @@ def first_divergence(failing: SimulationRun, passing: SimulationRun) -> tuple[in
             )
     shorter = min(len(failing.trace), len(passing.trace))
     return shorter, f"event #{shorter}: one trace ends where the other goes on"
-
-
-def _facts(event: TraceEvent) -> tuple[object, ...]:
-    """What an event says happened, without its text (written for people, and only shown):
-    when, what kind, who, which call, execution, step and lease, and its payload."""
-    return (
-        event.t, event.kind, event.worker, event.op, event.execution_id, event.step_key,
-        event.token, event.data,
-    )  # fmt: skip

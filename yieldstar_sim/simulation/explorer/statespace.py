@@ -1,22 +1,7 @@
-"""The explored state space: the distinct states an exhaustive search reached and the choices
-and faults between them.
-
-A state is named by its fingerprint (the key the search caches on). The search records each
-state the first time it reaches it (with the schedule that got there, so it can be replayed) and
-every edge it takes; the views draw it and find paths in it (``views.statespace``) and the
-stepper opens a state's schedule. The simulation layer keeps it as plain data: no networkx, no
-matplotlib here.
-
->>> space = StateSpace()
->>> space.add_state("s0", depth=0, label="start", plan=0)
-True
->>> space.add_state("s1", depth=1, label="w1 claim order-42", plan=0)
-True
->>> space.add_edge("s0", "s1", choice="w1", fault=None, plan=0)
->>> space.mark_violation("s1", "at_most_once")
->>> [node.key for node in space.violating()]
-['s1']
-"""
+"""The explored state space: the distinct states an exhaustive search reached, each named by
+its key and recorded the first time it is reached (with a schedule that replays to it), and
+the moves between them; plain data, which the views draw and find paths in
+(``views.statespace``; its docstring shows one built by hand)."""
 
 from __future__ import annotations
 
@@ -25,13 +10,10 @@ from dataclasses import dataclass, field
 
 @dataclass(slots=True)
 class StateNode:
-    """One distinct state.
-
-    ``depth`` is the number of choice points from the initial state on the first path that
-    reached it; ``label`` the choice point (or the end of the run) it stands at; ``plan`` the
-    index of a schedule that reaches it, for replaying; ``terminal`` is true for the state a run
-    ended in; ``violations`` the invariants violated by a run that ended here.
-    """
+    """One distinct state: ``depth`` choice points from the start on the first path that
+    reached it, at the choice point ``label`` (or the end of the run); ``plan`` is the index of
+    a schedule that reaches it; ``terminal`` says a run ended in it, and ``violations`` which
+    invariants such a run violated."""
 
     key: str
     depth: int
@@ -60,15 +42,11 @@ class StateEdge:
 
 @dataclass(slots=True)
 class StateSpace:
-    """The states and edges a search explored, in the order it found them.
-
-    ``limit`` bounds the states kept (None: every one): a search of a million states counts
-    them all (``ExplorationReport.distinct_states``), and keeps the first ``limit`` here, for
-    people to look at, with the edges between them. ``full`` says whether it stopped taking
-    states. ``cut_by`` says, a clause each, what stopped the search before its end ("the time
-    budget of 40s cut the search", "Ctrl-C stopped it"; set with the report), empty when it
-    searched to the end: a picture of a cut space must not say that no state violates,
-    only that none reached does."""
+    """The states and edges a search explored, in the order it found them: the first ``limit``
+    (None: every one), for people to look at, with the edges between them; the search counts
+    them all (``ExplorationReport.distinct_states``). ``cut_by`` says, a clause each, what
+    stopped the search before its end (empty: nothing did): a picture of a cut space must not
+    say that no state violates, only that none reached does."""
 
     root: str | None = None
     nodes: dict[str, StateNode] = field(default_factory=dict)
@@ -83,31 +61,18 @@ class StateSpace:
 
     def merge(self, other: StateSpace, shift: int) -> None:
         """Add the states and edges of ``other`` (another process's search of the same tree),
-        its plan numbers moved up by ``shift``; a state both reached keeps the first's
-        record, ending and violations joined."""
+        its plan numbers moved up by ``shift``, by the rules a search adds its own by: a state
+        both reached keeps the first's record, ending and violations joined."""
         for key, node in other.nodes.items():
-            mine = self.nodes.get(key)
-            if mine is None:
-                if self.full:
-                    continue
-                self.nodes[key] = StateNode(
-                    key, node.depth, node.label, node.plan + shift, node.terminal,
-                    list(node.violations),
-                )  # fmt: skip
-                continue
-            mine.terminal = mine.terminal or node.terminal
-            mine.violations += [v for v in node.violations if v not in mine.violations]
-        for edge_key, edge in other.edges.items():
-            if (
-                edge_key not in self.edges
-                and edge.source in self.nodes
-                and (edge.target in self.nodes)
-            ):
-                self.edges[edge_key] = StateEdge(
-                    edge.source, edge.target, edge.choice, edge.fault, edge.plan + shift
-                )
-        if self.root is None:
-            self.root = other.root
+            plan = node.plan + shift
+            self.add_state(
+                key, depth=node.depth, label=node.label, plan=plan, terminal=node.terminal
+            )
+            for invariant in node.violations:
+                self.mark_violation(key, invariant)
+        for edge in other.edges.values():
+            plan = edge.plan + shift
+            self.add_edge(edge.source, edge.target, choice=edge.choice, fault=edge.fault, plan=plan)
 
     def add_state(
         self, key: str, *, depth: int, label: str, plan: int, terminal: bool = False

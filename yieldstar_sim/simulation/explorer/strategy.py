@@ -1,10 +1,6 @@
-"""What every search strategy shares: the options of each (a small dataclass per strategy),
-the one shape a strategy has (``Strategy``), why a search stopped (``StopReason``), and the
-tally of what it ran and found (``Tally``), which the report is built from.
-
-A strategy is a file of its own, as shuttle keeps one ``Scheduler`` per file behind one trait:
-``systematic.py``, ``randomized.py`` (random and PCT) and ``exhaustive.py``, each a client of
-``execution.Execution``.
+"""What every strategy shares: its options (a small dataclass each), the one shape a strategy
+has (``Strategy``, as shuttle's ``Scheduler`` trait), why a search stopped (``StopReason``), and
+the tally of what it ran and found (``Tally``), which the report is built from.
 """
 
 from __future__ import annotations
@@ -87,11 +83,6 @@ class Pct:
             raise ValueError(f"PCT's depth is a whole number >= 1, not {self.depth!r}")
 
 
-#: The orders the exhaustive search can take: depth first, or shortest first (fewest faults,
-#: then events).
-ORDERS = ("dfs", "shortest")
-
-
 @dataclass(frozen=True, slots=True)
 class Exhaustive:
     """Every move at every choice point up to ``max_faults``: depth first (``order="dfs"``)
@@ -108,8 +99,8 @@ class Exhaustive:
     name = "exhaustive"
 
     def __post_init__(self) -> None:
-        if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {', '.join(ORDERS)}, not {self.order!r}")
+        if self.order not in ("dfs", "shortest"):
+            raise ValueError(f"order must be one of dfs, shortest, not {self.order!r}")
         depth = self.max_depth
         if depth is not None and (
             isinstance(depth, bool) or not isinstance(depth, int) or depth < 1
@@ -130,9 +121,7 @@ STRATEGIES: dict[str, type[StrategyOptions]] = {
 
 @dataclass(frozen=True, slots=True)
 class SearchConfig:
-    """What every strategy reads: the seed, the fault bound and kinds, how long a freeze
-    lasts, the schedule and time budgets, whether to stop at the first violation, and the
-    strategy's own options."""
+    """What every strategy reads: ``explore``'s arguments, and the strategy's own options."""
 
     strategy: StrategyOptions = field(default_factory=Systematic)
     seed: int = 0
@@ -157,12 +146,10 @@ class SearchConfig:
 
 @dataclass
 class Tally:
-    """What a search ran and found, in the order it ran it: every strategy hands each run's
-    outcome to ``take``, and the report's counts are read from here.
-
-    ``failures`` holds (outcome number, invariant): the first violation of each invariant, or
-    with ``every_violation`` all of them (the shortest-first search picks among them).
-    ``warnings`` are those every run gave (an invariant that watched nothing)."""
+    """What a search ran and found, in the order it ran it (every strategy hands each run's
+    outcome to ``take``). ``failures`` holds (outcome number, invariant): the first violation
+    of each invariant, or with ``every_violation`` all of them (the shortest-first search picks
+    among them); ``warnings`` are those every run gave (an invariant that watched nothing)."""
 
     config: SearchConfig
     every_violation: bool = False
@@ -228,26 +215,17 @@ class Tally:
 
 
 class Strategy(Protocol):
-    """One way of searching a scenario's schedules (systematic, random, PCT, exhaustive).
-
-    ``search`` runs schedules until the strategy has covered its bound, a budget cuts it, or
-    a violation stops it (``stop_at_first``); a ``KeyboardInterrupt`` passes through, and what
-    was run so far stays in ``tally``. ``section`` may be asked at any time after, an
-    interrupted search included: what only this strategy knows, the report's section."""
+    """One way of searching a scenario's schedules. A ``KeyboardInterrupt`` passes through
+    ``search``, what was run so far staying in ``tally``; ``section`` may be asked after it, an
+    interrupted search included."""
 
     tally: Tally
 
     def search(self) -> None:
-        """Run schedules until the bound is covered, cut, or a violation stops the search."""
+        """Run schedules until the bound is covered, a budget cuts it, or a violation stops
+        it (``stop_at_first``)."""
         ...
 
     def section(self) -> dict[str, Any]:
         """What this strategy covered, as the report's per-strategy section."""
         ...
-
-
-def progress_bar(enabled: bool, total: int | None) -> Any:
-    """A tqdm bar counting schedules (imported only when asked for)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, unit="schedule", desc="exploring", disable=not enabled)

@@ -1,26 +1,14 @@
 """The systematic strategy: every fault kind at every choice point of the seed's run, level by
-level up to ``max_faults``, and every option of each draw and completion order on the way.
-
-Level 0 is the seed's run and, at each draw or completion order it passes, a run for each other
-option (``runs.subtree``). Level k places one more fault after the last of each run of level
-k-1: kind by kind, each at every later choice point where the explorer places it (the
-commonest fault, a crash, is tried everywhere before the rarer ones, which finds the usual
-violations soonest), each fault's run branching every draw after it as level 0 does. A fault
-whose point is *equivalent* to one tried already (the same state key, the same call, the same
-kind) is skipped: it would reach a state reached already.
-
-The runs of one parent and one kind share the parent's run (``runs.sweep``): it is followed
-once, its state saved at each fault's point and put back after that fault's runs (on a
-runtime that cannot snapshot itself, ``Execution`` replays the path instead). With ``jobs``
-> 1 the sweeps go to other processes (``shards.py``).
-"""
+level up to ``max_faults`` (the commonest kind, a crash, first: it finds the usual violations
+soonest), and every option of each draw and completion order on the way. docs/decisions.md
+says each rule ("Systematic search", "A sweep follows its parent once")."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.explorer.runs import Sweep
+from yieldstar_sim.simulation.explorer.runs import Sweep, subtree
 from yieldstar_sim.simulation.explorer.strategy import StopReason, Tally
 from yieldstar_sim.simulation.faults import applies_at
 from yieldstar_sim.simulation.moves import new_move
@@ -39,8 +27,6 @@ class SystematicCoverage:
     """What a systematic search covered: the report's section."""
 
     skipped_equivalent: int = 0
-    planned: int = 0
-    """Faulted schedules planned under the bound (run or skipped as equivalent)."""
     branched: int = 0
     """Draws and completion orders whose every option was tried."""
     verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -69,7 +55,8 @@ class SystematicSearch:
     def search(self) -> None:
         """Run the levels (see the module's docstring)."""
         config, tally, covered = self.config, self.tally, self.covered
-        level = self._take(self.runner.root(expand_from=0 if config.max_faults else None))
+        execution = self.runner.execution()
+        level = self._take(subtree(execution, expand_from=0 if config.max_faults else None))
         seen: set[tuple[str, tuple[str, str | None, str | None], str]] = set()
         seconds = config.seconds()
         for remaining in range(config.max_faults, 0, -1):
@@ -81,12 +68,10 @@ class SystematicSearch:
                 for kind in config.kinds:
                     branches: list[tuple[int, Move]] = []
                     labels: list[str] = []
-                    for offset, op in enumerate(outcome.ops):
-                        if not applies_at(kind, op, exploring=True):
+                    for offset, (label, call, key) in enumerate(outcome.recorded):
+                        if not applies_at(kind, call[0], exploring=True):
                             continue  # no call to lose at an elapse; no attempt to stall elsewhere
-                        covered.planned += 1
-                        label = outcome.labels[offset]
-                        same = (outcome.keys[offset], outcome.calls[offset], str(kind))
+                        same = (key, call, str(kind))
                         if same in seen:
                             covered.skipped_equivalent += 1
                             if remaining == config.max_faults == 1:
