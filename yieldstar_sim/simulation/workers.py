@@ -397,6 +397,12 @@ class _Delivering:
             if ran.admitted:
                 state.nudge()
             port.elapsed = ran.elapsed
+            if not ran.ops and played is None:
+                # Nothing to land (most bodies of a search): landed at once, as a playback of
+                # nothing would be, without making one.
+                started = state.clock.now()
+                outcome = Played("done", 0.0, started)
+                break
             if played is None:
                 started = state.clock.now()
                 played = playback(
