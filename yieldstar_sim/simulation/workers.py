@@ -43,6 +43,7 @@ from yieldstar_sim.simulation.attempts import (
     AttemptStopped,
     Played,
     detachable,
+    new_played,
     play_body,
     playback,
 )
@@ -59,7 +60,7 @@ from yieldstar_sim.simulation.narration import (
     outcome_words,
 )
 from yieldstar_sim.simulation.points import WorkerCrashed, call
-from yieldstar_sim.simulation.port import DrawAsked, Ran, SimPort, Undecided
+from yieldstar_sim.simulation.port import DrawAsked, Ran, SimPort, Undecided, new_ran
 from yieldstar_sim.simulation.trace_payloads import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
@@ -356,7 +357,7 @@ class _Delivering:
         finally:
             ops, port.ops = port.ops, None
         assert ops is not None
-        return Ran(result, ops, port.elapsed, port.admitted, tuple(port.tape), port.clock)
+        return new_ran(result, ops, port.elapsed, port.admitted, tuple(port.tape), port.clock)
 
     def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
         """Run a step body at once, then land what it did in time, each elapse and heartbeat
@@ -401,7 +402,7 @@ class _Delivering:
                 # Nothing to land (most bodies of a search): landed at once, as a playback of
                 # nothing would be, without making one.
                 started = state.clock.now()
-                outcome = Played("done", 0.0, started)
+                outcome = new_played("done", 0.0, started)
                 break
             if played is None:
                 started = state.clock.now()
