@@ -12,13 +12,16 @@ from dataclasses import FrozenInstanceError, dataclass, field
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.commands import BodyResult
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Lease, StepRecord
 from yieldstar_sim.runtime import memory_rows
 from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
+from yieldstar_sim.simulation.attempts import Played, new_played
 from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
+from yieldstar_sim.simulation.port import Ran, new_ran
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 from yieldstar_sim.simulation.trace_payloads import BodyData, TraceKind
 
@@ -42,6 +45,8 @@ CASES = {
     "point": (points_module._new_point, *POINT),
     "event": (trace_module._new_event, *EVENT),
     "point info": (new_point_info, ("w1", "put_step", "order-42", "ship"), PointInfo),
+    "played": (new_played, ("done", 0.0, 2.5), Played),
+    "ran": (new_ran, (BodyResult(value=3), [1.0], 1.0, False, (1,), 0.5), Ran),
 }
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import DeliveryRejectedError, InfrastructureError, LeaseLostError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
@@ -105,6 +106,10 @@ class Played:
     redo: Redo | None = None
     """How the body runs again (``redo``), from what it did at ``at``."""
     at: int = 0
+
+
+#: A Played is made at every attempt's end (``core.frozen``).
+new_played = Played if TYPE_CHECKING else maker(Played)  # calls type-checked as Played(...)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +296,7 @@ def play_body(
             return Played("timed_out", played.work, played.worked_until, ended=ended)
         played.work += op
         played.worked_until = state.clock.now()
-    return Played("done", played.work, played.worked_until)
+    return new_played("done", played.work, played.worked_until)
 
 
 class _LeaseWatch:

@@ -86,6 +86,12 @@ def pass_point(
     ``options`` are the values the point chooses among (a draw's, a completion's); ``solo``:
     only a fault is decided there (``kernel.Point``)."""
     move: Move = yield _new_point(info.label if label is None else label, info, options, solo)
+    return move, struck(state, info, move, token)
+
+
+def struck(state: RunState, info: PointInfo, move: Move, token: int | None) -> Where:
+    """Where ``move``, just taken at the choice point ``info``, struck, its fault traced if it
+    brings one (``pass_point``'s second half)."""
     where: Where = {
         "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
         "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
@@ -96,7 +102,7 @@ def pass_point(
             state.clock.now(), TraceKind.FAULT, f"{fault_action(kind, move.seconds)} {info.label}",
             data=FaultData(str(kind), move.seconds), **where,
         )  # fmt: skip
-    return move, where
+    return where
 
 
 def skew(state: RunState, name: str, seconds: float, where: Where) -> None:

@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import WorkflowDefinitionError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.engine.body_world import WorldError
@@ -77,6 +78,10 @@ class Ran:
     admitted: bool
     tape: tuple[Any, ...]
     clock: float
+
+
+#: A Ran is made at every run of a step body (``core.frozen``).
+new_ran = Ran if TYPE_CHECKING else maker(Ran)  # calls type-checked as Ran(...)
 
 
 class SimPort:

@@ -45,6 +45,7 @@ from yieldstar_sim.simulation.attempts import (
     AttemptStopped,
     Played,
     detachable,
+    new_played,
     play_body,
     playback,
 )
@@ -61,7 +62,7 @@ from yieldstar_sim.simulation.narration import (
     outcome_words,
 )
 from yieldstar_sim.simulation.points import WorkerCrashed, call
-from yieldstar_sim.simulation.port import DrawAsked, Ran, SimPort, Undecided
+from yieldstar_sim.simulation.port import DrawAsked, Ran, SimPort, Undecided, new_ran
 from yieldstar_sim.simulation.trace_payloads import ReasonData, ReleaseData, TraceKind
 
 if TYPE_CHECKING:
@@ -380,7 +381,7 @@ class _Delivering:
         finally:
             ops, port.ops = port.ops, None
         assert ops is not None
-        return Ran(result, ops, port.elapsed, port.admitted, tuple(port.tape), port.clock)
+        return new_ran(result, ops, port.elapsed, port.admitted, tuple(port.tape), port.clock)
 
     def _run_body(self, command: RunBody) -> Generator[Any, Any, BodyResult]:
         """Run a step body at once, then land what it did in time, each elapse and heartbeat
@@ -421,6 +422,12 @@ class _Delivering:
             if ran.admitted:
                 state.nudge()
             port.elapsed = ran.elapsed
+            if not ran.ops and played is None:
+                # Nothing to land (most bodies of a search): landed at once, as a playback of
+                # nothing would be, without making one.
+                started = state.clock.now()
+                outcome = new_played("done", 0.0, started)
+                break
             if played is None:
                 started = state.clock.now()
                 played = playback(

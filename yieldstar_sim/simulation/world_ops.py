@@ -22,9 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.footprints import stored
-from yieldstar_sim.simulation.points import pass_point
+from yieldstar_sim.simulation.kernel import Point
+from yieldstar_sim.simulation.points import struck
 from yieldstar_sim.simulation.trace_payloads import ErrorData, TraceKind
 
 if TYPE_CHECKING:
@@ -32,7 +34,12 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.core.model import Lease
     from yieldstar_sim.core.ops import Op
+    from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.state import RunState
+
+
+#: Each call's solo point is asked for with a Point (``core.frozen``), as ``points.py`` asks.
+_new_point = Point if TYPE_CHECKING else maker(Point)  # calls type-checked as Point(...)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -105,11 +112,13 @@ def land(
     ran again); a ``Redo`` when the body must run again from it, else None (it landed)."""
     if not passed:
         info = new_point_info(name, op.op, lease.execution_id, step_key)
-        move, where = yield from pass_point(
-            state, info, token=lease.token, label=f"{info.label} {op.what}", solo=True
-        )
+        label = f"{info.label} {op.what}"
+        # The point passed as ``pass_point`` passes it, spelled out: where a fault struck is
+        # made only when one did (most of a search's world calls see none).
+        move: Move = yield _new_point(label, info, (), True)
         if move.fault is not None:  # a world_error: the only kind placed at these ops
-            message = f"outside-world error at {info.label} {op.what}"
+            where = struck(state, info, move, lease.token)
+            message = f"outside-world error at {label}"
             state.event(
                 state.clock.now(), TraceKind.ERROR, f"{op.op} failed: {message}",
                 data=ErrorData(message), **where,

@@ -32,7 +32,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 from yieldstar_sim.simulation.trace_values import summary, traced
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -125,6 +125,13 @@ def _written(data: PutStepData) -> tuple[object, ...]:
     return (data.status, data.value, data.value_digest, data.value_bytes)
 
 
+def _first_step(event: TraceEvent) -> _First:
+    """A step's first final value, from the ``put_step`` call that wrote it."""
+    data = event.data
+    assert type(data) is PutStepData
+    return _First(_written(data), _step_words, event)
+
+
 def _step_words(value: tuple[object, ...]) -> str:
     """A step value ``(status, value, digest, size)`` in words, as the trace gives it."""
     status, kept, digest, size = value
@@ -160,9 +167,7 @@ class RecordedHistoryNeverChanges:
     def check(self, run: RunView) -> list[Violation]:
         """Follow each record's writes through the trace, then compare the final records."""
         reader = _Reader()
-        read = reader.read
-        for event in [event for event in run.trace if type(event.data) in _WATCHED]:
-            read(event)
+        reader.read(run.trace)
         found = reader.found
         for what, first, now in _final(
             run, reader.steps, reader.outcomes, reader.targets, reader.changed
@@ -190,43 +195,56 @@ class _Reader:
     """The records' first values as the trace's calls wrote them, and each rewrite seen (the
     record, its first value, what it was rewritten to, the write)."""
 
-    steps: dict[tuple[str, str], _First] = field(default_factory=dict)
+    steps: dict[tuple[str, str], TraceEvent] = field(default_factory=dict)
+    """The call that wrote each step's first final value (``_first_step`` reads it): a
+    ``_First`` of every step written cost a search more than the rest of the check."""
     outcomes: dict[str, _First] = field(default_factory=dict)
     targets: dict[tuple[str, str], _First] = field(default_factory=dict)
     said: dict[tuple[str | None, str | None, int | None], OutcomeData] = field(default_factory=dict)
     changed: set[tuple[str, ...]] = field(default_factory=set)
     found: list[tuple[str, _First, str, TraceEvent | None]] = field(default_factory=list)
 
-    def read(self, event: TraceEvent) -> None:
-        """Take one event whose payload is ``_WATCHED``."""
-        data = event.data
-        if isinstance(data, PutStepData):  # most of them: first
-            execution_id, step_key = event.execution_id, event.step_key
-            if (
-                event.op == Op.PUT_STEP
-                and event.kind == TraceKind.CALL
-                and execution_id
-                and step_key
+    def read(self, events: Iterable[TraceEvent]) -> None:
+        """Take ``events``, in order, passing over at a glance each whose payload is not
+        ``_WATCHED`` (spelled out, dispatched on the payload's exact type: every event of every
+        run passes here, and a payload is a ``Mapping``, whose ``isinstance`` answers "no" in
+        Python)."""
+        steps, said, targets = self.steps, self.said, self.targets
+        for event in events:
+            data = event.data
+            if type(data) not in _WATCHED:
+                continue
+            if type(data) is PutStepData:  # most of them: first
+                execution_id, step_key = event.execution_id, event.step_key
+                if (
+                    event.op == Op.PUT_STEP
+                    and event.kind == TraceKind.CALL
+                    and execution_id
+                    and step_key
+                ):
+                    key = (execution_id, step_key)
+                    if key in steps:
+                        self.rewritten(event, key, data)
+                    elif data.status in _FINAL_STEPS:
+                        steps[key] = event
+            elif type(data) is OutcomeData:
+                said[(event.worker, event.execution_id, event.token)] = data
+            elif type(data) is PruneData:
+                if data.refused is None:
+                    self.prune(event.execution_id)
+            elif event.kind != TraceKind.CALL or event.execution_id is None:
+                continue
+            elif type(data) is StatusData:
+                self.acknowledged(event, data)
+            elif (
+                event.step_key
+                and type(data) is StartData
+                and event.op == Op.START
+                and data.accepted
             ):
-                self.put_step(event, execution_id, step_key, data)
-        elif isinstance(data, PruneData):
-            if data.refused is None:
-                self.prune(event.execution_id)
-        elif isinstance(data, OutcomeData):
-            self.said[(event.worker, event.execution_id, event.token)] = data
-        elif event.kind != TraceKind.CALL or event.execution_id is None:
-            return
-        elif isinstance(data, StatusData):
-            self.acknowledged(event, data)
-        elif (
-            event.step_key
-            and isinstance(data, StartData)
-            and event.op == Op.START
-            and data.accepted
-        ):
-            key = (event.execution_id, event.step_key)
-            if key not in self.targets:
-                self.targets[key] = _First((data.accepted,), _target_words, event)
+                key = (event.execution_id, event.step_key)
+                if key not in targets:
+                    targets[key] = _First((data.accepted,), _target_words, event)
 
     def prune(self, pruned: str | None) -> None:
         """A pruned execution's records are gone, and its ID may be admitted anew."""
@@ -235,21 +253,14 @@ class _Reader:
                 del table[key]
         self.outcomes.pop(pruned or "", None)
 
-    def put_step(
-        self, event: TraceEvent, execution_id: str, step_key: str, data: PutStepData
-    ) -> None:
-        """A step written: its first final value kept, a later write of another one seen."""
-        key = (execution_id, step_key)
-        first = self.steps.get(key)
-        if first is None:
-            if data.status in _FINAL_STEPS:
-                self.steps[key] = _First(_written(data), _step_words, event)
-            return
+    def rewritten(self, event: TraceEvent, key: tuple[str, str], data: PutStepData) -> None:
+        """A step written again, after its first final value: seen when it writes another."""
+        first = _first_step(self.steps[key])
         value = _written(data)
         if not _same(first.value, value) and ("step", *key) not in self.changed:
             self.changed.add(("step", *key))
             told = _step_words(value)
-            self.found.append((f"step {step_key} of {execution_id}", first, told, event))
+            self.found.append((f"step {key[1]} of {key[0]}", first, told, event))
 
     def acknowledged(self, event: TraceEvent, data: StatusData) -> None:
         """An outcome acknowledged: its first terminal status kept, a later other one seen."""
@@ -269,7 +280,7 @@ class _Reader:
 
 def _final(
     run: RunView,
-    steps: dict[tuple[str, str], _First],
+    steps: dict[tuple[str, str], TraceEvent],
     outcomes: dict[str, _First],
     targets: dict[tuple[str, str], _First],
     changed: set[tuple[str, ...]],
@@ -281,11 +292,20 @@ def _final(
     for execution_id, records in run.steps.items():
         for record in records:
             key = (execution_id, record.step_key)
-            first = steps.get(key)
-            if first is None or ("step", *key) in changed:
+            written = steps.get(key)
+            if written is None or (changed and ("step", *key) in changed):
                 continue
-            if _plainly_same(first.value, record.status, record.value):
+            data = written.data
+            assert type(data) is PutStepData
+            # At a glance, spelled out (``_plainly_same``): every step of every run is here.
+            held = data.value
+            if (
+                data.status == record.status
+                and data.value_digest is None
+                and (held is record.value or _plain_equal(held, record.value))
+            ):
                 continue
+            first = _first_step(written)
             value = _step_value(str(record.status), record.value)
             if not _same(first.value, value):
                 found.append((f"step {key[1]} of {key[0]}", first, _step_words(value)))
@@ -304,8 +324,8 @@ def _final(
             found.append((f"the outcome of {execution.execution_id}", held, words))
     for request in run.start_requests:
         key = (request.request_id.execution_id, request.request_id.step_key)
-        first = targets.get(key)
-        if first is not None and (request.target_execution_id,) != first.value:
+        target = targets.get(key)
+        if target is not None and (request.target_execution_id,) != target.value:
             what = f"the target of start request ({key[0]}, {key[1]})"
-            found.append((what, first, request.target_execution_id))
+            found.append((what, target, request.target_execution_id))
     return found
