@@ -34,7 +34,7 @@ only of the runtimes the project ships (``trusted``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sized
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
         WorkflowRunOutcome,
     )
     from yieldstar_sim.runtime.protocol import Runtime, RuntimeAction
-    from yieldstar_sim.simulation.state import RunState
 
 Thing = tuple[str, str | None]
 """A thing a move touches: its kind and its name (None: every thing of that kind)."""
@@ -163,6 +162,12 @@ def _meet(ours: frozenset[Thing], theirs: frozenset[Thing]) -> bool:
     return any(kind in kinds for kind, _ in theirs)
 
 
+class Touching(Protocol):
+    """Where the move being taken records what it touches (``RunState.touches``)."""
+
+    touches: Touches | None
+
+
 class Touches:
     """The footprint of the move being taken, as its actor touches things."""
 
@@ -188,7 +193,7 @@ class Touches:
         return footprint
 
     def record(
-        self, state: RunState, go: Callable[[], None], *, faulted: bool, parked: Callable[[], bool]
+        self, state: Touching, go: Callable[[], None], *, faulted: bool, parked: Callable[[], bool]
     ) -> Footprint:
         """What ``go()``, a move being taken on ``state``, touched: a fault spends the budget,
         and a move that leaves its actor ``parked`` reads the queue (a move that changes the
