@@ -438,8 +438,23 @@ def baseline_memory(revision: str) -> type[MemoryRuntime] | None:
     sys.modules[module.__name__] = module  # dataclasses look their module up
     with moved_names_lent(source):
         exec(compile(source, module.__file__, "exec"), module.__dict__)
+    module.common = _common_for(module.common)
     runtime: type[MemoryRuntime] = module.MemoryRuntime
     return runtime
+
+
+def _common_for(common: types.ModuleType) -> types.ModuleType:
+    """``_common`` as an older memory.py reads it: rows from before a column was added at the
+    end of ``EXECUTION_COLUMNS`` (the recoveries, 51c7df7) get it at its default."""
+    lent = types.ModuleType(common.__name__)
+    lent.__dict__.update(vars(common))
+    columns = len(common.EXECUTION_COLUMNS)
+
+    def execution_record(row: Sequence[object]) -> object:
+        return common.execution_record((*row, 0) if len(row) == columns - 1 else row)
+
+    lent.execution_record = execution_record  # type: ignore[attr-defined]
+    return lent
 
 
 #: Where names the baseline's memory.py imports have gone since: ``check_name`` and
