@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sized
+    from collections.abc import Callable, Sized
 
     from yieldstar_sim.core.model import (
         ChildRequest,
@@ -124,7 +124,7 @@ class Footprint:
         return Footprint(self.reads | other.reads, self.writes | other.writes)
 
     def describe(self) -> str:
-        """The footprint in words: ``reads queue; writes execution order-41``."""
+        """The footprint in words: ``reads lease order-41, queue; writes steps order-41``."""
         parts = []
         for verb, things in (("reads", self.reads - self.writes), ("writes", self.writes)):
             if things:
@@ -424,11 +424,3 @@ class RecordedRuntime:
         for action in actions:
             self._touches.write(QUEUE, *execution(action.execution_id))
         return actions
-
-
-def things(footprints: Iterable[Footprint]) -> Footprint:
-    """The union of ``footprints``."""
-    union = Footprint()
-    for footprint in footprints:
-        union = union | footprint
-    return union

@@ -151,21 +151,20 @@ class Reduction:
         self.states = 0
         """States where moves were left untaken."""
 
-    def arrive(
-        self, execution: Execution, parent: Held | None, actor: str | None
-    ) -> tuple[Held, Held | None]:
-        """A state reached by ``actor``'s move from ``parent``'s: its record, and the record of
-        the state whose move its solo actor is still on (None where no actor is alone, or
-        another than the one that moved)."""
+    @staticmethod
+    def arrive(execution: Execution, parent: Held | None, actor: str | None) -> Held:
+        """The record of a state reached by ``actor``'s move from ``parent``'s: it feeds
+        ``parent`` where the actor that moved is alone at a solo point, still on that move."""
         turns = execution.kernel.turns
         alone = parent if parent is not None and turns and turns[0] == actor else None
-        return Held(bool(turns), alone), alone
+        return Held(bool(turns), alone)
 
-    def cached(self, key: str, alone: Held | None) -> None:
-        """The run reached a state searched before (``key``): what its solo actor went on to
-        touch from there then (not known there: more than any vouch allows)."""
-        if alone is not None:
-            alone.touched = alone.touched | self.alone.get(key, EVERYTHING)
+    def cached(self, key: str, held: Held) -> None:
+        """The run reached a state searched before (``key``; ``held``, its record now): what
+        its solo actor went on to touch from there then (not known there: more than any
+        vouch allows) goes to the move it is on."""
+        if held.feeds is not None:
+            held.feeds.touched = held.feeds.touched | self.alone.get(key, EVERYTHING)
 
     def split(self, execution: Execution, held: Held, moves: list[Move]) -> list[Move]:
         """The moves to take now from a state with ``moves``: one actor's where its moves are

@@ -231,9 +231,9 @@ class ExhaustiveSearch:
         faults = 0 if parent is None else parent.faults_used + (move.fault is not None)  # type: ignore[union-attr]
         key = execution.key()
         ended = execution.done()
-        held = alone = None
+        held = None
         if self.reduction is not None and not ended:
-            held, alone = self.reduction.arrive(
+            held = self.reduction.arrive(
                 execution,
                 None if parent is None else parent.held,
                 None if move is None else move.actor,
@@ -265,8 +265,8 @@ class ExhaustiveSearch:
             or (self.shared is not None and self.shared.covers(key, left, depth_left))
         ):
             self.covered.pruned_by_cache += 1
-            if self.reduction is not None:
-                self.reduction.cached(key, alone)
+            if held is not None and self.reduction is not None:
+                self.reduction.cached(key, held)
             if parent is not None:
                 parent.estimate += self._seen.estimate(key)
             return None
