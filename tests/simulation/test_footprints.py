@@ -12,6 +12,7 @@ import dataclasses
 import random
 
 import pytest
+from _scenarios import more_starts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,20 +119,6 @@ def test_moves_called_independent_reach_the_same_state_in_either_order(name: str
     assert counted["independent"] > 0, counted  # the check checked something
 
 
-def _small(base: str, orders: int, workers: int) -> ys.Scenario:
-    """``base`` with ``workers`` workers and ``orders - 1`` more starts of its first trigger."""
-    scenario = ys.load_scenario(base)
-    first = scenario.triggers[0]
-    more = [
-        dataclasses.replace(first, execution_id=f"{first.execution_id}-{n}")
-        for n in range(1, orders)
-    ]
-    return dataclasses.replace(
-        scenario, name=f"{base}-{orders}x{workers}", faults=[], workers=workers,
-        triggers=[*scenario.triggers, *more],
-    )  # fmt: skip
-
-
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(
@@ -144,7 +131,7 @@ def test_on_random_small_scenarios_independent_moves_commute(
     base: str, orders: int, workers: int, seed: int
 ) -> None:
     """Orders 1-3, workers 1-3, at most one fault, with draws, waits and children."""
-    commutes(_small(base, orders, workers), seed=seed, walks=2, pairs=4)
+    commutes(more_starts(base, orders, workers), seed=seed, walks=2, pairs=4)
 
 
 # ---------------------------------------------------------------- what a move's footprint says

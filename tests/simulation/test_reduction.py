@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from _scenarios import bookings, more_starts, orders
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -49,18 +50,6 @@ def agree(scenario: ys.Scenario, faults: int) -> Any:
     return reduced
 
 
-def orders(count: int, workers: int) -> ys.Scenario:
-    """charge-order -> step.start ship-order, one trigger per order."""
-    base = ys.load_scenario("durable-start")
-    triggers = [
-        ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
-        for n in range(count)
-    ]
-    return dataclasses.replace(
-        base, name=f"orders-{count}x{workers}", faults=[], workers=workers, triggers=triggers
-    )
-
-
 @pytest.mark.parametrize(
     "name",
     [
@@ -85,20 +74,6 @@ def test_the_reduced_search_finds_what_the_full_search_finds(name: str) -> None:
     agree(scenario, faults=1)
 
 
-def _more(base: str, starts: int, workers: int) -> ys.Scenario:
-    """``base`` with ``workers`` workers and ``starts - 1`` more starts of its first trigger."""
-    scenario = ys.load_scenario(base)
-    first = scenario.triggers[0]
-    more = [
-        dataclasses.replace(first, execution_id=f"{first.execution_id}-{n}")
-        for n in range(1, starts)
-    ]
-    return dataclasses.replace(
-        scenario, name=f"{base}-{starts}x{workers}", faults=[], workers=workers,
-        triggers=[*scenario.triggers, *more],
-    )  # fmt: skip
-
-
 @settings(max_examples=10, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 @given(
@@ -115,7 +90,7 @@ def test_on_random_small_scenarios_the_reduced_and_full_searches_agree(
     """Orders 1-3, workers 1-3, faults 0-1, with draws, waits and children (the largest
     kept small enough to search twice)."""
     assume(starts * workers * (1 + 2 * faults) <= 12)
-    agree(_more(base, starts, workers), faults)
+    agree(more_starts(base, starts, workers), faults)
 
 
 def test_a_reduced_search_says_what_it_left_out() -> None:
@@ -154,11 +129,5 @@ def test_a_search_bounded_in_depth_is_not_reduced() -> None:
 
 
 def test_the_booking_race_is_still_found_with_four_bookings_on_three_workers() -> None:
-    race = ys.load_scenario("booking-race")
-    triggers = [
-        ys.Trigger("book-seat", {"booking": f"booking-{n}"}, execution_id=f"booking-{n}")
-        for n in range(1, 5)
-    ]
-    scenario = dataclasses.replace(race, triggers=triggers, workers=3, faults=[])
-    report = search(scenario, reduction=True, faults=0)
+    report = search(bookings(4, 3), reduction=True, faults=0)
     assert report.verdict == "violated"

@@ -5,11 +5,11 @@ states of that search, each up to the workers' names), in no more states."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from typing import Any
 
 import pytest
+from _scenarios import bookings, orders
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,30 +18,6 @@ from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.report import ExplorationReport
 from yieldstar_sim.simulation.statekeys import StateKeys
-
-
-def orders(count: int, workers: int) -> ys.Scenario:
-    """charge-order -> step.start ship-order, one trigger per order (the issue's case)."""
-    base = ys.load_scenario("durable-start")
-    triggers = [
-        ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
-        for n in range(count)
-    ]
-    return dataclasses.replace(
-        base, name=f"orders-{count}x{workers}", faults=[], workers=workers, triggers=triggers
-    )
-
-
-def bookings(count: int, workers: int) -> ys.Scenario:
-    """The booking race (an interleaving-only oversell) with ``count`` bookings."""
-    race = ys.load_scenario("booking-race")
-    triggers = [
-        ys.Trigger("book-seat", {"booking": f"booking-{n}"}, execution_id=f"booking-{n}")
-        for n in range(1, count + 1)
-    ]
-    return dataclasses.replace(
-        race, name=f"booking-race-{count}x{workers}", triggers=triggers, workers=workers
-    )
 
 
 class NamingKeys(StateKeys):
