@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, holds_no_past, wait_facts
+from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, wait_facts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,11 +49,12 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     behind = state.clocks.behind
 
     def actor(name: str) -> tuple[str, float, tuple[str, ...]]:
-        # Each actor with its worker's skew: which worker runs behind goes with its history
-        # (none where it holds nothing of its past).
-        wait = wait_facts(name, waits[name])
-        history = () if holds_no_past(name, wait) else histories.get(name.partition("~")[0], ())
-        return (wait + actor_role(name), behind.get(name.partition("~")[0], 0.0), tuple(history))
+        # Each actor with its worker's skew: which worker runs behind goes with its history.
+        return (
+            wait_facts(name, waits[name]) + actor_role(name),
+            behind.get(name.partition("~")[0], 0.0),
+            tuple(histories.get(name.partition("~")[0], ())),  # a helper has its worker's
+        )
 
     actors = sorted(actor(name) for name in waits)
     # Who goes first among actors waiting at solo points, when several wait there.

@@ -14,7 +14,6 @@ import yieldstar_sim as ys
 from yieldstar_sim.engine.world import Effect
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import Fault, FaultKind
-from yieldstar_sim.simulation.kernel import PARKED
 from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 from yieldstar_sim.simulation.statekeys import StateKeys, WholeReads
@@ -186,19 +185,12 @@ def test_every_kind_of_change_moves_the_key_and_the_cache_follows_it() -> None:
     moved("the world's random draws")
     state.clocks.behind["w1"] = 5.0
     moved("a worker's clock")
-    # An event that adds to a history counts for an actor that waits holding something of its
-    # past: not for a parked worker (it goes back to its claim, whatever it did), but once the
-    # worker waits otherwise (here asleep), its history grows, and its term with it.
+    # An event that adds to a history counts for an actor that waits: the worker's history
+    # grows, and its term with it.
     worker = next(name for name in state.kernel.waits if name.startswith("w"))
-    assert state.kernel.waits[worker] is PARKED
     event = next(
         e for e in reversed(state.trace.events) if e.kind == TraceKind.CALL and e.op != "claim"
     )
-    state.trace.events.append(dataclasses.replace(event, worker=worker, seq=len(state.trace)))
-    keys.remember(state.trace.events[-1:])
-    assert keys.key(state) == seen[-1] == whole_key(state, state.trace.events)
-    state.kernel.waits[worker] = 99.0
-    moved("a worker asleep")
     state.trace.events.append(dataclasses.replace(event, worker=worker, seq=len(state.trace)))
     keys.remember(state.trace.events[-1:])
     moved("a worker's history")

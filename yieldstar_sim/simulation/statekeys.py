@@ -39,7 +39,6 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.faults import PointInfo
 from yieldstar_sim.simulation.kernel import Park, Point
 from yieldstar_sim.simulation.terms import Executions, key_text, kind, store_text, term
 from yieldstar_sim.simulation.trace_payloads import TraceKind
@@ -86,23 +85,6 @@ def wait_facts(name: str, state: Point | float | Park) -> str:
     if isinstance(state, Park):
         return "parked"
     return f"sleep {state!r}"
-
-
-#: What a worker waits for where it holds nothing of its past: at its claim (the top of its loop,
-#: where ``workers._work`` resets it), or parked after a claim that found nothing (it goes back
-#: there when woken). Its history does not go into its term there: two workers that got there
-#: from different deliveries will do the same from now on.
-FRESH_WAITS = frozenset({wait_facts("", Point("claim", PointInfo("", Op.CLAIM))), "parked"})
-
-
-def holds_no_past(name: str, wait: str) -> bool:
-    """Whether actor ``name``, waiting as ``wait`` says, holds nothing of its past: a worker (not
-    a stalled attempt's helper) at its claim or parked.
-
-    >>> holds_no_past("w1", "parked"), holds_no_past("w1~order-1~2", "parked")
-    (True, False)
-    """
-    return wait in FRESH_WAITS and "~" not in name
 
 
 class StateKeys:
@@ -220,7 +202,7 @@ class StateKeys:
         # A worker's helper (a stalled attempt: ``w1~order-42~3``) has its worker's history:
         # which worker it belongs to is what tells apart a stall of the worker now idle from a
         # stall of the one now busy, which the role alone does not.
-        running = None if holds_no_past(name, wait) else self._hashes.get(name.partition("~")[0])
+        running = self._hashes.get(name.partition("~")[0])
         running = _HISTORY.copy() if running is None else running.copy()
         clock = b"" if not behind else repr(behind).encode()
         running.update(b"\0" + wait.encode() + b"\0" + actor_role(name).encode() + b"\0" + clock)
