@@ -320,53 +320,9 @@ class ExplorationReport:
         return exporter("report")(self, path, scenario=scenario)
 
     def summary(self) -> str:
-        """A few lines for people: verdict, coverage, and each violation explained."""
-        lines = [
-            f"{self.scenario}: {self.strategy} exploration, max {self.max_faults} fault(s), seed "
-            f"{self.seed}, {self.runtime}: {self.verdict}",
-            f"  {self.coverage()}, in {self.elapsed:.1f}s",
-        ]
-        if self.incomplete_schedules:
-            lines.append(
-                f"  {self.incomplete_schedules} schedule(s) did not finish (neither ok nor "
-                f"violated): {'; '.join(self.incomplete_reasons)}"
-            )
-        lines += [
-            f"  RUNTIME ADAPTER fails the conformance case {failure}"
-            for failure in self.adapter_failures
-        ]
-        if not self.violations and not self.runtime_mismatches:
-            lines.append("  no invariant was violated")
-        for found in self.violations:
-            lines.append(f"  VIOLATED {found.invariant}: {found.message}")
-            if found.faults:
-                lines.append(
-                    f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
-                )
-            else:
-                # Not "seed N's interleaving": a draw or a completion order the seed would not
-                # take may be what breaks it.
-                lines.append(
-                    "    with no fault: the schedule alone violates it (its interleaving, draws "
-                    "and completion orders are in the replay artifact)"
-                )
-            if found.nearest_passing is not None:
-                lines.append(
-                    f"    nearest passing: {'; '.join(found.nearest_passing) or 'no faults'}"
-                )
-            if found.divergence:
-                lines.append(f"    first divergence: {found.divergence}")
-            if found.artifact_path is not None:
-                lines.append(f"    replay artifact: {found.artifact_path}")
-        broken = self.broken_by()
-        if broken and not self.stopped_at_first:
-            lines.append("  single faults that break it:")
-            lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
-        lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
-        lines += [f"  NOT DETERMINISTIC: {m}" for m in self.nondeterminism]
-        lines += [f"  {c}" for c in self.confirmations]
-        lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
+        """A few lines for people: verdict, coverage, and each violation explained
+        (``views.exploration_summary``)."""
+        return drawer("summary")(self)  # type: ignore[no-any-return]
 
     def broken_by(self) -> dict[str, list[str]]:
         """For each fault kind, the choice points where that single fault broke an invariant
