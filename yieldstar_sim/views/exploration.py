@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.views.drawn_text import MAX_LINE, MAX_TICK, drawable, shown
-from yieldstar_sim.views.grid import grid_rows
+from yieldstar_sim.views.grid import by_point, grid_rows
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    points, kinds, verdicts = report.by_point()
+    points, kinds, verdicts = by_point(report)
     rows = grid_rows(points, kinds, verdicts)  # past GRID_ROWS points: one row per pattern
     # Tick labels: their text is set as the figure is drawn, after drawn_text's pass: made
     # drawable here, and no wider than a grid can give them.

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.strategy import StopReason
 from yieldstar_sim.simulation.exporters import drawer
-from yieldstar_sim.simulation.faults import FAULT_KINDS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -332,13 +331,6 @@ class ExplorationReport:
             if verdict == "violated":
                 broken.setdefault(kind, []).append(label)
         return broken
-
-    def by_point(self) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
-        """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
-        kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
-        labels = list(dict.fromkeys(label for label, _ in self.verdicts))
-        kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
-        return labels, kinds, dict(self.verdicts)
 
     def _repr_html_(self) -> str:
         """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
