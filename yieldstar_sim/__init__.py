@@ -80,7 +80,7 @@ def _compose() -> None:
     from yieldstar_sim.views.figures import draw_focus
     from yieldstar_sim.views.grid import report_html
     from yieldstar_sim.views.review import write_review
-    from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
+    from yieldstar_sim.views.statespace import draw_state_graph, state_graph
 
     register_exporter("run", export_file)
     register_exporter("report", write_review)
@@ -89,7 +89,6 @@ def _compose() -> None:
     register_drawer("report_html", report_html)
     register_drawer("state_graph", state_graph)
     register_drawer("draw_state_graph", draw_state_graph)
-    register_drawer("export_state_graph", export_state_graph)
 
 
 _compose()

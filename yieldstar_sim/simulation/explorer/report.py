@@ -286,13 +286,6 @@ class ExplorationReport:
         options.setdefault("title", f"{self.scenario}: {self._completeness()}"[:120])
         return drawer("draw_state_graph")(self._space(), **options)  # type: ignore[no-any-return]
 
-    def export_state_graph(self, folder: str | Path, formats: Any = ("svg", "graphml")) -> Any:
-        """Write the state space to ``folder`` in ``formats`` (svg, png, pdf, graphml, json,
-        dot, html); returns ``{format: path}``."""
-        return drawer("export_state_graph")(
-            self._space(), folder, formats, stem=f"{self.scenario}-states"
-        )
-
     def schedule_to_state(self, key: str) -> tuple[Move, ...]:
         """The moves of a run that passes through state ``key`` of the explored state space
         (the run that reached it first, up to there)."""
