@@ -150,6 +150,11 @@ class ExplorationReport:
         return 0 if self.exhaustive is None else self.exhaustive.distinct_states
 
     @property
+    def states(self) -> int:
+        """``distinct_states``."""
+        return self.distinct_states
+
+    @property
     def exhausted(self) -> bool:
         """Whether every schedule under the bound was covered (for the exhaustive strategy: up
         to state caching and worker symmetry), with nothing cut and no schedule incomplete. A
