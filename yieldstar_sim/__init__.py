@@ -70,24 +70,25 @@ __version__ = "0.1.0"
 
 
 def _compose() -> None:
-    """The composition root: runs and exploration reports write, runs draw their timelines and
-    state spaces draw, through the views, which the simulation layer never imports. They are
-    handed over here, once, when the package loads: no module registers anything as a side
-    effect of being imported."""
+    """The composition root: runs and exploration reports write, runs draw their timelines,
+    reports say their summaries and state spaces draw, through the views, which the simulation
+    layer never imports. They are handed over here, once, when the package loads: no module
+    registers anything as a side effect of being imported."""
     from yieldstar_sim.simulation.exporters import register_drawer, register_exporter
+    from yieldstar_sim.views.exploration import exploration_summary
     from yieldstar_sim.views.export import export_file
     from yieldstar_sim.views.figures import draw_focus
     from yieldstar_sim.views.grid import report_html
     from yieldstar_sim.views.review import write_review
-    from yieldstar_sim.views.statespace import draw_state_graph, export_state_graph, state_graph
+    from yieldstar_sim.views.statespace import draw_state_graph, state_graph
 
     register_exporter("run", export_file)
     register_exporter("report", write_review)
     register_drawer("timeline", draw_focus)
+    register_drawer("summary", exploration_summary)
     register_drawer("report_html", report_html)
     register_drawer("state_graph", state_graph)
     register_drawer("draw_state_graph", draw_state_graph)
-    register_drawer("export_state_graph", export_state_graph)
 
 
 _compose()

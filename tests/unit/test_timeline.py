@@ -9,6 +9,7 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.views import build_timeline, draw_run, draw_timeline, graph_from_trace
+from yieldstar_sim.views.grid import by_point
 
 
 def run_of(name: str) -> SimulationRun:
@@ -78,7 +79,7 @@ def test_the_exploration_grid_and_the_divergence_render() -> None:
     from yieldstar_sim.views import draw_divergence, draw_exploration
 
     report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None, stop_at_first=False)
-    labels, _kinds, verdicts = report.by_point()
+    labels, _kinds, verdicts = by_point(report)
     assert "w2 put_step order-42/ship" in labels
     assert verdicts[("w2 put_step order-42/ship", "crash")] == "violated"
     assert verdicts[("w2 put_step order-42/ship", "crash_after")] == "ok"
@@ -172,7 +173,7 @@ def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_pict
     from yieldstar_sim.views import draw_exploration
 
     report = ys.explore(ys.load_scenario("zombie-attempt"), confirm=None)  # stops at the first
-    _labels, kinds, _verdicts = report.by_point()
+    _labels, kinds, _verdicts = by_point(report)
     assert kinds == ["crash"]
     figure = draw_exploration(report)
     renderer = FigureCanvasAgg(figure).get_renderer()
@@ -216,7 +217,7 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     report = ExplorationReport(
         "orders", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=verdicts)
     )
-    rows = grid_rows(*report.by_point())
+    rows = grid_rows(*by_point(report))
     assert [row.label for row in rows] == [
         "100 \u00d7 w# put_step order-#/charge",
         "100 \u00d7 w# acknowledge order-#",
@@ -238,7 +239,7 @@ def test_a_review_size_grid_folds_alike_choice_points_into_one_row_each() -> Non
     fewer = ExplorationReport(
         "o", "systematic", 1, 0, "memory", systematic=SystematicCoverage(verdicts=few)
     )
-    labels = [row.label for row in grid_rows(*fewer.by_point())]
+    labels = [row.label for row in grid_rows(*by_point(fewer))]
     assert labels == ["w2 put_step order-1/charge", "w3 put_step order-2/charge"]
 
 

@@ -1,5 +1,6 @@
 """Where runs and exploration reports find their writers (``run.export``, ``report.export``)
-and their pictures (``run.timeline``, ``report.state_graph``, the report's notebook table).
+and their pictures and words (``run.timeline``, ``report.state_graph``, ``report.summary``, the
+report's notebook table).
 
 The simulation layer never imports the views, so the writers are handed to it: the composition
 root (``yieldstar_sim/__init__.py``) registers the views' writers when the package is imported,

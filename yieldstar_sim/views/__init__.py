@@ -8,7 +8,12 @@ simulation layer never imports the views.
 
 from __future__ import annotations
 
-from yieldstar_sim.views.exploration import ExplorationPictures, draw_divergence, draw_exploration
+from yieldstar_sim.views.exploration import (
+    ExplorationPictures,
+    draw_divergence,
+    draw_exploration,
+    exploration_summary,
+)
 from yieldstar_sim.views.export import (
     FORMATS,
     export,
@@ -48,6 +53,7 @@ __all__ = [
     "draw_state_graph",
     "draw_timeline",
     "execution_graph",
+    "exploration_summary",
     "export",
     "export_state_graph",
     "families",

@@ -1,5 +1,5 @@
-"""Views of an exploration: which fault at which choice point broke what, and how a violation
-differs from its nearest passing schedule."""
+"""Views of an exploration: its summary in words, which fault at which choice point broke what,
+and how a violation differs from its nearest passing schedule."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.filenames import file_stem
 from yieldstar_sim.views.drawn_text import MAX_LINE, MAX_TICK, drawable, shown
-from yieldstar_sim.views.grid import grid_rows
+from yieldstar_sim.views.grid import by_point, grid_rows
 from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
@@ -28,6 +28,53 @@ VERDICT_COLOURS = {
 }
 
 
+def exploration_summary(report: ExplorationReport) -> str:
+    """A few lines for people (``report.summary()``): verdict, coverage, and each violation
+    explained."""
+    lines = [
+        f"{report.scenario}: {report.strategy} exploration, max {report.max_faults} fault(s), seed "
+        f"{report.seed}, {report.runtime}: {report.verdict}",
+        f"  {report.coverage()}, in {report.elapsed:.1f}s",
+    ]
+    if report.incomplete_schedules:
+        lines.append(
+            f"  {report.incomplete_schedules} schedule(s) did not finish (neither ok nor "
+            f"violated): {'; '.join(report.incomplete_reasons)}"
+        )
+    lines += [
+        f"  RUNTIME ADAPTER fails the conformance case {failure}"
+        for failure in report.adapter_failures
+    ]
+    if not report.violations and not report.runtime_mismatches:
+        lines.append("  no invariant was violated")
+    for found in report.violations:
+        lines.append(f"  VIOLATED {found.invariant}: {found.message}")
+        if found.faults:
+            lines.append(f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}")
+        else:
+            # Not "seed N's interleaving": a draw or a completion order the seed would not
+            # take may be what breaks it.
+            lines.append(
+                "    with no fault: the schedule alone violates it (its interleaving, draws "
+                "and completion orders are in the replay artifact)"
+            )
+        if found.nearest_passing is not None:
+            lines.append(f"    nearest passing: {'; '.join(found.nearest_passing) or 'no faults'}")
+        if found.divergence:
+            lines.append(f"    first divergence: {found.divergence}")
+        if found.artifact_path is not None:
+            lines.append(f"    replay artifact: {found.artifact_path}")
+    broken = report.broken_by()
+    if broken and not report.stopped_at_first:
+        lines.append("  single faults that break it:")
+        lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
+    lines += [f"  runtime mismatch: {m}" for m in report.runtime_mismatches]
+    lines += [f"  NOT DETERMINISTIC: {m}" for m in report.nondeterminism]
+    lines += [f"  {c}" for c in report.confirmations]
+    lines += [f"  warning: {w}" for w in report.warnings]
+    return "\n".join(lines)
+
+
 def draw_exploration(report: ExplorationReport) -> Figure:
     """Single-fault verdicts as a grid: choice points (rows, in run order) x fault kinds.
     Past ``GRID_ROWS`` choice points, those whose labels differ only in their numbers are one
@@ -42,7 +89,7 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    points, kinds, verdicts = report.by_point()
+    points, kinds, verdicts = by_point(report)
     rows = grid_rows(points, kinds, verdicts)  # past GRID_ROWS points: one row per pattern
     # Tick labels: their text is set as the figure is drawn, after drawn_text's pass: made
     # drawable here, and no wider than a grid can give them.

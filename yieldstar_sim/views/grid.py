@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.simulation.faults import FAULT_KINDS
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -64,6 +66,15 @@ class GridRow:
         counts = self.cells.get(kind, {})
         worst = self.verdict(kind)
         return (counts[worst] if worst else 0), sum(counts.values())
+
+
+def by_point(report: ExplorationReport) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
+    """The report's single-fault verdicts as a table: choice-point labels (rows, in run order),
+    fault kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
+    verdicts = report.verdicts
+    labels = list(dict.fromkeys(label for label, _ in verdicts))
+    kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in verdicts)]
+    return labels, kinds, dict(verdicts)
 
 
 def pattern(label: str) -> str:
@@ -108,7 +119,7 @@ _CELLS = {
 def report_html(report: ExplorationReport) -> str:
     """An exploration report in Jupyter (``ExplorationReport._repr_html_``): its summary, and
     the choice point x fault kind table folded as the grid is."""
-    labels, kinds, verdicts = report.by_point()
+    labels, kinds, verdicts = by_point(report)
     head = "".join(f"<th>{html.escape(kind)}</th>" for kind in kinds)
     rows = []
     for row in grid_rows(labels, kinds, verdicts):

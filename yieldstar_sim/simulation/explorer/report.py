@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.simulation.explorer.strategy import StopReason
 from yieldstar_sim.simulation.exporters import drawer
-from yieldstar_sim.simulation.faults import FAULT_KINDS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -287,13 +286,6 @@ class ExplorationReport:
         options.setdefault("title", f"{self.scenario}: {self._completeness()}"[:120])
         return drawer("draw_state_graph")(self._space(), **options)  # type: ignore[no-any-return]
 
-    def export_state_graph(self, folder: str | Path, formats: Any = ("svg", "graphml")) -> Any:
-        """Write the state space to ``folder`` in ``formats`` (svg, png, pdf, graphml, json,
-        dot, html); returns ``{format: path}``."""
-        return drawer("export_state_graph")(
-            self._space(), folder, formats, stem=f"{self.scenario}-states"
-        )
-
     def schedule_to_state(self, key: str) -> tuple[Move, ...]:
         """The moves of a run that passes through state ``key`` of the explored state space
         (the run that reached it first, up to there)."""
@@ -320,53 +312,9 @@ class ExplorationReport:
         return exporter("report")(self, path, scenario=scenario)
 
     def summary(self) -> str:
-        """A few lines for people: verdict, coverage, and each violation explained."""
-        lines = [
-            f"{self.scenario}: {self.strategy} exploration, max {self.max_faults} fault(s), seed "
-            f"{self.seed}, {self.runtime}: {self.verdict}",
-            f"  {self.coverage()}, in {self.elapsed:.1f}s",
-        ]
-        if self.incomplete_schedules:
-            lines.append(
-                f"  {self.incomplete_schedules} schedule(s) did not finish (neither ok nor "
-                f"violated): {'; '.join(self.incomplete_reasons)}"
-            )
-        lines += [
-            f"  RUNTIME ADAPTER fails the conformance case {failure}"
-            for failure in self.adapter_failures
-        ]
-        if not self.violations and not self.runtime_mismatches:
-            lines.append("  no invariant was violated")
-        for found in self.violations:
-            lines.append(f"  VIOLATED {found.invariant}: {found.message}")
-            if found.faults:
-                lines.append(
-                    f"    shrunk to {len(found.faults)} fault(s): {'; '.join(found.faults)}"
-                )
-            else:
-                # Not "seed N's interleaving": a draw or a completion order the seed would not
-                # take may be what breaks it.
-                lines.append(
-                    "    with no fault: the schedule alone violates it (its interleaving, draws "
-                    "and completion orders are in the replay artifact)"
-                )
-            if found.nearest_passing is not None:
-                lines.append(
-                    f"    nearest passing: {'; '.join(found.nearest_passing) or 'no faults'}"
-                )
-            if found.divergence:
-                lines.append(f"    first divergence: {found.divergence}")
-            if found.artifact_path is not None:
-                lines.append(f"    replay artifact: {found.artifact_path}")
-        broken = self.broken_by()
-        if broken and not self.stopped_at_first:
-            lines.append("  single faults that break it:")
-            lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
-        lines += [f"  runtime mismatch: {m}" for m in self.runtime_mismatches]
-        lines += [f"  NOT DETERMINISTIC: {m}" for m in self.nondeterminism]
-        lines += [f"  {c}" for c in self.confirmations]
-        lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
+        """A few lines for people: verdict, coverage, and each violation explained
+        (``views.exploration_summary``)."""
+        return drawer("summary")(self)  # type: ignore[no-any-return]
 
     def broken_by(self) -> dict[str, list[str]]:
         """For each fault kind, the choice points where that single fault broke an invariant
@@ -376,13 +324,6 @@ class ExplorationReport:
             if verdict == "violated":
                 broken.setdefault(kind, []).append(label)
         return broken
-
-    def by_point(self) -> tuple[list[str], list[str], dict[tuple[str, str], str]]:
-        """Single-fault verdicts as a table: choice-point labels (rows, in run order), fault
-        kinds (columns) and ``{(label, kind): "ok" | "violated" | "equivalent"}``."""
-        labels = list(dict.fromkeys(label for label, _ in self.verdicts))
-        kinds = [str(kind) for kind in FAULT_KINDS if any(k == kind for _, k in self.verdicts)]
-        return labels, kinds, dict(self.verdicts)
 
     def _repr_html_(self) -> str:
         """Jupyter: the summary and the choice point x fault kind table (``views.grid``)."""
