@@ -157,9 +157,7 @@ def test_a_shipped_state_goes_on_in_another_process_as_the_run_went() -> None:
                 assert future.result(timeout=120) == (said, done), name
 
 
-def test_a_runtime_that_cannot_snapshot_itself_ships_the_path_and_the_receiver_replays_it() -> (
-    None
-):
+def test_a_runtime_that_cannot_snapshot_ships_the_path_and_the_receiver_replays_it() -> None:
     scenario = ys.load_scenario("durable-start")
     values = _check_restored(scenario, seeded=False, runtime="duckdb")
     assert all(value.state is None for value in values)
