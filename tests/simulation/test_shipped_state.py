@@ -12,21 +12,26 @@ import concurrent.futures
 import multiprocessing
 import pickle
 import random
-from typing import Any
+from dataclasses import dataclass
 
 import _scenarios
 import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import workers
-from yieldstar_sim.simulation.execution import Execution, ShipMismatch, ShippedExecution
+from yieldstar_sim.simulation.execution import (
+    Execution,
+    SavedExecution,
+    ShipMismatch,
+    ShippedExecution,
+)
 from yieldstar_sim.simulation.faults import FAULT_KINDS, explored_seconds
 from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
 SCENARIOS = sorted(bundled_scenarios())
 KINDS = tuple(FAULT_KINDS)
-SECONDS = {kind: explored_seconds(kind, 40.0) for kind in KINDS}
+SECONDS = {kind: s for kind in KINDS if (s := explored_seconds(kind, 40.0)) is not None}
 #: How many states of each run are shipped (spread over it, its first and last among them).
 SHIPS = 6
 
@@ -53,16 +58,24 @@ def _now(execution: Execution) -> tuple[object, ...]:
     return execution.key(), execution.moves(KINDS, SECONDS), execution.points, execution.stopped
 
 
-def _shipped_run(
-    scenario: ys.Scenario, *, seeded: bool, runtime: str = "memory"
-) -> tuple[list[tuple[int, bytes, tuple[object, ...]]], list[Move], tuple[object, ...]]:
+@dataclass
+class Shipped:
+    """A run shipped at several points (``_shipped_run``)."""
+
+    ships: list[tuple[int, bytes, tuple[object, ...]]]
+    """Each ship, pickled, with the moves taken before it and what the run said there."""
+    schedule: list[Move]
+    end: tuple[object, ...]
+    footprints: list[object]
+    """What each move touched (a run of the seed's own moves records none)."""
+
+
+def _shipped_run(scenario: ys.Scenario, *, seeded: bool, runtime: str = "memory") -> Shipped:
     """A run (random moves with at most one explored fault, recording footprints, or the
-    seed's own moves), shipped and pickled at ``SHIPS`` points: each ship with the moves
-    taken before it and what the run said there; the run's moves; how it ended (with the
-    footprints of its moves)."""
+    seed's own moves), shipped and pickled at ``SHIPS`` points."""
     execution = Execution(scenario, runtime=runtime, saving=True, footprints=not seeded)
     rng = random.Random(11)
-    states: list[tuple[int, object, tuple[object, ...]]] = []
+    states: list[tuple[int, SavedExecution, tuple[object, ...]]] = []
     schedule: list[Move] = []
     footprints: list[object] = []
     faults = 0
@@ -83,13 +96,13 @@ def _shipped_run(
     states.append((len(schedule), execution.save(), _now(execution)))
     picked = sorted({round(i * (len(states) - 1) / (SHIPS - 1)) for i in range(SHIPS)})
     # Shipped from the end of the run: each saved state is on its path to now.
-    shipped = [
-        (states[i][0], pickle.dumps(execution.ship(states[i][1]), protocol=5), states[i][2])  # type: ignore[arg-type]
+    ships = [
+        (states[i][0], pickle.dumps(execution.ship(states[i][1]), protocol=5), states[i][2])
         for i in picked
     ]
-    end = (*_end(execution), footprints)
+    end = _end(execution)
     execution.close()
-    return shipped, schedule, end
+    return Shipped(ships, schedule, end, footprints)
 
 
 def _check_restored(
@@ -97,23 +110,23 @@ def _check_restored(
 ) -> list[ShippedExecution]:
     """Restore each ship of a run into one fresh run, deepest first (each restore from wherever
     the last one went), and check it stands and ends as the run did."""
-    shipped, schedule, end = _shipped_run(scenario, seeded=seeded, runtime=runtime)
+    run = _shipped_run(scenario, seeded=seeded, runtime=runtime)
     receiver = Execution(scenario, runtime=runtime, saving=True, footprints=not seeded)
     values = []
     try:
-        for at, data, said in reversed(shipped):
+        for at, data, said in reversed(run.ships):
             value = pickle.loads(data)
             values.append(value)
             receiver.restore(value)
             assert _now(receiver) == said, f"{scenario.name}: restored after {at} moves"
-            footprints = list(end[-1][:at])  # type: ignore[index]
+            footprints = run.footprints[:at]
             if seeded:
                 receiver.take_defaults()
             else:
-                for move in schedule[at:]:
+                for move in run.schedule[at:]:
                     _take(receiver, move, footprints)
-            got = (*_end(receiver), footprints)
-            assert got == end, f"{scenario.name}: restored after {at} moves, ended"
+            assert _end(receiver) == run.end, f"{scenario.name}: restored after {at} moves"
+            assert footprints == run.footprints, f"{scenario.name}: restored after {at} moves"
     finally:
         receiver.close()
     return values
@@ -137,7 +150,7 @@ def _go_on_elsewhere(name: str, at: int, data: bytes, rest: list[Move]) -> tuple
         footprints: list[object] = []
         for move in rest:
             _take(execution, move, footprints)
-        return said, (*_end(execution), footprints)
+        return said, _end(execution), footprints
     finally:
         execution.close()
 
@@ -147,14 +160,14 @@ def test_a_shipped_state_goes_on_in_another_process_as_the_run_went() -> None:
     context = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(1, mp_context=context) as pool:
         for name in ("durable-start", "orders-3x3"):
-            shipped, schedule, end = _shipped_run(_scenario(name), seeded=False)
+            run = _shipped_run(_scenario(name), seeded=False)
             futures = [
-                (said, pool.submit(_go_on_elsewhere, name, at, data, schedule[at:]))
-                for at, data, said in shipped
+                (at, said, pool.submit(_go_on_elsewhere, name, at, data, run.schedule[at:]))
+                for at, data, said in run.ships
             ]
-            for (at, _, _), (said, future) in zip(shipped, futures, strict=True):
-                done = (*end[:-1], end[-1][at:])  # type: ignore[index]
-                assert future.result(timeout=120) == (said, done), name
+            for at, said, future in futures:
+                went = (said, run.end, run.footprints[at:])
+                assert future.result(timeout=120) == went, f"{name}: restored after {at} moves"
 
 
 def test_a_runtime_that_cannot_snapshot_ships_the_path_and_the_receiver_replays_it() -> None:
@@ -167,8 +180,8 @@ def test_a_runtime_that_cannot_snapshot_ships_the_path_and_the_receiver_replays_
 
 
 def test_a_run_refuses_a_state_shipped_by_a_run_of_another_scenario_seed_or_runtime() -> None:
-    shipped, _, _ = _shipped_run(ys.load_scenario("durable-start"), seeded=False)
-    value = pickle.loads(shipped[2][1])
+    ships = _shipped_run(ys.load_scenario("durable-start"), seeded=False).ships
+    value = pickle.loads(ships[2][1])
     others = [
         (Execution(ys.load_scenario("trigger-in-step"), saving=True), "scenario, code;"),
         (Execution(ys.load_scenario("durable-start"), seed=1, saving=True), "seed;"),
@@ -186,11 +199,11 @@ def test_a_state_whose_factories_the_receiver_lacks_is_refused_naming_why(
 ) -> None:
     # A receiver whose package has no such factory (another version) cannot make the actors
     # again: it says so, never goes on from a state half put back.
-    shipped, _, _ = _shipped_run(ys.load_scenario("durable-start"), seeded=False)
+    ships = _shipped_run(ys.load_scenario("durable-start"), seeded=False).ships
     receiver = Execution(ys.load_scenario("durable-start"), saving=True)
     monkeypatch.delattr(workers, "worker")
     with pytest.raises(ShipMismatch, match=r"cannot be unpickled here.*worker"):
-        receiver.restore(pickle.loads(shipped[-2][1]))
+        receiver.restore(pickle.loads(ships[-2][1]))
     monkeypatch.undo()
     receiver.close()
 
@@ -223,6 +236,6 @@ def test_only_a_state_on_the_runs_path_to_now_ships() -> None:
     execution.close()
 
 
-def _restored_key(execution: Execution, saved: Any) -> str:
+def _restored_key(execution: Execution, saved: SavedExecution) -> str:
     execution.restore(saved)
     return execution.key()
