@@ -63,6 +63,9 @@ if TYPE_CHECKING:
 class Heartbeat:
     """A body's ``step.heartbeat()``, in what it did: its worker renews the lease there."""
 
+    def __reduce__(self) -> str:
+        return "HEARTBEAT"  # pickled as the one mark itself: it is compared by identity
+
 
 #: The one heartbeat mark (``SimPort.heartbeat`` appends it to what a body did).
 HEARTBEAT = Heartbeat()
@@ -72,6 +75,9 @@ HEARTBEAT = Heartbeat()
 class CrashWorker:
     """A body's ``step.world.crash_worker()``, in what it did: its worker dies there, when the
     work reaches it, as at a crash fault (the body's code stopped there)."""
+
+    def __reduce__(self) -> str:
+        return "CRASH_WORKER"  # pickled as the one mark itself: it is compared by identity
 
 
 #: The one crash mark (``SimPort.crash_worker`` appends it to what a body did).

@@ -51,6 +51,10 @@ class Wait:
 class Park:
     """Sleep until ``Kernel.nudge`` or until time moves to the next wake."""
 
+    def __reduce__(self) -> str:
+        # Pickled as ``PARKED`` itself (a shipped state's ``waits``): readers compare by identity.
+        return "PARKED"
+
 
 #: What a parked actor waits for in ``Kernel.waits``: one object, so that comparing two
 #: snapshots of it finds the same object (a new ``Park()`` would be compared field by field).

@@ -14,11 +14,20 @@ snapshot and the length of each actor's log; ``restore`` puts them back into the
 and replaces each actor that moved since with one made again from its log when it next moves.
 A runtime that cannot snapshot itself (``Snapshots``: DuckDB, PostgreSQL, an adapter that does
 not say it can) is never saved: the caller replays the path instead (``execution.py``).
+
+``ship`` makes a saved state bytes that ``land`` puts into another run of the same scenario, in
+this process or another: the data held whole, and each actor's log with its factory, pickled.
+A factory is a function of data and of the run's ``RunState``; the state is left out by
+reference, and the receiving run binds its own (docs/decisions.md, "A saved state that
+travels").
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
+import pickle
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -291,7 +300,11 @@ class Saveable(Protocol):
         ...
 
     def restore_data(self, data: Any) -> None:
-        """Put the state's data back as ``save_data`` took it."""
+        """Put the state's data back as ``save_data`` took it, or as ``ship_data`` holds it."""
+        ...
+
+    def ship_data(self, data: Any) -> object:
+        """``data`` (``save_data``'s, on the run's path to now) held whole, for another run."""
         ...
 
 
@@ -357,3 +370,66 @@ def restore(state: Saveable, saved: Saved) -> int:
     moved.clear()
     kernel.restore(saved.kernel, actors)
     return made
+
+
+#: What a shipped state holds in place of the run's state: the receiving run binds its own.
+_THE_RUN = "the run's state"
+
+
+class _Shipper(pickle.Pickler):
+    """Pickles a saved state with the run's state left out by reference (``ship``)."""
+
+    def __init__(self, file: io.BytesIO, state: object) -> None:
+        super().__init__(file, protocol=5)
+        self.state = state
+
+    def persistent_id(self, obj: object) -> str | None:
+        """The run's state by reference; anything else pickled as it is."""
+        return _THE_RUN if obj is self.state else None
+
+
+class _Lander(pickle.Unpickler):
+    """Unpickles a shipped state with the receiving run's state bound in (``land``)."""
+
+    def __init__(self, file: io.BytesIO, state: object) -> None:
+        super().__init__(file)
+        self.state = state
+
+    def persistent_load(self, pid: object) -> object:
+        """The receiving run's state, where the shipped one referred to its own."""
+        if pid != _THE_RUN:
+            raise pickle.UnpicklingError(f"a shipped state refers to {pid!r}, which no run holds")
+        return self.state
+
+
+def ship(state: Saveable, saved: Saved) -> bytes:
+    """``saved`` (saved on the path of ``state``'s run to where it stands now) as bytes that
+    ``land`` puts into another run of the same scenario: its data held whole
+    (``ship_data``), and the log of each actor it holds, cut to its saved length, with the
+    factory that makes the actor again; compressed. A value that does not pickle raises
+    (``pickle.PicklingError``, ``TypeError`` or ``AttributeError``)."""
+    actors = saved.kernel.actors
+    whole = Saved(
+        kernel=saved.kernel,
+        runtime=saved.runtime,
+        data=state.ship_data(saved.data),
+        logs={
+            name: (ActorLog(log.factory, log.entries[:length]), length)
+            for name, (log, length) in saved.logs.items()
+            if name in actors
+        },
+    )
+    buffer = io.BytesIO()
+    _Shipper(buffer, state).dump(whole)
+    # Compressed: the trace's words repeat (a third of the size, for a tenth of the time).
+    return zlib.compress(buffer.getvalue(), 1)
+
+
+def land(state: Saveable, shipped: bytes) -> Saved:
+    """What ``ship`` shipped, its factories bound to ``state`` (a run of the same scenario):
+    ``restore`` puts it back, every actor made again from its log, as often as asked.
+    Unpickling runs code: land only what a worker you trust shipped."""
+    saved = _Lander(io.BytesIO(zlib.decompress(shipped)), state).load()
+    if type(saved) is not Saved:
+        raise pickle.UnpicklingError(f"not a shipped state: {type(saved).__name__}")
+    return saved

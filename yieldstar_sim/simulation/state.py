@@ -25,7 +25,7 @@ Everything of the state that is data is saved and put back here, in ``save_data`
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yieldstar_sim.simulation.footprints import RANDOM
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.core.clock import ManualClock
     from yieldstar_sim.engine.invoker import Registry
-    from yieldstar_sim.engine.world import Ledger, WorldStore
+    from yieldstar_sim.engine.world import Effect, Ledger, WorldStore
     from yieldstar_sim.runtime.protocol import Runtime
     from yieldstar_sim.simulation.deadline import Deadline
     from yieldstar_sim.simulation.footprints import Touches
@@ -64,14 +64,15 @@ class WorkerClocks:
 @dataclass(frozen=True, slots=True)
 class RunData:
     """The data of a run's state at one choice point (``RunState.save_data``): what only grows
-    kept by its length, the rest copied."""
+    kept by its length, the rest copied; or, to be shipped to another run
+    (``RunState.ship_data``), what only grows held whole."""
 
-    trace: int
-    effects: int
+    trace: int | tuple[TraceEvent, ...]
+    effects: int | tuple[Effect, ...]
     store: dict[str, str]
     behind: dict[str, float]
     lease_ends: dict[tuple[str, int], float]
-    admissions: int
+    admissions: int | tuple[Admission, ...]
     admitted: frozenset[tuple[str, int]]
     world_random: Any
     world_draws: int
@@ -232,15 +233,35 @@ class RunState:
             world_draws=self.world_draws,
         )
 
+    def ship_data(self, data: RunData) -> RunData:
+        """``data`` (``save_data``'s, taken on this run's path) with what only grows held
+        whole: the trace, the effects and the admissions up to their saved lengths, for any
+        run of the same scenario to ``restore_data``."""
+        assert type(data.trace) is int, "a saved state's data, not a shipped one's"
+        assert type(data.effects) is int
+        assert type(data.admissions) is int
+        return replace(
+            data,
+            trace=tuple(self.trace.events[: data.trace]),
+            effects=tuple(self.ledger.effects[: data.effects]),
+            admissions=tuple(self.admissions[: data.admissions]),
+        )
+
     def restore_data(self, data: Any) -> None:
         """Put the state's data back as ``save_data`` took it (into the same objects: the
-        actors hold them)."""
-        self.trace.truncate(data.trace)
-        del self.ledger.effects[data.effects :]
+        actors hold them), or as ``ship_data`` holds it (whole, into a run of its own)."""
+        if type(data.trace) is int:
+            self.trace.truncate(data.trace)
+            del self.ledger.effects[data.effects :]
+            del self.admissions[data.admissions :]
+        else:
+            self.trace.truncate(0)
+            self.trace.events += data.trace
+            self.ledger.effects[:] = data.effects
+            self.admissions[:] = data.admissions
         _put_back(self.store.canonical, data.store)
         _put_back(self.clocks.behind, data.behind)
         _put_back(self.lease_ends, data.lease_ends)
-        del self.admissions[data.admissions :]
         self.admitted.clear()
         self.admitted.update(data.admitted)
         if data.world_random is None:

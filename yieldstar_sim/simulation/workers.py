@@ -269,8 +269,14 @@ class _Midway:
             return
         steps = tuple(row.steps.values())
         again = partial(_midway_delivery, self.delivery, steps)
-        state.reset(self.name, lambda: worker(state, self.name, again()))
+        state.reset(self.name, partial(_worker_midway, state, self.name, again))
         self.restart.again = partial(_deliver_midway, state, self.name, again)
+
+
+def _worker_midway(state: RunState, name: str, again: Callable[[], Delivery]) -> Actor:
+    """Worker ``name`` made again from where ``_Midway`` last saw its delivery stand (a
+    function, not a closure: a saved state's factories are pickled to be shipped)."""
+    return worker(state, name, again())
 
 
 def _deliver_midway(
