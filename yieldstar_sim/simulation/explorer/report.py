@@ -111,6 +111,8 @@ class ExplorationReport:
         """Why the search stopped short, in words ("" when it covered its bound)."""
         if self.interrupted:
             return "interrupted (Ctrl-C)"
+        if self.stopped is StopReason.LOST and self.exhaustive is not None:
+            return "; ".join(self.exhaustive.lost) + ": what it had searched is lost"
         if self.cut_by:
             return " and ".join(self.cut_by) + " cut the search"
         if self.stopped is StopReason.VIOLATION:
@@ -245,7 +247,10 @@ class ExplorationReport:
             # An estimate from the subtrees cut; with none cut, the schedules run are the count.
             counts += f"; without caching: about {covered.naive_schedules:,} schedules"
         processes = covered.progress.get("processes", 1)
-        if processes > 1:
+        if "cluster" in covered.progress:
+            kind = covered.progress["cluster"]
+            counts += f"; searched by {processes} {kind} sharing their states"
+        elif processes > 1:
             alone = processes - covered.progress.get("sharing", processes)
             counts += f"; searched by {processes} processes sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""

@@ -1,5 +1,6 @@
 """The states an exhaustive search reached, as fingerprints: ``SeenStates``, one process's
-table, and ``SharedVisited``, the table the processes of one search share in shared memory.
+table, and ``SharedVisited``, the table the processes of one search share in shared memory
+(a ``SharedStates``; ``simulation.cluster`` has the one a Dask cluster shares).
 docs/decisions.md says why they are kept so ("States kept as fingerprints; the state graph
 bounded") and how the processes share ("The exhaustive search in several processes").
 
@@ -17,8 +18,10 @@ from __future__ import annotations
 
 import struct
 import sys
+from dataclasses import dataclass
 from hashlib import blake2b
 from multiprocessing import resource_tracker, shared_memory
+from typing import Any, Protocol
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
 _ENTRY = struct.Struct("<16sBBHd")
@@ -29,7 +32,7 @@ _MAX_DEPTH = 0xFFFF
 _SLOTS = 1 << 12
 
 
-def _raw(key: str) -> bytes:
+def key_bytes(key: str) -> bytes:
     """A key's 16 bytes: the 32 hex digits the search's keys are; any other text (a key of
     your own ``StateKeys``) hashed to 16."""
     if len(key) == 32:
@@ -84,13 +87,13 @@ class SeenStates:
     def add(self, key: str) -> bool:
         """Count state ``key`` as reached; whether it is new."""
         before = self._count
-        self._slot(_raw(key))
+        self._slot(key_bytes(key))
         return self._count > before
 
     def reached(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether ``key`` was reached before with no fewer faults and no less depth left (the
         search cuts it); if not, record this visit."""
-        raw = _raw(key)
+        raw = key_bytes(key)
         offset = self._slot(raw)
         table = self._table
         _, flags, faults, depth, estimate = _ENTRY.unpack_from(table, offset)
@@ -116,12 +119,12 @@ class SeenStates:
     def estimate(self, key: str) -> float:
         """The naive-count estimate kept for the subtree of ``key``, a state reached (1.0 when
         none was)."""
-        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(_raw(key)))
+        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(key_bytes(key)))
         return float(estimate) if flags & _ESTIMATED else 1.0
 
     def keep_estimate(self, key: str, estimate: float) -> None:
         """Keep the naive-count estimate of ``key``'s subtree (searched to its end)."""
-        raw = _raw(key)
+        raw = key_bytes(key)
         offset = self._slot(raw)
         _, flags, faults, depth, _ = _ENTRY.unpack_from(self._table, offset)
         _ENTRY.pack_into(self._table, offset, raw, flags | _ESTIMATED, faults, depth, estimate)
@@ -149,9 +152,70 @@ def peak_rss_mb() -> float:
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
 
 
-#: A shared entry: a mark byte (1: written), the faults left, the depth room (two bytes, 0xFFFF for
-#: none), the key's 16 bytes.
+class SharedStates(Protocol):
+    """The states searched to their end that the processes of one search share, and the flag
+    one raises to stop the others: what ``ExhaustiveSearch.shared`` asks of it."""
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a process asked the others to stop."""
+        ...
+
+    def stop(self) -> None:
+        """Ask every process of the search to stop."""
+        ...
+
+    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
+        """Whether state ``key`` was searched with no fewer faults and no less depth left."""
+        ...
+
+    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+        """Record that state ``key`` was searched to its end with what was left."""
+        ...
+
+    def claim(self, key: str) -> None:
+        """Record that this process is searching state ``key`` now."""
+        ...
+
+    def claimed(self, key: str) -> bool:
+        """Whether a process is searching state ``key`` (or searched it)."""
+        ...
+
+    def heard(self, progress: dict[str, Any]) -> None:
+        """This process's progress (``ExhaustiveSearch.progress``), for a table that shows
+        the whole search's."""
+        ...
+
+    def close(self) -> None:
+        """This process is done with the table (what it holds back is sent first)."""
+        ...
+
+
+class SharesStates(Protocol):
+    """What crosses to each process of a search to reach the shared table (it pickles)."""
+
+    def attach(self, part: int) -> SharedStates | None:
+        """The table, for the process searching as ``part``; None where it cannot be reached
+        (that process searches on its own)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SharedTable:
+    """A ``SharedVisited`` table by name, for the processes of this machine."""
+
+    name: str
+    slots: int
+
+    def attach(self, part: int) -> SharedVisited | None:
+        """The table (``SharedVisited.attach``)."""
+        return SharedVisited.attach(self.name, self.slots)
+
+
+#: A shared entry: a mark byte (0: empty, 1: searched to its end, 2: claimed), the faults left,
+#: the depth room (two bytes, 0xFFFF for none), the key's 16 bytes.
 _SHARED_ENTRY = 20
+_DONE, _CLAIMED = 1, 2
 _SHARED_HEADER = 8
 _NO_DEPTH = 0xFFFF
 #: How far a lookup probes from a key's slot before it gives up (a full neighbourhood: the
@@ -229,8 +293,8 @@ class SharedVisited:
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether state ``key`` was searched with no fewer faults and no less depth left."""
-        offset, found = self._find(_raw(key))
-        if not found:
+        offset, found = self._find(key_bytes(key))
+        if not found or self._buffer[offset] != _DONE:
             return False
         buffer = self._buffer
         depth = int.from_bytes(buffer[offset + 2 : offset + 4], "little")
@@ -241,21 +305,51 @@ class SharedVisited:
     def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
         """Record that state ``key`` was searched to its end with ``faults_left`` and
         ``depth_left``."""
-        raw = _raw(key)
+        raw = key_bytes(key)
         offset, found = self._find(raw)
         if offset < 0:
             return  # a full neighbourhood: the state stays this process's own
         buffer = self._buffer
         faults = min(faults_left, 254)
         depth = _NO_DEPTH if depth_left is None else min(max(depth_left, 0), _NO_DEPTH - 1)
+        if found and buffer[offset] == _CLAIMED:
+            buffer[offset + 1] = faults
+            buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
+            buffer[offset] = _DONE
+            return
         if found:
-            # Reached again with more left: the entry takes the larger (a cut needs no more).
-            buffer[offset + 1] = max(buffer[offset + 1], faults)
+            # Reached again with more left of both: the entry takes the new visit. An
+            # incomparable one (more faults, less depth) is not merged into a visit no
+            # process made: the entry keeps the first.
+            held = int.from_bytes(buffer[offset + 2 : offset + 4], "little")
+            room = -1 if depth == _NO_DEPTH else depth
+            if faults >= buffer[offset + 1] and room >= (-1 if held == _NO_DEPTH else held):
+                buffer[offset + 1] = faults
+                buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
             return
         buffer[offset + 4 : offset + _SHARED_ENTRY] = raw
         buffer[offset + 1] = faults
         buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
-        buffer[offset] = 1
+        buffer[offset] = _DONE
+
+    def claim(self, key: str) -> None:
+        """Record that this process is searching state ``key`` now."""
+        raw = key_bytes(key)
+        offset, found = self._find(raw)
+        if offset >= 0 and not found:
+            self._buffer[offset + 4 : offset + _SHARED_ENTRY] = raw
+            self._buffer[offset] = _CLAIMED
+
+    def claimed(self, key: str) -> bool:
+        """Whether a process is searching state ``key`` (or searched it)."""
+        return self._find(key_bytes(key))[1]
+
+    def heard(self, progress: dict[str, Any]) -> None:
+        """Nothing: each process's progress comes back with its part."""
+
+    def shipped(self) -> SharedTable:
+        """What a process of this machine attaches to the table by."""
+        return SharedTable(self.name, self.slots)
 
     def close(self, *, unlink: bool = False) -> None:
         """Let go of the table; the process that made it unlinks it (``unlink``)."""
