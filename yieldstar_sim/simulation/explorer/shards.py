@@ -10,6 +10,7 @@ import multiprocessing
 import pickle
 from dataclasses import dataclass, replace
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.worker import frozen_heap
@@ -270,7 +271,10 @@ class Runner:
                 "running schedules in other processes needs a scenario loaded from a file or "
                 "by name (ys.load_scenario), so that each process can load it"
             )
-        return self.scenario.ref
+        ref = self.scenario.ref
+        # A file named here relative to this directory is found from any other (a Dask
+        # worker's), where the path is the same.
+        return str(Path(ref).resolve()) if Path(ref).is_file() else ref
 
     def digests(self, replays: Sequence[Replay]) -> list[str | None]:
         """The trace digest of each confirmation replay, in order: on the pool, when there is
