@@ -378,6 +378,7 @@ def report_json(report: ExplorationReport) -> dict[str, Any]:
             "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
             "pruned_by_cache": covered.pruned_by_cache,
             "spared_by_reduction": covered.spared_by_reduction,
+            "lost": covered.lost,
             "progress": covered.progress,
             "naive_schedules": covered.naive_schedules,
             "max_faults": report.max_faults,

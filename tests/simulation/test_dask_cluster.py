@@ -41,7 +41,7 @@ def client() -> Iterator[Any]:
     """A local cluster of two worker processes, one thread each, for the module."""
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
             silence_logs=logging.CRITICAL,
         ) as cluster,
         distributed.Client(cluster) as client,
@@ -118,7 +118,7 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
     scenario.write_text(_ORDERS)
     with (
         distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
             silence_logs=logging.CRITICAL,
         ) as cluster,
         distributed.Client(cluster) as client,
@@ -154,7 +154,7 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
     assert report.exhaustive.lost
 
 
-_ORDERS = '''
+_ORDERS = """
 import dataclasses
 import yieldstar_sim as ys
 
@@ -166,4 +166,4 @@ scenario = dataclasses.replace(
         for n in range(2)
     ],
 )
-'''
+"""

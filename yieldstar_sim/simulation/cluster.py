@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.simulation.explorer.seen import key_bytes
+from yieldstar_sim.simulation.shared_states import key_bytes
 
 if TYPE_CHECKING:
     import concurrent.futures

@@ -293,10 +293,12 @@ def _strategy(
         else:
             search = ExhaustiveSearch(runner, config, tick=tick)
         if bar is not None:
-            # Beside the bar's count of schedules, as a model checker shows its progress.
+            # Beside the bar's count of schedules, as a model checker shows its progress (the
+            # processes of a cluster count schedules only as they end: it is shown at once).
+            refresh = cluster is not None
             search.watch = lambda got: bar.set_postfix(
                 states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-                depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
+                depth=got["depth"], MB=got["peak_rss_mb"], refresh=refresh,
             )  # fmt: skip
         return search
     if isinstance(options, Systematic):

@@ -20,16 +20,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.runs import outcome_of
-from yieldstar_sim.simulation.explorer.seen import (
-    DEFAULT_SLOTS,
-    SeenStates,
-    SharedVisited,
-    peak_rss_mb,
-)
+from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
 from yieldstar_sim.simulation.persistent import Held, Reduction
+from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
 from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
@@ -38,9 +34,9 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.execution import Execution, SavedExecution
     from yieldstar_sim.simulation.explorer.runs import Outcome
-    from yieldstar_sim.simulation.explorer.seen import SharedStates, SharesStates
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.shared_states import SharedStates, SharesStates
     from yieldstar_sim.simulation.trail import Trail
 
 #: How often, at most, the search tells its ``watch`` how far it got.
