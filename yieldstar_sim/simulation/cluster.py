@@ -137,6 +137,7 @@ class VisitedPartition:
         self.stopped = False
         self._starts: dict[int, int] = {}
         self._progress: dict[int, dict[str, Any]] = {}
+        self._bytes = 0  # entries received and sent back
 
     def begin(self, part: int) -> int:
         """Process ``part`` starts: how many times it started, this one included."""
@@ -167,16 +168,17 @@ class VisitedPartition:
         if progress is not None:
             self._progress[part] = progress
         news = b"".join(batch for sender, batch in self._batches[since:] if sender != part)
+        self._bytes += len(entries) + len(news)
         return news, len(self._batches), self.stopped
 
     def stop(self) -> None:
         """Ask every process to stop (at its next exchange)."""
         self.stopped = True
 
-    def summary(self) -> tuple[int, dict[int, dict[str, Any]]]:
-        """The states this partition holds (claimed or searched), and each process's last
-        progress."""
-        return len(self._claims | self._table.keys()), dict(self._progress)
+    def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
+        """The states this partition holds (claimed or searched), the bytes of entries it
+        received and sent, and each process's last progress."""
+        return len(self._claims | self._table.keys()), self._bytes, dict(self._progress)
 
 
 class DaskVisited:
@@ -194,6 +196,7 @@ class DaskVisited:
         self._due = time.monotonic() + EXCHANGE_SECONDS
         self._stopped = False
         self._progress: dict[str, Any] | None = None
+        self._exchanges, self._seconds = 0, 0.0
 
     @property
     def stopped(self) -> bool:
@@ -235,11 +238,17 @@ class DaskVisited:
             self._tick()
 
     def heard(self, progress: dict[str, Any]) -> None:
-        """This process's progress, sent with the next batch."""
-        self._progress = progress
+        """This process's progress, sent with the next batch (with the exchanges so far and
+        the seconds they took this process)."""
+        self._progress = {
+            **progress, "exchanges": self._exchanges, "exchange_seconds": self._seconds
+        }  # fmt: skip
 
     def close(self) -> None:
-        """Send what is held back and wait for the answers."""
+        """Send what is held back, with the last progress, and wait for the answers."""
+        self._exchange()
+        self._collect()
+        self.heard(self._progress or {})  # the exchanges counted whole
         self._exchange()
         self._collect()
 
@@ -250,6 +259,8 @@ class DaskVisited:
     def _exchange(self) -> None:
         # The answers to the last batches have long arrived: collecting them does not wait,
         # and the search goes on while these travel.
+        began = time.perf_counter()
+        self._exchanges += 1
         self._collect()
         self._flight = [
             partition.exchange(
@@ -262,6 +273,7 @@ class DaskVisited:
         self._out = [bytearray() for _ in self._partitions]
         self._held = 0
         self._due = time.monotonic() + EXCHANGE_SECONDS
+        self._seconds += time.perf_counter() - began
 
     def _collect(self) -> None:
         heard = self._heard
@@ -318,6 +330,9 @@ class DaskCluster:
 
     def __init__(self, client: DaskClient) -> None:
         self.client = client
+        self.figures: dict[str, Any] = {}
+        """What sharing cost the last search: bytes of entries the partitions received and
+        sent, exchanges, and the seconds the processes spent in them."""
 
     def _workers(self) -> list[str]:
         workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
@@ -396,6 +411,12 @@ class DaskCluster:
                 got = _progress(partitions, time.perf_counter() - started) or got
                 if watch is not None and got is not None:
                     watch(got)
+        if partitions and not gone:
+            got = _progress(partitions, time.perf_counter() - started) or got  # the last word
+        if got is not None:
+            self.figures = {
+                name: got[name] for name in ("bytes_shipped", "exchanges", "exchange_seconds")
+            }
         after = "" if got is None else f", {got['states']:,} states in"
         parts = []
         lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
@@ -424,8 +445,8 @@ def _progress(partitions: list[Any], seconds: float) -> dict[str, Any] | None:
         summaries = [future.result(timeout=5) for future in [p.summary() for p in partitions]]
     except Exception:
         return None
-    states = sum(size for size, _ in summaries)
-    heard = summaries[0][1]
+    states = sum(size for size, _, _ in summaries)
+    heard = summaries[0][2]
     return {
         "states": states, "seconds": round(seconds, 3),
         "states_per_second": round(states / seconds, 1) if seconds > 0 else 0.0,
@@ -434,4 +455,7 @@ def _progress(partitions: list[Any], seconds: float) -> dict[str, Any] | None:
         "transitions": sum(p.get("transitions", 0) for p in heard.values()),
         "peak_rss_mb": max((p.get("peak_rss_mb", 0.0) for p in heard.values()), default=0.0),
         "processes": len(partitions),
+        "bytes_shipped": sum(shipped for _, shipped, _ in summaries),
+        "exchanges": sum(p.get("exchanges", 0) for p in heard.values()),
+        "exchange_seconds": round(sum(p.get("exchange_seconds", 0.0) for p in heard.values()), 3),
     }  # fmt: skip

@@ -405,6 +405,8 @@ class Cluster(Protocol):
 
     name: str
     """What the statement calls its processes ("Dask workers")."""
+    figures: dict[str, Any]
+    """What sharing cost the last search (the report's progress takes them)."""
 
     def processes(self) -> int:
         """How many processes search (one a worker)."""
@@ -514,7 +516,7 @@ class ParallelExhaustive:
             transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
         )  # fmt: skip
         if self.cluster is not None:
-            progress["cluster"] = self.cluster.name
+            progress.update(self.cluster.figures, cluster=self.cluster.name)
         searched = bool(parts) and all(part.covered.searched_to_the_end for part in parts)
         naive = [part.covered.naive_schedules for part in parts]
         covered.state_space, covered.distinct_states = space, states
