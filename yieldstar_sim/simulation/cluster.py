@@ -138,6 +138,7 @@ class VisitedPartition:
         self._starts: dict[int, int] = {}
         self._progress: dict[int, dict[str, Any]] = {}
         self._bytes = 0  # entries received and sent back
+        self._states = 0  # keys held, claimed or searched
 
     def begin(self, part: int) -> int:
         """Process ``part`` starts: how many times it started, this one included."""
@@ -157,10 +158,12 @@ class VisitedPartition:
                 if raw in table or raw in self._claims:
                     continue
                 self._claims.add(raw)
+                self._states += 1
                 kept += entries[offset : offset + _SIZE]
                 continue
             held = table.get(raw)
             if held is None or (_dominates((faults, depth), held) and held != (faults, depth)):
+                self._states += held is None and raw not in self._claims
                 table[raw] = (faults, depth)
                 kept += entries[offset : offset + _SIZE]
         if kept:
@@ -178,7 +181,7 @@ class VisitedPartition:
     def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
         """The states this partition holds (claimed or searched), the bytes of entries it
         received and sent, and each process's last progress."""
-        return len(self._claims | self._table.keys()), self._bytes, dict(self._progress)
+        return self._states, self._bytes, dict(self._progress)
 
 
 class DaskVisited:

@@ -275,6 +275,7 @@ class ExhaustiveSearch:
             and parent is not None
             and move is not None
             and not parent.again
+            and parent.saved is not None  # a state with one move is not saved to come back to
             and (held is None or held.feeds is None)
             and self.shared.claimed(key)
             and not self.shared.covers(key, left, depth_left)
@@ -305,8 +306,8 @@ class ExhaustiveSearch:
         node = _Node(key, moves, faults, options, held=held)
         if held is not None and self.reduction is not None:
             node.pending = self.reduction.split(execution, held, moves)
-        if len(moves) > 1 or self.shared is not None:
-            node.saved = execution.save()  # a later move (or one deferred) starts here
+        if len(moves) > 1:
+            node.saved = execution.save()  # a later move starts here
         return node
 
     def progress(self) -> dict[str, Any]:
