@@ -41,7 +41,7 @@ _UNBOUNDED = 0xFFFF
 _CLAIM = 0xFF
 #: How often a process sends the states it searched and hears the others' (seconds), and how
 #: many it holds back at most before it sends them anyway.
-EXCHANGE_SECONDS = 0.05
+EXCHANGE_SECONDS = 0.1
 EXCHANGE_BATCH = 8192
 #: How long a process waits for a partition's answer before it takes the partition for lost.
 ANSWER_SECONDS = 60.0
@@ -140,12 +140,12 @@ class VisitedPartition:
         self._bytes = 0  # entries received and sent back
         self._states = 0  # keys held, claimed or searched
 
-    def begin(self, part: int) -> int:
+    async def begin(self, part: int) -> int:
         """Process ``part`` starts: how many times it started, this one included."""
         self._starts[part] = self._starts.get(part, 0) + 1
         return self._starts[part]
 
-    def exchange(
+    async def exchange(
         self, part: int, entries: bytes, since: int, progress: dict[str, Any] | None
     ) -> tuple[bytes, int, bool]:
         """Keep what ``entries`` (from process ``part``) say more than the table holds, and
@@ -174,11 +174,11 @@ class VisitedPartition:
         self._bytes += len(entries) + len(news)
         return news, len(self._batches), self.stopped
 
-    def stop(self) -> None:
+    async def stop(self) -> None:
         """Ask every process to stop (at its next exchange)."""
         self.stopped = True
 
-    def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
+    async def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
         """The states this partition holds (claimed or searched), the bytes of entries it
         received and sent, and each process's last progress."""
         return self._states, self._bytes, dict(self._progress)
