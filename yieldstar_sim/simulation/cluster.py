@@ -47,6 +47,8 @@ EXCHANGE_BATCH = 8192
 ANSWER_SECONDS = 60.0
 #: How often the client reads the whole search's progress from the partitions (seconds).
 WATCH_SECONDS = 0.5
+#: How long ``connect`` waits for a scheduler to answer, and for its first worker (seconds).
+CONNECT_SECONDS = 10.0
 
 
 class DaskClient(Protocol):
@@ -103,14 +105,57 @@ def connect(address: str) -> Iterator[DaskClient]:
             yield client
         return
     try:
-        client = distributed.Client(address, timeout="10s")  # type: ignore[no-untyped-call]
+        _handshake(address, CONNECT_SECONDS)
+        client = distributed.Client(address, timeout=CONNECT_SECONDS)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError, ValueError) as error:
         raise ValueError(
             f"cannot reach the Dask scheduler at {address!r} ({error}); start one with "
             "`dask scheduler`, or give local:N for a cluster of N processes on this machine"
         ) from None
     with client:
+        if not client.scheduler_info(n_workers=-1)["workers"]:
+            try:
+                client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+            except TimeoutError:
+                # Else a search of another strategy waits for a worker forever, saying nothing.
+                raise ValueError(
+                    f"the Dask scheduler at {address!r} has no workers (none came in "
+                    f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
+                ) from None
         yield client
+
+
+def _handshake(address: str, seconds: float) -> None:
+    """Raise ``OSError`` unless something listens at ``address`` (Dask tries ``seconds``), and
+    ``TimeoutError`` unless it then answers Dask's handshake. ``distributed.Client`` waits for
+    that answer with no deadline: on a port that accepts a connection and never answers as
+    Dask does (the dashboard's, 8787), forever."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.core import connect as dask_connect
+
+    if parse_address(address)[0] != "tcp":
+        return  # tls:// needs the client's security settings: left to the client
+
+    async def shake() -> None:
+        # Dask's own deadline is for the connection (one refused is tried again until then);
+        # this one, later, for the answer.
+        try:
+            answered = dask_connect(address, timeout=seconds)  # type: ignore[no-untyped-call]
+            comm = await asyncio.wait_for(answered, seconds * 1.5)
+        except TimeoutError:
+            raise TimeoutError(
+                "something there accepted the connection but did not answer as a Dask "
+                "scheduler: give the scheduler's port (8786 by default), not the dashboard's "
+                "(8787)"
+            ) from None
+        await comm.close()
+
+    # In a thread of its own: this one may be running an event loop (a notebook's).
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, shake()).result()
 
 
 def _owner(raw: bytes, partitions: int) -> int:
