@@ -249,7 +249,7 @@ class DaskVisited:
     def stop(self) -> None:
         """Ask every process to stop."""
         self._stopped = True
-        self._partitions[0].stop().result()
+        self._partitions[0].stop().result(timeout=ANSWER_SECONDS)  # a lost one: not forever
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether another process searched state ``key`` with no fewer faults and no less
@@ -347,7 +347,7 @@ class DaskTable:
 
     def attach(self, part: int) -> DaskVisited:
         """The table for process ``part``, which must be its first start."""
-        starts = self.partitions[0].begin(part).result()
+        starts = self.partitions[0].begin(part).result(timeout=ANSWER_SECONDS)
         if starts > 1:
             raise PartRunAgain(
                 f"part {part} was started {starts} times: its first worker died mid-search"
@@ -387,20 +387,25 @@ class DaskCluster:
         search = uuid.uuid4().hex[:8]
         actors: list[Any] = []
         partitions: list[Any] = []
-        if share:
-            actors = [
-                client.submit(VisitedPartition, actor=True, workers=[worker], pure=False,
-                              key=f"yieldstar-visited-{search}-{index}")
+        futures: list[Any] = []
+        try:
+            if share:
+                actors = [
+                    client.submit(VisitedPartition, actor=True, workers=[worker], pure=False,
+                                  key=f"yieldstar-visited-{search}-{index}")
+                    for index, worker in enumerate(workers)
+                ]  # fmt: skip
+                if gone := self._placed(actors, workers):
+                    return [], [
+                        f"worker {worker} left the cluster as the search began" for worker in gone
+                    ]
+                partitions = [actor.result() for actor in actors]
+            table = DaskTable(tuple(partitions)) if share else None
+            futures = [
+                client.submit(task, part=index, table=table, workers=[worker], pure=False,
+                              allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
                 for index, worker in enumerate(workers)
             ]  # fmt: skip
-            partitions = [actor.result() for actor in actors]
-        table = DaskTable(tuple(partitions)) if share else None
-        futures = [
-            client.submit(task, part=index, table=table, workers=[worker], pure=False,
-                          allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
-            for index, worker in enumerate(workers)
-        ]  # fmt: skip
-        try:
             return self._gather(futures, workers, partitions, watch)
         except BaseException:
             _stop(partitions)
@@ -410,6 +415,21 @@ class DaskCluster:
         finally:
             for actor in actors:
                 actor.release()
+
+    def _placed(self, actors: list[Any], workers: list[str]) -> list[str]:
+        """Wait until the partitions' actors are made; the workers that left the cluster
+        before (an actor waits for the worker it is pinned to: for one gone, forever)."""
+        from distributed import wait
+
+        pending = set(actors)
+        while pending:
+            with contextlib.suppress(TimeoutError):  # a worker busy still: is it there?
+                wait(pending, timeout=WATCH_SECONDS)  # type: ignore[no-untyped-call]
+            pending = {actor for actor in pending if not actor.done()}
+            here = self.client.scheduler_info(n_workers=-1)["workers"]
+            if gone := [worker for worker in workers if worker not in here]:
+                return gone
+        return []
 
     def _gather(
         self,
