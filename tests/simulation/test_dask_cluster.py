@@ -192,6 +192,29 @@ def test_a_worker_lost_before_its_partition_is_made_makes_the_search_say_so_not_
     assert report.exhaustive.lost == [f"worker {busy} left the cluster as the search began"]
 
 
+def test_a_part_that_fails_leaves_no_other_part_running_on_its_worker(client: Any) -> None:
+    # Dask cannot stop a part it cancels: one cancelled and left running would wait on the
+    # released partitions a minute each, holding its worker's thread from the next search.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    def task(*, part: int, table: Any) -> str:
+        visited = table.attach(part)
+        if part == 0:
+            raise ValueError("this part fails")
+        while not visited.stopped:  # searching, until told to stop
+            time.sleep(0.01)
+        visited.close()
+        return "stopped"
+
+    parts, lost = DaskCluster(client).search(task, None, share=True)
+    assert parts == ["stopped"]
+    assert len(lost) == 1
+    assert "failed: this part fails" in lost[0]
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    # Free at once: each worker runs one task at a time.
+    assert client.submit(sum, [1, 2], workers=[workers[1]], pure=False).result(timeout=5) == 3
+
+
 _ORDERS = """
 import dataclasses
 import yieldstar_sim as ys

@@ -45,6 +45,8 @@ EXCHANGE_SECONDS = 0.05
 EXCHANGE_BATCH = 8192
 #: How long a process waits for a partition's answer before it takes the partition for lost.
 ANSWER_SECONDS = 60.0
+#: How long the client waits for the other processes to stop once one failed (seconds).
+STOP_SECONDS = 5.0
 #: How often the client reads the whole search's progress from the partitions (seconds).
 WATCH_SECONDS = 0.5
 #: How long ``connect`` waits for a scheduler to answer, and for its first worker (seconds).
@@ -451,11 +453,19 @@ class DaskCluster:
             gone = [worker for worker in workers if worker not in here]
             if gone or any(future.status == "error" for future in futures):
                 # A worker died (its partition with it) or a part failed: nothing the others
-                # find can be claimed. They are told to stop, and not waited for: a part
-                # Dask runs again, or one waiting on the lost partition, would keep this here.
+                # find can be claimed. They are told to stop. Where a part failed, the others
+                # hear it within an exchange or two and are waited for (a few seconds at most):
+                # a part cancelled runs on (Dask cannot stop it), and once the partitions are
+                # released it waits on each a minute, holding its worker from the next search.
+                # Where a worker died they are not waited for: a part Dask runs again, or one
+                # waiting on the lost partition, would keep this here.
                 _stop(partitions)
+                if not gone:
+                    with contextlib.suppress(TimeoutError):
+                        wait(pending, timeout=STOP_SECONDS)  # type: ignore[no-untyped-call]
                 for future in pending:
-                    future.cancel()
+                    if not future.done():
+                        future.cancel()
                 break
             if partitions:
                 got = _progress(partitions, time.perf_counter() - started) or got
@@ -468,10 +478,23 @@ class DaskCluster:
             if future.status == "finished":
                 parts.append(future.result())
             elif future.status == "error":
-                lost.append(f"part {index} (on {worker}) failed: {future.exception()}")
+                error = future.exception()
+                lost.append(f"part {index} (on {worker}) failed: {error}{_hint(error)}")
             elif not gone and not lost:  # cancelled by someone else
                 lost.append(f"part {index} (on {worker}) was cancelled")
         return parts, lost
+
+
+def _hint(error: BaseException) -> str:
+    """Where a worker could not load the scenario, what it needs: it loads it itself."""
+    from yieldstar_sim.simulation.scenario import ScenarioError
+
+    if not isinstance(error, ScenarioError):
+        return ""
+    return (
+        " (each worker loads the scenario itself: a scenario file at the same path on every "
+        "worker, and what it imports)"
+    )
 
 
 def _stop(partitions: list[Any]) -> None:
