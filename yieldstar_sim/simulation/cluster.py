@@ -101,7 +101,7 @@ def connect(address: str) -> Iterator[DaskClient]:
             )
         cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=int(count), processes=True, threads_per_worker=1,
-            dashboard_address=None, silence_logs=logging.ERROR,
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
         )  # fmt: skip
         with cluster, distributed.Client(cluster) as client:  # type: ignore[no-untyped-call]
             yield client
