@@ -78,3 +78,49 @@ def test_dask_and_jobs_together_are_a_usage_error(here: Here) -> None:
     code, _, err = here("explore", "durable-start", "--dask", "local:2", "--jobs", "2")
     assert code == 2
     assert "--jobs and --dask both say where the search runs: give one" in err
+
+
+def test_a_port_that_never_answers_as_dask_is_a_usage_error_not_a_hang(
+    here: Here, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As the dashboard's port does: it accepts the connection and waits for an HTTP request,
+    # and distributed.Client waits for its handshake's answer with no deadline.
+    import socket
+
+    from yieldstar_sim.simulation import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1.0)
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        code, out, err = here(
+            "explore", "durable-start", "--strategy", "exhaustive", "--dask",
+            f"tcp://127.0.0.1:{port}",
+        )  # fmt: skip
+    assert code == 2
+    assert "did not answer as a Dask scheduler" in err
+    assert "not the dashboard's (8787)" in err
+    assert "verified" not in out
+
+
+def test_a_scheduler_with_no_workers_is_a_usage_error_not_a_wait(
+    here: Here, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The default strategy would wait for a worker to run its schedules, forever.
+    import logging
+
+    import distributed
+
+    from yieldstar_sim.simulation import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 1.0)
+    with distributed.LocalCluster(
+        n_workers=0,
+        processes=False,
+        dashboard_address="127.0.0.1:0",
+        silence_logs=logging.CRITICAL,
+    ) as empty:  # a scheduler alone
+        code, out, err = here("explore", "durable-start", "--dask", empty.scheduler_address)
+    assert code == 2
+    assert f"the Dask scheduler at '{empty.scheduler_address}' has no workers" in err
+    assert "start some with `dask worker " in err
+    assert "ok" not in out

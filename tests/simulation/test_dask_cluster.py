@@ -154,6 +154,67 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
     assert report.exhaustive.lost
 
 
+def test_a_worker_lost_before_its_partition_is_made_makes_the_search_say_so_not_hang() -> None:
+    # A partition is an actor pinned to its worker: Dask waits for that worker, and for one
+    # gone (a new one takes its place under another address), forever. Its worker busy (a
+    # part of a search before, still running), its partition waits to be made; it dies then.
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        pids = client.run(os.getpid)
+        busy = sorted(pids)[0]
+        sleeping = client.submit(time.sleep, 60, workers=[busy], pure=False)
+
+        def kill_when_waiting() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.2)
+                waiting = [task for tasks in client.processing().values() for task in tasks]
+                if any(str(task).startswith("yieldstar-visited") for task in waiting):
+                    time.sleep(1.0)
+                    os.kill(pids[busy], signal.SIGKILL)
+                    return
+
+        killer = threading.Thread(target=kill_when_waiting)
+        killer.start()
+        started = time.monotonic()
+        report = _explore("durable-start", 1, executor=client)
+        killer.join()
+        sleeping.cancel()
+    assert time.monotonic() - started < 30
+    assert report.verdict == "incomplete"
+    assert report.stopped is StopReason.LOST
+    assert report.exhaustive is not None
+    assert report.exhaustive.lost == [f"worker {busy} left the cluster as the search began"]
+
+
+def test_a_part_that_fails_leaves_no_other_part_running_on_its_worker(client: Any) -> None:
+    # Dask cannot stop a part it cancels: one cancelled and left running would wait on the
+    # released partitions a minute each, holding its worker's thread from the next search.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    def task(*, part: int, table: Any) -> str:
+        visited = table.attach(part)
+        if part == 0:
+            raise ValueError("this part fails")
+        while not visited.stopped:  # searching, until told to stop
+            time.sleep(0.01)
+        visited.close()
+        return "stopped"
+
+    parts, lost = DaskCluster(client).search(task, None, share=True)
+    assert parts == ["stopped"]
+    assert len(lost) == 1
+    assert "failed: this part fails" in lost[0]
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    # Free at once: each worker runs one task at a time.
+    assert client.submit(sum, [1, 2], workers=[workers[1]], pure=False).result(timeout=5) == 3
+
+
 _ORDERS = """
 import dataclasses
 import yieldstar_sim as ys

@@ -45,8 +45,12 @@ EXCHANGE_SECONDS = 0.1
 EXCHANGE_BATCH = 8192
 #: How long a process waits for a partition's answer before it takes the partition for lost.
 ANSWER_SECONDS = 60.0
+#: How long the client waits for the other processes to stop once one failed (seconds).
+STOP_SECONDS = 5.0
 #: How often the client reads the whole search's progress from the partitions (seconds).
 WATCH_SECONDS = 0.5
+#: How long ``connect`` waits for a scheduler to answer, and for its first worker (seconds).
+CONNECT_SECONDS = 10.0
 
 
 class DaskClient(Protocol):
@@ -97,20 +101,63 @@ def connect(address: str) -> Iterator[DaskClient]:
             )
         cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=int(count), processes=True, threads_per_worker=1,
-            dashboard_address=None, silence_logs=logging.ERROR,
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
         )  # fmt: skip
         with cluster, distributed.Client(cluster) as client:  # type: ignore[no-untyped-call]
             yield client
         return
     try:
-        client = distributed.Client(address, timeout="10s")  # type: ignore[no-untyped-call]
+        _handshake(address, CONNECT_SECONDS)
+        client = distributed.Client(address, timeout=CONNECT_SECONDS)  # type: ignore[no-untyped-call]
     except (OSError, TimeoutError, ValueError) as error:
         raise ValueError(
             f"cannot reach the Dask scheduler at {address!r} ({error}); start one with "
             "`dask scheduler`, or give local:N for a cluster of N processes on this machine"
         ) from None
     with client:
+        if not client.scheduler_info(n_workers=-1)["workers"]:
+            try:
+                client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+            except TimeoutError:
+                # Else a search of another strategy waits for a worker forever, saying nothing.
+                raise ValueError(
+                    f"the Dask scheduler at {address!r} has no workers (none came in "
+                    f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
+                ) from None
         yield client
+
+
+def _handshake(address: str, seconds: float) -> None:
+    """Raise ``OSError`` unless something listens at ``address`` (Dask tries ``seconds``), and
+    ``TimeoutError`` unless it then answers Dask's handshake. ``distributed.Client`` waits for
+    that answer with no deadline: on a port that accepts a connection and never answers as
+    Dask does (the dashboard's, 8787), forever."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.core import connect as dask_connect
+
+    if parse_address(address)[0] != "tcp":
+        return  # tls:// needs the client's security settings: left to the client
+
+    async def shake() -> None:
+        # Dask's own deadline is for the connection (one refused is tried again until then);
+        # this one, later, for the answer.
+        try:
+            answered = dask_connect(address, timeout=seconds)  # type: ignore[no-untyped-call]
+            comm = await asyncio.wait_for(answered, seconds * 1.5)
+        except TimeoutError:
+            raise TimeoutError(
+                "something there accepted the connection but did not answer as a Dask "
+                "scheduler: give the scheduler's port (8786 by default), not the dashboard's "
+                "(8787)"
+            ) from None
+        await comm.close()
+
+    # In a thread of its own: this one may be running an event loop (a notebook's).
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, shake()).result()
 
 
 def _owner(raw: bytes, partitions: int) -> int:
@@ -210,7 +257,7 @@ class DaskVisited:
     def stop(self) -> None:
         """Ask every process to stop."""
         self._stopped = True
-        self._partitions[0].stop().result()
+        self._partitions[0].stop().result(timeout=ANSWER_SECONDS)  # a lost one: not forever
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether another process searched state ``key`` with no fewer faults and no less
@@ -317,7 +364,7 @@ class DaskTable:
 
     def attach(self, part: int) -> DaskVisited:
         """The table for process ``part``, which must be its first start."""
-        starts = self.partitions[0].begin(part).result()
+        starts = self.partitions[0].begin(part).result(timeout=ANSWER_SECONDS)
         if starts > 1:
             raise PartRunAgain(
                 f"part {part} was started {starts} times: its first worker died mid-search"
@@ -360,20 +407,25 @@ class DaskCluster:
         search = uuid.uuid4().hex[:8]
         actors: list[Any] = []
         partitions: list[Any] = []
-        if share:
-            actors = [
-                client.submit(VisitedPartition, actor=True, workers=[worker], pure=False,
-                              key=f"yieldstar-visited-{search}-{index}")
+        futures: list[Any] = []
+        try:
+            if share:
+                actors = [
+                    client.submit(VisitedPartition, actor=True, workers=[worker], pure=False,
+                                  key=f"yieldstar-visited-{search}-{index}")
+                    for index, worker in enumerate(workers)
+                ]  # fmt: skip
+                if gone := self._placed(actors, workers):
+                    return [], [
+                        f"worker {worker} left the cluster as the search began" for worker in gone
+                    ]
+                partitions = [actor.result() for actor in actors]
+            table = DaskTable(tuple(partitions)) if share else None
+            futures = [
+                client.submit(task, part=index, table=table, workers=[worker], pure=False,
+                              allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
                 for index, worker in enumerate(workers)
             ]  # fmt: skip
-            partitions = [actor.result() for actor in actors]
-        table = DaskTable(tuple(partitions)) if share else None
-        futures = [
-            client.submit(task, part=index, table=table, workers=[worker], pure=False,
-                          allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
-            for index, worker in enumerate(workers)
-        ]  # fmt: skip
-        try:
             return self._gather(futures, workers, partitions, watch)
         except BaseException:
             _stop(partitions)
@@ -383,6 +435,21 @@ class DaskCluster:
         finally:
             for actor in actors:
                 actor.release()
+
+    def _placed(self, actors: list[Any], workers: list[str]) -> list[str]:
+        """Wait until the partitions' actors are made; the workers that left the cluster
+        before (an actor waits for the worker it is pinned to: for one gone, forever)."""
+        from distributed import wait
+
+        pending = set(actors)
+        while pending:
+            with contextlib.suppress(TimeoutError):  # a worker busy still: is it there?
+                wait(pending, timeout=WATCH_SECONDS)  # type: ignore[no-untyped-call]
+            pending = {actor for actor in pending if not actor.done()}
+            here = self.client.scheduler_info(n_workers=-1)["workers"]
+            if gone := [worker for worker in workers if worker not in here]:
+                return gone
+        return []
 
     def _gather(
         self,
@@ -404,11 +471,19 @@ class DaskCluster:
             gone = [worker for worker in workers if worker not in here]
             if gone or any(future.status == "error" for future in futures):
                 # A worker died (its partition with it) or a part failed: nothing the others
-                # find can be claimed. They are told to stop, and not waited for: a part
-                # Dask runs again, or one waiting on the lost partition, would keep this here.
+                # find can be claimed. They are told to stop. Where a part failed, the others
+                # hear it within an exchange or two and are waited for (a few seconds at most):
+                # a part cancelled runs on (Dask cannot stop it), and once the partitions are
+                # released it waits on each a minute, holding its worker from the next search.
+                # Where a worker died they are not waited for: a part Dask runs again, or one
+                # waiting on the lost partition, would keep this here.
                 _stop(partitions)
+                if not gone:
+                    with contextlib.suppress(TimeoutError):
+                        wait(pending, timeout=STOP_SECONDS)  # type: ignore[no-untyped-call]
                 for future in pending:
-                    future.cancel()
+                    if not future.done():
+                        future.cancel()
                 break
             if partitions:
                 got = _progress(partitions, time.perf_counter() - started) or got
@@ -427,10 +502,23 @@ class DaskCluster:
             if future.status == "finished":
                 parts.append(future.result())
             elif future.status == "error":
-                lost.append(f"part {index} (on {worker}) failed: {future.exception()}")
+                error = future.exception()
+                lost.append(f"part {index} (on {worker}) failed: {error}{_hint(error)}")
             elif not gone and not lost:  # cancelled by someone else
                 lost.append(f"part {index} (on {worker}) was cancelled")
         return parts, lost
+
+
+def _hint(error: BaseException) -> str:
+    """Where a worker could not load the scenario, what it needs: it loads it itself."""
+    from yieldstar_sim.simulation.scenario import ScenarioError
+
+    if not isinstance(error, ScenarioError):
+        return ""
+    return (
+        " (each worker loads the scenario itself: a scenario file at the same path on every "
+        "worker, and what it imports)"
+    )
 
 
 def _stop(partitions: list[Any]) -> None:
