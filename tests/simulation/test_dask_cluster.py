@@ -107,6 +107,25 @@ def test_the_shortest_first_search_on_a_cluster_keeps_its_shortest_violation(
     assert [(v.invariant, len(v.faults)) for v in cluster.violations] == [
         (v.invariant, len(v.faults)) for v in alone.violations
     ]
+    # Shortest first searches its fault levels one by one, so its processes share nothing.
+    assert "searched by 2 Dask workers, each on its own" in cluster.coverage()
+
+
+def test_a_scenario_file_edited_between_two_searches_is_searched_as_it_is_now(
+    client: Any, tmp_path: Path
+) -> None:
+    # The workers keep what they loaded by the file's path and the hash of its bytes: a
+    # file written over with the bug must not be searched as the fix a worker loaded before.
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
+
+    shop = tmp_path / "shop.py"
+    shop.write_bytes(bundled_scenarios()["booking-race-fixed"].read_bytes())
+    fixed = _explore(ys.load_scenario(str(shop)), 1, executor=client)
+    shop.write_bytes(bundled_scenarios()["booking-race"].read_bytes())
+    buggy = _explore(ys.load_scenario(str(shop)), 1, executor=client)
+    assert fixed.verdict == "ok"
+    assert buggy.verdict == "violated"
+    assert buggy.distinct_states == _explore("booking-race", 1).distinct_states
 
 
 def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(

@@ -247,11 +247,15 @@ class ExplorationReport:
             # An estimate from the subtrees cut; with none cut, the schedules run are the count.
             counts += f"; without caching: about {covered.naive_schedules:,} schedules"
         processes = covered.progress.get("processes", 1)
-        if "cluster" in covered.progress:
-            kind = covered.progress["cluster"]
+        sharing = covered.progress.get("sharing", processes)
+        kind = covered.progress.get("cluster", "processes")
+        if processes > 1 and not sharing:
+            # Shortest first: each process searches the fault levels alone, one by one.
+            counts += f"; searched by {processes} {kind}, each on its own"
+        elif "cluster" in covered.progress:
             counts += f"; searched by {processes} {kind} sharing their states"
         elif processes > 1:
-            alone = processes - covered.progress.get("sharing", processes)
+            alone = processes - sharing
             counts += f"; searched by {processes} processes sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""
             )
