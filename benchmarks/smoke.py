@@ -37,6 +37,7 @@ RUNS: tuple[tuple[str, ...], ...] = (
     ("bench_exhaustive.py", "--reductions"),
     ("bench_rebuild.py",),
     ("bench_reduction.py",),
+    ("bench_cluster.py",),
     ("bench_views.py",),
     ("bench_stepper.py",),
     ("bench_postgres.py",),

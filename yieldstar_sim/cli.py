@@ -203,6 +203,12 @@ def _parser() -> argparse.ArgumentParser:
         help="worker processes (exhaustive: processes sharing one search's states)",
     )  # fmt: skip
     explore.add_argument(
+        "--dask", metavar="ADDRESS", default=None,
+        help="search on a Dask cluster: a scheduler's address (tcp://host:8786), or local:N for "
+        "N worker processes on this machine (exhaustive: one search, its states partitioned over "
+        'the workers; needs pip install "yieldstar-sim[dask]")',
+    )  # fmt: skip
+    explore.add_argument(
         "--all",
         action="store_true",
         help="run to the end instead of stopping at the first violation",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -24,6 +25,7 @@ from yieldstar_sim.views.statespace_bounds import why_not_drawn
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
     from pathlib import Path
 
     from yieldstar_sim.cli_pictures import PictureProcess
@@ -45,6 +47,8 @@ def explore_command(args: argparse.Namespace) -> int:
         raise FlagError(mistake)
     if args.jobs < 1:
         raise FlagError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.dask is not None and args.jobs > 1:
+        raise FlagError("--jobs and --dask both say where the search runs: give one")
     exhaustive_only = [
         option
         for option, given in (
@@ -67,24 +71,46 @@ def explore_command(args: argparse.Namespace) -> int:
 
     try:
         scenario = load_scenario(args.scenario, timeout=args.timeout)
-        return _explore_scenario(args, scenario, out)
+        if args.dask is None:
+            return _explore_scenario(args, scenario, out)
+        with _connected(args.dask) as client:
+            return _explore_scenario(args, scenario, out, client)
     except (ScenarioError, RestoreMismatch) as error:
         raise UsageError(str(error)) from error
 
 
-def _explore_scenario(args: argparse.Namespace, scenario: Scenario, out: Path) -> int:
+@contextlib.contextmanager
+def _connected(address: str) -> Iterator[Any]:
+    from yieldstar_sim.simulation.cluster import connect
+
+    stack = contextlib.ExitStack()
+    try:
+        client = stack.enter_context(connect(address))
+    except ValueError as error:
+        raise FlagError(f"--dask: {error}") from None
+    with stack:
+        yield client
+
+
+def _explore_scenario(
+    args: argparse.Namespace, scenario: Scenario, out: Path, client: Any = None
+) -> int:
     from yieldstar_sim.cli_pictures import PictureProcess
 
     # Forked now, before the search's workers: it imports matplotlib while they search.
     drawer = PictureProcess(scenario, fork=args.jobs > 1)
     try:
-        return _explore_and_draw(args, scenario, out, drawer)
+        return _explore_and_draw(args, scenario, out, drawer, client)
     finally:
         drawer.close()
 
 
 def _explore_and_draw(
-    args: argparse.Namespace, scenario: Scenario, out: Path, drawer: PictureProcess
+    args: argparse.Namespace,
+    scenario: Scenario,
+    out: Path,
+    drawer: PictureProcess,
+    client: Any = None,
 ) -> int:
     from yieldstar_sim.simulation.explorer import explore
     from yieldstar_sim.simulation.scenario_runtime import BY_SCENARIO
@@ -107,6 +133,7 @@ def _explore_and_draw(
         confirm=None if args.no_confirm else (args.confirm or BY_SCENARIO),
         check_adapter=args.check_adapter,
         jobs=args.jobs,
+        executor=client,
         progress=args.progress,
         timeout=args.timeout,
         on_searched=lambda searched: drawer.start(searched, out, formats),
@@ -351,6 +378,7 @@ def report_json(report: ExplorationReport) -> dict[str, Any]:
             "states_in_graph": 0 if covered.state_space is None else len(covered.state_space),
             "pruned_by_cache": covered.pruned_by_cache,
             "spared_by_reduction": covered.spared_by_reduction,
+            "lost": covered.lost,
             "progress": covered.progress,
             "naive_schedules": covered.naive_schedules,
             "max_faults": report.max_faults,

@@ -30,7 +30,7 @@ def client() -> Iterator[Any]:
             n_workers=2,
             processes=True,
             threads_per_worker=1,
-            dashboard_address=None,
+            dashboard_address=":0",
             silence_logs=logging.ERROR,
         ) as cluster,
         distributed.Client(cluster) as client,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.simulation.explorer.seen import SharedVisited
+from yieldstar_sim.simulation.shared_states import SharedVisited
 
 
 def _explore(name: str, max_faults: int, **options: Any) -> ys.ExplorationReport:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.artifact import violation_file
+from yieldstar_sim.simulation.cluster import DaskCluster, on_dask
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.determinism import CAUSE
 from yieldstar_sim.simulation.execution import ScheduleMismatch
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
+    from yieldstar_sim.simulation.cluster import DaskClient
+    from yieldstar_sim.simulation.explorer.exhaustive import Cluster
     from yieldstar_sim.simulation.scenario import Scenario
 
 __all__ = [
@@ -76,7 +79,7 @@ def explore(
     runtime: RuntimeChoice | None = None,
     confirm: RuntimeChoice | ByScenario | None = BY_SCENARIO,
     jobs: int = 1,
-    executor: concurrent.futures.Executor | None = None,
+    executor: concurrent.futures.Executor | DaskClient | None = None,
     out: str | Path | None = None,
     progress: bool | Callable[[int], None] = False,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -99,7 +102,9 @@ def explore(
     as a runtime bug, unless the schedule run twice gives two traces: then the report says the
     scenario is not deterministic (``report.nondeterminism``). ``jobs`` > 1 runs schedules in
     processes (an exhaustive search: that many processes sharing the states they reach); any
-    ``concurrent.futures.Executor`` may be given instead (e.g. a Dask client's). With ``out``,
+    ``concurrent.futures.Executor`` may be given instead, or a ``distributed.Client``: an
+    exhaustive search then runs one process a Dask worker, sharing the states they searched
+    through a table partitioned over the workers (``simulation.cluster``). With ``out``,
     each violation's artifact is written there. ``timeout`` bounds each schedule's wall-clock
     seconds: a schedule it cuts counts as incomplete. Ctrl-C stops the search cleanly: the
     report keeps (and shrinks, and saves) what was found. ``check_adapter=True`` first runs the
@@ -144,7 +149,8 @@ def explore(
         adapter_failures = runtime_adapter_failures(
             lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
         )
-    runner = Runner(scenario, runtime, seed=seed, jobs=jobs, executor=executor, timeout=timeout)
+    pool, client = on_dask(executor)
+    runner = Runner(scenario, runtime, seed=seed, jobs=jobs, executor=pool, timeout=timeout)
     tick = progress if callable(progress) else None
     bar = None
     if progress is True:
@@ -152,7 +158,8 @@ def explore(
 
         bar = tqdm(total=budget, unit="schedule", desc="exploring")
         tick = lambda count: bar.update(1)  # noqa: E731
-    search = _strategy(config, runner, tick, bar, jobs=jobs)
+    cluster = None if client is None else DaskCluster(client)
+    search = _strategy(config, runner, tick, bar, jobs=jobs, cluster=cluster)
     report = ExplorationReport(
         scenario.name, options.name, max_faults, seed, runtime_name, budget=budget,
         time_budget=time_budget, adapter_failures=adapter_failures,
@@ -264,22 +271,34 @@ def _options(
 
 
 def _strategy(
-    config: SearchConfig, runner: Runner, tick: Any, bar: Any = None, *, jobs: int = 1
+    config: SearchConfig,
+    runner: Runner,
+    tick: Any,
+    bar: Any = None,
+    *,
+    jobs: int = 1,
+    cluster: Cluster | None = None,
 ) -> Strategy:
-    """The search ``config`` asks for, over ``runner``, showing its progress on ``bar`` (a
-    tqdm bar), if any."""
+    """The search ``config`` asks for, over ``runner`` (an exhaustive one on ``cluster``,
+    if given), showing its progress on ``bar`` (a tqdm bar), if any."""
     options = config.strategy
     if isinstance(options, Exhaustive):
-        if runner.jobs > 1 or runner.executor is not None:
+        search: ExhaustiveSearch | ParallelExhaustive
+        if cluster is not None or runner.jobs > 1 or runner.executor is not None:
             # As many processes as asked for, and two at least on an executor of someone
-            # else's (a cluster's).
-            return ParallelExhaustive(runner, config, processes=max(2, jobs), tick=tick)
-        search = ExhaustiveSearch(runner, config, tick=tick)
+            # else's; on a cluster, one a worker.
+            search = ParallelExhaustive(
+                runner, config, processes=max(2, jobs), tick=tick, cluster=cluster
+            )
+        else:
+            search = ExhaustiveSearch(runner, config, tick=tick)
         if bar is not None:
-            # Beside the bar's count of schedules, as a model checker shows its progress.
+            # Beside the bar's count of schedules, as a model checker shows its progress (the
+            # processes of a cluster count schedules only as they end: it is shown at once).
+            refresh = cluster is not None
             search.watch = lambda got: bar.set_postfix(
                 states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-                depth=got["depth"], MB=got["peak_rss_mb"], refresh=False,
+                depth=got["depth"], MB=got["peak_rss_mb"], refresh=refresh,
             )  # fmt: skip
         return search
     if isinstance(options, Systematic):

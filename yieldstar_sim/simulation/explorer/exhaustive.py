@@ -16,20 +16,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.runs import outcome_of
-from yieldstar_sim.simulation.explorer.seen import (
-    DEFAULT_SLOTS,
-    SeenStates,
-    SharedVisited,
-    peak_rss_mb,
-)
+from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
 from yieldstar_sim.simulation.persistent import Held, Reduction
+from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
 from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
@@ -40,6 +36,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.explorer.runs import Outcome
     from yieldstar_sim.simulation.explorer.strategy import SearchConfig, Tick
     from yieldstar_sim.simulation.moves import Move
+    from yieldstar_sim.simulation.shared_states import SharedStates, SharesStates
     from yieldstar_sim.simulation.trail import Trail
 
 #: How often, at most, the search tells its ``watch`` how far it got.
@@ -58,6 +55,9 @@ class _Node:
     taken: int = 0
     estimate: float = 0.0  # the naive search's schedules under the moves taken so far
     held: Held | None = None  # its part in partial-order reduction (simulation.persistent)
+    deferred: list[Move] = field(default_factory=list)
+    """Moves to states another process is searching: taken last (``ExhaustiveSearch._arrive``)."""
+    again: bool = False  # the deferred moves are being taken: none is deferred twice
 
 
 @dataclass
@@ -73,6 +73,8 @@ class ExhaustiveCoverage:
     reduced_states: int = 0
     """States where partial-order reduction left moves untaken."""
     cut_by: list[StopReason] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    """What a search on a cluster lost (a worker that died...), a sentence each."""
     searched_to_the_end: bool = False
     """It backtracked out of its first state (nothing cut it)."""
     naive_schedules: int | None = None
@@ -107,7 +109,7 @@ class ExhaustiveSearch:
         self.states = SeenStates()
         """Every distinct state reached, over every fault level (the statement's count)."""
         self._seen, self._limit, self._seconds = self.states, config.max_faults, config.seconds()
-        self.shared: SharedVisited | None = None
+        self.shared: SharedStates | None = None
         """The states shared with the other processes (``ParallelExhaustive``) searching the
         same tree, each in an order of its own (``part``)."""
         self.part = self.transitions = self.max_depth_reached = 0
@@ -157,6 +159,9 @@ class ExhaustiveSearch:
                 return
             node = stack[-1]
             if not node.pending:
+                if node.deferred:
+                    node.pending, node.deferred, node.again = node.deferred, [], True
+                    continue
                 if node.held is not None and self.reduction is not None:
                     node.pending = self.reduction.release(node.held)
                     if node.pending:
@@ -168,7 +173,11 @@ class ExhaustiveSearch:
             if node.taken:
                 execution.restore(node.saved)  # type: ignore[arg-type]
             node.taken += 1
-            if not node.pending and (node.held is None or not node.held.moves):
+            if (
+                not node.pending
+                and (node.held is None or not node.held.moves)
+                and (self.shared is None or node.again)
+            ):
                 node.saved = None  # its last move: nothing comes back here
             execution.take(move)
             self.transitions += 1
@@ -260,6 +269,22 @@ class ExhaustiveSearch:
                 parent.estimate += 1.0
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
+        if (
+            cache
+            and self.shared is not None
+            and parent is not None
+            and move is not None
+            and not parent.again
+            and parent.saved is not None  # a state with one move is not saved to come back to
+            and (held is None or held.feeds is None)
+            and self.shared.claimed(key)
+            and not self.shared.covers(key, left, depth_left)
+        ):
+            # Another process is searching this state now: its other siblings first, so that
+            # the processes spread out, and by the time this one comes back the state may be
+            # searched to its end (then it is cut). Deferring reorders; it never cuts.
+            parent.deferred.append(move)
+            return None
         if cache and (
             self._seen.reached(key, left, depth_left)
             or (self.shared is not None and self.shared.covers(key, left, depth_left))
@@ -276,6 +301,8 @@ class ExhaustiveSearch:
         if depth_left is not None and depth_left <= 0 and len(moves) > 1:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
+        if self.shared is not None and cache:
+            self.shared.claim(key)
         node = _Node(key, moves, faults, options, held=held)
         if held is not None and self.reduction is not None:
             node.pending = self.reduction.split(execution, held, moves)
@@ -349,15 +376,17 @@ def search_part(
     timeout: float | None,
     *,
     part: int,
-    table: tuple[str, int] | None,
+    table: SharesStates | None,
 ) -> Part:
-    """Search the whole tree as process ``part``, sharing the table ``table`` (its name and
-    slots) when this machine has it."""
+    """Search the whole tree as process ``part``, sharing the table ``table`` reaches where
+    this process can reach it."""
     runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
     search = ExhaustiveSearch(runner, config)
     search.part = part
-    shared = None if table is None else SharedVisited.attach(*table)
+    shared = None if table is None else table.attach(part)
     search.shared = shared
+    if shared is not None:
+        search.watch = shared.heard
     try:
         search.search()
     finally:
@@ -371,43 +400,87 @@ def search_part(
     )
 
 
+class Cluster(Protocol):
+    """Machines a search's processes run on, sharing a table of their own
+    (``simulation.cluster.DaskCluster``) instead of this machine's shared memory."""
+
+    name: str
+    """What the statement calls its processes ("Dask workers")."""
+    figures: dict[str, Any]
+    """What sharing cost the last search (the report's progress takes them)."""
+
+    def processes(self) -> int:
+        """How many processes search (one a worker)."""
+        ...
+
+    def search(
+        self,
+        task: Callable[..., Part],
+        watch: Callable[[dict[str, Any]], None] | None,
+        *,
+        share: bool,
+    ) -> tuple[list[Part], list[str]]:
+        """Run ``task(part=, table=)`` once a process, sharing a new table (with ``share``;
+        else each searches alone); the parts that came back, and what was lost (a sentence
+        each: a worker that died, a part that failed)."""
+        ...
+
+
 class ParallelExhaustive:
-    """The exhaustive search in ``processes`` processes (on ``runner``'s executor, or a pool
-    of its own) sharing their states (a ``Strategy``)."""
+    """The exhaustive search in ``processes`` processes (on ``runner``'s executor, a pool of
+    its own, or a ``cluster``) sharing their states (a ``Strategy``)."""
 
     def __init__(
-        self, runner: Runner, config: SearchConfig, *, processes: int, tick: Tick = None
+        self,
+        runner: Runner,
+        config: SearchConfig,
+        *,
+        processes: int,
+        tick: Tick = None,
+        cluster: Cluster | None = None,
     ) -> None:
-        self.runner, self.config, self.processes = runner, config, processes
+        self.runner, self.config, self.cluster = runner, config, cluster
+        self.processes = processes if cluster is None else cluster.processes()
         self.shortest = getattr(config.strategy, "order", "dfs") == "shortest"
         self.tally = Tally(config, every_violation=self.shortest, tick=tick)
         self.covered = ExhaustiveCoverage()
+        self.watch: Callable[[dict[str, Any]], None] | None = None
+        """Called with the whole search's progress, where the cluster gathers it."""
 
     def search(self) -> None:
         """Run every part, then merge what they found."""
         runner, config = self.runner, self.config
         started = time.perf_counter()
+        reference = runner._pool(self.processes)
+        task = partial(search_part, reference, runner.shipped, config, runner.timeout)
+        if self.cluster is not None:
+            parts, lost = self.cluster.search(task, self.watch, share=not self.shortest)
+            self._merge(parts, time.perf_counter() - started, lost)
+            return
         # Shortest first searches its fault levels one after another, each with its own
         # cache: processes at different levels would cut each other's states.
         table = None if self.shortest else SharedVisited.create(DEFAULT_SLOTS)
-        shipped = None if table is None else (table.name, table.slots)
+        shipped = None if table is None else table.shipped()
         try:
-            reference = runner._pool(self.processes)
             executor = runner.executor
             assert executor is not None, "a pool gives the runner an executor"
-            task = partial(
-                search_part, reference, runner.shipped, config, runner.timeout, table=shipped
-            )
             with frozen_heap():  # submitting may fork the pool's processes
-                futures = [executor.submit(task, part=part) for part in range(self.processes)]
+                futures = [
+                    executor.submit(task, part=part, table=shipped)
+                    for part in range(self.processes)
+                ]
             parts = [future.result() for future in futures]
         finally:
             if table is not None:
                 table.close(unlink=True)
         self._merge(parts, time.perf_counter() - started)
 
-    def _merge(self, parts: list[Part], seconds: float) -> None:
+    def _merge(self, parts: list[Part], seconds: float, lost: list[str] | None = None) -> None:
         tally, covered = self.tally, self.covered
+        if lost:
+            # What a lost process searched is gone, and the others cut states it shared:
+            # nothing the parts that came back say covers the tree.
+            tally.stopped, covered.lost = StopReason.LOST, list(lost)
         space = StateSpace(limit=ExhaustiveSearch.graph_states)
         reached = SeenStates()
         progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
@@ -435,17 +508,21 @@ class ParallelExhaustive:
         progress.update(
             states=states, seconds=round(seconds, 3),
             states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
-            frontier=0, depth=0, processes=len(parts),
+            frontier=0, depth=0, processes=self.processes,
             sharing=sum(part.shared for part in parts),
-            peak_rss_mb=max(p.covered.progress.get("peak_rss_mb", 0.0) for p in parts),
-            max_depth_reached=max(p.covered.progress.get("max_depth_reached", 0) for p in parts),
+            peak_rss_mb=max((p.covered.progress.get("peak_rss_mb", 0.0) for p in parts), default=0),
+            max_depth_reached=max(
+                (p.covered.progress.get("max_depth_reached", 0) for p in parts), default=0
+            ),
             transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
         )  # fmt: skip
-        searched = all(part.covered.searched_to_the_end for part in parts)
+        if self.cluster is not None:
+            progress.update(self.cluster.figures, cluster=self.cluster.name)
+        searched = bool(parts) and all(part.covered.searched_to_the_end for part in parts)
         naive = [part.covered.naive_schedules for part in parts]
         covered.state_space, covered.distinct_states = space, states
         covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
-        if covered.searched_to_the_end and all(n is not None for n in naive):
+        if covered.searched_to_the_end and naive and all(n is not None for n in naive):
             # Each process's estimate is of the whole tree: the largest is the report's.
             covered.naive_schedules = max(n for n in naive if n is not None)
 

@@ -111,6 +111,8 @@ class ExplorationReport:
         """Why the search stopped short, in words ("" when it covered its bound)."""
         if self.interrupted:
             return "interrupted (Ctrl-C)"
+        if self.stopped is StopReason.LOST and self.exhaustive is not None:
+            return "; ".join(self.exhaustive.lost) + ": what it had searched is lost"
         if self.cut_by:
             return " and ".join(self.cut_by) + " cut the search"
         if self.stopped is StopReason.VIOLATION:
@@ -245,8 +247,15 @@ class ExplorationReport:
             # An estimate from the subtrees cut; with none cut, the schedules run are the count.
             counts += f"; without caching: about {covered.naive_schedules:,} schedules"
         processes = covered.progress.get("processes", 1)
-        if processes > 1:
-            alone = processes - covered.progress.get("sharing", processes)
+        sharing = covered.progress.get("sharing", processes)
+        kind = covered.progress.get("cluster", "processes")
+        if processes > 1 and not sharing:
+            # Shortest first: each process searches the fault levels alone, one by one.
+            counts += f"; searched by {processes} {kind}, each on its own"
+        elif "cluster" in covered.progress:
+            counts += f"; searched by {processes} {kind} sharing their states"
+        elif processes > 1:
+            alone = processes - sharing
             counts += f"; searched by {processes} processes sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""
             )

@@ -1,5 +1,5 @@
 """The states an exhaustive search reached, as fingerprints: ``SeenStates``, one process's
-table, and ``SharedVisited``, the table the processes of one search share in shared memory.
+table (``simulation.shared_states`` has the tables the processes of one search share).
 docs/decisions.md says why they are kept so ("States kept as fingerprints; the state graph
 bounded") and how the processes share ("The exhaustive search in several processes").
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import struct
 import sys
-from hashlib import blake2b
-from multiprocessing import resource_tracker, shared_memory
+
+from yieldstar_sim.simulation.shared_states import key_bytes
 
 #: An entry: the key's 16 bytes, flags, the faults left, the depth room, the estimate.
 _ENTRY = struct.Struct("<16sBBHd")
@@ -27,17 +27,6 @@ _SIZE = _ENTRY.size
 _USED, _VISITED, _ESTIMATED = 1, 2, 4
 _MAX_DEPTH = 0xFFFF
 _SLOTS = 1 << 12
-
-
-def _raw(key: str) -> bytes:
-    """A key's 16 bytes: the 32 hex digits the search's keys are; any other text (a key of
-    your own ``StateKeys``) hashed to 16."""
-    if len(key) == 32:
-        try:
-            return bytes.fromhex(key)
-        except ValueError:
-            pass
-    return blake2b(key.encode(), digest_size=16).digest()
 
 
 class SeenStates:
@@ -84,13 +73,13 @@ class SeenStates:
     def add(self, key: str) -> bool:
         """Count state ``key`` as reached; whether it is new."""
         before = self._count
-        self._slot(_raw(key))
+        self._slot(key_bytes(key))
         return self._count > before
 
     def reached(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether ``key`` was reached before with no fewer faults and no less depth left (the
         search cuts it); if not, record this visit."""
-        raw = _raw(key)
+        raw = key_bytes(key)
         offset = self._slot(raw)
         table = self._table
         _, flags, faults, depth, estimate = _ENTRY.unpack_from(table, offset)
@@ -116,12 +105,12 @@ class SeenStates:
     def estimate(self, key: str) -> float:
         """The naive-count estimate kept for the subtree of ``key``, a state reached (1.0 when
         none was)."""
-        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(_raw(key)))
+        _, flags, _, _, estimate = _ENTRY.unpack_from(self._table, self._slot(key_bytes(key)))
         return float(estimate) if flags & _ESTIMATED else 1.0
 
     def keep_estimate(self, key: str, estimate: float) -> None:
         """Keep the naive-count estimate of ``key``'s subtree (searched to its end)."""
-        raw = _raw(key)
+        raw = key_bytes(key)
         offset = self._slot(raw)
         _, flags, faults, depth, _ = _ENTRY.unpack_from(self._table, offset)
         _ENTRY.pack_into(self._table, offset, raw, flags | _ESTIMATED, faults, depth, estimate)
@@ -147,119 +136,3 @@ def peak_rss_mb() -> float:
         return 0.0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)
-
-
-#: A shared entry: a mark byte (1: written), the faults left, the depth room (two bytes, 0xFFFF for
-#: none), the key's 16 bytes.
-_SHARED_ENTRY = 20
-_SHARED_HEADER = 8
-_NO_DEPTH = 0xFFFF
-#: How far a lookup probes from a key's slot before it gives up (a full neighbourhood: the
-#: state is searched again, never cut wrongly).
-_PROBES = 32
-#: The default number of slots: a million states at half load, 40 MB.
-DEFAULT_SLOTS = 1 << 21
-
-
-class SharedVisited:
-    """A table of the states searched to their end, shared by the processes of one search
-    (``create`` one, ``attach`` to it by ``name``). Writes take no lock: an entry is written
-    key first and marked last, and a lookup compares the whole key, so a race costs at worst
-    a state searched twice, never one cut wrongly; a full table stops taking entries. It also
-    holds the flag a process raises to stop the others (``stop_at_first``)."""
-
-    def __init__(self, memory: shared_memory.SharedMemory, slots: int) -> None:
-        self._memory = memory
-        buffer = memory.buf
-        assert buffer is not None, "an open segment has a buffer"
-        self._buffer: memoryview = buffer
-        self.slots = slots
-        self._mask = slots - 1
-        self.name = memory.name
-
-    @classmethod
-    def create(cls, slots: int = DEFAULT_SLOTS) -> SharedVisited:
-        """A new, empty table of ``slots`` entries (a power of two)."""
-        if slots < 2 or slots & (slots - 1):
-            raise ValueError(f"a table's slots are a power of two, not {slots}")
-        memory = shared_memory.SharedMemory(
-            create=True, size=_SHARED_HEADER + slots * _SHARED_ENTRY
-        )
-        return cls(memory, slots)
-
-    @classmethod
-    def attach(cls, name: str, slots: int) -> SharedVisited | None:
-        """The table ``name`` made by another process of this machine; None when it is not
-        here (a process on another machine of a cluster: it searches on its own)."""
-        # Python before 3.13 registers an attached segment with the resource tracker, which
-        # then unlinks it (or warns of a leak) when this process ends: the process that made
-        # the table unlinks it, so attaching registers nothing (3.13's ``track=False``).
-        register = resource_tracker.register
-        resource_tracker.register = lambda name, rtype: None
-        try:
-            memory = shared_memory.SharedMemory(name=name)
-        except (FileNotFoundError, OSError):
-            return None
-        finally:
-            resource_tracker.register = register
-        return cls(memory, slots)
-
-    @property
-    def stopped(self) -> bool:
-        """Whether a process asked the others to stop."""
-        return bool(self._buffer[0])
-
-    def stop(self) -> None:
-        """Ask every process searching with this table to stop."""
-        self._buffer[0] = 1
-
-    def _find(self, key: bytes) -> tuple[int, bool]:
-        """The offset of ``key``'s entry (True), or of the empty slot it would take (False);
-        -1 when neither is near."""
-        buffer, mask = self._buffer, self._mask
-        slot = int.from_bytes(key[:8], "little") & mask
-        for _ in range(_PROBES):
-            offset = _SHARED_HEADER + slot * _SHARED_ENTRY
-            if not buffer[offset]:
-                return offset, False
-            if buffer[offset + 4 : offset + _SHARED_ENTRY] == key:
-                return offset, True
-            slot = (slot + 1) & mask
-        return -1, False
-
-    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
-        """Whether state ``key`` was searched with no fewer faults and no less depth left."""
-        offset, found = self._find(_raw(key))
-        if not found:
-            return False
-        buffer = self._buffer
-        depth = int.from_bytes(buffer[offset + 2 : offset + 4], "little")
-        return buffer[offset + 1] >= faults_left and (
-            depth_left is None or (depth != _NO_DEPTH and depth >= depth_left)
-        )
-
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
-        """Record that state ``key`` was searched to its end with ``faults_left`` and
-        ``depth_left``."""
-        raw = _raw(key)
-        offset, found = self._find(raw)
-        if offset < 0:
-            return  # a full neighbourhood: the state stays this process's own
-        buffer = self._buffer
-        faults = min(faults_left, 254)
-        depth = _NO_DEPTH if depth_left is None else min(max(depth_left, 0), _NO_DEPTH - 1)
-        if found:
-            # Reached again with more left: the entry takes the larger (a cut needs no more).
-            buffer[offset + 1] = max(buffer[offset + 1], faults)
-            return
-        buffer[offset + 4 : offset + _SHARED_ENTRY] = raw
-        buffer[offset + 1] = faults
-        buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
-        buffer[offset] = 1
-
-    def close(self, *, unlink: bool = False) -> None:
-        """Let go of the table; the process that made it unlinks it (``unlink``)."""
-        self._buffer.release()
-        self._memory.close()
-        if unlink:
-            self._memory.unlink()

@@ -10,6 +10,7 @@ import multiprocessing
 import pickle
 from dataclasses import dataclass, replace
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.engine.worker import frozen_heap
@@ -105,11 +106,21 @@ def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
     _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
 
 
+#: Between a scenario file's path and the hash of its bytes in a reference (``_reference``).
+_PINNED = "|sha256:"
+
+
 def shard_scenario(reference: str | None) -> Scenario:
-    """The scenario a task in another process runs: its own pool's, or loaded by reference."""
+    """The scenario a task in another process runs: its own pool's, or loaded by reference
+    (a file's reference carries the hash of its bytes: a worker holding an older copy of the
+    file, edited since, or another file at that path, refuses it instead of searching it)."""
     scenario = _SHARD_SCENARIOS.get(reference)
     if scenario is None:
-        scenario = _SHARD_SCENARIOS[reference] = load_scenario(str(reference))
+        ref, pinned, digest = str(reference).rpartition(_PINNED)
+        if not pinned:
+            ref, digest = digest, ""
+        scenario = load_scenario(ref, sha256=f"sha256:{digest}" if digest else None)
+        _SHARD_SCENARIOS[reference] = scenario
     return scenario
 
 
@@ -270,7 +281,13 @@ class Runner:
                 "running schedules in other processes needs a scenario loaded from a file or "
                 "by name (ys.load_scenario), so that each process can load it"
             )
-        return self.scenario.ref
+        ref, digest = self.scenario.ref, self.scenario.source_sha256
+        if not Path(ref).is_file():
+            return ref
+        # A file named here relative to this directory is found from any other (a Dask
+        # worker's), where the path is the same; its hash keys what a worker loaded.
+        path = str(Path(ref).resolve())
+        return path if digest is None else f"{path}{_PINNED}{digest.removeprefix('sha256:')}"
 
     def digests(self, replays: Sequence[Replay]) -> list[str | None]:
         """The trace digest of each confirmation replay, in order: on the pool, when there is

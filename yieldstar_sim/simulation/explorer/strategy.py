@@ -39,6 +39,9 @@ class StopReason(enum.StrEnum):
     """The depth bound cut some path (the exhaustive search's ``max_depth``)."""
     INTERRUPTED = "interrupted"
     """Ctrl-C stopped it."""
+    LOST = "lost"
+    """A process of a search on a cluster was lost (its worker died): what it searched is
+    gone."""
 
     def describe(self) -> str:
         """The reason in words, as a coverage statement says it."""
@@ -53,6 +56,7 @@ _REASONS = {
     StopReason.TIME_BUDGET: "the time budget cut it",
     StopReason.DEPTH: "the depth bound cut it",
     StopReason.INTERRUPTED: "Ctrl-C stopped it",
+    StopReason.LOST: "a worker of the cluster was lost mid-search",
 }
 
 

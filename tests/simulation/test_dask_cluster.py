@@ -1,0 +1,249 @@
+"""One exhaustive search on a Dask cluster (``simulation/cluster.py``): a process on each worker,
+the states they searched shared through a table partitioned by fingerprint over the workers
+(each partition a Dask actor). It reaches the states one process reaches, with the same
+verdict; the statement names the workers; a violation found on a worker comes back shrunk and
+confirmed; and a worker killed mid-search makes the search say so, never "verified". Needs the
+``dask`` extra; skipped without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+import yieldstar_sim as ys
+from yieldstar_sim.simulation.explorer.strategy import StopReason
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+distributed = pytest.importorskip("distributed")
+
+#: Bundled scenarios whose exhaustive search at one fault takes a second or two: the cluster
+#: must reach each one's states, violated or verified (a wider run over every bundled scenario
+#: is in benchmarks/bench_cluster.py --agree).
+SCENARIOS = [
+    ("durable-start", 1), ("trigger-in-step", 1), ("booking-race", 1),
+    ("booking-race-fixed", 1), ("fan-out-order", 1), ("cancel-owner", 0),
+    ("concurrent-starts", 1), ("poison-workflow-fixed", 1), ("random-replica", 0),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """A local cluster of two worker processes, one thread each, for the module."""
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        yield client
+
+
+def _explore(scenario: str | ys.Scenario, max_faults: int, **options: Any) -> ys.ExplorationReport:
+    if isinstance(scenario, str):
+        scenario = ys.load_scenario(scenario)
+    options.setdefault("strategy", "exhaustive")
+    options.setdefault("stop_at_first", False)
+    return ys.explore(scenario, max_faults=max_faults, confirm=None, **options)
+
+
+@pytest.mark.parametrize(("name", "max_faults"), SCENARIOS)
+def test_the_cluster_reaches_the_states_and_verdict_one_process_reaches(
+    client: Any, name: str, max_faults: int
+) -> None:
+    alone = _explore(name, max_faults)
+    cluster = _explore(name, max_faults, executor=client)
+    assert cluster.verdict == alone.verdict
+    assert cluster.exhausted == alone.exhausted
+    assert cluster.distinct_states == alone.distinct_states
+    assert {v.invariant for v in cluster.violations} == {v.invariant for v in alone.violations}
+    assert cluster.exhaustive is not None
+    progress = cluster.exhaustive.progress
+    assert progress["processes"] == 2
+    assert progress["cluster"] == "Dask workers"
+    assert all(moves > 0 for moves in progress["transitions_per_process"])
+
+
+def test_the_statement_names_the_dask_workers(client: Any) -> None:
+    report = _explore("durable-start", 1, executor=client)
+    statement = report.coverage()
+    assert statement.startswith("verified: ")
+    assert "searched by 2 Dask workers sharing their states" in statement
+
+
+def test_a_violation_found_on_a_worker_stops_the_cluster_and_is_shrunk_and_confirmed_here(
+    client: Any,
+) -> None:
+    scenario = ys.load_scenario("trigger-in-step")
+    report = ys.explore(scenario, strategy="exhaustive", max_faults=1, executor=client)
+    assert report.verdict == "violated"
+    assert report.stopped is StopReason.VIOLATION
+    assert not report.exhausted
+    found = report.violations[0]
+    # The path came back from the worker as moves: replayed here, it violates the invariant.
+    replay = ys.replay(found.artifact)
+    assert any(v.invariant == found.invariant for v in replay.violations)
+    assert report.confirmations  # confirmed on DuckDB, in this process
+
+
+def test_the_shortest_first_search_on_a_cluster_keeps_its_shortest_violation(
+    client: Any,
+) -> None:
+    options: dict[str, Any] = {
+        "strategy": ys.Exhaustive(order="shortest"), "kinds": ["crash"], "stop_at_first": True
+    }  # fmt: skip
+    alone = _explore("booking-race", 1, **options)
+    cluster = _explore("booking-race", 1, executor=client, **options)
+    assert [(v.invariant, len(v.faults)) for v in cluster.violations] == [
+        (v.invariant, len(v.faults)) for v in alone.violations
+    ]
+    # Shortest first searches its fault levels one by one, so its processes share nothing.
+    assert "searched by 2 Dask workers, each on its own" in cluster.coverage()
+
+
+def test_a_scenario_file_edited_between_two_searches_is_searched_as_it_is_now(
+    client: Any, tmp_path: Path
+) -> None:
+    # The workers keep what they loaded by the file's path and the hash of its bytes: a
+    # file written over with the bug must not be searched as the fix a worker loaded before.
+    from yieldstar_sim.simulation.scenario_files import bundled_scenarios
+
+    shop = tmp_path / "shop.py"
+    shop.write_bytes(bundled_scenarios()["booking-race-fixed"].read_bytes())
+    fixed = _explore(ys.load_scenario(str(shop)), 1, executor=client)
+    shop.write_bytes(bundled_scenarios()["booking-race"].read_bytes())
+    buggy = _explore(ys.load_scenario(str(shop)), 1, executor=client)
+    assert fixed.verdict == "ok"
+    assert buggy.verdict == "violated"
+    assert buggy.distinct_states == _explore("booking-race", 1).distinct_states
+
+
+def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
+    tmp_path: Path,
+) -> None:
+    # Its own cluster: the killed worker's nanny starts another, and the module's cluster
+    # must not depend on when.
+    scenario = tmp_path / "orders.py"
+    scenario.write_text(_ORDERS)
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        pids = client.run(os.getpid)
+        victim = sorted(pids)[1]
+
+        def kill_when_searching() -> None:
+            # Once the search has states to lose (its partitions hold some), not before.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.2)
+                if any(
+                    task.startswith("yieldstar-part")
+                    for tasks in client.processing().values()
+                    for task in tasks
+                ):
+                    time.sleep(1.0)
+                    os.kill(pids[victim], signal.SIGKILL)
+                    return
+
+        killer = threading.Thread(target=kill_when_searching)
+        killer.start()
+        report = _explore(ys.load_scenario(str(scenario)), 1, executor=client)
+        killer.join()
+    assert report.verdict == "incomplete"
+    assert report.stopped is StopReason.LOST
+    assert not report.exhausted
+    statement = report.coverage()
+    assert not statement.startswith("verified")
+    assert "left the cluster mid-search" in statement
+    assert report.exhaustive is not None
+    assert report.exhaustive.lost
+
+
+def test_a_worker_lost_before_its_partition_is_made_makes_the_search_say_so_not_hang() -> None:
+    # A partition is an actor pinned to its worker: Dask waits for that worker, and for one
+    # gone (a new one takes its place under another address), forever. Its worker busy (a
+    # part of a search before, still running), its partition waits to be made; it dies then.
+    with (
+        distributed.LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        pids = client.run(os.getpid)
+        busy = sorted(pids)[0]
+        sleeping = client.submit(time.sleep, 60, workers=[busy], pure=False)
+
+        def kill_when_waiting() -> None:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                time.sleep(0.2)
+                waiting = [task for tasks in client.processing().values() for task in tasks]
+                if any(str(task).startswith("yieldstar-visited") for task in waiting):
+                    time.sleep(1.0)
+                    os.kill(pids[busy], signal.SIGKILL)
+                    return
+
+        killer = threading.Thread(target=kill_when_waiting)
+        killer.start()
+        started = time.monotonic()
+        report = _explore("durable-start", 1, executor=client)
+        killer.join()
+        sleeping.cancel()
+    assert time.monotonic() - started < 30
+    assert report.verdict == "incomplete"
+    assert report.stopped is StopReason.LOST
+    assert report.exhaustive is not None
+    assert report.exhaustive.lost == [f"worker {busy} left the cluster as the search began"]
+
+
+def test_a_part_that_fails_leaves_no_other_part_running_on_its_worker(client: Any) -> None:
+    # Dask cannot stop a part it cancels: one cancelled and left running would wait on the
+    # released partitions a minute each, holding its worker's thread from the next search.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    def task(*, part: int, table: Any) -> str:
+        visited = table.attach(part)
+        if part == 0:
+            raise ValueError("this part fails")
+        while not visited.stopped:  # searching, until told to stop
+            time.sleep(0.01)
+        visited.close()
+        return "stopped"
+
+    parts, lost = DaskCluster(client).search(task, None, share=True)
+    assert parts == ["stopped"]
+    assert len(lost) == 1
+    assert "failed: this part fails" in lost[0]
+    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    # Free at once: each worker runs one task at a time.
+    assert client.submit(sum, [1, 2], workers=[workers[1]], pure=False).result(timeout=5) == 3
+
+
+_ORDERS = """
+import dataclasses
+import yieldstar_sim as ys
+
+_base = ys.load_scenario("durable-start")
+scenario = dataclasses.replace(
+    _base, name="orders-2x3", faults=[], workers=3,
+    triggers=[
+        ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
+        for n in range(2)
+    ],
+)
+"""

@@ -1,0 +1,552 @@
+"""The exhaustive search on a Dask cluster: one process a worker, each searching the whole tree
+in an order of its own (``exhaustive.search_part``), sharing the states searched to their end
+through a visited table partitioned by fingerprint over the workers, each partition a Dask
+actor on the worker that owns it. docs/decisions.md says why the search is shaped so, and what
+TLC does differently ("The exhaustive search on a Dask cluster").
+
+A process sends the states it searched, in batches, to the partitions that own them, which
+keep those that say more than what they hold and drop the rest; it hears back what the others
+sent, and cuts those states when it reaches them. Sharing only spares work: a process cuts a
+state only once another searched it to its end, so a batch that arrives late costs time, never
+a state. A worker that dies takes its partition with it: the search says what was lost and
+claims nothing (``StopReason.LOST``).
+
+Needs the ``dask`` extra (``pip install "yieldstar-sim[dask]"``), imported only here and only
+when a cluster is asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from yieldstar_sim.simulation.shared_states import key_bytes
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Callable, Iterator
+
+    from yieldstar_sim.simulation.explorer.exhaustive import Part
+
+#: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
+#: unbounded); a claim (a process is searching the state) has faults ``_CLAIM``.
+_ENTRY = struct.Struct("<16sBH")
+_SIZE = _ENTRY.size
+_UNBOUNDED = 0xFFFF
+_CLAIM = 0xFF
+#: How often a process sends the states it searched and hears the others' (seconds), and how
+#: many it holds back at most before it sends them anyway.
+EXCHANGE_SECONDS = 0.1
+EXCHANGE_BATCH = 8192
+#: How long a process waits for a partition's answer before it takes the partition for lost.
+ANSWER_SECONDS = 60.0
+#: How long the client waits for the other processes to stop once one failed (seconds).
+STOP_SECONDS = 5.0
+#: How often the client reads the whole search's progress from the partitions (seconds).
+WATCH_SECONDS = 0.5
+#: How long ``connect`` waits for a scheduler to answer, and for its first worker (seconds).
+CONNECT_SECONDS = 10.0
+
+
+class DaskClient(Protocol):
+    """What the search needs of a ``distributed.Client``."""
+
+    def submit(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``func`` on a worker (or make an actor there, with ``actor=True``)."""
+        ...
+
+    def scheduler_info(self, n_workers: int = -1, **kwargs: Any) -> Any:
+        """The scheduler's view of the cluster (its ``"workers"`` by address)."""
+        ...
+
+    def get_executor(self, **kwargs: Any) -> Any:
+        """The client as a ``concurrent.futures.Executor``."""
+        ...
+
+
+def on_dask(
+    executor: concurrent.futures.Executor | DaskClient | None,
+) -> tuple[concurrent.futures.Executor | None, DaskClient | None]:
+    """What ``explore(executor=)`` was given, as the executor that runs schedules and, where
+    it is a Dask client, the client (the exhaustive search then runs on its cluster)."""
+    if type(executor).__module__.split(".")[0] == "distributed" and hasattr(
+        executor, "get_executor"
+    ):
+        client: DaskClient = executor  # type: ignore[assignment]
+        return client.get_executor(), client
+    return executor, None  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def connect(address: str) -> Iterator[DaskClient]:
+    """A Dask client: of a new ``LocalCluster`` of N worker processes (one thread each) for
+    ``"local:N"``, else of the scheduler at ``address`` (``"tcp://host:8786"``). Closed (and
+    the local cluster with it) on leaving."""
+    try:
+        import distributed
+    except ImportError:
+        raise ValueError(
+            'a Dask cluster needs the dask extra: pip install "yieldstar-sim[dask]"'
+        ) from None
+    if address.startswith("local:"):
+        count = address.removeprefix("local:")
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(
+                f"a local Dask cluster is local:N, N worker processes (N >= 1), not {address!r}"
+            )
+        cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
+            n_workers=int(count), processes=True, threads_per_worker=1,
+            dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
+        )  # fmt: skip
+        with cluster, distributed.Client(cluster) as client:  # type: ignore[no-untyped-call]
+            yield client
+        return
+    try:
+        _handshake(address, CONNECT_SECONDS)
+        client = distributed.Client(address, timeout=CONNECT_SECONDS)  # type: ignore[no-untyped-call]
+    except (OSError, TimeoutError, ValueError) as error:
+        raise ValueError(
+            f"cannot reach the Dask scheduler at {address!r} ({error}); start one with "
+            "`dask scheduler`, or give local:N for a cluster of N processes on this machine"
+        ) from None
+    with client:
+        if not client.scheduler_info(n_workers=-1)["workers"]:
+            try:
+                client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+            except TimeoutError:
+                # Else a search of another strategy waits for a worker forever, saying nothing.
+                raise ValueError(
+                    f"the Dask scheduler at {address!r} has no workers (none came in "
+                    f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
+                ) from None
+        yield client
+
+
+def _handshake(address: str, seconds: float) -> None:
+    """Raise ``OSError`` unless something listens at ``address`` (Dask tries ``seconds``), and
+    ``TimeoutError`` unless it then answers Dask's handshake. ``distributed.Client`` waits for
+    that answer with no deadline: on a port that accepts a connection and never answers as
+    Dask does (the dashboard's, 8787), forever."""
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm.addressing import parse_address
+    from distributed.comm.core import connect as dask_connect
+
+    if parse_address(address)[0] != "tcp":
+        return  # tls:// needs the client's security settings: left to the client
+
+    async def shake() -> None:
+        # Dask's own deadline is for the connection (one refused is tried again until then);
+        # this one, later, for the answer.
+        try:
+            answered = dask_connect(address, timeout=seconds)  # type: ignore[no-untyped-call]
+            comm = await asyncio.wait_for(answered, seconds * 1.5)
+        except TimeoutError:
+            raise TimeoutError(
+                "something there accepted the connection but did not answer as a Dask "
+                "scheduler: give the scheduler's port (8786 by default), not the dashboard's "
+                "(8787)"
+            ) from None
+        await comm.close()
+
+    # In a thread of its own: this one may be running an event loop (a notebook's).
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, shake()).result()
+
+
+def _owner(raw: bytes, partitions: int) -> int:
+    # Not the bytes a table's slot is found by (its first eight), so that a partition's
+    # keys still spread over its slots.
+    return int.from_bytes(raw[8:12], "little") % partitions
+
+
+def _dominates(new: tuple[int, int], held: tuple[int, int]) -> bool:
+    """Whether a visit with ``new`` left (faults, depth room) covers one with ``held``."""
+    return new[0] >= held[0] and new[1] >= held[1]
+
+
+class VisitedPartition:
+    """One partition of a search's visited states: a Dask actor on the worker that owns the
+    keys it holds. Partition 0 also holds the search's stop flag, counts each process's
+    starts (a second start: its worker died and Dask ran it again) and keeps each one's
+    progress."""
+
+    def __init__(self) -> None:
+        self._table: dict[bytes, tuple[int, int]] = {}
+        self._claims: set[bytes] = set()
+        self._batches: list[tuple[int, bytes]] = []  # (the part that sent it, entries kept)
+        self.stopped = False
+        self._starts: dict[int, int] = {}
+        self._progress: dict[int, dict[str, Any]] = {}
+        self._bytes = 0  # entries received and sent back
+        self._states = 0  # keys held, claimed or searched
+
+    async def begin(self, part: int) -> int:
+        """Process ``part`` starts: how many times it started, this one included."""
+        self._starts[part] = self._starts.get(part, 0) + 1
+        return self._starts[part]
+
+    async def exchange(
+        self, part: int, entries: bytes, since: int, progress: dict[str, Any] | None
+    ) -> tuple[bytes, int, bool]:
+        """Keep what ``entries`` (from process ``part``) say more than the table holds, and
+        return the entries other processes sent since batch ``since``, the batch to ask from
+        next time, and whether the search was asked to stop."""
+        table, kept = self._table, bytearray()
+        for offset in range(0, len(entries), _SIZE):
+            raw, faults, depth = _ENTRY.unpack_from(entries, offset)
+            if faults == _CLAIM:
+                if raw in table or raw in self._claims:
+                    continue
+                self._claims.add(raw)
+                self._states += 1
+                kept += entries[offset : offset + _SIZE]
+                continue
+            held = table.get(raw)
+            if held is None or (_dominates((faults, depth), held) and held != (faults, depth)):
+                self._states += held is None and raw not in self._claims
+                table[raw] = (faults, depth)
+                kept += entries[offset : offset + _SIZE]
+        if kept:
+            self._batches.append((part, bytes(kept)))
+        if progress is not None:
+            self._progress[part] = progress
+        news = b"".join(batch for sender, batch in self._batches[since:] if sender != part)
+        self._bytes += len(entries) + len(news)
+        return news, len(self._batches), self.stopped
+
+    async def stop(self) -> None:
+        """Ask every process to stop (at its next exchange)."""
+        self.stopped = True
+
+    async def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
+        """The states this partition holds (claimed or searched), the bytes of entries it
+        received and sent, and each process's last progress."""
+        return self._states, self._bytes, dict(self._progress)
+
+
+class DaskVisited:
+    """The shared table as one process of the search sees it (a ``SharedStates``): the
+    states the others searched, as heard so far, and what it holds back to send."""
+
+    def __init__(self, partitions: list[Any], part: int) -> None:
+        self._partitions, self._part = partitions, part
+        self._heard: dict[bytes, tuple[int, int]] = {}
+        self._claims: set[bytes] = set()
+        self._out = [bytearray() for _ in partitions]
+        self._held = 0
+        self._since = [0] * len(partitions)
+        self._flight: list[Any] = []
+        self._due = time.monotonic() + EXCHANGE_SECONDS
+        self._stopped = False
+        self._progress: dict[str, Any] | None = None
+        self._exchanges, self._seconds = 0, 0.0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a process asked the others to stop (as heard at the last exchange)."""
+        self._tick()
+        return self._stopped
+
+    def stop(self) -> None:
+        """Ask every process to stop."""
+        self._stopped = True
+        self._partitions[0].stop().result(timeout=ANSWER_SECONDS)  # a lost one: not forever
+
+    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
+        """Whether another process searched state ``key`` with no fewer faults and no less
+        depth left (as heard so far)."""
+        self._tick()
+        held = self._heard.get(key_bytes(key))
+        return held is not None and _dominates(held, (faults_left, _room(depth_left)))
+
+    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+        """Send, with the next batch, that state ``key`` was searched to its end."""
+        self._send(key_bytes(key), min(faults_left, _CLAIM - 1), _room(depth_left))
+
+    def claim(self, key: str) -> None:
+        """Send, with the next batch, that this process is searching state ``key``."""
+        self._send(key_bytes(key), _CLAIM, 0)
+
+    def claimed(self, key: str) -> bool:
+        """Whether another process is searching state ``key`` or searched it (as heard)."""
+        raw = key_bytes(key)
+        return raw in self._claims or raw in self._heard
+
+    def _send(self, raw: bytes, faults: int, depth: int) -> None:
+        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth)
+        self._held += 1
+        if self._held >= EXCHANGE_BATCH:
+            self._exchange()
+        else:
+            self._tick()
+
+    def heard(self, progress: dict[str, Any]) -> None:
+        """This process's progress, sent with the next batch (with the exchanges so far and
+        the seconds they took this process)."""
+        self._progress = {
+            **progress, "exchanges": self._exchanges, "exchange_seconds": self._seconds
+        }  # fmt: skip
+
+    def close(self) -> None:
+        """Send what is held back, with the last progress, and wait for the answers."""
+        self._exchange()
+        self._collect()
+        self.heard(self._progress or {})  # the exchanges counted whole
+        self._exchange()
+        self._collect()
+
+    def _tick(self) -> None:
+        if time.monotonic() >= self._due:
+            self._exchange()
+
+    def _exchange(self) -> None:
+        # The answers to the last batches have long arrived: collecting them does not wait,
+        # and the search goes on while these travel.
+        began = time.perf_counter()
+        self._exchanges += 1
+        self._collect()
+        self._flight = [
+            partition.exchange(
+                self._part, bytes(out), since, self._progress if index == 0 else None
+            )
+            for index, (partition, out, since) in enumerate(
+                zip(self._partitions, self._out, self._since, strict=True)
+            )
+        ]
+        self._out = [bytearray() for _ in self._partitions]
+        self._held = 0
+        self._due = time.monotonic() + EXCHANGE_SECONDS
+        self._seconds += time.perf_counter() - began
+
+    def _collect(self) -> None:
+        heard = self._heard
+        for index, future in enumerate(self._flight):
+            try:
+                news, self._since[index], stopped = future.result(timeout=ANSWER_SECONDS)
+            except TimeoutError:
+                raise RuntimeError(
+                    f"partition {index} of the visited states did not answer in "
+                    f"{ANSWER_SECONDS:g}s: its worker is lost"
+                ) from None
+            self._stopped = self._stopped or stopped
+            for offset in range(0, len(news), _SIZE):
+                raw, faults, depth = _ENTRY.unpack_from(news, offset)
+                if faults == _CLAIM:
+                    self._claims.add(raw)
+                    continue
+                held = heard.get(raw)
+                if held is None or _dominates((faults, depth), held):
+                    heard[raw] = (faults, depth)
+        self._flight = []
+
+
+def _room(depth_left: int | None) -> int:
+    return _UNBOUNDED if depth_left is None else min(max(depth_left, 0), _UNBOUNDED - 1)
+
+
+class PartRunAgain(RuntimeError):
+    """A process of the search started a second time: Dask ran it again after its worker
+    died, and what the first run searched is lost."""
+
+
+@dataclass(frozen=True)
+class DaskTable:
+    """What crosses to each process to reach the partitions (a ``SharesStates``)."""
+
+    partitions: tuple[Any, ...]
+
+    def attach(self, part: int) -> DaskVisited:
+        """The table for process ``part``, which must be its first start."""
+        starts = self.partitions[0].begin(part).result(timeout=ANSWER_SECONDS)
+        if starts > 1:
+            raise PartRunAgain(
+                f"part {part} was started {starts} times: its first worker died mid-search"
+            )
+        return DaskVisited(list(self.partitions), part)
+
+
+class DaskCluster:
+    """A Dask cluster that an exhaustive search runs on (an ``exhaustive.Cluster``): one
+    process, and one partition of the visited states, a worker."""
+
+    name = "Dask workers"
+
+    def __init__(self, client: DaskClient) -> None:
+        self.client = client
+        self.figures: dict[str, Any] = {}
+        """What sharing cost the last search: bytes of entries the partitions received and
+        sent, exchanges, and the seconds the processes spent in them."""
+
+    def _workers(self) -> list[str]:
+        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
+        if not workers:
+            raise RuntimeError("the Dask cluster has no workers: start some (dask worker ...)")
+        return workers
+
+    def processes(self) -> int:
+        """How many processes search: one a worker."""
+        return len(self._workers())
+
+    def search(
+        self,
+        task: Callable[..., Part],
+        watch: Callable[[dict[str, Any]], None] | None,
+        *,
+        share: bool,
+    ) -> tuple[list[Part], list[str]]:
+        """Run ``task(part=, table=)`` on every worker, sharing a new table of partitions
+        (with ``share``); the parts that came back, and what was lost."""
+        client, workers = self.client, self._workers()
+        search = uuid.uuid4().hex[:8]
+        actors: list[Any] = []
+        partitions: list[Any] = []
+        futures: list[Any] = []
+        try:
+            if share:
+                actors = [
+                    client.submit(VisitedPartition, actor=True, workers=[worker], pure=False,
+                                  key=f"yieldstar-visited-{search}-{index}")
+                    for index, worker in enumerate(workers)
+                ]  # fmt: skip
+                if gone := self._placed(actors, workers):
+                    return [], [
+                        f"worker {worker} left the cluster as the search began" for worker in gone
+                    ]
+                partitions = [actor.result() for actor in actors]
+            table = DaskTable(tuple(partitions)) if share else None
+            futures = [
+                client.submit(task, part=index, table=table, workers=[worker], pure=False,
+                              allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
+                for index, worker in enumerate(workers)
+            ]  # fmt: skip
+            return self._gather(futures, workers, partitions, watch)
+        except BaseException:
+            _stop(partitions)
+            for future in futures:
+                future.cancel()
+            raise
+        finally:
+            for actor in actors:
+                actor.release()
+
+    def _placed(self, actors: list[Any], workers: list[str]) -> list[str]:
+        """Wait until the partitions' actors are made; the workers that left the cluster
+        before (an actor waits for the worker it is pinned to: for one gone, forever)."""
+        from distributed import wait
+
+        pending = set(actors)
+        while pending:
+            with contextlib.suppress(TimeoutError):  # a worker busy still: is it there?
+                wait(pending, timeout=WATCH_SECONDS)  # type: ignore[no-untyped-call]
+            pending = {actor for actor in pending if not actor.done()}
+            here = self.client.scheduler_info(n_workers=-1)["workers"]
+            if gone := [worker for worker in workers if worker not in here]:
+                return gone
+        return []
+
+    def _gather(
+        self,
+        futures: list[Any],
+        workers: list[str],
+        partitions: list[Any],
+        watch: Callable[[dict[str, Any]], None] | None,
+    ) -> tuple[list[Part], list[str]]:
+        from distributed import wait
+
+        started, pending = time.perf_counter(), set(futures)
+        gone: list[str] = []
+        got: dict[str, Any] | None = None
+        while pending:
+            with contextlib.suppress(TimeoutError):  # nothing ended: read the progress
+                wait(pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
+            pending = {future for future in pending if not future.done()}
+            here = self.client.scheduler_info(n_workers=-1)["workers"]
+            gone = [worker for worker in workers if worker not in here]
+            if gone or any(future.status == "error" for future in futures):
+                # A worker died (its partition with it) or a part failed: nothing the others
+                # find can be claimed. They are told to stop. Where a part failed, the others
+                # hear it within an exchange or two and are waited for (a few seconds at most):
+                # a part cancelled runs on (Dask cannot stop it), and once the partitions are
+                # released it waits on each a minute, holding its worker from the next search.
+                # Where a worker died they are not waited for: a part Dask runs again, or one
+                # waiting on the lost partition, would keep this here.
+                _stop(partitions)
+                if not gone:
+                    with contextlib.suppress(TimeoutError):
+                        wait(pending, timeout=STOP_SECONDS)  # type: ignore[no-untyped-call]
+                for future in pending:
+                    if not future.done():
+                        future.cancel()
+                break
+            if partitions:
+                got = _progress(partitions, time.perf_counter() - started) or got
+                if watch is not None and got is not None:
+                    watch(got)
+        if partitions and not gone:
+            got = _progress(partitions, time.perf_counter() - started) or got  # the last word
+        if got is not None:
+            self.figures = {
+                name: got[name] for name in ("bytes_shipped", "exchanges", "exchange_seconds")
+            }
+        after = "" if got is None else f", {got['states']:,} states in"
+        parts = []
+        lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
+        for index, (future, worker) in enumerate(zip(futures, workers, strict=True)):
+            if future.status == "finished":
+                parts.append(future.result())
+            elif future.status == "error":
+                error = future.exception()
+                lost.append(f"part {index} (on {worker}) failed: {error}{_hint(error)}")
+            elif not gone and not lost:  # cancelled by someone else
+                lost.append(f"part {index} (on {worker}) was cancelled")
+        return parts, lost
+
+
+def _hint(error: BaseException) -> str:
+    """Where a worker could not load the scenario, what it needs: it loads it itself."""
+    from yieldstar_sim.simulation.scenario import ScenarioError
+
+    if not isinstance(error, ScenarioError):
+        return ""
+    return (
+        " (each worker loads the scenario itself: a scenario file at the same path on every "
+        "worker, and what it imports)"
+    )
+
+
+def _stop(partitions: list[Any]) -> None:
+    if partitions:
+        try:
+            partitions[0].stop().result(timeout=5)
+        except Exception:  # its worker is gone: the others stop on their own failure
+            logging.getLogger(__name__).debug("the stop flag's partition is gone")
+
+
+def _progress(partitions: list[Any], seconds: float) -> dict[str, Any] | None:
+    """The whole search's progress in the shape of one process's (``ExhaustiveSearch
+    .progress``): states are those searched to their end, counted once over the partitions."""
+    try:
+        summaries = [future.result(timeout=5) for future in [p.summary() for p in partitions]]
+    except Exception:
+        return None
+    states = sum(size for size, _, _ in summaries)
+    heard = summaries[0][2]
+    return {
+        "states": states, "seconds": round(seconds, 3),
+        "states_per_second": round(states / seconds, 1) if seconds > 0 else 0.0,
+        "frontier": sum(p.get("frontier", 0) for p in heard.values()),
+        "depth": max((p.get("depth", 0) for p in heard.values()), default=0),
+        "transitions": sum(p.get("transitions", 0) for p in heard.values()),
+        "peak_rss_mb": max((p.get("peak_rss_mb", 0.0) for p in heard.values()), default=0.0),
+        "processes": len(partitions),
+        "bytes_shipped": sum(shipped for _, shipped, _ in summaries),
+        "exchanges": sum(p.get("exchanges", 0) for p in heard.values()),
+        "exchange_seconds": round(sum(p.get("exchange_seconds", 0.0) for p in heard.values()), 3),
+    }  # fmt: skip
