@@ -1,4 +1,4 @@
-"""A saved state ships (issue 50, item 1): ``Execution.ship`` makes a run's state at a choice
+"""A saved state ships (issue 50, item 1): ``shipping.ship`` makes a run's state at a choice
 point a value that pickles, and any run of the same scenario, seed, runtime and faults, here or
 in another process, restores it and goes on exactly as the run did: the same key, the same
 moves, and, taking the same moves, the same key, verdict, violations and trace at the end.
@@ -19,15 +19,11 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import workers
-from yieldstar_sim.simulation.execution import (
-    Execution,
-    SavedExecution,
-    ShipMismatch,
-    ShippedExecution,
-)
+from yieldstar_sim.simulation.execution import Execution, SavedExecution
 from yieldstar_sim.simulation.faults import FAULT_KINDS, explored_seconds
 from yieldstar_sim.simulation.moves import Move
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
+from yieldstar_sim.simulation.shipping import ShipMismatch, ShippedExecution, land, ship
 
 SCENARIOS = sorted(bundled_scenarios())
 KINDS = tuple(FAULT_KINDS)
@@ -97,7 +93,7 @@ def _shipped_run(scenario: ys.Scenario, *, seeded: bool, runtime: str = "memory"
     picked = sorted({round(i * (len(states) - 1) / (SHIPS - 1)) for i in range(SHIPS)})
     # Shipped from the end of the run: each saved state is on its path to now.
     ships = [
-        (states[i][0], pickle.dumps(execution.ship(states[i][1]), protocol=5), states[i][2])
+        (states[i][0], pickle.dumps(ship(execution, states[i][1]), protocol=5), states[i][2])
         for i in picked
     ]
     end = _end(execution)
@@ -117,7 +113,7 @@ def _check_restored(
         for at, data, said in reversed(run.ships):
             value = pickle.loads(data)
             values.append(value)
-            receiver.restore(value)
+            land(receiver, value)
             assert _now(receiver) == said, f"{scenario.name}: restored after {at} moves"
             footprints = run.footprints[:at]
             if seeded:
@@ -145,7 +141,7 @@ def _go_on_elsewhere(name: str, at: int, data: bytes, rest: list[Move]) -> tuple
     """In another process: restore a pickled ship into a new run, and take the rest."""
     execution = Execution(_scenario(name), saving=True, footprints=True)
     try:
-        execution.restore(pickle.loads(data))
+        land(execution, pickle.loads(data))
         said = _now(execution)
         footprints: list[object] = []
         for move in rest:
@@ -190,7 +186,7 @@ def test_a_run_refuses_a_state_shipped_by_a_run_of_another_scenario_seed_or_runt
     ]
     for other, differ in others:
         with pytest.raises(ShipMismatch, match=f"durable-start.*different {differ}"):
-            other.restore(value)
+            land(other, value)
         other.close()
 
 
@@ -203,7 +199,7 @@ def test_a_state_whose_factories_the_receiver_lacks_is_refused_naming_why(
     receiver = Execution(ys.load_scenario("durable-start"), saving=True)
     monkeypatch.delattr(workers, "worker")
     with pytest.raises(ShipMismatch, match=r"cannot be unpickled here.*worker"):
-        receiver.restore(pickle.loads(ships[-2][1]))
+        land(receiver, pickle.loads(ships[-2][1]))
     monkeypatch.undo()
     receiver.close()
 
@@ -215,12 +211,12 @@ def test_only_a_state_on_the_runs_path_to_now_ships() -> None:
     first = execution.moves()
     execution.take(first[0])
     early = execution.save()
-    then = execution.ship()
+    then = ship(execution)
     execution.take(execution.moves()[0])
     # Shipped later, a state on the path ships as it did then.
-    assert execution.ship(early) == then
+    assert ship(execution, early) == then
     again = Execution(scenario, saving=True)
-    again.restore(execution.ship(early))
+    land(again, ship(execution, early))
     assert again.key() == _restored_key(execution, early)
     again.close()
     # Back at the start and on along another branch, the early state is off the path.
@@ -228,11 +224,11 @@ def test_only_a_state_on_the_runs_path_to_now_ships() -> None:
     other = [move for move in execution.moves(KINDS, SECONDS) if move != first[0]]
     execution.take(other[0])
     with pytest.raises(ValueError, match="did not go on from the state saved after 1 moves"):
-        execution.ship(early)
+        ship(execution, early)
     # Taking the same move again reaches the same state: it ships again.
     execution.restore(start)
     execution.take(first[0])
-    execution.ship(early)
+    ship(execution, early)
     execution.close()
 
 

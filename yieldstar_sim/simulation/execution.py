@@ -18,10 +18,7 @@ that snapshots itself (``saving.Snapshots``: the memory runtime) the state is pu
 replay of the same path (``RestoreMismatch``); on any other (DuckDB, PostgreSQL, an adapter of
 your own that does not say it can) the path is replayed from the start.
 
-A saved state travels as a ``ShippedExecution`` (``ship``): a value that pickles, which any run
-of the same scenario, seed, runtime and faults restores, in this process or another. It holds
-the run's data and each actor's log, never a generator; where the runtime cannot snapshot
-itself, it holds the path, and the receiving run replays it.
+A saved state travels to another process as ``shipping.ship`` makes it.
 
 (An ``Execution`` is one run of a scenario, in shuttle's sense; a workflow execution, in RFC
 003's, is something a run holds many of.)
@@ -30,10 +27,7 @@ itself, it holds the path, and the receiving run replays it.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import pickle
 import random
-import struct
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -55,10 +49,8 @@ from yieldstar_sim.simulation.saving import (
     Journal,
     Saved,
     can_snapshot,
-    land,
     restore,
     save,
-    ship,
 )
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
@@ -103,46 +95,6 @@ class SavedExecution:
         return schedule_of(self.path)
 
 
-class ShipMismatch(Exception):
-    """A shipped state was restored into a run of another scenario (by its name, its code or
-    its settings), seed, runtime or faults than the run that shipped it, or could not be
-    unpickled there: it would go on as neither run does."""
-
-
-#: What a ``ShippedExecution.run`` holds, part by part, in words.
-_RUN_PARTS = ("scenario", "code", "settings", "seed", "runtime", "faults")
-
-
-@dataclass(frozen=True, slots=True)
-class ShippedExecution:
-    """An ``Execution``'s state at one choice point as a value that pickles
-    (``Execution.ship``), for any run of the same scenario, seed, runtime and faults, in this
-    process or another, to ``restore``: its path, and where the runtime can snapshot itself,
-    the run's state (else the receiving run replays the path)."""
-
-    run: tuple[object, ...]
-    """What the run that shipped it was: its scenario's name, a hash of its code
-    (``Scenario.fingerprint``) and one of its settings, the seed, the runtime and the faults;
-    a run of another refuses it (``ShipMismatch``)."""
-    steps: tuple[tuple[Move, int, list[str], Fault | None], ...]
-    """The path: each move, its choice point's number, the actors then ready, and the fault
-    it placed."""
-    state: bytes | None
-    """The run's state (``saving.ship``): None where the runtime cannot snapshot itself, or
-    where something of the state would not pickle (the path is replayed then)."""
-    rng: tuple[int, bytes, float | None] | None
-    """The seed's random state, its words packed (None: none was drawn yet)."""
-    plan: tuple[tuple[int, ...], tuple[bool, ...]]
-    """How far the fault plan got (``FaultPlan.snapshot``)."""
-    stopped: str | None
-    """Why the run was over (None: it went on)."""
-
-    @property
-    def schedule(self) -> tuple[Move, ...]:
-        """The moves taken to reach this state."""
-        return tuple(step[0] for step in self.steps)
-
-
 class Execution:
     """One run of ``scenario`` (see the module's docstring).
 
@@ -185,7 +137,6 @@ class Execution:
         self.replayed_steps = 0
         """Moves taken again to replay paths to restored states (on a runtime that cannot
         snapshot itself)."""
-        self._run: tuple[object, ...] | None = None  # what a shipped state says of its run
         self._build()
 
     state_keys: type[StateKeys] = StateKeys
@@ -514,27 +465,6 @@ class Execution:
             self._fed = len(events)
         return keys.key(self.state, ended=self.stopped is not None)
 
-    def incomplete_reason(self) -> str | None:
-        """Why the run did not finish, in words (None when it did, or goes on)."""
-        scenario = self.scenario
-        now = self.clock.now()
-        if self.stopped == "max_time":
-            return (
-                f"cut at max_time={scenario.max_time:g}s of virtual time with work still due "
-                f"(after {self.kernel.points} choice points; a longer story raises it: "
-                "ys.Scenario(..., max_time=...))"
-            )
-        if self.stopped == "max_points":
-            return (
-                f"cut after max_points={scenario.point_limit} choice points at t={now:g} (a "
-                "bound against a run that never settles; a longer one raises it: "
-                "ys.Scenario(..., max_points=...))"
-            )
-        if self.stopped == "timeout":
-            where = self.deadline.where or f"the simulator at choice point {self.kernel.points}"
-            return f"timed out after {self.deadline.seconds:g}s of wall-clock time in {where}"
-        return None
-
     def result(self) -> SimulationRun:
         """The run so far as data, checked by every invariant (``finish.finish``)."""
         return finish(self)
@@ -591,99 +521,10 @@ class Execution:
             keys=keys,
         )
 
-    def ship(self, saved: SavedExecution | None = None) -> ShippedExecution:
-        """The run's state now, or ``saved`` (a state this run saved and went on from), as a
-        value that pickles (standard ``pickle``), for any run of the same scenario, seed,
-        runtime and faults to ``restore``, in this process or another: the run's data and
-        each actor's log, never a generator; the path alone where the runtime cannot
-        snapshot itself. ``ValueError`` if this run's path does not go through ``saved``."""
-        if saved is None:
-            saved = self.save()
-        elif not self._went_on_from(saved.path):
-            raise ValueError(
-                f"this run did not go on from the state saved after {len(saved.schedule)} "
-                "moves: only a state on its path to now can be shipped (restore it first)"
-            )
-        state = None
-        if saved.state is not None:
-            # What does not pickle (an answer of a user's own type that refuses) ships the
-            # path instead: the receiving run replays it.
-            with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError):
-                state = ship(self.state, saved.state)
-        steps = tuple((step[0], step[1], step[2], step[3]) for step in unwound(saved.path))
-        return ShippedExecution(
-            self._shipped_run(), steps, state, _packed(saved.rng), saved.plan, saved.stopped
-        )
-
-    def _went_on_from(self, path: Trail) -> bool:
-        """Whether this run's path goes through ``path``: the trace, the effects and the
-        admissions it has are then, up to a length saved there, what they were there."""
-        if path is None:
-            return True
-        mine = self._path
-        while mine is not None and mine[1] > path[1]:
-            mine = mine[4]
-        # The same moves (a run restored before the save and gone on alike) reach the same
-        # state: a run is a function of its moves.
-        return mine is path or schedule_of(mine) == schedule_of(path)
-
-    def _shipped_run(self) -> tuple[object, ...]:
-        """What a shipped state says of the run that shipped it (``ShippedExecution.run``)."""
-        if self._run is None:
-            scenario = self.scenario
-            settings = repr(
-                (
-                    scenario.triggers, scenario.cancels, scenario.prunes,
-                    [deploy.at for deploy in scenario.deploys], scenario.worker_names,
-                    scenario.lease_seconds, scenario.redelivery_delay, scenario.restart_delay,
-                    sorted(scenario.runtime_options.items()), scenario.max_time,
-                    scenario.point_limit, scenario.profile, scenario.world_in_workflow_code,
-                    scenario.stop_after_failed_renewals, scenario.max_recovery_attempts,
-                    scenario.overlap_safe,
-                )
-            )  # fmt: skip
-            self._run = (
-                scenario.name, scenario.fingerprint(),
-                hashlib.sha256(settings.encode()).hexdigest()[:16], self.seed, self.runtime_kind,
-                self.faults,
-            )  # fmt: skip
-        return self._run
-
-    def _landed(self, shipped: ShippedExecution) -> SavedExecution:
-        """``shipped`` as a state this run restores: its state bound to this run's (or its path
-        alone, where it holds none or this run cannot restore one)."""
-        theirs, mine = shipped.run, self._shipped_run()
-        if theirs != mine:
-            differ = [part for part, a, b in zip(_RUN_PARTS, theirs, mine, strict=True) if a != b]
-            raise ShipMismatch(
-                f"a state shipped by a run of {theirs[0]!r} (seed {theirs[3]}, on {theirs[4]}) "
-                f"cannot be restored into a run of {mine[0]!r} (seed {mine[3]}, on {mine[4]}): "
-                f"different {', '.join(differ)}; restore it into a run of the same scenario, "
-                "seed, runtime and faults"
-            )
-        path: Trail = None
-        for move, index, ready, fault in shipped.steps:
-            path = (move, index, ready, fault, path)
-        state = None
-        if shipped.state is not None and self.can_restore:
-            try:
-                state = land(self.state, shipped.state)
-            except Exception as error:
-                raise ShipMismatch(
-                    f"a state shipped by a run of {theirs[0]!r} cannot be unpickled here "
-                    f"({type(error).__name__}: {error}): is this the same version of "
-                    "yieldstar_sim, with the scenario loaded as it was there?"
-                ) from error
-        rng = _unpacked(shipped.rng)
-        return SavedExecution(path, state, rng, shipped.plan, shipped.stopped, None)
-
-    def restore(self, saved: SavedExecution | ShippedExecution) -> None:
-        """Put the run back as ``saved`` says (a state this run went on from, or one shipped
-        by any run of the same scenario, seed, runtime and faults: ``ShipMismatch`` if not):
-        restored where the runtime can snapshot itself, else replayed from the start."""
-        if type(saved) is ShippedExecution:
-            saved = self._landed(saved)
-        assert type(saved) is SavedExecution
+    def restore(self, saved: SavedExecution) -> None:
+        """Put the run back as ``saved`` says (a state this run went on from, or one
+        ``shipping.land`` made of a state shipped by another run): restored where the runtime
+        can snapshot itself, else replayed from the start."""
         self.restores += 1
         if saved.state is None:
             self._replay_to(saved)
@@ -743,19 +584,3 @@ class Execution:
         elif self._drawn:
             self.rng.seed(self.seed)  # saved before any was drawn
         self._drawn = state is not None
-
-
-def _packed(rng: Any) -> tuple[int, bytes, float | None] | None:
-    """A ``random.Random`` state with its words as bytes (2,500 where pickled ints take 3,800)."""
-    if rng is None:
-        return None
-    version, words, gauss = rng
-    return version, struct.pack(f"<{len(words)}I", *words), gauss
-
-
-def _unpacked(packed: tuple[int, bytes, float | None] | None) -> Any:
-    """The ``random.Random`` state ``_packed`` packed."""
-    if packed is None:
-        return None
-    version, words, gauss = packed
-    return version, struct.unpack(f"<{len(words) // 4}I", words), gauss

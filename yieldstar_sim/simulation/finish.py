@@ -75,10 +75,6 @@ class Finished(Protocol):
         """Choice points taken."""
         ...
 
-    def incomplete_reason(self) -> str | None:
-        """Why the run did not finish (None when it did)."""
-        ...
-
 
 #: The invariants whose code is the toolkit's own: it ends, so the wall-clock limit does not
 #: guard it (a guard cost about a microsecond and the text naming it, 14 times every run).
@@ -112,7 +108,7 @@ def finish(execution: Finished) -> SimulationRun:
     """Collect a run's records and check every invariant."""
     runtime = execution.runtime
     executions = runtime.executions()
-    incomplete = execution.incomplete_reason()
+    incomplete = incomplete_reason(execution)
     if incomplete is not None and execution.stopped == "max_points":
         incomplete += _looping(runtime, executions)
     if incomplete is not None:
@@ -169,7 +165,7 @@ def finish(execution: Finished) -> SimulationRun:
             except RunTimedOut:
                 run.incomplete = (
                     run.incomplete
-                    or execution.incomplete_reason()
+                    or incomplete_reason(execution)
                     or (
                         f"timed out after {deadline.seconds:g}s of wall-clock time in the "
                         f"invariant {invariant.name}"
@@ -240,3 +236,25 @@ def _looping(runtime: Runtime, executions: list[ExecutionRecord]) -> str:
         "its workflow code that never ends? Give the loop an exit (or raise max_points if "
         "the story is that long)"
     )
+
+
+def incomplete_reason(execution: Finished) -> str | None:
+    """Why the run did not finish, in words (None when it did, or goes on)."""
+    scenario = execution.scenario
+    now = execution.clock.now()
+    if execution.stopped == "max_time":
+        return (
+            f"cut at max_time={scenario.max_time:g}s of virtual time with work still due "
+            f"(after {execution.points} choice points; a longer story raises it: "
+            "ys.Scenario(..., max_time=...))"
+        )
+    if execution.stopped == "max_points":
+        return (
+            f"cut after max_points={scenario.point_limit} choice points at t={now:g} (a "
+            "bound against a run that never settles; a longer one raises it: "
+            "ys.Scenario(..., max_points=...))"
+        )
+    if execution.stopped == "timeout":
+        where = execution.deadline.where or f"the simulator at choice point {execution.points}"
+        return f"timed out after {execution.deadline.seconds:g}s of wall-clock time in {where}"
+    return None
