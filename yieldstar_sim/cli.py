@@ -206,7 +206,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dask", metavar="ADDRESS", default=None,
         help="search on a Dask cluster: a scheduler's address (tcp://host:8786), or local:N for "
         "N worker processes on this machine (exhaustive: one search, its states partitioned over "
-        'the workers; needs pip install "yieldstar-sim[dask]")',
+        "the workers; needs the dask extra, docs/cluster.md)",
     )  # fmt: skip
     explore.add_argument(
         "--all",
