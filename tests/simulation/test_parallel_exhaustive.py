@@ -96,3 +96,36 @@ def test_the_shared_table_cuts_only_what_was_searched_with_as_much_left() -> Non
         assert table.stopped
     finally:
         table.close(unlink=True)
+
+
+def test_a_visit_reached_again_replaces_the_shared_one_only_where_it_covers_it() -> None:
+    # Merging an incomparable visit (more faults, less depth) into the one held would claim a
+    # visit no process made, and a depth-bounded search could cut what nobody searched.
+    table = SharedVisited.create(slots=16)
+    key = "a" * 32
+    try:
+        table.add(key, faults_left=0, depth_left=10)
+        table.add(key, faults_left=1, depth_left=2)
+        assert table.covers(key, 0, 10)
+        assert not table.covers(key, 1, 10)
+        table.add(key, faults_left=1, depth_left=10)
+        assert table.covers(key, 1, 10)
+    finally:
+        table.close(unlink=True)
+
+
+def test_a_claimed_state_is_not_cut_until_it_is_searched_to_its_end() -> None:
+    # A claim says a process is searching the state: another takes a move into it last, and
+    # cuts it only once it is searched with as much left.
+    table = SharedVisited.create(slots=16)
+    key = "b" * 32
+    try:
+        assert not table.claimed(key)
+        table.claim(key)
+        assert table.claimed(key)
+        assert not table.covers(key, 0, None)
+        table.add(key, faults_left=1, depth_left=None)
+        assert table.claimed(key)
+        assert table.covers(key, 1, None)
+    finally:
+        table.close(unlink=True)
