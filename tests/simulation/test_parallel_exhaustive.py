@@ -68,6 +68,9 @@ def test_the_statement_names_the_processes_that_searched() -> None:
     statement = report.coverage()
     assert statement.startswith("verified: ")
     assert "searched by 2 processes sharing their states" in statement
+    # A process that cut what another searched cannot estimate the naive search's schedules
+    # under it: the statement gives no estimate it cannot back.
+    assert "without caching" not in statement
 
 
 def test_the_shortest_first_search_in_processes_keeps_its_shortest_violation() -> None:

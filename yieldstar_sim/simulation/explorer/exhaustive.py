@@ -522,8 +522,15 @@ class ParallelExhaustive:
         naive = [part.covered.naive_schedules for part in parts]
         covered.state_space, covered.distinct_states = space, states
         covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
-        if covered.searched_to_the_end and naive and all(n is not None for n in naive):
-            # Each process's estimate is of the whole tree: the largest is the report's.
+        if (
+            covered.searched_to_the_end
+            and not progress["sharing"]
+            and naive
+            and all(n is not None for n in naive)
+        ):
+            # Each process that searched alone estimated the whole tree: the largest is the
+            # report's. One that cut what another searched knows nothing of those subtrees,
+            # and its estimate is low by what they held: none is given.
             covered.naive_schedules = max(n for n in naive if n is not None)
 
     def section(self) -> dict[str, Any]:
