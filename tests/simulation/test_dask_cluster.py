@@ -8,7 +8,6 @@ confirmed; and a worker killed mid-search makes the search say so, never "verifi
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import threading
@@ -18,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.simulation.cluster import connect
 from yieldstar_sim.simulation.explorer.strategy import StopReason
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-distributed = pytest.importorskip("distributed")
+pytest.importorskip("distributed")
 
 #: Bundled scenarios whose exhaustive search at one fault takes a second or two: the cluster
 #: must reach each one's states, violated or verified (a wider run over every bundled scenario
@@ -38,14 +38,9 @@ SCENARIOS = [
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
-    """A local cluster of two worker processes, one thread each, for the module."""
-    with (
-        distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):  # fmt: skip
+    """A local cluster of two worker processes, one thread each, for the module (the one
+    ``--dask local:2`` makes)."""
+    with connect("local:2") as client:
         yield client
 
 
@@ -135,13 +130,7 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
     # must not depend on when.
     scenario = tmp_path / "orders.py"
     scenario.write_text(_ORDERS)
-    with (
-        distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):  # fmt: skip
+    with connect("local:2") as client:
         pids = client.run(os.getpid)
         victim = sorted(pids)[1]
 
@@ -177,13 +166,7 @@ def test_a_worker_lost_before_its_partition_is_made_makes_the_search_say_so_not_
     # A partition is an actor pinned to its worker: Dask waits for that worker, and for one
     # gone (a new one takes its place under another address), forever. Its worker busy (a
     # part of a search before, still running), its partition waits to be made; it dies then.
-    with (
-        distributed.LocalCluster(
-            n_workers=2, processes=True, threads_per_worker=1, dashboard_address=":0",
-            silence_logs=logging.CRITICAL,
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):  # fmt: skip
+    with connect("local:2") as client:
         pids = client.run(os.getpid)
         busy = sorted(pids)[0]
         sleeping = client.submit(time.sleep, 60, workers=[busy], pure=False)

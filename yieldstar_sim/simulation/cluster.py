@@ -171,6 +171,12 @@ def _dominates(new: tuple[int, int], held: tuple[int, int]) -> bool:
     return new[0] >= held[0] and new[1] >= held[1]
 
 
+def _says_more(new: tuple[int, int], held: tuple[int, int] | None) -> bool:
+    """Whether a visit with ``new`` left is worth keeping over ``held`` (none, or one it
+    covers and is not): the one rule a partition and a process merge entries by."""
+    return held is None or (new != held and _dominates(new, held))
+
+
 class VisitedPartition:
     """One partition of a search's visited states: a Dask actor on the worker that owns the
     keys it holds. Partition 0 also holds the search's stop flag, counts each process's
@@ -209,7 +215,7 @@ class VisitedPartition:
                 kept += entries[offset : offset + _SIZE]
                 continue
             held = table.get(raw)
-            if held is None or (_dominates((faults, depth), held) and held != (faults, depth)):
+            if _says_more((faults, depth), held):
                 self._states += held is None and raw not in self._claims
                 table[raw] = (faults, depth)
                 kept += entries[offset : offset + _SIZE]
@@ -341,8 +347,7 @@ class DaskVisited:
                 if faults == _CLAIM:
                     self._claims.add(raw)
                     continue
-                held = heard.get(raw)
-                if held is None or _dominates((faults, depth), held):
+                if _says_more((faults, depth), heard.get(raw)):
                     heard[raw] = (faults, depth)
         self._flight = []
 
@@ -446,10 +451,14 @@ class DaskCluster:
             with contextlib.suppress(TimeoutError):  # a worker busy still: is it there?
                 wait(pending, timeout=WATCH_SECONDS)  # type: ignore[no-untyped-call]
             pending = {actor for actor in pending if not actor.done()}
-            here = self.client.scheduler_info(n_workers=-1)["workers"]
-            if gone := [worker for worker in workers if worker not in here]:
+            if gone := self._gone(workers):
                 return gone
         return []
+
+    def _gone(self, workers: list[str]) -> list[str]:
+        """Those of ``workers`` no longer in the cluster."""
+        here = self.client.scheduler_info(n_workers=-1)["workers"]
+        return [worker for worker in workers if worker not in here]
 
     def _gather(
         self,
@@ -467,8 +476,7 @@ class DaskCluster:
             with contextlib.suppress(TimeoutError):  # nothing ended: read the progress
                 wait(pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
             pending = {future for future in pending if not future.done()}
-            here = self.client.scheduler_info(n_workers=-1)["workers"]
-            gone = [worker for worker in workers if worker not in here]
+            gone = self._gone(workers)
             if gone or any(future.status == "error" for future in futures):
                 # A worker died (its partition with it) or a part failed: nothing the others
                 # find can be claimed. They are told to stop. Where a part failed, the others
@@ -531,7 +539,8 @@ def _stop(partitions: list[Any]) -> None:
 
 def _progress(partitions: list[Any], seconds: float) -> dict[str, Any] | None:
     """The whole search's progress in the shape of one process's (``ExhaustiveSearch
-    .progress``): states are those searched to their end, counted once over the partitions."""
+    .progress``): states are those claimed or searched to their end, counted once over the
+    partitions."""
     try:
         summaries = [future.result(timeout=5) for future in [p.summary() for p in partitions]]
     except Exception:

@@ -4,11 +4,12 @@ state reached before with no fewer faults and no less depth left, and restoring 
 state with a move left to backtrack. docs/decisions.md says each rule ("`strategy="exhaustive"`",
 "State caching", "Completeness", "Shortest first").
 
-In several processes (``jobs`` > 1, or any executor: ``ParallelExhaustive``) each searches the
-whole tree in an order of its own, sharing the states searched to their end
-(``seen.SharedVisited``), as LTSmin's multi-core search does: dividing the tree up front fails,
-as its branches meet again. Together they reach the states one process would, so the count is
-of the union ("The exhaustive search in several processes").
+In several processes (``jobs`` > 1, any executor, or a Dask cluster: ``ParallelExhaustive``)
+each searches the whole tree in an order of its own, sharing the states searched to their end
+and those being searched (``simulation.shared_states``, ``simulation.cluster``), as LTSmin's
+multi-core search does: dividing the tree up front fails, as its branches meet again. Together
+they reach the states one process would, so the count is of the union ("The exhaustive search
+in several processes").
 """
 
 from __future__ import annotations
