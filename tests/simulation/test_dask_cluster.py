@@ -230,3 +230,11 @@ scenario = dataclasses.replace(
     ],
 )
 """
+
+
+def test_a_cluster_of_one_worker_says_one_worker_searched() -> None:
+    with connect("local:1") as client:
+        report = _explore("durable-start", 1, executor=client)
+    assert report.verdict == "ok"
+    assert report.distinct_states == _explore("durable-start", 1).distinct_states
+    assert "; searched by one Dask worker;" in report.coverage()

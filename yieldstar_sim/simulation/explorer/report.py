@@ -252,6 +252,8 @@ class ExplorationReport:
         if processes > 1 and not sharing:
             # Shortest first: each process searches the fault levels alone, one by one.
             counts += f"; searched by {processes} {kind}, each on its own"
+        elif "cluster" in covered.progress and processes == 1:
+            counts += f"; searched by one {kind.removesuffix('s')}"  # a cluster of one
         elif "cluster" in covered.progress:
             counts += f"; searched by {processes} {kind} sharing their states"
         elif processes > 1:
