@@ -271,35 +271,60 @@ def test_a_deadlock_inside_a_start_is_retried() -> None:
     """A real deadlock: another transaction holds the start request's key (uncommitted), so the
     start's INSERT waits for it after taking its own target ID; that transaction then inserts a
     row with the start's target ID and waits for the start. The deadlock detector aborts the
-    start (it has waited longest); the adapter runs it again once the other rolls back."""
-    rt = runtime()
-    try:
-        caller = rt.trigger("charge-order", execution_id="order-42")
-        with psycopg.connect(dsn(), autocommit=True) as blocker:
-            blocker.execute(f'SET search_path TO "{rt.schema}"')
-            blocker.execute("BEGIN")
-            blocker.execute(
-                "INSERT INTO executions (execution_id, seq, workflow_id, origin, status, "
-                "created_at, request_seq, parent_step_key) "
-                "VALUES ('blocker', 1000, 'x', 'start', 'pending', 0, 1, 'ship')"
-            )
-            outcome: list[StartResult] = []
-            starting = threading.Thread(target=lambda: outcome.append(rt.start(ship(caller))))
-            starting.start()
-            with psycopg.connect(dsn(), autocommit=True) as watcher:
-                _wait_until_a_backend_waits_for_a_lock(watcher, blocker.info.backend_pid)
+    start (it has waited longest); the adapter runs it again once the other rolls back.
+
+    A backend looks for a deadlock once, a second (``deadlock_timeout``) after it starts to
+    wait: where the machine is so loaded that the start looked before the cycle closed, only
+    the blocker finds it, and aborts itself. Then the start was never in a deadlock, and the
+    story is told again (at most three times) until the start is the one aborted."""
+    for _ in range(3):
+        rt = runtime()
+        try:
+            told = _deadlock_a_start(rt)
+            if told is None:
+                continue  # the blocker was aborted, not the start
+            caller, outcome = told
+            assert rt.retries >= 1
+            # The aborted try used up sequence number 2; the retry took 3.
+            assert outcome == [StartAccepted("@ship-order-3")]
+            assert targets_of(rt, caller) == ["@ship-order-3"]
+            return
+        finally:
+            rt.close()
+    raise AssertionError("three times the deadlock detector aborted the blocker, not the start")
+
+
+def _deadlock_a_start(rt: PostgresRuntime) -> tuple[str, list[StartResult]] | None:
+    """The story of the test above: the caller and what its start returned, or None where the
+    detector aborted the blocker instead."""
+    caller = rt.trigger("charge-order", execution_id="order-42")
+    with (
+        psycopg.connect(dsn(), autocommit=True) as blocker,
+        psycopg.connect(dsn(), autocommit=True) as watcher,  # made before: no gap to close
+    ):
+        blocker.execute(f'SET search_path TO "{rt.schema}"')
+        blocker.execute("BEGIN")
+        blocker.execute(
+            "INSERT INTO executions (execution_id, seq, workflow_id, origin, status, "
+            "created_at, request_seq, parent_step_key) "
+            "VALUES ('blocker', 1000, 'x', 'start', 'pending', 0, 1, 'ship')"
+        )
+        outcome: list[StartResult] = []
+        starting = threading.Thread(target=lambda: outcome.append(rt.start(ship(caller))))
+        starting.start()
+        _wait_until_a_backend_waits_for_a_lock(watcher, blocker.info.backend_pid)
+        try:
             blocker.execute(
                 "INSERT INTO executions (execution_id, seq, workflow_id, origin, status, "
                 "created_at) VALUES ('@ship-order-2', 1001, 'x', 'trigger', 'pending', 0)"
             )
+        except errors.DeadlockDetected:
             blocker.execute("ROLLBACK")
             starting.join()
-        assert rt.retries >= 1
-        # The aborted try used up sequence number 2; the retry took 3.
-        assert outcome == [StartAccepted("@ship-order-3")]
-        assert targets_of(rt, caller) == ["@ship-order-3"]
-    finally:
-        rt.close()
+            return None
+        blocker.execute("ROLLBACK")
+        starting.join()
+    return caller, outcome
 
 
 def _wait_until_a_backend_waits_for_a_lock(watcher: psycopg.Connection[Any], blocker: int) -> None:
