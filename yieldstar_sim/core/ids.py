@@ -6,14 +6,22 @@ admission whose caller chose none.
 'order-42'
 >>> generated_execution_id("ship-order", 3)
 '@ship-order-3'
+>>> start_target_id("ship-order", "order-42", "ship")
+'@ship-order:order-42/ship'
+>>> start_target_id("ship-order", "order-42", "ship", taken=["@ship-order:order-42/ship"])
+'@ship-order:order-42/ship~2'
 """
 
 from __future__ import annotations
 
 import math
 import re
+from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.model import InvalidIDError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
 
 _RESERVED_PREFIX = "@"
 
@@ -63,8 +71,56 @@ def check_name(value: object, what: str) -> str:
 
 
 def generated_execution_id(workflow_id: str, seq: int) -> str:
-    """The ID the runtime gives the ``seq``-th admission when the caller chose none."""
-    return f"{_RESERVED_PREFIX}{workflow_id}-{seq}"
+    """The ID the runtime gives the ``seq``-th admission when the caller chose none: a trigger
+    without an ID (a ``:`` or ``%`` in the workflow's name percent-encoded, so that it never
+    meets a start's target ID, which has an unencoded ``:``)."""
+    return f"{trigger_id_prefix(workflow_id)}{seq}"
+
+
+def trigger_id_prefix(workflow_id: str) -> str:
+    """What a generated trigger ID is before its number (``generated_execution_id``)."""
+    return f"{_RESERVED_PREFIX}{_encoded(workflow_id, ':')}-"
+
+
+def start_target_base(workflow_id: str, caller: str, step_key: str) -> str:
+    """The ID of the target of start request (``caller``, ``step_key``), unless that ID is
+    taken (``start_target_id``): ``@{workflow}:{caller}/{step key}``, the workflow's ``:``
+    and the step key's ``/`` and ``~`` percent-encoded (and ``%`` in both), so that the first
+    ``:``, the last ``/`` and a ``~`` after it read the ID back whatever the caller's ID holds.
+    A function of the request alone: two starts admitted in either order get the same IDs."""
+    return f"{_RESERVED_PREFIX}{_encoded(workflow_id, ':')}:{caller}/{_encoded(step_key, '/~')}"
+
+
+def start_target_id(
+    workflow_id: str, caller: str, step_key: str, *, taken: Collection[str] = ()
+) -> str:
+    """The ID a runtime gives the target of start request (``caller``, ``step_key``):
+    ``start_target_base``, or, where an execution (or a pruned target's tombstone) holds that
+    ID, the base with ``~{n}``, ``n`` one more than the highest such suffix held (the base
+    counts as 1). ``taken`` holds every held ID (read through only when it holds the base).
+    The base is held only by a target of an earlier incarnation of the caller's ID, pruned
+    since: a request admits one target, and no other ID has this form. The SQL adapters
+    compute the same in their start statements (the ``target_id`` fragment)."""
+    base = start_target_base(workflow_id, caller, step_key)
+    if base not in taken:
+        return base
+    highest = 1
+    for held in taken:
+        if held.startswith(base) and (found := _SUFFIX.fullmatch(held, len(base))):
+            highest = max(highest, int(found.group(1)))
+    return f"{base}~{highest + 1}"
+
+
+#: A suffix the SQL adapters read the same way: ``~`` and one to 18 digits.
+_SUFFIX = re.compile(r"~([0-9]{1,18})")
+
+
+def _encoded(text: str, special: str) -> str:
+    """``text`` with ``%`` and each of ``special`` percent-encoded (``%3A`` for ``:``)."""
+    for char in "%" + special:
+        if char in text:
+            text = text.replace(char, f"%{ord(char):02X}")
+    return text
 
 
 def check_time(value: float, what: str) -> float:

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.ids import check_name
+from yieldstar_sim.core.ids import check_name, start_target_base, trigger_id_prefix
 from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
@@ -178,6 +178,7 @@ class SqlCalls(common.AdapterOptions, SqlPrimitives):
             "trigger",
             {
                 "execution_id": execution_id,
+                "id_prefix": trigger_id_prefix(workflow_id),
                 "workflow_id": workflow_id,
                 "params": encoded,
                 "now": self._clock.now(),
@@ -201,6 +202,9 @@ class SqlCalls(common.AdapterOptions, SqlPrimitives):
         if isinstance(checked, StartRejected):
             return checked
         insert = self._target_params(checked)
+        insert["target_base"] = start_target_base(
+            checked.workflow_id, checked.caller, checked.step_key
+        )  # the target's ID, or with a suffix if it is held (start_target_id)
         find = {"caller": checked.caller, "step_key": checked.step_key}
 
         def found(rows: Rows) -> StartResult | None:

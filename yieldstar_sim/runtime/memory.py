@@ -8,18 +8,19 @@ failure armed in a test observably does the same thing on both.
 >>> runtime.trigger("charge-order", {"order": 42}, execution_id="order-42")
 'order-42'
 >>> runtime.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
-StartAccepted(execution_id='@ship-order-2', status='accepted')
+StartAccepted(execution_id='@ship-order:order-42/ship', status='accepted')
 """
 
 from __future__ import annotations
 
 import threading
+from collections import ChainMap
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.ids import check_name, generated_execution_id
+from yieldstar_sim.core.ids import check_name, generated_execution_id, start_target_id
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
     ChildAccepted,
@@ -166,10 +167,13 @@ class MemoryRuntime(common.AdapterOptions):
                 raise common.caller_terminal(checked, caller.status)
             else:
                 # The DuckDB sequence is not transactional: a start that fails before its commit
-                # still uses up a number, and so does this one.
+                # still uses up a number, and so does this one. The ID is the request's.
                 seq = self._next_seq()
                 self._failpoints.hit("start.before_commit")
-                target_id = generated_execution_id(checked.workflow_id, seq)
+                taken = ChainMap(self._rows, self._tombstones).keys()
+                target_id = start_target_id(
+                    checked.workflow_id, checked.caller, checked.step_key, taken=taken
+                )
                 self._admit_target(checked, caller, target_id, seq=seq, origin="start", now=now)
                 result = StartAccepted(target_id)
         self._failpoints.hit("start.after_commit")
@@ -407,19 +411,15 @@ class MemoryRuntime(common.AdapterOptions):
 
     def _first_claimable(self, now: float, execution_id: str | None) -> Row | None:
         """What a claim takes: the named execution if claimable, else the first in claim
-        order (the earliest claimable, then the earliest admitted)."""
+        order (the earliest claimable, then by ID: see ``memory_order``)."""
         live = self._live
         row = self._order.first(live) if execution_id is None else live.get(execution_id)
         at = None if row is None else row.ready_at()
         return row if at is not None and at <= now else None
 
     def _claimable(self, now: float) -> list[Row]:
-        ready = [
-            (at, row.seq, row)
-            for row in self._live.values()
-            if (at := row.ready_at()) is not None and at <= now
-        ]
-        return [row for _, _, row in sorted(ready, key=lambda item: item[:2])]
+        due = [r for r in self._live.values() if (at := r.ready_at()) is not None and at <= now]
+        return sorted(due, key=lambda row: (row.ready_at(), row.execution_id))
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""

@@ -7,12 +7,26 @@
 
 -- name: trigger
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at, due_at)
-SELECT coalesce(%(execution_id)s::text, '@' || %(workflow_id)s::text || '-' || n), n, %(workflow_id)s::text, %(params)s::text,
+SELECT coalesce(%(execution_id)s::text, %(id_prefix)s::text || n), n, %(workflow_id)s::text, %(params)s::text,
        'trigger', 'pending', %(now)s::float8, %(now)s::float8
 FROM (SELECT nextval('execution_seq') AS n
       WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = %(execution_id)s::text))
      AS fresh
 RETURNING execution_id;
+
+-- fragment: target_id
+-- The target's ID (core/ids.py start_target_id): the request's target_base, or where a row
+-- (a pruned target's tombstone too) holds it, the base with ~n, n one more than the highest
+-- such suffix held. The base is held only by a target of a pruned incarnation of the caller.
+CASE WHEN NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = %(target_base)s::text)
+     THEN %(target_base)s::text
+     ELSE %(target_base)s::text || '~' || (
+         SELECT 1 + greatest(1, coalesce(max(CASE WHEN s ~ '^[0-9]{1,18}$'
+                                                  THEN CAST(s AS bigint) END), 1))
+         FROM (SELECT substr(execution_id, length(%(target_base)s::text) + 2) AS s
+               FROM executions
+               WHERE starts_with(execution_id, %(target_base)s::text || '~')) AS suffixes)
+END
 
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
@@ -23,7 +37,9 @@ RETURNING execution_id;
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
                         request_seq, parent_step_key, parent_detached, status, created_at, due_at,
                         cancel_requested)
-SELECT '@' || %(workflow_id)s::text || '-' || n, n, %(workflow_id)s::text, %(params)s::text, 'start', %(caller)s::text,
+SELECT
+-- include: target_id
+, n, %(workflow_id)s::text, %(params)s::text, 'start', %(caller)s::text,
        caller_seq, %(step_key)s::text, %(detached)s::boolean, 'pending', %(now)s::float8, %(now)s::float8,
        %(guard)s::boolean AND NOT %(detached)s::boolean AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
@@ -69,7 +85,7 @@ SELECT step_log FROM executions WHERE execution_id = %(execution_id)s::text;
 SELECT execution_id
 -- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
-ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
+ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id;
 
 -- name: claim
 UPDATE executions
@@ -83,7 +99,7 @@ WHERE execution_id = (
     WHERE status IN ('pending', 'suspended')
       AND (%(execution_id)s::text IS NULL OR execution_id = %(execution_id)s::text)
       AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
-    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
+    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id
     LIMIT 1)
 RETURNING
 -- include: record_columns

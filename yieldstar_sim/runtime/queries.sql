@@ -11,7 +11,7 @@
 
 -- name: trigger
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at, due_at)
-SELECT coalesce($execution_id, '@' || $workflow_id || '-' || n), n, $workflow_id, $params,
+SELECT coalesce($execution_id, $id_prefix || n), n, $workflow_id, $params,
        'trigger', 'pending', $now, $now
 FROM (SELECT nextval('execution_seq') AS n
       WHERE NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $execution_id))
@@ -32,6 +32,19 @@ WHERE c.execution_id = $caller AND c.status <> 'pruned'
                     AND t.request_seq = (SELECT seq FROM executions
                                          WHERE execution_id = $caller AND status <> 'pruned'))
 
+-- fragment: target_id
+-- The target's ID (core/ids.py start_target_id): the request's $target_base, or where a row
+-- (a pruned target's tombstone too) holds it, the base with ~n, n one more than the highest
+-- such suffix held. The base is held only by a target of a pruned incarnation of the caller.
+CASE WHEN NOT EXISTS (SELECT 1 FROM executions WHERE execution_id = $target_base)
+     THEN $target_base
+     ELSE $target_base || '~' || (
+         SELECT 1 + greatest(1, coalesce(max(CASE WHEN regexp_full_match(s, '[0-9]{1,18}')
+                                                  THEN CAST(s AS BIGINT) END), 1))
+         FROM (SELECT substr(execution_id, length($target_base) + 2) AS s
+               FROM executions WHERE starts_with(execution_id, $target_base || '~')))
+END
+
 -- name: start_insert
 -- A new start is this one INSERT: the request (request_seq, parent_step_key), the target, its
 -- parent link and its first wake (due_at) are one row, so they commit together or not at all.
@@ -42,7 +55,9 @@ BEGIN TRANSACTION;
 INSERT INTO executions (execution_id, seq, workflow_id, params, origin, parent_execution_id,
                         request_seq, parent_step_key, parent_detached, status, created_at, due_at,
                         cancel_requested)
-SELECT '@' || $workflow_id || '-' || n, n, $workflow_id, $params, 'start', $caller,
+SELECT
+-- include: target_id
+, n, $workflow_id, $params, 'start', $caller,
        caller_seq, $step_key, $detached, 'pending', $now, $now,
        $guard AND NOT $detached AND caller_cancel_requested
 FROM (SELECT nextval('execution_seq') AS n, c.seq AS caller_seq,
@@ -101,7 +116,7 @@ SELECT step_log FROM executions WHERE execution_id = $execution_id;
 SELECT execution_id
 -- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
-ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq;
+ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id;
 
 -- name: claim_rows
 -- A claim is this read of the first row to become claimable and claim_take's lease of it, if
@@ -120,7 +135,7 @@ SELECT
        ready_at(lease_owner, due_at, lease_expires_at) AS ready
 -- include: live
   AND ($execution_id IS NULL OR execution_id = $execution_id)
-ORDER BY ready NULLS LAST, seq
+ORDER BY ready NULLS LAST, execution_id
 LIMIT 1;
 
 -- name: claim_take
@@ -146,7 +161,7 @@ WHERE execution_id = (
     WHERE status IN ('pending', 'suspended')
       AND ($execution_id IS NULL OR execution_id = $execution_id)
       AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
-    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), seq
+    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id
     LIMIT 1);
 
 -- Fenced writes: each names the lease it holds and bumps `revision`, so that it conflicts with

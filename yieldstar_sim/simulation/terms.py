@@ -1,7 +1,7 @@
 """State keys as sums of terms: one hash per part of the state, added modulo 2**128.
 
 The state keys (``statekeys.StateKeys``) are built this way. A key is the sum of one term per
-part of the state: each execution's record (with its place in admission order), each of its
+part of the state: each execution's record, each of its
 steps, the clock, the ledger, the store, each actor... A part that changes replaces its own
 term (``total += new - old``), so a key costs one hash per part that changed since the last,
 and a sum of cached integers, whatever the size of the state.
@@ -90,7 +90,7 @@ class _Execution:
     """One execution's terms: its record's and its steps', summed (``term``)."""
 
     __slots__ = (
-        "head", "index", "prefix", "record", "result", "result_text",
+        "head", "prefix", "record", "result", "result_text",
         "revision", "shared", "step_terms", "steps_sum", "term", "writes",
     )  # fmt: skip
 
@@ -98,7 +98,6 @@ class _Execution:
         self.prefix = f"{execution_id!r}\x1f"
         self.revision = -1
         self.writes = 0
-        self.index = -1
         self.step_terms: dict[int, int] = {}
         self.steps_sum = 0
         self.head: tuple[object, ...] | None = None
@@ -124,10 +123,12 @@ class _Execution:
         steps: Iterable[StepRecord],
         head: tuple[object, ...],
         result: object,
-        index: int,
     ) -> None:
         """Fold in the current state of ``steps``; take ``head`` (``record_head``), ``result``
-        and ``index`` (the place in admission order) as the record's. A step's term covers
+        as the record's (not its place in admission order: the ID names the record, and since
+        claims take executions by ready time and ID, the order of admissions is not part of
+        what comes next, so two starts admitted in either order leave one state). A step's
+        term covers
         its value and the record's covers its result: a workflow's generator holds the values
         it was given."""
         terms = self.step_terms
@@ -146,7 +147,7 @@ class _Execution:
             total += new - terms.get(position, 0)
             terms[position] = new
         self.steps_sum = total = total & MASK
-        moved = index != self.index
+        moved = False
         if head != self.head:
             # Equal heads print alike (each field has one type): most writes are steps, which
             # leave the head as it was.
@@ -156,8 +157,7 @@ class _Execution:
         if result is not self.result:
             self.result, self.result_text, moved = result, repr(result), True
         if moved:
-            self.index = index
-            self.record = term(_RECORD, f"{index}\x1f{head!r}\x1f{self.result_text}")
+            self.record = term(_RECORD, f"{head!r}\x1f{self.result_text}")
         self.term = self.record + total
 
 
@@ -222,7 +222,7 @@ class Executions:
         the rows written since the last call (``MemoryRuntime.row_writes``), and of their
         steps only those written since: in time proportional to what changed, whatever the
         number of rows, but for an admission or a prune, which changes the set of rows and
-        reads each row's place in admission order again."""
+        sums every row's term again."""
         done = self._done
         if len(writes) == done:
             return self._total
@@ -239,29 +239,28 @@ class Executions:
             if entry is None or rows.get(row.execution_id) is not row:
                 return self._read_rows(rows)  # admitted or pruned since
             old = entry.term
-            entry = self._update(entry, row, entry.index)
+            entry = self._update(entry, row)
             total += entry.term - old
         self._total = total = total & MASK
         return total
 
     def _read_rows(self, rows: Mapping[str, Row]) -> int:
-        """The sum over every row, each row's place in admission order read again (and the
-        rows written since, again)."""
+        """The sum over every row's term (the rows written since read again)."""
         cache: dict[int, _Execution] = {}
-        total = index = last = 0
+        total = count = last = 0
         for row in rows.values():
             last = row.seq
             entry = self._cache.get(last) or _Execution(row.execution_id)
-            if entry.revision != row.revision or entry.index != index:
-                entry = self._update(entry, row, index)
+            if entry.revision != row.revision:
+                entry = self._update(entry, row)
             cache[last] = entry
             total += entry.term
-            index += 1
-        self._cache, self.shape = cache, (index, last)
+            count += 1
+        self._cache, self.shape = cache, (count, last)
         self._total = total = total & MASK
         return total
 
-    def _update(self, entry: _Execution, row: Row, index: int) -> _Execution:
+    def _update(self, entry: _Execution, row: Row) -> _Execution:
         """Fold the writes to ``row`` since ``entry`` last read it into ``entry`` (or, should
         its steps have been emptied, into a new one, which it returns)."""
         writes = row.step_writes
@@ -271,7 +270,7 @@ class Executions:
             self._cache[row.seq] = entry
         elif entry.shared:
             entry = self._cache[row.seq] = entry.copy()
-        entry.update(written_since(row, done), row.head(), row.result_value, index)
+        entry.update(written_since(row, done), row.head(), row.result_value)
         entry.writes = len(writes)
         entry.revision = row.revision
         return entry
@@ -279,13 +278,8 @@ class Executions:
     def read_whole(self, runtime: Any) -> int:
         """The sum of the terms of every execution of ``runtime``, each read whole."""
         total = 0
-        for index, record in enumerate(runtime.executions()):
+        for record in runtime.executions():
             entry = _Execution(record.execution_id)
-            entry.update(
-                runtime.steps(record.execution_id),
-                record_head(record),
-                record.result,
-                index,
-            )
+            entry.update(runtime.steps(record.execution_id), record_head(record), record.result)
             total += entry.term
         return total & MASK

@@ -11,7 +11,8 @@ from the factory, drives its clock, arms its failure points, and raises ``Assert
 with a sentence naming what was expected and what happened.
 
 The cases live in ``rfc003`` (the RFC's table), ``rules`` (our admission, lease, retention
-and failure-point rules) and ``business_ids`` (a caller-chosen ID that exists, under each
+and failure-point rules), ``target_ids`` (a started target's ID from its request) and
+``business_ids`` (a caller-chosen ID that exists, under each
 ``on_existing_id`` policy: ``RETURN_EXISTING_ID_CASES`` run against runtimes made with
 ``on_existing_id="return_existing"``); ``_support`` holds what they share.
 """
@@ -62,6 +63,11 @@ from yieldstar_sim.testing.rules import (
     pruning_removes_a_callers_start_requests,
     steps_and_wakes_are_recorded_under_the_lease,
 )
+from yieldstar_sim.testing.target_ids import (
+    a_reused_callers_requests_get_new_targets,
+    a_targets_id_is_its_requests,
+    rows_due_at_one_instant_are_claimed_by_id,
+)
 
 __all__ = [
     "RETURN_EXISTING_ID_CASES",
@@ -81,9 +87,11 @@ __all__ = [
     "a_repeated_request_changes_the_workflow_id_or_parameters",
     "a_repeated_trigger_returns_the_existing_execution",
     "a_request_outlives_its_pruned_target",
+    "a_reused_callers_requests_get_new_targets",
     "a_stale_lease_holder_is_fenced",
     "a_start_from_an_unknown_caller_is_refused",
     "a_start_with_detached_true",
+    "a_targets_id_is_its_requests",
     "a_terminal_caller_admits_no_new_target",
     "a_terminal_callers_repeated_request_gets_its_target",
     "a_terminal_outcome_is_stored",
@@ -103,6 +111,7 @@ __all__ = [
     "invalid_start_parameters",
     "parameter_objects_have_different_key_order",
     "pruning_removes_a_callers_start_requests",
+    "rows_due_at_one_instant_are_claimed_by_id",
     "runtime_adapter_failures",
     "start_commit_followed_by_a_lost_response",
     "steps_and_wakes_are_recorded_under_the_lease",
@@ -176,6 +185,9 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     "Concurrent triggers of one caller-chosen ID admit one execution": (
         concurrent_triggers_of_one_id_admit_one_execution
     ),
+    "A target's ID is its request's": a_targets_id_is_its_requests,
+    "Rows due at one instant are claimed by ID": rows_due_at_one_instant_are_claimed_by_id,
+    "A reused caller's requests get new targets": a_reused_callers_requests_get_new_targets,
 }
 
 

@@ -81,7 +81,9 @@ def two_concurrent_calls_with_one_start_request_id(make: RuntimeFactory) -> None
 
 
 def two_different_start_request_ids(make: RuntimeFactory) -> None:
-    """Each receives a different execution ID."""
+    """Each receives a different execution ID. A request is bound to its caller's
+    incarnation: one from a caller pruned and admitted again under its ID is another request
+    (``target_ids.a_reused_callers_requests_get_new_targets``)."""
     runtime, _ = _fresh(make)
     _caller(runtime, "order-42")
     _caller(runtime, "order-43")
