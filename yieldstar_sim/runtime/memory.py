@@ -411,7 +411,7 @@ class MemoryRuntime(common.AdapterOptions):
 
     def _first_claimable(self, now: float, execution_id: str | None) -> Row | None:
         """What a claim takes: the named execution if claimable, else the first in claim
-        order (the earliest claimable, then by ID: see ``memory_order``)."""
+        order (the earliest claimable, then ``Row.claim_rank``)."""
         live = self._live
         row = self._order.first(live) if execution_id is None else live.get(execution_id)
         at = None if row is None else row.ready_at()
@@ -419,7 +419,7 @@ class MemoryRuntime(common.AdapterOptions):
 
     def _claimable(self, now: float) -> list[Row]:
         due = [r for r in self._live.values() if (at := r.ready_at()) is not None and at <= now]
-        return sorted(due, key=lambda row: (row.ready_at(), row.execution_id))
+        return sorted(due, key=lambda row: (row.ready_at(), row.claim_rank()))
 
     def next_wake_at(self) -> float | None:
         """The earliest time at which some execution becomes claimable."""

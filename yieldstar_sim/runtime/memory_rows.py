@@ -209,6 +209,13 @@ class Row:
             self.recoveries,
         )
 
+    def claim_rank(self) -> tuple[bool, str]:
+        """Where a claim takes this execution among those claimable at the same instant:
+        triggered ones (no parent) before those an execution admitted, each by ID. Neither
+        depends on the order of admissions, so two starts admitted in either order are
+        claimed alike (docs/decisions.md, "Target IDs from the start request")."""
+        return (self.parent_execution_id is not None, self.execution_id)
+
     def ready_at(self) -> float | None:
         """When a live execution becomes claimable: its wake if free, its lease's expiry if not."""
         return self.due_at if self.lease_owner is None else self.lease_expires_at

@@ -85,7 +85,8 @@ SELECT step_log FROM executions WHERE execution_id = %(execution_id)s::text;
 SELECT execution_id
 -- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
-ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id;
+ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
+         execution_id;
 
 -- name: claim
 UPDATE executions
@@ -99,7 +100,8 @@ WHERE execution_id = (
     WHERE status IN ('pending', 'suspended')
       AND (%(execution_id)s::text IS NULL OR execution_id = %(execution_id)s::text)
       AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
-    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id
+    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
+         execution_id
     LIMIT 1)
 RETURNING
 -- include: record_columns

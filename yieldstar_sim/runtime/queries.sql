@@ -116,7 +116,8 @@ SELECT step_log FROM executions WHERE execution_id = $execution_id;
 SELECT execution_id
 -- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
-ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id;
+ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
+         execution_id;
 
 -- name: claim_rows
 -- A claim is this read of the first row to become claimable and claim_take's lease of it, if
@@ -135,7 +136,7 @@ SELECT
        ready_at(lease_owner, due_at, lease_expires_at) AS ready
 -- include: live
   AND ($execution_id IS NULL OR execution_id = $execution_id)
-ORDER BY ready NULLS LAST, execution_id
+ORDER BY ready NULLS LAST, parent_execution_id IS NOT NULL, execution_id
 LIMIT 1;
 
 -- name: claim_take
@@ -161,7 +162,8 @@ WHERE execution_id = (
     WHERE status IN ('pending', 'suspended')
       AND ($execution_id IS NULL OR execution_id = $execution_id)
       AND ready_at(lease_owner, due_at, lease_expires_at) <= $now
-    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), execution_id
+    ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
+         execution_id
     LIMIT 1);
 
 -- Fenced writes: each names the lease it holds and bumps `revision`, so that it conflicts with

@@ -42,17 +42,19 @@ def a_targets_id_is_its_requests(make: RuntimeFactory) -> None:
 
 
 def rows_due_at_one_instant_are_claimed_by_id(make: RuntimeFactory) -> None:
-    """Among executions due at the same time, claims go by ID, not by admission order; an
-    execution due earlier still goes first."""
+    """Among executions due at the same time, claims take triggered ones first, then those an
+    execution admitted, each by ID, not in admission order; one due earlier still goes first."""
     runtime, clock = _fresh(make)
-    for execution_id in ("order-9", "order-10", "order-1"):
+    for execution_id in ("order-9", "order-10"):
         _caller(runtime, execution_id)
+    target = _accepted(runtime.start(_ship("order-9")), "the start")
+    _caller(runtime, "order-1")
     clock.set(1.0)
     _caller(runtime, "order-0")  # due later than the others
     claimed = []
     while (delivery := runtime.claim("w1", lease_seconds=LEASE)) is not None:
         claimed.append(delivery.lease.execution_id)
-    expected = ["order-1", "order-10", "order-9", "order-0"]
+    expected = ["order-1", "order-10", "order-9", target, "order-0"]
     _expect(claimed == expected, f"claims took {claimed}, not {expected}")
 
 
