@@ -146,8 +146,8 @@ def test_a_frozen_worker_is_fenced_and_its_start_gets_the_same_target(runtime: s
     frozen = freeze.worker
     starts = [e for e in run.trace.of_kind("call") if e.op == "start"]
     assert [(e.worker == frozen, e.token, e.data["accepted"]) for e in starts] == [
-        (False, 2, "@ship-order-2"),
-        (True, 1, "@ship-order-2"),
+        (False, 2, "@ship-order:order-42/ship"),
+        (True, 1, "@ship-order:order-42/ship"),
     ]
     refused = run.trace.of_kind("refused")
     assert [(e.worker, e.op, e.token, e.t) for e in refused] == [
@@ -260,7 +260,7 @@ def test_a_failed_call_is_compensated(runtime: str) -> None:
     assert run.ok, run.explain()
     order = next(r for r in run.executions if r.execution_id == "order-42")
     assert isinstance(order.result, dict)
-    assert order.result["declined"] == "@charge-card-2"
+    assert order.result["declined"] == "@charge-card:order-42/charge"
     assert [e.name for e in run.effects] == ["stock.reserved", "stock.released"]
 
 
