@@ -168,6 +168,9 @@ def test_a_loop_only_an_unfair_scheduler_keeps_up_is_not_called_without_end() ->
     assert run.verdict == "incomplete", run.explain()
     assert LIMIT not in [v.invariant for v in run.violations]
     assert NothingRecoveredWithoutEnd().starved(run) == {"order-43": ["w2"]}
+    assert run.unfair is not None
+    assert "while w2 asked for work at those instants and was not given it" in run.unfair
+    assert run.incomplete.endswith("only an unfair scheduler keeps that up; a fair one ends it")
 
 
 def test_a_skewed_worker_alone_recovers_its_execution_without_end() -> None:
@@ -178,6 +181,7 @@ def test_a_skewed_worker_alone_recovers_its_execution_without_end() -> None:
     assert found.message.startswith("order-43 (checkout) was recovered 3 times")
     assert "worked past it by a clock behind" in found.message
     assert NothingRecoveredWithoutEnd().starved(run) == {}
+    assert run.unfair is None
 
 
 class _ForgetsRecoveries(_Wrapped):
