@@ -122,7 +122,7 @@ def test_a_thousand_orders_are_one_family_beside_the_order_a_crash_struck() -> N
     assert len(family.executions) == 1_998
     drawn = collapse_families(graph)
     assert sorted(drawn.nodes, key=str) == sorted(
-        [family.node, "order-1", "@ship-order-1001"], key=str
+        [family.node, "order-1", "@ship-order:order-1/ship"], key=str
     )
     assert drawn.nodes[family.node]["executions"] == list(family.executions)
     assert "fault: crash" in node_label("order-1", drawn.nodes["order-1"])

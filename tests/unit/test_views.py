@@ -22,15 +22,15 @@ def test_every_start_request_is_one_edge_from_caller_to_target() -> None:
     graph = execution_graph(shop())
     assert isinstance(graph, nx.MultiDiGraph)
     assert sorted(graph.edges(keys=True)) == [
-        ("order-42", "@send-survey-3", "survey"),
-        ("order-42", "@ship-order-2", "ship"),
+        ("order-42", "@send-survey:order-42/survey", "survey"),
+        ("order-42", "@ship-order:order-42/ship", "ship"),
     ]
-    assert graph.nodes["@ship-order-2"] == {
+    assert graph.nodes["@ship-order:order-42/ship"] == {
         "workflow_id": "ship-order",
         "status": "pending",
         "origin": "start",
     }
-    survey = graph.edges["order-42", "@send-survey-3", "survey"]
+    survey = graph.edges["order-42", "@send-survey:order-42/survey", "survey"]
     assert survey["detached"] is True
     assert survey["retained"] is True
 
@@ -43,7 +43,7 @@ def test_a_pruned_caller_stays_visible_through_its_targets_links() -> None:
     runtime.prune("order-42")
     graph = execution_graph(runtime)
     assert graph.nodes["order-42"]["status"] == "pruned"
-    assert graph.edges["order-42", "@ship-order-2", "ship"]["retained"] is False
+    assert graph.edges["order-42", "@ship-order:order-42/ship", "ship"]["retained"] is False
 
 
 def test_the_drawing_is_a_png_with_a_title() -> None:
