@@ -94,7 +94,7 @@ def test_rows_an_event_adds_or_changes_are_marked() -> None:
     assert set(at_claim.changed) == {"executions", "leases", "wakes"}
     start = next(e for e in run.trace if e.op == "start")
     at_start = book.at(start.seq)
-    assert [r.cells[0] for r in at_start.table("executions").marked] == ["@ship-order-2"]
+    assert [r.cells[0] for r in at_start.table("executions").marked] == ["@ship-order:order-42/ship"]
     assert at_start.table("start requests").rows[0].mark == NEW
     html = records_html(at_start)
     assert "<tr class='new'" in html
@@ -109,9 +109,9 @@ def test_a_repeated_start_shows_two_calls_and_one_target() -> None:
     assert request.cells == (
         "order-42 / ship",
         "ship-order",
-        "@ship-order-2",
+        "@ship-order:order-42/ship",
         "2",
-        "accepted @ship-order-2",
+        "accepted @ship-order:order-42/ship",
     )
     assert request.mark == CHANGED
 

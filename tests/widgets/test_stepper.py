@@ -51,10 +51,10 @@ def test_buttons_and_slider_move_and_everything_follows(durable: SimulationRun) 
     stepper.slider.value = start
     assert stepper.index == start
     assert "in one transaction the runtime records the request" in stepper.event_html.value
-    assert bytes(stepper.graph_image.value) != graph_at_claim  # @ship-order-2 appeared
+    assert bytes(stepper.graph_image.value) != graph_at_claim  # @ship-order:order-42/ship appeared
     assert bytes(stepper.timeline_image.value) != timeline_at_claim  # the cursor moved
     assert "<tr class='new'" in stepper.records_html.value
-    assert "@ship-order-2" in stepper.records_html.value
+    assert "@ship-order:order-42/ship" in stepper.records_html.value
     stepper.slider.value = stepper.slider.max
     assert stepper.next_button.disabled
     stepper.next_button.click()  # a disabled button's click is a no-op in the page; here too
