@@ -106,8 +106,11 @@ def test_a_start_that_loses_the_race_at_commit_returns_the_winners_target() -> N
     assert inner == [outer]
     assert isinstance(outer, StartAccepted)
     assert [r.target_execution_id for r in runtime.start_requests()] == [outer.execution_id]
-    # A's uncommitted INSERT used up a sequence number: IDs are never reused, gaps are fine.
-    assert outer.execution_id == "@ship-order-3"
+    assert outer.execution_id == "@ship-order:order-42/ship"
+    # A's uncommitted INSERT used up a sequence number: seqs are never reused, gaps are fine.
+    target = runtime.execution(outer.execution_id)
+    assert target is not None
+    assert target.seq == 3
 
 
 def test_racing_claims_never_produce_two_lease_holders() -> None:
@@ -276,7 +279,10 @@ def test_a_file_database_keeps_its_records_across_connections(tmp_path: Path) ->
     runtime.close()
     reopened = ys.DuckDBRuntime(path)
     assert reopened.start(ship(caller)) == target
-    assert [r.execution_id for r in reopened.executions()] == ["order-42", "@ship-order-2"]
+    assert [r.execution_id for r in reopened.executions()] == [
+        "order-42",
+        "@ship-order:order-42/ship",
+    ]
     assert reopened.trigger("ship-order") == "@ship-order-3"  # the sequence survives too
     reopened.close()
 

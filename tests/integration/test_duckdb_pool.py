@@ -39,8 +39,9 @@ def test_a_pooled_database_starts_empty_with_the_sequence_at_one() -> None:
     assert second.next_wake_at() is None
     second.trigger("charge-order", {"order": 42}, execution_id="order-42")
     started = second.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
-    # The same ID a fresh database gives: the admission sequence restarted.
-    assert started == StartAccepted("@ship-order-2")
+    assert started == StartAccepted("@ship-order:order-42/ship")
+    # The admission sequence restarted: the target is the second admission, as in a fresh one.
+    assert [r.seq for r in second.executions()] == [1, 2]
     second.close()
 
 
@@ -82,7 +83,7 @@ def test_a_file_backed_database_holds_exactly_one_run(tmp_path: Path) -> None:
     reopened = DuckDBRuntime(path)
     assert [record.execution_id for record in reopened.executions()] == [
         "order-42",
-        "@ship-order-2",
+        "@ship-order:order-42/ship",
     ]
     reopened.close()
 
@@ -117,7 +118,8 @@ def test_an_unclosed_runtime_gives_its_database_back_when_collected() -> None:
     assert again.executions() == []
     again.trigger("charge-order", {"order": 42}, execution_id="order-42")
     started = again.start(StartRequest(RequestId("order-42", "ship"), "ship-order", {"order": 42}))
-    assert started == StartAccepted("@ship-order-2")
+    assert started == StartAccepted("@ship-order:order-42/ship")
+    assert [r.seq for r in again.executions()] == [1, 2]
     again.close()
 
 

@@ -216,8 +216,9 @@ def test_a_run_end_reads_executions_requests_and_steps_in_one_statement() -> Non
 
     def run_end() -> None:
         records = runtime.executions()
-        assert [r.execution_id for r in records] == ["order-42", "@ship-order-2"]
-        assert [r.target_execution_id for r in runtime.start_requests()] == ["@ship-order-2"]
+        assert [r.execution_id for r in records] == ["order-42", "@ship-order:order-42/ship"]
+        targets = [r.target_execution_id for r in runtime.start_requests()]
+        assert targets == ["@ship-order:order-42/ship"]
         assert [s.step_key for s in runtime.steps("order-42")] == ["ship"]
         assert runtime.steps("nobody") == []
 

@@ -557,13 +557,13 @@ class LockstepMachine(RuleBasedStateMachine):
         *,
         owner: str,
         lease_seconds: float,
-        named: int | None,
+        named: int | str | None,
         steps: list[tuple[str, str, object]],
         wake_offset: float | None,
         ending: WorkflowRunOutcome | float,
         then_prune: bool,
     ) -> None:
-        """A whole delivery: claim (the first due or the newest due execution), record a few
+        """A whole delivery: claim (the first due, a due one by pick, or one by ID), record a few
         steps and maybe a wake, then acknowledge an outcome (and maybe prune the execution) or
         release with a delay. Each call is compared; the first refused or failed call ends the
         delivery, like a crashed worker."""
@@ -979,7 +979,7 @@ def test_a_terminal_caller_is_refused_and_owned_targets_follow_a_cancelled_owner
     def followed(m: LockstepMachine) -> None:
         flags = {r.execution_id: r.cancel_requested for r in m.duckdb.executions()}
         assert flags == {
-            "a": False, "b": True, "@charge-order-3": False, "@ship-order-4": True,
+            "a": False, "b": True, "@charge-order-3": False, "@ship-order:b/ship": True,
             "kid-2": False,
         }, flags  # fmt: skip
 
@@ -987,7 +987,7 @@ def test_a_terminal_caller_is_refused_and_owned_targets_follow_a_cancelled_owner
         lambda m: m.deliver(
             owner="w1",
             lease_seconds=5.0,
-            named=None,
+            named="a",  # a claim by order would take @charge-order-3 (triggered rows by ID)
             steps=[],
             wake_offset=None,
             ending=Cancelled(),

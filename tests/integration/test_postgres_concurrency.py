@@ -285,9 +285,12 @@ def test_a_deadlock_inside_a_start_is_retried() -> None:
                 continue  # the blocker was aborted, not the start
             caller, outcome = told
             assert rt.retries >= 1
+            assert outcome == [StartAccepted("@ship-order:order-42/ship")]
+            assert targets_of(rt, caller) == ["@ship-order:order-42/ship"]
             # The aborted try used up sequence number 2; the retry took 3.
-            assert outcome == [StartAccepted("@ship-order-3")]
-            assert targets_of(rt, caller) == ["@ship-order-3"]
+            target = rt.execution("@ship-order:order-42/ship")
+            assert target is not None
+            assert target.seq == 3
             return
         finally:
             rt.close()
@@ -316,7 +319,8 @@ def _deadlock_a_start(rt: PostgresRuntime) -> tuple[str, list[StartResult]] | No
         try:
             blocker.execute(
                 "INSERT INTO executions (execution_id, seq, workflow_id, origin, status, "
-                "created_at) VALUES ('@ship-order-2', 1001, 'x', 'trigger', 'pending', 0)"
+                "created_at) "
+                "VALUES ('@ship-order:order-42/ship', 1001, 'x', 'trigger', 'pending', 0)"
             )
         except errors.DeadlockDetected:
             blocker.execute("ROLLBACK")

@@ -94,7 +94,8 @@ def test_rows_an_event_adds_or_changes_are_marked() -> None:
     assert set(at_claim.changed) == {"executions", "leases", "wakes"}
     start = next(e for e in run.trace if e.op == "start")
     at_start = book.at(start.seq)
-    assert [r.cells[0] for r in at_start.table("executions").marked] == ["@ship-order:order-42/ship"]
+    marked = [r.cells[0] for r in at_start.table("executions").marked]
+    assert marked == ["@ship-order:order-42/ship"]
     assert at_start.table("start requests").rows[0].mark == NEW
     html = records_html(at_start)
     assert "<tr class='new'" in html
