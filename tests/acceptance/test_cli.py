@@ -33,13 +33,14 @@ def test_demo_replays_the_lost_start_and_draws_one_ship_order(tmp_path: Path, ru
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["ok"] is True
-    assert report["ship_orders"] == ["@ship-order-2"]
+    assert report["ship_orders"] == ["@ship-order:order-42/ship"]
     assert report["couriers"] == 1
     events = report["events"]
     assert any(
         "rejected (InjectedFailure: injected failure at start.after_commit)" in e for e in events
     )
-    assert any('completed with result {"shipment": "@ship-order-2"}' in e for e in events)
+    shipped = 'completed with result {"shipment": "@ship-order:order-42/ship"}'
+    assert any(shipped in e for e in events)
     assert sum("effect courier.booked" in e for e in events) == 1
     image = tmp_path / "graphs" / "order-42-graph.png"
     assert image.read_bytes().startswith(b"\x89PNG")
@@ -55,7 +56,7 @@ def test_demo_keeps_its_records_in_a_duckdb_file(tmp_path: Path) -> None:
         rows = db.execute(
             "select caller_execution_id, step_key, target_execution_id from start_requests"
         ).fetchall()
-    assert rows == [("order-42", "ship", "@ship-order-2")]
+    assert rows == [("order-42", "ship", "@ship-order:order-42/ship")]
     again = run("demo", "--db", "run.duckdb", cwd=tmp_path)
     assert again.returncode == 2
     assert "already holds order-42" in again.stderr

@@ -304,7 +304,7 @@ def test_demo_speaks_in_words_not_python_reprs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "Completed(" not in result.stdout
     assert "status=" not in result.stdout
-    assert 'completed with result {"shipment": "@ship-order-2"}' in result.stdout
+    assert 'completed with result {"shipment": "@ship-order:order-42/ship"}' in result.stdout
 
 
 # --------------------------------------------------------------------------- user code
