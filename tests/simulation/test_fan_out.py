@@ -150,7 +150,7 @@ def test_cancelling_the_owner_ends_the_wait_and_cancels_its_owned_members(runtim
     assert run.ok, run.explain()
     assert {r.execution_id: r.status for r in run.executions} == {
         "order-42": ExecutionStatus.CANCELLED,
-        "@ship-2": ExecutionStatus.CANCELLED,
+        "@ship:order-42/ship": ExecutionStatus.CANCELLED,
         "fulfil-42": ExecutionStatus.CANCELLED,
     }
     assert all(r.status == "failed" for r in run.steps["order-42"])

@@ -84,7 +84,9 @@ def test_a_record_rewritten_where_no_call_shows_it_is_caught_from_the_final_reco
     ), messages
     assert any(m.startswith("the outcome of order-42 was recorded completed") for m in messages)
     assert any(
-        m.startswith("the target of start request (order-42, ship) was recorded @ship-order-2")
+        m.startswith(
+            "the target of start request (order-42, ship) was recorded @ship-order:order-42/ship"
+        )
         and "now says @elsewhere" in m
         for m in messages
     ), messages

@@ -80,7 +80,7 @@ def test_the_conformance_cases_run_first_when_asked() -> None:
     dedup = ys.explore(FIX, runtime=DedupWhileOpenRuntime, confirm=None, check_adapter=True)
     assert dedup.adapter_failures == [
         "A matching request repeats after the target is terminal: the repeat after the target "
-        "finished got @ship-order-3, not @ship-order-2"
+        "finished got @ship-order-3, not @ship-order:order-42/ship"
     ]
     assert "RUNTIME ADAPTER fails the conformance case A matching request" in dedup.summary()
     fresh = ys.explore(FIX, runtime=FreshIdOnRetryRuntime, confirm=None, check_adapter=True)

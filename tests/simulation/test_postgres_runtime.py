@@ -97,8 +97,9 @@ def test_a_closed_runtimes_schema_serves_the_next_runtime_emptied() -> None:
     assert second.executions() == []
     second.trigger("charge-order", execution_id="order-42")
     started = second.start(ys.StartRequest(ys.RequestId("order-42", "ship"), "ship-order"))
-    # The same ID a fresh schema gives: the admission sequence restarted.
-    assert started == StartAccepted("@ship-order-2")
+    assert started == StartAccepted("@ship-order:order-42/ship")
+    # The admission sequence restarted: the target is the second admission, as in a fresh one.
+    assert [r.seq for r in second.executions()] == [1, 2]
     with pytest.raises(InfrastructureError, match=r"is closed$"):
         first.executions()  # the closed runtime cannot reach the schema it gave back
     second.close()

@@ -93,7 +93,9 @@ def test_a_prune_of_an_execution_the_run_never_had_is_a_scenario_error() -> None
 
 def test_a_start_of_an_unregistered_workflow_fails_its_target() -> None:
     violation = the_violation(simulate("start_unknown"))
-    assert violation.message.startswith("@shipp-order-2 (shipp-order) failed: UnknownWorkflowError")
+    assert violation.message.startswith(
+        "@shipp-order:order-42/ship (shipp-order) failed: UnknownWorkflowError"
+    )
 
 
 def test_a_started_workflow_misspelt_gets_the_name_meant_not_a_hint_to_expect_it() -> None:
@@ -109,7 +111,7 @@ def test_a_started_workflow_misspelt_gets_the_name_meant_not_a_hint_to_expect_it
 
 def test_a_started_workflow_left_out_of_the_scenario_says_to_add_it() -> None:
     message = the_violation(simulate("child_not_in_workflows")).message
-    assert message.startswith("@ship-order-2 (ship-order) failed: UnknownWorkflowError")
+    assert message.startswith("@ship-order:order-42/ship (ship-order) failed: UnknownWorkflowError")
     assert message.endswith(
         "; step ship of order-42 started it: add its @ys.workflow to Scenario(workflows=[...]) "
         "(every workflow a step starts must be there)"
