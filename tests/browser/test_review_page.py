@@ -246,7 +246,7 @@ def test_the_graph_and_the_executions_table_agree_at_every_event(
         rest = [status for key, (status, _) in shown["table"].items() if key not in shown["graph"]]
         families = stepper.evaluate(SHOWN_FAMILIES)
         assert families == ({family: _counts(rest)} if rest else {}), event
-    assert set(shown["graph"]) == {"order-1", "@ship-order-11"}
+    assert set(shown["graph"]) == {"order-1", "@ship-order:order-1/ship"}
     # Every execution drawn: each node is its row.
     stepper.locator(".ys-grouped").uncheck()
     seen: set[tuple[str, bool]] = set()
@@ -292,12 +292,12 @@ def test_a_link_opens_the_page_at_an_event_or_an_execution(
     assert stepper.locator(".ys-words").inner_text() == sentences[41]
     stepper.locator(".ys-next").click()
     assert browser.page.url.endswith("#event=42")  # the address follows the slider
-    first = next(e.seq for e in run.trace if "@ship-order-17" in e.text)
-    browser.open(page, "#execution=%40ship-order-17", event=first)
-    assert stepper.locator(".ys-search").input_value() == "@ship-order-17"
+    first = next(e.seq for e in run.trace if "@ship-order:order-7/ship" in e.text)
+    browser.open(page, "#execution=%40ship-order%3Aorder-7%2Fship", event=first)
+    assert stepper.locator(".ys-search").input_value() == "@ship-order:order-7/ship"
     hits = stepper.locator(".ys-node.ys-hit")
     assert hits.count() == 1
-    assert hits.get_attribute("data-id") == "@ship-order-17"
+    assert hits.get_attribute("data-id") == "@ship-order:order-7/ship"
     assert f"appears at event #{first}" in stepper.locator(".ys-found").inner_text()
 
 
