@@ -20,7 +20,7 @@ table: one request, one target.
 >>> runtime.start(ship) == runtime.start(ship)
 True
 >>> [record.execution_id for record in runtime.executions()]
-['order-42', '@ship-order-2']
+['order-42', '@ship-order:order-42/ship']
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ first) and ``violation`` (a violation's sentence or data names it).
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
 >>> from yieldstar_sim.views.graph import run_graph
 >>> graph = run_graph(run)
->>> ship = graph.edges["order-42", "@ship-order-2", "ship"]
+>>> ship = graph.edges["order-42", "@ship-order:order-42/ship", "ship"]
 >>> graph.nodes["order-42"]["fault_kinds"], ship["calls"]
 ('crash', 2)
 >>> edge_label("ship", ship)

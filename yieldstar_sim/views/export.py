@@ -19,7 +19,7 @@ graph and timeline, figures, exploration, review, then this writer at the top.
 >>> print(to_mermaid(execution_graph(runtime)), end="")  # doctest: +ELLIPSIS
 flowchart TD
     n0["order-42<br>charge-order · pending"]
-    n1("@ship-order-2<br>ship-order · pending")
+    n1("@ship-order#58;order-42/say #quot;hi#quot;<br>ship-order · pending")
     n0 -->|"say #quot;hi#quot;"| n1
 ...
 """

@@ -6,7 +6,7 @@
 >>> _ = runtime.start(ys.StartRequest(ys.RequestId(caller, "ship"), "ship-order"))
 >>> graph = execution_graph(runtime)
 >>> sorted(graph.edges(keys=True))
-[('order-42', '@ship-order-2', 'ship')]
+[('order-42', '@ship-order:order-42/ship', 'ship')]
 """
 
 from __future__ import annotations

@@ -8,8 +8,11 @@ claimable next) and the effect ledger. Rows that an event added or changed are m
 >>> import yieldstar_sim as ys
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
 >>> book = RecordBook.of_run(run)
->>> [row.cells for row in book.at(len(run.trace) - 1).table("start requests").rows]
-[('order-42 / ship', 'ship-order', '@ship-order-2', '2', 'accepted @ship-order-2')]
+>>> (request,) = book.at(len(run.trace) - 1).table("start requests").rows
+>>> request.cells[:2], request.cells[3:]
+(('order-42 / ship', 'ship-order'), ('2', 'accepted @ship-order:order-42/ship'))
+>>> request.cells[2]
+'@ship-order:order-42/ship'
 """
 
 from __future__ import annotations
