@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import ChildAccepted, ChildRequest
 from yieldstar_sim.runtime.memory_rows import Row
 from yieldstar_sim.simulation.terms import Executions, kind, term
 
@@ -81,14 +82,53 @@ def test_a_write_to_one_row_of_many_reads_that_row_alone(monkeypatch: pytest.Mon
     assert read == []  # nothing written since
 
 
-def test_admission_order_is_part_of_the_sum() -> None:
-    """Claims take the first claimable row in admission order: two runtimes holding the same
-    rows admitted in another order are two states."""
+def test_admission_order_is_not_part_of_the_sum() -> None:
+    """Claims take rows by ready time, rank and ID, not in admission order: two runtimes
+    holding the same rows admitted in another order are one state, and claim alike."""
     first, second = ys.MemoryRuntime(), ys.MemoryRuntime()
-    for runtime, order in ((first, ("a", "b")), (second, ("b", "a"))):
+    for runtime, order in ((first, ("b", "a")), (second, ("a", "b"))):
         for name in order:
             runtime.trigger("order", {}, execution_id=name)
-    assert _whole(first) != _whole(second)
+    assert _whole(first) == _whole(second)
+    claimed = [runtime.claim("w1", lease_seconds=30.0) for runtime in (first, second)]
+    assert [d.lease.execution_id for d in claimed if d is not None] == ["a", "a"]
+
+
+def _kid_of_a_pruned_caller(*, started: bool) -> ys.MemoryRuntime:
+    """``kid-1`` admitted by ``a`` through ``step.child`` (``started``) or by a trigger, ``a``
+    then completed and pruned, and ``m`` triggered: due at one instant, alike but for that."""
+    runtime = ys.MemoryRuntime()
+    caller = runtime.trigger("charge-order", None, execution_id="a")
+    if started:
+        request = ChildRequest(ys.RequestId(caller, "kid"), "ship-order", "kid-1", {"n": 1})
+        assert isinstance(runtime.start_child(request), ChildAccepted)
+    delivery = runtime.claim("w1", lease_seconds=30.0, execution_id=caller)
+    assert delivery is not None
+    runtime.acknowledge(delivery.lease, ys.Completed(None))
+    runtime.prune(caller)
+    if not started:
+        runtime.trigger("ship-order", {"n": 1}, execution_id="kid-1")
+    runtime.trigger("charge-order", None, execution_id="m")
+    return runtime
+
+
+def test_whether_an_execution_admitted_a_row_is_part_of_its_term() -> None:
+    """A business-ID child of a pruned caller and the same ID triggered leave the same heads
+    and no start-request record (it went with its caller), yet claims take them in another
+    order (triggered rows first): the record's term reads the rank, so they are two states."""
+    started, triggered = (_kid_of_a_pruned_caller(started=s) for s in (True, False))
+    assert started.start_requests() == triggered.start_requests() == []
+    assert [r.head() for r in started.rows_view().values()] == [
+        r.head() for r in triggered.rows_view().values()
+    ]
+    assert _whole(started) != _whole(triggered)
+    assert _follower(started)() == _whole(started)
+    assert _follower(triggered)() == _whole(triggered)
+    claims = [
+        [d.lease.execution_id for d in iter(lambda r=r: r.claim("w1", lease_seconds=30.0), None)]
+        for r in (started, triggered)
+    ]
+    assert claims == [["m", "kid-1"], ["kid-1", "m"]]
 
 
 def test_terms_of_two_kinds_of_part_differ_for_one_text() -> None:

@@ -1,10 +1,10 @@
 """State keys as sums of terms: one hash per part of the state, added modulo 2**128.
 
 The state keys (``statekeys.StateKeys``) are built this way. A key is the sum of one term per
-part of the state: each execution's record, each of its
-steps, the clock, the ledger, the store, each actor... A part that changes replaces its own
-term (``total += new - old``), so a key costs one hash per part that changed since the last,
-and a sum of cached integers, whatever the size of the state.
+part of the state: each execution's record, each of its steps, the clock, the ledger, the
+store, each actor... A part that changes replaces its own term (``total += new - old``), so a
+key costs one hash per part that changed since the last, and a sum of cached integers,
+whatever the size of the state.
 
 Each term is a blake2b hash (a cryptographic hash: two states that shared a key would be
 merged, a schedule skipped, and a violation there would come back as a green verdict) of an
@@ -12,7 +12,7 @@ injective text of its part, personalised by the kind of part (``kind``), so the 
 kinds never meet. A sum of such terms is a multiset hash (AdHash, Bellare and Micciancio,
 1997): two different multisets of terms sum alike with a chance of 2**-128, as for one
 128-bit hash of everything, and no two states give one multiset of terms, since each term
-names what it stands for (a step's term, its execution; a record's, its place).
+names what it stands for (a step's term, its execution; a record's, its ID).
 """
 
 from __future__ import annotations
@@ -72,6 +72,22 @@ def record_head(record: ExecutionRecord) -> tuple[object, ...]:
     )
 
 
+def admitted(record: ExecutionRecord) -> str:
+    """What an execution's admission fixed that what comes next reads, as its record's term
+    covers it: whether an execution admitted it (claims among rows due at one instant take
+    triggered ones first: ``Row.claim_rank``), its workflow and its parameters. The ID alone
+    does not tell them: a business ID (``step.child``) may be admitted by a trigger in one
+    state and by an execution in another, and once that caller is pruned no start-request
+    record tells the two apart (``row_admitted`` gives the same from the memory runtime's row).
+    """
+    return repr((record.parent is not None, record.workflow_id, record.params))
+
+
+def row_admitted(row: Row) -> str:
+    """``admitted`` of the record of ``row``."""
+    return repr((row.parent_execution_id is not None, row.workflow_id, row.params_value))
+
+
 def written_since(row: Row, done: int) -> Sequence[StepRecord]:
     """The steps of ``row`` written since its first ``done`` step writes, each once: a key
     written twice since is read once, so its term is replaced, never added twice."""
@@ -90,12 +106,14 @@ class _Execution:
     """One execution's terms: its record's and its steps', summed (``term``)."""
 
     __slots__ = (
-        "head", "prefix", "record", "result", "result_text",
+        "admitted", "head", "prefix", "record", "result", "result_text",
         "revision", "shared", "step_terms", "steps_sum", "term", "writes",
     )  # fmt: skip
 
-    def __init__(self, execution_id: str) -> None:
+    def __init__(self, execution_id: str, admitted: str) -> None:
         self.prefix = f"{execution_id!r}\x1f"
+        self.admitted = admitted
+        """What its admission fixed (``admitted``): part of the record's term."""
         self.revision = -1
         self.writes = 0
         self.step_terms: dict[int, int] = {}
@@ -124,13 +142,12 @@ class _Execution:
         head: tuple[object, ...],
         result: object,
     ) -> None:
-        """Fold in the current state of ``steps``; take ``head`` (``record_head``), ``result``
-        as the record's (not its place in admission order: the ID names the record, and since
-        claims take executions by ready time and ID, the order of admissions is not part of
-        what comes next, so two starts admitted in either order leave one state). A step's
-        term covers
-        its value and the record's covers its result: a workflow's generator holds the values
-        it was given."""
+        """Fold in the current state of ``steps``; take ``head`` (``record_head``) and ``result``
+        as the record's, with what its admission fixed (``admitted``) but not its place in
+        admission order: the ID names the record, and since claims take executions by ready
+        time, rank and ID, the order of admissions is not part of what comes next, so two
+        starts admitted in either order leave one state. A step's term covers its value and
+        the record's covers its result: a workflow's generator holds the values it was given."""
         terms = self.step_terms
         total = self.steps_sum
         # Each step's term names its execution and its position (its place in first-recorded
@@ -157,7 +174,7 @@ class _Execution:
         if result is not self.result:
             self.result, self.result_text, moved = result, repr(result), True
         if moved:
-            self.record = term(_RECORD, f"{head!r}\x1f{self.result_text}")
+            self.record = term(_RECORD, f"{self.admitted}\x1f{head!r}\x1f{self.result_text}")
         self.term = self.record + total
 
 
@@ -250,7 +267,7 @@ class Executions:
         total = count = last = 0
         for row in rows.values():
             last = row.seq
-            entry = self._cache.get(last) or _Execution(row.execution_id)
+            entry = self._cache.get(last) or _Execution(row.execution_id, row_admitted(row))
             if entry.revision != row.revision:
                 entry = self._update(entry, row)
             cache[last] = entry
@@ -266,7 +283,7 @@ class Executions:
         writes = row.step_writes
         done = entry.writes
         if len(writes) < done:  # the row's steps were emptied: read them all
-            entry, done = _Execution(row.execution_id), 0
+            entry, done = _Execution(row.execution_id, row_admitted(row)), 0
             self._cache[row.seq] = entry
         elif entry.shared:
             entry = self._cache[row.seq] = entry.copy()
@@ -279,7 +296,7 @@ class Executions:
         """The sum of the terms of every execution of ``runtime``, each read whole."""
         total = 0
         for record in runtime.executions():
-            entry = _Execution(record.execution_id)
+            entry = _Execution(record.execution_id, admitted(record))
             entry.update(runtime.steps(record.execution_id), record_head(record), record.result)
             total += entry.term
         return total & MASK
