@@ -108,6 +108,38 @@ def test_a_closed_runtimes_schema_serves_the_next_runtime_emptied() -> None:
 
 
 @pytest.mark.postgres
+def test_claims_take_ids_by_code_point_whatever_the_databases_collation() -> None:
+    """Rows due at one instant are claimed by ID as the memory runtime compares them: 'B'
+    before 'a', even in a database whose collation (ICU's root locale here) says otherwise."""
+    dsn = os.environ["YIELDSTAR_PG_DSN"]
+    name = f"yieldstar_icu_{os.getpid()}"
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        admin.execute(
+            f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' "
+            "LOCALE_PROVIDER icu ICU_LOCALE 'und' LOCALE 'C'"
+        )
+    try:
+        rt = PostgresRuntime(psycopg.conninfo.make_conninfo(dsn, dbname=name))
+        try:
+            assert rt.sql("SELECT min(x) FROM (VALUES ('B'), ('a')) v(x)") == [("a",)]
+            memory = ys.MemoryRuntime()
+            for runtime in (rt, memory):
+                for execution_id in ("a", "B"):
+                    runtime.trigger("charge-order", execution_id=execution_id)
+            assert [runtime.due() for runtime in (rt, memory)] == [["B", "a"], ["B", "a"]]
+            claims = [
+                [runtime.claim("w1", lease_seconds=30.0) for _ in "ab"] for runtime in (rt, memory)
+            ]
+            ids = [[d.lease.execution_id for d in c if d is not None] for c in claims]
+            assert ids == [["B", "a"], ["B", "a"]]
+        finally:
+            rt.close()
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.mark.postgres
 def test_a_schema_used_for_queries_of_your_own_is_dropped_not_pooled() -> None:
     dsn = os.environ["YIELDSTAR_PG_DSN"]
     SCHEMAS.clear()

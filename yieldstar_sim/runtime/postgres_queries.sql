@@ -82,11 +82,13 @@ WHERE execution_id = %(execution_id)s::text AND status <> 'pruned';
 SELECT step_log FROM executions WHERE execution_id = %(execution_id)s::text;
 
 -- name: due
+-- IDs compare by code point, as the memory runtime's and DuckDB's do, whatever the database's
+-- collation (a locale's would put 'a' before 'B' and send a schedule elsewhere).
 SELECT execution_id
 -- include: live
   AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
 ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
-         execution_id;
+         execution_id COLLATE "C";
 
 -- name: claim
 UPDATE executions
@@ -101,7 +103,7 @@ WHERE execution_id = (
       AND (%(execution_id)s::text IS NULL OR execution_id = %(execution_id)s::text)
       AND ready_at(lease_owner, due_at, lease_expires_at) <= %(now)s::float8
     ORDER BY ready_at(lease_owner, due_at, lease_expires_at), parent_execution_id IS NOT NULL,
-         execution_id
+         execution_id COLLATE "C"
     LIMIT 1)
 RETURNING
 -- include: record_columns
