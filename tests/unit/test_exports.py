@@ -18,9 +18,10 @@ import pydot
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.ids import start_target_id
 from yieldstar_sim.core.model import ExecutionStatus
 from yieldstar_sim.simulation import SimulationRun
-from yieldstar_sim.views import execution_graph
+from yieldstar_sim.views import drawn_text, execution_graph
 from yieldstar_sim.views.export import (
     EXTENSIONS,
     FORMATS,
@@ -97,7 +98,9 @@ def graph(request: pytest.FixtureRequest) -> nx.MultiDiGraph:
 
 
 def node_label(node: str, data: dict[str, Any]) -> str:
-    return f"{node}\n{data['workflow_id']} · {data['status']}"
+    """A node's label: a name past 64 characters cut as ``drawn_text.shown`` says (the
+    target of the hostile caller's hostile step key has a 126-character ID)."""
+    return f"{drawn_text.shown(node)}\n{data['workflow_id']} · {data['status']}"
 
 
 #: What an edge's label adds under its step key when its step admitted several executions.
@@ -491,7 +494,8 @@ def test_export_writes_every_format_of_a_run(tmp_path: Path, hostile_run: Simula
     assert [dot_unquote(e.get("label")) for e in dot.get_edges()] == [RUNTIME_KEY]
     assert {d["label"] for _, d in back.nodes(data=True)} == {
         f"{CALLER}\n{CALLER_WORKFLOW} · completed",
-        f"@{CHILD_WORKFLOW}-2\n{CHILD_WORKFLOW} · completed",
+        f"{drawn_text.shown(start_target_id(CHILD_WORKFLOW, CALLER, RUNTIME_KEY))}\n"
+        f"{CHILD_WORKFLOW} · completed",
     }
     assert 'hostile <scenario> "&amp;", seed 0' in dot_unquote(dot.get("label"))
     nodes, edges, _ = parse_mermaid(paths["mermaid"].read_text("utf-8"))

@@ -98,7 +98,7 @@ def test_the_busy_share_and_the_notable_executions_lanes(bug300: ys.SimulationRu
     own = [span for span in timeline.spans if span.worker == "order-150"]
     assert [(span.label, span.how) for span in own] == [
         ("w2 \u00b7 token 1", "crash"),
-        ("w1 \u00b7 token 2", "acknowledge"),
+        ("w3 \u00b7 token 2", "acknowledge"),  # w3: orders due at t=0 are claimed by ID
     ]
     figure = draw_timeline(timeline)
     drawn = drawn_offsets(figure)
