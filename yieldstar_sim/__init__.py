@@ -19,6 +19,7 @@ from __future__ import annotations
 from yieldstar_sim.core.authoring import StepRunner, workflow
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.events import EventRequest, ReceivedEvent
 from yieldstar_sim.core.model import (
     ChildFailedError,
     Completed,
@@ -105,6 +106,7 @@ __all__ = [
     "DriverProfile",
     "DuckDBRuntime",
     "Engine",
+    "EventRequest",
     "ExecutionAdmissionError",
     "ExecutionClient",
     "Exhaustive",
@@ -119,6 +121,7 @@ __all__ = [
     "ProfileError",
     "Prune",
     "Random",
+    "ReceivedEvent",
     "RequestId",
     "Scenario",
     "ScenarioError",

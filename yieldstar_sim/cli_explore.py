@@ -348,6 +348,8 @@ def report_json(report: ExplorationReport) -> dict[str, Any]:
             "total_under_bound",
             "incomplete_schedules",
             "incomplete_reasons",
+            "unfair_schedules",
+            "unfair_reasons",
             "warnings",
         ),
         **({"draws_branched": report.systematic.branched} if report.systematic else {}),

@@ -20,6 +20,7 @@ from yieldstar_sim.testing import (
     RuntimeFactory,
     check_runtime_adapter,
 )
+from yieldstar_sim.testing.events import EVENT_CASES, check_event_adapter
 
 
 def _memory(clock: ManualClock) -> Runtime:
@@ -160,3 +161,19 @@ def test_without_the_orphan_guard_a_terminal_caller_admits_an_orphan(kind: str) 
 def test_the_orphan_guard_is_a_bool(kind: str) -> None:
     with pytest.raises(TypeError, match=r"^orphan_guard must be True or False, not 'no'$"):
         RUNTIME_CLASSES[kind](orphan_guard="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("case", list(EVENT_CASES.values()), ids=list(EVENT_CASES))
+def test_external_events_and_continue_as_new(make: RuntimeFactory, case: Case) -> None:
+    case(make)
+
+
+def test_check_event_adapter_names_the_failing_case() -> None:
+    class DropsInstanceEvents(MemoryRuntime):
+        """Takes only events sent to the run by ID."""
+
+        def wait_for_event(self, lease, step_key, name):  # type: ignore[no-untyped-def]
+            return None
+
+    with pytest.raises(AssertionError, match=r"^An event is taken once and recorded"):
+        check_event_adapter(lambda clock: DropsInstanceEvents(clock=clock))

@@ -563,8 +563,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
-            "record_wake, wait_for, "
-            "start, start_child, cancel, acknowledge, release, trigger, elapse, complete, renew, "
+            "record_wake, wait_for, start, start_child, cancel, acknowledge, release, trigger, "
+            "send_event, wait_for_event, elapse, complete, renew, "
             "draw, store_read, store_write, effect, commit (yieldstar-sim list --faults says "
             "what each is)",
         ),
@@ -582,20 +582,20 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "crash", "op": "complete"},
             "a crash cannot be placed at complete: it applies at acknowledge, cancel, claim, "
-            "elapse, put_step, record_wake, release, renew, start, start_child, trigger, "
-            "wait_for",
+            "elapse, put_step, record_wake, release, renew, send_event, start, start_child, "
+            "trigger, wait_for, wait_for_event",
         ),
         (
             {"kind": "crash", "op": "draw"},
             "a crash cannot be placed at draw: it applies at acknowledge, cancel, claim, "
-            "elapse, put_step, record_wake, release, renew, start, start_child, trigger, "
-            "wait_for",
+            "elapse, put_step, record_wake, release, renew, send_event, start, start_child, "
+            "trigger, wait_for, wait_for_event",
         ),
         (
             {"kind": "lose_response", "op": "elapse"},
             "a lose_response cannot be placed at elapse: it applies at acknowledge, cancel, "
-            "claim, put_step, record_wake, release, renew, start, start_child, trigger, "
-            "wait_for",
+            "claim, put_step, record_wake, release, renew, send_event, start, start_child, "
+            "trigger, wait_for, wait_for_event",
         ),
     ],
 )

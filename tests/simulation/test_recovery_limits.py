@@ -136,6 +136,54 @@ def test_a_run_cut_with_few_recoveries_stays_incomplete_not_violated() -> None:
     assert run.verdict == "incomplete"
 
 
+def _skewed(workers: int) -> tuple[ys.Scenario, list[ys.Fault]]:
+    """zombie-attempt-fixed, cut early, with w1's clock 70 s behind from order-43's charge on:
+    w1 works past its lease on every delivery of order-43 it takes (30 s of work, a 30 s lease
+    it never renews), and a healthy w2, if there is one, finishes it."""
+    scenario = replace(ys.load_scenario("zombie-attempt-fixed"), max_time=130, workers=workers)
+    skew = ys.Fault("skew", worker="w1", op="elapse", execution_id="order-43", seconds=70)
+    return scenario, [skew]
+
+
+def test_a_loop_only_an_unfair_scheduler_keeps_up_is_not_called_without_end() -> None:
+    """w1 took order-43 at its recoveries while w2 asked for work at the same instant and never
+    got it (or got it only at the cut): a fair scheduler gives w2 the claim, and w2 finishes
+    it. The run is incomplete (cut), not violated: nothing says it would be recovered for
+    ever."""
+    scenario, faults = _skewed(workers=2)
+    for seed in range(64):
+        try:
+            run = ys.simulate(scenario, seed=seed, runtime="memory", faults=faults)
+        except ys.FaultPlanError:
+            continue  # w2 took order-43: the skew had nowhere to fire
+        claims = [
+            e.worker
+            for e in run.trace
+            if e.kind == TraceKind.CALL and e.op == "claim" and e.execution_id == "order-43"
+        ]
+        if claims[:4] == ["w1"] * 4:  # at t=10, and at its recoveries at t=40, 70 and 100
+            break
+    else:
+        pytest.fail("no seed of 64 lets w1 win the first four claims of order-43")
+    assert run.verdict == "incomplete", run.explain()
+    assert LIMIT not in [v.invariant for v in run.violations]
+    assert NothingRecoveredWithoutEnd().starved(run) == {"order-43": ["w2"]}
+    assert run.unfair is not None
+    assert "while w2 asked for work at those instants and was not given it" in run.unfair
+    assert run.incomplete.endswith("only an unfair scheduler keeps that up; a fair one ends it")
+
+
+def test_a_skewed_worker_alone_recovers_its_execution_without_end() -> None:
+    """With no other worker, nothing ends w1's loop: a violation, as a poison workflow's."""
+    scenario, faults = _skewed(workers=1)
+    run = ys.simulate(scenario, seed=0, runtime="memory", faults=faults)
+    (found,) = [v for v in run.violations if v.invariant == LIMIT]
+    assert found.message.startswith("order-43 (checkout) was recovered 3 times")
+    assert "worked past it by a clock behind" in found.message
+    assert NothingRecoveredWithoutEnd().starved(run) == {}
+    assert run.unfair is None
+
+
 class _ForgetsRecoveries(_Wrapped):
     """A runtime that never counts a recovery: the engine cannot see the bound pass."""
 

@@ -22,6 +22,7 @@ EXAMPLES: list[driver.Command] = [
         ChildRequest(RequestId("order-42", "kid"), "courier", "c-1", {"n": 2}, False)
     ),
     driver.RequestCancel("order-42"),
+    driver.ConsumeEvent(LEASE, "approval", "approve"),
 ]
 
 

@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Container, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeAlias, TypeVar
 
 from yieldstar_sim.core.ids import check_name
 from yieldstar_sim.core.model import StepDeclarationError, StepKeyError
@@ -29,6 +29,8 @@ from yieldstar_sim.core.steps import RetryPolicy, StepDefinition
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
+
+    from yieldstar_sim.core.events import ReceivedEvent
 
 # --------------------------------------------------------------------------- workflows
 
@@ -148,6 +150,24 @@ class ChildStep(TargetStep):
     spawn: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class WaitForEventStep:
+    """``step.wait_for_event``: suspend until an event ``name`` comes, or ``timeout`` s pass."""
+
+    key: str
+    name: str
+    timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContinueAsNewStep:
+    """``step.continue_as_new``: end this run and start the instance's next one with
+    ``params``. It has no step key: it is the run's outcome."""
+
+    params: object = None
+    key: str = ""
+
+
 MemberRequest: TypeAlias = RunStep | StartStep | CallStep | ChildStep
 """What a ``step.all`` group may hold: every verb but ``step.delay``."""
 
@@ -164,8 +184,14 @@ class GroupStep:
         return tuple(member.key for member in self.members)
 
 
-StepRequest: TypeAlias = RunStep | DelayStep | StartStep | CallStep | ChildStep | GroupStep
-STEP_REQUESTS = (RunStep, DelayStep, StartStep, CallStep, ChildStep, GroupStep)
+StepRequest: TypeAlias = (
+    RunStep | DelayStep | StartStep | CallStep | ChildStep | GroupStep | WaitForEventStep
+    | ContinueAsNewStep
+)  # fmt: skip
+STEP_REQUESTS = (
+    RunStep, DelayStep, StartStep, CallStep, ChildStep, GroupStep, WaitForEventStep,
+    ContinueAsNewStep,
+)  # fmt: skip
 
 
 def _workflow_name(workflow: Workflow | str) -> str:
@@ -314,6 +340,8 @@ class StepRunner:
         request = self._requests.get(id(generator))
         if request is None or isinstance(request, GroupStep):  # a group is tracked apart
             return None
+        if isinstance(request, ContinueAsNewStep):
+            return "step.continue_as_new(...)"
         spawn = isinstance(request, ChildStep) and request.spawn
         return f"{'step.spawn' if spawn else _VERBS[type(request)]}({request.key!r})"
 
@@ -351,6 +379,32 @@ class StepRunner:
     def delay(self, key: str, seconds: float) -> Generator[StepRequest, Any, None]:
         """A durable timer: suspend the workflow until ``seconds`` of virtual time passed."""
         return self._track(key, DelayStep(key, seconds))
+
+    def wait_for_event(
+        self, key: str, name: str, *, timeout: float | None = None
+    ) -> Generator[StepRequest, Any, ReceivedEvent | None]:
+        """A durable wait for an external event named ``name``; returns a ``ReceivedEvent``
+        (its ``payload``), or ``None`` once ``timeout`` seconds passed without one.
+
+        The event is taken and recorded as this step in one write, so a replay returns the
+        same event and no other run takes it. It is the oldest unconsumed event of that name
+        sent to this run or to its instance (``runtime.send_event``)::
+
+            approval = yield from step.wait_for_event("approval", "approve", timeout=3600)
+            if approval is None:
+                return "expired"
+        """
+        return self._track(key, WaitForEventStep(key, name, timeout))
+
+    def continue_as_new(self, params: object = None) -> Generator[StepRequest, Any, NoReturn]:
+        """End this run and start the next run of the same workflow instance with ``params``
+        (a durable value): the instance keeps its ID, the new run gets its own execution ID
+        and an empty history. Events sent to the instance and not yet taken wait for the new
+        run. Nothing after it runs::
+
+            yield from step.continue_as_new({"cursor": cursor})
+        """
+        return self._track("", ContinueAsNewStep(params))
 
     def start(
         self,
@@ -445,10 +499,11 @@ class StepRunner:
                     f"step.all takes step verbs made by this workflow's step (step.run, "
                     f"step.start, step.call, step.child, step.spawn), not {member!r}"
                 )
-            if isinstance(request, DelayStep | GroupStep):
+            if isinstance(request, DelayStep | GroupStep | WaitForEventStep | ContinueAsNewStep):
+                verb = _VERBS.get(type(request), "step.delay")
                 raise TypeError(
-                    f"step.all cannot hold step.delay({getattr(request, 'key', '')!r}): run "
-                    "the delay before or after the group"
+                    f"step.all cannot hold {verb}({getattr(request, 'key', '')!r}): run "
+                    "it before or after the group"
                 )
             if inspect.getgeneratorstate(member) != inspect.GEN_CREATED:
                 raise TypeError(
@@ -490,5 +545,5 @@ def _started(generator: Generator[Any, Any, Any]) -> bool:
 #: How workflow code calls each request's verb, for messages.
 _VERBS: dict[type, str] = {
     RunStep: "step.run", DelayStep: "step.delay", StartStep: "step.start",
-    CallStep: "step.call", ChildStep: "step.child",
+    CallStep: "step.call", ChildStep: "step.child", WaitForEventStep: "step.wait_for_event",
 }  # fmt: skip

@@ -48,6 +48,16 @@ class RecordWake(FencedCall):
 
 
 @dataclass(frozen=True, slots=True)
+class ConsumeEvent(FencedCall):
+    """Runtime call: take the oldest pending event ``name`` of this run (or its instance) and
+    record it as step ``step_key``, in one write; answers the ``ReceivedEvent`` or ``None``.
+    Fenced."""
+
+    step_key: str
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class RequestCall(Generic[Q]):
     """A runtime call that carries a start's or a child's request, whose ID names the step:
     not fenced, as the request's ID makes a repeat answer alike; the worker pipe carries the
@@ -117,5 +127,7 @@ class BodyResult:
     error: BaseException | None = None
 
 
-RuntimeCall: TypeAlias = PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel
+RuntimeCall: TypeAlias = (
+    PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel | ConsumeEvent
+)
 Command: TypeAlias = RuntimeCall | ReadClock | OrderCompletions | RunBody

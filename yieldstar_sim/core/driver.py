@@ -22,6 +22,7 @@ from yieldstar_sim.core.authoring import (
     STEP_REQUESTS,
     CallStep,
     ChildStep,
+    ContinueAsNewStep,
     DelayStep,
     GroupStep,
     MemberRequest,
@@ -30,6 +31,7 @@ from yieldstar_sim.core.authoring import (
     StartStep,
     StepRunner,
     TargetStep,
+    WaitForEventStep,
     Workflow,
     World,
 )
@@ -38,6 +40,7 @@ from yieldstar_sim.core.commands import (
     BodyResult,
     CallStart,
     Command,
+    ConsumeEvent,
     PutStep,
     ReadClock,
     RecordWake,
@@ -47,6 +50,8 @@ from yieldstar_sim.core.commands import (
     StartChild,
     WaitFor,
 )
+from yieldstar_sim.core.driver_events import Ended as _Ended
+from yieldstar_sim.core.driver_events import continue_as_new, wait_for_event
 from yieldstar_sim.core.driver_flow import Diverged as _Diverged
 from yieldstar_sim.core.driver_flow import Replay as _Replay
 from yieldstar_sim.core.driver_flow import Suspend as _Suspend
@@ -95,6 +100,7 @@ __all__ = [
     "BodyResult",
     "CallStart",
     "Command",
+    "ConsumeEvent",
     "DriverGenerator",
     "PutStep",
     "ReadClock",
@@ -232,6 +238,8 @@ def _drive_generator(user: Generator[Any, Any, Any], ctx: _Context) -> DriverGen
                 throw.append(thrown.error)
             except _Diverged as diverged:
                 return failed(diverged.error)
+            except _Ended as ended:
+                return ended.outcome
     finally:
         _abandon(user)
 
@@ -282,6 +290,9 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any] | _
         )
     if isinstance(request, GroupStep):
         return perform_group(request, ctx, lambda step, seen: _step(step, seen, ctx))
+    if isinstance(request, ContinueAsNewStep):
+        cancelled = ctx.cancel_reason if ctx.cancel_pending else None
+        return continue_as_new(request, ctx.record, ctx.runner, ctx.performed, cancelled=cancelled)
     recorded = replay.reach(request.key)
     if (
         type(request) is RunStep
@@ -296,7 +307,9 @@ def _perform(request: object, ctx: _Context) -> Generator[Command, Any, Any] | _
 
 
 def _step(
-    request: MemberRequest | DelayStep, recorded: StepRecord | None, ctx: _Context
+    request: MemberRequest | DelayStep | WaitForEventStep,
+    recorded: StepRecord | None,
+    ctx: _Context,
 ) -> Generator[Command, Any, Any]:
     if (diverged := changed(request, recorded, len(ctx.replay.reached) - 1)) is not None:
         raise _Diverged(diverged)  # the same key, asking for another target than recorded
@@ -329,6 +342,8 @@ def _step(
             return (yield from _call(request, recorded, ctx))
         case ChildStep():
             return (yield from _child(request, recorded, ctx))
+        case WaitForEventStep():
+            return (yield from wait_for_event(request, recorded, ctx.lease))
     raise AssertionError(request)  # pragma: no cover
 
 
@@ -519,6 +534,9 @@ def _await(
     """Wait for ``target``'s outcome: registered with the runtime, whose terminal
     acknowledgement of the target wakes this execution; suspend until then."""
     record: ExecutionRecord | None = yield WaitFor(ctx.lease, target)
+    while record is not None and record.status == ExecutionStatus.CONTINUED_AS_NEW:
+        # A joined run that continued as new: its instance's next run is the one to wait for.
+        record = yield WaitFor(ctx.lease, str(_object(record.result)["continuedAs"]))
     if record is not None and not record.terminal:
         raise _Suspend
     if record is not None and record.status == ExecutionStatus.COMPLETED:

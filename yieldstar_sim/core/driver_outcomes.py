@@ -13,6 +13,7 @@ from yieldstar_sim.core.model import (
     BaseExceptionRaised,
     Cancelled,
     Completed,
+    ContinuedAsNew,
     DeadLettered,
     ErrorInfo,
     ExecutionStatus,
@@ -144,4 +145,6 @@ def recorded_outcome(
         return Cancelled()
     if status == ExecutionStatus.DEAD_LETTERED and error is not None:
         return DeadLettered(error)
+    if status == ExecutionStatus.CONTINUED_AS_NEW:
+        return ContinuedAsNew(None)
     return Failed(error or ErrorInfo("Error", "failed"))

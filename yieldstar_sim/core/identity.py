@@ -24,6 +24,7 @@ from yieldstar_sim.core.authoring import (
     StartStep,
     StepRequest,
     TargetStep,
+    WaitForEventStep,
 )
 from yieldstar_sim.core.codec import DurableValue, EncodedValue, durable_value_codec
 from yieldstar_sim.core.commands import PutStep
@@ -120,7 +121,7 @@ def _words(identity: dict[str, DurableValue] | None, request: StepRequest | None
 
 
 def changed(
-    request: MemberRequest | DelayStep, record: StepRecord | None, position: int
+    request: MemberRequest | DelayStep | WaitForEventStep, record: StepRecord | None, position: int
 ) -> NondeterminismError | None:
     """The first difference between what the code asks for and what was recorded under the
     same key, as a ``NondeterminismError``; None when they agree (or nothing was recorded)."""

@@ -192,6 +192,9 @@ class ExecutionStatus(enum.StrEnum):
     """Recovered more times than the engine's ``max_recovery_attempts``: set aside, never run
     again (DBOS's ``MAX_RECOVERY_ATTEMPTS_EXCEEDED``). Its error says how often it was
     recovered."""
+    CONTINUED_AS_NEW = "continued-as-new"
+    """The run ended by ``step.continue_as_new``: a new run of the same instance took over
+    (its record's ``result`` names it, ``{"continuedAs": execution ID}``)."""
     PRUNED = "pruned"
     """Only on the start-request record of a pruned target: the execution itself is gone."""
 
@@ -209,13 +212,15 @@ TERMINAL_STATUSES = frozenset(
         ExecutionStatus.FAILED,
         ExecutionStatus.CANCELLED,
         ExecutionStatus.DEAD_LETTERED,
+        ExecutionStatus.CONTINUED_AS_NEW,
         ExecutionStatus.PRUNED,
     }
 )
 
-ExecutionOrigin: TypeAlias = Literal["trigger", "start", "child", "spawn"]
+ExecutionOrigin: TypeAlias = Literal["trigger", "start", "child", "spawn", "continue"]
 """How an execution was admitted: a direct trigger, ``step.start``/``step.call`` (a generated
-ID), ``step.child`` (a business ID, owned) or ``step.spawn`` (a business ID, detached)."""
+ID), ``step.child`` (a business ID, owned), ``step.spawn`` (a business ID, detached) or
+``step.continue_as_new`` (a generated ID, the next run of its instance)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,11 +298,20 @@ class ExecutionRecord:
     """How many claims took this execution over from a holder whose lease had expired (a
     worker that crashed or froze while it held it): its recoveries. A runtime that does not
     count them leaves 0, and the engine then never dead-letters it."""
+    instance_id: str | None = None
+    """The workflow instance this run continues (``step.continue_as_new``): the first run's
+    execution ID; ``None`` for a first run, whose instance is itself (``instance``)."""
 
     @property
     def terminal(self) -> bool:
         """Whether the execution reached a terminal outcome."""
         return self.status.terminal
+
+    @property
+    def instance(self) -> str:
+        """The workflow instance this run belongs to: the execution ID of its first run,
+        which every run made by ``step.continue_as_new`` keeps (Temporal's workflow ID)."""
+        return self.instance_id or self.execution_id
 
 
 StepStatus: TypeAlias = Literal["completed", "failed", "pending"]
@@ -420,7 +434,20 @@ class DeadLettered:
 #: The code of a dead-lettered execution's error (DBOS's status of the same name).
 MAX_RECOVERY_ATTEMPTS_EXCEEDED = "MAX_RECOVERY_ATTEMPTS_EXCEEDED"
 
-WorkflowRunOutcome: TypeAlias = Completed | Suspended | Failed | Cancelled | DeadLettered
+
+@dataclass(frozen=True, slots=True)
+class ContinuedAsNew:
+    """Workflow code called ``step.continue_as_new(params)``: acknowledged, it ends this run
+    ``continued-as-new`` and admits the next run of the same instance with ``params``, in one
+    write. Its record's result names the new run."""
+
+    params: DurableValue = None
+    status: Literal["continued-as-new"] = "continued-as-new"
+
+
+WorkflowRunOutcome: TypeAlias = (
+    Completed | Suspended | Failed | Cancelled | DeadLettered | ContinuedAsNew
+)
 
 
 # --------------------------------------------------------------------------- workflow errors

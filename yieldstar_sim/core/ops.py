@@ -27,6 +27,11 @@ class Op(enum.StrEnum):
     ACKNOWLEDGE = "acknowledge"
     RELEASE = "release"
     TRIGGER = "trigger"
+    SEND_EVENT = "send_event"
+    """A sender (``ys.SendEvent``) hands an event to the runtime: a choice point where the
+    event can be lost, duplicated or delayed on its way."""
+    WAIT_FOR_EVENT = "wait_for_event"
+    """A worker takes a pending event for ``step.wait_for_event`` and records the step."""
     ELAPSE = "elapse"
     COMPLETE = "complete"
     RENEW = "renew"

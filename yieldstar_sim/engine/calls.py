@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from yieldstar_sim.core.commands import (
     CallStart,
     Command,
+    ConsumeEvent,
     FencedCall,
     OrderCompletions,
     PutStep,
@@ -29,6 +30,7 @@ from yieldstar_sim.core.commands import (
 )
 from yieldstar_sim.core.model import ChildRequest, RequestId, StartRequest
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.runtime.protocol import events_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -132,6 +134,14 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
     ),
     WaitFor: _fenced_call(
         Op.WAIT_FOR, WaitFor, lambda runtime, wait: runtime.wait_for(wait.lease, wait.execution_id)
+    ),
+    ConsumeEvent: _fenced_call(
+        Op.WAIT_FOR_EVENT,
+        ConsumeEvent,
+        lambda runtime, take: events_of(runtime).wait_for_event(
+            take.lease, take.step_key, take.name
+        ),
+        step_key=lambda take: take.step_key,
     ),
     CallStart: _request_call(
         Op.START, CallStart, StartRequest, lambda runtime, call: runtime.start(call.request)

@@ -16,16 +16,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from yieldstar_sim.core.clock import ManualClock
+from yieldstar_sim.core.events import EventRequest
 from yieldstar_sim.engine.dispatcher import Dispatcher, DispatchResult
 from yieldstar_sim.engine.invoker import InProcessInvoker, Invoker, Registry
 from yieldstar_sim.engine.world import EngineWorld, Ledger
 from yieldstar_sim.runtime.duckdb_runtime import DuckDBRuntime
 from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.runtime.protocol import events_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from yieldstar_sim.core.authoring import Workflow
+    from yieldstar_sim.core.events import EventResult
     from yieldstar_sim.core.profiles import DriverProfile
     from yieldstar_sim.core.steps import StepDefinition
     from yieldstar_sim.runtime.protocol import Runtime
@@ -100,6 +103,20 @@ class Engine:
     def cancel(self, execution_id: str) -> list[str]:
         """Request cancellation of an execution and what it owns (RFC 009)."""
         return self.runtime.cancel(execution_id)
+
+    def send_event(
+        self,
+        name: str,
+        payload: object = None,
+        *,
+        execution_id: str | None = None,
+        instance_id: str | None = None,
+        event_id: str | None = None,
+    ) -> EventResult:
+        """Send an external event to one run (``execution_id``) or to a workflow instance's
+        current run (``instance_id``); its ``step.wait_for_event`` takes it."""
+        request = EventRequest(name, payload, execution_id, instance_id, event_id)
+        return events_of(self.runtime).send_event(request)
 
     def dispatch(
         self, worker: str = "w1", execution_id: str | None = None

@@ -72,6 +72,7 @@ EXECUTION_COLUMNS = (
     "cancel_requested",
     "waiting_on",
     "recoveries",
+    "instance_id",
 )
 
 
@@ -111,6 +112,7 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         cancel_requested,
         waiting_on,
         recoveries,
+        instance_id,
     ) = row
     parent = (
         ParentLink(str(parent_execution_id), str(parent_step_key), bool(parent_detached))
@@ -148,6 +150,7 @@ def execution_record(row: Sequence[object]) -> ExecutionRecord:
         cancel_requested=bool(cancel_requested),
         waiting_on=None if waiting_on is None else str(waiting_on),
         recoveries=int(recoveries),  # type: ignore[call-overload]
+        instance_id=None if instance_id is None else str(instance_id),
     )
 
 
@@ -158,6 +161,8 @@ def _origin(value: object) -> ExecutionOrigin:
         return "child"
     if value == "spawn":
         return "spawn"
+    if value == "continue":
+        return "continue"
     return "trigger"
 
 
@@ -459,7 +464,14 @@ def check_step(step_key: object, status: object, value: object, attempt: object)
 
 def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str | None]:
     """The status, encoded result and encoded error an outcome is stored as."""
-    from yieldstar_sim.core.model import Cancelled, Completed, DeadLettered, Failed, Suspended
+    from yieldstar_sim.core.model import (
+        Cancelled,
+        Completed,
+        ContinuedAsNew,
+        DeadLettered,
+        Failed,
+        Suspended,
+    )
 
     match outcome:
         case Completed(result=result):
@@ -486,6 +498,9 @@ def outcome_columns(outcome: WorkflowRunOutcome) -> tuple[str, str | None, str |
             )
         case Suspended():
             return ExecutionStatus.SUSPENDED, None, None
+        case ContinuedAsNew():
+            # The result names the next run, which only the runtime's write knows.
+            return ExecutionStatus.CONTINUED_AS_NEW, None, None
     raise TypeError(f"not a WorkflowRunOutcome: {outcome!r}")
 
 

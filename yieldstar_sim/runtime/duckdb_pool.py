@@ -17,6 +17,7 @@ import duckdb
 #: transaction of their own: BEGIN refuses to run inside an open one (see ``give``).
 _RESET = """BEGIN TRANSACTION;
 DELETE FROM executions;
+DELETE FROM events;
 CREATE OR REPLACE SEQUENCE execution_seq START 1;
 COMMIT;"""
 #: ``_RESET`` parsed once per process (the parser is a third of a small statement's cost).

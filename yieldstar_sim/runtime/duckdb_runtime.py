@@ -97,8 +97,8 @@ _FOLLOWED = frozenset(
         "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
     }
 )  # fmt: skip
-_TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered"})
-_SCHEMA_OBJECTS = 6  # the table, three views, the sequence and the macro of schema.sql
+_TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered", "continued-as-new"})
+_SCHEMA_OBJECTS = 7  # two tables, three views, the sequence and the macro of schema.sql
 
 _COLUMNS = common.EXECUTION_COLUMNS
 _SEQ, _STATUS = _COLUMNS.index("seq"), _COLUMNS.index("status")

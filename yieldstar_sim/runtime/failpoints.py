@@ -34,6 +34,8 @@ WRITE_OPERATIONS = (
     "release",
     "prune",
     "cancel",
+    "send_event",
+    "wait_for_event",
 )
 
 FAILPOINT_NAMES = tuple(

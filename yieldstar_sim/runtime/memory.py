@@ -25,6 +25,7 @@ from yieldstar_sim.core.model import (
     ChildAccepted,
     ChildRequest,
     ChildResult,
+    ContinuedAsNew,
     Delivery,
     ExecutionNotFoundError,
     ExecutionRecord,
@@ -40,6 +41,7 @@ from yieldstar_sim.core.model import (
     StepStatus,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.runtime.memory_events import MemoryEvents
 from yieldstar_sim.runtime.memory_order import ClaimOrder
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from yieldstar_sim.core.clock import Clock
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.runtime._common import CheckedChild, CheckedStart
     from yieldstar_sim.runtime.failpoints import FailPoints
 
@@ -59,20 +62,18 @@ class MemorySnapshot:
     tombstones: dict[str, Row]
     requests: dict[tuple[int, str], str]
     last_seq: int
+    events: tuple[EventRecord, ...] = ()
 
 
-class MemoryRuntime(common.AdapterOptions):
+class MemoryRuntime(MemoryEvents, common.AdapterOptions):
     """A runtime adapter that keeps every record in Python objects.
 
-    ``clock`` supplies virtual time; without one, time stands at 0. ``orphan_guard`` (on by
-    default) keeps owned targets with their owner: a new start or child requested by a
-    terminal caller is refused with ``TerminalCallerError`` (a repeat of a request it made is
-    still answered), and an owned target admitted while its owner's cancellation is requested
-    starts with its own cancellation requested. Switch it off only to show the hazard it
-    prevents (the bundled ``orphan-after-cancel`` scenario). ``on_existing_id`` is the
-    answer to a trigger whose caller-chosen ID exists: ``"refuse"`` (EXECUTION_EXISTS, the
-    default) or ``"return_existing"`` (the existing execution's ID, for the same workflow).
-    """
+    ``clock`` supplies virtual time (without one, time stands at 0). ``orphan_guard`` (on by
+    default) refuses a new start or child of a terminal caller (``TerminalCallerError``) and
+    admits an owned target of a caller being cancelled with its own cancellation requested;
+    switch it off only to show the hazard (``orphan-after-cancel``). ``on_existing_id``
+    answers a trigger whose caller-chosen ID exists: ``"refuse"`` (EXECUTION_EXISTS, the
+    default) or ``"return_existing"``. External events: ``memory_events``."""
 
     def __init__(
         self,
@@ -86,16 +87,16 @@ class MemoryRuntime(common.AdapterOptions):
         self._rows: dict[str, Row] = {}
         # Executions that are not terminal: the only ones claims and wakes need to look at.
         self._live: dict[str, Row] = {}
-        # Which of them a claim takes, and who waits on whom, indexed (a claim looked at every
-        # live execution): told of every write that moves when an execution is claimable.
+        # Which of them a claim takes, and who waits on whom, indexed: told of every write
+        # that moves when an execution is claimable.
         self._order = ClaimOrder(self._live)
         # (caller incarnation, step key) -> target ID: the retained start-request records.
         self._requests: dict[tuple[int, str], str] = {}
         # Pruned targets whose caller is retained: their request records still name them.
         self._tombstones: dict[str, Row] = {}
         self._last_seq = 0
-        # Every row written, once per write (an admission is one), from the first reader on:
-        # see row_writes.
+        self._events = []  # accepted external events, frozen records (memory_events)
+        # Every row written, once per write, from the first reader on (row_writes).
         self._writes: list[Row] | None = None
 
     def __repr__(self) -> str:
@@ -301,10 +302,8 @@ class MemoryRuntime(common.AdapterOptions):
 
     def rows_view(self) -> Mapping[str, Row]:
         """Every execution's row by ID, in admission order: a live, read-only view for a
-        reader that follows what changed between calls, as the explorer's fingerprints do
-        at every choice point (a row's ``revision`` grows with every write to it or its
-        steps, and ``step_writes`` lists the key of each step write). Read it only while no
-        call runs, and change nothing in a row."""
+        reader that follows what changed between calls (a row's ``revision`` grows with every
+        write, ``step_writes`` lists each step write's key). Read it only between calls."""
         return MappingProxyType(self._rows)
 
     def row_writes(self) -> Sequence[Row]:
@@ -312,9 +311,8 @@ class MemoryRuntime(common.AdapterOptions):
         write; so is a prune, after which the row has left ``rows_view``): a live, read-only
         list for a reader that follows what changed between calls, as the explorer's keys do
         (what was appended since a reader's last look is what it reads again). The log starts
-        at the first call, with every row there is then; until then nothing is kept, so a
-        runtime nobody follows holds no pruned row. Read it only while no call runs, and
-        change nothing in it."""
+        at the first call, with every row there is then (a runtime nobody follows keeps no
+        pruned row). Read it only while no call runs, and change nothing in it."""
         with self._lock:
             if self._writes is None:
                 self._writes = list(self._rows.values())
@@ -331,8 +329,9 @@ class MemoryRuntime(common.AdapterOptions):
             for row in self._tombstones.values():
                 row.shared = True
             return MemorySnapshot(
-                dict(self._rows), dict(self._tombstones), dict(self._requests), self._last_seq
-            )
+                dict(self._rows), dict(self._tombstones), dict(self._requests), self._last_seq,
+                tuple(self._events),
+            )  # fmt: skip
 
     def restore(self, snapshot: MemorySnapshot) -> None:
         """Put every record back as ``snapshot`` holds it (its rows still shared with it: the
@@ -351,7 +350,7 @@ class MemoryRuntime(common.AdapterOptions):
             self._order = ClaimOrder(self._live)
             self._tombstones = dict(snapshot.tombstones)
             self._requests = dict(snapshot.requests)
-            self._last_seq = snapshot.last_seq
+            self._last_seq, self._events = snapshot.last_seq, list(snapshot.events)
             if self._writes is not None:
                 self._writes[:] = rows.values()
 
@@ -521,6 +520,8 @@ class MemoryRuntime(common.AdapterOptions):
 
     def acknowledge(self, lease: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
         """Record a delivery's outcome and give up the lease."""
+        if isinstance(outcome, ContinuedAsNew):
+            return self._continue_as_new(lease, outcome)
         status, result, error = common.outcome_columns(outcome)
         with self._lock:
             row, now = self._fenced("acknowledge", lease)

@@ -31,7 +31,8 @@ else:
     new_record, new_lease, new_step = map(maker, (ExecutionRecord, Lease, StepRecord))
 
 ORIGINS: dict[str, ExecutionOrigin] = {
-    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn"
+    "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn",
+    "continue": "continue",
 }  # fmt: skip
 
 
@@ -93,6 +94,7 @@ class Row:
     cancel_requested: bool = False
     waiting_on: str | None = None
     recoveries: int = 0
+    instance_id: str | None = None
     steps: dict[str, StepRecord] = field(default_factory=dict)
     """By step key, in the order of their positions (a rewrite keeps a key's place)."""
     revision: int = 0
@@ -147,6 +149,7 @@ class Row:
             self.cancel_requested,
             self.waiting_on,
             self.recoveries,
+            self.instance_id,
         )
 
     def record(self) -> ExecutionRecord:
@@ -181,6 +184,7 @@ class Row:
             self.cancel_requested,
             self.waiting_on,
             self.recoveries,
+            self.instance_id,
         )
 
     def copy(self) -> Row:

@@ -45,7 +45,10 @@ SESSION = (
 CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS {schema}"
 DROP_SCHEMA = "DROP SCHEMA IF EXISTS {schema} CASCADE"
 #: An owned schema emptied for the next runtime: the state a freshly created one has.
-RESET_SCHEMA = "TRUNCATE {schema}.executions; ALTER SEQUENCE {schema}.execution_seq RESTART WITH 1"
+RESET_SCHEMA = (
+    "TRUNCATE {schema}.executions, {schema}.events; "
+    "ALTER SEQUENCE {schema}.execution_seq RESTART WITH 1"
+)
 #: PostgreSQL's limit on an identifier's length, in bytes.
 MAX_IDENTIFIER_BYTES = 63
 

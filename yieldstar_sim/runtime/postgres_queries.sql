@@ -219,7 +219,7 @@ WHERE c.execution_id = %(caller)s::text AND c.status <> 'pruned';
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
 UPDATE executions
 SET status = 'pruned', step_log = '', result = NULL, error = NULL
-WHERE execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
+WHERE execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')
   AND origin = 'start'
   AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
 RETURNING seq;
@@ -228,15 +228,95 @@ RETURNING seq;
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
 -- own start requests named: those requests are unreachable once their caller is gone.
 DELETE FROM executions
-WHERE (execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
+WHERE (execution_id = %(execution_id)s::text AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')
        AND NOT (origin = 'start'
                 AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')))
    OR (status = 'pruned'
        AND request_seq = (SELECT seq FROM executions WHERE execution_id = %(execution_id)s::text
-                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')))
+                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')))
 RETURNING execution_id, seq;
 
 -- name: prune_requests
 -- The start-request records a caller made name its incarnation (seq): once the caller is gone
 -- they are unreachable, and the tombstones of their pruned targets can go too.
 DELETE FROM executions WHERE status = 'pruned' AND request_seq = %(seq)s::bigint;
+
+-- External events and continue-as-new (runtime/_sql_events.py): each call's statements run in
+-- one transaction; those that write a leased row are fenced as put_step is.
+
+-- name: event_find
+-- The event this instance accepted before under this ID: a resend's answer.
+SELECT seq, event_id FROM events WHERE instance_id = %(instance_id)s::text AND event_id = %(event_id)s::text;
+
+-- name: event_insert
+INSERT INTO events (seq, event_id, instance_id, execution_id, name, payload, sent_at, status)
+SELECT n, coalesce(%(event_id)s::text, '@event-' || n), %(instance_id)s::text, %(execution_id)s::text,
+       %(name)s::text, %(payload)s::text, %(now)s::float8, 'pending'
+FROM (SELECT coalesce(max(seq), 0) + 1 AS n FROM events) AS fresh
+RETURNING seq, event_id;
+
+-- name: event_wake
+-- The run the event is for is due now, leased or not: a run that looked before the event came
+-- and is about to suspend is due again once it has.
+UPDATE executions
+SET due_at = least(coalesce(due_at, %(now)s::float8), %(now)s::float8)
+WHERE execution_id = %(execution_id)s::text AND status IN ('pending', 'suspended')
+RETURNING execution_id;
+
+-- name: instance_runs
+SELECT
+-- include: record_columns
+FROM executions
+WHERE coalesce(instance_id, execution_id) = %(instance_id)s::text AND status <> 'pruned'
+ORDER BY seq;
+
+-- name: event_next
+-- The oldest pending event of this name for the leased run, sent to it or to its instance.
+SELECT e.seq, e.event_id, e.payload
+FROM events AS e JOIN executions AS x ON x.execution_id = %(execution_id)s::text
+WHERE e.status = 'pending' AND e.name = %(name)s::text
+  AND (e.execution_id = x.execution_id
+       OR (e.execution_id IS NULL AND e.instance_id = coalesce(x.instance_id, x.execution_id)))
+ORDER BY e.seq
+LIMIT 1;
+
+-- name: event_take
+UPDATE events SET status = 'consumed', consumed_by = %(execution_id)s::text, step_key = %(step_key)s::text
+WHERE seq = %(seq)s::bigint AND status = 'pending'
+RETURNING seq;
+
+-- name: event_step
+UPDATE executions
+SET step_log = step_log || %(entry)s::text
+WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
+  AND lease_token = %(token)s::bigint AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended')
+RETURNING execution_id;
+
+-- name: fence_holds
+SELECT count(*) FROM executions
+WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
+  AND lease_token = %(token)s::bigint AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended');
+
+-- name: next_seq
+SELECT nextval('execution_seq');
+
+-- name: continue_end
+UPDATE executions
+SET status = 'continued-as-new', result = %(result)s::text, finished_at = %(now)s::float8, due_at = NULL,
+    lease_owner = NULL, lease_expires_at = NULL
+WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
+  AND lease_token = %(token)s::bigint AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended')
+RETURNING execution_id;
+
+-- name: continue_insert
+INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at,
+                        due_at, instance_id)
+VALUES (%(new_id)s::text, %(new_seq)s::bigint, %(workflow_id)s::text, %(params)s::text, 'continue', 'pending',
+        %(now)s::float8, %(now)s::float8, %(instance_id)s::text)
+RETURNING execution_id;
+
+-- name: waiters_wake
+UPDATE executions
+SET due_at = least(coalesce(due_at, %(now)s::float8), %(now)s::float8)
+WHERE waiting_on = %(execution_id)s::text AND status IN ('pending', 'suspended')
+RETURNING execution_id;

@@ -22,6 +22,8 @@ CREATE FUNCTION ready_at(lease_owner text, due_at double precision,
 RETURNS double precision LANGUAGE sql IMMUTABLE AS
 $$ SELECT CASE WHEN lease_owner IS NULL THEN due_at ELSE lease_expires_at END $$;
 
+-- include: events_table
+
 -- include: start_requests_view
 
 -- Every entry of every execution's step log, for querying with SQL. The last entry of a step

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.clock import Clock
+    from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult, ReceivedEvent
     from yieldstar_sim.core.model import (
         ChildRequest,
         ChildResult,
@@ -147,6 +148,43 @@ class Runtime(ExecutionClient, WorkflowStartClient, Protocol):
     def failpoints(self) -> FailPoints:
         """The adapter's named failure points (see ``FailPoints``)."""
         ...
+
+
+@runtime_checkable
+class EventClient(Protocol):
+    """External events and their waits (``step.wait_for_event``): the memory, DuckDB and
+    PostgreSQL adapters implement it. A runtime of your own without it runs every workflow
+    that neither waits for events nor is sent one.
+
+    Continue-as-new needs no call of its own: ``acknowledge(lease, ContinuedAsNew(params))``
+    ends the run and admits the instance's next one in one write."""
+
+    def send_event(self, request: EventRequest) -> EventResult:
+        """Accept an event for a run or an instance (and wake its current run), or refuse it
+        (``EXECUTION_NOT_FOUND``, ``EXECUTION_ENDED``). Idempotent by ``event_id``. Not
+        fenced: the sender holds no lease."""
+        ...
+
+    def wait_for_event(self, lease: Lease, step_key: str, name: str) -> ReceivedEvent | None:
+        """Take the oldest pending event ``name`` sent to the leased run or to its instance,
+        and record it as the completed step ``step_key``, in one write; ``None`` when there
+        is none (nothing is written). Fenced."""
+        ...
+
+    def events(self) -> list[EventRecord]:
+        """Every accepted event, in the order they were accepted, with its status now."""
+        ...
+
+
+def events_of(runtime: object) -> EventClient:
+    """``runtime`` as an ``EventClient``; a ``TypeError`` naming it when it has no events."""
+    if not isinstance(runtime, EventClient):
+        raise TypeError(
+            f"{type(runtime).__name__} has no external events (send_event, wait_for_event, "
+            "events: runtime.protocol.EventClient); run the scenario on the memory, DuckDB "
+            "or PostgreSQL runtime, or add them to yours"
+        )
+    return runtime
 
 
 @dataclass(frozen=True, slots=True)

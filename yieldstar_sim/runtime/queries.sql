@@ -57,10 +57,10 @@ RETURNING
 BEGIN TRANSACTION;
 
 -- name: schema_objects
--- How many of schema.sql's objects exist: a database that has all 6 is opened without writing
+-- How many of schema.sql's objects exist: a database that has all 7 is opened without writing
 -- its catalog (two opens racing on one file would conflict on CREATE OR REPLACE).
 SELECT (SELECT count(*) FROM duckdb_tables()
-        WHERE schema_name = 'main' AND table_name = 'executions')
+        WHERE schema_name = 'main' AND table_name IN ('executions', 'events'))
      + (SELECT count(*) FROM duckdb_views()
         WHERE schema_name = 'main' AND view_name IN ('start_requests', 'step_log', 'steps'))
      + (SELECT count(*) FROM duckdb_sequences()
@@ -287,7 +287,7 @@ WHERE c.execution_id = $caller AND c.status <> 'pruned';
 -- fragment: keeps_a_tombstone
 -- A pruned target whose caller is retained keeps its row as a tombstone: the caller's start
 -- request is part of that row, and RFC 013 prunes requests with their caller, not their target.
-WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
+WHERE execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')
   AND origin = 'start'
   AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')
 
@@ -308,15 +308,89 @@ SET status = 'pruned', step_log = '', result = NULL, error = NULL, revision = re
 -- Delete a terminal execution that needs no tombstone, with the tombstones of the targets its
 -- own start requests named: those requests are unreachable once their caller is gone.
 DELETE FROM executions
-WHERE (execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')
+WHERE (execution_id = $execution_id AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')
        AND NOT (origin = 'start'
                 AND request_seq IN (SELECT seq FROM executions WHERE status <> 'pruned')))
    OR (status = 'pruned'
        AND request_seq = (SELECT seq FROM executions WHERE execution_id = $execution_id
-                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered')))
+                          AND status IN ('completed', 'failed', 'cancelled', 'dead-lettered', 'continued-as-new')))
 RETURNING execution_id, seq;
 
 -- name: prune_requests
 -- The start-request records a caller made name its incarnation (seq): once the caller is gone
 -- they are unreachable, and the tombstones of their pruned targets can go too.
 DELETE FROM executions WHERE status = 'pruned' AND request_seq = $seq;
+
+-- External events and continue-as-new (runtime/_sql_events.py): each call's statements run in
+-- one transaction; those that write a leased row are fenced as put_step is.
+
+-- name: event_find
+-- The event this instance accepted before under this ID: a resend's answer.
+SELECT seq, event_id FROM events WHERE instance_id = $instance_id AND event_id = $event_id;
+
+-- name: event_insert
+INSERT INTO events (seq, event_id, instance_id, execution_id, name, payload, sent_at, status)
+SELECT n, coalesce($event_id, '@event-' || n), $instance_id, $execution_id, $name, $payload,
+       $now, 'pending'
+FROM (SELECT coalesce(max(seq), 0) + 1 AS n FROM events)
+RETURNING seq, event_id;
+
+-- name: event_wake
+-- The run the event is for is due now, leased or not: a run that looked before the event came
+-- and is about to suspend is due again once it has.
+UPDATE executions
+SET due_at = least(coalesce(due_at, $now), $now), revision = revision + 1
+WHERE execution_id = $execution_id AND status IN ('pending', 'suspended');
+
+-- name: instance_runs
+SELECT
+-- include: record_columns
+FROM executions
+WHERE coalesce(instance_id, execution_id) = $instance_id AND status <> 'pruned'
+ORDER BY seq;
+
+-- name: event_next
+-- The oldest pending event of this name for the leased run, sent to it or to its instance.
+SELECT e.seq, e.event_id, e.payload
+FROM events AS e JOIN executions AS x ON x.execution_id = $execution_id
+WHERE e.status = 'pending' AND e.name = $name
+  AND (e.execution_id = x.execution_id
+       OR (e.execution_id IS NULL AND e.instance_id = coalesce(x.instance_id, x.execution_id)))
+ORDER BY e.seq
+LIMIT 1;
+
+-- name: event_take
+UPDATE events SET status = 'consumed', consumed_by = $execution_id, step_key = $step_key
+WHERE seq = $seq AND status = 'pending';
+
+-- name: event_step
+UPDATE executions
+SET step_log = step_log || $entry, revision = revision + 1
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
+
+-- name: fence_holds
+SELECT count(*) FROM executions
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
+
+-- name: next_seq
+SELECT nextval('execution_seq');
+
+-- name: continue_end
+UPDATE executions
+SET status = 'continued-as-new', result = $result, finished_at = $now, due_at = NULL,
+    lease_owner = NULL, lease_expires_at = NULL, revision = revision + 1
+WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
+  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
+
+-- name: continue_insert
+INSERT INTO executions (execution_id, seq, workflow_id, params, origin, status, created_at,
+                        due_at, instance_id)
+VALUES ($new_id, $new_seq, $workflow_id, $params, 'continue', 'pending', $now, $now,
+        $instance_id);
+
+-- name: waiters_wake
+UPDATE executions
+SET due_at = least(coalesce(due_at, $now), $now), revision = revision + 1
+WHERE waiting_on = $execution_id AND status IN ('pending', 'suspended');

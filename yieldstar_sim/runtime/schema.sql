@@ -18,6 +18,8 @@ CREATE TABLE IF NOT EXISTS executions (
 CREATE OR REPLACE MACRO ready_at(lease_owner, due_at, lease_expires_at) AS
     CASE WHEN lease_owner IS NULL THEN due_at ELSE lease_expires_at END;
 
+-- include: events_table
+
 -- include: start_requests_view
 
 -- Every entry of every execution's step log, for querying with SQL. The last entry of a step

@@ -29,12 +29,31 @@
     cancel_requested    boolean NOT NULL DEFAULT false, -- RFC 009: thrown at the next delivery
     waiting_on          text,                       -- the execution whose end wakes this one
     recoveries          bigint NOT NULL DEFAULT 0,  -- claims that took over an expired lease
+    instance_id         text,                       -- the first run's ID, for a run continued as new
 
 -- fragment: record_columns
 -- The columns of an execution's record (`ExecutionRecord`), in the order the adapters read them.
 execution_id, seq, workflow_id, params, origin, parent_execution_id, parent_step_key,
 parent_detached, status, result, error, created_at, finished_at, due_at, lease_owner,
-lease_token, lease_expires_at, cancel_requested, waiting_on, recoveries
+lease_token, lease_expires_at, cancel_requested, waiting_on, recoveries, instance_id
+
+-- fragment: events_table
+-- External events (core/events.py): each accepted event once per (instance, event ID), sent to
+-- one run (execution_id) or to its instance's current run (execution_id NULL). Its status is
+-- pending or consumed; 'undelivered' is derived when read (runtime/_events_common.py).
+CREATE TABLE IF NOT EXISTS events (
+    seq          bigint PRIMARY KEY,                -- acceptance order
+    event_id     text NOT NULL,
+    instance_id  text NOT NULL,
+    execution_id text,
+    name         text NOT NULL,
+    payload      text NOT NULL,                     -- canonical JSON
+    sent_at      double precision NOT NULL,
+    status       text NOT NULL,                     -- pending | consumed
+    consumed_by  text,
+    step_key     text,
+    UNIQUE (instance_id, event_id)
+);
 
 -- fragment: request_targets
 -- The retained start-request records: targets whose caller incarnation (request_seq) still
@@ -93,6 +112,12 @@ ORDER BY seq;
 SELECT min(ready_at(lease_owner, due_at, lease_expires_at))
 -- include: live
 ;
+
+-- name: events_all
+SELECT seq, event_id, instance_id, execution_id, name, payload, sent_at, status, consumed_by,
+       step_key
+FROM events
+ORDER BY seq;
 
 -- name: commit
 COMMIT;

@@ -88,6 +88,9 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     Op.RELEASE: "hand a delivery back (a rejected delivery, a worker process exit)",
     Op.TRIGGER: "a client (ys.Client) admits an execution: a scenario trigger, or an external "
     "start with a caller-chosen request ID",
+    Op.SEND_EVENT: "a sender (ys.SendEvent) hands an external event to the runtime, for a run "
+    "or an instance",
+    Op.WAIT_FOR_EVENT: "take a pending event and record it as the step (step.wait_for_event)",
     Op.ELAPSE: "a step body lets time pass (step.world.elapse): its later effects wait for it",
     Op.COMPLETE: "one of a step.all's concurrent step bodies completes: which one is next is "
     "the choice (no fault is placed there: the worker's calls around it are where faults go)",

@@ -196,7 +196,27 @@ def finish(execution: Finished) -> SimulationRun:
                 run.warnings.append(warning)
     if written:
         run.world = execution.store.values()
+    if execution.stopped in ("max_time", "max_points") and not run.violations:
+        _judge_fairness(run)
     return run
+
+
+def _judge_fairness(run: SimulationRun) -> None:
+    """For a run a bound cut: when every live execution was being recovered while a worker
+    ready at those very instants was never given it (``NothingRecoveredWithoutEnd.starved``),
+    say so in ``run.incomplete`` and ``run.unfair``: only an unfair scheduler keeps that up."""
+    starved = NothingRecoveredWithoutEnd(run.scenario.max_recovery_attempts).starved(run)
+    live = [record.execution_id for record in run.executions if not record.terminal]
+    if not live or not set(live) <= set(starved):
+        return
+    each = "; ".join(
+        f"{execution_id} was taken back at each recovery by a worker that let its lease run "
+        f"out, while {' and '.join(ready)} asked for work at those instants and "
+        f"{'was' if len(ready) == 1 else 'were'} not given it"
+        for execution_id, ready in ((e, starved[e]) for e in live)
+    )
+    run.unfair = f"{each}: only an unfair scheduler keeps that up; a fair one ends it"
+    run.incomplete = f"{run.incomplete}; {run.unfair}"
 
 
 def _all_admissions(execution: Finished, executions: list[ExecutionRecord]) -> list[Admission]:

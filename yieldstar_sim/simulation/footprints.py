@@ -36,6 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yieldstar_sim.runtime.protocol import events_of
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sized
 
@@ -55,6 +57,8 @@ Thing = tuple[str, str | None]
 
 QUEUE: Thing = ("queue", "")
 ADMISSIONS: Thing = ("admissions", "")
+#: The external events a runtime holds (``EventClient``).
+EVENTS: Thing = ("events", "")
 LEDGER: Thing = ("ledger", "")
 RANDOM: Thing = ("random", "")
 FAULTS: Thing = ("faults", "")
@@ -372,6 +376,9 @@ class RecordedRuntime:
         may wake."""
         touches, execution_id = self._touches, held.execution_id
         touches.write(lease(execution_id), status(execution_id), QUEUE)
+        if outcome.status == "continued-as-new":
+            # It admits the next run and wakes those who joined this one: named coarsely.
+            touches.write(*EVERY_EXECUTION, ADMISSIONS, EVENTS)
         try:
             record = self._runtime.acknowledge(held, outcome)
         except BaseException:
@@ -380,6 +387,24 @@ class RecordedRuntime:
         if record.parent is not None:
             touches.write(status(record.parent.execution_id))
         return record
+
+    # External events: each call is named as touching every execution, the admissions, the
+    # queue and the events, so that it is independent of nothing (no reduction across it).
+
+    def send_event(self, event: Any) -> Any:
+        """``EventClient.send_event``: everything (see above)."""
+        self._touches.write(*EVERY_EXECUTION, ADMISSIONS, QUEUE, EVENTS)
+        return events_of(self._runtime).send_event(event)
+
+    def wait_for_event(self, held: Lease, step_key: str, name: str) -> Any:
+        """``EventClient.wait_for_event``: everything (see above)."""
+        self._touches.write(*EVERY_EXECUTION, ADMISSIONS, QUEUE, EVENTS)
+        return events_of(self._runtime).wait_for_event(held, step_key, name)
+
+    def events(self) -> Any:
+        """``EventClient.events``: reads the events and every execution."""
+        self._touches.read(*EVERY_EXECUTION, EVENTS)
+        return events_of(self._runtime).events()
 
     def release(self, held: Lease, *, delay: float) -> None:
         """``Runtime.release``: the lease, when the execution is due again, the queue."""

@@ -128,6 +128,10 @@ class SimulationRun:
     violations: list[Violation] = field(default_factory=list)
     incomplete: str | None = None
     """Why the run did not finish (a budget, the wall-clock limit), or None when it did."""
+    unfair: str | None = None
+    """For a cut run: why only an unfair scheduler kept it going (a worker ready at each
+    recovery of an execution, never given it), or None. The run is still incomplete; an
+    exhaustive search, which also runs the fair turns, does not count it so."""
     warnings: list[str] = field(default_factory=list)
     admissions: list[Admission] = field(default_factory=list)
     """Every admission of the run, once per incarnation (from the runtime's records)."""

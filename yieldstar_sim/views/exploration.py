@@ -41,6 +41,11 @@ def exploration_summary(report: ExplorationReport) -> str:
             f"  {report.incomplete_schedules} schedule(s) did not finish (neither ok nor "
             f"violated): {'; '.join(report.incomplete_reasons)}"
         )
+    if report.unfair_schedules:
+        lines.append(
+            f"  {report.unfair_schedules} schedule(s) cut on a loop only an unfair scheduler "
+            f"keeps up (not counted incomplete): {'; '.join(report.unfair_reasons)}"
+        )
     lines += [
         f"  RUNTIME ADAPTER fails the conformance case {failure}"
         for failure in report.adapter_failures

@@ -84,6 +84,7 @@ STATUS_COLOURS = {
     "failed": "#D55E00",
     "cancelled": "#999999",
     "dead-lettered": "#CC79A7",
+    "continued-as-new": "#56B4E9",
     "pruned": "#DDDDDD",
 }
 

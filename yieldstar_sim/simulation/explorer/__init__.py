@@ -216,6 +216,8 @@ def _fill(report: ExplorationReport, search: Strategy) -> None:
     report.schedules_run = tally.runs
     report.incomplete_schedules = tally.incomplete
     report.incomplete_reasons = list(tally.incomplete_reasons)
+    report.unfair_schedules = tally.unfair
+    report.unfair_reasons = list(tally.unfair_reasons)
     report.warnings = sorted(tally.warnings or ())
     report.systematic = section.get("systematic")
     report.exhaustive = section.get("exhaustive")

@@ -69,6 +69,12 @@ class ExplorationReport:
     """Schedules a budget or the wall-clock limit cut: neither ok nor violated."""
     incomplete_reasons: list[str] = field(default_factory=list)
     """Why the first few incomplete schedules were cut."""
+    unfair_schedules: int = 0
+    """Exhaustive search: schedules a bound cut on a loop only an unfair scheduler keeps up
+    (a worker ready at each recovery of an execution, never given it). Not incomplete: the
+    search ran every fair turn off them too."""
+    unfair_reasons: list[str] = field(default_factory=list)
+    """Why the first few unfair schedules were not counted incomplete."""
     warnings: list[str] = field(default_factory=list)
     """Invariants and expectations that watched nothing in any schedule run."""
     budget: int | None = None
@@ -271,6 +277,12 @@ class ExplorationReport:
                 f"at {covered.reduced_states:,} states, where one worker's were enough"
             )
             every_state = states
+        if self.unfair_schedules:
+            count = self.unfair_schedules
+            counts += (
+                f"; {count:,} schedule{'s' if count != 1 else ''} cut on a loop only an unfair "
+                "scheduler keeps up, whose fair turns were searched"
+            )
         if self.exhausted and not self.violations:
             searched = every_state if every_state.startswith("all") else f"{states} searched"
             return f"verified: {searched} under {faults} and {every}, none violates ({counts})"

@@ -46,6 +46,8 @@ class Outcome:
     faults: tuple[Fault, ...]
     schedule: tuple[Move, ...]
     incomplete: str | None = None
+    unfair: str | None = None
+    """For a cut run: why only an unfair scheduler kept it going (``SimulationRun.unfair``)."""
     warnings: tuple[str, ...] = ()
     length: int = 0
     """How many trace events the run left (the shortest-first search ranks by it)."""
@@ -61,7 +63,8 @@ def outcome_of(run: SimulationRun, **extra: object) -> Outcome:
         index=0, seed=run.seed, verdict=run.verdict,
         violations=tuple((v.invariant, v.message) for v in run.violations),
         faults=tuple(run.faults), schedule=tuple(run.schedule),
-        incomplete=run.incomplete, warnings=tuple(run.warnings), length=len(run.trace),
+        incomplete=run.incomplete, unfair=run.unfair, warnings=tuple(run.warnings),
+        length=len(run.trace),
         **extra,  # type: ignore[arg-type]
     )  # fmt: skip
 

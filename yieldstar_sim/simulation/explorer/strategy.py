@@ -163,6 +163,10 @@ class Tally:
     warnings: set[str] | None = None
     incomplete: int = 0
     incomplete_reasons: list[str] = field(default_factory=list)
+    unfair: int = 0
+    """The exhaustive search's schedules cut on a loop only an unfair scheduler keeps up
+    (``Outcome.unfair``): not incomplete, since the search also ran the fair turns."""
+    unfair_reasons: list[str] = field(default_factory=list)
     stopped: StopReason | None = None
     """Why the search stopped before covering its bound (None: it did not, yet)."""
     started: float = field(default_factory=time.perf_counter)
@@ -183,12 +187,19 @@ class Tally:
         outcome.index = len(self.outcomes)
         self.outcomes.append(outcome)
         if outcome.incomplete is not None and not outcome.violations:
-            self.incomplete += 1
-            if len(self.incomplete_reasons) < 3:
-                faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
-                self.incomplete_reasons.append(
-                    f"schedule #{outcome.index} ({faults}): {outcome.incomplete}"
-                )
+            faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
+            if outcome.unfair is not None and self._runs_every_fair_turn():
+                self.unfair += 1
+                if len(self.unfair_reasons) < 3:
+                    self.unfair_reasons.append(
+                        f"schedule #{outcome.index} ({faults}): {outcome.unfair}"
+                    )
+            else:
+                self.incomplete += 1
+                if len(self.incomplete_reasons) < 3:
+                    self.incomplete_reasons.append(
+                        f"schedule #{outcome.index} ({faults}): {outcome.incomplete}"
+                    )
         warnings = set(outcome.warnings)
         self.warnings = warnings if self.warnings is None else self.warnings & warnings
         if outcome.violations:
@@ -202,6 +213,13 @@ class Tally:
         if self.tick is not None:
             self.tick(len(self.outcomes))
         return outcome
+
+    def _runs_every_fair_turn(self) -> bool:
+        """Whether the search also runs, off a schedule, every move it did not take: the
+        exhaustive search with no depth bound. Only then is a schedule kept going by an unfair
+        scheduler alone no gap in what it covered."""
+        strategy = self.config.strategy
+        return isinstance(strategy, Exhaustive) and strategy.max_depth is None
 
     def out_of_budget(self) -> bool:
         """Whether a budget stops the search now (and say which)."""

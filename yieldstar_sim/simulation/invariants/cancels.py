@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.scenario import Expect
     from yieldstar_sim.simulation.trace import TraceEvent
 
-_TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered"})
+_TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered", "continued-as-new"})
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ _ENDED = {
     "failed": "had failed",
     "cancelled": "had been cancelled",
     "dead-lettered": "had been dead-lettered",
+    "continued-as-new": "had continued as new",
 }
 
 

@@ -13,6 +13,15 @@ past the bound is a violation. With no bound, a run cut (by ``max_time`` or ``ma
 while an execution keeps being recovered is one: a poison workflow, whose own code crashes its
 worker on every attempt, would be recovered for ever, and the cut would otherwise only say
 that the run was incomplete.
+
+"For ever" is said of fair schedules only. A worker that asked for work and found nothing due
+at the very instant the execution was recovered (``claim: nothing due``) was ready to take it;
+if it never lost the execution on its own (in a delivery of it where no fault was placed),
+nothing in the run says it would fail too, and only a scheduler that never lets it win the
+claim keeps the loop going (one worker whose clock a skew set behind works past its lease on
+every delivery, while a healthy one asks for work at each of them). Such a run is not said to
+recover the execution without end: it stays incomplete (``starved``), and the exhaustive search,
+which also runs the schedule where the ready worker wins the claim, does not count it.
 """
 
 from __future__ import annotations
@@ -50,6 +59,13 @@ class _Recoveries:
     crashes: dict[str, int] = field(default_factory=dict)
     """By step key: how often the execution's own code crashed its worker there."""
     last: float = 0.0
+    holder: tuple[str | None, int | None] = (None, None)
+    """The worker and token of the latest claim of it."""
+    instants: set[float] = field(default_factory=set)
+    """The times it was recovered."""
+    failed: set[str] = field(default_factory=set)
+    """The workers it was recovered from after a delivery of it where no fault was placed: each
+    would let its lease run out again, with no new fault."""
 
 
 class NothingRecoveredWithoutEnd:
@@ -66,7 +82,7 @@ class NothingRecoveredWithoutEnd:
 
     def check(self, run: RunView) -> list[Violation]:
         """Count each execution's recoveries in the trace, and judge them by the bound."""
-        seen = self._recoveries(run)
+        seen, idle = self._recoveries(run)
         bound = self.max_recovery_attempts
         cut = getattr(run, "incomplete", None)
         live = {record.execution_id for record in run.executions if not record.terminal}
@@ -93,6 +109,7 @@ class NothingRecoveredWithoutEnd:
                 and cut is not None
                 and execution_id in live
                 and each.count >= RECOVERED_WITHOUT_END
+                and not _starved(each, idle)
             ):
                 violations.append(
                     Violation(
@@ -108,14 +125,37 @@ class NothingRecoveredWithoutEnd:
                 )
         return violations
 
-    def _recoveries(self, run: RunView) -> dict[str, _Recoveries]:
+    def starved(self, run: RunView) -> dict[str, list[str]]:
+        """By execution: the workers a cut run starved of one it kept recovering (``_starved``),
+        for each live execution recovered ``RECOVERED_WITHOUT_END`` times or more; none when
+        the run was not cut, or a bound is set (then the dead letter ends the loop)."""
+        if self.max_recovery_attempts is not None or getattr(run, "incomplete", None) is None:
+            return {}
+        seen, idle = self._recoveries(run)
+        live = {record.execution_id for record in run.executions if not record.terminal}
+        return {
+            execution_id: starved
+            for execution_id, each in seen.items()
+            if execution_id in live
+            and each.count >= RECOVERED_WITHOUT_END
+            and (starved := _starved(each, idle))
+        }
+
+    def _recoveries(self, run: RunView) -> tuple[dict[str, _Recoveries], dict[float, set[str]]]:
+        """Each execution's recoveries, and by time the workers whose claim found nothing."""
         bound = self.max_recovery_attempts
         seen: dict[str, _Recoveries] = {}
+        idle: dict[float, set[str]] = {}
+        faulted: set[tuple[str, int | None]] = set()
         for event in run.trace:
             execution_id = event.execution_id
-            if execution_id is None:
-                continue
             kind, data = event.kind, event.data
+            if execution_id is None:
+                if kind == TraceKind.CALL and event.op == Op.CLAIM and event.worker is not None:
+                    idle.setdefault(event.t, set()).add(event.worker)  # claim: nothing due
+                continue
+            if kind == TraceKind.FAULT:
+                faulted.add((execution_id, event.token))
             if kind == TraceKind.CALL and isinstance(data, ClaimData):
                 each = seen.get(execution_id)
                 if each is None:
@@ -123,9 +163,14 @@ class NothingRecoveredWithoutEnd:
                 if each.held:
                     each.count += 1
                     each.last = event.t
+                    each.instants.add(event.t)
+                    worker, token = each.holder
+                    if worker is not None and (execution_id, token) not in faulted:
+                        each.failed.add(worker)
                     if bound is not None and each.count > bound and each.past is None:
                         each.past = event.token
                 each.held = True
+                each.holder = (event.worker, event.token)
                 continue
             each = seen.get(execution_id)
             if each is None:
@@ -136,7 +181,17 @@ class NothingRecoveredWithoutEnd:
                 each.crashes[event.step_key] = each.crashes.get(event.step_key, 0) + 1
             if each.past is not None and each.ran is None and _runs_code(event, each.past):
                 each.ran = event
-        return seen
+        return seen, idle
+
+
+def _starved(each: _Recoveries, idle: dict[float, set[str]]) -> list[str]:
+    """The workers that found nothing due at an instant the execution was recovered, and never
+    lost it on their own: a fair scheduler gives them the claim some time, and nothing in the
+    run says they would let its lease run out too."""
+    ready: set[str] = set()
+    for t in each.instants:
+        ready |= idle.get(t, set())
+    return sorted(ready - each.failed)
 
 
 def _runs_code(event: TraceEvent, past: int) -> bool:
