@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, wait_facts
+from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, holds_no_past, wait_facts
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,13 +47,16 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     )
     waits = {} if ended else state.kernel.waits
     behind = state.clocks.behind
+    helped = {name.partition("~")[0] for name in waits if "~" in name}
 
     def actor(name: str) -> tuple[str, float, tuple[str, ...]]:
-        # Each actor with its worker's skew: which worker runs behind goes with its history.
+        # Each actor with its worker's skew: which worker runs behind goes with its history
+        # (none where it holds nothing of its past, unless a stalled attempt of it lives).
+        fresh = name not in helped and holds_no_past(waits[name])
         return (
             wait_facts(name, waits[name]) + actor_role(name),
             behind.get(name.partition("~")[0], 0.0),
-            tuple(histories.get(name.partition("~")[0], ())),  # a helper has its worker's
+            () if fresh else tuple(histories.get(name.partition("~")[0], ())),
         )
 
     actors = sorted(actor(name) for name in waits)

@@ -211,7 +211,7 @@ def _judge_fairness(run: SimulationRun) -> None:
         return
     each = "; ".join(
         f"{execution_id} was taken back at each recovery by a worker that let its lease run "
-        f"out, while {' and '.join(ready)} asked for work at those instants and "
+        f"out, while {' and '.join(ready)} was ready to claim it at those instants and "
         f"{'was' if len(ready) == 1 else 'were'} not given it"
         for execution_id, ready in ((e, starved[e]) for e in live)
     )

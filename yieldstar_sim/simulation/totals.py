@@ -14,8 +14,8 @@ all print these, so no reader has to count.
 executions (2): charge-order 1 completed; ship-order 1 completed
 effects: card.charged 1; courier.booked 1
 start requests: 1 (2 calls: 1 created a target, 1 returned an existing target)
-w1: 1 delivery
-w2: 2 deliveries, 1 redelivery, 1 crash
+w1: 2 deliveries, 1 redelivery
+w2: 1 delivery, 1 crash
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ write refused because the lease moved on, an effect that a crash cannot undo.
 >>> sentences[0]
 'The scenario triggers charge-order: the runtime admits order-42, due now.'
 >>> [s for s in sentences if "same target" in s][0]
-'w2 calls start again for request (order-42, ship) (call 2): ... same target, @ship-order-2. ...'
+'w1 calls start again for request (order-42, ship) (call 2): ... same target, @ship-order-2. ...'
 """
 
 from __future__ import annotations
