@@ -16,12 +16,13 @@ that the run was incomplete.
 
 "For ever" is said of fair schedules only. A worker that was offered its claim at the very
 instant the execution was recovered (beside the worker that took it back, or whose claim found
-nothing due then) was ready to take it; if it never lost the execution on its own (in a delivery of it where no fault was placed),
-nothing in the run says it would fail too, and only a scheduler that never lets it win the
-claim keeps the loop going (one worker whose clock a skew set behind works past its lease on
-every delivery, while a healthy one asks for work at each of them). Such a run is not said to
-recover the execution without end: it stays incomplete (``starved``), and the exhaustive search,
-which also runs the schedule where the ready worker wins the claim, does not count it.
+nothing due then) was ready to take it; if it never lost the execution on its own (in a
+delivery of it where no fault was placed), nothing in the run says it would fail too, and only
+a scheduler that never lets it win the claim keeps the loop going (one worker whose clock a
+skew set behind works past its lease on every delivery, while a healthy one is offered its
+claim at each of them). Such a run is not said to recover the execution without end: it
+stays incomplete (``starved``), and the exhaustive search, which also runs the schedule where
+the ready worker wins the claim, does not count it.
 """
 
 from __future__ import annotations
@@ -212,8 +213,9 @@ class _Rivals:
 
     def at(self, claim: TraceEvent) -> list[str]:
         """The other workers waiting at their claim at ``claim``'s choice point."""
-        among = self._among.get(claim.point) if claim.point is not None else None
-        if not among:
+        point = claim.point
+        among = None if point is None else self._among.get(point)
+        if point is None or not among:
             return []
         ready = []
         for actor in among:
@@ -222,7 +224,7 @@ class _Rivals:
             if self._workers and actor not in self._workers:
                 continue  # a client or the scenario's own schedule claims nothing
             moves = self._moves.get(actor, [])
-            later = bisect.bisect_right(moves, claim.point)
+            later = bisect.bisect_right(moves, point)
             if later == len(moves) or moves[later] in self._claims:
                 ready.append(actor)
         return ready
