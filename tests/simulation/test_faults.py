@@ -771,8 +771,10 @@ def test_occurrence_must_be_a_whole_number(occurrence: Any) -> None:
 
 def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
     # The explorer's shrinking and the stepper's what-if both turn an index into a description;
-    # the description must name the same call, repeated calls (idle claims) included.
-    base = ys.simulate(DURABLE, runtime="memory", scenario_faults=False)
+    # the description must name the same call, repeated calls (a worker's claims) included.
+    orders = [ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in (42, 43)]
+    story = replace(DURABLE, triggers=orders)
+    base = ys.simulate(story, runtime="memory", scenario_faults=False)
     points = {index: info for index, (info, _) in trace_points(base.trace).items()}
     repeated = [at for at in points if sum(info == points[at] for info in points.values()) > 1]
     assert repeated
@@ -784,7 +786,7 @@ def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
         assert described.occurrence == sum(
             1 for index, info in points.items() if index <= at and info == points[at]
         )
-        one = ys.simulate(DURABLE, runtime="memory", faults=[by_index], scenario_faults=False)
-        other = ys.simulate(DURABLE, runtime="memory", faults=[described], scenario_faults=False)
+        one = ys.simulate(story, runtime="memory", faults=[by_index], scenario_faults=False)
+        other = ys.simulate(story, runtime="memory", faults=[described], scenario_faults=False)
         assert other.trace_digest() == one.trace_digest()
     assert by_description(ys.Fault("crash", at=max(points) + 1), points) is None
