@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
@@ -138,6 +139,9 @@ class SimulationRun:
     world: dict[str, Any] = field(default_factory=dict)
     """The world's key-value store as the run left it (what ``step.world.write`` wrote), for
     invariants: ``run.world.get("seats_left")``."""
+    events: list[EventRecord] = field(default_factory=list)
+    """Every external event the runtime accepted, with what became of it (``pending``,
+    ``consumed``, ``undelivered``), as the run left them: empty on a runtime without events."""
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
     regression: Regression | None = None
