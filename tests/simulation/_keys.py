@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool = False) -> str:
     """The key of ``state`` at a choice point (before the move), blind to which worker is
     which: the records with their step values, the start requests, the clock, the ledger, the
-    world's store and its random draws, the external events, each actor's state (what it waits for, and its
-    history: ``StateKeys.histories``), the turns of actors at solo points, and what the
-    workers believe.
+    world's store and its random draws, the external events, each actor's state (what it
+    waits for, and its history: ``StateKeys.histories``), the turns of actors at solo points,
+    and what the workers believe.
 
     Everything is read again and formatted whole: ``StateKeys`` tells states apart exactly as
     this one does, in time proportional to what changed. With ``ended``, the state a run

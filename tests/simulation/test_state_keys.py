@@ -338,4 +338,3 @@ def test_two_states_that_differ_only_in_their_events_have_two_keys() -> None:
         assert run.key() == whole_key(run.state, run.state.trace.events)
         run.close()
     assert len(set(keys)) == 3, keys
-

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.commands import ConsumeEvent
 from yieldstar_sim.core.driver import (
     CallStart,
     PutStep,
@@ -19,7 +20,6 @@ from yieldstar_sim.core.driver import (
     StartChild,
     WaitFor,
 )
-from yieldstar_sim.core.commands import ConsumeEvent
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.events import ReceivedEvent
 from yieldstar_sim.core.model import (
