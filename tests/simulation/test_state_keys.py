@@ -119,7 +119,7 @@ class _FullReads(StateKeys):
         ("zombie-attempt", 1),
         ("fan-out-order", 1),
         ("random-replica", 1),
-        ("event-during-continue-as-new-fixed", 1),
+        ("continue-as-new-event-fixed", 1),
     ],
 )
 def test_exhaustive_explorations_do_not_depend_on_how_keys_are_read(
@@ -324,7 +324,7 @@ def test_two_states_that_differ_only_in_their_events_have_two_keys() -> None:
     from yieldstar_sim.core.events import EventRequest
     from yieldstar_sim.runtime.protocol import events_of
 
-    scenario = ys.load_scenario("event-during-continue-as-new-fixed")
+    scenario = ys.load_scenario("continue-as-new-event-fixed")
     keys: list[str] = []
     for payload in (None, 5, 7):
         run = _execution(scenario)

@@ -33,6 +33,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     HeartbeatData,
     PutStepData,
     RuntimeActionData,
+    SendData,
     SkewData,
     StallData,
     TraceKind,
@@ -129,7 +130,7 @@ def _lanes(events: list[TraceEvent], workers: list[str] | None) -> list[str]:
     clients = dict.fromkeys(
         e.data.client
         for e in events
-        if isinstance(e.data, ClientAttemptData | ClientAnswerData | ClientGiveUpData)
+        if isinstance(e.data, ClientAttemptData | ClientAnswerData | ClientGiveUpData | SendData)
     )
     return names + [client for client in clients if client not in names]
 
@@ -252,6 +253,8 @@ def _outside_mark(event: TraceEvent) -> str | None:
     lane, a scenario's trigger or deploy (which carry no worker) on the scenario's lane."""
     if isinstance(event.data, ClientAnswerData | ClientGiveUpData):
         return _client_mark(event.data)
+    if isinstance(event.data, SendData):  # a sender's event, drawn as a client's request
+        return "error" if event.data.lost else "declined" if event.data.code else "trigger"
     if isinstance(event.data, TriggerData) and event.data.refused:
         return "declined"
     if event.kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):

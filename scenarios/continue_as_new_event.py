@@ -4,7 +4,7 @@ The Durable Task framework's report (Azure/azure-functions-durable-extension#67;
 microsoft/durabletask-dotnet#387), which go-workflows had too (cschleiden/go-workflows#493):
 an event raised to an orchestration instance is written to the run that is current when it is
 raised, and when that run continues as new before it took the event, the event goes with the
-ended run, and nothing says so. The story of event-during-continue-as-new-fixed, on a runtime
+ended run, and nothing says so. The story of continue-as-new-event-fixed, on a runtime
 with that bug (``EventsToCurrentRunRuntime``): without a fault the second add comes after the
 first run ended, and nothing is lost; any one fault that makes it come while the first run
 still works (the worker crashes or freezes in the add step and the run is replayed past t=30,
@@ -19,10 +19,10 @@ from pathlib import Path
 
 import yieldstar_sim as ys
 
-fixed = ys.load_scenario(Path(__file__).with_name("event_during_continue_as_new_fixed.py"))
+fixed = ys.load_scenario(Path(__file__).with_name("continue_as_new_event_fixed.py"))
 
 scenario = ys.Scenario(
-    name="event-during-continue-as-new",
+    name="continue-as-new-event",
     description=__doc__,
     workflows=fixed.workflows,
     triggers=fixed.triggers,

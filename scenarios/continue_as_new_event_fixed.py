@@ -11,7 +11,7 @@ cschleiden/go-workflows#493, which bound it to the run that was ending and lost 
 The built-in "every accepted event is consumed or reported" holds under any one fault, the
 event's own (lost, delivered twice, held back) among them: a lost event was never accepted,
 a second copy carries the same event ID, and one that comes after the counter closed is
-refused. event-during-continue-as-new is the engine with the bug.
+refused. continue-as-new-event is the engine with the bug.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def counter(step, params):
 
 
 scenario = ys.Scenario(
-    name="event-during-continue-as-new-fixed",
+    name="continue-as-new-event-fixed",
     description=__doc__,
     workflows=[counter],
     triggers=[ys.Trigger("counter", {"total": 0, "run": 1}, execution_id="counter")],
