@@ -5,6 +5,7 @@ the searches, and the built-in "every accepted event is consumed or reported".""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -217,3 +218,25 @@ def test_an_event_reported_undelivered_or_consumed_holds() -> None:
             trace=trace, events=[event], executions=[_record("r-1", ExecutionStatus.COMPLETED, 1)]
         )
         assert AcceptedEventsConsumedOrReported().check(run) == []  # type: ignore[arg-type]
+
+
+def test_an_event_that_arrives_after_its_instance_ended_is_refused_and_nothing_is_kept() -> None:
+    run = _run(ys.Fault("delay_event", op="send_event", occurrence=2, seconds=200))
+    refused = [s for s in _sends(run) if s.answer == "refused"]
+    assert [(s.sent_id, s.code) for s in refused] == [("add-2", "EXECUTION_ENDED")]
+    assert [e.event_id for e in run.events] == ["add-1"]
+    assert run.ok, run.explain()  # refused, so never accepted: the sender knows
+
+
+def test_a_saved_counterexample_with_an_event_fault_replays_to_the_same_violation(
+    tmp_path: Path,
+) -> None:
+    scenario = ys.load_scenario(BUGGY)
+    report = ys.explore(scenario, max_faults=1, kinds=["delay_event"], confirm=None)
+    assert report.verdict == "violated"
+    artifact = report.counterexample
+    assert artifact is not None
+    assert any(fault.kind == FaultKind.DELAY_EVENT for fault in artifact.faults)
+    path = artifact.save(tmp_path / "lost-add.json")
+    again = ys.replay(path, scenario=scenario)
+    assert [v.invariant for v in again.violations] == [INVARIANT]
