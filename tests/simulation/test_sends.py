@@ -240,3 +240,28 @@ def test_a_saved_counterexample_with_an_event_fault_replays_to_the_same_violatio
     path = artifact.save(tmp_path / "lost-add.json")
     again = ys.replay(path, scenario=scenario)
     assert [v.invariant for v in again.violations] == [INVARIANT]
+
+
+def test_an_event_sent_at_the_instant_its_run_continues_as_new_is_an_interleaving() -> None:
+    """No fault: the send and the run's acknowledgement are moves of two actors at t=20. The
+    seed's order sends after the continue-as-new; the exhaustive search takes the other too,
+    where the flawed engine binds the event to the ending run, and the fix does not."""
+
+    def at_twenty(name: str) -> ys.Scenario:
+        return dataclasses.replace(
+            ys.load_scenario(name),
+            sends=[
+                ys.SendEvent("add", 1, instance_id="counter", event_id="add-1"),
+                ys.SendEvent("add", 2, instance_id="counter", event_id="add-2", at=20),
+            ],
+        )
+
+    assert ys.explore(at_twenty(BUGGY), max_faults=0, confirm=None).verdict == "ok"
+    found = ys.explore(at_twenty(BUGGY), strategy="exhaustive", max_faults=0, confirm=None)
+    assert found.verdict == "violated"
+    assert "continued as new at t=20 (as @counter-2) without taking it" in (
+        found.violations[0].message
+    )
+    fixed = ys.explore(at_twenty(FIXED), strategy="exhaustive", max_faults=0, confirm=None)
+    assert fixed.verdict == "ok"
+    assert fixed.exhausted
