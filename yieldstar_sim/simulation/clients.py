@@ -1,4 +1,5 @@
-"""Clients as actors: the scenario's triggers and cancels made by a ``ys.Client``.
+"""Clients as actors: the scenario's triggers and cancels made by a ``ys.Client``, and the
+external events it sends (``ys.SendEvent``, made in ``senders.py``).
 
 A client (an API server, a CLI) is an actor of the kernel like a worker: each attempt of its
 request passes a choice point (``api trigger order-42``, ``ops cancel order-42``), so a fault
@@ -13,7 +14,9 @@ business ID: the runtime's ``on_existing_id`` policy answers a repeat (refused, 
 existing execution returned), and the answer is an event of the run like any other.
 
 The simulator spawns one actor per client; triggers and cancels without a client are made by
-the scenario's own actor, without faults, exactly as before (so no existing trace changes).
+the scenario's own actor, without faults, exactly as before (so no existing trace changes). A
+send always has a client: its own, or the default sender (``sends.SENDER``), since an event's
+delivery is where its faults go.
 """
 
 from __future__ import annotations
