@@ -265,3 +265,17 @@ def test_an_event_sent_at_the_instant_its_run_continues_as_new_is_an_interleavin
     fixed = ys.explore(at_twenty(FIXED), strategy="exhaustive", max_faults=0, confirm=None)
     assert fixed.verdict == "ok"
     assert fixed.exhausted
+
+
+def test_a_client_that_mints_fresh_ids_turns_a_lost_answer_into_a_second_event() -> None:
+    counter = ys.load_scenario(FIXED)
+    api = ys.Client("api", ys.ClientRetry(reuse_request_id=False))
+    scenario = dataclasses.replace(
+        counter, sends=[dataclasses.replace(send, client=api) for send in counter.sends]
+    )
+    run = ys.simulate(
+        scenario, seed=0, runtime="memory",
+        faults=[ys.Fault("lose_response", worker="api", op="send_event")],
+    )  # fmt: skip
+    assert [e.event_id for e in run.events] == ["add-1", "add-1~retry-2", "add-2"]
+    assert run.ok, run.explain()  # each consumed: the duplicate is the counter's to notice
