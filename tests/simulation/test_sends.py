@@ -279,3 +279,12 @@ def test_a_client_that_mints_fresh_ids_turns_a_lost_answer_into_a_second_event()
     )  # fmt: skip
     assert [e.event_id for e in run.events] == ["add-1", "add-1~retry-2", "add-2"]
     assert run.ok, run.explain()  # each consumed: the duplicate is the counter's to notice
+
+
+def test_the_totals_count_the_sends_and_what_became_of_the_events() -> None:
+    run = _run(ys.Fault("duplicate_event", op="send_event"))
+    totals = run.totals()
+    assert str(totals).splitlines()[-1] == "events: 3 sends (2 accepted, 1 duplicate); 2 consumed"
+    assert totals.to_json()["events"]["duplicates"] == 1
+    plain = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
+    assert "events" not in plain.totals().to_json()

@@ -237,8 +237,9 @@ class SimulationRun:
     def totals(self) -> Totals:
         """What a reviewer would otherwise count: executions per workflow and status, effects
         per kind (with the idempotency keys made more than once), start requests and how many
-        returned an existing target, and each worker's deliveries, redeliveries, crashes and
-        freezes. ``print(run.totals())`` says them in words, ``.to_json()`` as data.
+        returned an existing target, each worker's deliveries, redeliveries, crashes and
+        freezes, and what became of the external events sent. ``print(run.totals())`` says
+        them in words, ``.to_json()`` as data.
 
         >>> import yieldstar_sim as ys
         >>> run = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory")
@@ -249,8 +250,9 @@ class SimulationRun:
 
         if self._totals is None:  # a finished run: counted once, for every view that says them
             self._totals = totals_of(
-                list(self.trace), self.effects, self.executions, self.scenario.worker_names
-            )
+                list(self.trace), self.effects, self.executions, self.scenario.worker_names,
+                self.events,
+            )  # fmt: skip
         return self._totals
 
     def trace_digest(self) -> str:
