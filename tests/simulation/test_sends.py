@@ -288,3 +288,15 @@ def test_the_totals_count_the_sends_and_what_became_of_the_events() -> None:
     assert totals.to_json()["events"]["duplicates"] == 1
     plain = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
     assert "events" not in plain.totals().to_json()
+
+
+def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance() -> None:
+    from yieldstar_sim.views.graph import graph_from_trace
+
+    graph = graph_from_trace(_run().trace)
+    assert {node: data["status"] for node, data in graph.nodes(data=True)} == {
+        "counter": "continued-as-new",
+        "@counter-2": "continued-as-new",
+        "@counter-3": "completed",
+    }
+    assert graph.nodes["@counter-2"]["origin"] == "continue"

@@ -139,7 +139,11 @@ def result_data(result: Any) -> Payload:
             result.lease.execution_id, result.lease.expires_at, result.execution.workflow_id
         )
     if isinstance(result, ExecutionRecord):
-        return StatusData(str(result.status))
+        # A run that continued as new names the run that took over (its result says which).
+        after = result.result if result.status == "continued-as-new" else None
+        return StatusData(
+            str(result.status), str(after["continuedAs"]) if isinstance(after, dict) else None
+        )
     if isinstance(result, list):  # a cancellation: the executions it reached
         return CancelData(tuple(result))
     return NO_DATA

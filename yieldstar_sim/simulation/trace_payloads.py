@@ -421,7 +421,8 @@ class RecordWakeData(Payload):
 @dataclass(frozen=True, slots=True)
 class StatusData(Payload):
     """The status of the record a call returned (an acknowledged execution, or the one
-    waited for: ``execution_id``)."""
+    waited for: ``execution_id``); an acknowledged run that continued as new names the run
+    that took over in ``execution_id``."""
 
     status: str
     execution_id: str | None = omittable()
