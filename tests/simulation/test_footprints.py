@@ -111,6 +111,7 @@ def commutes(
         "spawn-after-prune",
         "cancel-owner",
         "expired-lease-requeued",
+        "continue-as-new-event-fixed",
     ],
 )
 def test_moves_called_independent_reach_the_same_state_in_either_order(name: str) -> None:
