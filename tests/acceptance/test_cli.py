@@ -127,10 +127,14 @@ def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
     at_elapses = {str(k) for k in FAULT_KINDS if applies_at(k, "elapse", exploring=True)}
     at_calls = {str(k) for k in FAULT_KINDS if applies_at(k, "put_step", exploring=True)}
     assert at_elapses == {"crash", "freeze", "stall", "skew"}
-    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew", "world_error"}
+    events = {"lose_event", "duplicate_event", "delay_event"}
+    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew", "world_error", *events}
     assert "a world_error at a body's calls to the outside world" in text
     at_world = {str(k) for k in FAULT_KINDS if applies_at(k, "store_write", exploring=True)}
     assert at_world == {"world_error"}
+    assert "lose_event, duplicate_event and delay_event at a sender's send_event" in text
+    at_sends = {str(k) for k in FAULT_KINDS if applies_at(k, "send_event", exploring=True)}
+    assert at_sends == at_calls | events
 
 
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import hashlib
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, holds_no_past, wait_facts
+from yieldstar_sim.simulation.terms import events_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,9 +22,9 @@ if TYPE_CHECKING:
 def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool = False) -> str:
     """The key of ``state`` at a choice point (before the move), blind to which worker is
     which: the records with their step values, the start requests, the clock, the ledger, the
-    world's store and its random draws, each actor's state (what it waits for, and its
-    history: ``StateKeys.histories``), the turns of actors at solo points, and what the
-    workers believe.
+    world's store and its random draws, the external events, each actor's state (what it
+    waits for, and its history: ``StateKeys.histories``), the turns of actors at solo points,
+    and what the workers believe.
 
     Everything is read again and formatted whole: ``StateKeys`` tells states apart exactly as
     this one does, in time proportional to what changed. With ``ended``, the state a run
@@ -69,9 +70,11 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     store = sorted(state.store.canonical.items())
     # Where each lease ends after its heartbeats, by execution and token.
     leases = sorted(state.lease_ends.items())
+    # The external events, in a scenario that sends them.
+    events = events_text(runtime) if state.scenario.sends else ""
     text = repr(
         (records, requests, state.clock.now(), ledger, store, actors, order, leases,
-         state.world_draws)
+         state.world_draws, events)
     )  # fmt: skip
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 

@@ -422,7 +422,9 @@ def test_every_fault_gives_the_same_trace_on_memory_and_duckdb(
 
 
 def test_fault_kinds_are_the_documented_ones() -> None:
-    assert [str(kind) for kind in FAULT_KINDS] == [*KINDS, "stall", "skew", "world_error"]
+    assert [str(kind) for kind in FAULT_KINDS] == [
+        *KINDS, "stall", "skew", "world_error", "lose_event", "duplicate_event", "delay_event",
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- placing faults
@@ -538,7 +540,7 @@ def test_replaying_the_schedule_and_placed_faults_gives_the_identical_trace() ->
 
 AT = "a fault's choice point must be a whole number >= 0, not "
 SECONDS = "a freeze lasts a positive number of seconds, not "
-TIMED = "only a freeze, a stall or a skew takes seconds, not a "
+TIMED = "only a freeze, a stall, a skew or a delay_event takes seconds, not a "
 
 
 @pytest.mark.parametrize(
@@ -547,7 +549,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "explode"},
             "unknown fault kind 'explode'; the kinds are crash, crash_after, lose_response, "
-            "freeze, infra_error, child_exit, stall, skew, world_error",
+            "freeze, infra_error, child_exit, stall, skew, world_error, lose_event, "
+            "duplicate_event, delay_event",
         ),
         ({"kind": "crash", "at": -1}, AT + "-1"),
         ({"kind": "crash", "at": 1.5}, AT + "1.5"),

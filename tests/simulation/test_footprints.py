@@ -112,6 +112,7 @@ def commutes(
         "spawn-after-prune",
         "cancel-owner",
         "orphan-after-cancel",
+        "continue-as-new-event-fixed",
     ],
 )  # scenarios where two actors can go at once: an idle worker makes no move to pair with
 def test_moves_called_independent_reach_the_same_state_in_either_order(name: str) -> None:

@@ -119,6 +119,7 @@ class _FullReads(StateKeys):
         ("zombie-attempt", 1),
         ("fan-out-order", 1),
         ("random-replica", 1),
+        ("continue-as-new-event-fixed", 1),
     ],
 )
 def test_exhaustive_explorations_do_not_depend_on_how_keys_are_read(
@@ -319,3 +320,26 @@ def test_which_worker_runs_behind_is_part_of_the_state() -> None:
             execution.close()
 
     assert key_after("w1") != key_after("w2")
+
+
+def test_two_states_that_differ_only_in_their_events_have_two_keys() -> None:
+    """At the first point the counter is due now, so an event sent to it changes nothing but
+    the runtime's events (its wake was due already): the key must still move, and move
+    differently for another payload, as the runs looking for it would go on differently."""
+    from yieldstar_sim.core.events import EventRequest
+    from yieldstar_sim.runtime.protocol import events_of
+
+    scenario = ys.load_scenario("continue-as-new-event-fixed")
+    keys: list[str] = []
+    for payload in (None, 5, 7):
+        run = _execution(scenario)
+        rows = [(r.execution_id, r.due_at, r.status) for r in run.runtime.executions()]
+        if payload is not None:
+            request = EventRequest("add", payload, instance_id="counter", event_id="extra")
+            events_of(run.runtime).send_event(request)
+        # Nothing else of the state changed: the records read as before.
+        assert [(r.execution_id, r.due_at, r.status) for r in run.runtime.executions()] == rows
+        keys.append(run.key())
+        assert run.key() == whole_key(run.state, run.state.trace.events)
+        run.close()
+    assert len(set(keys)) == 3, keys

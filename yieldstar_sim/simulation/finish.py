@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.interrupts import raised_by_code
+from yieldstar_sim.runtime.protocol import EventClient, events_of
 from yieldstar_sim.simulation.deadline import UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.engine.world import Ledger, WorldStore
     from yieldstar_sim.runtime.protocol import Runtime
@@ -138,6 +140,7 @@ def finish(execution: Finished) -> SimulationRun:
         incomplete=incomplete,
         admissions=_all_admissions(execution, executions),
         world=execution.store.values(),
+        events=_events(runtime),
     )
     invariants = invariants_of(execution.scenario)
     # The user's invariants' own wall-clock limit: armed only when there is one to guard.
@@ -199,6 +202,11 @@ def finish(execution: Finished) -> SimulationRun:
     if execution.stopped in ("max_time", "max_points") and not run.violations:
         _judge_fairness(run)
     return run
+
+
+def _events(runtime: Runtime) -> list[EventRecord]:
+    """The runtime's events, as it reports them now (none from a runtime without events)."""
+    return events_of(runtime).events() if isinstance(runtime, EventClient) else []
 
 
 def _judge_fairness(run: SimulationRun) -> None:

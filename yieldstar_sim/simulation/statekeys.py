@@ -5,7 +5,8 @@ equivalent points are the same thing. It covers, blind to which worker is which:
 execution's record with its result and its steps *with their values*, the start requests, the
 clock, the ledger, the world's store and how far its random stream has run, what each actor
 waits for and what its generator holds (and, when several wait at solo points, their turns),
-and what the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``):
+and what the workers believe (skewed clocks, lease ends), and, in a scenario that sends
+external events, the runtime's events with what became of each. It is a sum of terms (``terms``):
 one blake2b hash per part, personalised by the kind of part. Two states get one key exactly
 when they agree on every part, but for a chance of 2**-128 (a cryptographic hash: a collision
 would merge two states and skip a schedule, and a violation there would come back as a green
@@ -40,7 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.kernel import Park, Point
-from yieldstar_sim.simulation.terms import Executions, key_text, kind, store_text, term
+from yieldstar_sim.simulation.terms import (
+    Executions,
+    events_text,
+    key_text,
+    kind,
+    store_text,
+    term,
+)
 from yieldstar_sim.simulation.trace_payloads import TraceKind
 
 if TYPE_CHECKING:
@@ -63,6 +71,7 @@ _STORE = kind("store")
 _BELIEVED = kind("believed")
 _DRAWS = kind("draws")
 _TURNS = kind("turns")
+_EVENTS = kind("events")
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -142,6 +151,8 @@ class StateKeys:
         self._believed = 0
         self._draws = 0
         self._draws_term = 0
+        self._events: str | None = None
+        self._events_term = 0
         self._workers: frozenset[str] = frozenset()
         self._names = re.compile(r"(?!)")  # matches nothing until a worker is seen
 
@@ -281,6 +292,13 @@ class StateKeys:
         ends = state.lease_ends
         if ends:
             total += self._beliefs(ends)
+        if state.scenario.sends:
+            # The external events, pending, consumed or undelivered: two states that differ
+            # only in them go on differently (a run that looks finds one, or none).
+            events = events_text(runtime)
+            if events != self._events:
+                self._events, self._events_term = events, term(_EVENTS, events)
+            total += self._events_term
         draws = state.world_draws
         if draws:
             if draws != self._draws:

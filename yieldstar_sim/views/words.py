@@ -38,6 +38,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     ReasonData,
     RecordWakeData,
     RenewData,
+    SendData,
     SkewData,
     StallData,
     StartChildData,
@@ -86,6 +87,8 @@ def describe_event(event: TraceEvent) -> str:
         return f"The scenario triggers {data.workflow_id}: the runtime admits {eid}, due now."
     if isinstance(data, ClientAttemptData | ClientAnswerData | ClientGiveUpData):
         return _client(data)
+    if isinstance(data, SendData):
+        return _send(data)
     if isinstance(data, DeployData):
         return f"New code is deployed ({', '.join(data.workflows)}): deliveries from now on run it."
     if kind == TraceKind.CALL:
@@ -376,6 +379,20 @@ def _client(data: ClientAttemptData | ClientAnswerData | ClientGiveUpData) -> st
             f"retries, this says its earlier attempt committed).{lost}"
         )
     return f"The runtime refuses {data.client}'s {data.action}: {data.code}.{lost}"
+
+
+def _send(data: SendData) -> str:
+    """A sender's event handed to the runtime, and the runtime's answer, in words."""
+    sent = f"The sender {data.client} sends event {data.name!r} to {data.target}"
+    lost = " Its answer is lost: the sender does not know." if data.lost else ""
+    if data.answer == "refused":
+        return f"{sent}: the runtime refuses it ({data.code}).{lost}"
+    if data.answer == "duplicate":
+        return f"{sent} again: the runtime has {data.event_id} already and keeps it once.{lost}"
+    return (
+        f"{sent}: the runtime accepts it as {data.event_id}, pending until a run takes it with "
+        f"step.wait_for_event.{lost}"
+    )
 
 
 def _short(value: object, limit: int = 60) -> str:
