@@ -57,8 +57,8 @@ def test_run_fault_adds_a_fault_to_the_scenarios_plan(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["faults"] == [
         # Indexes count the body's effects, each a point (the outside world's ops).
-        "crash before choice point #5 (w2 put_step order-42/ship)",  # the scenario's own
-        "freeze 45s before choice point #14 (w2 put_step order-42/ship)",
+        "crash before choice point #4 (w2 put_step order-42/ship)",  # the scenario's own
+        "freeze 45s before choice point #11 (w1 put_step order-42/ship)",
     ]
 
 
@@ -269,8 +269,9 @@ def test_a_typo_is_one_line_from_the_real_command_too(tmp_path: Path) -> None:
     assert result.stderr == (
         "yieldstar-sim: error: 'trip.py', line 19: unknown fault op 'put-step' (did you mean "
         "'put_step'?); the ops are claim, put_step, record_wake, wait_for, start, start_child, "
-        "cancel, acknowledge, release, trigger, elapse, complete, renew, draw, store_read, "
-        "store_write, effect, commit (yieldstar-sim list --faults says what each is)\n"
+        "cancel, acknowledge, release, trigger, send_event, wait_for_event, elapse, complete, "
+        "renew, draw, store_read, store_write, effect, commit (yieldstar-sim list --faults says "
+        "what each is)\n"
     )
 
 

@@ -17,6 +17,7 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import EVENT_KINDS, FAULT_KINDS, FaultKind, applies_at
 from yieldstar_sim.simulation.invariants import AcceptedEventsConsumedOrReported
+from yieldstar_sim.simulation.invariants.events import EVENT_FIX
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.trace_payloads import DeliveryData, SendData, TraceKind
 
@@ -205,7 +206,7 @@ def test_an_event_left_pending_on_a_run_that_ended_is_a_violation() -> None:
     assert found.message == (
         "event 'add' (e-1), accepted for run r-1 at t=5, is still pending, but its run r-1 has "
         "ended (completed): nothing will ever take it, and the runtime does not report it "
-        "undelivered"
+        f"undelivered; {EVENT_FIX}"
     )
 
 

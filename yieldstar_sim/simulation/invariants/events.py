@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 _ENDED = frozenset({"completed", "failed", "cancelled", "dead-lettered", "continued-as-new"})
 
 
+#: Where an event the runtime lost is fixed: in the runtime that keeps events, whose
+#: conformance cases name the rule.
+EVENT_FIX = (
+    "only the runtime keeps this promise: a runtime adapter of your own breaks it, and its "
+    "event conformance cases name the rule (yieldstar_sim.testing.check_event_adapter)"
+)
+
+
 class AcceptedEventsConsumedOrReported:
     """Every external event the runtime accepted is consumed by a run, or reported
     undelivered with its reason: one the runtime no longer lists, or lists pending for a run
@@ -66,7 +74,7 @@ class AcceptedEventsConsumedOrReported:
                     Violation(
                         self.name,
                         f"{what}, is gone: the runtime lists it neither consumed nor "
-                        f"undelivered, and nothing took it{fate}",
+                        f"undelivered, and nothing took it{fate}; {EVENT_FIX}",
                         data={"event_id": data.event_id, "instance_id": data.instance_id},
                     )
                 )
@@ -77,7 +85,7 @@ class AcceptedEventsConsumedOrReported:
                     Violation(
                         self.name,
                         f"{what}, is still pending, but {ended}: nothing will ever take it, "
-                        "and the runtime does not report it undelivered",
+                        f"and the runtime does not report it undelivered; {EVENT_FIX}",
                         data={"event_id": data.event_id, "instance_id": data.instance_id},
                     )
                 )
