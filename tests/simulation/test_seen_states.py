@@ -5,6 +5,7 @@ key, label and edges (issue 32, item 5)."""
 
 from __future__ import annotations
 
+import pickle
 import random
 
 import pytest
@@ -14,6 +15,11 @@ import yieldstar_sim as ys
 from yieldstar_sim.simulation import deadline as deadline_module
 from yieldstar_sim.simulation.deadline import Deadline
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
+from yieldstar_sim.simulation.explorer.paths import Paths
+from yieldstar_sim.simulation.explorer.shards import Runner
+from yieldstar_sim.simulation.explorer.strategy import Exhaustive, SearchConfig
+from yieldstar_sim.simulation.faults import FaultKind
+from yieldstar_sim.simulation.trail import schedule_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates
 
 
@@ -101,6 +107,32 @@ def test_a_bounded_state_graph_changes_nothing_the_search_finds(
     # only for the states the graph keeps.
     assert search_summary(bounded)[:-1] == search_summary(whole)[:-1]
 
+
+
+
+def test_the_paths_to_the_graph_s_states_keep_each_move_once() -> None:
+    # Whole schedules grew with the states times the depth (36 million moves for 36,810
+    # states a thousand deep), which a process of a search on a cluster shipped back: kept as
+    # the tree a depth-first search's runs make, they hold one entry a move at most, and read
+    # back as the schedules they were.
+    runner = Runner(ys.load_scenario("durable-start"), "memory")
+    config = SearchConfig(
+        strategy=Exhaustive(), seed=0, max_faults=1, kinds=tuple(FaultKind),
+        freeze=40.0, stop_at_first=False,
+    )  # fmt: skip
+    search = ExhaustiveSearch(runner, config)
+    search.search()
+    covered = search.section()["exhaustive"]
+    runner.close()
+    paths = covered.state_paths
+    assert list(paths) == [schedule_of(trail) for trail in search.paths]
+    assert len(paths) == len(covered.state_space) > 100
+    assert paths.moves <= search.transitions
+    assert sum(len(path) for path in paths) > 5 * paths.moves
+    assert pickle.loads(pickle.dumps(paths)) == paths
+    merged = Paths.of(search.paths[:10])
+    merged.extend(Paths.of(search.paths[10:]))
+    assert merged == paths
 
 def test_cancelled_deadlines_do_not_pile_up_while_the_first_one_is_far_off() -> None:
     """A search cancels a deadline a run; the watchdog sleeps until the first is due."""
