@@ -16,11 +16,11 @@ from yieldstar_sim.simulation import deadline as deadline_module
 from yieldstar_sim.simulation.deadline import Deadline
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch
 from yieldstar_sim.simulation.explorer.paths import Paths
+from yieldstar_sim.simulation.explorer.seen import SeenStates
 from yieldstar_sim.simulation.explorer.shards import Runner
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, SearchConfig
 from yieldstar_sim.simulation.faults import FaultKind
 from yieldstar_sim.simulation.trail import schedule_of
-from yieldstar_sim.simulation.explorer.seen import SeenStates
 
 
 def _key(number: int) -> str:
@@ -108,8 +108,6 @@ def test_a_bounded_state_graph_changes_nothing_the_search_finds(
     assert search_summary(bounded)[:-1] == search_summary(whole)[:-1]
 
 
-
-
 def test_the_paths_to_the_graph_s_states_keep_each_move_once() -> None:
     # Whole schedules grew with the states times the depth (36 million moves for 36,810
     # states a thousand deep), which a process of a search on a cluster shipped back: kept as
@@ -133,6 +131,7 @@ def test_the_paths_to_the_graph_s_states_keep_each_move_once() -> None:
     merged = Paths.of(search.paths[:10])
     merged.extend(Paths.of(search.paths[10:]))
     assert merged == paths
+
 
 def test_cancelled_deadlines_do_not_pile_up_while_the_first_one_is_far_off() -> None:
     """A search cancels a deadline a run; the watchdog sleeps until the first is due."""
