@@ -152,6 +152,11 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
         killer.start()
         report = _explore(ys.load_scenario(str(scenario)), 1, executor=client)
         killer.join()
+        # The surviving part was waiting on the lost partition: it hears the scheduler say
+        # its worker left within a look or two, not after a minute, and frees its worker.
+        survivor = next(worker for worker in pids if worker != victim)
+        free = client.submit(sum, [1, 2], workers=[survivor], pure=False)
+        assert free.result(timeout=20) == 3
     assert report.verdict == "incomplete"
     assert report.stopped is StopReason.LOST
     assert not report.exhausted

@@ -194,7 +194,7 @@ class DaskCluster:
                         f"worker {worker} left the cluster as the search began" for worker in gone
                     ]
                 partitions = [actor.result() for actor in actors]
-            table = DaskTable(tuple(partitions)) if share else None
+            table = DaskTable(tuple(partitions), tuple(workers)) if share else None
             futures = [
                 client.submit(task, part=index, table=table, workers=[worker], pure=False,
                               allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")

@@ -8,6 +8,7 @@ Dask cluster").
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import time
 from dataclasses import dataclass
@@ -25,8 +26,48 @@ _CLAIM = 0xFF
 #: many it holds back at most before it sends them anyway.
 EXCHANGE_SECONDS = 0.1
 EXCHANGE_BATCH = 8192
-#: How long a process waits for a partition's answer before it takes the partition for lost.
+#: How long a process waits for a partition's answer before it takes the partition for lost,
+#: its worker still in the cluster (a worker that left is known lost at once: ``answer``).
 ANSWER_SECONDS = 60.0
+#: How long a process waits for an answer before it asks whether the partition's worker is
+#: still in the cluster, and between two askings (seconds).
+LOOK_SECONDS = 1.0
+
+
+class PartitionLost(RuntimeError):
+    """A partition of the visited states is lost: its worker left the cluster, or did not
+    answer in ``ANSWER_SECONDS``."""
+
+
+def in_cluster(worker: str) -> bool:
+    """Whether ``worker`` is in the cluster, as its scheduler says (asked from a worker's
+    task, by the worker's client)."""
+    from distributed import get_client
+
+    return worker in get_client().scheduler_info(n_workers=-1)["workers"]
+
+
+def answer(future: Any, index: int, worker: str) -> Any:
+    """Partition ``index``'s answer, ``future``'s result: waited for while the partition's
+    ``worker`` is in the cluster (``ANSWER_SECONDS`` at most), a ``PartitionLost`` once the
+    scheduler says it left. Dask leaves a call to an actor whose worker died unanswered for
+    good (the call waits for the actor to be made again, and is dropped when it is
+    released): the process that made it waited a minute, holding its worker from the next
+    search. A slow answer from a worker still there is waited for."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    while True:
+        with contextlib.suppress(TimeoutError):
+            return future.result(timeout=LOOK_SECONDS)
+        if not in_cluster(worker):
+            raise PartitionLost(
+                f"partition {index} of the visited states is lost: its worker {worker} left "
+                "the cluster"
+            )
+        if time.monotonic() >= deadline:
+            raise PartitionLost(
+                f"partition {index} of the visited states did not answer in "
+                f"{ANSWER_SECONDS:g}s: its worker is lost"
+            )
 
 
 def _owner(raw: bytes, partitions: int) -> int:
@@ -110,8 +151,8 @@ class DaskVisited:
     """The shared table as one process of the search sees it (a ``SharedStates``): the
     states the others searched, as heard so far, and what it holds back to send."""
 
-    def __init__(self, partitions: list[Any], part: int) -> None:
-        self._partitions, self._part = partitions, part
+    def __init__(self, partitions: list[Any], part: int, workers: list[str]) -> None:
+        self._partitions, self._part, self._workers = partitions, part, workers
         self._heard: dict[bytes, tuple[int, int]] = {}
         self._claims: set[bytes] = set()
         self._out = [bytearray() for _ in partitions]
@@ -132,7 +173,7 @@ class DaskVisited:
     def stop(self) -> None:
         """Ask every process to stop."""
         self._stopped = True
-        self._partitions[0].stop().result(timeout=ANSWER_SECONDS)  # a lost one: not forever
+        answer(self._partitions[0].stop(), 0, self._workers[0])
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
         """Whether another process searched state ``key`` with no fewer faults and no less
@@ -203,13 +244,7 @@ class DaskVisited:
     def _collect(self) -> None:
         heard = self._heard
         for index, future in enumerate(self._flight):
-            try:
-                news, self._since[index], stopped = future.result(timeout=ANSWER_SECONDS)
-            except TimeoutError:
-                raise RuntimeError(
-                    f"partition {index} of the visited states did not answer in "
-                    f"{ANSWER_SECONDS:g}s: its worker is lost"
-                ) from None
+            news, self._since[index], stopped = answer(future, index, self._workers[index])
             self._stopped = self._stopped or stopped
             for offset in range(0, len(news), _SIZE):
                 raw, faults, depth = _ENTRY.unpack_from(news, offset)
@@ -235,12 +270,14 @@ class DaskTable:
     """What crosses to each process to reach the partitions (a ``SharesStates``)."""
 
     partitions: tuple[Any, ...]
+    workers: tuple[str, ...]
+    """The worker each partition is on."""
 
     def attach(self, part: int) -> DaskVisited:
         """The table for process ``part``, which must be its first start."""
-        starts = self.partitions[0].begin(part).result(timeout=ANSWER_SECONDS)
+        starts = answer(self.partitions[0].begin(part), 0, self.workers[0])
         if starts > 1:
             raise PartRunAgain(
                 f"part {part} was started {starts} times: its first worker died mid-search"
             )
-        return DaskVisited(list(self.partitions), part)
+        return DaskVisited(list(self.partitions), part, list(self.workers))
