@@ -243,3 +243,64 @@ def test_a_cluster_of_one_worker_says_one_worker_searched() -> None:
     assert report.verdict == "ok"
     assert report.distinct_states == _explore("durable-start", 1).distinct_states
     assert "; searched by one Dask worker;" in report.coverage()
+
+
+def test_a_worker_that_joins_after_the_processes_are_counted_is_not_used(client: Any) -> None:
+    # The statement counts the processes from the workers read when the search is set up: a
+    # second read, when the parts are placed, saw one more and ran a part the count missed.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    class Joining:
+        """The module's client, but for its first read of the workers, which misses one
+        (it joins after)."""
+
+        def __init__(self, client: Any) -> None:
+            self._client, self._reads = client, 0
+
+        def scheduler_info(self, n_workers: int = -1) -> Any:
+            self._reads += 1
+            info = self._client.scheduler_info(n_workers=n_workers)
+            if self._reads == 1:
+                info = {**info, "workers": dict(list(info["workers"].items())[:1])}
+            return info
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+    def task(*, part: int, table: Any) -> int:
+        table.attach(part).close()
+        return part
+
+    cluster = DaskCluster(Joining(client))
+    parts, lost = cluster.search(task, None, share=True)
+    assert cluster.processes() == 1
+    assert parts == [0]
+    assert lost == []
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "systematic", "random", "pct"])
+def test_a_client_of_a_cluster_with_no_workers_is_refused_by_every_strategy(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The exhaustive search raised a RuntimeError of its own, and the others waited for a
+    # worker forever: each now says what connect says of a scheduler with none.
+    import logging
+
+    import distributed
+
+    from yieldstar_sim.simulation import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 0.5)
+    with (
+        distributed.LocalCluster(
+            n_workers=0, processes=False, dashboard_address="127.0.0.1:0",
+            silence_logs=logging.CRITICAL,
+        ) as empty,
+        distributed.Client(empty) as client,
+        pytest.raises(ValueError, match="has no workers") as refused,
+    ):  # fmt: skip
+        _explore("durable-start", 1, strategy=strategy, executor=client)
+    assert str(refused.value) == (
+        f"the Dask scheduler at '{empty.scheduler_address}' has no workers (none came in "
+        f"0.5s): start some with `dask worker {empty.scheduler_address}`"
+    )

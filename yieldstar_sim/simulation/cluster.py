@@ -54,6 +54,15 @@ class DaskClient(Protocol):
         """The client as a ``concurrent.futures.Executor``."""
         ...
 
+    def wait_for_workers(self, n_workers: int, timeout: float | None = None) -> None:
+        """Wait until the cluster has ``n_workers`` (``TimeoutError`` after ``timeout``)."""
+        ...
+
+    @property
+    def scheduler(self) -> Any:
+        """The scheduler, as the client reaches it (its ``address``)."""
+        ...
+
 
 def on_dask(
     executor: concurrent.futures.Executor | DaskClient | None,
@@ -101,16 +110,28 @@ def connect(address: str) -> Iterator[DaskClient]:
             "`dask scheduler`, or give local:N for a cluster of N processes on this machine"
         ) from None
     with client:
-        if not client.scheduler_info(n_workers=-1)["workers"]:
-            try:
-                client.wait_for_workers(1, timeout=CONNECT_SECONDS)
-            except TimeoutError:
-                # Else a search of another strategy waits for a worker forever, saying nothing.
-                raise ValueError(
-                    f"the Dask scheduler at {address!r} has no workers (none came in "
-                    f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
-                ) from None
+        workers_of(client, address)
         yield client
+
+
+def workers_of(client: DaskClient, address: str | None = None) -> list[str]:
+    """The cluster's workers by address, waiting ``CONNECT_SECONDS`` for a first one where it
+    has none; a ``ValueError`` that says so where none came (the scheduler at ``address``, by
+    default the client's)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    if not workers:
+        address = address or str(client.scheduler.address)
+        try:
+            client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            # Else a search waits for a worker forever, saying nothing (every strategy but
+            # the exhaustive one submits its schedules and waits for their answers).
+            raise ValueError(
+                f"the Dask scheduler at {address!r} has no workers (none came in "
+                f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
+            ) from None
+        workers = client.scheduler_info(n_workers=-1)["workers"]
+    return sorted(workers)
 
 
 def _handshake(address: str, seconds: float) -> None:
@@ -154,19 +175,18 @@ class DaskCluster:
 
     def __init__(self, client: DaskClient) -> None:
         self.client = client
+        self.workers = workers_of(client)
+        """The workers the search runs on, one process each: those the cluster has now
+        (``workers_of``: a ``ValueError`` where it has none). Read once, so that the count
+        of processes the statement gives is of the processes that searched: a worker that
+        joins later is not used, and one that leaves is lost."""
         self.figures: dict[str, Any] = {}
         """What sharing cost the last search: bytes of entries the partitions received and
         sent, exchanges, and the seconds the processes spent in them."""
 
-    def _workers(self) -> list[str]:
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
-        if not workers:
-            raise RuntimeError("the Dask cluster has no workers: start some (dask worker ...)")
-        return workers
-
     def processes(self) -> int:
         """How many processes search: one a worker."""
-        return len(self._workers())
+        return len(self.workers)
 
     def search(
         self,
@@ -177,7 +197,7 @@ class DaskCluster:
     ) -> tuple[list[Part], list[str]]:
         """Run ``task(part=, table=)`` on every worker, sharing a new table of partitions
         (with ``share``); the parts that came back, and what was lost."""
-        client, workers = self.client, self._workers()
+        client, workers = self.client, self.workers
         search = uuid.uuid4().hex[:8]
         actors: list[Any] = []
         partitions: list[Any] = []
