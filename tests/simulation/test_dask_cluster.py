@@ -304,3 +304,22 @@ def test_a_client_of_a_cluster_with_no_workers_is_refused_by_every_strategy(
         f"the Dask scheduler at '{empty.scheduler_address}' has no workers (none came in "
         f"0.5s): start some with `dask worker {empty.scheduler_address}`"
     )
+
+
+def test_the_progress_counts_the_states_the_statement_counts(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The progress is read from the partitions, which held the states claimed or searched
+    # but not the runs' ends: its count ended below the statement's (707 against 722).
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    watched: list[dict[str, Any]] = []
+    search = DaskCluster.search
+
+    def watching(self: DaskCluster, task: Any, watch: Any, *, share: bool) -> Any:
+        return search(self, task, watched.append, share=share)
+
+    monkeypatch.setattr(DaskCluster, "search", watching)
+    report = _explore("durable-start", 1, executor=client)
+    assert watched
+    assert watched[-1]["states"] == report.distinct_states == 722

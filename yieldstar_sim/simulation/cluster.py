@@ -288,6 +288,8 @@ class DaskCluster:
                     watch(got)
         if partitions and not gone:
             got = _progress(partitions, time.perf_counter() - started) or got  # the last word
+            if watch is not None and got is not None:
+                watch(got)
         if got is not None:
             self.figures = {
                 name: got[name] for name in ("bytes_shipped", "exchanges", "exchange_seconds")

@@ -266,6 +266,11 @@ class ExhaustiveSearch:
             for violation in run.violations:
                 space.mark_violation(key, violation.invariant)
             self.tally.take(outcome_of(run))
+            if self.shared is not None and cache:
+                # Searched to its end, and shared as such, so that a table that counts the
+                # states (a cluster's progress) counts those the statement counts. A run's
+                # end is never cut, so sharing it spares no process a run.
+                self.shared.add(key, self._limit - faults, self._depth_left(depth))
             if parent is not None:
                 parent.estimate += 1.0
             return None
