@@ -257,12 +257,10 @@ def test_a_worker_that_joins_after_the_processes_are_counted_is_not_used(client:
         def __init__(self, client: Any) -> None:
             self._client, self._reads = client, 0
 
-        def scheduler_info(self, n_workers: int = -1) -> Any:
+        def run_on_scheduler(self, function: Any) -> Any:
             self._reads += 1
-            info = self._client.scheduler_info(n_workers=n_workers)
-            if self._reads == 1:
-                info = {**info, "workers": dict(list(info["workers"].items())[:1])}
-            return info
+            found = self._client.run_on_scheduler(function)
+            return found[:1] if self._reads == 1 else found
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self._client, name)
@@ -323,3 +321,32 @@ def test_the_progress_counts_the_states_the_statement_counts(
     report = _explore("durable-start", 1, executor=client)
     assert watched
     assert watched[-1]["states"] == report.distinct_states == 722
+
+
+def test_the_workers_are_read_from_the_scheduler_not_the_client_s_copy(client: Any) -> None:
+    # client.scheduler_info() asks the scheduler, then returns the client's copy of the
+    # answer, which the client's own refresh (every 2 s, asking for no workers) may replace
+    # in between: on a loaded machine a search read every worker gone and ended saying both
+    # left mid-search. Here the copy says no worker, always.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    class Refreshed:
+        def __init__(self, client: Any) -> None:
+            self._client = client
+
+        def scheduler_info(self, n_workers: int = -1) -> Any:
+            return {**self._client.scheduler_info(n_workers=n_workers), "workers": {}}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+    def task(*, part: int, table: Any) -> int:
+        visited = table.attach(part)
+        time.sleep(1.5)  # the client looks at the workers every 0.5 s meanwhile
+        visited.close()
+        return part
+
+    cluster = DaskCluster(Refreshed(client))
+    parts, lost = cluster.search(task, None, share=True)
+    assert sorted(parts) == [0, 1]
+    assert lost == []

@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.simulation.dask_visited import DaskTable, VisitedPartition
+from yieldstar_sim.simulation.dask_visited import DaskTable, VisitedPartition, workers_in
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -46,8 +46,8 @@ class DaskClient(Protocol):
         """Run ``func`` on a worker (or make an actor there, with ``actor=True``)."""
         ...
 
-    def scheduler_info(self, n_workers: int = -1, **kwargs: Any) -> Any:
-        """The scheduler's view of the cluster (its ``"workers"`` by address)."""
+    def run_on_scheduler(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``function(dask_scheduler=the scheduler)``, run on the scheduler."""
         ...
 
     def get_executor(self, **kwargs: Any) -> Any:
@@ -118,7 +118,7 @@ def workers_of(client: DaskClient, address: str | None = None) -> list[str]:
     """The cluster's workers by address, waiting ``CONNECT_SECONDS`` for a first one where it
     has none; a ``ValueError`` that says so where none came (the scheduler at ``address``, by
     default the client's)."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = workers_in(client)
     if not workers:
         address = address or str(client.scheduler.address)
         try:
@@ -130,7 +130,7 @@ def workers_of(client: DaskClient, address: str | None = None) -> list[str]:
                 f"the Dask scheduler at {address!r} has no workers (none came in "
                 f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
             ) from None
-        workers = client.scheduler_info(n_workers=-1)["workers"]
+        workers = workers_in(client)
     return sorted(workers)
 
 
@@ -246,7 +246,7 @@ class DaskCluster:
 
     def _gone(self, workers: list[str]) -> list[str]:
         """Those of ``workers`` no longer in the cluster."""
-        here = self.client.scheduler_info(n_workers=-1)["workers"]
+        here = workers_in(self.client)
         return [worker for worker in workers if worker not in here]
 
     def _gather(

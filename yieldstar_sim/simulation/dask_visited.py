@@ -39,12 +39,25 @@ class PartitionLost(RuntimeError):
     answer in ``ANSWER_SECONDS``."""
 
 
+def _addresses(dask_scheduler: Any) -> list[str]:
+    return list(dask_scheduler.workers)
+
+
+def workers_in(client: Any) -> list[str]:
+    """The workers in ``client``'s cluster now, as its scheduler has them. Not
+    ``client.scheduler_info()``: it asks the scheduler, then returns the client's copy of
+    the answer, which the client's own refresh (every 2 s, asking for no workers) may have
+    replaced in between; a loaded machine read every worker gone, and a search on it ended
+    saying both its workers left mid-search."""
+    return list(client.run_on_scheduler(_addresses))
+
+
 def in_cluster(worker: str) -> bool:
     """Whether ``worker`` is in the cluster, as its scheduler says (asked from a worker's
     task, by the worker's client)."""
     from distributed import get_client
 
-    return worker in get_client().scheduler_info(n_workers=-1)["workers"]
+    return worker in workers_in(get_client())
 
 
 def answer(future: Any, index: int, worker: str) -> Any:
