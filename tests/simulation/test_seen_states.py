@@ -70,6 +70,31 @@ def test_fingerprints_count_the_states_of_several_searches_once() -> None:
     assert len(union) == 180
 
 
+def test_another_search_s_fingerprints_land_in_a_table_as_large_as_theirs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # They come in the order of their table's slots: into fewer slots they piled up in runs,
+    # each probing past the run before (merging two processes' 18,000 states took 2 s).
+    # A table with at least their slots takes each at its slot or next to it.
+    theirs = SeenStates()
+    for number in range(20_000):
+        theirs.add(_key(number))
+    union, ours = SeenStates(), _key(20_000)
+    union.add(ours)
+    slots: list[int] = []  # the table's slots as each of theirs goes in
+    found = SeenStates._slot
+
+    def slot(self: SeenStates, raw: bytes) -> int:
+        if raw != bytes.fromhex(ours):
+            slots.append(self._mask + 1)
+        return found(self, raw)
+
+    monkeypatch.setattr(SeenStates, "_slot", slot)
+    union.add_fingerprints(theirs.fingerprints())
+    assert len(union) == 20_001
+    assert min(slots) >= theirs._mask + 1
+
+
 def test_a_key_of_another_shape_is_hashed_not_refused() -> None:
     seen = SeenStates()
     assert seen.add("s0")
