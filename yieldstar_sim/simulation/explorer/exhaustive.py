@@ -506,7 +506,12 @@ class ParallelExhaustive:
                 tally.take(outcome)  # numbered again, over every part
             tally.stopped = tally.stopped or part.stopped
             got = part.covered
-            if got.state_space is not None:
+            if got.state_space is not None and not space.nodes:
+                # The first graph is taken as it came (merged into an empty one, it was
+                # copied state by state: a second at 3 x 3), and the others merged into it.
+                space = got.state_space
+                space.limit = ExhaustiveSearch.graph_states
+            elif got.state_space is not None:
                 space.merge(got.state_space, shift)
             covered.state_paths.extend(got.state_paths)
             reached.add_fingerprints(part.fingerprints)
