@@ -158,6 +158,28 @@ def test_the_paths_to_the_graph_s_states_keep_each_move_once() -> None:
     assert merged == paths
 
 
+def test_a_state_graph_crosses_to_another_process_whole_and_compact() -> None:
+    # A search in several processes ships each process's graph back: as objects it pickled
+    # to 4.4 MB for 18,000 states; as columns, each key, label and name once, a third.
+    report = ys.explore(
+        ys.load_scenario("booking-race"), strategy="exhaustive", max_faults=1, confirm=None,
+        stop_at_first=False,
+    )  # fmt: skip
+    space = report.state_space
+    assert space is not None
+    assert space.violating()
+    space.cut_by.append("a test cut it")
+    back = pickle.loads(pickle.dumps(space))
+    assert (back.root, back.limit, back.cut_by) == (space.root, space.limit, space.cut_by)
+    assert back.nodes == space.nodes
+    assert list(back.nodes) == list(space.nodes)
+    assert back.edges == space.edges
+    assert list(back.edges) == list(space.edges)
+    # The edges hold their states' own key strings, as a search's do.
+    assert all(edge.source is back.nodes[edge.source].key for edge in back.edges.values())
+    assert len(pickle.dumps(space)) * 2 < len(pickle.dumps((space.nodes, space.edges)))
+
+
 def test_cancelled_deadlines_do_not_pile_up_while_the_first_one_is_far_off() -> None:
     """A search cancels a deadline a run; the watchdog sleeps until the first is due."""
     watchdog = deadline_module._WATCHDOG
