@@ -54,6 +54,10 @@ class DaskClient(Protocol):
         """The client as a ``concurrent.futures.Executor``."""
         ...
 
+    def gather(self, futures: list[Any]) -> list[Any]:
+        """The results of ``futures``, fetched together."""
+        ...
+
     def wait_for_workers(self, n_workers: int, timeout: float | None = None) -> None:
         """Wait until the cluster has ``n_workers`` (``TimeoutError`` after ``timeout``)."""
         ...
@@ -297,9 +301,13 @@ class DaskCluster:
         after = "" if got is None else f", {got['states']:,} states in"
         parts = []
         lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
+        # Asked for together: a worker pickles its part when the client asks for it, and the
+        # parts asked for one by one were pickled one after another.
+        finished = [future for future in futures if future.status == "finished"]
+        came = dict(zip(finished, self.client.gather(finished), strict=True))
         for index, (future, worker) in enumerate(zip(futures, workers, strict=True)):
-            if future.status == "finished":
-                parts.append(future.result())
+            if future in came:
+                parts.append(came[future])
             elif future.status == "error":
                 error = future.exception()
                 lost.append(f"part {index} (on {worker}) failed: {error}{_hint(error)}")
