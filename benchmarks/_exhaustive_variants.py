@@ -40,8 +40,8 @@ def apply(variant: str) -> None:
             self._workers = self._workers | {worker}  # seen, but never blinded
 
         keys._learn = learn
-        keys._actor = lambda self, name, wait, behind: actor(
-            self, name, f"{wait} as {name}", behind
+        keys._actor = lambda self, name, wait, behind, *, fresh=False: actor(
+            self, name, f"{wait} as {name}", behind, fresh=fresh
         )
     else:
         _effects_as_a_bag(statekeys)

@@ -444,14 +444,19 @@ def baseline_memory(revision: str) -> type[MemoryRuntime] | None:
 
 
 def _common_for(common: types.ModuleType) -> types.ModuleType:
-    """``_common`` as an older memory.py reads it: rows from before a column was added at the
-    end of ``EXECUTION_COLUMNS`` (the recoveries, 51c7df7) get it at its default."""
+    """``_common`` as an older memory.py reads it: rows from before columns were added at the
+    end of ``EXECUTION_COLUMNS`` (the recoveries, 51c7df7; the instance of a run continued as
+    new) get them at their defaults."""
     lent = types.ModuleType(common.__name__)
     lent.__dict__.update(vars(common))
     columns = len(common.EXECUTION_COLUMNS)
+    defaults = (0, None)  # recoveries, instance_id
 
     def execution_record(row: Sequence[object]) -> object:
-        return common.execution_record((*row, 0) if len(row) == columns - 1 else row)
+        missing = columns - len(row)
+        return common.execution_record(
+            (*row, *defaults[len(defaults) - missing :]) if missing else row
+        )
 
     lent.execution_record = execution_record  # type: ignore[attr-defined]
     return lent

@@ -372,6 +372,7 @@ def _list_faults(args: argparse.Namespace) -> int:
     """The fault kinds and choice-point ops, from the simulator's own tables."""
     from yieldstar_sim.simulation.faults import (
         CHOICE_POINT_OPS,
+        DEFAULT_DELAY,
         DEFAULT_FREEZE,
         DEFAULT_SKEW,
         DEFAULT_STALL,
@@ -385,7 +386,8 @@ def _list_faults(args: argparse.Namespace) -> int:
     print(
         "Fault kinds (ys.Fault(kind, ...); explore tries every one at every choice point where it "
         "applies:\na stall and a skew at elapses, a crash and a freeze at calls and elapses, "
-        "a world_error at a body's calls to the outside world, the rest at calls):"
+        "a world_error at a body's calls to the outside world, lose_event, duplicate_event and "
+        "delay_event at a sender's send_event, the rest at calls):"
     )
     _print_columns(kinds, indent="  ")
     print(
@@ -395,9 +397,9 @@ def _list_faults(args: argparse.Namespace) -> int:
     _print_columns(CHOICE_POINT_OPS, indent="  ")
     print(
         '\nPlace a fault by description, e.g. ys.Fault("crash", op="put_step", '
-        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze, a stall and a '
-        f"skew take seconds=, default {DEFAULT_FREEZE:g}, {DEFAULT_STALL:g} and "
-        f"{DEFAULT_SKEW:g}), or by choice-point index with at=."
+        'step_key="ship")\n(also worker=, execution_id=, occurrence=; a freeze, a stall, a '
+        f"skew and a delay_event take seconds=, default {DEFAULT_FREEZE:g}, {DEFAULT_STALL:g}, "
+        f"{DEFAULT_SKEW:g} and {DEFAULT_DELAY:g}), or by choice-point index with at=."
     )
     return 0
 

@@ -128,10 +128,14 @@ def test_list_faults_says_where_explore_places_each_kind_as_the_simulator_does(
     at_elapses = {str(k) for k in FAULT_KINDS if applies_at(k, "elapse", exploring=True)}
     at_calls = {str(k) for k in FAULT_KINDS if applies_at(k, "put_step", exploring=True)}
     assert at_elapses == {"crash", "freeze", "stall", "skew"}
-    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew", "world_error"}
+    events = {"lose_event", "duplicate_event", "delay_event"}
+    assert at_calls == {str(k) for k in FAULT_KINDS} - {"stall", "skew", "world_error", *events}
     assert "a world_error at a body's calls to the outside world" in text
     at_world = {str(k) for k in FAULT_KINDS if applies_at(k, "store_write", exploring=True)}
     assert at_world == {"world_error"}
+    assert "lose_event, duplicate_event and delay_event at a sender's send_event" in text
+    at_sends = {str(k) for k in FAULT_KINDS if applies_at(k, "send_event", exploring=True)}
+    assert at_sends == at_calls | events
 
 
 def test_run_the_fix_exits_0_and_writes_graph_trace_and_artifact(tmp_path: Path) -> None:
@@ -428,13 +432,13 @@ def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     from yieldstar_sim import cli
     from yieldstar_sim.views import statespace_bounds
 
-    # booking-race-fixed: 32 states searched (39 without partial-order reduction)
+    # booking-race-fixed: 18 states searched (23 without partial-order reduction)
     monkeypatch.setattr(statespace_bounds, "GRAPHED_AT_MOST", 10)
     code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: 32 states, more than the 10 a picture can show" in out
+    assert "state graph: not drawn: 18 states, more than the 10 a picture can show" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 
@@ -451,7 +455,7 @@ def test_a_state_space_kept_in_part_is_not_drawn_as_if_whole(
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: the search kept the first 10 of 32 states" in out
+    assert "state graph: not drawn: the search kept the first 10 of 18 states" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 

@@ -57,8 +57,8 @@ def test_run_fault_adds_a_fault_to_the_scenarios_plan(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert report["faults"] == [
         # Indexes count the body's effects, each a point (the outside world's ops).
-        "crash before choice point #5 (w2 put_step order-42/ship)",  # the scenario's own
-        "freeze 45s before choice point #14 (w2 put_step order-42/ship)",
+        "crash before choice point #4 (w2 put_step order-42/ship)",  # the scenario's own
+        "freeze 45s before choice point #11 (w1 put_step order-42/ship)",
     ]
 
 

@@ -285,5 +285,8 @@ def test_the_model_answers_what_the_database_does_in_every_bundled_scenario(name
     plain = ys.simulate(scenario, 0, runtime="duckdb")
     assert checked.trace_digest() == plain.trace_digest()
     assert CheckedRuntime.checks > 0
-    assert checked.runtime._queue is not None  # type: ignore[attr-defined]
+    if not scenario.sends:
+        # Event statements are not followed by the model: a scenario that sends events runs on
+        # the database's answers from its first send (the same trace, checked above).
+        assert checked.runtime._queue is not None  # type: ignore[attr-defined]
     ys.explore(scenario, runtime=CheckedRuntime, confirm=None, budget=25)

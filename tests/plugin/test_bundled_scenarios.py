@@ -32,6 +32,7 @@ HAZARDS = {
     "stale-step-write": "recorded history never changes",
     "expired-lease-archived": "executions end as expected",
     "poison-workflow": "nothing is recovered without end",
+    "continue-as-new-event": "every accepted event is consumed or reported",
 }
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, wait_facts
+from yieldstar_sim.simulation.statekeys import WholeReads, actor_role, holds_no_past, wait_facts
+from yieldstar_sim.simulation.terms import events_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -21,9 +22,9 @@ if TYPE_CHECKING:
 def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool = False) -> str:
     """The key of ``state`` at a choice point (before the move), blind to which worker is
     which: the records with their step values, the start requests, the clock, the ledger, the
-    world's store and its random draws, each actor's state (what it waits for, and its
-    history: ``StateKeys.histories``), the turns of actors at solo points, and what the
-    workers believe.
+    world's store and its random draws, the external events, each actor's state (what it
+    waits for, and its history: ``StateKeys.histories``), the turns of actors at solo points,
+    and what the workers believe.
 
     Everything is read again and formatted whole: ``StateKeys`` tells states apart exactly as
     this one does, in time proportional to what changed. With ``ended``, the state a run
@@ -47,13 +48,16 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     )
     waits = {} if ended else state.kernel.waits
     behind = state.clocks.behind
+    helped = {name.partition("~")[0] for name in waits if "~" in name}
 
     def actor(name: str) -> tuple[str, float, tuple[str, ...]]:
-        # Each actor with its worker's skew: which worker runs behind goes with its history.
+        # Each actor with its worker's skew: which worker runs behind goes with its history
+        # (none where it holds nothing of its past, unless a stalled attempt of it lives).
+        fresh = name not in helped and holds_no_past(waits[name])
         return (
             wait_facts(name, waits[name]) + actor_role(name),
             behind.get(name.partition("~")[0], 0.0),
-            tuple(histories.get(name.partition("~")[0], ())),  # a helper has its worker's
+            () if fresh else tuple(histories.get(name.partition("~")[0], ())),
         )
 
     actors = sorted(actor(name) for name in waits)
@@ -66,9 +70,11 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
     store = sorted(state.store.canonical.items())
     # Where each lease ends after its heartbeats, by execution and token.
     leases = sorted(state.lease_ends.items())
+    # The external events, in a scenario that sends them.
+    events = events_text(runtime) if state.scenario.sends else ""
     text = repr(
         (records, requests, state.clock.now(), ledger, store, actors, order, leases,
-         state.world_draws)
+         state.world_draws, events)
     )  # fmt: skip
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 

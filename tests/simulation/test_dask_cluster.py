@@ -152,6 +152,11 @@ def test_a_worker_killed_mid_search_makes_the_search_say_so_and_claim_nothing(
         killer.start()
         report = _explore(ys.load_scenario(str(scenario)), 1, executor=client)
         killer.join()
+        # The surviving part was waiting on the lost partition: it hears the scheduler say
+        # its worker left within a look or two, not after a minute, and frees its worker.
+        survivor = next(worker for worker in pids if worker != victim)
+        free = client.submit(sum, [1, 2], workers=[survivor], pure=False)
+        assert free.result(timeout=20) == 3
     assert report.verdict == "incomplete"
     assert report.stopped is StopReason.LOST
     assert not report.exhausted
@@ -238,3 +243,111 @@ def test_a_cluster_of_one_worker_says_one_worker_searched() -> None:
     assert report.verdict == "ok"
     assert report.distinct_states == _explore("durable-start", 1).distinct_states
     assert "; searched by one Dask worker;" in report.coverage()
+
+
+def test_a_worker_that_joins_after_the_processes_are_counted_is_not_used(client: Any) -> None:
+    # The statement counts the processes from the workers read when the search is set up: a
+    # second read, when the parts are placed, saw one more and ran a part the count missed.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    class Joining:
+        """The module's client, but for its first read of the workers, which misses one
+        (it joins after)."""
+
+        def __init__(self, client: Any) -> None:
+            self._client, self._reads = client, 0
+
+        def run_on_scheduler(self, function: Any) -> Any:
+            self._reads += 1
+            found = self._client.run_on_scheduler(function)
+            return found[:1] if self._reads == 1 else found
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+    def task(*, part: int, table: Any) -> int:
+        table.attach(part).close()
+        return part
+
+    cluster = DaskCluster(Joining(client))
+    parts, lost = cluster.search(task, None, share=True)
+    assert cluster.processes() == 1
+    assert parts == [0]
+    assert lost == []
+
+
+@pytest.mark.parametrize("strategy", ["exhaustive", "systematic", "random", "pct"])
+def test_a_client_of_a_cluster_with_no_workers_is_refused_by_every_strategy(
+    strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The exhaustive search raised a RuntimeError of its own, and the others waited for a
+    # worker forever: each now says what connect says of a scheduler with none.
+    import logging
+
+    import distributed
+
+    from yieldstar_sim.simulation import cluster
+
+    monkeypatch.setattr(cluster, "CONNECT_SECONDS", 0.5)
+    with (
+        distributed.LocalCluster(
+            n_workers=0, processes=False, dashboard_address="127.0.0.1:0",
+            silence_logs=logging.CRITICAL,
+        ) as empty,
+        distributed.Client(empty) as client,
+        pytest.raises(ValueError, match="has no workers") as refused,
+    ):  # fmt: skip
+        _explore("durable-start", 1, strategy=strategy, executor=client)
+    assert str(refused.value) == (
+        f"the Dask scheduler at '{empty.scheduler_address}' has no workers (none came in "
+        f"0.5s): start some with `dask worker {empty.scheduler_address}`"
+    )
+
+
+def test_the_progress_counts_the_states_the_statement_counts(
+    client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The progress is read from the partitions, which held the states claimed or searched
+    # but not the runs' ends: its count ended below the statement's (707 against 722, before
+    # idle workers blocked; one process counts 247 now).
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    watched: list[dict[str, Any]] = []
+    search = DaskCluster.search
+
+    def watching(self: DaskCluster, task: Any, watch: Any, *, share: bool) -> Any:
+        return search(self, task, watched.append, share=share)
+
+    monkeypatch.setattr(DaskCluster, "search", watching)
+    report = _explore("durable-start", 1, executor=client)
+    assert watched
+    assert watched[-1]["states"] == report.distinct_states == 247
+
+
+def test_the_workers_are_read_from_the_scheduler_not_the_client_s_copy(client: Any) -> None:
+    # client.scheduler_info() asks the scheduler, then returns the client's copy of the
+    # answer, which the client's own refresh (every 2 s, asking for no workers) may replace
+    # in between: on a loaded machine a search read every worker gone and ended saying both
+    # left mid-search. Here the copy says no worker, always.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    class Refreshed:
+        def __init__(self, client: Any) -> None:
+            self._client = client
+
+        def scheduler_info(self, n_workers: int = -1) -> Any:
+            return {**self._client.scheduler_info(n_workers=n_workers), "workers": {}}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+    def task(*, part: int, table: Any) -> int:
+        visited = table.attach(part)
+        time.sleep(1.5)  # the client looks at the workers every 0.5 s meanwhile
+        visited.close()
+        return part
+
+    cluster = DaskCluster(Refreshed(client))
+    parts, lost = cluster.search(task, None, share=True)
+    assert sorted(parts) == [0, 1]
+    assert lost == []

@@ -422,7 +422,9 @@ def test_every_fault_gives_the_same_trace_on_memory_and_duckdb(
 
 
 def test_fault_kinds_are_the_documented_ones() -> None:
-    assert [str(kind) for kind in FAULT_KINDS] == [*KINDS, "stall", "skew", "world_error"]
+    assert [str(kind) for kind in FAULT_KINDS] == [
+        *KINDS, "stall", "skew", "world_error", "lose_event", "duplicate_event", "delay_event",
+    ]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- placing faults
@@ -538,7 +540,7 @@ def test_replaying_the_schedule_and_placed_faults_gives_the_identical_trace() ->
 
 AT = "a fault's choice point must be a whole number >= 0, not "
 SECONDS = "a freeze lasts a positive number of seconds, not "
-TIMED = "only a freeze, a stall or a skew takes seconds, not a "
+TIMED = "only a freeze, a stall, a skew or a delay_event takes seconds, not a "
 
 
 @pytest.mark.parametrize(
@@ -547,7 +549,8 @@ TIMED = "only a freeze, a stall or a skew takes seconds, not a "
         (
             {"kind": "explode"},
             "unknown fault kind 'explode'; the kinds are crash, crash_after, lose_response, "
-            "freeze, infra_error, child_exit, stall, skew, world_error",
+            "freeze, infra_error, child_exit, stall, skew, world_error, lose_event, "
+            "duplicate_event, delay_event",
         ),
         ({"kind": "crash", "at": -1}, AT + "-1"),
         ({"kind": "crash", "at": 1.5}, AT + "1.5"),
@@ -771,8 +774,10 @@ def test_occurrence_must_be_a_whole_number(occurrence: Any) -> None:
 
 def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
     # The explorer's shrinking and the stepper's what-if both turn an index into a description;
-    # the description must name the same call, repeated calls (idle claims) included.
-    base = ys.simulate(DURABLE, runtime="memory", scenario_faults=False)
+    # the description must name the same call, repeated calls (a worker's claims) included.
+    orders = [ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in (42, 43)]
+    story = replace(DURABLE, triggers=orders)
+    base = ys.simulate(story, runtime="memory", scenario_faults=False)
     points = {index: info for index, (info, _) in trace_points(base.trace).items()}
     repeated = [at for at in points if sum(info == points[at] for info in points.values()) > 1]
     assert repeated
@@ -784,7 +789,7 @@ def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
         assert described.occurrence == sum(
             1 for index, info in points.items() if index <= at and info == points[at]
         )
-        one = ys.simulate(DURABLE, runtime="memory", faults=[by_index], scenario_faults=False)
-        other = ys.simulate(DURABLE, runtime="memory", faults=[described], scenario_faults=False)
+        one = ys.simulate(story, runtime="memory", faults=[by_index], scenario_faults=False)
+        other = ys.simulate(story, runtime="memory", faults=[described], scenario_faults=False)
         assert other.trace_digest() == one.trace_digest()
     assert by_description(ys.Fault("crash", at=max(points) + 1), points) is None

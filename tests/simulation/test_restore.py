@@ -202,7 +202,8 @@ def test_the_search_that_restores_states_finds_what_replaying_finds(
     assert restoring.exhaustive is not None
     assert replaying.exhaustive is not None
     assert restoring.exhaustive.progress["replayed_moves"] == 0
-    if restoring.exhaustive.progress["restores"] > 0:
+    assert replaying.exhaustive.progress["restores"] == restoring.exhaustive.progress["restores"]
+    if max_faults:  # with no fault, some trees branch only at their root: nothing to replay
         assert replaying.exhaustive.progress["replayed_moves"] > 0
 
 
@@ -313,7 +314,7 @@ def test_a_long_delivery_restored_anywhere_goes_on_as_it_went_from_a_short_log(
     # a new delivery would replay quietly, so its log stays short while steps are plain.
     scenario = _long_delivery(8)
     points, _, made = _check_every_point(scenario)
-    assert points > 60
+    assert points > 40  # no empty claims among them
     assert made > 0
     chain = _chain(40)
     made_again_from_its_step = _longest_log(chain)

@@ -47,6 +47,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "client-retry-same-request-id",
         "concurrent-clients",
         "concurrent-starts",
+        "continue-as-new-event",
+        "continue-as-new-event-fixed",
         "deploy-changes-params",
         "deploy-mismatch",
         "durable-start",

@@ -303,7 +303,7 @@ def test_a_run_cut_by_max_points_is_incomplete() -> None:
     assert run.incomplete == (
         "cut after max_points=300 choice points at t=0 (a bound against a run that never "
         "settles; a longer one raises it: ys.Scenario(..., max_points=...)); loop-1 (forever) "
-        "had recorded 298 steps (s0, s1, s2 ... s297) and was still running: a loop of steps in "
+        "had recorded 299 steps (s0, s1, s2 ... s298) and was still running: a loop of steps in "
         "its workflow code that never ends? Give the loop an exit (or raise max_points if the "
         "story is that long); still live: loop-1 (forever, pending)"
     )
@@ -358,13 +358,14 @@ def test_a_cut_run_is_still_checked_for_what_it_already_broke() -> None:
     """Safety invariants hold on prefixes: a duplicate before the cut is a violation."""
     scenario = ys.load_scenario("trigger-in-step")
     # The second ship-order is admitted by then, not yet run: the same cut as max_points=10
-    # made before a body's effects were points of their own.
-    scenario.max_points = 12
+    # made before a body's effects were points of their own, and 12 before idle workers
+    # blocked instead of claiming nothing.
+    scenario.max_points = 10
     run = ys.simulate(scenario, runtime="memory")
     assert run.verdict == "violated"
     assert run.incomplete is not None
     assert {v.invariant for v in run.violations} == {"at most one admitted execution per step"}
-    assert "(and the run was cut after max_points=12 choice points at t=30" in run.verdict_text
+    assert "(and the run was cut after max_points=10 choice points at t=30" in run.verdict_text
 
 
 @pytest.mark.parametrize(
@@ -535,7 +536,7 @@ def test_a_fault_that_matches_no_choice_point_is_a_scenario_error() -> None:
     message = str(raised.value)
     assert message.startswith(
         "the fault 'crash before put_step of step shipp' matches no choice point of the run; "
-        "no step 'shipp' (did you mean 'ship'?) runs; put_step happens with workers w2; steps "
+        "no step 'shipp' (did you mean 'ship'?) runs; put_step happens with workers w1, w2; steps "
         "book-courier, charge, ship"
     )
 
@@ -681,9 +682,9 @@ def test_a_replayed_body_says_which_delivery_ran_it_again_and_why() -> None:
     violation = the_violation(simulate("replayed_effect"))
     assert violation.message == (
         "courier.booked happened 2 times for order=42: at t=0 by w2 (order-42 / book, attempt 1, "
-        "token 1) and at t=30 by w1 (order-42 / book, attempt 1, token 2); the same execution ran "
+        "token 1) and at t=30 by w2 (order-42 / book, attempt 1, token 2); the same execution ran "
         "step book of order-42 again in a new delivery (token 2 after token 1) after w2 crashed "
-        "before put_step of step book, and w1 ran the step again at t=30 (token 2): the body "
+        "before put_step of step book, and w2 ran the step again at t=30 (token 2): the body "
         "acted before its result was recorded, and the service does not deduplicate it (an "
         "idempotency_key= on the effect models one that does)"
     )

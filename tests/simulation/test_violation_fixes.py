@@ -17,6 +17,7 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.model import ExecutionStatus
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.invariants import BUILT_IN, Invariant
+from yieldstar_sim.simulation.invariants.events import EVENT_FIX
 from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX
 from yieldstar_sim.simulation.trace import Trace
 
@@ -176,6 +177,18 @@ def test_every_built_in_invariant_is_covered_above() -> None:
         "owned children never outlive a cancelled owner",
         "joined runs keep their original owner",
         "recorded history never changes",
+        "every accepted event is consumed or reported",  # test_an_event_lost_points_to_the_runtime
     }
     built_in: list[Invariant] = list(BUILT_IN)
     assert {invariant.name for invariant in built_in} == covered
+
+
+def test_an_event_lost_points_to_the_runtime() -> None:
+    report = ys.explore(ys.load_scenario("continue-as-new-event"), max_faults=1, confirm=None)
+    (violation,) = [
+        v
+        for v in report.violations
+        if v.invariant == "every accepted event is consumed or reported"
+    ]
+    assert violation.message.endswith(EVENT_FIX), violation.message
+    assert "check_event_adapter" in EVENT_FIX

@@ -28,8 +28,8 @@ class NamingKeys(StateKeys):
         self._workers = self._workers | {worker}
         self._names = re.compile(r"(?!)")
 
-    def _actor(self, name: str, wait: str, behind: float) -> int:
-        return super()._actor(name, f"{wait} as {name}", behind)
+    def _actor(self, name: str, wait: str, behind: float, *, fresh: bool = False) -> int:
+        return super()._actor(name, f"{wait} as {name}", behind, fresh=fresh)
 
 
 def search(

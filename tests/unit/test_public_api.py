@@ -60,6 +60,7 @@ EXPORTED = {
     "RequestId",
     "Scenario",
     "ScenarioError",
+    "SendEvent",
     "StartRequest",
     "StepError",
     "StepRunner",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 
 import pytest
@@ -189,11 +190,14 @@ def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_pict
 
 
 def test_a_label_at_the_right_edge_ends_at_its_mark_instead_of_being_left_out() -> None:
-    run = run_of("skewed-lease")
+    # One skewed worker, cut at t=80, where it reads its clock at the last instant: that
+    # belief's label sits at the timeline's right edge.
+    scenario = dataclasses.replace(ys.load_scenario("skewed-lease"), workers=1, max_time=80)
+    run = ys.simulate(scenario, seed=0, runtime="memory")
     figure = draw_run(run)  # the graph beside the timeline: the timeline is narrow
     texts = [text.get_text() for axes in figure.axes for text in axes.texts]
     beliefs = [m.label for m in build_timeline(run.trace).marks if m.kind == "belief"]
-    assert beliefs[-1] == "reads t=10"
+    assert beliefs[-1] == "reads t=20"
     assert beliefs[-1] in texts
 
 

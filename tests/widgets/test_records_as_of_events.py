@@ -176,5 +176,5 @@ def test_every_event_has_words() -> None:
 
 def test_an_event_outside_the_trace_is_refused() -> None:
     run = ys.simulate(ys.load_scenario("durable-start"), seed=0, runtime="memory")
-    with pytest.raises(IndexError, match="not in a trace of 25 events"):
+    with pytest.raises(IndexError, match="not in a trace of 20 events"):
         book_of(run).at(25)

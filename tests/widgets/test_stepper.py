@@ -83,7 +83,7 @@ def test_what_if_adds_a_fault_and_opens_the_new_run_with_a_diff(durable: Simulat
     stepper = Stepper(durable)
     start = seq_of(durable, "call", "start", nth=1)  # the replayed start at t=30
     stepper.slider.value = start
-    assert "w2 start order-42/ship" in stepper.point_html.value
+    assert "w1 start order-42/ship" in stepper.point_html.value
     stepper.fault_kind.value = "crash_after"
     assert stepper.freeze_seconds.disabled
     stepper.rerun_button.click()

@@ -15,7 +15,10 @@ Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start``
 - ``ArchivesExpiredLeasesRuntime`` counts a lease that expired (its worker died) as a failed
   attempt and archives a task that has no retries left, though no attempt of it failed; it
   reports what it archives (``ReportsActions``). ``RequeuesExpiredLeasesRuntime`` is its fix:
-  an expired lease sends the task back to the queue, and it reports that.
+  an expired lease sends the task back to the queue, and it reports that;
+- ``EventsToCurrentRunRuntime`` hands an event sent to a workflow instance to the run that is
+  current when it is sent, and drops it without a word when that run continues as new before
+  taking it (the Durable Task framework's and go-workflows' lost events).
 
 The explorer finds each with the built-in invariants, e.g.::
 
@@ -31,13 +34,16 @@ The explorer finds each with the built-in invariants, e.g.::
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.events import EventAccepted
 from yieldstar_sim.core.model import ErrorInfo, Failed, RequestId, StartAccepted, StartRequest
 from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.runtime.protocol import RuntimeAction
 
 if TYPE_CHECKING:
+    from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult
     from yieldstar_sim.core.model import Delivery, Lease, StartResult
 
 
@@ -217,3 +223,53 @@ class RequeuesExpiredLeasesRuntime(ArchivesExpiredLeasesRuntime):
     not the task's, and only sends the task back to the queue (it reports that)."""
 
     counts_expiry = False
+
+
+class EventsToCurrentRunRuntime(_Wrapped):
+    """An event sent to a workflow instance goes to the instance's run that is current when
+    it is sent, as if sent to that run by its ID; when that run continues as new before it
+    takes the event, the run's queue goes with it, and the event is gone: ``events()`` no
+    longer lists it, and nothing reports it (Azure/azure-functions-durable-extension#67,
+    cschleiden/go-workflows#493). The reference runtime keeps it for the instance, and the
+    next run takes it."""
+
+    def __init__(self, *, clock: Any = None, **options: Any) -> None:
+        super().__init__(clock=clock, **options)
+        self.bound: set[int] = set()
+        """The events sent to an instance that it bound to the run current then (by seq)."""
+
+    def snapshot(self) -> object:
+        """The reference runtime's records, and which events it bound to a run."""
+        return self.inner.snapshot(), frozenset(self.bound)
+
+    def restore(self, snapshot: Any) -> None:
+        """Put back what ``snapshot`` saved."""
+        records, bound = snapshot
+        self.inner.restore(records)
+        self.bound = set(bound)
+
+    def send_event(self, request: EventRequest) -> EventResult:
+        """Send an instance's event to its current run by ID (the bug); a run's as asked."""
+        if request.instance_id is None:
+            return self.inner.send_event(request)
+        current = [
+            record for record in self.inner.executions()
+            if record.instance == request.instance_id and not record.terminal
+        ]  # fmt: skip
+        if not current:
+            return self.inner.send_event(request)  # refused as the reference refuses it
+        bound = replace(request, execution_id=current[-1].execution_id, instance_id=None)
+        result = self.inner.send_event(bound)
+        if isinstance(result, EventAccepted) and not result.duplicate:
+            self.bound.add(result.seq)
+        return result
+
+    def events(self) -> list[EventRecord]:
+        """Every event but those bound to a run that continued as new before taking them."""
+        return [event for event in self.inner.events() if not self._dropped(event)]
+
+    def _dropped(self, event: EventRecord) -> bool:
+        if event.seq not in self.bound or event.status != "undelivered":
+            return False
+        run = self.inner.execution(event.execution_id) if event.execution_id else None
+        return run is not None and run.status == "continued-as-new"

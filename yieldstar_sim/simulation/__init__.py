@@ -31,8 +31,6 @@ from yieldstar_sim.simulation.result import Regression, SimulationRun
 from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.simulation.scenario import (
     Cancel,
-    Client,
-    ClientRetry,
     Deploy,
     Expect,
     FaultPlanError,
@@ -42,7 +40,9 @@ from yieldstar_sim.simulation.scenario import (
     Trigger,
     expect,
 )
+from yieldstar_sim.simulation.scenario_clients import Client, ClientRetry
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios, load_scenario
+from yieldstar_sim.simulation.sends import SendEvent
 from yieldstar_sim.simulation.totals import Totals
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 
@@ -76,6 +76,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScheduleMismatch",
+    "SendEvent",
     "SimulationRun",
     "StopReason",
     "Systematic",

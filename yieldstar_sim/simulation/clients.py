@@ -1,4 +1,5 @@
-"""Clients as actors: the scenario's triggers and cancels made by a ``ys.Client``.
+"""Clients as actors: the scenario's triggers and cancels made by a ``ys.Client``, and the
+external events it sends (``ys.SendEvent``, made in ``senders.py``).
 
 A client (an API server, a CLI) is an actor of the kernel like a worker: each attempt of its
 request passes a choice point (``api trigger order-42``, ``ops cancel order-42``), so a fault
@@ -13,7 +14,9 @@ business ID: the runtime's ``on_existing_id`` policy answers a repeat (refused, 
 existing execution returned), and the answer is an event of the run like any other.
 
 The simulator spawns one actor per client; triggers and cancels without a client are made by
-the scenario's own actor, without faults, exactly as before (so no existing trace changes).
+the scenario's own actor, without faults, exactly as before (so no existing trace changes). A
+send always has a client: its own, or the default sender (``sends.SENDER``), since an event's
+delivery is where its faults go.
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
 from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
+from yieldstar_sim.simulation.scenario_clients import fresh_request_id
+from yieldstar_sim.simulation.senders import send_event
+from yieldstar_sim.simulation.sends import SendEvent
 from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
@@ -48,31 +54,31 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.state import RunState
 
 
-def client_requests(scenario: Scenario) -> dict[str, list[Trigger | Cancel]]:
-    """Each client's triggers and cancels, in time order (the order written breaks ties)."""
-    requests: dict[str, list[tuple[float, int, Trigger | Cancel]]] = {}
-    items: list[Trigger | Cancel] = [*scenario.triggers, *scenario.cancels]
-    for number, item in enumerate(items):
-        if item.client is not None:
-            requests.setdefault(item.client.name, []).append((item.at, number, item))
+Request = Trigger | Cancel | SendEvent
+"""What a client makes: a trigger, a cancel, or a send of an external event."""
+
+
+def client_requests(scenario: Scenario) -> dict[str, list[Request]]:
+    """Each client's triggers, cancels and sends, in time order (the order written breaks
+    ties); a send without a client is the default sender's."""
+    requests: dict[str, list[tuple[float, int, Request]]] = {}
+    items: list[Request] = [*scenario.triggers, *scenario.cancels]
+    for number, item in enumerate([*items, *scenario.sends]):
+        client = item.sender if isinstance(item, SendEvent) else item.client
+        if client is not None:
+            requests.setdefault(client.name, []).append((item.at, number, item))
     return {name: [item for *_, item in sorted(queue)] for name, queue in requests.items()}
 
 
-def fresh_request_id(request_id: str, attempt: int) -> str:
-    """The ID a client that does not reuse its request ID sends on attempt ``attempt``.
-
-    >>> fresh_request_id("order-42", 2)
-    'order-42~retry-2'
-    """
-    return f"{request_id}~retry-{attempt}"
-
-
-def client_actor(sim: RunState, name: str, requests: list[Trigger | Cancel]) -> Actor:
+def client_actor(sim: RunState, name: str, requests: list[Request]) -> Actor:
     """The actor of client ``name``: makes its requests at their times, one at a time."""
     for number, request in enumerate(requests, 1):
         if request.at > sim.clock.now():
             yield Wait(request.at)
-        crashed = yield from _Request(sim, name, request, number).run()
+        if isinstance(request, SendEvent):
+            crashed = yield from send_event(sim, name, request)
+        else:
+            crashed = yield from _Request(sim, name, request, number).run()
         if crashed:
             # A crashed client forgets its request; it comes back for its next one.
             yield Wait(sim.clock.now() + sim.scenario.restart_delay)

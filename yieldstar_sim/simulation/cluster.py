@@ -6,10 +6,10 @@ TLC does differently ("The exhaustive search on a Dask cluster").
 
 A process sends the states it searched, in batches, to the partitions that own them, which
 keep those that say more than what they hold and drop the rest; it hears back what the others
-sent, and cuts those states when it reaches them. Sharing only spares work: a process cuts a
-state only once another searched it to its end, so a batch that arrives late costs time, never
-a state. A worker that dies takes its partition with it: the search says what was lost and
-claims nothing (``StopReason.LOST``).
+sent, and cuts those states when it reaches them (``simulation.dask_visited``). Sharing only
+spares work: a process cuts a state only once another searched it to its end, so a batch that
+arrives late costs time, never a state. A worker that dies takes its partition with it: the
+search says what was lost and claims nothing (``StopReason.LOST``).
 
 Needs the ``dask`` extra (``pip install "yieldstar-sim[dask]"``), imported only here and only
 when a cluster is asked for.
@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import struct
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.simulation.shared_states import key_bytes
+from yieldstar_sim.simulation.dask_visited import DaskTable, VisitedPartition, workers_in
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -33,18 +31,6 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.simulation.explorer.exhaustive import Part
 
-#: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
-#: unbounded); a claim (a process is searching the state) has faults ``_CLAIM``.
-_ENTRY = struct.Struct("<16sBH")
-_SIZE = _ENTRY.size
-_UNBOUNDED = 0xFFFF
-_CLAIM = 0xFF
-#: How often a process sends the states it searched and hears the others' (seconds), and how
-#: many it holds back at most before it sends them anyway.
-EXCHANGE_SECONDS = 0.1
-EXCHANGE_BATCH = 8192
-#: How long a process waits for a partition's answer before it takes the partition for lost.
-ANSWER_SECONDS = 60.0
 #: How long the client waits for the other processes to stop once one failed (seconds).
 STOP_SECONDS = 5.0
 #: How often the client reads the whole search's progress from the partitions (seconds).
@@ -60,12 +46,25 @@ class DaskClient(Protocol):
         """Run ``func`` on a worker (or make an actor there, with ``actor=True``)."""
         ...
 
-    def scheduler_info(self, n_workers: int = -1, **kwargs: Any) -> Any:
-        """The scheduler's view of the cluster (its ``"workers"`` by address)."""
+    def run_on_scheduler(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``function(dask_scheduler=the scheduler)``, run on the scheduler."""
         ...
 
     def get_executor(self, **kwargs: Any) -> Any:
         """The client as a ``concurrent.futures.Executor``."""
+        ...
+
+    def gather(self, futures: list[Any]) -> list[Any]:
+        """The results of ``futures``, fetched together."""
+        ...
+
+    def wait_for_workers(self, n_workers: int, timeout: float | None = None) -> None:
+        """Wait until the cluster has ``n_workers`` (``TimeoutError`` after ``timeout``)."""
+        ...
+
+    @property
+    def scheduler(self) -> Any:
+        """The scheduler, as the client reaches it (its ``address``)."""
         ...
 
 
@@ -115,16 +114,28 @@ def connect(address: str) -> Iterator[DaskClient]:
             "`dask scheduler`, or give local:N for a cluster of N processes on this machine"
         ) from None
     with client:
-        if not client.scheduler_info(n_workers=-1)["workers"]:
-            try:
-                client.wait_for_workers(1, timeout=CONNECT_SECONDS)
-            except TimeoutError:
-                # Else a search of another strategy waits for a worker forever, saying nothing.
-                raise ValueError(
-                    f"the Dask scheduler at {address!r} has no workers (none came in "
-                    f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
-                ) from None
+        workers_of(client, address)
         yield client
+
+
+def workers_of(client: DaskClient, address: str | None = None) -> list[str]:
+    """The cluster's workers by address, waiting ``CONNECT_SECONDS`` for a first one where it
+    has none; a ``ValueError`` that says so where none came (the scheduler at ``address``, by
+    default the client's)."""
+    workers = workers_in(client)
+    if not workers:
+        address = address or str(client.scheduler.address)
+        try:
+            client.wait_for_workers(1, timeout=CONNECT_SECONDS)
+        except TimeoutError:
+            # Else a search waits for a worker forever, saying nothing (every strategy but
+            # the exhaustive one submits its schedules and waits for their answers).
+            raise ValueError(
+                f"the Dask scheduler at {address!r} has no workers (none came in "
+                f"{CONNECT_SECONDS:g}s): start some with `dask worker {address}`"
+            ) from None
+        workers = workers_in(client)
+    return sorted(workers)
 
 
 def _handshake(address: str, seconds: float) -> None:
@@ -160,223 +171,6 @@ def _handshake(address: str, seconds: float) -> None:
         thread.submit(asyncio.run, shake()).result()
 
 
-def _owner(raw: bytes, partitions: int) -> int:
-    # Not the bytes a table's slot is found by (its first eight), so that a partition's
-    # keys still spread over its slots.
-    return int.from_bytes(raw[8:12], "little") % partitions
-
-
-def _dominates(new: tuple[int, int], held: tuple[int, int]) -> bool:
-    """Whether a visit with ``new`` left (faults, depth room) covers one with ``held``."""
-    return new[0] >= held[0] and new[1] >= held[1]
-
-
-def _says_more(new: tuple[int, int], held: tuple[int, int] | None) -> bool:
-    """Whether a visit with ``new`` left is worth keeping over ``held`` (none, or one it
-    covers and is not): the one rule a partition and a process merge entries by."""
-    return held is None or (new != held and _dominates(new, held))
-
-
-class VisitedPartition:
-    """One partition of a search's visited states: a Dask actor on the worker that owns the
-    keys it holds. Partition 0 also holds the search's stop flag, counts each process's
-    starts (a second start: its worker died and Dask ran it again) and keeps each one's
-    progress."""
-
-    def __init__(self) -> None:
-        self._table: dict[bytes, tuple[int, int]] = {}
-        self._claims: set[bytes] = set()
-        self._batches: list[tuple[int, bytes]] = []  # (the part that sent it, entries kept)
-        self.stopped = False
-        self._starts: dict[int, int] = {}
-        self._progress: dict[int, dict[str, Any]] = {}
-        self._bytes = 0  # entries received and sent back
-        self._states = 0  # keys held, claimed or searched
-
-    async def begin(self, part: int) -> int:
-        """Process ``part`` starts: how many times it started, this one included."""
-        self._starts[part] = self._starts.get(part, 0) + 1
-        return self._starts[part]
-
-    async def exchange(
-        self, part: int, entries: bytes, since: int, progress: dict[str, Any] | None
-    ) -> tuple[bytes, int, bool]:
-        """Keep what ``entries`` (from process ``part``) say more than the table holds, and
-        return the entries other processes sent since batch ``since``, the batch to ask from
-        next time, and whether the search was asked to stop."""
-        table, kept = self._table, bytearray()
-        for offset in range(0, len(entries), _SIZE):
-            raw, faults, depth = _ENTRY.unpack_from(entries, offset)
-            if faults == _CLAIM:
-                if raw in table or raw in self._claims:
-                    continue
-                self._claims.add(raw)
-                self._states += 1
-                kept += entries[offset : offset + _SIZE]
-                continue
-            held = table.get(raw)
-            if _says_more((faults, depth), held):
-                self._states += held is None and raw not in self._claims
-                table[raw] = (faults, depth)
-                kept += entries[offset : offset + _SIZE]
-        if kept:
-            self._batches.append((part, bytes(kept)))
-        if progress is not None:
-            self._progress[part] = progress
-        news = b"".join(batch for sender, batch in self._batches[since:] if sender != part)
-        self._bytes += len(entries) + len(news)
-        return news, len(self._batches), self.stopped
-
-    async def stop(self) -> None:
-        """Ask every process to stop (at its next exchange)."""
-        self.stopped = True
-
-    async def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
-        """The states this partition holds (claimed or searched), the bytes of entries it
-        received and sent, and each process's last progress."""
-        return self._states, self._bytes, dict(self._progress)
-
-
-class DaskVisited:
-    """The shared table as one process of the search sees it (a ``SharedStates``): the
-    states the others searched, as heard so far, and what it holds back to send."""
-
-    def __init__(self, partitions: list[Any], part: int) -> None:
-        self._partitions, self._part = partitions, part
-        self._heard: dict[bytes, tuple[int, int]] = {}
-        self._claims: set[bytes] = set()
-        self._out = [bytearray() for _ in partitions]
-        self._held = 0
-        self._since = [0] * len(partitions)
-        self._flight: list[Any] = []
-        self._due = time.monotonic() + EXCHANGE_SECONDS
-        self._stopped = False
-        self._progress: dict[str, Any] | None = None
-        self._exchanges, self._seconds = 0, 0.0
-
-    @property
-    def stopped(self) -> bool:
-        """Whether a process asked the others to stop (as heard at the last exchange)."""
-        self._tick()
-        return self._stopped
-
-    def stop(self) -> None:
-        """Ask every process to stop."""
-        self._stopped = True
-        self._partitions[0].stop().result(timeout=ANSWER_SECONDS)  # a lost one: not forever
-
-    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
-        """Whether another process searched state ``key`` with no fewer faults and no less
-        depth left (as heard so far)."""
-        self._tick()
-        held = self._heard.get(key_bytes(key))
-        return held is not None and _dominates(held, (faults_left, _room(depth_left)))
-
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
-        """Send, with the next batch, that state ``key`` was searched to its end."""
-        self._send(key_bytes(key), min(faults_left, _CLAIM - 1), _room(depth_left))
-
-    def claim(self, key: str) -> None:
-        """Send, with the next batch, that this process is searching state ``key``."""
-        self._send(key_bytes(key), _CLAIM, 0)
-
-    def claimed(self, key: str) -> bool:
-        """Whether another process is searching state ``key`` or searched it (as heard)."""
-        raw = key_bytes(key)
-        return raw in self._claims or raw in self._heard
-
-    def _send(self, raw: bytes, faults: int, depth: int) -> None:
-        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth)
-        self._held += 1
-        if self._held >= EXCHANGE_BATCH:
-            self._exchange()
-        else:
-            self._tick()
-
-    def heard(self, progress: dict[str, Any]) -> None:
-        """This process's progress, sent with the next batch (with the exchanges so far and
-        the seconds they took this process)."""
-        self._progress = {
-            **progress, "exchanges": self._exchanges, "exchange_seconds": self._seconds
-        }  # fmt: skip
-
-    def close(self) -> None:
-        """Send what is held back, with the last progress, and wait for the answers."""
-        self._exchange()
-        self._collect()
-        self.heard(self._progress or {})  # the exchanges counted whole
-        self._exchange()
-        self._collect()
-
-    def _tick(self) -> None:
-        if time.monotonic() >= self._due:
-            self._exchange()
-
-    def _exchange(self) -> None:
-        # The answers to the last batches have long arrived: collecting them does not wait,
-        # and the search goes on while these travel.
-        began = time.perf_counter()
-        self._exchanges += 1
-        self._collect()
-        self._flight = [
-            partition.exchange(
-                self._part, bytes(out), since, self._progress if index == 0 else None
-            )
-            for index, (partition, out, since) in enumerate(
-                zip(self._partitions, self._out, self._since, strict=True)
-            )
-        ]
-        self._out = [bytearray() for _ in self._partitions]
-        self._held = 0
-        self._due = time.monotonic() + EXCHANGE_SECONDS
-        self._seconds += time.perf_counter() - began
-
-    def _collect(self) -> None:
-        heard = self._heard
-        for index, future in enumerate(self._flight):
-            try:
-                news, self._since[index], stopped = future.result(timeout=ANSWER_SECONDS)
-            except TimeoutError:
-                raise RuntimeError(
-                    f"partition {index} of the visited states did not answer in "
-                    f"{ANSWER_SECONDS:g}s: its worker is lost"
-                ) from None
-            self._stopped = self._stopped or stopped
-            for offset in range(0, len(news), _SIZE):
-                raw, faults, depth = _ENTRY.unpack_from(news, offset)
-                if faults == _CLAIM:
-                    self._claims.add(raw)
-                    continue
-                if _says_more((faults, depth), heard.get(raw)):
-                    heard[raw] = (faults, depth)
-        self._flight = []
-
-
-def _room(depth_left: int | None) -> int:
-    return _UNBOUNDED if depth_left is None else min(max(depth_left, 0), _UNBOUNDED - 1)
-
-
-class PartRunAgain(RuntimeError):
-    """A process of the search started a second time: Dask ran it again after its worker
-    died, and what the first run searched is lost."""
-
-
-@dataclass(frozen=True)
-class DaskTable:
-    """What crosses to each process to reach the partitions (a ``SharesStates``)."""
-
-    partitions: tuple[Any, ...]
-
-    def attach(self, part: int) -> DaskVisited:
-        """The table for process ``part``, which must be its first start."""
-        starts = self.partitions[0].begin(part).result(timeout=ANSWER_SECONDS)
-        if starts > 1:
-            raise PartRunAgain(
-                f"part {part} was started {starts} times: its first worker died mid-search"
-            )
-        return DaskVisited(list(self.partitions), part)
-
-
 class DaskCluster:
     """A Dask cluster that an exhaustive search runs on (an ``exhaustive.Cluster``): one
     process, and one partition of the visited states, a worker."""
@@ -385,19 +179,18 @@ class DaskCluster:
 
     def __init__(self, client: DaskClient) -> None:
         self.client = client
+        self.workers = workers_of(client)
+        """The workers the search runs on, one process each: those the cluster has now
+        (``workers_of``: a ``ValueError`` where it has none). Read once, so that the count
+        of processes the statement gives is of the processes that searched: a worker that
+        joins later is not used, and one that leaves is lost."""
         self.figures: dict[str, Any] = {}
         """What sharing cost the last search: bytes of entries the partitions received and
         sent, exchanges, and the seconds the processes spent in them."""
 
-    def _workers(self) -> list[str]:
-        workers = sorted(self.client.scheduler_info(n_workers=-1)["workers"])
-        if not workers:
-            raise RuntimeError("the Dask cluster has no workers: start some (dask worker ...)")
-        return workers
-
     def processes(self) -> int:
         """How many processes search: one a worker."""
-        return len(self._workers())
+        return len(self.workers)
 
     def search(
         self,
@@ -408,7 +201,7 @@ class DaskCluster:
     ) -> tuple[list[Part], list[str]]:
         """Run ``task(part=, table=)`` on every worker, sharing a new table of partitions
         (with ``share``); the parts that came back, and what was lost."""
-        client, workers = self.client, self._workers()
+        client, workers = self.client, self.workers
         search = uuid.uuid4().hex[:8]
         actors: list[Any] = []
         partitions: list[Any] = []
@@ -425,7 +218,7 @@ class DaskCluster:
                         f"worker {worker} left the cluster as the search began" for worker in gone
                     ]
                 partitions = [actor.result() for actor in actors]
-            table = DaskTable(tuple(partitions)) if share else None
+            table = DaskTable(tuple(partitions), tuple(workers)) if share else None
             futures = [
                 client.submit(task, part=index, table=table, workers=[worker], pure=False,
                               allow_other_workers=True, key=f"yieldstar-part-{search}-{index}")
@@ -457,7 +250,7 @@ class DaskCluster:
 
     def _gone(self, workers: list[str]) -> list[str]:
         """Those of ``workers`` no longer in the cluster."""
-        here = self.client.scheduler_info(n_workers=-1)["workers"]
+        here = workers_in(self.client)
         return [worker for worker in workers if worker not in here]
 
     def _gather(
@@ -499,6 +292,8 @@ class DaskCluster:
                     watch(got)
         if partitions and not gone:
             got = _progress(partitions, time.perf_counter() - started) or got  # the last word
+            if watch is not None and got is not None:
+                watch(got)
         if got is not None:
             self.figures = {
                 name: got[name] for name in ("bytes_shipped", "exchanges", "exchange_seconds")
@@ -506,9 +301,13 @@ class DaskCluster:
         after = "" if got is None else f", {got['states']:,} states in"
         parts = []
         lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
+        # Asked for together: a worker pickles its part when the client asks for it, and the
+        # parts asked for one by one were pickled one after another.
+        finished = [future for future in futures if future.status == "finished"]
+        came = dict(zip(finished, self.client.gather(finished), strict=True))
         for index, (future, worker) in enumerate(zip(futures, workers, strict=True)):
-            if future.status == "finished":
-                parts.append(future.result())
+            if future in came:
+                parts.append(came[future])
             elif future.status == "error":
                 error = future.exception()
                 lost.append(f"part {index} (on {worker}) failed: {error}{_hint(error)}")

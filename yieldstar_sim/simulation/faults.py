@@ -39,6 +39,9 @@ class FaultKind(enum.StrEnum):
     STALL = "stall"
     SKEW = "skew"
     WORLD_ERROR = "world_error"
+    LOSE_EVENT = "lose_event"
+    DUPLICATE_EVENT = "duplicate_event"
+    DELAY_EVENT = "delay_event"
 
     @property
     def effect(self) -> str:
@@ -69,6 +72,13 @@ KIND_EFFECTS: dict[FaultKind, str] = {
     FaultKind.WORLD_ERROR: "The outside world fails a step body's call (a store read or write, "
     "an effect, a transaction's commit): nothing of it happens, and the body sees "
     "ys.WorldError there; a body that lets it go has its delivery rejected and run again.",
+    FaultKind.LOSE_EVENT: "An external event is lost on its way to the runtime: the runtime "
+    "never sees it, and its sender, which got no refusal, takes it as sent.",
+    FaultKind.DUPLICATE_EVENT: "An external event reaches the runtime twice (a transport that "
+    "delivers at least once): the same request, with the same event ID, is sent a second time.",
+    FaultKind.DELAY_EVENT: "An external event is held back `seconds` on its way (default 40), "
+    "then reaches the runtime: whatever the target ran meanwhile (a continue-as-new, its end) "
+    "comes first.",
 }
 
 #: The runtime calls that are choice points, by the ``op`` a ``Fault`` names, and what each is.
@@ -114,6 +124,8 @@ CHOICE_POINT_OPS: dict[Op, str] = {
 #: The outside world's ops: a step body's calls to it, where a world_error alone is placed
 #: (the worker's own faults strike at its runtime calls and elapses, around the body).
 WORLD_OPS = frozenset({Op.STORE_READ, Op.STORE_WRITE, Op.EFFECT, Op.COMMIT})
+#: Where an external event's delivery can go wrong: a sender's ``send_event``.
+_SEND_OPS = frozenset({Op.SEND_EVENT})
 _CALL_OPS = frozenset(CHOICE_POINT_OPS) - {Op.ELAPSE, Op.COMPLETE, Op.DRAW} - WORLD_OPS
 _WORKER_OPS = frozenset(CHOICE_POINT_OPS) - {Op.COMPLETE, Op.DRAW} - WORLD_OPS
 KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
@@ -126,6 +138,9 @@ KIND_OPS: dict[FaultKind, frozenset[Op] | None] = {
     FaultKind.STALL: frozenset({Op.ELAPSE}),
     FaultKind.SKEW: _WORKER_OPS,
     FaultKind.WORLD_ERROR: WORLD_OPS,
+    FaultKind.LOSE_EVENT: _SEND_OPS,
+    FaultKind.DUPLICATE_EVENT: _SEND_OPS,
+    FaultKind.DELAY_EVENT: _SEND_OPS,
 }
 
 #: The ops the explorer places each kind at, where it differs from ``KIND_OPS``: a skew
@@ -152,7 +167,10 @@ def applies_at(kind: FaultKind | str, op: Op | str, *, exploring: bool = False) 
 
 FAULT_KINDS = tuple(FaultKind)
 _WORLD_ONLY = frozenset({FaultKind.WORLD_ERROR})
+#: The kinds that strike an external event on its way, at a sender's ``send_event`` alone.
+EVENT_KINDS = frozenset({FaultKind.LOSE_EVENT, FaultKind.DUPLICATE_EVENT, FaultKind.DELAY_EVENT})
 DEFAULT_FREEZE = 40.0
+DEFAULT_DELAY = 40.0
 DEFAULT_STALL = 90.0
 DEFAULT_SKEW = 60.0
 
@@ -161,6 +179,7 @@ TIMED_KINDS: dict[FaultKind, tuple[float, str]] = {
     FaultKind.FREEZE: (DEFAULT_FREEZE, "a freeze lasts"),
     FaultKind.STALL: (DEFAULT_STALL, "a stall lasts"),
     FaultKind.SKEW: (DEFAULT_SKEW, "a skew sets a worker's clock back by"),
+    FaultKind.DELAY_EVENT: (DEFAULT_DELAY, "an event's delay is"),
 }
 
 
@@ -176,6 +195,8 @@ def fault_action(kind: FaultKind, seconds: float | None) -> str:
         return f"stall the attempt {seconds:g}s at"
     if kind == FaultKind.SKEW:
         return f"set the worker's clock {seconds:g}s back at"
+    if kind == FaultKind.DELAY_EVENT:
+        return f"hold the event back {seconds:g}s at"
     return {
         FaultKind.CRASH: "crash before",
         FaultKind.CRASH_AFTER: "crash after",
@@ -183,14 +204,18 @@ def fault_action(kind: FaultKind, seconds: float | None) -> str:
         FaultKind.INFRA_ERROR: "infrastructure error at",
         FaultKind.CHILD_EXIT: "worker process exit before",
         FaultKind.WORLD_ERROR: "outside-world error at",
+        FaultKind.LOSE_EVENT: "lose the event of",
+        FaultKind.DUPLICATE_EVENT: "deliver twice the event of",
     }[kind]
 
 
 def explored_seconds(kind: FaultKind, freeze: float) -> float | None:
     """The seconds the explorer gives a fault of ``kind``, from its freeze length (the lease
     plus the redelivery delay): a stall twice that, so the lease expires and a retry has time
-    to run before the attempt resumes; a skew twice that, so a heartbeat falls behind."""
-    if kind == FaultKind.FREEZE:
+    to run before the attempt resumes; a skew twice that, so a heartbeat falls behind; an
+    event's delay as long as a freeze, so that it lands past a lease's worth of its target's
+    work."""
+    if kind in (FaultKind.FREEZE, FaultKind.DELAY_EVENT):
         return freeze
     if kind in (FaultKind.STALL, FaultKind.SKEW):
         return 2 * freeze
@@ -225,7 +250,8 @@ class Fault:
     """One fault: its kind and where it fires.
 
     ``at`` places it at a choice-point index; otherwise the first point (or the
-    ``occurrence``-th) matching every given field gets it. ``seconds`` is a freeze's length.
+    ``occurrence``-th) matching every given field gets it. ``seconds`` is how long a freeze,
+    a stall, a skew or an event's delay lasts.
     """
 
     kind: FaultKind | str
@@ -282,13 +308,16 @@ class Fault:
                 raise ValueError(f"{what} a positive number of seconds, not {seconds!r}")
             object.__setattr__(self, "seconds", float(seconds))
         elif self.seconds is not None:
-            raise ValueError(f"only a freeze, a stall or a skew takes seconds, not a {self.kind}")
+            raise ValueError(
+                f"only a freeze, a stall, a skew or a delay_event takes seconds, not a {self.kind}"
+            )
         if self.op is not None and not applies_at(kind, self.op):
             where = ", ".join(sorted(KIND_OPS[kind] or ()))
             raise ValueError(
                 f"a {kind} cannot be placed at {self.op}: it applies at {where}"
                 + (" (a step body's step.world.elapse)" if kind == FaultKind.STALL else "")
                 + (" (a step body's calls to the outside world)" if kind in _WORLD_ONLY else "")
+                + (" (a sender's ys.SendEvent)" if kind in EVENT_KINDS else "")
             )
 
     def matches(self, index: int, point: PointInfo) -> bool:
@@ -318,6 +347,7 @@ class Fault:
             where = (
                 "any elapse" if kind == FaultKind.STALL
                 else "any call to the outside world" if kind in _WORLD_ONLY
+                else "any send_event" if kind in EVENT_KINDS
                 else "any call"
             )  # fmt: skip
             where += f" of {self.worker}" if self.worker else ""

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.interrupts import raised_by_code
+from yieldstar_sim.runtime.protocol import EventClient, events_of
 from yieldstar_sim.simulation.deadline import UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.core.authoring import Workflow
     from yieldstar_sim.core.clock import ManualClock
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.engine.world import Ledger, WorldStore
     from yieldstar_sim.runtime.protocol import Runtime
@@ -138,6 +140,7 @@ def finish(execution: Finished) -> SimulationRun:
         incomplete=incomplete,
         admissions=_all_admissions(execution, executions),
         world=execution.store.values(),
+        events=_events(runtime),
     )
     invariants = invariants_of(execution.scenario)
     # The user's invariants' own wall-clock limit: armed only when there is one to guard.
@@ -201,6 +204,11 @@ def finish(execution: Finished) -> SimulationRun:
     return run
 
 
+def _events(runtime: Runtime) -> list[EventRecord]:
+    """The runtime's events, as it reports them now (none from a runtime without events)."""
+    return events_of(runtime).events() if isinstance(runtime, EventClient) else []
+
+
 def _judge_fairness(run: SimulationRun) -> None:
     """For a run a bound cut: when every live execution was being recovered while a worker
     ready at those very instants was never given it (``NothingRecoveredWithoutEnd.starved``),
@@ -211,7 +219,7 @@ def _judge_fairness(run: SimulationRun) -> None:
         return
     each = "; ".join(
         f"{execution_id} was taken back at each recovery by a worker that let its lease run "
-        f"out, while {' and '.join(ready)} asked for work at those instants and "
+        f"out, while {' and '.join(ready)} was ready to claim it at those instants and "
         f"{'was' if len(ready) == 1 else 'were'} not given it"
         for execution_id, ready in ((e, starved[e]) for e in live)
     )

@@ -8,6 +8,12 @@ resumes the one its caller chose, sending it what the caller decided there (the 
 fault strikes, which option of a draw is drawn). Who goes, and with what, is the caller's
 business (``execution.Execution``), as what a point means is the actor's.
 
+A *blocking* point (``Point(blocking=True)``: a worker's claim) is offered only while the next wake
+is due (``next_wake() <= now``: something can be claimed). Until then its actor is blocked at
+it, described as parked, and no move of it is offered: a claim that would find nothing is no
+choice point, and does not race with what the other actors do. When a nudge or the next wake
+comes, it is offered again, its generator never resumed meanwhile.
+
 A *solo* point (``Point(solo=True)``) is one where only a fault is to be decided, not who goes:
 while an actor waits at one, it is the only actor ready. An actor that goes on from a solo point
 to another keeps its turn; actors that reach solo points meanwhile wait in the order they came.
@@ -73,6 +79,9 @@ class Point:
     solo: bool = field(default=False, compare=False)
     """Only a fault is decided here: the actor waiting at it is the only one ready (see the
     module's docstring)."""
+    blocking: bool = field(default=False, compare=False)
+    """Offered only while the next wake is due; until then its actor is blocked at it (see the
+    module's docstring)."""
 
 
 #: An actor: a generator that yields what it waits for (a time, a nudge, a choice point) and is
@@ -111,6 +120,7 @@ class KernelState:
     actors: frozenset[str]
     turns: tuple[str, ...] = ()
     holder: str | None = None
+    blocked: tuple[tuple[str, Point], ...] = ()
 
 
 class Kernel:
@@ -143,6 +153,10 @@ class Kernel:
         waits)."""
         self._holder: str | None = None
         """The actor that went last at a solo point, while it goes on to another."""
+        self._blocked: dict[str, Point] = {}
+        """The actors at blocking points while nothing is due: offered again when woken."""
+        self._blocking: set[str] = set()
+        """The actors at blocking points that are offered (in ``_at_point``)."""
 
     def _sleep(self, when: float, name: str) -> None:
         self._ties += 1
@@ -164,12 +178,36 @@ class Kernel:
         for name in sorted(self._parked):
             self._sleep(now, name)
         self._parked.clear()
+        if self._blocked:
+            self._unblock()
 
     def wake(self, name: str) -> None:
         """Wake the parked actor ``name`` alone (``nudge`` wakes every parked actor)."""
         if name in self._parked:
             self._parked.discard(name)
             self._sleep(self.clock.now(), name)
+        elif name in self._blocked:
+            point = self._blocked.pop(name)
+            self._at_point[name] = self.waits[name] = point
+            self._blocking.add(name)
+
+    def _unblock(self) -> None:
+        """Offer every blocked actor its point again (``settle`` blocks it again if nothing is
+        due after all)."""
+        for name, point in self._blocked.items():
+            self._at_point[name] = self.waits[name] = point
+            self._blocking.add(name)
+        self._blocked.clear()
+
+    def _block(self) -> None:
+        """Block the actors at blocking points, unless the next wake is due."""
+        wake = self.next_wake()
+        if wake is not None and wake <= self.clock.now():
+            return
+        for name in sorted(self._blocking):
+            self._blocked[name] = self._at_point.pop(name)
+            self.waits[name] = PARKED
+        self._blocking.clear()
 
     def _advance(self, name: str, value: Any) -> None:
         """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
@@ -183,6 +221,8 @@ class Kernel:
             return
         if isinstance(request, Point):
             self._at_point[name] = self.waits[name] = request
+            if request.blocking:
+                self._blocking.add(name)
             if request.solo:
                 # The actor whose turn it is keeps it; any other waits its turn.
                 if self._holder == name:
@@ -214,7 +254,7 @@ class Kernel:
     def _wake_due(self, until: float | None) -> bool:
         """Move time to the next sleeper, or to the next wake if anyone is parked, and resume
         whoever is due then. False when nothing will ever happen again, or not by ``until``."""
-        wake = self.next_wake() if self._parked else None
+        wake = self.next_wake() if self._parked or self._blocked else None
         times = [self._sleeping[0][0]] if self._sleeping else []
         if wake is not None:
             if wake <= self.clock.now() and self._idle_wake == (self.clock.now(), self.points):
@@ -240,10 +280,13 @@ class Kernel:
         waits at a choice point: True then, False when nothing is left to do (or nothing
         before ``until``)."""
         self._resume_due()
-        while not self._at_point:
+        while True:
+            if self._blocking:
+                self._block()
+            if self._at_point:
+                return True
             if not self._wake_due(until):
                 return False
-        return True
 
     def ready(self) -> list[str]:
         """The actors that may go at this choice point, by name: those waiting at one, or,
@@ -267,6 +310,7 @@ class Kernel:
             raise KeyError(f"{name!r} waits its turn: {self.turns[0]!r} goes first")
         point = self._at_point.pop(name)
         del self.waits[name]
+        self._blocking.discard(name)
         self.points += 1
         if point.solo:
             self.turns.remove(name)
@@ -278,7 +322,8 @@ class Kernel:
         for a parked actor."""
         if self._at_point or self._sleeping:
             return True
-        return bool(self._parked) and self.next_wake() is not None and not self._spun()
+        idle = self._parked or self._blocked
+        return bool(idle) and self.next_wake() is not None and not self._spun()
 
     def _spun(self) -> bool:
         """Parked actors were woken for the due wake at this instant and parked again without
@@ -294,7 +339,7 @@ class Kernel:
         """What every other actor is doing now: at a point (its label), asleep or parked."""
         states = [(name, describe(point)) for name, point in self._at_point.items()]
         states += [(name, describe(t)) for t, _, name in self._sleeping]
-        states += [(name, describe(PARKED)) for name in self._parked]
+        states += [(name, describe(PARKED)) for name in (*self._parked, *self._blocked)]
         return sorted(states)
 
     def snapshot(self) -> KernelState:
@@ -303,6 +348,7 @@ class Kernel:
             self.clock.now(), tuple(self._sleeping), self._ties, tuple(self._at_point.items()),
             frozenset(self._parked), tuple(self.waits.items()), self.points, self._idle_wake,
             self.running, frozenset(self._actors), tuple(self.turns), self._holder,
+            tuple(self._blocked.items()),
         )  # fmt: skip
 
     def restore(self, state: KernelState, actors: dict[str, Any]) -> None:
@@ -321,6 +367,8 @@ class Kernel:
         self.running = state.running
         self.turns = list(state.turns)
         self._holder = state.holder
+        self._blocked = dict(state.blocked)
+        self._blocking = {name for name, point in state.at_point if point.blocking}
 
     def generators(self) -> dict[str, Any]:
         """Each actor's generator, by name: the actors that have not ended."""
@@ -337,3 +385,5 @@ class Kernel:
         self.waits.clear()
         self.turns.clear()
         self._holder = None
+        self._blocked.clear()
+        self._blocking.clear()

@@ -74,7 +74,9 @@ class Move:
                 )
             seconds = float(seconds)
         elif seconds is not None:
-            raise ValueError(f"only a freeze, a stall or a skew takes seconds, not {data!r}")
+            raise ValueError(
+                f"only a freeze, a stall, a skew or a delay_event takes seconds, not {data!r}"
+            )
         choice = data.get("choice")
         if choice is not None and (
             isinstance(choice, bool) or not isinstance(choice, int) or choice < 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core.commands import ConsumeEvent
 from yieldstar_sim.core.driver import (
     CallStart,
     PutStep,
@@ -20,6 +21,7 @@ from yieldstar_sim.core.driver import (
     WaitFor,
 )
 from yieldstar_sim.core.error_words import error_words
+from yieldstar_sim.core.events import ReceivedEvent
 from yieldstar_sim.core.model import (
     ChildAccepted,
     DeadLettered,
@@ -36,6 +38,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     BodyData,
     CancelData,
     ClaimData,
+    EventTakenData,
     FaultData,
     OutcomeData,
     PutStepData,
@@ -75,6 +78,9 @@ def command_data(command: Command, result: Any) -> Payload:
         return RecordWakeData(command.at)
     if isinstance(command, WaitFor) and isinstance(result, ExecutionRecord):
         return StatusData(str(result.status), command.execution_id)
+    if isinstance(command, ConsumeEvent):
+        taken = result if isinstance(result, ReceivedEvent) else None
+        return EventTakenData(command.name, None if taken is None else taken.event_id)
     rejected = str(result.code) if isinstance(result, StartRejected) else None
     if isinstance(command, StartChild):
         child = command.request
@@ -119,6 +125,10 @@ def call_text(info: PointInfo, result: Any, done: str | None) -> str:
         return "release: lease given up; redelivery after the delay"
     if info.op == Op.RENEW:
         return f"renew: the lease runs to t={result.expires_at:g}"
+    if info.op == Op.WAIT_FOR_EVENT:
+        if isinstance(result, ReceivedEvent):
+            return f"wait_for_event: took {result.name!r} {result.event_id} as step {info.step_key}"
+        return "wait_for_event: none pending"
     return f"{info.op}: ok"
 
 
@@ -129,7 +139,11 @@ def result_data(result: Any) -> Payload:
             result.lease.execution_id, result.lease.expires_at, result.execution.workflow_id
         )
     if isinstance(result, ExecutionRecord):
-        return StatusData(str(result.status))
+        # A run that continued as new names the run that took over (its result says which).
+        after = result.result if result.status == "continued-as-new" else None
+        return StatusData(
+            str(result.status), str(after["continuedAs"]) if isinstance(after, dict) else None
+        )
     if isinstance(result, list):  # a cancellation: the executions it reached
         return CancelData(tuple(result))
     return NO_DATA

@@ -79,13 +79,16 @@ def pass_point(
     label: str | None = None,
     options: tuple[str, ...] = (),
     solo: bool = False,
+    blocking: bool = False,
 ) -> Generator[Point, Any, tuple[Move, Where]]:
     """Pass the choice point ``info`` (a worker's call, a body's elapse, a client's attempt)
     and trace the fault its move brings, if any; return the move and where it struck.
     ``label`` names the point where its info's label does not tell it from another;
     ``options`` are the values the point chooses among (a draw's, a completion's); ``solo``:
-    only a fault is decided there (``kernel.Point``)."""
-    move: Move = yield _new_point(info.label if label is None else label, info, options, solo)
+    only a fault is decided there; ``blocking``: offered only while something is due (a
+    claim's: ``kernel.Point``)."""
+    label = info.label if label is None else label
+    move: Move = yield _new_point(label, info, options, solo, blocking)
     return move, struck(state, info, move, token)
 
 
@@ -215,7 +218,9 @@ def call(
 ) -> Generator[Any, Any, Any]:
     """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
     call event's payload from the result (by default, from the result alone)."""
-    move, where = yield from pass_point(state, info, token=token)
+    # A claim waits until something can be claimed: one that would find nothing is no choice
+    # point (docs/decisions.md, "Idle workers block").
+    move, where = yield from pass_point(state, info, token=token, blocking=info.op == Op.CLAIM)
     kind = move.fault
     if kind is not None:  # most points have no fault: nothing to look up
         before = BEFORE.get(kind)

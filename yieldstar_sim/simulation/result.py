@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from matplotlib.figure import Figure
 
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.runtime.factory import RuntimeChoice
@@ -138,6 +139,9 @@ class SimulationRun:
     world: dict[str, Any] = field(default_factory=dict)
     """The world's key-value store as the run left it (what ``step.world.write`` wrote), for
     invariants: ``run.world.get("seats_left")``."""
+    events: list[EventRecord] = field(default_factory=list)
+    """Every external event the runtime accepted, with what became of it (``pending``,
+    ``consumed``, ``undelivered``), as the run left them: empty on a runtime without events."""
     runtime_choice: RuntimeChoice | None = field(default=None, repr=False)
     """What the run was asked to run on (a name or your factory): re-runs use it again."""
     regression: Regression | None = None
@@ -233,8 +237,9 @@ class SimulationRun:
     def totals(self) -> Totals:
         """What a reviewer would otherwise count: executions per workflow and status, effects
         per kind (with the idempotency keys made more than once), start requests and how many
-        returned an existing target, and each worker's deliveries, redeliveries, crashes and
-        freezes. ``print(run.totals())`` says them in words, ``.to_json()`` as data.
+        returned an existing target, each worker's deliveries, redeliveries, crashes and
+        freezes, and what became of the external events sent. ``print(run.totals())`` says
+        them in words, ``.to_json()`` as data.
 
         >>> import yieldstar_sim as ys
         >>> run = ys.simulate(ys.load_scenario("trigger-in-step"), runtime="memory")
@@ -245,8 +250,9 @@ class SimulationRun:
 
         if self._totals is None:  # a finished run: counted once, for every view that says them
             self._totals = totals_of(
-                list(self.trace), self.effects, self.executions, self.scenario.worker_names
-            )
+                list(self.trace), self.effects, self.executions, self.scenario.worker_names,
+                self.events,
+            )  # fmt: skip
         return self._totals
 
     def trace_digest(self) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import linecache
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.core.authoring import Workflow
 from yieldstar_sim.core.suggest import did_you_mean
 from yieldstar_sim.engine.recovery import check_max_recovery_attempts
+from yieldstar_sim.simulation.scenario_clients import Client
+from yieldstar_sim.simulation.sends import SendEvent, check_sends
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -26,62 +27,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.faults import Fault
     from yieldstar_sim.simulation.invariants.protocol import Invariant
-
-
-@dataclass(frozen=True, slots=True)
-class ClientRetry:
-    """How a client retries a request it got no answer to (an infrastructure error, a lost
-    response): up to ``attempts`` attempts in all, ``backoff`` seconds apart.
-
-    ``reuse_request_id`` (the default, what RFC 003 asks of every caller) sends each retry
-    with the same request ID, so the runtime can tell it from a new request; ``False`` mints a
-    fresh ID per retry (``order-42~retry-2``): the bug that admits a second execution.
-    """
-
-    attempts: int = 3
-    backoff: float = 1.0
-    reuse_request_id: bool = True
-
-    def __post_init__(self) -> None:
-        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
-            raise ValueError(f"a client's attempts are a whole number >= 1, not {self.attempts!r}")
-        if self.attempts < 1:
-            raise ValueError(f"a client's attempts are a whole number >= 1, not {self.attempts!r}")
-        if (
-            isinstance(self.backoff, bool)
-            or not isinstance(self.backoff, int | float)
-            or not 0 <= self.backoff < math.inf
-        ):
-            # An infinite backoff passed and left the run cut at max_time, saying nothing.
-            raise ValueError(f"a client's backoff is finite seconds >= 0, not {self.backoff!r}")
-        if not isinstance(self.reuse_request_id, bool):
-            raise TypeError(f"reuse_request_id is True or False, not {self.reuse_request_id!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class Client:
-    """Who makes a trigger or a cancel when it is not the scenario itself: an actor of the
-    simulation (an API server, a CLI) whose calls are choice points, so a fault plan can crash
-    it, lose its response or fail its call, and whose ``retry`` policy decides what it does
-    then. A fault names it as its ``worker``.
-
-    >>> Client("api", ClientRetry(reuse_request_id=False)).retry.attempts
-    3
-    """
-
-    name: str
-    retry: ClientRetry = field(default_factory=ClientRetry)
-
-    def __post_init__(self) -> None:
-        from yieldstar_sim.core.ids import control_character
-
-        if not isinstance(self.name, str) or not self.name or control_character(self.name):
-            raise ValueError(
-                f"a client's name is a non-empty string without control characters, not "
-                f"{self.name!r}"
-            )
-        if not isinstance(self.retry, ClientRetry):
-            raise TypeError(f"client {self.name!r}: retry is a ys.ClientRetry, not {self.retry!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +199,9 @@ class Scenario:
     deploys: Sequence[Deploy] = ()
     cancels: Sequence[Cancel] = ()
     prunes: Sequence[Prune] = ()
+    sends: Sequence[SendEvent] = ()
+    """External events sent to runs or instances (``ys.SendEvent``), each by its sender, an
+    actor whose attempts are choice points."""
     profile: str | DriverProfile = "memory"
     """The driver profile (``memory``, ``temporal``, ``restate``, or a ``ys.DriverProfile``):
     an engine's native rules."""
@@ -308,6 +256,7 @@ class Scenario:
         self.deploys = tuple(sorted(self.deploys, key=lambda deploy: deploy.at))
         self.cancels = tuple(self.cancels)
         self.prunes = tuple(self.prunes)
+        self.sends = tuple(self.sends)
         self.overlap_safe = _step_keys(self.name, self.overlap_safe)
         self.runtime_options = _check_runtime_options(self.name, self.runtime_options)
         self.expected = tuple(self.expected)
@@ -333,6 +282,7 @@ class Scenario:
         if not self.worker_names:
             raise ValueError(f"scenario {self.name!r} needs at least one worker")
         self._check_clients()
+        check_sends(self.name, self.sends, self.worker_names, ScenarioDefinitionError)
         from yieldstar_sim.simulation.faults import Fault
 
         for fault in self.faults:
@@ -432,10 +382,12 @@ class Scenario:
 
     @property
     def client_names(self) -> list[str]:
-        """The names of the clients that make triggers or cancels, in order of appearance."""
+        """The names of the clients that make triggers, cancels or sends, in order of
+        appearance (a send without a client is the default sender's, ``sender``)."""
         names: list[str] = []
-        for item in (*self.triggers, *self.cancels):
-            client = getattr(item, "client", None)
+        senders = [send.sender for send in self.sends]
+        for item in (*self.triggers, *self.cancels, *senders):
+            client = item if isinstance(item, Client) else getattr(item, "client", None)
             if client is not None and client.name not in names:
                 names.append(client.name)
         return names
@@ -460,7 +412,8 @@ class Scenario:
                     f"execution ID no caller may choose: {invalid.message}"
                 ) from None
         policies: dict[str, Client] = {}
-        items: list[Trigger | Cancel] = [*self.triggers, *self.cancels]
+        items: list[Trigger | Cancel | SendEvent] = [*self.triggers, *self.cancels]
+        items += [send for send in self.sends if isinstance(send, SendEvent)]
         for item in items:
             client = item.client
             if client is None:

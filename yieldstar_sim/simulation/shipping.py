@@ -115,7 +115,7 @@ def _run_of(execution: Execution) -> tuple[object, ...]:
         scenario = execution.scenario
         settings = repr(
             (
-                scenario.triggers, scenario.cancels, scenario.prunes,
+                scenario.triggers, scenario.cancels, scenario.prunes, scenario.sends,
                 [deploy.at for deploy in scenario.deploys], scenario.worker_names,
                 scenario.lease_seconds, scenario.redelivery_delay, scenario.restart_delay,
                 sorted(scenario.runtime_options.items()), scenario.max_time,

@@ -5,7 +5,8 @@ equivalent points are the same thing. It covers, blind to which worker is which:
 execution's record with its result and its steps *with their values*, the start requests, the
 clock, the ledger, the world's store and how far its random stream has run, what each actor
 waits for and what its generator holds (and, when several wait at solo points, their turns),
-and what the workers believe (skewed clocks, lease ends). It is a sum of terms (``terms``):
+and what the workers believe (skewed clocks, lease ends), and, in a scenario that sends
+external events, the runtime's events with what became of each. It is a sum of terms (``terms``):
 one blake2b hash per part, personalised by the kind of part. Two states get one key exactly
 when they agree on every part, but for a chance of 2**-128 (a cryptographic hash: a collision
 would merge two states and skip a schedule, and a violation there would come back as a green
@@ -40,7 +41,14 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.kernel import Park, Point
-from yieldstar_sim.simulation.terms import Executions, key_text, kind, store_text, term
+from yieldstar_sim.simulation.terms import (
+    Executions,
+    events_text,
+    key_text,
+    kind,
+    store_text,
+    term,
+)
 from yieldstar_sim.simulation.trace_payloads import TraceKind
 
 if TYPE_CHECKING:
@@ -63,6 +71,7 @@ _STORE = kind("store")
 _BELIEVED = kind("believed")
 _DRAWS = kind("draws")
 _TURNS = kind("turns")
+_EVENTS = kind("events")
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -87,6 +96,23 @@ def wait_facts(name: str, state: Point | float | Park) -> str:
     return f"sleep {state!r}"
 
 
+def holds_no_past(wait: Point | float | Park) -> bool:
+    """Whether a worker waiting at ``wait`` holds nothing of its past: at its claim (where
+    ``workers._work`` resets it, and where an idle worker blocks) or parked after a claim that
+    found nothing. Its history stays out of its term there, unless a stalled attempt of it is
+    alive (``StateKeys.key``): two workers that got there from different deliveries do the
+    same from now on.
+
+    >>> from yieldstar_sim.simulation.faults import PointInfo
+    >>> holds_no_past(Point("w1 claim", PointInfo("w1", Op.CLAIM))), holds_no_past(3.0)
+    (True, False)
+    """
+    if isinstance(wait, Park):
+        return True
+    info = getattr(wait, "info", None)
+    return info is not None and getattr(info, "op", None) == Op.CLAIM
+
+
 class StateKeys:
     """One run's state keys (see the module's docstring).
 
@@ -98,13 +124,17 @@ class StateKeys:
     follows_changes = True
     """Whether to follow the memory runtime's rows and the kernel's ``waits`` (a subclass
     that reads whole says no)."""
+    forgets_idle_pasts = True
+    """Whether a worker that holds nothing of its past (``holds_no_past``) is keyed without
+    its history (the tests' check that this merges only states with the same future says
+    no, to key them apart)."""
 
     def __init__(self, *, lines: bool = False) -> None:
         self.lines = lines
         self.histories: dict[str, list[str]] = {}
         """Each actor's delivery so far, a line per event (with ``lines``)."""
         self._hashes: dict[str, Any] = {}
-        self._actors: dict[str, tuple[object, float, int]] = {}
+        self._actors: dict[str, tuple[object, float, int, bool]] = {}
         """Each waiting actor's last wait (``Kernel.waits``), how far behind its clock ran, and
         its term (its wait, its clock and its history), dropped when its history grows."""
         self._executions = Executions()
@@ -121,6 +151,8 @@ class StateKeys:
         self._believed = 0
         self._draws = 0
         self._draws_term = 0
+        self._events: str | None = None
+        self._events_term = 0
         self._workers: frozenset[str] = frozenset()
         self._names = re.compile(r"(?!)")  # matches nothing until a worker is seen
 
@@ -190,7 +222,7 @@ class StateKeys:
         self._executions.caught_up()
         return self
 
-    def _actor(self, name: str, wait: str, behind: float) -> int:
+    def _actor(self, name: str, wait: str, behind: float, *, fresh: bool = False) -> int:
         """The term of actor ``name`` waiting as ``wait`` says, its worker's clock ``behind``
         seconds: its history with the wait after it. History lines are fed with their lengths,
         which start with a digit: the wait, after a zero byte, reads back one way.
@@ -202,7 +234,7 @@ class StateKeys:
         # A worker's helper (a stalled attempt: ``w1~order-42~3``) has its worker's history:
         # which worker it belongs to is what tells apart a stall of the worker now idle from a
         # stall of the one now busy, which the role alone does not.
-        running = self._hashes.get(name.partition("~")[0])
+        running = None if fresh else self._hashes.get(name.partition("~")[0])
         running = _HISTORY.copy() if running is None else running.copy()
         clock = b"" if not behind else repr(behind).encode()
         running.update(b"\0" + wait.encode() + b"\0" + actor_role(name).encode() + b"\0" + clock)
@@ -236,17 +268,21 @@ class StateKeys:
         if not ended:
             actors = self._actors
             waits = state.kernel.waits
+            # The workers a stalled attempt of which is still alive: their history is that
+            # attempt's too, and stays in their term wherever they wait.
+            helped = {name.partition("~")[0] for name in waits if "~" in name}
             for name, wait in waits.items():
                 # An actor's term is made again only when it waits on another object than at
                 # the last point, its clock was skewed, or its history grew (most often only
                 # the one that just went).
                 skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
+                fresh = self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
                 # A helper's term is made again at every point: its worker's history moves
                 # without it, and helpers are few and short-lived.
                 seen = actors.get(name) if self.follows_changes and "~" not in name else None
-                if seen is None or seen[0] is not wait or seen[1] != skew:
-                    term_ = self._actor(name, wait_facts(name, wait), skew)
-                    seen = actors[name] = (wait, skew, term_)
+                if seen is None or seen[0] is not wait or seen[1] != skew or seen[3] != fresh:
+                    term_ = self._actor(name, wait_facts(name, wait), skew, fresh=fresh)
+                    seen = actors[name] = (wait, skew, term_, fresh)
                 total += seen[2]
             turns = state.kernel.turns
             if len(turns) > 1:
@@ -256,6 +292,13 @@ class StateKeys:
         ends = state.lease_ends
         if ends:
             total += self._beliefs(ends)
+        if state.scenario.sends:
+            # The external events, pending, consumed or undelivered: two states that differ
+            # only in them go on differently (a run that looks finds one, or none).
+            events = events_text(runtime)
+            if events != self._events:
+                self._events, self._events_term = events, term(_EVENTS, events)
+            total += self._events_term
         draws = state.world_draws
         if draws:
             if draws != self._draws:

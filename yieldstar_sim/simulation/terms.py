@@ -102,6 +102,22 @@ def store_text(store: dict[str, str]) -> str:
     return repr(sorted(store.items())) if store else "[]"
 
 
+def events_text(runtime: Any) -> str:
+    """The runtime's external events as a key reads them (``EventClient.events``): each
+    with its place, IDs, target, payload, when it was sent and what became of it (its status,
+    the run and step that took it). Empty for a runtime without events."""
+    events = getattr(runtime, "events", None)
+    if events is None:
+        return "[]"
+    return repr(
+        [
+            (e.seq, e.event_id, e.instance_id, e.execution_id, e.name, e.payload, e.sent_at,
+             e.status, e.consumed_by, e.step_key)
+            for e in events()
+        ]
+    )  # fmt: skip
+
+
 class _Execution:
     """One execution's terms: its record's and its steps', summed (``term``)."""
 

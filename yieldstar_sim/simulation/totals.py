@@ -2,9 +2,10 @@
 
 Executions per workflow and status (the runtime's final records), effects per kind with the
 idempotency keys the outside service saw more than once, start requests with how many got back
-a target that existed, and per worker its deliveries, redeliveries, crashes and freezes (the
-trace). The pictures, the exports, the review page, ``yieldstar-sim run`` and its ``--json``
-all print these, so no reader has to count.
+a target that existed, per worker its deliveries, redeliveries, crashes and freezes (the
+trace), and, in a run that sent external events, what became of them. The pictures, the
+exports, the review page, ``yieldstar-sim run`` and its ``--json`` all print these, so no reader
+has to count.
 
 >>> import yieldstar_sim as ys
 >>> totals = ys.simulate(ys.load_scenario("durable-start"), runtime="memory").totals()
@@ -14,8 +15,8 @@ all print these, so no reader has to count.
 executions (2): charge-order 1 completed; ship-order 1 completed
 effects: card.charged 1; courier.booked 1
 start requests: 1 (2 calls: 1 created a target, 1 returned an existing target)
-w1: 1 delivery
-w2: 2 deliveries, 1 redelivery, 1 crash
+w1: 2 deliveries, 1 redelivery
+w2: 1 delivery, 1 crash
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.trace_payloads import (
     ClaimData,
     ClientAnswerData,
+    DeliveryData,
+    SendData,
     StartChildData,
     StartData,
     TraceKind,
@@ -36,11 +39,12 @@ from yieldstar_sim.simulation.trace_payloads import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.simulation.trace import TraceEvent
 
-__all__ = ["EffectTotals", "StartTotals", "Totals", "WorkerTotals", "totals_of"]
+__all__ = ["EffectTotals", "EventTotals", "StartTotals", "Totals", "WorkerTotals", "totals_of"]
 
 #: How many repeated idempotency keys a line of text names before it counts the rest.
 KEYS_NAMED = 3
@@ -84,15 +88,33 @@ class WorkerTotals:
 
 
 @dataclass(frozen=True)
+class EventTotals:
+    """External events (``ys.SendEvent``): the hand-overs to the runtime (``sends``) and its
+    answers (accepted, a duplicate of one accepted before, refused), those lost on the way
+    (``lost``: the runtime never saw them), and what became of the accepted ones (consumed by
+    a run, or reported undelivered)."""
+
+    sends: int = 0
+    accepted: int = 0
+    duplicates: int = 0
+    refused: int = 0
+    lost: int = 0
+    consumed: int = 0
+    undelivered: int = 0
+
+
+@dataclass(frozen=True)
 class Totals:
     """A run's totals (``run.totals()``): ``executions`` per workflow and status, ``effects``
-    per kind, ``starts``, and ``workers`` by name. ``to_json()`` is the ``"totals"`` of
-    ``yieldstar-sim run --json``; ``lines()`` (and ``str``) the words every view prints."""
+    per kind, ``starts``, ``workers`` by name, and ``events`` (external events, in a run that
+    sent any). ``to_json()`` is the ``"totals"`` of ``yieldstar-sim run --json``; ``lines()``
+    (and ``str``) the words every view prints."""
 
     executions: dict[str, dict[str, int]]
     effects: dict[str, EffectTotals]
     starts: StartTotals
     workers: dict[str, WorkerTotals]
+    events: EventTotals = field(default_factory=EventTotals)
 
     @property
     def execution_count(self) -> int:
@@ -123,6 +145,8 @@ class Totals:
                 }
                 for name, w in self.workers.items()
             },
+            # Only in a run that sent events: every other run's totals read as they did.
+            **({"events": vars(self.events).copy()} if self.events.sends else {}),
         }
 
     @classmethod
@@ -136,6 +160,7 @@ class Totals:
             },
             StartTotals(**data["starts"]),
             {name: WorkerTotals(**worker) for name, worker in data["workers"].items()},
+            EventTotals(**data.get("events", {})),
         )
 
     def lines(self) -> list[str]:
@@ -148,6 +173,8 @@ class Totals:
         lines.append(f"effects: {effects or 'none'}")
         lines.append(_starts(self.starts))
         lines += [f"{name}: {_worker(w)}" for name, w in self.workers.items()]
+        if self.events.sends or self.events.lost:
+            lines.append(_events(self.events))
         return lines
 
     def __str__(self) -> str:
@@ -191,6 +218,38 @@ def _starts(starts: StartTotals) -> str:
         + ", ".join(answers)
         + ")"
     )
+
+
+def _events(events: EventTotals) -> str:
+    """``events: 3 sends (2 accepted, 1 duplicate), 1 lost on the way; 2 consumed``."""
+    answers = [f"{events.accepted} accepted"]
+    if events.duplicates:
+        answers.append(_plural(events.duplicates, "duplicate"))
+    if events.refused:
+        answers.append(f"{events.refused} refused")
+    text = f"events: {_plural(events.sends, 'send')} ({', '.join(answers)})"
+    if events.lost:
+        text += f", {events.lost} lost on the way"
+    fates = [f"{events.consumed} consumed"]
+    if events.undelivered:
+        fates.append(f"{events.undelivered} reported undelivered")
+    return text + "; " + ", ".join(fates)
+
+
+def _events_of(trace: Sequence[TraceEvent], kept: Iterable[EventRecord]) -> EventTotals:
+    answers: Counter[str] = Counter()
+    lost = 0
+    for event in trace:
+        data = event.data
+        if isinstance(data, SendData):
+            answers[data.answer] += 1
+        elif isinstance(data, DeliveryData) and data.what == "lost":
+            lost += 1
+    fates = Counter(event.status for event in kept)
+    return EventTotals(
+        sum(answers.values()), answers["accepted"], answers["duplicate"], answers["refused"],
+        lost, fates["consumed"], fates["undelivered"],
+    )  # fmt: skip
 
 
 def _worker(worker: WorkerTotals) -> str:
@@ -293,9 +352,11 @@ def totals_of(
     effects: Iterable[Effect],
     executions: Iterable[ExecutionRecord],
     workers: Sequence[str] = (),
+    kept: Iterable[EventRecord] = (),
 ) -> Totals:
     """The totals of a run's trace, effects' ledger and final execution records; ``workers``
-    are the scenario's, listed even when one never claimed anything."""
+    are the scenario's, listed even when one never claimed anything; ``kept``, the runtime's
+    external events as the run left them."""
     by_workflow: dict[str, Counter[str]] = {}
     for record in executions:
         by_workflow.setdefault(record.workflow_id, Counter())[str(record.status)] += 1
@@ -304,4 +365,5 @@ def totals_of(
         _effects(effects),
         _starts_of(events),
         _workers(events, workers),
+        _events_of(events, kept),
     )

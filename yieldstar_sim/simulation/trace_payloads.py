@@ -95,6 +95,12 @@ class TraceKind(StrEnum):
     STOP = "stop"
     """A worker stopped a step attempt that lost its lease (failed or refused renewals, or a
     lease its clock says has ended); the body sees it at its heartbeat (`StopData`)."""
+    SEND = "send"
+    """A sender (``ys.SendEvent``) handed an external event to the runtime, and the runtime
+    answered: accepted (or a duplicate of one accepted before) or refused (`SendData`)."""
+    DELIVERY = "delivery"
+    """An external event was struck on its way to the runtime: lost, delivered a second time,
+    or held back (`DeliveryData`)."""
     DRAW = "draw"
     """A step body's draw (``step.world.choice``, ``coin``) was decided: the option that
     passed its choice point first (`DrawData`)."""
@@ -415,7 +421,8 @@ class RecordWakeData(Payload):
 @dataclass(frozen=True, slots=True)
 class StatusData(Payload):
     """The status of the record a call returned (an acknowledged execution, or the one
-    waited for: ``execution_id``)."""
+    waited for: ``execution_id``); an acknowledged run that continued as new names the run
+    that took over in ``execution_id``."""
 
     status: str
     execution_id: str | None = omittable()
@@ -500,3 +507,49 @@ class ClientGiveUpData(Payload):
     action: str
     attempts: int
     why: str
+
+
+@payload(TraceKind.SEND)
+@dataclass(frozen=True, slots=True)
+class SendData(Payload):
+    """One send of an external event and the runtime's answer: the sender (``client``), its
+    attempt, the event's ``name``, where it was sent (``target``: ``run x-1`` or ``instance
+    counter``) and the event ID it carried (None: the runtime gives one). ``answer`` is
+    ``accepted``, ``duplicate`` (its event ID was accepted before) or ``refused`` (with
+    ``code``); an accepted event's ``seq``, ``event_id`` as kept and ``instance_id``;
+    ``lost`` when the sender never saw the answer."""
+
+    client: str
+    attempt: int
+    name: str
+    target: str
+    answer: str
+    sent_id: str | None = omittable()
+    seq: int | None = omittable()
+    event_id: str | None = omittable()
+    instance_id: str | None = omittable()
+    code: str | None = omittable()
+    lost: bool = omittable(False)
+
+
+@payload(TraceKind.DELIVERY)
+@dataclass(frozen=True, slots=True)
+class DeliveryData(Payload):
+    """What struck an external event on its way (``lost``, ``duplicated`` or ``delayed``,
+    with the delay's ``seconds``): its sender, the event's name and where it was sent."""
+
+    client: str
+    what: str
+    name: str
+    target: str
+    seconds: float | None = omittable()
+
+
+@payload(TraceKind.CALL, op=Op.WAIT_FOR_EVENT)
+@dataclass(frozen=True, slots=True)
+class EventTakenData(Payload):
+    """A run's look for an external event ``name`` (``step.wait_for_event``): the ID of the
+    event it took and recorded as its step, or None when none was pending."""
+
+    name: str
+    event_id: str | None = omittable()

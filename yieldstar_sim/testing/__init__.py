@@ -41,6 +41,7 @@ from yieldstar_sim.testing.rfc003 import (
 )
 from yieldstar_sim.testing.rules import (
     a_child_is_created_once_and_joined_after,
+    a_claim_finds_work_exactly_when_the_next_wake_is_due,
     a_claim_leases_one_execution_with_a_growing_fencing_token,
     a_direct_trigger_admits_a_due_execution_without_running_it,
     a_lease_of_a_pruned_incarnation_fences_nothing,
@@ -77,6 +78,7 @@ __all__ = [
     "Case",
     "RuntimeFactory",
     "a_child_is_created_once_and_joined_after",
+    "a_claim_finds_work_exactly_when_the_next_wake_is_due",
     "a_claim_leases_one_execution_with_a_growing_fencing_token",
     "a_direct_trigger_admits_a_due_execution_without_running_it",
     "a_lease_of_a_pruned_incarnation_fences_nothing",
@@ -163,6 +165,9 @@ RUNTIME_RULE_CASES: dict[str, Case] = {
     "A renewed lease lasts longer": a_renewed_lease_lasts_longer,
     "A released lease is redelivered after the delay": (
         a_released_lease_is_redelivered_after_the_delay
+    ),
+    "A claim finds work exactly when the next wake is due": (
+        a_claim_finds_work_exactly_when_the_next_wake_is_due
     ),
     "Steps and wakes are recorded under the lease": steps_and_wakes_are_recorded_under_the_lease,
     "A terminal outcome is stored": a_terminal_outcome_is_stored,

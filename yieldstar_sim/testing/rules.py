@@ -45,6 +45,8 @@ from yieldstar_sim.testing._support import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from yieldstar_sim.core.model import Delivery
+
 
 def caller_chosen_id_collision_is_refused(make: RuntimeFactory) -> None:
     """A caller-chosen ID that exists is refused with ExecutionAdmissionError."""
@@ -206,6 +208,48 @@ def a_released_lease_is_redelivered_after_the_delay(make: RuntimeFactory) -> Non
     clock.set(7)
     again = runtime.claim("w2", lease_seconds=LEASE)
     _expect(again is not None and again.lease.token == 2, f"claim after the delay: {again}")
+
+
+def a_claim_finds_work_exactly_when_the_next_wake_is_due(make: RuntimeFactory) -> None:
+    """A claim leases an execution exactly when ``next_wake_at()`` is at most now: an idle
+    simulated worker claims only then (docs/decisions.md, "Idle workers block")."""
+    runtime, clock = _fresh(make)
+
+    def claim(owner: str, what: str) -> Delivery | None:
+        wake = runtime.next_wake_at()
+        due = wake is not None and wake <= clock.now()
+        got = runtime.claim(owner, lease_seconds=LEASE)
+        _expect(
+            (got is not None) == due,
+            f"{what}: next_wake_at() is {wake} at t={clock.now():g}, and a claim found "
+            f"{'nothing' if got is None else got.execution.execution_id}",
+        )
+        return got
+
+    claim("w1", "an empty runtime")
+    caller = _caller(runtime)
+    first = claim("w1", "a due trigger")
+    assert first is not None
+    claim("w2", "an execution leased")
+    clock.advance(2)
+    runtime.release(first.lease, delay=5)
+    claim("w2", "an execution released for 5s")
+    clock.set(7)
+    second = claim("w2", "a release's delay over")
+    assert second is not None
+    runtime.put_step(second.lease, "wait", status="pending", value={"until": 20}, wake_at=20)
+    runtime.acknowledge(second.lease, Suspended())
+    claim("w1", "an execution suspended until t=20")
+    clock.set(20)
+    third = claim("w1", "a wake due")
+    assert third is not None
+    clock.advance(LEASE - 1)
+    claim("w2", "a lease about to run out")
+    clock.advance(1)
+    fourth = claim("w2", "a lease run out")
+    assert fourth is not None
+    runtime.acknowledge(fourth.lease, Completed({"done": True}))
+    claim("w1", f"{caller} completed")
 
 
 def steps_and_wakes_are_recorded_under_the_lease(make: RuntimeFactory) -> None:

@@ -165,7 +165,8 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
     """The execution graph as of trace event ``upto`` (inclusive; default: the end).
 
     Built from the trace alone (admissions, clients' admissions, accepted starts, body
-    triggers, claims and acknowledgements), so a stepper can show the graph at any event.
+    triggers, claims and acknowledgements, a continue-as-new's next run), so a stepper can
+    show the graph at any event.
     Edges of started targets carry ``calls``: how many start calls their request took (replays
     included); nodes the evidence of ``mark_trace_evidence`` (faults, retries).
     """
@@ -228,8 +229,7 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
             if graph.nodes[event.execution_id]["status"] in ("pending", "suspended"):
                 graph.nodes[event.execution_id]["status"] = "running"
         elif event.op == Op.ACKNOWLEDGE and event.execution_id in graph:
-            status = data.status if isinstance(data, StatusData) else "?"
-            graph.nodes[event.execution_id]["status"] = status
+            _acknowledged(graph, str(event.execution_id), data)
         elif (
             event.kind in (TraceKind.CRASH, TraceKind.REJECT)
             and event.execution_id in graph
@@ -239,6 +239,17 @@ def graph_from_trace(trace: Iterable[TraceEvent], upto: int | None = None) -> nx
     _mark_duplicates(graph)
     mark_trace_evidence(graph, trace, upto)
     return graph
+
+
+def _acknowledged(graph: nx.MultiDiGraph, execution_id: str, data: object) -> None:
+    """An acknowledgement's status on its node; a run that continued as new adds the
+    instance's next run, which the acknowledgement admitted."""
+    status = data.status if isinstance(data, StatusData) else "?"
+    graph.nodes[execution_id]["status"] = status
+    after = data.execution_id if isinstance(data, StatusData) else None
+    if status == "continued-as-new" and after and after not in graph:
+        workflow_id = graph.nodes[execution_id]["workflow_id"]
+        graph.add_node(after, workflow_id=workflow_id, status="pending", origin="continue")
 
 
 def _mark_duplicates(graph: nx.MultiDiGraph) -> None:

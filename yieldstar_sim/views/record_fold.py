@@ -36,6 +36,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     ClaimData,
     ClientAnswerData,
     EffectData,
+    EventTakenData,
     HeartbeatData,
     PutStepData,
     RecordWakeData,
@@ -420,6 +421,13 @@ class RecordFold:
             record.lease_expires_at, record.due_at, record.due_why = expires, None, ""
         elif op in (Op.START, Op.START_CHILD):
             self._start(event)
+        elif isinstance(data, EventTakenData) and data.event_id and event.step_key:
+            # The runtime recorded the step as it handed the event over (one write).
+            state.steps[(execution_id, event.step_key)] = (
+                "completed",
+                f"event {data.name!r} {data.event_id}",
+                f"t={t:g} by {event.worker} (token {event.token})",
+            )
         elif isinstance(data, PutStepData) and event.step_key:
             state.steps[(execution_id, event.step_key)] = (
                 data.status,
@@ -436,6 +444,12 @@ class RecordFold:
             if record.status in TERMINAL_STATUSES:
                 record.due_at, record.due_why = None, ""
             self._end_lease(execution_id, event.token, f"acknowledged at t={t:g}")
+            after = data.execution_id if isinstance(data, StatusData) else None
+            if after and after not in state.executions:
+                # A run that continued as new: its acknowledgement admitted the next run.
+                state.executions[after] = _Execution(
+                    record.workflow_id, "continue", "", due_at=t, due_why="continued as new"
+                )
         elif isinstance(data, RuntimeActionData) and data.status and record is not None:
             record.status = data.status  # the runtime's own action (an archive ...)
             if record.status in TERMINAL_STATUSES:

@@ -33,6 +33,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     HeartbeatData,
     PutStepData,
     RuntimeActionData,
+    SendData,
     SkewData,
     StallData,
     TraceKind,
@@ -74,6 +75,7 @@ MARK_STYLE: dict[str, tuple[str, str, float, str]] = {
     "effect": ("P", "#009E73", 90, "effect in the world"),
     "wake": ("v", "#56B4E9", 70, "wake recorded"),
     "trigger": ("D", "#0072B2", 60, "trigger / deploy"),
+    "event": (">", "#0072B2", 70, "external event sent (ys.SendEvent)"),
     "declined": ("d", "#D55E00", 80, "request refused (the runtime's answer)"),
     "skew": ("<", "#7B3294", 90, "clock set back (skew)"),
     "belief": ("o", "#7B3294", 45, "the time a skewed worker's clock reads"),
@@ -129,7 +131,7 @@ def _lanes(events: list[TraceEvent], workers: list[str] | None) -> list[str]:
     clients = dict.fromkeys(
         e.data.client
         for e in events
-        if isinstance(e.data, ClientAttemptData | ClientAnswerData | ClientGiveUpData)
+        if isinstance(e.data, ClientAttemptData | ClientAnswerData | ClientGiveUpData | SendData)
     )
     return names + [client for client in clients if client not in names]
 
@@ -252,6 +254,8 @@ def _outside_mark(event: TraceEvent) -> str | None:
     lane, a scenario's trigger or deploy (which carry no worker) on the scenario's lane."""
     if isinstance(event.data, ClientAnswerData | ClientGiveUpData):
         return _client_mark(event.data)
+    if isinstance(event.data, SendData):  # a sender's event, drawn as a client's request
+        return "error" if event.data.lost else "declined" if event.data.code else "event"
     if isinstance(event.data, TriggerData) and event.data.refused:
         return "declined"
     if event.kind in (TraceKind.TRIGGER, TraceKind.DEPLOY):

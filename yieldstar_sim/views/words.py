@@ -10,7 +10,7 @@ write refused because the lease moved on, an effect that a crash cannot undo.
 >>> sentences[0]
 'The scenario triggers charge-order: the runtime admits order-42, due now.'
 >>> print([s for s in sentences if "same target" in s][0])  # doctest: +NORMALIZE_WHITESPACE
-w2 calls start again for request (order-42, ship) (call 2): ...
+w1 calls start again for request (order-42, ship) (call 2): ...
 same target, @ship-order:order-42/ship. ...
 """
 
@@ -39,6 +39,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     ReasonData,
     RecordWakeData,
     RenewData,
+    SendData,
     SkewData,
     StallData,
     StartChildData,
@@ -87,6 +88,8 @@ def describe_event(event: TraceEvent) -> str:
         return f"The scenario triggers {data.workflow_id}: the runtime admits {eid}, due now."
     if isinstance(data, ClientAttemptData | ClientAnswerData | ClientGiveUpData):
         return _client(data)
+    if isinstance(data, SendData):
+        return _send(data)
     if isinstance(data, DeployData):
         return f"New code is deployed ({', '.join(data.workflows)}): deliveries from now on run it."
     if kind == TraceKind.CALL:
@@ -377,6 +380,20 @@ def _client(data: ClientAttemptData | ClientAnswerData | ClientGiveUpData) -> st
             f"retries, this says its earlier attempt committed).{lost}"
         )
     return f"The runtime refuses {data.client}'s {data.action}: {data.code}.{lost}"
+
+
+def _send(data: SendData) -> str:
+    """A sender's event handed to the runtime, and the runtime's answer, in words."""
+    sent = f"The sender {data.client} sends event {data.name!r} to {data.target}"
+    lost = " Its answer is lost: the sender does not know." if data.lost else ""
+    if data.answer == "refused":
+        return f"{sent}: the runtime refuses it ({data.code}).{lost}"
+    if data.answer == "duplicate":
+        return f"{sent} again: the runtime has {data.event_id} already and keeps it once.{lost}"
+    return (
+        f"{sent}: the runtime accepts it as {data.event_id}, pending until a run takes it with "
+        f"step.wait_for_event.{lost}"
+    )
 
 
 def _short(value: object, limit: int = 60) -> str:

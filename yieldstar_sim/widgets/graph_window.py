@@ -10,7 +10,7 @@ records tables show, so the two agree), with a line counting the whole graph by 
 >>> import yieldstar_sim as ys
 >>> from yieldstar_sim.views.records import RecordBook
 >>> run = ys.simulate(ys.load_scenario("durable-start"), runtime="memory")
->>> svg = graph_window_html(RecordBook.of_run(run), list(run.trace), 20)
+>>> svg = graph_window_html(RecordBook.of_run(run), list(run.trace), 15)
 >>> svg.count("<svg"), "@ship-order:order-42/ship" in svg
 (1, True)
 """

@@ -17,7 +17,7 @@ verdict after:  ok: every invariant held and the run finished
 first divergence at event #1:
   before: #1 t=0 w2 call: claim: order-42 leased with token 1 until t=30
   after:  #1 t=0 w2 fault: crash before w2 claim
-trace events: 25 -> 20
+trace events: 20 -> 18
 """
 
 from __future__ import annotations

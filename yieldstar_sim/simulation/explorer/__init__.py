@@ -150,6 +150,8 @@ def explore(
             lambda clock: open_runtime(runtime, clock, options=scenario.runtime_options)
         )
     pool, client = on_dask(executor)
+    # Its workers read once, and none is an error for every strategy (each would wait for one).
+    cluster = None if client is None else DaskCluster(client)
     runner = Runner(scenario, runtime, seed=seed, jobs=jobs, executor=pool, timeout=timeout)
     tick = progress if callable(progress) else None
     bar = None
@@ -158,7 +160,6 @@ def explore(
 
         bar = tqdm(total=budget, unit="schedule", desc="exploring")
         tick = lambda count: bar.update(1)  # noqa: E731
-    cluster = None if client is None else DaskCluster(client)
     search = _strategy(config, runner, tick, bar, jobs=jobs, cluster=cluster)
     report = ExplorationReport(
         scenario.name, options.name, max_faults, seed, runtime_name, budget=budget,

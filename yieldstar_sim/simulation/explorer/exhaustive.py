@@ -20,6 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.engine.worker import frozen_heap
+from yieldstar_sim.simulation.explorer.paths import Paths
 from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
@@ -27,7 +28,6 @@ from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
 from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
-from yieldstar_sim.simulation.trail import schedule_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -84,7 +84,7 @@ class ExhaustiveCoverage:
     max_depth: int | None = None
     workers: int = 0
     state_space: StateSpace | None = None
-    state_paths: list[tuple[Move, ...]] = field(default_factory=list)
+    state_paths: Paths = field(default_factory=Paths)
     """The schedule of each run that added a state to the graph (``StateNode.plan``)."""
     progress: dict[str, Any] = field(default_factory=dict)
     """How far it got: states, states per second, the frontier, the depth, transitions,
@@ -266,6 +266,11 @@ class ExhaustiveSearch:
             for violation in run.violations:
                 space.mark_violation(key, violation.invariant)
             self.tally.take(outcome_of(run))
+            if self.shared is not None and cache:
+                # Searched to its end, and shared as such, so that a table that counts the
+                # states (a cluster's progress) counts those the statement counts. A run's
+                # end is never cut, so sharing it spares no process a run.
+                self.shared.add(key, self._limit - faults, self._depth_left(depth))
             if parent is not None:
                 parent.estimate += 1.0
             return None
@@ -342,7 +347,7 @@ class ExhaustiveSearch:
             covered.spared_by_reduction = self.reduction.spared
             covered.reduced_states = self.reduction.states
         covered.progress = self.progress()
-        covered.state_paths = [schedule_of(trail) for trail in self.paths]
+        covered.state_paths = Paths.of(self.paths)
         return _section(self.tally, covered)
 
 
@@ -378,11 +383,15 @@ def search_part(
     *,
     part: int,
     table: SharesStates | None,
+    graph_states: int | None = None,
 ) -> Part:
     """Search the whole tree as process ``part``, sharing the table ``table`` reaches where
-    this process can reach it."""
+    this process can reach it, keeping ``graph_states`` states of the state graph (None:
+    ``ExhaustiveSearch.graph_states``)."""
     runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
     search = ExhaustiveSearch(runner, config)
+    if graph_states is not None and search.covered.state_space is not None:
+        search.covered.state_space.limit = graph_states
     search.part = part
     shared = None if table is None else table.attach(part)
     search.shared = shared
@@ -453,7 +462,13 @@ class ParallelExhaustive:
         runner, config = self.runner, self.config
         started = time.perf_counter()
         reference = runner._pool(self.processes)
-        task = partial(search_part, reference, runner.shipped, config, runner.timeout)
+        # Each part keeps its share of the state graph, so that what the parts ship back and
+        # the merge stay the size of one process's graph, whatever the number of processes.
+        bound = ExhaustiveSearch.graph_states
+        share = None if bound is None else max(bound // self.processes, 1)
+        task = partial(
+            search_part, reference, runner.shipped, config, runner.timeout, graph_states=share
+        )
         if self.cluster is not None:
             parts, lost = self.cluster.search(task, self.watch, share=not self.shortest)
             self._merge(parts, time.perf_counter() - started, lost)
@@ -491,9 +506,14 @@ class ParallelExhaustive:
                 tally.take(outcome)  # numbered again, over every part
             tally.stopped = tally.stopped or part.stopped
             got = part.covered
-            if got.state_space is not None:
+            if got.state_space is not None and not space.nodes:
+                # The first graph is taken as it came (merged into an empty one, it was
+                # copied state by state: a second at 3 x 3), and the others merged into it.
+                space = got.state_space
+                space.limit = ExhaustiveSearch.graph_states
+            elif got.state_space is not None:
                 space.merge(got.state_space, shift)
-            covered.state_paths += got.state_paths
+            covered.state_paths.extend(got.state_paths)
             reached.add_fingerprints(part.fingerprints)
             for name in _SUMMED:
                 progress[name] += got.progress.get(name, 0)

@@ -6,6 +6,7 @@ the moves between them; plain data, which the views draw and find paths in
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -58,6 +59,53 @@ class StateSpace:
     def full(self) -> bool:
         """Whether the space holds ``limit`` states and takes no more."""
         return self.limit is not None and len(self.nodes) >= self.limit
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What crosses to another process: the states and edges as columns of numbers, each
+        key, label, actor and fault written once. A search in several processes ships each
+        process's graph back; as objects, 18,000 states and 42,000 edges pickled to 4.4 MB
+        and took 0.8 s to pickle and unpickle."""
+        keys = list(self.nodes)
+        index = {key: at for at, key in enumerate(keys)}
+        nodes = list(self.nodes.values())
+        labels: dict[str, int] = {}
+        names: dict[str | None, int] = {}
+        edges: list[int] = []
+        for edge in self.edges.values():
+            edges += (
+                index[edge.source], index[edge.target], names.setdefault(edge.choice, len(names)),
+                names.setdefault(edge.fault, len(names)), edge.plan,
+            )  # fmt: skip
+        return {
+            "root": self.root, "limit": self.limit, "cut_by": self.cut_by, "keys": keys,
+            "depths": [node.depth for node in nodes], "plans": [node.plan for node in nodes],
+            "labels": [labels.setdefault(node.label, len(labels)) for node in nodes],
+            "label_texts": list(labels), "terminal": bytes(node.terminal for node in nodes),
+            "violations": {at: node.violations for at, node in enumerate(nodes) if node.violations},
+            "edges": edges, "names": list(names),
+        }  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """The space ``__getstate__`` wrote."""
+        self.root, self.limit, self.cut_by = state["root"], state["limit"], state["cut_by"]
+        keys, texts, names = state["keys"], state["label_texts"], state["names"]
+        self.nodes = {
+            key: StateNode(key, depth, texts[label], plan, bool(terminal))
+            for key, depth, label, plan, terminal in zip(
+                keys, state["depths"], state["labels"], state["plans"], state["terminal"],
+                strict=True,
+            )
+        }  # fmt: skip
+        for at, violations in state["violations"].items():
+            self.nodes[keys[at]].violations = list(violations)
+        self.edges = {}
+        found = state["edges"]
+        for at in range(0, len(found), 5):
+            source, target = keys[found[at]], keys[found[at + 1]]
+            choice, fault = names[found[at + 2]], names[found[at + 3]]
+            self.edges[(source, target, choice, fault)] = StateEdge(
+                source, target, choice, fault, found[at + 4]
+            )
 
     def merge(self, other: StateSpace, shift: int) -> None:
         """Add the states and edges of ``other`` (another process's search of the same tree),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from yieldstar_sim.core.events import EventRecord
     from yieldstar_sim.core.model import ExecutionRecord, StartRequestRecord, StepRecord
     from yieldstar_sim.engine.world import Effect
     from yieldstar_sim.simulation.trace import Admission, Trace
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
 class RunView(Protocol):
     """What an invariant reads of a finished run (a ``RunView`` is one): its trace, the
-    effects' ledger, the runtime's final records, every admission and the world's store."""
+    effects' ledger, the runtime's final records, every admission, the world's store and the
+    runtime's external events."""
 
     @property
     def trace(self) -> Trace:
@@ -51,6 +53,11 @@ class RunView(Protocol):
     @property
     def world(self) -> Mapping[str, Any]:
         """The world's key-value store as the run left it."""
+        ...
+
+    @property
+    def events(self) -> Sequence[EventRecord]:
+        """The external events the runtime accepted, each with what became of it."""
         ...
 
 

@@ -14,18 +14,20 @@ while an execution keeps being recovered is one: a poison workflow, whose own co
 worker on every attempt, would be recovered for ever, and the cut would otherwise only say
 that the run was incomplete.
 
-"For ever" is said of fair schedules only. A worker that asked for work and found nothing due
-at the very instant the execution was recovered (``claim: nothing due``) was ready to take it;
-if it never lost the execution on its own (in a delivery of it where no fault was placed),
-nothing in the run says it would fail too, and only a scheduler that never lets it win the
-claim keeps the loop going (one worker whose clock a skew set behind works past its lease on
-every delivery, while a healthy one asks for work at each of them). Such a run is not said to
-recover the execution without end: it stays incomplete (``starved``), and the exhaustive search,
-which also runs the schedule where the ready worker wins the claim, does not count it.
+"For ever" is said of fair schedules only. A worker that was offered its claim at the very
+instant the execution was recovered (beside the worker that took it back, or whose claim found
+nothing due then) was ready to take it; if it never lost the execution on its own (in a
+delivery of it where no fault was placed), nothing in the run says it would fail too, and only
+a scheduler that never lets it win the claim keeps the loop going (one worker whose clock a
+skew set behind works past its lease on every delivery, while a healthy one is offered its
+claim at each of them). Such a run is not said to recover the execution without end: it
+stays incomplete (``starved``), and the exhaustive search, which also runs the schedule where
+the ready worker wins the claim, does not count it.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -142,11 +144,14 @@ class NothingRecoveredWithoutEnd:
         }
 
     def _recoveries(self, run: RunView) -> tuple[dict[str, _Recoveries], dict[float, set[str]]]:
-        """Each execution's recoveries, and by time the workers whose claim found nothing."""
+        """Each execution's recoveries, and by time the workers that could have claimed it
+        then: whose claim found nothing, or that were offered a claim beside the recovering
+        one (``_Rivals``)."""
         bound = self.max_recovery_attempts
         seen: dict[str, _Recoveries] = {}
         idle: dict[float, set[str]] = {}
         faulted: set[tuple[str, int | None]] = set()
+        rivals = _Rivals(run)
         for event in run.trace:
             execution_id = event.execution_id
             kind, data = event.kind, event.data
@@ -164,6 +169,7 @@ class NothingRecoveredWithoutEnd:
                     each.count += 1
                     each.last = event.t
                     each.instants.add(event.t)
+                    idle.setdefault(event.t, set()).update(rivals.at(event))
                     worker, token = each.holder
                     if worker is not None and (execution_id, token) not in faulted:
                         each.failed.add(worker)
@@ -182,6 +188,46 @@ class NothingRecoveredWithoutEnd:
             if each.past is not None and each.ran is None and _runs_code(event, each.past):
                 each.ran = event
         return seen, idle
+
+
+class _Rivals:
+    """The workers that could have claimed what a claim took, at its choice point: an idle
+    worker blocks until something is due (``kernel.Point(blocking=True)``), so at the instant
+    an execution is recovered each idle worker is offered its claim beside the one that took
+    it, and leaves no line in the trace. A worker ready there was at its claim when its next
+    move was one, or when it never moved again (then nothing ever gave it a turn)."""
+
+    def __init__(self, run: RunView) -> None:
+        choices = getattr(run, "choices", None) or ()
+        scenario = getattr(run, "scenario", None)
+        self._workers = frozenset(getattr(scenario, "worker_names", ()) or ())
+        self._among = {choice.index: choice.among for choice in choices}
+        self._moves: dict[str, list[int]] = {}
+        for choice in choices:
+            self._moves.setdefault(choice.actor, []).append(choice.index)
+        self._claims = {
+            event.point
+            for event in run.trace
+            if event.op == Op.CLAIM and event.point is not None and event.worker is not None
+        }
+
+    def at(self, claim: TraceEvent) -> list[str]:
+        """The other workers waiting at their claim at ``claim``'s choice point."""
+        point = claim.point
+        among = None if point is None else self._among.get(point)
+        if point is None or not among:
+            return []
+        ready = []
+        for actor in among:
+            if actor == claim.worker or "~" in actor:
+                continue
+            if self._workers and actor not in self._workers:
+                continue  # a client or the scenario's own schedule claims nothing
+            moves = self._moves.get(actor, [])
+            later = bisect.bisect_right(moves, point)
+            if later == len(moves) or moves[later] in self._claims:
+                ready.append(actor)
+        return ready
 
 
 def _starved(each: _Recoveries, idle: dict[float, set[str]]) -> list[str]:

@@ -1,0 +1,296 @@
+"""The visited states of one exhaustive search on a Dask cluster, partitioned by fingerprint over
+the workers: each partition a Dask actor on the worker that owns it (``VisitedPartition``), and
+the table as one process of the search sees it (``DaskVisited``, a ``SharedStates``), which
+sends the states it searched in batches and hears the others'. ``simulation.cluster`` places
+the partitions and the processes; docs/decisions.md says why ("The exhaustive search on a
+Dask cluster").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from yieldstar_sim.simulation.shared_states import key_bytes
+
+#: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
+#: unbounded); a claim (a process is searching the state) has faults ``_CLAIM``.
+_ENTRY = struct.Struct("<16sBH")
+_SIZE = _ENTRY.size
+_UNBOUNDED = 0xFFFF
+_CLAIM = 0xFF
+#: How often a process sends the states it searched and hears the others' (seconds), and how
+#: many it holds back at most before it sends them anyway.
+EXCHANGE_SECONDS = 0.1
+EXCHANGE_BATCH = 8192
+#: How long a process waits for a partition's answer before it takes the partition for lost,
+#: its worker still in the cluster (a worker that left is known lost at once: ``answer``).
+ANSWER_SECONDS = 60.0
+#: How long a process waits for an answer before it asks whether the partition's worker is
+#: still in the cluster, and between two askings (seconds).
+LOOK_SECONDS = 1.0
+
+
+class PartitionLost(RuntimeError):
+    """A partition of the visited states is lost: its worker left the cluster, or did not
+    answer in ``ANSWER_SECONDS``."""
+
+
+def _addresses(dask_scheduler: Any) -> list[str]:
+    return list(dask_scheduler.workers)
+
+
+def workers_in(client: Any) -> list[str]:
+    """The workers in ``client``'s cluster now, as its scheduler has them. Not
+    ``client.scheduler_info()``: it asks the scheduler, then returns the client's copy of
+    the answer, which the client's own refresh (every 2 s, asking for no workers) may have
+    replaced in between; a loaded machine read every worker gone, and a search on it ended
+    saying both its workers left mid-search."""
+    return list(client.run_on_scheduler(_addresses))
+
+
+def in_cluster(worker: str) -> bool:
+    """Whether ``worker`` is in the cluster, as its scheduler says (asked from a worker's
+    task, by the worker's client)."""
+    from distributed import get_client
+
+    return worker in workers_in(get_client())
+
+
+def answer(future: Any, index: int, worker: str) -> Any:
+    """Partition ``index``'s answer, ``future``'s result: waited for while the partition's
+    ``worker`` is in the cluster (``ANSWER_SECONDS`` at most), a ``PartitionLost`` once the
+    scheduler says it left. Dask leaves a call to an actor whose worker died unanswered for
+    good (the call waits for the actor to be made again, and is dropped when it is
+    released): the process that made it waited a minute, holding its worker from the next
+    search. A slow answer from a worker still there is waited for."""
+    deadline = time.monotonic() + ANSWER_SECONDS
+    while True:
+        with contextlib.suppress(TimeoutError):
+            return future.result(timeout=LOOK_SECONDS)
+        if not in_cluster(worker):
+            raise PartitionLost(
+                f"partition {index} of the visited states is lost: its worker {worker} left "
+                "the cluster"
+            )
+        if time.monotonic() >= deadline:
+            raise PartitionLost(
+                f"partition {index} of the visited states did not answer in "
+                f"{ANSWER_SECONDS:g}s: its worker is lost"
+            )
+
+
+def _owner(raw: bytes, partitions: int) -> int:
+    # Not the bytes a table's slot is found by (its first eight), so that a partition's
+    # keys still spread over its slots.
+    return int.from_bytes(raw[8:12], "little") % partitions
+
+
+def _dominates(new: tuple[int, int], held: tuple[int, int]) -> bool:
+    """Whether a visit with ``new`` left (faults, depth room) covers one with ``held``."""
+    return new[0] >= held[0] and new[1] >= held[1]
+
+
+def _says_more(new: tuple[int, int], held: tuple[int, int] | None) -> bool:
+    """Whether a visit with ``new`` left is worth keeping over ``held`` (none, or one it
+    covers and is not): the one rule a partition and a process merge entries by."""
+    return held is None or (new != held and _dominates(new, held))
+
+
+class VisitedPartition:
+    """One partition of a search's visited states: a Dask actor on the worker that owns the
+    keys it holds. Partition 0 also holds the search's stop flag, counts each process's
+    starts (a second start: its worker died and Dask ran it again) and keeps each one's
+    progress."""
+
+    def __init__(self) -> None:
+        self._table: dict[bytes, tuple[int, int]] = {}
+        self._claims: set[bytes] = set()
+        self._batches: list[tuple[int, bytes]] = []  # (the part that sent it, entries kept)
+        self.stopped = False
+        self._starts: dict[int, int] = {}
+        self._progress: dict[int, dict[str, Any]] = {}
+        self._bytes = 0  # entries received and sent back
+        self._states = 0  # keys held, claimed or searched
+
+    async def begin(self, part: int) -> int:
+        """Process ``part`` starts: how many times it started, this one included."""
+        self._starts[part] = self._starts.get(part, 0) + 1
+        return self._starts[part]
+
+    async def exchange(
+        self, part: int, entries: bytes, since: int, progress: dict[str, Any] | None
+    ) -> tuple[bytes, int, bool]:
+        """Keep what ``entries`` (from process ``part``) say more than the table holds, and
+        return the entries other processes sent since batch ``since``, the batch to ask from
+        next time, and whether the search was asked to stop."""
+        table, kept = self._table, bytearray()
+        for offset in range(0, len(entries), _SIZE):
+            raw, faults, depth = _ENTRY.unpack_from(entries, offset)
+            if faults == _CLAIM:
+                if raw in table or raw in self._claims:
+                    continue
+                self._claims.add(raw)
+                self._states += 1
+                kept += entries[offset : offset + _SIZE]
+                continue
+            held = table.get(raw)
+            if _says_more((faults, depth), held):
+                self._states += held is None and raw not in self._claims
+                table[raw] = (faults, depth)
+                kept += entries[offset : offset + _SIZE]
+        if kept:
+            self._batches.append((part, bytes(kept)))
+        if progress is not None:
+            self._progress[part] = progress
+        news = b"".join(batch for sender, batch in self._batches[since:] if sender != part)
+        self._bytes += len(entries) + len(news)
+        return news, len(self._batches), self.stopped
+
+    async def stop(self) -> None:
+        """Ask every process to stop (at its next exchange)."""
+        self.stopped = True
+
+    async def summary(self) -> tuple[int, int, dict[int, dict[str, Any]]]:
+        """The states this partition holds (claimed or searched), the bytes of entries it
+        received and sent, and each process's last progress."""
+        return self._states, self._bytes, dict(self._progress)
+
+
+class DaskVisited:
+    """The shared table as one process of the search sees it (a ``SharedStates``): the
+    states the others searched, as heard so far, and what it holds back to send."""
+
+    def __init__(self, partitions: list[Any], part: int, workers: list[str]) -> None:
+        self._partitions, self._part, self._workers = partitions, part, workers
+        self._heard: dict[bytes, tuple[int, int]] = {}
+        self._claims: set[bytes] = set()
+        self._out = [bytearray() for _ in partitions]
+        self._held = 0
+        self._since = [0] * len(partitions)
+        self._flight: list[Any] = []
+        self._due = time.monotonic() + EXCHANGE_SECONDS
+        self._stopped = False
+        self._progress: dict[str, Any] | None = None
+        self._exchanges, self._seconds = 0, 0.0
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a process asked the others to stop (as heard at the last exchange)."""
+        self._tick()
+        return self._stopped
+
+    def stop(self) -> None:
+        """Ask every process to stop."""
+        self._stopped = True
+        answer(self._partitions[0].stop(), 0, self._workers[0])
+
+    def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
+        """Whether another process searched state ``key`` with no fewer faults and no less
+        depth left (as heard so far)."""
+        self._tick()
+        held = self._heard.get(key_bytes(key))
+        return held is not None and _dominates(held, (faults_left, _room(depth_left)))
+
+    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+        """Send, with the next batch, that state ``key`` was searched to its end."""
+        self._send(key_bytes(key), min(faults_left, _CLAIM - 1), _room(depth_left))
+
+    def claim(self, key: str) -> None:
+        """Send, with the next batch, that this process is searching state ``key``."""
+        self._send(key_bytes(key), _CLAIM, 0)
+
+    def claimed(self, key: str) -> bool:
+        """Whether another process is searching state ``key`` or searched it (as heard)."""
+        raw = key_bytes(key)
+        return raw in self._claims or raw in self._heard
+
+    def _send(self, raw: bytes, faults: int, depth: int) -> None:
+        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth)
+        self._held += 1
+        if self._held >= EXCHANGE_BATCH:
+            self._exchange()
+        else:
+            self._tick()
+
+    def heard(self, progress: dict[str, Any]) -> None:
+        """This process's progress, sent with the next batch (with the exchanges so far and
+        the seconds they took this process)."""
+        self._progress = {
+            **progress, "exchanges": self._exchanges, "exchange_seconds": self._seconds
+        }  # fmt: skip
+
+    def close(self) -> None:
+        """Send what is held back, with the last progress, and wait for the answers."""
+        self._exchange()
+        self._collect()
+        self.heard(self._progress or {})  # the exchanges counted whole
+        self._exchange()
+        self._collect()
+
+    def _tick(self) -> None:
+        if time.monotonic() >= self._due:
+            self._exchange()
+
+    def _exchange(self) -> None:
+        # The answers to the last batches have long arrived: collecting them does not wait,
+        # and the search goes on while these travel.
+        began = time.perf_counter()
+        self._exchanges += 1
+        self._collect()
+        self._flight = [
+            partition.exchange(
+                self._part, bytes(out), since, self._progress if index == 0 else None
+            )
+            for index, (partition, out, since) in enumerate(
+                zip(self._partitions, self._out, self._since, strict=True)
+            )
+        ]
+        self._out = [bytearray() for _ in self._partitions]
+        self._held = 0
+        self._due = time.monotonic() + EXCHANGE_SECONDS
+        self._seconds += time.perf_counter() - began
+
+    def _collect(self) -> None:
+        heard = self._heard
+        for index, future in enumerate(self._flight):
+            news, self._since[index], stopped = answer(future, index, self._workers[index])
+            self._stopped = self._stopped or stopped
+            for offset in range(0, len(news), _SIZE):
+                raw, faults, depth = _ENTRY.unpack_from(news, offset)
+                if faults == _CLAIM:
+                    self._claims.add(raw)
+                    continue
+                if _says_more((faults, depth), heard.get(raw)):
+                    heard[raw] = (faults, depth)
+        self._flight = []
+
+
+def _room(depth_left: int | None) -> int:
+    return _UNBOUNDED if depth_left is None else min(max(depth_left, 0), _UNBOUNDED - 1)
+
+
+class PartRunAgain(RuntimeError):
+    """A process of the search started a second time: Dask ran it again after its worker
+    died, and what the first run searched is lost."""
+
+
+@dataclass(frozen=True)
+class DaskTable:
+    """What crosses to each process to reach the partitions (a ``SharesStates``)."""
+
+    partitions: tuple[Any, ...]
+    workers: tuple[str, ...]
+    """The worker each partition is on."""
+
+    def attach(self, part: int) -> DaskVisited:
+        """The table for process ``part``, which must be its first start."""
+        starts = answer(self.partitions[0].begin(part), 0, self.workers[0])
+        if starts > 1:
+            raise PartRunAgain(
+                f"part {part} was started {starts} times: its first worker died mid-search"
+            )
+        return DaskVisited(list(self.partitions), part, list(self.workers))
