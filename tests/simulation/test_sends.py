@@ -55,7 +55,7 @@ def test_each_send_is_a_choice_point_of_its_sender_and_its_acceptance_is_traced(
     ]
     assert [(e.event_id, e.status, e.consumed_by) for e in run.events] == [
         ("add-1", "consumed", "counter"),
-        ("add-2", "consumed", "@counter-2"),
+        ("add-2", "consumed", "@counter:counter/~2"),
     ]
 
 
@@ -260,7 +260,7 @@ def test_an_event_sent_at_the_instant_its_run_continues_as_new_is_an_interleavin
     assert ys.explore(at_twenty(BUGGY), max_faults=0, confirm=None).verdict == "ok"
     found = ys.explore(at_twenty(BUGGY), strategy="exhaustive", max_faults=0, confirm=None)
     assert found.verdict == "violated"
-    assert "continued as new at t=20 (as @counter-2) without taking it" in (
+    assert "continued as new at t=20 (as @counter:counter/~2) without taking it" in (
         found.violations[0].message
     )
     fixed = ys.explore(at_twenty(FIXED), strategy="exhaustive", max_faults=0, confirm=None)
@@ -297,7 +297,7 @@ def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance(
     graph = graph_from_trace(_run().trace)
     assert {node: data["status"] for node, data in graph.nodes(data=True)} == {
         "counter": "continued-as-new",
-        "@counter-2": "continued-as-new",
-        "@counter-3": "completed",
+        "@counter:counter/~2": "continued-as-new",
+        "@counter:counter/~3": "completed",
     }
-    assert graph.nodes["@counter-2"]["origin"] == "continue"
+    assert graph.nodes["@counter:counter/~2"]["origin"] == "continue"

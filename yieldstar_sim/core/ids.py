@@ -10,6 +10,10 @@ admission whose caller chose none.
 '@ship-order:order-42/ship'
 >>> start_target_id("ship-order", "order-42", "ship", taken=["@ship-order:order-42/ship"])
 '@ship-order:order-42/ship~2'
+>>> continued_run_id("counter", "counter-1", "counter-1")
+'@counter:counter-1/~2'
+>>> continued_run_id("counter", "counter-1", "@counter:counter-1/~2")
+'@counter:counter-1/~3'
 """
 
 from __future__ import annotations
@@ -101,7 +105,14 @@ def start_target_id(
     The base is held only by a target of an earlier incarnation of the caller's ID, pruned
     since: a request admits one target, and no other ID has this form. The SQL adapters
     compute the same in their start statements (the ``target_id`` fragment)."""
-    base = start_target_base(workflow_id, caller, step_key)
+    return free_id(start_target_base(workflow_id, caller, step_key), taken)
+
+
+def free_id(base: str, taken: Collection[str]) -> str:
+    """``base``, or where ``taken`` holds it, the base with ``~{n}``, ``n`` one more than the
+    highest such suffix held (the base counts as 1): what keeps a derived ID unique after the
+    ID it is derived from was pruned and admitted again. The SQL adapters compute the same
+    (the ``target_id`` fragment)."""
     if base not in taken:
         return base
     highest = 1
@@ -111,8 +122,37 @@ def start_target_id(
     return f"{base}~{highest + 1}"
 
 
+def continued_run_base(workflow_id: str, instance: str, previous: str) -> str:
+    """The ID of the run after ``previous`` of workflow instance ``instance`` (the ID of its
+    first run), continued as new, unless that ID is taken (``continued_run_id``):
+    ``@{workflow}:{instance}/~{n}``, ``n`` the new run's number (the first run is 1). A
+    function of the instance and the run alone, as a start's target is of its request: two
+    instances continuing in either order get the same IDs. What follows the last ``/`` never
+    names a start's target (its step key is not empty, and its ``~`` percent-encoded), and the
+    ``:`` never a trigger's generated ID. The number is read back from ``previous``, the ID
+    of the run that continues: ``instance`` itself, or one this function made."""
+    base = f"{_RESERVED_PREFIX}{_encoded(workflow_id, ':')}:{instance}/~"
+    run = 1
+    if previous != instance and previous.startswith(base):
+        found = _RUN.match(previous, len(base))
+        run = int(found.group()) if found else 1
+    return f"{base}{run + 1}"
+
+
+def continued_run_id(
+    workflow_id: str, instance: str, previous: str, *, taken: Collection[str] = ()
+) -> str:
+    """The ID a runtime gives the run after ``previous`` of workflow instance ``instance``,
+    continued as new: ``continued_run_base``, or, where an execution (or a tombstone) holds
+    that ID, the base with ``~{m}`` (``free_id``). The base is held only by a run of an
+    earlier instance with the same ID, whose first run was pruned and its ID admitted
+    again."""
+    return free_id(continued_run_base(workflow_id, instance, previous), taken)
+
+
 #: A suffix the SQL adapters read the same way: ``~`` and one to 18 digits.
 _SUFFIX = re.compile(r"~([0-9]{1,18})")
+_RUN = re.compile(r"[0-9]{1,18}")
 
 
 def _encoded(text: str, special: str) -> str:

@@ -19,7 +19,7 @@ from yieldstar_sim.core.events import (
     EventResult,
     ReceivedEvent,
 )
-from yieldstar_sim.core.ids import check_name, generated_execution_id
+from yieldstar_sim.core.ids import check_name, continued_run_base
 from yieldstar_sim.runtime._events_common import check_event, instance_refused, refused, settle
 from yieldstar_sim.runtime._sql_primitives import Rows, SqlPrimitives
 
@@ -207,7 +207,10 @@ class SqlEvents(SqlPrimitives):
             if record is None:
                 raise _Abort(common.lease_lost(lease, record, now))
             seq = int(self._execute("next_seq")[0][0])
-            new_id = generated_execution_id(record.workflow_id, seq)
+            # The instance's and the run's ID (continued_run_id), free or suffixed in SQL as a
+            # start's target is, so that a schedule found on memory replays with the same IDs.
+            base = continued_run_base(record.workflow_id, record.instance, record.execution_id)
+            new_id = str(self._execute("continue_id", {"target_base": base})[0][0])
             fence = {
                 "execution_id": lease.execution_id, "incarnation": lease.incarnation,
                 "owner": lease.owner, "token": lease.token, "now": now,

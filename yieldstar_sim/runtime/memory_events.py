@@ -7,6 +7,7 @@ record, so a snapshot holds the list's records as they were (``MemoryRuntime.sna
 
 from __future__ import annotations
 
+from collections import ChainMap
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from yieldstar_sim.core.events import (
     ReceivedEvent,
     generated_event_id,
 )
-from yieldstar_sim.core.ids import check_name, generated_execution_id
+from yieldstar_sim.core.ids import check_name, continued_run_id
 from yieldstar_sim.core.model import ContinuedAsNew, ExecutionRecord, ExecutionStatus, Lease
 from yieldstar_sim.runtime._events_common import (
     check_event,
@@ -47,6 +48,7 @@ class MemoryEvents:
         _lock: threading.RLock
         _rows: dict[str, Row]
         _live: dict[str, Row]
+        _tombstones: dict[str, Row]
         _order: ClaimOrder
         _clock: Clock
         _failpoints: FailPoints
@@ -154,7 +156,11 @@ class MemoryEvents:
             row, now = self._fenced("acknowledge", lease)
             row = self._touch(row)
             seq = self._next_seq()
-            new_id = generated_execution_id(row.workflow_id, seq)
+            # The ID is the instance's and the run's, not the sequence's: two instances that
+            # continue in either order leave one state.
+            instance = row.instance_id or row.execution_id
+            taken = ChainMap(self._rows, self._tombstones).keys()
+            new_id = continued_run_id(row.workflow_id, instance, row.execution_id, taken=taken)
             row.set_outcome(
                 ExecutionStatus.CONTINUED_AS_NEW,
                 durable_value_codec.encode_or_raise({"continuedAs": new_id}),
@@ -170,7 +176,7 @@ class MemoryEvents:
             self._rows[new_id] = self._live[new_id] = new = Row(
                 new_id, seq, row.workflow_id, params, "continue", None, None, None, None,
                 ExecutionStatus.PENDING, now, due_at=now,
-                instance_id=row.instance_id or row.execution_id,
+                instance_id=instance,
             )  # fmt: skip
             self._logged(new)
             self._order.queue(new)

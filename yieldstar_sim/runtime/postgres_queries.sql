@@ -320,6 +320,13 @@ WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AN
 -- name: next_seq
 SELECT nextval('execution_seq');
 
+-- name: continue_id
+-- The ID of an instance's next run (core/ids.py continued_run_id): its target_base, or with
+-- ~n where a run of an earlier instance of the same ID holds it.
+SELECT
+-- include: target_id
+;
+
 -- name: continue_end
 UPDATE executions
 SET status = 'continued-as-new', result = %(result)s::text, finished_at = %(now)s::float8, due_at = NULL,

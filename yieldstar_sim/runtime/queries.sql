@@ -394,6 +394,13 @@ WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $own
 -- name: next_seq
 SELECT nextval('execution_seq');
 
+-- name: continue_id
+-- The ID of an instance's next run (core/ids.py continued_run_id): its $target_base, or with
+-- ~n where a run of an earlier instance of the same ID holds it.
+SELECT
+-- include: target_id
+;
+
 -- name: continue_end
 UPDATE executions
 SET status = 'continued-as-new', result = $result, finished_at = $now, due_at = NULL,

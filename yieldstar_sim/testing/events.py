@@ -8,6 +8,7 @@ import functools
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.events import EventAccepted, EventErrorCode, EventRejected, EventRequest
+from yieldstar_sim.core.ids import continued_run_id
 from yieldstar_sim.core.model import Completed, ContinuedAsNew, ExecutionStatus, LeaseLostError
 from yieldstar_sim.runtime.protocol import EventClient, events_of
 from yieldstar_sim.testing._support import (
@@ -17,6 +18,7 @@ from yieldstar_sim.testing._support import (
     _caller,
     _claimed,
     _expect,
+    _finish,
     _fresh,
     _raised,
 )
@@ -178,6 +180,59 @@ def an_instance_event_waits_for_the_next_run(make: RuntimeFactory) -> None:
     _expect("continued as new" in events.events()[1].reason, "the undelivered one says no why")
 
 
+def _continue(runtime: Runtime, execution_id: str) -> str:
+    """Claim ``execution_id``, continue it as new, and return its next run's ID."""
+    delivery = runtime.claim("w1", lease_seconds=LEASE, execution_id=execution_id)
+    _expect(delivery is not None, f"{execution_id} could not be claimed")
+    assert delivery is not None
+    ended = runtime.acknowledge(delivery.lease, ContinuedAsNew(None))
+    new_id = ended.result.get("continuedAs") if isinstance(ended.result, dict) else None
+    _expect(isinstance(new_id, str), f"{execution_id} named no next run: {ended.result}")
+    return str(new_id)
+
+
+def a_continued_runs_id_is_its_instances_and_runs(make: RuntimeFactory) -> None:
+    """Two instances that continue as new, in either order, give their next runs the same IDs,
+    the ones ``core.ids.continued_run_id`` names from the instance and the run, and each of
+    those runs continues to the instance's next."""
+    found: list[dict[str, list[str]]] = []
+    for instances in (("order-42", "order-43"), ("order-43", "order-42")):
+        runtime, _ = _fresh(make)
+        for instance in sorted(instances):
+            _caller(runtime, instance)
+        runs = {instance: [instance] for instance in instances}
+        for _ in range(2):
+            for instance in instances:
+                runs[instance].append(_continue(runtime, runs[instance][-1]))
+        found.append(runs)
+    expected: dict[str, list[str]] = {}
+    for instance in ("order-42", "order-43"):
+        expected[instance] = [instance]
+        for _ in range(2):
+            expected[instance].append(
+                continued_run_id("charge-order", instance, expected[instance][-1])
+            )
+    _expect(found[0] == expected, f"the runs' IDs are {found[0]}, not {expected}")
+    _expect(found[1] == expected, f"continued the other way round, they are {found[1]}")
+
+
+def a_reused_instances_runs_get_new_ids(make: RuntimeFactory) -> None:
+    """An instance whose first run was pruned and its ID triggered again is a new instance:
+    its next run does not take the ID an earlier instance's run still holds."""
+    runtime, _ = _fresh(make)
+    caller = _caller(runtime)
+    old = _continue(runtime, caller)
+    _finish(runtime, old, Completed(None))
+    runtime.prune(caller)
+    _caller(runtime)
+    new = _continue(runtime, caller)
+    _expect(new != old, f"the new instance's next run took {old}, which a run holds")
+    record = runtime.execution(old)
+    _expect(record is not None and record.status == ExecutionStatus.COMPLETED,
+            f"the earlier instance's run {old} was not kept as it was: {record}")  # fmt: skip
+    _expect(runtime.claim("w1", lease_seconds=LEASE) is not None, "the new run is not due")
+
+
 EVENT_CASES: dict[str, Case] = {
     "An event is taken once and recorded as the step": (
         an_event_is_taken_once_and_recorded_as_the_step
@@ -193,6 +248,10 @@ EVENT_CASES: dict[str, Case] = {
     ),
     "Continue-as-new keeps the instance": continue_as_new_keeps_the_instance,
     "An instance's event waits for its next run": an_instance_event_waits_for_the_next_run,
+    "A continued run's ID is its instance's and run's": (
+        a_continued_runs_id_is_its_instances_and_runs
+    ),
+    "A reused instance's runs get new IDs": a_reused_instances_runs_get_new_ids,
 }
 
 
