@@ -18,7 +18,7 @@ import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation.cluster import connect
-from yieldstar_sim.simulation.explorer.strategy import StopReason
+from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,12 +52,24 @@ def _explore(scenario: str | ys.Scenario, max_faults: int, **options: Any) -> ys
     return ys.explore(scenario, max_faults=max_faults, confirm=None, **options)
 
 
+#: Scenarios whose reduced search reaches a few states more or fewer by the order it takes
+#: each state's moves, which the cluster's processes take each in an order of their own:
+#: poison-workflow-fixed reaches 651 states in the first process's order and 652 in the
+#: others' (a persistent set at a state and at its mirror by worker symmetry names different
+#: executions' put_step; both end in the same runtime-visible end states, docs/decisions.md).
+#: Their counts are compared without reduction, where every order reaches every state.
+ORDER_DEPENDENT = {"poison-workflow-fixed"}
+
+
 @pytest.mark.parametrize(("name", "max_faults"), SCENARIOS)
 def test_the_cluster_reaches_the_states_and_verdict_one_process_reaches(
     client: Any, name: str, max_faults: int
 ) -> None:
-    alone = _explore(name, max_faults)
-    cluster = _explore(name, max_faults, executor=client)
+    options: dict[str, Any] = {}
+    if name in ORDER_DEPENDENT:
+        options["strategy"] = Exhaustive(reduction=False)
+    alone = _explore(name, max_faults, **options)
+    cluster = _explore(name, max_faults, executor=client, **options)
     assert cluster.verdict == alone.verdict
     assert cluster.exhausted == alone.exhausted
     assert cluster.distinct_states == alone.distinct_states
