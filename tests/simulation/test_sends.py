@@ -7,13 +7,15 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.core.events import EventRecord
-from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus
+from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, InfrastructureError
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import EVENT_KINDS, FAULT_KINDS, FaultKind, applies_at
 from yieldstar_sim.simulation.invariants import AcceptedEventsConsumedOrReported
@@ -301,3 +303,34 @@ def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance(
         "@counter-3": "completed",
     }
     assert graph.nodes["@counter-2"]["origin"] == "continue"
+
+
+class _FailsFirstSend(MemoryRuntime):
+    """The reference runtime, whose first ``send_event`` fails with an infrastructure error
+    before anything is written."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.failed = False
+
+    def send_event(self, request: EventRequest) -> EventResult:
+        if not self.failed:
+            self.failed = True
+            raise InfrastructureError("connection reset")
+        return super().send_event(request)
+
+
+def test_a_send_the_runtime_fails_is_traced_as_an_error_and_sent_again() -> None:
+    run = ys.simulate(ys.load_scenario(FIXED), seed=0, runtime=_FailsFirstSend)
+    assert run.ok, run.explain()
+    assert [(e.worker, e.text) for e in run.trace.of_kind(TraceKind.ERROR)] == [
+        ("sender", "send_event failed: connection reset"),
+    ]
+    assert [(s.attempt, s.event_id, s.answer) for s in _sends(run)] == [
+        (2, "add-1", "accepted"),
+        (1, "add-2", "accepted"),
+    ]
+    assert [(e.event_id, e.status) for e in run.events] == [
+        ("add-1", "consumed"),
+        ("add-2", "consumed"),
+    ]
