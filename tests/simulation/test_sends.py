@@ -22,6 +22,7 @@ from yieldstar_sim.simulation.invariants import AcceptedEventsConsumedOrReported
 from yieldstar_sim.simulation.invariants.events import EVENT_FIX
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.trace_payloads import DeliveryData, SendData, TraceKind
+from yieldstar_sim.views.graph import graph_from_trace
 
 FIXED = "continue-as-new-event-fixed"
 BUGGY = "continue-as-new-event"
@@ -294,8 +295,6 @@ def test_the_totals_count_the_sends_and_what_became_of_the_events() -> None:
 
 
 def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance() -> None:
-    from yieldstar_sim.views.graph import graph_from_trace
-
     graph = graph_from_trace(_run().trace)
     assert {node: data["status"] for node, data in graph.nodes(data=True)} == {
         "counter": "continued-as-new",
@@ -334,3 +333,21 @@ def test_a_send_the_runtime_fails_is_traced_as_an_error_and_sent_again() -> None
         ("add-1", "consumed"),
         ("add-2", "consumed"),
     ]
+
+
+def test_consecutive_runs_of_an_instance_are_joined_by_a_continued_as_edge_in_every_view() -> None:
+    from yieldstar_sim.views.evidence import edge_line
+    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, run_graph
+    from yieldstar_sim.views.graph_text import to_dot, to_mermaid
+
+    run = _run()
+    runs = [("counter", "@counter-2"), ("@counter-2", "@counter-3")]
+    for graph in (graph_from_trace(run.trace), execution_graph(run.runtime), run_graph(run)):
+        assert [
+            (s, t, key, edge_line(d)) for s, t, key, d in graph.edges(keys=True, data=True)
+        ] == [(source, target, "continued as", "continued") for source, target in runs]
+    graph = run_graph(run)
+    legend = draw_execution_graph(graph).axes[0].get_legend()
+    assert "continued as new" in [text.get_text() for text in legend.get_texts()]
+    assert to_dot(graph).count('style="bold", color="#0072B2"') == 2
+    assert to_mermaid(graph).count("==>") == 2
