@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 #: The step statuses that end a step: written once, replayed ever after.
 _FINAL_STEPS = frozenset({"completed", "failed"})
 _TERMINAL = frozenset(str(status) for status in TERMINAL_STATUSES)
+#: The calls that write a step: the worker's, and an attempt's own completion by its token.
+_STEP_WRITES = frozenset({Op.PUT_STEP, Op.COMPLETE_ATTEMPT})
 #: The payloads the invariant reads; every other event is passed over at a glance.
 _WATCHED = frozenset({PruneData, OutcomeData, PutStepData, StatusData, StartData})
 
@@ -217,7 +219,7 @@ class _Reader:
             if type(data) is PutStepData:  # most of them: first
                 execution_id, step_key = event.execution_id, event.step_key
                 if (
-                    event.op == Op.PUT_STEP
+                    event.op in _STEP_WRITES
                     and event.kind == TraceKind.CALL
                     and execution_id
                     and step_key
