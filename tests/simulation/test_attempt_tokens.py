@@ -12,8 +12,8 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.trace_payloads import PutStepData, TraceKind
 
-FIXED = "stale-attempt-completion-fixed"
-BUGGY = "stale-attempt-completion"
+FIXED = "stale-completion-fixed"
+BUGGY = "stale-completion"
 
 RESERVE = ys.define_step(
     "reserve", lambda order: f"hold-{order}", lambda s: s.retry(2).completes_by_token()

@@ -1,6 +1,6 @@
 """A timed-out attempt completes the step after its retry began: recorded history changes.
 
-The story of stale-attempt-completion-fixed, on a runtime that takes an attempt's completion
+The story of stale-completion-fixed, on a runtime that takes an attempt's completion
 by the execution and the step alone, not by the attempt and the lease it started under: the
 Temporal Java SDK's test server, whose activity task tokens named the workflow and the
 activity but not the attempt, so that "previous activity retry can complete next one"
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import yieldstar_sim as ys
 
-fixed = ys.load_scenario(Path(__file__).with_name("stale_attempt_completion_fixed.py"))
+fixed = ys.load_scenario(Path(__file__).with_name("stale_completion_fixed.py"))
 
 scenario = ys.Scenario(
-    name="stale-attempt-completion",
+    name="stale-completion",
     workflows=fixed.workflows,
     steps=fixed.steps,
     triggers=fixed.triggers,

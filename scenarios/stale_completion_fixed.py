@@ -7,12 +7,12 @@ Temporal activity reports through its task token. Without a fault, attempt 1 com
 t=30 and the room is confirmed. When attempt 1 hangs at the hotel (a stall), w2 gives up on it
 at its timeout (t=40) and retries at t=90; attempt 2 gets hold-2 and completes at t=120. The
 attempt given up on never stopped: at t=110 it gets hold-1 and completes by its token. The
-runtime refuses it, since it is not the step's current attempt, and the record of the reserve
-step stays the hold the workflow confirms. stale-attempt-completion is the same story on a
-runtime that takes a completion by the execution and the step alone, whichever attempt sent
-it (the Temporal Java SDK's test server, whose activity task tokens did not carry the
-attempt, so that a previous attempt could complete the next one: temporalio/sdk-java#84,
-fixed in temporalio/sdk-java#1524).
+runtime refuses it (its token's lease is the one the retry's claim replaced, and the step is
+at attempt 2), and the record of the reserve step stays the hold the workflow confirms.
+stale-completion is the same story on a runtime that takes a completion by the execution and
+the step alone, whichever attempt sent it (the Temporal Java SDK's test server, whose
+activity task tokens did not carry the attempt, so that a previous attempt could complete the
+next one: temporalio/sdk-java#84, fixed in temporalio/sdk-java#1524).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def book(step, params):
 
 
 scenario = ys.Scenario(
-    name="stale-attempt-completion-fixed",
+    name="stale-completion-fixed",
     workflows=[book],
     steps=[RESERVE],
     triggers=[ys.Trigger("book", {"order": 42}, execution_id="order-42")],
