@@ -39,9 +39,10 @@ class SqlAttempts(SqlEvents):
             rows = self._execute("step_log", {"execution_id": lease.execution_id})
             steps = common.parse_step_log(lease.execution_id, rows[0][0]) if rows else []
             recorded = next((step for step in steps if step.step_key == write.step_key), None)
-            refusal = attempt_refusal(token, recorded)
-            if refusal is not None:
-                raise _Abort(refusal)
+            if attempt_refusal(token, recorded) is not None:
+                # Made again where it is raised: a local naming the error would be held by its
+                # context's traceback, a cycle that keeps a finished run alive.
+                raise _Abort(attempt_refusal(token, recorded))
             entry = common.step_entry(write, now)
             if not _wrote(self._execute("attempt_step", {**fence, "entry": entry})):
                 raise _Abort(common.lease_lost(lease, self.execution(lease.execution_id), now))

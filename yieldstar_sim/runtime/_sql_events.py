@@ -40,6 +40,12 @@ class _Abort(Exception):
         super().__init__()
         self.answer = answer
 
+    def take(self) -> object:
+        """The answer, no longer held here: an error raised from it has this abort as its
+        context, and an abort that still held it would be a reference cycle."""
+        answer, self.answer = self.answer, None
+        return answer
+
 
 class _Taken(Exception):
     """Another call took the event between the read and the write: a lost race, tried again."""
@@ -74,7 +80,7 @@ class SqlEvents(SqlPrimitives):
             except _Abort as aborted:
                 self._rollback_quietly()
                 if isinstance(aborted.answer, BaseException):
-                    raise aborted.answer from None
+                    raise aborted.take() from None  # type: ignore[misc]
                 return aborted.answer  # type: ignore[return-value]
             except _Taken as error:
                 last = error

@@ -6,14 +6,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
-from yieldstar_sim.core.attempts import AttemptToken, attempt_refusal
+from yieldstar_sim.core.attempts import AttemptToken, StaleAttemptError, attempt_refusal
 from yieldstar_sim.runtime.memory_rows import Row, new_step
 
 if TYPE_CHECKING:
     import threading
 
-    from yieldstar_sim.core.model import Lease
+    from yieldstar_sim.core.model import Lease, StepRecord
     from yieldstar_sim.runtime.failpoints import FailPoints
+
+
+def _refused(token: AttemptToken, old: StepRecord | None) -> StaleAttemptError:
+    refusal = attempt_refusal(token, old)
+    assert refusal is not None
+    return refusal
 
 
 class MemoryAttempts:
@@ -36,9 +42,10 @@ class MemoryAttempts:
         with self._lock:
             row, now = self._fenced("complete_attempt", token.lease)
             old = row.steps.get(write.step_key)
-            refusal = attempt_refusal(token, old)
-            if refusal is not None:
-                raise refusal
+            if attempt_refusal(token, old) is not None:
+                # Made again where it is raised: a local naming the error would be held by its
+                # own traceback's frame, a cycle that keeps a finished run alive.
+                raise _refused(token, old)
             row = self._touch(row)
             row.step_writes.append(write.step_key)
             row.steps[write.step_key] = new_step(

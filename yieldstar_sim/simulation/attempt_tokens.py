@@ -19,6 +19,7 @@ from yieldstar_sim.core.attempts import AttemptToken
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
 from yieldstar_sim.core.model import InfrastructureError
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.engine.body_world import without_frames
 from yieldstar_sim.runtime.protocol import attempts_of
 from yieldstar_sim.simulation.faults import new_point_info
 from yieldstar_sim.simulation.narration import completion_data
@@ -82,5 +83,7 @@ def complete_abandoned(
             "the attempt its worker gave up on dies with its process's crash fault",
             **{**where, "op": Op.COMPLETE_ATTEMPT, "point": None},
         )  # fmt: skip
-    except InfrastructureError:
-        return  # refused (a stale attempt) or failed: the call's event says which
+    except InfrastructureError as refused:
+        # Refused (a stale attempt) or failed: the call's event says which. Its traceback
+        # holds this run's frames: without it, a finished run is freed at once.
+        without_frames(refused)
