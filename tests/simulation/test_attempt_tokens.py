@@ -98,3 +98,13 @@ def test_the_pair_keeps_its_promise_under_one_fault() -> None:
     for strategy in ("systematic", "exhaustive"):
         held = ys.explore(ys.load_scenario(FIXED), max_faults=1, strategy=strategy, confirm=None)
         assert held.verdict == "ok", held.summary()
+
+
+@pytest.mark.postgres
+def test_the_fix_gives_the_same_trace_on_memory_duckdb_and_postgres() -> None:
+    scenario = ys.load_scenario(FIXED)
+    traces = {
+        runtime: ys.simulate(scenario, seed=0, runtime=runtime).trace.to_jsonl()
+        for runtime in ("memory", "duckdb", "postgres")
+    }
+    assert traces["memory"] == traces["duckdb"] == traces["postgres"]
