@@ -42,7 +42,7 @@ from yieldstar_sim.core.model import (
     StepStatus,
     WorkflowRunOutcome,
 )
-from yieldstar_sim.runtime._sql_events import SqlEvents
+from yieldstar_sim.runtime._sql_attempts import SqlAttempts
 from yieldstar_sim.runtime._sql_primitives import Rows, SqlPrimitives
 from yieldstar_sim.runtime._sql_retries import TryAgain
 
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 
-class SqlCalls(SqlEvents, common.AdapterOptions, SqlPrimitives):
+class SqlCalls(SqlAttempts, common.AdapterOptions, SqlPrimitives):
     """The runtime Protocol's calls for an adapter that supplies ``SqlPrimitives``."""
 
     def _insert_or_find(

@@ -42,6 +42,12 @@ class _Abort(Exception):
         super().__init__()
         self.answer = answer
 
+    def take(self) -> object:
+        """The answer, no longer held here: an error raised from it has this abort as its
+        context, and an abort that still held it would be a reference cycle."""
+        answer, self.answer = self.answer, None
+        return answer
+
 
 class _Taken(TryAgain):
     """Another call took the event between the read and the write: a lost race, tried again."""
@@ -75,7 +81,7 @@ class SqlEvents(SqlRetries):
                 self._rollback_quietly()
                 if isinstance(ended, TryAgain):
                     raise
-                return False, ended.answer
+                return False, ended.take()
             self._failpoints.hit(f"{operation}.before_commit")
             self._execute("commit")
             return True, result

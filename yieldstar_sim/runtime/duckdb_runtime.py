@@ -91,7 +91,7 @@ _READS = frozenset(
 _FOLLOWED = frozenset(
     {
         "begin", "commit", "rollback", "start_find", "child_find",
-        "put_step", "record_wake",
+        "put_step", "record_wake", "attempt_step",
         "prune", "prune_to_tombstone_rows", "prune_to_tombstone", "prune_requests",
         "trigger", "start_insert", "child_insert", "claim_take", "renew", "release", "wait_for",
         "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",

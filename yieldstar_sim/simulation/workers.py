@@ -41,6 +41,7 @@ from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.recovery import dead_letter
 from yieldstar_sim.engine.world import WorkerCrashRequested
 from yieldstar_sim.runtime.memory_rows import read_step
+from yieldstar_sim.simulation.attempt_tokens import own_completion
 from yieldstar_sim.simulation.attempts import (
     AttemptStopped,
     Played,
@@ -444,6 +445,7 @@ class _Delivering:
             outcome = yield from play_body(
                 state, name, lease, step_key=command.step_key, attempt=command.attempt,
                 ops=ran.ops, played=played, start=start, passed=passed,
+                completion=own_completion(command, ran.result),
             )  # fmt: skip
             if outcome.how != "redo":
                 break
