@@ -25,7 +25,7 @@ from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
-from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
+from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally, keep_shortest
 from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
 
@@ -243,11 +243,11 @@ class ExhaustiveSearch:
         ended = execution.done()
         held = None
         if self.reduction is not None and not ended:
-            held = self.reduction.arrive(
-                execution,
+            above, actor = (
                 None if parent is None else parent.held,
                 None if move is None else move.actor,
             )
+            held = self.reduction.arrive(execution, above, actor)
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -262,7 +262,7 @@ class ExhaustiveSearch:
                 fault=None if move.fault is None else str(move.fault), plan=plan,
             )  # fmt: skip
         if ended:
-            self._ended(execution, key, parent, faults, cache=cache, depth=depth)
+            self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
         # What a state another process searched touched below it is not shared: where the
@@ -313,27 +313,20 @@ class ExhaustiveSearch:
         return node
 
     def _ended(
-        self,
-        execution: Execution,
-        key: str,
-        parent: _Node | None,
-        faults: int,
-        *,
-        cache: bool,
-        depth: int,
+        self, run: Any, key: str, parent: _Node | None, left: tuple[int, int], share: bool
     ) -> None:
-        """A run ended at ``key``: its outcome counted, its violations marked."""
+        """A run ended at ``key`` with ``left`` faults and depth: its outcome counted, its
+        violations marked, and shared with ``share``."""
         space = self.covered.state_space
         assert space is not None
-        run = execution.result()
         for violation in run.violations:
             space.mark_violation(key, violation.invariant)
         self.tally.take(outcome_of(run))
-        if self.shared is not None and cache:
+        if self.shared is not None and share:
             # Searched to its end, and shared as such, so that a table that counts the
             # states (a cluster's progress) counts those the statement counts. A run's
             # end is never cut, so sharing it spares no process a run.
-            self.shared.add(key, self._limit - faults, self._depth_left(depth))
+            self.shared.add(key, left[0], self._depth_left(left[1]))
         if parent is not None:
             parent.estimate += 1.0
 
@@ -578,22 +571,6 @@ class ParallelExhaustive:
     def section(self) -> dict[str, Any]:
         """The merged parts' coverage (empty before ``search`` ends)."""
         return _section(self.tally, self.covered)
-
-
-def keep_shortest(tally: Tally, start: int = 0) -> None:
-    """Keep, per invariant, the violation from ``start`` on with the fewest faults, then
-    events (the shortest-first search keeps every violating run of a level)."""
-
-    def rank(failure: tuple[int, str]) -> tuple[int, int]:
-        outcome = tally.outcomes[failure[0]]
-        return len(outcome.faults), outcome.length
-
-    best: dict[str, tuple[int, str]] = {}
-    for failure in tally.failures[start:]:
-        held = best.get(failure[1])
-        if held is None or rank(failure) < rank(held):
-            best[failure[1]] = failure
-    tally.failures[start:] = sorted(best.values(), key=rank)
 
 
 def _label(execution: Execution) -> str:
