@@ -696,7 +696,8 @@ def test_actors_that_reach_solo_points_at_one_instant_may_go_in_either_order() -
         w.kernel.take(first, None)
         w.kernel.settle()
         other = "early" if first == "late" else "late"
-        assert w.kernel.holder == first and w.kernel.ready() == [first]
+        assert w.kernel.holder == first
+        assert w.kernel.ready() == [first]
         with pytest.raises(KeyError, match=f"'{other}' waits its turn: '{first}' goes first"):
             w.kernel.take(other, None)
         w.run()

@@ -219,6 +219,11 @@ class Touches:
         return self.take()
 
 
+#: The runtime's attributes the search reads outside any move's calls (the keys' rows, a saved
+#: state): passed through unrecorded.
+_UNRECORDED = frozenset({"rows_view", "row_writes", "snapshot", "restore", "close"})
+
+
 def trusted(runtime: object) -> bool:
     """Whether the footprints of ``runtime``'s calls can be trusted: it is one the project
     ships and tests against the footprints' contract (an adapter of your own, or one that
@@ -247,7 +252,18 @@ class RecordedRuntime:
         self._writes: Callable[[], Sequence[Any]] | None = getattr(runtime, "row_writes", None)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime, name)
+        """Any other attribute of the runtime: the search's own reads of it (its rows for
+        the keys, its snapshots) as they are; a call this proxy does not know named as
+        touching everything, so that no move across it is taken for independent."""
+        found = getattr(self._runtime, name)
+        if name in _UNRECORDED or not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._touches.write(*EVERYTHING.writes, EVENTS, QUEUE)
+            return found(*args, **kwargs)
+
+        return call
 
     # ---------------------------------------------------------------- reads
 
