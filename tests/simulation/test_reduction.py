@@ -77,6 +77,7 @@ def agree(scenario: ys.Scenario, faults: int) -> Any:
         "trigger-in-step",
         "zombie-attempt",
         "continue-as-new-event-fixed",
+        "stale-completion-fixed",
     ],
 )
 def test_the_reduced_search_finds_what_the_full_search_finds(name: str) -> None:

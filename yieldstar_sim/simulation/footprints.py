@@ -40,11 +40,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.runtime.protocol import events_of
+from yieldstar_sim.runtime.protocol import attempts_of, events_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence, Sized
 
+    from yieldstar_sim.core.attempts import AttemptToken
     from yieldstar_sim.core.model import (
         ChildRequest,
         Delivery,
@@ -440,6 +441,14 @@ class RecordedRuntime:
             for row in writes()[since:]:
                 touches.write(status(row.execution_id))
         return record
+
+    def complete_attempt(self, token: AttemptToken, value: object = None) -> None:
+        """``AttemptClient.complete_attempt``: as a ``put_step`` with no wake, reads the lease
+        and the steps (which attempt is current), writes the steps."""
+        execution_id = token.lease.execution_id
+        self._touches.read(lease(execution_id), steps(execution_id))
+        self._touches.write(steps(execution_id))
+        attempts_of(self._runtime).complete_attempt(token, value)
 
     # External events: each call is named as touching every execution, the admissions, the
     # queue and the events, so that it is independent of nothing (no reduction across it).
