@@ -14,6 +14,7 @@ faults, which the engine turns into a redelivery rather than an outcome.
 
 from __future__ import annotations
 
+from yieldstar_sim.core.attempts import StaleAttemptError
 from yieldstar_sim.core.codec import DurableValueError
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
@@ -60,6 +61,7 @@ __all__ = [
     "Permanent",
     "ProfileError",
     "ScenarioError",
+    "StaleAttemptError",
     "StepDeclarationError",
     "StepError",
     "StepKeyError",

@@ -20,6 +20,7 @@ from yieldstar_sim.testing import (
     RuntimeFactory,
     check_runtime_adapter,
 )
+from yieldstar_sim.testing.attempts import ATTEMPT_CASES, check_attempt_adapter
 from yieldstar_sim.testing.events import EVENT_CASES, check_event_adapter
 
 
@@ -177,3 +178,15 @@ def test_check_event_adapter_names_the_failing_case() -> None:
 
     with pytest.raises(AssertionError, match=r"^An event is taken once and recorded"):
         check_event_adapter(lambda clock: DropsInstanceEvents(clock=clock))
+
+
+@pytest.mark.parametrize("case", list(ATTEMPT_CASES.values()), ids=list(ATTEMPT_CASES))
+def test_attempts_that_complete_by_token(make: RuntimeFactory, case: Case) -> None:
+    case(make)
+
+
+def test_check_attempt_adapter_names_the_failing_case() -> None:
+    from yieldstar_sim.examples.flawed_runtimes import CompletesAnyAttemptRuntime
+
+    with pytest.raises(AssertionError, match=r"^A stale attempt's completion is refused"):
+        check_attempt_adapter(lambda clock: CompletesAnyAttemptRuntime(clock=clock))

@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.events import EventAccepted
 from yieldstar_sim.core.model import Delivery, StartAccepted, StartResult
 from yieldstar_sim.errors import LeaseLostError
 from yieldstar_sim.runtime.duckdb_runtime import QUERIES
@@ -325,3 +326,16 @@ def test_eight_runtime_objects_racing_one_start_request_on_one_file(tmp_path: Pa
     assert len(targets) == 1, results
     assert [r.target_execution_id for r in first.start_requests()] == [targets.pop()]
     assert [r.workflow_id for r in first.executions()].count("ship-order") == 1
+
+
+def test_an_event_send_that_loses_a_race_at_commit_is_sent_again_and_kept_once() -> None:
+    runtime = ys.DuckDBRuntime()
+    runtime.trigger("charge-order", execution_id="order-42")
+    runtime.failpoints.arm(
+        "send_event.before_commit", error=duckdb.TransactionException("Conflict on update")
+    )
+    accepted = runtime.send_event(ys.EventRequest("approve", 1, execution_id="order-42"))
+    assert isinstance(accepted, EventAccepted)
+    assert [e.event_id for e in runtime.events()] == [accepted.event_id]
+    hits = runtime.failpoints.hits
+    assert (hits["send_event.before_commit"], hits["send_event.after_commit"]) == (2, 1)

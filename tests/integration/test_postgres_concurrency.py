@@ -21,6 +21,7 @@ import pytest
 from psycopg import errors
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.events import EventAccepted
 from yieldstar_sim.core.model import Delivery, StartAccepted, StartResult
 from yieldstar_sim.errors import InfrastructureError, LeaseLostError
 from yieldstar_sim.runtime.postgres import PostgresRuntime
@@ -360,5 +361,28 @@ def test_a_call_that_keeps_losing_races_gives_up_with_a_clear_error() -> None:
             rt.start(ship(caller))
         assert rt.start_requests() == []
         assert isinstance(rt.start(ship(caller)), StartAccepted)
+    finally:
+        rt.close()
+
+
+def test_an_event_send_that_keeps_losing_races_gives_up_as_every_call_does() -> None:
+    rt = runtime(max_retries=3)
+    try:
+        rt.trigger("charge-order", execution_id="order-42")
+        rt.failpoints.arm(
+            "send_event.before_commit",
+            error=errors.SerializationFailure("could not serialize access"),
+            times=3,
+        )
+        approve = ys.EventRequest("approve", 1, execution_id="order-42")
+        with pytest.raises(
+            InfrastructureError,
+            match=r"^send_event: gave up after 3 lost races in a row \(serialization failures "
+            r"or deadlocks; the last: could not serialize access\)$",
+        ):
+            rt.send_event(approve)
+        assert rt.events() == []
+        assert rt.failpoints.hits["send_event.after_commit"] == 0
+        assert isinstance(rt.send_event(approve), EventAccepted)
     finally:
         rt.close()

@@ -30,6 +30,7 @@ HAZARDS = {
     "leader-rollback": "at_most_once(cron.inserted, by=slot)",
     "chord-result-late": "the_sum_has_every_part",
     "stale-step-write": "recorded history never changes",
+    "stale-completion": "recorded history never changes",
     "expired-lease-archived": "executions end as expected",
     "poison-workflow": "nothing is recovered without end",
     "continue-as-new-event": "every accepted event is consumed or reported",

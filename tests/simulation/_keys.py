@@ -61,9 +61,12 @@ def state_key(state: RunState, histories: dict[str, list[str]], *, ended: bool =
         )
 
     actors = sorted(actor(name) for name in waits)
-    # Who goes first among actors waiting at solo points, when several wait there.
+    # Who goes first among actors waiting at solo points, when several wait there: the one
+    # still on its move; the others in any order (which of them goes next is a choice).
     turns = state.kernel.turns if waits and len(state.kernel.turns) > 1 else []
-    order = [actor(name) for name in turns]
+    holder = state.kernel.holder
+    order = [actor(name) for name in turns if name == holder]
+    order += sorted(actor(name) for name in turns if name != holder)
     ledger = [
         (e.name, repr(e.data), e.execution_id, e.step_key, e.attempt) for e in state.ledger.effects
     ]

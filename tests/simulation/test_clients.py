@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.model import InfrastructureError
 from yieldstar_sim.examples import charge_order, ship_order
+from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation import SimulationRun
 from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
@@ -127,6 +130,33 @@ def test_an_infrastructure_error_is_retried_and_admits_once() -> None:
         TraceKind.CLIENT_ATTEMPT,
         TraceKind.ERROR,
     ]
+
+
+class _FailsFirstTrigger(MemoryRuntime):
+    """The reference runtime, whose first ``trigger`` fails with an infrastructure error
+    before anything is written."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.failed = False
+
+    def trigger(self, *args: Any, **kwargs: Any) -> str:
+        if not self.failed:
+            self.failed = True
+            raise InfrastructureError("connection reset")
+        return super().trigger(*args, **kwargs)
+
+
+def test_a_trigger_the_runtime_fails_is_traced_as_an_error_and_sent_again() -> None:
+    run = ys.simulate(shop(order(SAME)), runtime=_FailsFirstTrigger)
+    assert run.verdict == "ok"
+    assert [(e.worker, e.text) for e in run.trace.of_kind(TraceKind.ERROR)] == [
+        ("api", "trigger failed: connection reset"),
+    ]
+    assert [(a.attempt, a.answer, a.execution_id) for a in answers(run)] == [
+        (2, "admitted", "order-42")
+    ]
+    assert charge_orders(run) == ["order-42"]
 
 
 def test_a_client_that_runs_out_of_attempts_gives_up() -> None:

@@ -321,7 +321,8 @@ def test_the_progress_counts_the_states_the_statement_counts(
 ) -> None:
     # The progress is read from the partitions, which held the states claimed or searched
     # but not the runs' ends: its count ended below the statement's (707 against 722, before
-    # idle workers blocked; one process counts 247 now).
+    # idle workers blocked; one process counts 199 now, with acknowledgements in the
+    # persistent sets).
     from yieldstar_sim.simulation.cluster import DaskCluster
 
     watched: list[dict[str, Any]] = []
@@ -333,7 +334,7 @@ def test_the_progress_counts_the_states_the_statement_counts(
     monkeypatch.setattr(DaskCluster, "search", watching)
     report = _explore("durable-start", 1, executor=client)
     assert watched
-    assert watched[-1]["states"] == report.distinct_states == 247
+    assert watched[-1]["states"] == report.distinct_states == 199
 
 
 def test_the_workers_are_read_from_the_scheduler_not_the_client_s_copy(client: Any) -> None:
@@ -363,3 +364,69 @@ def test_the_workers_are_read_from_the_scheduler_not_the_client_s_copy(client: A
     parts, lost = cluster.search(task, None, share=True)
     assert sorted(parts) == [0, 1]
     assert lost == []
+
+
+class _Refusing:
+    """The module's client, whose scheduler refuses every function sent to it with
+    ``refusal`` (``run_on_scheduler``), and answers everything else."""
+
+    def __init__(self, client: Any, refusal: Exception) -> None:
+        self._client, self._refusal = client, refusal
+
+    def run_on_scheduler(self, function: Any) -> Any:
+        raise self._refusal
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def test_a_scheduler_that_runs_no_function_sent_to_it_is_asked_for_its_workers_otherwise(
+    client: Any,
+) -> None:
+    # What Dask 2021.05 to 2023.12.0 answered with distributed.scheduler.pickle off: the
+    # search read the workers by run_on_scheduler alone, and stopped with this ValueError.
+    from yieldstar_sim.simulation.cluster import DaskCluster, workers_of
+
+    refusing = _Refusing(
+        client,
+        ValueError(
+            "Cannot run function as the scheduler has been explicitly disallowed from "
+            "deserializing arbitrary bytestrings using pickle via the "
+            "'distributed.scheduler.pickle' configuration setting."
+        ),
+    )
+    assert workers_of(refusing) == sorted(client.scheduler_info(n_workers=-1)["workers"])
+
+    def task(*, part: int, table: Any) -> int:
+        table.attach(part).close()
+        return part
+
+    parts, lost = DaskCluster(refusing).search(task, None, share=True)
+    assert sorted(parts) == [0, 1]
+    assert lost == []
+
+
+def test_a_scheduler_that_cannot_import_yieldstar_sim_is_refused_with_the_fix(
+    client: Any,
+) -> None:
+    # What a scheduler started from another environment answers: it could not read the
+    # search's tasks either (Dask's "Error during deserialization of the task graph").
+    from yieldstar_sim.simulation.cluster import workers_of
+
+    refusing = _Refusing(client, ModuleNotFoundError("No module named 'yieldstar_sim'"))
+    with pytest.raises(ValueError, match="cannot import yieldstar_sim") as refused:
+        workers_of(refusing)
+    assert str(refused.value) == (
+        f"the Dask scheduler at {client.scheduler.address!r} cannot import yieldstar_sim (No "
+        "module named 'yieldstar_sim'): install yieldstar-sim[dask] beside the scheduler too, "
+        "as on every worker"
+    )
+
+
+def test_any_other_refusal_of_a_function_on_the_scheduler_is_raised_as_it_is(
+    client: Any,
+) -> None:
+    from yieldstar_sim.simulation.cluster import workers_of
+
+    with pytest.raises(ValueError, match=r"^something else$"):
+        workers_of(_Refusing(client, ValueError("something else")))

@@ -567,7 +567,7 @@ TIMED = "only a freeze, a stall, a skew or a delay_event takes seconds, not a "
             {"kind": "crash", "op": "put_stpe"},
             "unknown fault op 'put_stpe' (did you mean 'put_step'?); the ops are claim, put_step, "
             "record_wake, wait_for, start, start_child, cancel, acknowledge, release, trigger, "
-            "send_event, wait_for_event, elapse, complete, renew, "
+            "send_event, wait_for_event, complete_attempt, elapse, complete, renew, "
             "draw, store_read, store_write, effect, commit (yieldstar-sim list --faults says "
             "what each is)",
         ),
@@ -585,20 +585,20 @@ TIMED = "only a freeze, a stall, a skew or a delay_event takes seconds, not a "
         (
             {"kind": "crash", "op": "complete"},
             "a crash cannot be placed at complete: it applies at acknowledge, cancel, claim, "
-            "elapse, put_step, record_wake, release, renew, send_event, start, start_child, "
-            "trigger, wait_for, wait_for_event",
+            "complete_attempt, elapse, put_step, record_wake, release, renew, send_event, "
+            "start, start_child, trigger, wait_for, wait_for_event",
         ),
         (
             {"kind": "crash", "op": "draw"},
             "a crash cannot be placed at draw: it applies at acknowledge, cancel, claim, "
-            "elapse, put_step, record_wake, release, renew, send_event, start, start_child, "
-            "trigger, wait_for, wait_for_event",
+            "complete_attempt, elapse, put_step, record_wake, release, renew, send_event, "
+            "start, start_child, trigger, wait_for, wait_for_event",
         ),
         (
             {"kind": "lose_response", "op": "elapse"},
             "a lose_response cannot be placed at elapse: it applies at acknowledge, cancel, "
-            "claim, put_step, record_wake, release, renew, send_event, start, start_child, "
-            "trigger, wait_for, wait_for_event",
+            "claim, complete_attempt, put_step, record_wake, release, renew, send_event, start, "
+            "start_child, trigger, wait_for, wait_for_event",
         ),
     ],
 )

@@ -24,7 +24,10 @@ from yieldstar_sim.simulation.footprints import (
     FAULTS,
     QUEUE,
     Footprint,
+    RecordedRuntime,
+    Touches,
     lease,
+    status,
     steps,
     stored,
     trusted,
@@ -210,3 +213,51 @@ def test_only_the_runtimes_the_project_ships_are_trusted_to_keep_the_contract() 
 
     assert trusted(MemoryRuntime())
     assert not trusted(Mine())
+
+
+def _at_call(run: Execution, op: str, execution_id: str) -> str:
+    """Take the run's default moves until an actor waits at a call of ``op`` on
+    ``execution_id``: that actor."""
+    while True:
+        for name in run.ready():
+            info = run.point(name).info
+            if info is not None and info.op == op and info.execution_id == execution_id:
+                return name
+        take(run, plain_move(run.ready()[0]))
+
+
+def test_an_acknowledgement_that_leaves_what_is_due_as_it_was_does_not_write_the_queue() -> None:
+    """A suspended run due again later: a claim now takes what it took before either way."""
+    run = _first(ys.load_scenario("retry-backoff"))
+    footprint = take(run, plain_move(_at_call(run, "acknowledge", "onboard-ada")))
+    assert {lease("onboard-ada"), status("onboard-ada")} <= footprint.writes
+    assert QUEUE not in footprint.writes
+    run.close()
+
+
+def test_an_acknowledgement_names_the_run_it_wakes_and_writes_the_queue_it_changes() -> None:
+    """A failed child wakes the order waiting for it, which is due at once."""
+    run = _first(ys.load_scenario("call-child-fails"))
+    while True:
+        actor = _at_call(run, "acknowledge", "@charge-card-2")
+        if run.runtime.execution("order-42").waiting_on == "@charge-card-2":  # type: ignore[union-attr]
+            break
+        take(run, plain_move(actor))
+    footprint = take(run, plain_move(actor))
+    assert {status("order-42"), QUEUE} <= footprint.writes
+    run.close()
+
+
+def test_a_call_the_recorder_does_not_know_touches_everything() -> None:
+    """An adapter's call of its own, passed through unrecorded, would look independent of
+    every move: it is named as touching every execution, the queue and the rest."""
+    runtime = MemoryRuntime()
+    runtime.archive_everything = lambda: "done"  # type: ignore[attr-defined]
+    touches = Touches()
+    recorded = RecordedRuntime(runtime, touches)
+    assert recorded.archive_everything() == "done"
+    footprint = touches.take()
+    assert not footprint.independent_of(Footprint(reads=frozenset({lease("order-42")})))
+    assert QUEUE in footprint.writes
+    recorded.rows_view()  # the keys' own reads are not a move's
+    assert touches.take() == Footprint()

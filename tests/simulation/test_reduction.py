@@ -15,15 +15,24 @@ from hypothesis import strategies as st
 import yieldstar_sim as ys
 from yieldstar_sim.cli_explore import report_json
 from yieldstar_sim.runtime.memory import MemoryRuntime
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive
+from yieldstar_sim.simulation.moves import plain_move
+from yieldstar_sim.simulation.persistent import Vouch, _unreached, vouch
 
 
 def search(
-    scenario: ys.Scenario, *, reduction: bool, faults: int, runtime: Any = "memory", **options: Any
+    scenario: ys.Scenario,
+    *,
+    reduction: bool,
+    faults: int,
+    runtime: Any = "memory",
+    stop_at_first: bool = False,
+    **options: Any,
 ) -> Any:
     return ys.explore(
         scenario, strategy=Exhaustive(reduction=reduction, **options), max_faults=faults,
-        runtime=runtime, confirm=None, stop_at_first=False,
+        runtime=runtime, confirm=None, stop_at_first=stop_at_first,
     )  # fmt: skip
 
 
@@ -68,6 +77,7 @@ def agree(scenario: ys.Scenario, faults: int) -> Any:
         "trigger-in-step",
         "zombie-attempt",
         "continue-as-new-event-fixed",
+        "stale-completion-fixed",
     ],
 )
 def test_the_reduced_search_finds_what_the_full_search_finds(name: str) -> None:
@@ -132,3 +142,87 @@ def test_a_search_bounded_in_depth_is_not_reduced() -> None:
 def test_the_booking_race_is_still_found_with_four_bookings_on_three_workers() -> None:
     report = search(bookings(4, 3), reduction=True, faults=0)
     assert report.verdict == "violated"
+
+
+def test_the_repaired_booking_race_is_verified_with_four_bookings_on_three_workers() -> None:
+    race = bookings(4, 3)
+    fixed = dataclasses.replace(ys.load_scenario("booking-race-fixed"), triggers=race.triggers)
+    report = agree(dataclasses.replace(fixed, workers=3), faults=0)
+    assert report.verdict == "ok"
+    assert report.exhausted
+
+
+@ys.workflow("ship-order")
+def _unkeyed_ship_order(step: Any, params: Any) -> Any:
+    """ship-order whose booking has no idempotency key: a crash between the booking and its
+    record books a second courier."""
+    order = params["order"]
+    return (
+        yield from step.run(
+            "book-courier", lambda: step.world.effect("courier.booked", order=order)
+        )
+    )
+
+
+def test_the_unkeyed_booking_is_found_with_three_orders_on_three_workers() -> None:
+    from yieldstar_sim.examples import charge_order
+
+    scenario = dataclasses.replace(orders(3, 3), workflows=[charge_order, _unkeyed_ship_order])
+    report = search(scenario, reduction=True, faults=1, stop_at_first=True)
+    assert found(report) == ["at_most_once(courier.booked, by=order)"]
+
+
+def test_trigger_in_step_is_found_with_three_orders_on_three_workers() -> None:
+    base = ys.load_scenario("trigger-in-step")
+    triggers = [
+        ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
+        for n in range(3)
+    ]
+    scenario = dataclasses.replace(base, faults=[], workers=3, triggers=triggers)
+    report = search(scenario, reduction=True, faults=1, stop_at_first=True)
+    # Its crash admits a second ship-order (one invariant) that books a second courier (the
+    # other): the search stops at whichever it meets first.
+    assert report.verdict == "violated"
+    assert set(found(report)) <= {
+        "at most one admitted execution per step",
+        "at_most_once(courier.booked, by=order)",
+    }
+
+
+def _until(run: Execution, op: str, execution_id: str, *, ready: int = 1) -> str:
+    """Take the run's first ready actor's plain move until an actor waits at a call of ``op``
+    on ``execution_id`` with at least ``ready`` actors ready: that actor."""
+    while True:
+        names = run.ready()
+        for name in names:
+            info = run.point(name).info
+            if (
+                info is not None
+                and info.op == op
+                and info.execution_id == execution_id
+                and len(names) >= ready
+            ):
+                return name
+        run.take(plain_move(names[0]))
+
+
+def test_an_acknowledgement_nothing_else_can_reach_is_a_persistent_set() -> None:
+    run = Execution(orders(2, 2), saving=True, footprints=True, scenario_faults=False)
+    actor = _until(run, "acknowledge", "order-40", ready=2)
+    assert vouch(run) == Vouch(actor, "order-40", ends=True)
+    run.close()
+
+
+def test_an_acknowledgement_that_wakes_a_waiting_run_is_not_one() -> None:
+    """A failed child wakes the order that waits for it: the order's worker, claiming it,
+    and the child's acknowledgement do not commute."""
+    run = Execution(
+        ys.load_scenario("call-child-fails"), saving=True, footprints=True, scenario_faults=False
+    )
+    while True:
+        actor = _until(run, "acknowledge", "@charge-card-2")
+        if run.runtime.execution("order-42").waiting_on == "@charge-card-2":  # type: ignore[union-attr]
+            break
+        run.take(plain_move(actor))
+    assert not _unreached(run, actor, "@charge-card-2")
+    run.close()

@@ -92,8 +92,8 @@ def test_an_exhaustive_search_leaves_no_reference_cycle_per_delivery_it_makes_ag
     scenario = dataclasses.replace(ys.load_scenario("durable-start"), faults=[], workers=2)
     with _collector_off():
         report = ys.explore(
-            scenario, strategy="exhaustive", max_faults=1, runtime="memory", confirm=None,
-            stop_at_first=False,
+            scenario, strategy=ys.Exhaustive(reduction=False), max_faults=1, runtime="memory",
+            confirm=None, stop_at_first=False,
         )  # fmt: skip
         assert report.exhausted
         found = _left_in_cycles()

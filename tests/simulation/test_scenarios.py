@@ -78,6 +78,8 @@ def test_every_bundled_scenario_tells_its_story() -> None:
         "skewed-lease",
         "skewed-lease-unfenced",
         "spawn-after-prune",
+        "stale-completion",
+        "stale-completion-fixed",
         "stale-step-write",
         "stale-step-write-fixed",
         "timed-out-attempt",

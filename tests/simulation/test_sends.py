@@ -7,19 +7,22 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 import yieldstar_sim as ys
-from yieldstar_sim.core.events import EventRecord
-from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus
+from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult
+from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, InfrastructureError
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import EVENT_KINDS, FAULT_KINDS, FaultKind, applies_at
 from yieldstar_sim.simulation.invariants import AcceptedEventsConsumedOrReported
 from yieldstar_sim.simulation.invariants.events import EVENT_FIX
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.trace_payloads import DeliveryData, SendData, TraceKind
+from yieldstar_sim.views.graph import graph_from_trace
 
 FIXED = "continue-as-new-event-fixed"
 BUGGY = "continue-as-new-event"
@@ -292,8 +295,6 @@ def test_the_totals_count_the_sends_and_what_became_of_the_events() -> None:
 
 
 def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance() -> None:
-    from yieldstar_sim.views.graph import graph_from_trace
-
     graph = graph_from_trace(_run().trace)
     assert {node: data["status"] for node, data in graph.nodes(data=True)} == {
         "counter": "continued-as-new",
@@ -301,3 +302,52 @@ def test_the_graph_built_from_the_trace_holds_every_run_of_a_continued_instance(
         "@counter:counter/~3": "completed",
     }
     assert graph.nodes["@counter:counter/~2"]["origin"] == "continue"
+
+
+class _FailsFirstSend(MemoryRuntime):
+    """The reference runtime, whose first ``send_event`` fails with an infrastructure error
+    before anything is written."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self.failed = False
+
+    def send_event(self, request: EventRequest) -> EventResult:
+        if not self.failed:
+            self.failed = True
+            raise InfrastructureError("connection reset")
+        return super().send_event(request)
+
+
+def test_a_send_the_runtime_fails_is_traced_as_an_error_and_sent_again() -> None:
+    run = ys.simulate(ys.load_scenario(FIXED), seed=0, runtime=_FailsFirstSend)
+    assert run.ok, run.explain()
+    assert [(e.worker, e.text) for e in run.trace.of_kind(TraceKind.ERROR)] == [
+        ("sender", "send_event failed: connection reset"),
+    ]
+    assert [(s.attempt, s.event_id, s.answer) for s in _sends(run)] == [
+        (2, "add-1", "accepted"),
+        (1, "add-2", "accepted"),
+    ]
+    assert [(e.event_id, e.status) for e in run.events] == [
+        ("add-1", "consumed"),
+        ("add-2", "consumed"),
+    ]
+
+
+def test_consecutive_runs_of_an_instance_are_joined_by_a_continued_as_edge_in_every_view() -> None:
+    from yieldstar_sim.views.evidence import edge_line
+    from yieldstar_sim.views.graph import draw_execution_graph, execution_graph, run_graph
+    from yieldstar_sim.views.graph_text import to_dot, to_mermaid
+
+    run = _run()
+    runs = [("counter", "@counter:counter/~2"), ("@counter:counter/~2", "@counter:counter/~3")]
+    for graph in (graph_from_trace(run.trace), execution_graph(run.runtime), run_graph(run)):
+        assert [
+            (s, t, key, edge_line(d)) for s, t, key, d in graph.edges(keys=True, data=True)
+        ] == [(source, target, "continued as", "continued") for source, target in runs]
+    graph = run_graph(run)
+    legend = draw_execution_graph(graph).axes[0].get_legend()
+    assert "continued as new" in [text.get_text() for text in legend.get_texts()]
+    assert to_dot(graph).count('style="bold", color="#0072B2"') == 2
+    assert to_mermaid(graph).count("==>") == 2

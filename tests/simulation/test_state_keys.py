@@ -297,13 +297,19 @@ def _states_reached(name: str, part: int) -> bytes:
     return b"".join(sorted(raw[i : i + 16] for i in range(0, len(raw), 16)))
 
 
-@pytest.mark.parametrize("name", ["zombie-attempt", "heartbeat-zombie"])
+@pytest.mark.parametrize(
+    "name", ["zombie-attempt", "heartbeat-zombie", "durable-start", "trigger-in-step"]
+)
 def test_a_search_reaches_the_same_states_in_any_order(name: str) -> None:
     # A key that merged two states with different futures let the order decide which of them
     # was searched: zombie-attempt reached 3,247 or 3,250 states (the skew of the worker
     # holding the lease, or the other's, summed apart), heartbeat-zombie 616 or 608 (a
-    # stalled attempt with no worker: the now-idle one's, or the busy one's).
-    assert _states_reached(name, 0) == _states_reached(name, 1)
+    # stalled attempt with no worker: the now-idle one's, or the busy one's). The reduction
+    # did too, where it vouched for the first worker by name in two states that mirror each
+    # other, or took a failed claim back to its own state for a state whose runs were unknown
+    # (durable-start 204 or 199 states, trigger-in-step 210 or 191).
+    reached = _states_reached(name, 0)
+    assert all(_states_reached(name, part) == reached for part in (1, 2, 3))
 
 
 def test_which_worker_runs_behind_is_part_of_the_state() -> None:

@@ -23,6 +23,7 @@ EXAMPLES: list[driver.Command] = [
     ),
     driver.RequestCancel("order-42"),
     driver.ConsumeEvent(LEASE, "approval", "approve"),
+    driver.CompleteAttempt(LEASE, "reserve", 2, "hold-2"),
 ]
 
 

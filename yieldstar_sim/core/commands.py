@@ -41,6 +41,17 @@ class PutStep(FencedCall):
 
 
 @dataclass(frozen=True, slots=True)
+class CompleteAttempt(FencedCall):
+    """Runtime call: record attempt ``attempt`` of step ``step_key`` completed with ``value``,
+    through the attempt's own token (``AttemptClient.complete_attempt``: the delivery's lease,
+    the step key, the attempt). Refused unless the attempt is the step's current one."""
+
+    step_key: str
+    attempt: int
+    value: DurableValue = None
+
+
+@dataclass(frozen=True, slots=True)
 class RecordWake(FencedCall):
     """Runtime call: make the execution due again at ``at``. Fenced."""
 
@@ -117,6 +128,9 @@ class RunBody:
     args: tuple[Any, ...] = field(default=(), repr=False)
     kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
     timeout: float | None = None
+    completes_by_token: bool = False
+    """Whether the attempt completes through its own call (``CompleteAttempt``): an attempt
+    its worker gave up on then still makes that call when it ends (the simulator)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +142,13 @@ class BodyResult:
 
 
 RuntimeCall: TypeAlias = (
-    PutStep | RecordWake | CallStart | WaitFor | StartChild | RequestCancel | ConsumeEvent
+    PutStep
+    | RecordWake
+    | CallStart
+    | WaitFor
+    | StartChild
+    | RequestCancel
+    | ConsumeEvent
+    | CompleteAttempt
 )
 Command: TypeAlias = RuntimeCall | ReadClock | OrderCompletions | RunBody

@@ -40,6 +40,7 @@ from yieldstar_sim.core.commands import (
     BodyResult,
     CallStart,
     Command,
+    CompleteAttempt,
     ConsumeEvent,
     PutStep,
     ReadClock,
@@ -100,6 +101,7 @@ __all__ = [
     "BodyResult",
     "CallStart",
     "Command",
+    "CompleteAttempt",
     "ConsumeEvent",
     "DriverGenerator",
     "PutStep",
@@ -365,9 +367,10 @@ def _run(
         state = _object(recorded.value)
         attempt = recorded.attempt + 1
         yield from _wait_until(float(state["wake_at"]), lease)  # type: ignore[arg-type]
+    by_token = request.policy.completes_by_token
     result: BodyResult = yield RunBody(
         execution_id, key, attempt, request.body, request.args, request.kwargs,
-        request.policy.timeout,
+        request.policy.timeout, by_token,
     )  # fmt: skip
     if result.error is None:
         encoding = durable_value_codec.round_trip(result.value, path=f"step {key!r} result")
@@ -379,7 +382,11 @@ def _run(
                 )
             )
         value = encoding[1]
-        yield PutStep(lease, key, "completed", value, attempt)
+        # An attempt with a token of its own completes through it (core.attempts).
+        if by_token:
+            yield CompleteAttempt(lease, key, attempt, value)
+        else:
+            yield PutStep(lease, key, "completed", value, attempt)
         return value
     error = result.error
     permanent = isinstance(error, Permanent)

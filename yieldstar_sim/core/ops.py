@@ -32,6 +32,9 @@ class Op(enum.StrEnum):
     event can be lost, duplicated or delayed on its way."""
     WAIT_FOR_EVENT = "wait_for_event"
     """A worker takes a pending event for ``step.wait_for_event`` and records the step."""
+    COMPLETE_ATTEMPT = "complete_attempt"
+    """A step attempt records its result through its own call, under its attempt token
+    (``completes_by_token()``): its worker's, or that of an attempt its worker gave up on."""
     ELAPSE = "elapse"
     COMPLETE = "complete"
     RENEW = "renew"

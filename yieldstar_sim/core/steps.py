@@ -25,7 +25,9 @@ class RetryPolicy:
 
     The defaults are the workflow steps guide's: one attempt, a one-minute timeout per attempt,
     and (once retries are enabled) delays from one second, doubling, capped at 30 seconds.
-    ``cap`` and ``timeout`` of ``None`` mean no limit.
+    ``cap`` and ``timeout`` of ``None`` mean no limit. ``completes_by_token``: each attempt
+    records its result through its own runtime call under its attempt token
+    (``StepBuilder.completes_by_token``); not in the repr, which shows the guide's settings.
 
     >>> policy = RetryPolicy(attempts=5, initial=1, factor=2, cap=60)
     >>> [policy.delay_after(attempt) for attempt in range(1, 5)]
@@ -37,6 +39,7 @@ class RetryPolicy:
     factor: float = 2.0
     cap: float | None = 30.0
     timeout: float | None = DEFAULT_TIMEOUT
+    completes_by_token: bool = field(default=False, repr=False)
 
     def delay_after(self, attempt: int) -> float:
         """The delay before the attempt that follows failed attempt number ``attempt``.
@@ -104,6 +107,14 @@ class StepBuilder:
         self.policy = replace(
             self.policy, timeout=None if seconds == 0 or math.isinf(seconds) else float(seconds)
         )
+        return self
+
+    def completes_by_token(self) -> StepBuilder:
+        """Each attempt completes through its own runtime call, ``complete_attempt``, under
+        its attempt token (the lease it started under, the step key, the attempt number), as
+        a Temporal activity completes by its task token: the runtime takes a result only from
+        the step's current attempt. Failures and timeouts are still recorded by the worker."""
+        self.policy = replace(self.policy, completes_by_token=True)
         return self
 
 

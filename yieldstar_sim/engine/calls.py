@@ -14,9 +14,11 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from yieldstar_sim.core.attempts import AttemptToken
 from yieldstar_sim.core.commands import (
     CallStart,
     Command,
+    CompleteAttempt,
     ConsumeEvent,
     FencedCall,
     OrderCompletions,
@@ -30,7 +32,7 @@ from yieldstar_sim.core.commands import (
 )
 from yieldstar_sim.core.model import ChildRequest, RequestId, StartRequest
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.runtime.protocol import events_of
+from yieldstar_sim.runtime.protocol import attempts_of, events_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -142,6 +144,14 @@ RUNTIME_CALLS: dict[type[Any], CallKind[Any]] = {
             take.lease, take.step_key, take.name
         ),
         step_key=lambda take: take.step_key,
+    ),
+    CompleteAttempt: _fenced_call(
+        Op.COMPLETE_ATTEMPT,
+        CompleteAttempt,
+        lambda runtime, done: attempts_of(runtime).complete_attempt(
+            AttemptToken(done.lease, done.step_key, done.attempt), done.value
+        ),
+        step_key=lambda done: done.step_key,
     ),
     CallStart: _request_call(
         Op.START, CallStart, StartRequest, lambda runtime, call: runtime.start(call.request)

@@ -12,6 +12,9 @@ Each wraps the reference ``MemoryRuntime`` and changes one thing about ``start``
   run waiting out a retry backoff is "nothing live" to it and goes on to complete;
 - ``StaleStepWritesRuntime`` checks a step write against the execution, not against the
   write's fencing token: a superseded delivery's write lands over a completed step's record;
+- ``CompletesAnyAttemptRuntime`` takes an attempt's completion (``complete_attempt``) by the
+  execution and the step alone, under the lease that holds now: an attempt its worker gave
+  up on completes the step over its retry (a token without the attempt);
 - ``ArchivesExpiredLeasesRuntime`` counts a lease that expired (its worker died) as a failed
   attempt and archives a task that has no retries left, though no attempt of it failed; it
   reports what it archives (``ReportsActions``). ``RequeuesExpiredLeasesRuntime`` is its fix:
@@ -43,6 +46,7 @@ from yieldstar_sim.runtime.memory import MemoryRuntime
 from yieldstar_sim.runtime.protocol import RuntimeAction
 
 if TYPE_CHECKING:
+    from yieldstar_sim.core.attempts import AttemptToken
     from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult
     from yieldstar_sim.core.model import Delivery, Lease, StartResult
 
@@ -140,6 +144,27 @@ class StaleStepWritesRuntime(_Wrapped):
             # The bug: the fencing token is not compared, so the superseded write lands.
             lease = holder
         self.inner.put_step(lease, step_key, **write)
+
+
+class CompletesAnyAttemptRuntime(_Wrapped):
+    """An attempt's completion is taken by the execution and the step its token names, not by
+    the attempt or the lease it started under: while another lease holds the execution, the
+    completion is recorded under that lease, as the step's put_step, whichever attempt sent
+    it, over whatever the step holds (the Temporal Java SDK's test server, whose activity task
+    tokens did not carry the attempt, so that a previous attempt could complete the next one:
+    temporalio/sdk-java#84). With no lease held it refuses as the reference does."""
+
+    def complete_attempt(self, token: AttemptToken, value: object = None) -> None:
+        """Complete the step; an earlier attempt's completion lands all the same."""
+        record = self.inner.execution(token.execution_id)
+        holder = None if record is None else record.lease
+        if holder is None or holder.incarnation != token.lease.incarnation:
+            self.inner.complete_attempt(token, value)
+            return
+        # The bug: neither the attempt nor its lease's fencing token is compared.
+        self.inner.put_step(
+            holder, token.step_key, status="completed", value=value, attempt=token.attempt
+        )
 
 
 class ArchivesExpiredLeasesRuntime(_Wrapped):

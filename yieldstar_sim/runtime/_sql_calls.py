@@ -42,8 +42,9 @@ from yieldstar_sim.core.model import (
     StepStatus,
     WorkflowRunOutcome,
 )
-from yieldstar_sim.runtime._sql_events import SqlEvents
+from yieldstar_sim.runtime._sql_attempts import SqlAttempts
 from yieldstar_sim.runtime._sql_primitives import Rows, SqlPrimitives
+from yieldstar_sim.runtime._sql_retries import TryAgain
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -55,20 +56,8 @@ if TYPE_CHECKING:
 R = TypeVar("R")
 
 
-class SqlCalls(SqlEvents, common.AdapterOptions, SqlPrimitives):
+class SqlCalls(SqlAttempts, common.AdapterOptions, SqlPrimitives):
     """The runtime Protocol's calls for an adapter that supplies ``SqlPrimitives``."""
-
-    def _write(self, name: str, params: Mapping[str, object] | None = None) -> Rows:
-        """Run one statement in a transaction of its own, again after a lost race."""
-        last: BaseException | None = None
-        for attempt in range(self._race_retries):
-            try:
-                return self._execute(name, params)
-            except self._RACE_ERRORS as error:
-                last = error
-                self._rollback_quietly()
-                self._backoff(attempt)
-        raise self._gave_up(name, last)
 
     def _insert_or_find(
         self,
@@ -83,34 +72,25 @@ class SqlCalls(SqlEvents, common.AdapterOptions, SqlPrimitives):
         ``found`` of the rows of ``find``, running it all again while ``found`` answers
         ``None`` or a race is lost at any point (a conflict, a key committed first);
         ``operation.after_commit`` sits after a successful answer."""
-        last: BaseException | None = None
-        for attempt in range(self._race_retries):
-            try:
-                if self._BEGIN is not None:
-                    self._execute(self._BEGIN)
-                rows = self._execute(*insert)
-                self._failpoints.hit(f"{operation}.before_commit")
-                if rows:
-                    self._execute("commit")
-                    result = inserted(rows)
-                else:
-                    if self._END_UNUSED is not None:
-                        self._execute(self._END_UNUSED)
-                    answer = found(self._execute(*find))
-                    if answer is None:
-                        continue
-                    result = answer
-            except self._RACE_ERRORS as error:
-                last = error
-                self._rollback_quietly()
-                self._backoff(attempt)
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            self._failpoints.hit(f"{operation}.after_commit")
-            return result
-        raise self._gave_up(operation, last)
+
+        def once() -> R:
+            if self._BEGIN is not None:
+                self._execute(self._BEGIN)
+            rows = self._execute(*insert)
+            self._failpoints.hit(f"{operation}.before_commit")
+            if rows:
+                self._execute("commit")
+                return inserted(rows)
+            if self._END_UNUSED is not None:
+                self._execute(self._END_UNUSED)
+            answer = found(self._execute(*find))
+            if answer is None:
+                raise TryAgain(f"{operation}: what {find[0]} looked for was gone")
+            return answer
+
+        result = self._retried(operation, once, transaction=True)
+        self._failpoints.hit(f"{operation}.after_commit")
+        return result
 
     @property
     def clock(self) -> Clock:

@@ -1,6 +1,7 @@
 """External events and continue-as-new for the SQL adapters (DuckDB, PostgreSQL): the
 ``EventClient`` calls and the write of a ``ContinuedAsNew`` acknowledgement, each a few
-statements of the dialect's named-query file in one transaction, retried as a lost race is.
+statements of the dialect's named-query file in one transaction, retried as a lost race is
+(``_sql_retries``: the loop every write of the adapters runs through).
 
 Each transaction holds what the call's answer depends on: a sent event with the wake of its
 run, an event taken with the step that records it, a run ended with its instance's next run.
@@ -21,13 +22,14 @@ from yieldstar_sim.core.events import (
 )
 from yieldstar_sim.core.ids import check_name, continued_run_base
 from yieldstar_sim.runtime._events_common import check_event, instance_refused, refused, settle
-from yieldstar_sim.runtime._sql_primitives import Rows, SqlPrimitives
+from yieldstar_sim.runtime._sql_retries import SqlRetries, TryAgain
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from yieldstar_sim.core.clock import Clock
     from yieldstar_sim.core.model import ContinuedAsNew, ExecutionRecord, Lease
+    from yieldstar_sim.runtime._sql_primitives import Rows
     from yieldstar_sim.runtime.failpoints import FailPoints
 
 R = TypeVar("R")
@@ -40,8 +42,14 @@ class _Abort(Exception):
         super().__init__()
         self.answer = answer
 
+    def take(self) -> object:
+        """The answer, no longer held here: an error raised from it has this abort as its
+        context, and an abort that still held it would be a reference cycle."""
+        answer, self.answer = self.answer, None
+        return answer
 
-class _Taken(Exception):
+
+class _Taken(TryAgain):
     """Another call took the event between the read and the write: a lost race, tried again."""
 
 
@@ -50,7 +58,7 @@ def _wrote(rows: Rows) -> bool:
     return bool(rows) and bool(rows[0][0])
 
 
-class SqlEvents(SqlPrimitives):
+class SqlEvents(SqlRetries):
     """The event calls of ``SqlCalls`` (the adapter's options are declared for the type
     checker)."""
 
@@ -64,33 +72,27 @@ class SqlEvents(SqlPrimitives):
     def _transaction(self, operation: str, body: Callable[[], R]) -> R:
         """``body`` in a transaction, run again after a lost race; ``operation``'s failure
         points around its commit. A body that raises ``_Abort`` writes nothing."""
-        last: BaseException | None = None
-        for attempt in range(self._race_retries):
+
+        def once() -> tuple[bool, object]:
+            self._execute("begin")
             try:
-                self._execute("begin")
                 result = body()
-                self._failpoints.hit(f"{operation}.before_commit")
-                self._execute("commit")
-            except _Abort as aborted:
+            except (_Abort, TryAgain) as ended:
                 self._rollback_quietly()
-                if isinstance(aborted.answer, BaseException):
-                    raise aborted.answer from None
-                return aborted.answer  # type: ignore[return-value]
-            except _Taken as error:
-                last = error
-                self._rollback_quietly()
-                continue
-            except self._RACE_ERRORS as error:
-                last = error
-                self._rollback_quietly()
-                self._backoff(attempt)
-                continue
-            except BaseException:
-                self._rollback_quietly()
-                raise
-            self._failpoints.hit(f"{operation}.after_commit")
-            return result
-        raise self._gave_up(operation, last)
+                if isinstance(ended, TryAgain):
+                    raise
+                return False, ended.take()
+            self._failpoints.hit(f"{operation}.before_commit")
+            self._execute("commit")
+            return True, result
+
+        committed, answer = self._retried(operation, once, transaction=True)
+        if not committed:
+            if isinstance(answer, BaseException):
+                raise answer from None
+            return answer  # type: ignore[return-value]
+        self._failpoints.hit(f"{operation}.after_commit")
+        return answer  # type: ignore[return-value]
 
     def send_event(self, request: EventRequest) -> EventResult:
         """Accept an event for a run or an instance and wake its current run, or refuse it."""

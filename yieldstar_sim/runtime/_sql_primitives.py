@@ -1,5 +1,5 @@
 """What an SQL adapter supplies (``SqlPrimitives``) for the calls written once over it
-(``_sql_calls.SqlCalls``, ``_sql_events.SqlEvents``)."""
+(``_sql_calls.SqlCalls``, ``_sql_events.SqlEvents``, ``_sql_retries.SqlRetries``)."""
 
 from __future__ import annotations
 

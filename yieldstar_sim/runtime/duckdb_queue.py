@@ -11,15 +11,23 @@ nothing, and ``next_wake_at``, from here without a statement; every claim that f
 still reads and takes its row with SQL, and checks that the row it read becomes claimable when
 this model says the queue does (any difference and the model is dropped).
 
-The runtime drops the model for good (``None``) on anything it does not follow: a write
-statement it has no rule for, a statement that failed, a second thread, a connection handed
-out. This module only keeps the rows; ``DuckDBRuntime`` decides when each rule applies.
+The writes of a transaction (a start's or a child's insert, an event's wake, a run that
+continues as new with its instance's next run) count once it commits, and not at all when it
+rolls back. The runtime drops the model for good (``None``) on anything it does not follow: a
+write statement it has no rule for, a statement that failed, a second thread, a connection
+handed out. ``QueueModel.wrote`` holds the rules of the plain statements of ``queries.sql``;
+``DuckDBRuntime`` applies the others (the claim and the fenced writes it composes itself).
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 
 @dataclass(slots=True)
@@ -37,6 +45,10 @@ class _Row:
         return self.due if self.expires is None else self.expires
 
 
+#: The statements whose rule reads the row count DuckDB answers.
+_COUNTED = frozenset({"continue_insert", "continue_end", "waiters_wake", "event_wake"})
+
+
 def _woken(due: float | None, now: float) -> float:
     # least(coalesce(due_at, $now), $now): what a cancellation and a terminal acknowledgement
     # set for the executions they wake.
@@ -49,7 +61,7 @@ class QueueModel:
     the ones that can meet a row they do not know answer ``False`` (the model is then wrong,
     and the runtime drops it)."""
 
-    __slots__ = ("_inserted", "_ready", "_rows", "_waiters")
+    __slots__ = ("_pending", "_ready", "_rows", "_waiters")
 
     def __init__(self) -> None:
         self._rows: dict[str, _Row] = {}
@@ -59,7 +71,8 @@ class QueueModel:
         self._ready: list[tuple[float, str]] = []
         # Target ID -> the IDs that waited on it; one that waits no more is passed over.
         self._waiters: dict[str, set[str]] = {}
-        self._inserted: tuple[str, float] | None = None  # admitted, not yet committed
+        # What the open transaction wrote, applied in order when it commits.
+        self._pending: list[Callable[[], bool]] = []
 
     def _moved(self, execution_id: str, row: _Row) -> None:
         """``row`` was written: its ready time and its wait go into the indexes as they are."""
@@ -90,19 +103,46 @@ class QueueModel:
         self._rows[execution_id] = row = _Row(now, None, None)
         self._moved(execution_id, row)
 
-    def inserting(self, execution_id: str | None, now: float) -> None:
-        """A start or child insert, inside its transaction: due now once committed."""
-        self._inserted = None if execution_id is None else (execution_id, now)
+    def wrote(
+        self, name: str, params: Mapping[str, Any] | None, rows: list[tuple[Any, ...]]
+    ) -> bool:
+        """Follow the plain statement ``name`` that went through with ``params`` and answered
+        ``rows`` (DuckDB answers an UPDATE's or an INSERT's row count); False where it met a
+        row the model does not know, or where the transaction it committed did."""
+        count = int(rows[0][0]) if rows and name in _COUNTED else 0
+        if name == "commit":
+            pending, self._pending = self._pending, []
+            return all(change() for change in pending)
+        if name in ("rollback", "start_find", "child_find"):
+            self._pending.clear()  # its writes never happened (the finds end the transaction)
+        elif name == "trigger" and rows:
+            assert params is not None
+            self._admitted(str(rows[0][0]), float(params["now"]))
+        elif name in ("start_insert", "child_insert") and rows:
+            assert params is not None
+            self._pending.append(partial(self._admitted, str(rows[0][0]), float(params["now"])))
+        elif name == "continue_insert" and count:
+            assert params is not None
+            self._pending.append(
+                partial(self._admitted, str(params["new_id"]), float(params["now"]))
+            )
+        elif name == "continue_end" and count:
+            assert params is not None
+            self._pending.append(partial(self._ended, str(params["execution_id"])))
+        elif name in ("waiters_wake", "event_wake"):
+            assert params is not None
+            wake = self._waiters_woken if name == "waiters_wake" else self._woken_now
+            self._pending.append(
+                partial(wake, str(params["execution_id"]), count, float(params["now"]))
+            )
+        return True
 
-    def committed(self) -> None:
-        """The open transaction committed: its insert, if any, is in the queue."""
-        if self._inserted is not None:
-            self.admitted(*self._inserted)
-            self._inserted = None
-
-    def rolled_back(self) -> None:
-        """The open transaction rolled back: its insert, if any, never happened."""
-        self._inserted = None
+    def _admitted(self, execution_id: str, now: float) -> bool:
+        """An insert (a trigger's, or a committed start's, child's or next run's) put a row in
+        the queue, due now."""
+        self._rows[execution_id] = row = _Row(now, None, None)
+        self._moved(execution_id, row)
+        return True
 
     def _set(
         self, execution_id: str, due: float | None, expires: float | None, waiting_on: str | None
@@ -150,17 +190,34 @@ class QueueModel:
     def finished(self, execution_id: str, woken: int, now: float) -> bool:
         """A terminal acknowledgement: the row leaves the queue, and the live rows waiting on
         it (the statement counted ``woken`` of them) are due now at the latest."""
-        if self._rows.pop(execution_id, None) is None:
-            return False
+        return self._ended(execution_id) and self._waiters_woken(execution_id, woken, now)
+
+    def _ended(self, execution_id: str) -> bool:
+        """The row reached a terminal status: it leaves the queue."""
+        return self._rows.pop(execution_id, None) is not None
+
+    def _waiters_woken(self, target: str, woken: int, now: float) -> bool:
+        """The live rows waiting on ``target`` (a statement counted ``woken`` of them) are due
+        now at the latest."""
         waiting = {
             waiter_id: row
-            for waiter_id in self._waiters.pop(execution_id, ())
-            if (row := self._rows.get(waiter_id)) is not None and row.waiting_on == execution_id
+            for waiter_id in self._waiters.pop(target, ())
+            if (row := self._rows.get(waiter_id)) is not None and row.waiting_on == target
         }
         for waiter_id, row in waiting.items():
             row.due = _woken(row.due, now)
             self._moved(waiter_id, row)
         return len(waiting) == woken
+
+    def _woken_now(self, execution_id: str, woken: int, now: float) -> bool:
+        """An event for ``execution_id`` made it due now at the latest, leased or not (the
+        statement counted ``woken`` rows: none where the run is no longer live)."""
+        row = self._rows.get(execution_id)
+        if row is None:
+            return woken == 0
+        row.due = _woken(row.due, now)
+        self._moved(execution_id, row)
+        return woken == 1
 
     def cancelled(self, execution_ids: list[str], now: float) -> bool:
         """A cancellation request reached these live rows: each is due now at the latest."""

@@ -86,15 +86,17 @@ _READS = frozenset(
 )
 #: The writes the queue model follows (``duckdb_queue``): those that change no row's ready
 #: time (a step or a wake recorded under a lease, whose expiry decides; transactions; prunes,
-#: which touch terminal rows only) and those whose change the adapter applies after them. Any
-#: other write, and any statement that fails, drops the model.
+#: which touch terminal rows only; an event's own row, sent or taken) and those whose change the
+#: model applies after them. Any other write, and any statement that fails, drops the model.
 _FOLLOWED = frozenset(
     {
         "begin", "commit", "rollback", "start_find", "child_find",
-        "put_step", "record_wake",
+        "put_step", "record_wake", "attempt_step",
         "prune", "prune_to_tombstone_rows", "prune_to_tombstone", "prune_requests",
         "trigger", "start_insert", "child_insert", "claim_take", "renew", "release", "wait_for",
         "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
+        "event_insert", "event_wake", "event_step", "event_take",
+        "continue_end", "continue_insert", "waiters_wake",
     }
 )  # fmt: skip
 _TERMINAL = frozenset({"completed", "failed", "cancelled", "dead-lettered", "continued-as-new"})
@@ -299,16 +301,7 @@ class DuckDBRuntime(SqlCalls):
             self._uncommitted = None
         queue = self._queue
         if queue is not None:
-            if name == "trigger" and rows:
-                assert params is not None
-                queue.admitted(rows[0][0], float(params["now"]))  # type: ignore[arg-type]
-            elif name in ("start_insert", "child_insert"):
-                assert params is not None
-                queue.inserting(rows[0][0] if rows else None, float(params["now"]))  # type: ignore[arg-type]
-            elif name == "commit":
-                queue.committed()
-            elif name in ("rollback", "start_find", "child_find"):
-                queue.rolled_back()
+            self._follow(queue.wrote(name, params, rows))
         return rows
 
     def _statement(

@@ -36,6 +36,7 @@ WRITE_OPERATIONS = (
     "cancel",
     "send_event",
     "wait_for_event",
+    "complete_attempt",
 )
 
 FAILPOINT_NAMES = tuple(

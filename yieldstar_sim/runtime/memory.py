@@ -42,6 +42,7 @@ from yieldstar_sim.core.model import (
     StepStatus,
     WorkflowRunOutcome,
 )
+from yieldstar_sim.runtime.memory_attempts import MemoryAttempts
 from yieldstar_sim.runtime.memory_events import MemoryEvents
 from yieldstar_sim.runtime.memory_order import ClaimOrder
 from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
@@ -66,7 +67,7 @@ class MemorySnapshot:
     events: tuple[EventRecord, ...] = ()
 
 
-class MemoryRuntime(MemoryEvents, common.AdapterOptions):
+class MemoryRuntime(MemoryAttempts, MemoryEvents, common.AdapterOptions):
     """A runtime adapter that keeps every record in Python objects.
 
     ``clock`` supplies virtual time (without one, time stands at 0). ``orphan_guard`` (on by
@@ -74,7 +75,7 @@ class MemoryRuntime(MemoryEvents, common.AdapterOptions):
     admits an owned target of a caller being cancelled with its own cancellation requested;
     switch it off only to show the hazard (``orphan-after-cancel``). ``on_existing_id``
     answers a trigger whose caller-chosen ID exists: ``"refuse"`` (EXECUTION_EXISTS, the
-    default) or ``"return_existing"``. External events: ``memory_events``."""
+    default) or ``"return_existing"``. Events, attempts: ``memory_events``, ``memory_attempts``."""
 
     def __init__(
         self,
@@ -328,9 +329,7 @@ class MemoryRuntime(MemoryEvents, common.AdapterOptions):
         are shared with the snapshot, not copied: a row is copied when it is next written
         (``_touch``)."""
         with self._lock:
-            for row in self._rows.values():
-                row.shared = True
-            for row in self._tombstones.values():
+            for row in (*self._rows.values(), *self._tombstones.values()):
                 row.shared = True
             return MemorySnapshot(
                 dict(self._rows), dict(self._tombstones), dict(self._requests), self._last_seq,

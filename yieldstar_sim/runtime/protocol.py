@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from yieldstar_sim.core.attempts import AttemptToken
     from yieldstar_sim.core.clock import Clock
     from yieldstar_sim.core.events import EventRecord, EventRequest, EventResult, ReceivedEvent
     from yieldstar_sim.core.model import (
@@ -183,6 +184,30 @@ def events_of(runtime: object) -> EventClient:
             f"{type(runtime).__name__} has no external events (send_event, wait_for_event, "
             "events: runtime.protocol.EventClient); run the scenario on the memory, DuckDB "
             "or PostgreSQL runtime, or add them to yours"
+        )
+    return runtime
+
+
+@runtime_checkable
+class AttemptClient(Protocol):
+    """Steps whose attempts complete through their own call (``completes_by_token()``): the
+    memory, DuckDB and PostgreSQL adapters implement it. A runtime of your own without it
+    runs every workflow whose steps do not complete by token."""
+
+    def complete_attempt(self, token: AttemptToken, value: object = None) -> None:
+        """Record ``token``'s attempt as the step's completion with ``value``, only if it is
+        the step's current attempt: under a lease that still holds (``LeaseLostError``), with
+        the attempt number the step is at, the step still open (``StaleAttemptError``)."""
+        ...
+
+
+def attempts_of(runtime: object) -> AttemptClient:
+    """``runtime`` as an ``AttemptClient``; a ``TypeError`` naming it when it has none."""
+    if not isinstance(runtime, AttemptClient):
+        raise TypeError(
+            f"{type(runtime).__name__} has no attempt completion (complete_attempt: "
+            "runtime.protocol.AttemptClient); run the scenario on the memory, DuckDB or "
+            "PostgreSQL runtime, or add it to yours"
         )
     return runtime
 

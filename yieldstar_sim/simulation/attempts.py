@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import DeliveryRejectedError, InfrastructureError, LeaseLostError
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.attempt_tokens import complete_abandoned
 from yieldstar_sim.simulation.faults import FaultKind, new_point_info
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import BEFORE, WorkerCrashed, call, pass_point
@@ -54,6 +55,7 @@ from yieldstar_sim.simulation.world_ops import WorldOp, land
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
+    from yieldstar_sim.simulation.attempt_tokens import OwnCompletion
     from yieldstar_sim.simulation.points import Where
     from yieldstar_sim.simulation.state import RunState
     from yieldstar_sim.simulation.world_ops import Redo
@@ -246,6 +248,7 @@ def play_body(
     played: Playback,
     start: int = 0,
     passed: bool = False,
+    completion: OwnCompletion | None = None,
 ) -> Generator[Any, Any, Played]:
     """Land what a body did, in order from ``start``, passing a choice point at each of its
     elapses and heartbeats and a solo point at each of its calls to the outside world (the
@@ -253,7 +256,8 @@ def play_body(
     worker gave up on the attempt at its timeout (a stall outlasted it: the rest of the
     attempt goes on apart, and the worker treats it as timed out), ``stopped`` when the
     worker stopped it for its lease, ``redo`` when the body must run again from a call
-    (``Played.redo``, at ``Played.at``)."""
+    (``Played.redo``, at ``Played.at``). An attempt that completes by its token
+    (``completion``) and that its worker gives up on completes by it when it ends."""
     watch = played.watch
     if watch is None and HEARTBEAT in ops[start:]:
         watch = played.watch = _LeaseWatch.of(state, name, lease, attempt)
@@ -290,7 +294,7 @@ def play_body(
         assert isinstance(op, float)
         how, ended = yield from _elapse(
             state, name, lease, step_key=step_key, attempt=attempt, seconds=op,
-            deadline=played.deadline, rest=ops[index + 1 :], watch=watch,
+            deadline=played.deadline, rest=ops[index + 1 :], watch=watch, completion=completion,
         )  # fmt: skip
         if how == "stopped":
             assert watch is not None
@@ -413,6 +417,7 @@ def _elapse(
     deadline: float | None,
     rest: list[BodyOp],
     watch: _LeaseWatch | None,
+    completion: OwnCompletion | None = None,
 ) -> Generator[Any, Any, tuple[str, float | None]]:
     """One elapse: ``kept`` (the work was waited out), ``stopped`` (the worker stopped the
     attempt before it) or ``timed_out`` (a stall outlasted the timeout), with, then, when the
@@ -446,7 +451,13 @@ def _elapse(
         actor = f"{name}~{lease.execution_id}~{lease.token}~{attempt}"
         abandoned = StallData(attempt, stall, until, timed_out=True)
         stops = watch is not None and watch.policy is not None
-        state.spawn(actor, partial(_abandoned, state, abandoned, where, rest, stops=stops))
+        state.spawn(
+            actor,
+            partial(
+                _abandoned, state, abandoned, where, rest, stops=stops, lease=lease,
+                completion=completion,
+            ),
+        )  # fmt: skip
         yield Wait(max(deadline, state.clock.now()))
         return "timed_out", until + _work_before_stop(rest, stops=stops)
     state.event(
@@ -483,10 +494,18 @@ def _work_before_stop(rest: list[BodyOp], *, stops: bool) -> float:
 
 
 def _abandoned(
-    state: RunState, stall: StallData, where: Where, rest: list[BodyOp], *, stops: bool = False
+    state: RunState,
+    stall: StallData,
+    where: Where,
+    rest: list[BodyOp],
+    *,
+    stops: bool = False,
+    lease: Lease | None = None,
+    completion: OwnCompletion | None = None,
 ) -> Generator[Any, Any, None]:
     """An attempt its worker gave up on at its timeout: it resumes after its stall and does
-    the rest of what its body did (no call of its own: its worker owns the delivery). A body
+    the rest of what its body did (its worker owns the delivery: its one call is its own
+    completion, when its step completes by token: ``completion``, under ``lease``). A body
     that heartbeats, under a policy that stops attempts (``stops``), sees at its next
     heartbeat that its worker gave up on it, and stops there."""
     yield Wait(stall.until)
@@ -515,6 +534,8 @@ def _abandoned(
         else:
             assert isinstance(op, float)
             yield Wait(state.clock.now() + op)
+    if completion is not None and lease is not None:
+        yield from complete_abandoned(state, lease, where, completion)
 
 
 def heartbeat(state: RunState, name: str, lease: Lease, work: float, where: Where) -> None:

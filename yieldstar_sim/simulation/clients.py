@@ -27,13 +27,12 @@ from yieldstar_sim.core.model import (
     ExecutionAdmissionError,
     ExecutionNotFoundError,
     ExecutionStateError,
-    InfrastructureError,
 )
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.answers import answered, ask_runtime, trace_failure
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
-from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.scenario import Cancel, Trigger
 from yieldstar_sim.simulation.scenario_clients import fresh_request_id
 from yieldstar_sim.simulation.senders import send_event
@@ -42,7 +41,6 @@ from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
-    ErrorData,
     TraceKind,
 )
 
@@ -148,32 +146,16 @@ class _Request:
             **where,
         )  # fmt: skip
         if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
-            sim.event(
-                sim.clock.now(), TraceKind.ERROR,
-                f"{self.action} failed: infrastructure error at {info.label}",
-                data=ErrorData(f"infrastructure error at {info.label}"), **where,
-            )  # fmt: skip
+            trace_failure(sim, self.action, f"infrastructure error at {info.label}", where)
             return "retry"
         lost = kind == FaultKind.LOSE_RESPONSE
-        try:
-            # One answer: the call, what it answered, and what the client wrote of it.
-            seen = sim.ask(self._call, attempt, request_id, where, lost=lost)
-        except InfrastructureError as failed:
-            sim.event(
-                sim.clock.now(), TraceKind.ERROR, f"{self.action} failed: {failed}",
-                data=ErrorData(str(failed)), **where,
-            )  # fmt: skip
-            seen = False
-        if sim.reports:
-            sim.tell(trace_actions, sim)  # what the runtime decided on its own meanwhile
-        if kind == FaultKind.CRASH_AFTER:
-            return "crashed"
-        return "answered" if seen and not lost else "retry"
+        seen = ask_runtime(sim, self.action, where, self._call, attempt, request_id, lost=lost)
+        return answered(kind, seen, lost)
 
     def _call(
         self, attempt: int, request_id: str | None, where: dict[str, Any], *, lost: bool
-    ) -> bool:
-        """Make the runtime call and record its answer; False when the call failed."""
+    ) -> None:
+        """Make the runtime call and record its answer (a refusal is an answer too)."""
         sim, request = self.sim, self.request
         unseen = "; the response is lost" if lost else ""
         answer: ClientAnswerData
@@ -198,7 +180,7 @@ class _Request:
                 sim.clock.now(), TraceKind.CLIENT_ANSWER, text + unseen, data=answer, **where
             )
             sim.kernel.nudge()
-            return True
+            return
         before = sim.runtime.execution(request_id) if request_id is not None else None
         try:
             admitted = sim.runtime.trigger(
@@ -215,7 +197,7 @@ class _Request:
                 f"{refused}{unseen}",
                 data=answer, **where,
             )  # fmt: skip
-            return True
+            return
         record = sim.runtime.execution(admitted)
         existing = before is not None and record is not None and record.seq == before.seq
         answer = ClientAnswerData(
@@ -234,7 +216,6 @@ class _Request:
         if not existing:
             sim.observe_admission(admitted, "client trigger", (self.client, self.meant), event)
             sim.kernel.nudge()
-        return True
 
     def _give_up(self, attempts: int, why: str) -> None:
         sim = self.sim

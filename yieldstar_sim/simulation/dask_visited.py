@@ -39,6 +39,13 @@ class PartitionLost(RuntimeError):
     answer in ``ANSWER_SECONDS``."""
 
 
+#: What a scheduler of Dask 2021.05 to 2023.12.0 answers ``run_on_scheduler`` with (a
+#: ``ValueError`` naming this setting) when ``distributed.scheduler.pickle`` is off: it runs no
+#: function sent to it, and still schedules tasks. Dask 2023.12.1 removed the setting (a
+#: scheduler given it refuses to start): pickle on the scheduler can no longer be turned off.
+PICKLE_SETTING = "distributed.scheduler.pickle"
+
+
 def _addresses(dask_scheduler: Any) -> list[str]:
     return list(dask_scheduler.workers)
 
@@ -48,8 +55,25 @@ def workers_in(client: Any) -> list[str]:
     ``client.scheduler_info()``: it asks the scheduler, then returns the client's copy of
     the answer, which the client's own refresh (every 2 s, asking for no workers) may have
     replaced in between; a loaded machine read every worker gone, and a search on it ended
-    saying both its workers left mid-search."""
-    return list(client.run_on_scheduler(_addresses))
+    saying both its workers left mid-search.
+
+    A scheduler that runs no function sent to it (``PICKLE_SETTING`` off) is asked for its
+    identity instead, in Dask's own messages, which need no pickle: an answer of its own, not
+    the client's shared copy. A scheduler that cannot import the function (yieldstar_sim is
+    not installed beside it) is refused with a ``ValueError`` that says so: it could not read
+    the search's tasks either."""
+    try:
+        return list(client.run_on_scheduler(_addresses))
+    except ImportError as missing:
+        address = getattr(client.scheduler, "address", "?")
+        raise ValueError(
+            f"the Dask scheduler at {address!r} cannot import yieldstar_sim ({missing}): "
+            "install yieldstar-sim[dask] beside the scheduler too, as on every worker"
+        ) from None
+    except ValueError as refused:
+        if PICKLE_SETTING not in str(refused):
+            raise
+    return list(client.sync(client.scheduler.identity)["workers"])
 
 
 def in_cluster(worker: str) -> bool:

@@ -101,6 +101,8 @@ CHOICE_POINT_OPS: dict[Op, str] = {
     Op.SEND_EVENT: "a sender (ys.SendEvent) hands an external event to the runtime, for a run "
     "or an instance",
     Op.WAIT_FOR_EVENT: "take a pending event and record it as the step (step.wait_for_event)",
+    Op.COMPLETE_ATTEMPT: "a step attempt records its result under its own attempt token (a step "
+    "declared completes_by_token(); also an attempt its worker gave up on, when it ends)",
     Op.ELAPSE: "a step body lets time pass (step.world.elapse): its later effects wait for it",
     Op.COMPLETE: "one of a step.all's concurrent step bodies completes: which one is next is "
     "the choice (no fault is placed there: the worker's calls around it are where faults go)",

@@ -14,8 +14,11 @@ The things, each a ``(kind, name)`` pair, a name of None standing for every thin
 - ``("lease", id)``, ``("steps", id)``, ``("status", id)``: an execution's rows, in three
   parts: its lease (and whether it has ended), which every call fenced by it reads; its step
   records; the rest of its record (when it is due, what it waits for, its cancellation);
-- ``QUEUE``: which executions are due and in what order a claim takes them (a claim reads it;
-  admissions, acknowledgements, releases, wakes, renewals, cancels and prunes write it);
+- ``QUEUE``: which executions are due now and in what order a claim takes them (a claim reads
+  it; admissions, cancels and prunes write it, and so do acknowledgements, releases, wakes and
+  renewals where they change what is due now: one that only moves when an execution is next
+  due, later, writes that execution's status, since a claim now cannot take it either way and
+  time does not move while a move waits);
 - ``("request", id)``: one start request's record, whose target it names;
 - ``ADMISSIONS``: the runtime's sequence of admissions (it numbers the executions a start
   admits, and orders the queue), so two admissions never commute;
@@ -33,14 +36,16 @@ only of the runtimes the project ships (``trusted``).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from yieldstar_sim.runtime.protocol import events_of
+from yieldstar_sim.runtime.protocol import attempts_of, events_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sized
+    from collections.abc import Callable, Iterator, Sequence, Sized
 
+    from yieldstar_sim.core.attempts import AttemptToken
     from yieldstar_sim.core.model import (
         ChildRequest,
         Delivery,
@@ -215,6 +220,11 @@ class Touches:
         return self.take()
 
 
+#: The runtime's attributes the search reads outside any move's calls (the keys' rows, a saved
+#: state): passed through unrecorded.
+_UNRECORDED = frozenset({"rows_view", "row_writes", "snapshot", "restore", "close"})
+
+
 def trusted(runtime: object) -> bool:
     """Whether the footprints of ``runtime``'s calls can be trusted: it is one the project
     ships and tests against the footprints' contract (an adapter of your own, or one that
@@ -236,9 +246,25 @@ class RecordedRuntime:
         # How many executions there are, where it is cheap to ask (the memory runtime): a
         # start that admits nothing only read the target its request names.
         self._rows: Callable[[], Sized] | None = getattr(runtime, "rows_view", None)
+        # What is due now, and every row written, where it is cheap to ask (the memory
+        # runtime): a call that leaves what is due as it was does not write the queue, and
+        # one that wakes a waiter names it.
+        self._due: Callable[[], list[str]] | None = getattr(runtime, "due", None)
+        self._writes: Callable[[], Sequence[Any]] | None = getattr(runtime, "row_writes", None)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime, name)
+        """Any other attribute of the runtime: the search's own reads of it (its rows for
+        the keys, its snapshots) as they are; a call this proxy does not know named as
+        touching everything, so that no move across it is taken for independent."""
+        found = getattr(self._runtime, name)
+        if name in _UNRECORDED or not callable(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self._touches.write(*EVERYTHING.writes, EVENTS, QUEUE)
+            return found(*args, **kwargs)
+
+        return call
 
     # ---------------------------------------------------------------- reads
 
@@ -316,6 +342,20 @@ class RecordedRuntime:
         else:
             self._touches.write(*execution(target))
 
+    @contextmanager
+    def _queue(self) -> Iterator[None]:
+        """Around a call that may change what is due: the queue is written if what is due
+        now, or the order a claim takes it in, changed (or where that cannot be told). A call
+        that only moves when an execution is next due, later, writes that execution's status
+        alone: a claim now reads nothing of it, and time does not move while a move waits."""
+        due = self._due
+        before = None if due is None else due()
+        try:
+            yield
+        finally:
+            if due is None or due() != before:
+                self._touches.write(QUEUE)
+
     # ---------------------------------------------------------------- a delivery's calls
 
     def claim(
@@ -339,10 +379,11 @@ class RecordedRuntime:
         return delivery
 
     def renew(self, held: Lease, *, lease_seconds: float) -> Lease:
-        """``Runtime.renew``: the lease, and the queue (a lease that ran out is claimable
-        until it is renewed)."""
-        self._touches.write(lease(held.execution_id), QUEUE)
-        return self._runtime.renew(held, lease_seconds=lease_seconds)
+        """``Runtime.renew``: the lease, and the queue where it changes what is due (a lease
+        that ran out is claimable until it is renewed)."""
+        self._touches.write(lease(held.execution_id))
+        with self._queue():
+            return self._runtime.renew(held, lease_seconds=lease_seconds)
 
     def put_step(
         self,
@@ -359,34 +400,55 @@ class RecordedRuntime:
         touches, execution_id = self._touches, held.execution_id
         touches.read(lease(execution_id))
         touches.write(steps(execution_id))
-        if wake_at is not None:
-            touches.write(("status", execution_id), QUEUE)
-        return self._runtime.put_step(
-            held, step_key, status=status, value=value, attempt=attempt, wake_at=wake_at
-        )
+        if wake_at is None:
+            return self._runtime.put_step(
+                held, step_key, status=status, value=value, attempt=attempt
+            )
+        touches.write(("status", execution_id))
+        with self._queue():
+            return self._runtime.put_step(
+                held, step_key, status=status, value=value, attempt=attempt, wake_at=wake_at
+            )
 
     def record_wake(self, held: Lease, at: float) -> None:
-        """``Runtime.record_wake``: reads the lease; when it is due; the queue."""
+        """``Runtime.record_wake``: reads the lease; when it is due; the queue where it
+        changes what is due now."""
         self._touches.read(lease(held.execution_id))
-        self._touches.write(status(held.execution_id), QUEUE)
-        self._runtime.record_wake(held, at)
+        self._touches.write(status(held.execution_id))
+        with self._queue():
+            self._runtime.record_wake(held, at)
 
     def acknowledge(self, held: Lease, outcome: WorkflowRunOutcome) -> ExecutionRecord:
-        """``Runtime.acknowledge``: the lease and the record, the queue, and the parent it
-        may wake."""
+        """``Runtime.acknowledge``: the lease and the record, the executions it wakes (those
+        waiting for its end), and the queue where it changes what is due now."""
         touches, execution_id = self._touches, held.execution_id
-        touches.write(lease(execution_id), status(execution_id), QUEUE)
+        touches.write(lease(execution_id), status(execution_id))
         if outcome.status == "continued-as-new":
             # It admits the next run and wakes those who joined this one: named coarsely.
-            touches.write(*EVERY_EXECUTION, ADMISSIONS, EVENTS)
+            touches.write(*EVERY_EXECUTION, ADMISSIONS, EVENTS, QUEUE)
+        writes = self._writes
+        since = None if writes is None else len(writes())
         try:
-            record = self._runtime.acknowledge(held, outcome)
+            with self._queue():
+                record = self._runtime.acknowledge(held, outcome)
         except BaseException:
-            touches.write(("status", None))  # a parent it may have woken is not named
+            touches.write(("status", None))  # a waiter it may have woken is not named
             raise
-        if record.parent is not None:
-            touches.write(status(record.parent.execution_id))
+        if writes is None or since is None:
+            if record.parent is not None:
+                touches.write(status(record.parent.execution_id))
+        else:
+            for row in writes()[since:]:
+                touches.write(status(row.execution_id))
         return record
+
+    def complete_attempt(self, token: AttemptToken, value: object = None) -> None:
+        """``AttemptClient.complete_attempt``: as a ``put_step`` with no wake, reads the lease
+        and the steps (which attempt is current), writes the steps."""
+        execution_id = token.lease.execution_id
+        self._touches.read(lease(execution_id), steps(execution_id))
+        self._touches.write(steps(execution_id))
+        attempts_of(self._runtime).complete_attempt(token, value)
 
     # External events: each call is named as touching every execution, the admissions, the
     # queue and the events, so that it is independent of nothing (no reduction across it).
@@ -407,18 +469,22 @@ class RecordedRuntime:
         return events_of(self._runtime).events()
 
     def release(self, held: Lease, *, delay: float) -> None:
-        """``Runtime.release``: the lease, when the execution is due again, the queue."""
+        """``Runtime.release``: the lease, when the execution is due again, and the queue
+        where it changes what is due now (a release to later leaves it as it was: the
+        execution, leased, was not claimable, and is not yet)."""
         execution_id = held.execution_id
-        self._touches.write(lease(execution_id), status(execution_id), QUEUE)
-        self._runtime.release(held, delay=delay)
+        self._touches.write(lease(execution_id), status(execution_id))
+        with self._queue():
+            self._runtime.release(held, delay=delay)
 
     def wait_for(self, held: Lease, execution_id: str) -> ExecutionRecord | None:
         """``Runtime.wait_for``: reads the lease; what the waiting execution waits for, and
         the record of the one it waits for (whose end will wake it)."""
         own = held.execution_id
         self._touches.read(lease(own), lease(execution_id))
-        self._touches.write(status(own), status(execution_id), QUEUE)
-        return self._runtime.wait_for(held, execution_id)
+        self._touches.write(status(own), status(execution_id))
+        with self._queue():
+            return self._runtime.wait_for(held, execution_id)
 
     # ---------------------------------------------------------------- clients', the runtime's own
 

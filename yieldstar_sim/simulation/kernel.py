@@ -289,11 +289,23 @@ class Kernel:
                 return False
 
     def ready(self) -> list[str]:
-        """The actors that may go at this choice point, by name: those waiting at one, or,
-        while any waits at a solo point, the one whose turn it is alone."""
-        if self.turns:
-            return [self.turns[0]]
+        """The actors that may go at this choice point: those waiting at one, by name, or,
+        while any waits at a solo point, those waiting at one in the order they came (the
+        actor still on its move, which keeps its turn, alone)."""
+        turns = self.turns
+        if turns:
+            if len(turns) == 1 or turns[0] == self._holder:
+                return [turns[0]]
+            # Which of two actors that reached solo points at one instant goes first is a
+            # choice like any other: the order they woke in is history, no state.
+            return list(turns)
         return sorted(self._at_point)
+
+    @property
+    def holder(self) -> str | None:
+        """The actor still on its move at a solo point, whose turn it keeps (None if none)."""
+        turns = self.turns
+        return turns[0] if turns and turns[0] == self._holder else None
 
     def point(self, name: str) -> Point:
         """The choice point actor ``name`` waits at (``KeyError`` if it waits at none)."""
@@ -306,7 +318,7 @@ class Kernel:
             raise KeyError(
                 f"{name!r} waits at no choice point; the actors waiting at one are {self.ready()}"
             )
-        if self.turns and self.turns[0] != name:
+        if self.turns and name not in self.ready():
             raise KeyError(f"{name!r} waits its turn: {self.turns[0]!r} goes first")
         point = self._at_point.pop(name)
         del self.waits[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.commands import ConsumeEvent
+from yieldstar_sim.core.commands import CompleteAttempt, ConsumeEvent
 from yieldstar_sim.core.driver import (
     CallStart,
     PutStep,
@@ -60,6 +60,10 @@ def narration(command: Command) -> str | None:
     """What the trace says a runtime call did (None: the result says it)."""
     if isinstance(command, PutStep):
         return f"recorded step {command.step_key}: {command.status} {summary(command.value)}"
+    if isinstance(command, CompleteAttempt):
+        return (
+            f"attempt {command.attempt} completed step {command.step_key}: {summary(command.value)}"
+        )
     if isinstance(command, RecordWake):
         return f"wake at t={command.at:g}"
     if isinstance(command, WaitFor):
@@ -69,11 +73,20 @@ def narration(command: Command) -> str | None:
     return None
 
 
+def completion_data(attempt: int, value: object) -> PutStepData:
+    """A ``complete_attempt`` call's payload: the step write it asks for, as ``put_step``'s
+    (the invariant that recorded history never changes reads both alike)."""
+    kept, digest, size = traced(value)
+    return PutStepData("completed", attempt, None, kept, digest, size)
+
+
 def command_data(command: Command, result: Any) -> Payload:
     """A driver command's call event payload: the command's part and the result's."""
     if isinstance(command, PutStep):
         value, digest, size = traced(command.value)
         return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
+    if isinstance(command, CompleteAttempt):
+        return completion_data(command.attempt, command.value)
     if isinstance(command, RecordWake):
         return RecordWakeData(command.at)
     if isinstance(command, WaitFor) and isinstance(result, ExecutionRecord):

@@ -24,18 +24,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.events import EventAccepted
-from yieldstar_sim.core.model import InfrastructureError
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.runtime.protocol import events_of
+from yieldstar_sim.simulation.answers import answered, ask_runtime, trace_failure
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
-from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.scenario_clients import fresh_request_id
 from yieldstar_sim.simulation.trace_payloads import (
     ClientGiveUpData,
     DeliveryData,
-    ErrorData,
     SendData,
     TraceKind,
 )
@@ -107,11 +105,7 @@ class _Send:
                 self._struck(kind, f"{what} is held back {move.seconds:g}s", where, move.seconds)
             yield Wait(sim.clock.now() + move.seconds)
         if kind in (FaultKind.INFRA_ERROR, FaultKind.CHILD_EXIT):
-            sim.event(
-                sim.clock.now(), TraceKind.ERROR,
-                f"send_event failed: infrastructure error at {info.label}",
-                data=ErrorData(f"infrastructure error at {info.label}"), **where,
-            )  # fmt: skip
+            trace_failure(sim, Op.SEND_EVENT, f"infrastructure error at {info.label}", where)
             return "retry"
         if kind == FaultKind.LOSE_EVENT:
             self._struck(
@@ -127,20 +121,9 @@ class _Send:
                 self._struck(
                     FaultKind.DUPLICATE_EVENT, f"{what} reaches the runtime a second time", where
                 )
-            try:
-                # One answer: the call, what it answered, and the event the sender wrote of it.
-                sim.ask(self._call, attempt, event_id, where, lost=lost)
-            except InfrastructureError as failed:
-                sim.event(
-                    sim.clock.now(), TraceKind.ERROR, f"send_event failed: {failed}",
-                    data=ErrorData(str(failed)), **where,
-                )  # fmt: skip
+            if not ask_runtime(sim, Op.SEND_EVENT, where, self._call, attempt, event_id, lost=lost):
                 seen = False
-            if sim.reports:
-                sim.tell(trace_actions, sim)  # what the runtime decided on its own meanwhile
-        if kind == FaultKind.CRASH_AFTER:
-            return "crashed"
-        return "answered" if seen and not lost else "retry"
+        return answered(kind, seen, lost)
 
     def _call(
         self, attempt: int, event_id: str | None, where: dict[str, Any], *, lost: bool

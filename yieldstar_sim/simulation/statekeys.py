@@ -286,9 +286,12 @@ class StateKeys:
                 total += seen[2]
             turns = state.kernel.turns
             if len(turns) > 1:
-                # Who goes first among actors waiting at solo points is decided by the order
-                # they came in, which no actor's own term holds.
-                total += term(_TURNS, ",".join(str(actors[name][2]) for name in turns))
+                # Among actors waiting at solo points, the one still on its move goes first
+                # (which no actor's own term holds); the others' order is a choice to come.
+                holder = state.kernel.holder
+                others = sorted(str(actors[name][2]) for name in turns if name != holder)
+                first = [] if holder is None else [str(actors[holder][2])]
+                total += term(_TURNS, ",".join(first + others))
         ends = state.lease_ends
         if ends:
             total += self._beliefs(ends)

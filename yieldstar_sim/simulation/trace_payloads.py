@@ -380,6 +380,7 @@ class ClaimData(Payload):
     workflow_id: str
 
 
+@payload(TraceKind.CALL, op=Op.COMPLETE_ATTEMPT)  # the same write, by the attempt's token
 @payload(TraceKind.CALL, op=Op.PUT_STEP)
 @dataclass(frozen=True, slots=True)
 class PutStepData(Payload):

@@ -41,6 +41,7 @@ from yieldstar_sim.engine.invoker import step_delivery
 from yieldstar_sim.engine.recovery import dead_letter
 from yieldstar_sim.engine.world import WorkerCrashRequested
 from yieldstar_sim.runtime.memory_rows import read_step
+from yieldstar_sim.simulation.attempt_tokens import own_completion
 from yieldstar_sim.simulation.attempts import (
     AttemptStopped,
     Played,
@@ -52,7 +53,7 @@ from yieldstar_sim.simulation.attempts import (
 from yieldstar_sim.simulation.completions import completion_order
 from yieldstar_sim.simulation.draws import draw
 from yieldstar_sim.simulation.faults import new_point_info
-from yieldstar_sim.simulation.kernel import Park, Wait
+from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.narration import (
     body_data,
     body_words,
@@ -115,7 +116,10 @@ def _work(state: RunState, name: str, delivery: Delivery | None) -> Actor:
             except InfrastructureError:
                 delivery = None  # the worker saw no delivery; a committed claim just expires
             if delivery is None:
-                yield Park()
+                # Back to the claim, offered only while something is due (a blocking point),
+                # as every idle worker is: one that waited for a nudge instead would be woken
+                # by whichever move changed the queue first, and an acknowledgement would
+                # not commute with a failed claim.
                 continue
             state.reset(name, partial(worker, state, name, delivery))
         set_aside = dead_letter(delivery, state.scenario.max_recovery_attempts)
@@ -444,6 +448,7 @@ class _Delivering:
             outcome = yield from play_body(
                 state, name, lease, step_key=command.step_key, attempt=command.attempt,
                 ops=ran.ops, played=played, start=start, passed=passed,
+                completion=own_completion(command, ran.result),
             )  # fmt: skip
             if outcome.how != "redo":
                 break

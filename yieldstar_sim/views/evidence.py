@@ -165,12 +165,19 @@ def mark_violations(graph: nx.MultiDiGraph, violations: Sequence[Violation]) -> 
             data["invariants"] = "\n".join(sorted({violations[n - 1].invariant for n in found}))
 
 
+#: The key and the label of the edge from a run that continued as new to the run of its
+#: instance that it admitted (edge kind ``continued``). A step key has no space, so no step's
+#: edge shares it.
+CONTINUED_AS = "continued as"
+
+
 def edge_line(data: Mapping[str, Any]) -> str:
     """How an edge is drawn, in words every renderer maps to its own line: ``trigger`` (a
-    non-durable trigger), ``joined`` (a run the step joined, not owned), ``detached`` (a
-    detached start or spawn) or ``owned`` (a parent link)."""
+    non-durable trigger), ``joined`` (a run the step joined, not owned), ``continued`` (a run
+    that continued as new, to its instance's next run), ``detached`` (a detached start or
+    spawn) or ``owned`` (a parent link)."""
     kind = data.get("kind")
-    if kind in {"trigger", "joined"}:
+    if kind in {"trigger", "joined", "continued"}:
         return str(kind)
     return "detached" if data.get("detached") else "owned"
 

@@ -29,6 +29,7 @@ from yieldstar_sim.simulation.trace_payloads import (
 )
 from yieldstar_sim.views.drawn_text import fitted
 from yieldstar_sim.views.evidence import (
+    CONTINUED_AS,
     TIMES,
     edge_label,
     edge_line,
@@ -55,8 +56,12 @@ if TYPE_CHECKING:
 
 #: The colour of what a reviewer must see: a duplicate admission, a violation's execution.
 DUPLICATE_COLOUR = "#CC0000"
-#: Matplotlib line styles by ``edge_line``: the exports map the same four words to their own.
-EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":"}
+#: Matplotlib line styles by ``edge_line``: the exports map the same five words to their own.
+#: A run's next run is a solid line in its own colour (``CONTINUED_COLOUR``): matplotlib has
+#: four named dash patterns, and the other four kinds take them.
+EDGE_STYLES = {"owned": "-", "detached": "--", "joined": "-.", "trigger": ":", "continued": "-"}
+#: The colour of the edge between consecutive runs of one instance (Okabe-Ito blue).
+CONTINUED_COLOUR = "#0072B2"
 #: Horizontal distance between the centres of two slots of the layout, in data units (boxes
 #: are ~1.7 wide).
 NODE_SPACING = 2.2
@@ -96,7 +101,8 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
     (``"start"``, or ``"trigger"`` for a non-durable trigger made from a step body, found in
     ``effects`` by its provenance), ``step_key``, ``detached``, ``retained`` (whether the
     start-request record still exists) and ``duplicate`` (the step admitted more than one
-    execution).
+    execution). A run that continued as new has an edge of kind ``"continued"`` (keyed
+    ``CONTINUED_AS``) to the run of its instance that it admitted.
     """
     import networkx as nx
 
@@ -130,6 +136,10 @@ def execution_graph(runtime: ExecutionClient, effects: Iterable[Effect] = ()) ->
             retained=(link.execution_id, link.step_key, record.execution_id) in retained,
             duplicate=False,
         )
+    for record in records:
+        after = record.result.get("continuedAs") if isinstance(record.result, dict) else None
+        if record.status == "continued-as-new" and after in graph:
+            _continued(graph, record.execution_id, str(after))
     for effect in effects:
         if effect.name != TRIGGERED:
             continue
@@ -250,6 +260,13 @@ def _acknowledged(graph: nx.MultiDiGraph, execution_id: str, data: object) -> No
     if status == "continued-as-new" and after and after not in graph:
         workflow_id = graph.nodes[execution_id]["workflow_id"]
         graph.add_node(after, workflow_id=workflow_id, status="pending", origin="continue")
+        _continued(graph, execution_id, after)
+
+
+def _continued(graph: nx.MultiDiGraph, run: str, after: str) -> None:
+    """The edge from ``run``, which continued as new, to ``after``, the run it admitted."""
+    graph.add_edge(run, after, key=CONTINUED_AS, kind="continued", step_key=CONTINUED_AS,
+                   detached=False, retained=True, duplicate=False, calls=1)  # fmt: skip
 
 
 def _mark_duplicates(graph: nx.MultiDiGraph) -> None:
@@ -309,6 +326,10 @@ def _legend(graph: nx.MultiDiGraph) -> list[Any]:
         handles.append(Line2D([], [], color="#333333", linestyle=":", label="non-durable trigger"))
     if any(kind == "joined" for kind, _, _ in kinds):
         handles.append(Line2D([], [], color="#333333", linestyle="-.", label="joined (not owned)"))
+    if any(kind == "continued" for kind, _, _ in kinds):
+        handles.append(
+            Line2D([], [], color=CONTINUED_COLOUR, linewidth=2.0, label="continued as new")
+        )
     if any(d.get("group") for _, d in graph.nodes(data=True)):
         handles.append(
             Patch(
@@ -406,8 +427,11 @@ def draw_execution_graph(
     places = _label_places(graph, positions)
     for source, target, key, data in graph.edges(keys=True, data=True):
         (x1, y1), (x2, y2) = positions[source], positions[target]
+        line = edge_line(data)
         colour = DUPLICATE_COLOUR if data["duplicate"] else "#333333"
-        style = EDGE_STYLES[edge_line(data)]
+        if line == "continued":
+            colour = CONTINUED_COLOUR
+        style = EDGE_STYLES[line]
         # A bare arrow patch, not an annotation: no empty text to lay out, and no shrinking
         # (the ends already stand off the boxes), whose path clipping cost a tenth of a big
         # graph's PNG. Added as an artist, not with add_patch: the limits are set below, and
@@ -423,7 +447,7 @@ def draw_execution_graph(
                 shrinkB=0,
                 color=colour,
                 linestyle=style,
-                linewidth=2.2 if data["duplicate"] else 1.4,
+                linewidth=2.2 if data["duplicate"] else 2.0 if line == "continued" else 1.4,
             )
         )
         at, text = places[source, target, key]

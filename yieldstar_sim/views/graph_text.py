@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.views.drawn_text import MAX_LINE, shown
 from yieldstar_sim.views.evidence import edge_label, edge_line, node_label
 from yieldstar_sim.views.families import collapse_families, families
-from yieldstar_sim.views.graph import DUPLICATE_COLOUR, STATUS_COLOURS, VIOLATION_OUTLINE
+from yieldstar_sim.views.graph import (
+    CONTINUED_COLOUR,
+    DUPLICATE_COLOUR,
+    STATUS_COLOURS,
+    VIOLATION_OUTLINE,
+)
 
 # networkx loads where a graph is made, not at import: ``import yieldstar_sim`` imports the views
 # (through the widgets and the composition root) and must stay quick.
@@ -263,7 +268,10 @@ def _dot_data(data: dict[str, Any]) -> dict[str, str]:
 
 #: Graphviz line styles by ``evidence.edge_line`` (DOT has no dash-dot: a joined run is dashed like
 #: a detached one, neither owned).
-_DOT_LINES = {"owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted"}
+_DOT_LINES = {
+    "owned": "solid", "detached": "dashed", "joined": "dashed", "trigger": "dotted",
+    "continued": "bold",
+}  # fmt: skip
 
 
 def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> str:
@@ -271,7 +279,8 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
 
     Nodes are boxes (rounded when started) labelled ``id\\nworkflow · status`` and filled by
     status; edges are labelled with their step key, dashed when detached or joined (not
-    owned), dotted when a non-durable trigger, red when their step admitted several executions.
+    owned), dotted when a non-durable trigger, bold blue from a run that continued as new to
+    its instance's next run, red when their step admitted several executions.
     Labels carry the evidence the pictures show (``mail\\n2 start calls, one target``, a
     fault, a retry); an execution a violation names is outlined in red. With ``group`` (the
     default), families of alike executions are one node each (``collapse_families``), as in
@@ -326,8 +335,11 @@ def to_dot(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -> st
         )
     for source, target, key, data in _edges(graph):
         duplicate = bool(data.get("duplicate"))
+        line = edge_line(data)
         colour = DUPLICATE_COLOUR if duplicate else _EDGE_COLOUR
-        style = _DOT_LINES[edge_line(data)]
+        if line == "continued":
+            colour = CONTINUED_COLOUR
+        style = _DOT_LINES[line]
         ready.add_edge(
             names[source],
             names[target],
@@ -409,7 +421,8 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
 
     Nodes get generated IDs (``n0``, ``n1``... in graph order) and quoted labels
     ``id<br>workflow · status`` (rounded when started); edges are ``-->|"step key"|``, or
-    ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer); a
+    ``-.->`` when detached, joined or a non-durable trigger (triggers also dashed finer),
+    ``==>`` in blue from a run that continued as new to its instance's next run; a
     run's totals (the graph's ``totals``) are a note linked to nothing. Labels use
     Mermaid's entity codes (``#quot;``, ``#lt;``, ``#35;``...) for every character that could
     be syntax. One class per status colours the nodes; ``duplicate`` outlines in red the
@@ -454,7 +467,7 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
     for index, (source, target, key, data) in enumerate(_edges(graph)):
         line = edge_line(data)
         trigger = line == "trigger"
-        arrow = "-->" if line == "owned" else "-.->"
+        arrow = {"owned": "-->", "continued": "==>"}.get(line, "-.->")
         label = _mermaid_text(_edge_label(key, data))
         lines.append(f'    {ids[source]} {arrow}|"{label}"| {ids[target]}')
         style = []
@@ -463,6 +476,8 @@ def to_mermaid(graph: nx.MultiDiGraph, *, title: str = "", group: bool = True) -
             duplicates += [ids[target]] if ids[target] not in duplicates else []
         if trigger:
             style.append("stroke-dasharray:2 4")
+        if line == "continued" and not data.get("duplicate"):
+            style.append(f"stroke:{CONTINUED_COLOUR}")
         if style:
             link_styles.setdefault(",".join(style), []).append(index)
     classes = _status_classes(str(data.get("status", "")) for _, data in graph.nodes(data=True))

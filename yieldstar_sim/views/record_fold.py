@@ -49,7 +49,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
     TriggerData,
 )
-from yieldstar_sim.views.evidence import edge_line
+from yieldstar_sim.views.evidence import CONTINUED_AS, edge_line
 
 if TYPE_CHECKING:
     from collections.abc import Hashable, Iterator
@@ -450,6 +450,7 @@ class RecordFold:
                 state.executions[after] = _Execution(
                     record.workflow_id, "continue", "", due_at=t, due_why="continued as new"
                 )
+                self._link(execution_id, after, CONTINUED_AS, "continued", False)
         elif isinstance(data, RuntimeActionData) and data.status and record is not None:
             record.status = data.status  # the runtime's own action (an archive ...)
             if record.status in TERMINAL_STATUSES:

@@ -221,7 +221,7 @@ class RecordBook:
         for source, target, step_key, line, duplicate, calls in self.links(seq):
             if source not in graph or target not in graph:
                 continue
-            kind = line if line in ("joined", "trigger") else "start"
+            kind = line if line in ("joined", "trigger", "continued") else "start"
             key = f"{step_key}#{target}" if kind == "trigger" else step_key
             graph.add_edge(source, target, key=key, kind=kind, step_key=step_key,
                            detached=line in ("detached", "trigger"), retained=kind != "trigger",

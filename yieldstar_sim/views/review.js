@@ -17,7 +17,8 @@
   var COUNTS_FIT = 30; // characters of counts that fit in the box
   var MARGIN = 12;
   var LABEL_AT = 0.62;
-  var DASHES = { owned: "", detached: "6 4", joined: "6 3 2 3", trigger: "2 3" };
+  var DASHES = { owned: "", detached: "6 4", joined: "6 3 2 3", trigger: "2 3", continued: "" };
+  var CONTINUED = "#0072B2"; // a run to its instance's next run, as graph.CONTINUED_COLOUR
   var DUPLICATE = "#CC0000";
 
   function svg(name, attrs, parent) {
@@ -593,8 +594,8 @@
 
     function styleLink(link, line, duplicate, text) {
       link.group.setAttribute("data-line", line);
-      link.path.setAttribute("stroke", duplicate ? DUPLICATE : "#333333");
-      link.path.setAttribute("stroke-width", duplicate ? 2.2 : 1.4);
+      link.path.setAttribute("stroke", duplicate ? DUPLICATE : line === "continued" ? CONTINUED : "#333333");
+      link.path.setAttribute("stroke-width", duplicate ? 2.2 : line === "continued" ? 2 : 1.4);
       link.path.setAttribute("stroke-dasharray", DASHES[line] || "");
       link.path.setAttribute("marker-end", "url(#ys-" + (duplicate ? "arrow-duplicate" : "arrow") + "-" + number + ")");
       link.label.textContent = text;

@@ -88,7 +88,7 @@ def records_graph(
             key = ident[2] if isinstance(ident, tuple) else ident
             graph.add_edge(
                 source, target, key=key, step_key=step_key, detached=line == "detached",
-                kind=line if line in ("trigger", "joined") else "start",
+                kind=line if line in ("trigger", "joined", "continued") else "start",
                 duplicate=duplicate == "duplicate", calls=int(calls or 1),
             )  # fmt: skip
     mark_trace_evidence(graph, run.trace)

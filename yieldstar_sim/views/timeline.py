@@ -28,7 +28,6 @@ from yieldstar_sim.simulation.trace_payloads import (
     ClientAnswerData,
     ClientAttemptData,
     ClientGiveUpData,
-    EffectData,
     FaultData,
     HeartbeatData,
     PutStepData,
@@ -47,6 +46,7 @@ from yieldstar_sim.views.timeline_labels import (
     Mark,
     Span,
     Timeline,
+    attempt_of,
     dead_letter_labels,
     label_marks,
     label_spans,
@@ -113,12 +113,13 @@ def _mark_label(event: TraceEvent) -> str:
 
 
 def _wake_or_call(event: TraceEvent) -> str:
-    """A put_step or record_wake mark's style: ``wake`` when it sets when the execution is due
-    again (a pending step, a recorded wake)."""
+    """A step record's or a wake's mark style: ``wake`` when it sets when the run is next due."""
     pending = isinstance(event.data, PutStepData) and event.data.status == "pending"
     return "wake" if pending or event.op == Op.RECORD_WAKE else "call"
 
 
+#: The calls drawn as a step's record or a wake (a completion by token records a step too).
+_STEP_CALLS = (Op.PUT_STEP, Op.RECORD_WAKE, Op.COMPLETE_ATTEMPT)
 #: Event kinds drawn as a mark of their own kind.
 _OWN_MARKS = (
     TraceKind.FAULT, TraceKind.CRASH, TraceKind.ERROR, TraceKind.EFFECT, TraceKind.RUNTIME,
@@ -201,7 +202,7 @@ class _Attempts:
         if not self.stalled and not self.abandoned:
             return lane
         key = (lane, str(event.execution_id), int(event.token or 0))
-        attempt = event.data.attempt if isinstance(event.data, EffectData | StallData) else None
+        attempt = attempt_of(event, key, self.abandoned)
         if attempt is not None and (*key, attempt) in self.abandoned:
             own, after = self.abandoned[(*key, attempt)]
             if event.seq >= after:
@@ -307,7 +308,7 @@ def build_timeline(
             close(lane, x, event.op)
         elif kind == TraceKind.CALL and event.op == Op.START:
             timeline.marks.append(Mark(lane, x, "start", event.text, f"start {event.step_key}"))
-        elif kind == TraceKind.CALL and event.op in (Op.PUT_STEP, Op.RECORD_WAKE):
+        elif kind == TraceKind.CALL and event.op in _STEP_CALLS:
             timeline.marks.append(Mark(lane, x, _wake_or_call(event), event.text))
         elif kind == TraceKind.REFUSED:
             timeline.marks.append(Mark(lane, x, "refused", event.text))

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.trace_payloads import OutcomeData
+from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.trace_payloads import EffectData, OutcomeData, StallData
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -22,6 +23,23 @@ if TYPE_CHECKING:
 
     from yieldstar_sim.simulation.trace import TraceEvent
     from yieldstar_sim.views.timeline_axis import Break, Instant
+
+
+def attempt_of(
+    event: TraceEvent,
+    key: tuple[str, str, int],
+    abandoned: Mapping[tuple[str, str, int, int], object],
+) -> int | None:
+    """The attempt an event is of, where it may be one its worker gave up on (``abandoned``,
+    by worker, execution, token and attempt; ``key`` the event's first three): an effect's or
+    a stall's own, or the attempt given up on under the event's token whose completion by
+    token (``complete_attempt``, answered or refused) this is."""
+    data = event.data
+    if isinstance(data, EffectData | StallData):
+        return data.attempt
+    if event.op == Op.COMPLETE_ATTEMPT:
+        return next((given_up[3] for given_up in abandoned if given_up[:3] == key), None)
+    return None
 
 
 def notable_span(span: Span) -> bool:

@@ -25,7 +25,7 @@ from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
-from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally
+from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally, keep_shortest
 from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
 
@@ -209,7 +209,7 @@ class ExhaustiveSearch:
         """``node``'s subtree is searched to its end: share it, estimate it, and hand what
         its actor touched alone to the move it is part of."""
         if node.held is not None and self.reduction is not None:
-            self.reduction.searched(node.key, node.held)
+            self.reduction.searched(node.key, node.held, stack[-1].held if stack else None)
         depth_left = self._depth_left(len(stack))
         if self.shared is not None and cache:
             self.shared.add(node.key, self._limit - node.faults_used, depth_left)
@@ -243,11 +243,11 @@ class ExhaustiveSearch:
         ended = execution.done()
         held = None
         if self.reduction is not None and not ended:
-            held = self.reduction.arrive(
-                execution,
+            above, actor = (
                 None if parent is None else parent.held,
                 None if move is None else move.actor,
             )
+            held = self.reduction.arrive(execution, above, actor)
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -262,29 +262,22 @@ class ExhaustiveSearch:
                 fault=None if move.fault is None else str(move.fault), plan=plan,
             )  # fmt: skip
         if ended:
-            run = execution.result()
-            for violation in run.violations:
-                space.mark_violation(key, violation.invariant)
-            self.tally.take(outcome_of(run))
-            if self.shared is not None and cache:
-                # Searched to its end, and shared as such, so that a table that counts the
-                # states (a cluster's progress) counts those the statement counts. A run's
-                # end is never cut, so sharing it spares no process a run.
-                self.shared.add(key, self._limit - faults, self._depth_left(depth))
-            if parent is not None:
-                parent.estimate += 1.0
+            self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
+        # What a state another process searched touched below it is not shared: where the
+        # reduction needs it (a vouch above waits on it), this process searches it too, so
+        # that it vouches as one process would, and the processes reach the same states.
+        shared = None if held is not None and held.needs_below else self.shared
         if (
             cache
-            and self.shared is not None
+            and shared is not None
             and parent is not None
             and move is not None
             and not parent.again
             and parent.saved is not None  # a state with one move is not saved to come back to
-            and (held is None or held.feeds is None)
-            and self.shared.claimed(key)
-            and not self.shared.covers(key, left, depth_left)
+            and shared.claimed(key)
+            and not shared.covers(key, left, depth_left)
         ):
             # Another process is searching this state now: its other siblings first, so that
             # the processes spread out, and by the time this one comes back the state may be
@@ -293,11 +286,14 @@ class ExhaustiveSearch:
             return None
         if cache and (
             self._seen.reached(key, left, depth_left)
-            or (self.shared is not None and self.shared.covers(key, left, depth_left))
+            or (shared is not None and shared.covers(key, left, depth_left))
         ):
             self.covered.pruned_by_cache += 1
             if held is not None and self.reduction is not None:
-                self.reduction.cached(key, held)
+                # A move back to its own state (a fault that changed nothing but the budget)
+                # adds nothing below it that its state's other runs do not.
+                above = None if parent is None or parent.key == key else parent.held
+                self.reduction.cached(key, held, above)
             if parent is not None:
                 parent.estimate += self._seen.estimate(key)
             return None
@@ -315,6 +311,24 @@ class ExhaustiveSearch:
         if len(moves) > 1:
             node.saved = execution.save()  # a later move starts here
         return node
+
+    def _ended(
+        self, run: Any, key: str, parent: _Node | None, left: tuple[int, int], share: bool
+    ) -> None:
+        """A run ended at ``key`` with ``left`` faults and depth: its outcome counted, its
+        violations marked, and shared with ``share``."""
+        space = self.covered.state_space
+        assert space is not None
+        for violation in run.violations:
+            space.mark_violation(key, violation.invariant)
+        self.tally.take(outcome_of(run))
+        if self.shared is not None and share:
+            # Searched to its end, and shared as such, so that a table that counts the
+            # states (a cluster's progress) counts those the statement counts. A run's
+            # end is never cut, so sharing it spares no process a run.
+            self.shared.add(key, left[0], self._depth_left(left[1]))
+        if parent is not None:
+            parent.estimate += 1.0
 
     def progress(self) -> dict[str, Any]:
         """How far the search got (see ``ExhaustiveCoverage.progress``)."""
@@ -557,22 +571,6 @@ class ParallelExhaustive:
     def section(self) -> dict[str, Any]:
         """The merged parts' coverage (empty before ``search`` ends)."""
         return _section(self.tally, self.covered)
-
-
-def keep_shortest(tally: Tally, start: int = 0) -> None:
-    """Keep, per invariant, the violation from ``start`` on with the fewest faults, then
-    events (the shortest-first search keeps every violating run of a level)."""
-
-    def rank(failure: tuple[int, str]) -> tuple[int, int]:
-        outcome = tally.outcomes[failure[0]]
-        return len(outcome.faults), outcome.length
-
-    best: dict[str, tuple[int, str]] = {}
-    for failure in tally.failures[start:]:
-        held = best.get(failure[1])
-        if held is None or rank(failure) < rank(held):
-            best[failure[1]] = failure
-    tally.failures[start:] = sorted(best.values(), key=rank)
 
 
 def _label(execution: Execution) -> str:

@@ -251,3 +251,19 @@ class Strategy(Protocol):
     def section(self) -> dict[str, Any]:
         """What this strategy covered, as the report's per-strategy section."""
         ...
+
+
+def keep_shortest(tally: Tally, start: int = 0) -> None:
+    """Keep, per invariant, the violation from ``start`` on with the fewest faults, then
+    events (the shortest-first search keeps every violating run of a level)."""
+
+    def rank(failure: tuple[int, str]) -> tuple[int, int]:
+        outcome = tally.outcomes[failure[0]]
+        return len(outcome.faults), outcome.length
+
+    best: dict[str, tuple[int, str]] = {}
+    for failure in tally.failures[start:]:
+        held = best.get(failure[1])
+        if held is None or rank(failure) < rank(held):
+            best[failure[1]] = failure
+    tally.failures[start:] = sorted(best.values(), key=rank)

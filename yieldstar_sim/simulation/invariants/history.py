@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 #: The step statuses that end a step: written once, replayed ever after.
 _FINAL_STEPS = frozenset({"completed", "failed"})
 _TERMINAL = frozenset(str(status) for status in TERMINAL_STATUSES)
+#: The fix named where an attempt's own completion wrote the record, or rewrote it.
+ATTEMPT_FIX = (
+    "only the runtime keeps this promise: a runtime adapter of your own breaks it, and its "
+    "attempt conformance cases name the rule (yieldstar_sim.testing.attempts."
+    "check_attempt_adapter: a stale attempt's completion is refused)"
+)
+#: The calls that write a step: the worker's, and an attempt's own completion by its token.
+_STEP_WRITES = frozenset({Op.PUT_STEP, Op.COMPLETE_ATTEMPT})
 #: The payloads the invariant reads; every other event is passed over at a glance.
 _WATCHED = frozenset({PruneData, OutcomeData, PutStepData, StatusData, StartData})
 
@@ -182,10 +190,14 @@ class RecordedHistoryNeverChanges:
             if event is not None
             else f"the runtime's record now says {now}, and no call of the run wrote that"
         )
+        by_token = any(
+            seen is not None and seen.op == Op.COMPLETE_ATTEMPT for seen in (first.event, event)
+        )
         return Violation(
             self.name,
             f"{what} was recorded {first.words}{was}; {how}: a recorded value is what "
-            f"every later delivery replays, so it is written once; {RUNTIME_FIX}",
+            f"every later delivery replays, so it is written once; "
+            f"{ATTEMPT_FIX if by_token else RUNTIME_FIX}",
             {"record": what},
         )
 
@@ -217,7 +229,7 @@ class _Reader:
             if type(data) is PutStepData:  # most of them: first
                 execution_id, step_key = event.execution_id, event.step_key
                 if (
-                    event.op == Op.PUT_STEP
+                    event.op in _STEP_WRITES
                     and event.kind == TraceKind.CALL
                     and execution_id
                     and step_key
