@@ -495,7 +495,11 @@ def draw_execution_graph(
         width = root.get_figwidth() if root is not None else float("inf")
         axes.set_title(fitted(title, width, 12), fontsize=12, parse_math=False)
     if caption:
-        text = "\n".join(textwrap.fill(part, 90) for part in caption.split("\n"))
+        # As wide as the axes: a caption wrapped wider ran off a narrow panel's left edge.
+        root = axes.get_figure(root=True)
+        inches = axes.get_position().width * (root.get_figwidth() if root is not None else 10)
+        columns = max(40, min(120, int(inches * 72 / (8.5 * 0.6))))
+        text = "\n".join(textwrap.fill(part, columns) for part in caption.split("\n"))
         axes.text(
             0.5, -0.01, text, transform=axes.transAxes, ha="center",
             va="top", fontsize=8.5, color=DUPLICATE_COLOUR, parse_math=False,
