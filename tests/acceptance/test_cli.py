@@ -432,13 +432,13 @@ def test_a_state_space_too_big_to_draw_is_said_not_silently_left_out(
     from yieldstar_sim import cli
     from yieldstar_sim.views import statespace_bounds
 
-    # booking-race-fixed: 18 states searched (23 without partial-order reduction)
+    # booking-race-fixed: 13 states searched (23 without partial-order reduction)
     monkeypatch.setattr(statespace_bounds, "GRAPHED_AT_MOST", 10)
     code = cli.main(["explore", "booking-race-fixed", "--strategy", "exhaustive",
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: 18 states, more than the 10 a picture can show" in out
+    assert "state graph: not drawn: 13 states, more than the 10 a picture can show" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 
@@ -455,7 +455,7 @@ def test_a_state_space_kept_in_part_is_not_drawn_as_if_whole(
                      "--max-faults", "0", "--no-confirm", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     out = capsys.readouterr().out
-    assert "state graph: not drawn: the search kept the first 10 of 18 states" in out
+    assert "state graph: not drawn: the search kept the first 10 of 13 states" in out
     assert not list(tmp_path.glob("*-states.*"))
 
 

@@ -269,9 +269,9 @@ def test_a_typo_is_one_line_from_the_real_command_too(tmp_path: Path) -> None:
     assert result.stderr == (
         "yieldstar-sim: error: 'trip.py', line 19: unknown fault op 'put-step' (did you mean "
         "'put_step'?); the ops are claim, put_step, record_wake, wait_for, start, start_child, "
-        "cancel, acknowledge, release, trigger, send_event, wait_for_event, elapse, complete, "
-        "renew, draw, store_read, store_write, effect, commit (yieldstar-sim list --faults says "
-        "what each is)\n"
+        "cancel, acknowledge, release, trigger, send_event, wait_for_event, complete_attempt, "
+        "elapse, complete, renew, draw, store_read, store_write, effect, commit (yieldstar-sim "
+        "list --faults says what each is)\n"
     )
 
 

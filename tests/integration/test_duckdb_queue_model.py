@@ -209,7 +209,7 @@ def test_a_run_that_continues_as_new_leaves_the_queue_and_its_next_run_is_claima
     assert runtime.next_wake_at() == 5.0  # the next run, and the waiter woken with it
     claimed = [runtime.claim(f"w{n}", lease_seconds=LEASE) for n in (2, 3)]
     assert {d.execution.execution_id for d in claimed if d is not None} == {
-        "@charge-order-3",
+        "@charge-order:order-42/~2",
         "ship-1",
     }
     assert _statements(runtime, lambda: runtime.claim("w4", lease_seconds=LEASE)) == 0

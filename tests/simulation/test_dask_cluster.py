@@ -234,16 +234,18 @@ def test_a_part_that_fails_leaves_no_other_part_running_on_its_worker(client: An
     assert client.submit(sum, [1, 2], workers=[workers[1]], pure=False).result(timeout=5) == 3
 
 
+#: A search long enough to be killed in (4 orders: some 50,000 states, tens of seconds on
+#: one process; it is cut a second or two in).
 _ORDERS = """
 import dataclasses
 import yieldstar_sim as ys
 
 _base = ys.load_scenario("durable-start")
 scenario = dataclasses.replace(
-    _base, name="orders-2x3", faults=[], workers=3,
+    _base, name="orders-4x3", faults=[], workers=3,
     triggers=[
         ys.Trigger("charge-order", {"order": 40 + n}, execution_id=f"order-{40 + n}")
-        for n in range(2)
+        for n in range(4)
     ],
 )
 """

@@ -220,9 +220,9 @@ def test_an_acknowledgement_that_wakes_a_waiting_run_is_not_one() -> None:
         ys.load_scenario("call-child-fails"), saving=True, footprints=True, scenario_faults=False
     )
     while True:
-        actor = _until(run, "acknowledge", "@charge-card-2")
-        if run.runtime.execution("order-42").waiting_on == "@charge-card-2":  # type: ignore[union-attr]
+        actor = _until(run, "acknowledge", "@charge-card:order-42/charge")
+        if run.runtime.execution("order-42").waiting_on == "@charge-card:order-42/charge":  # type: ignore[union-attr]
             break
         run.take(plain_move(actor))
-    assert not _unreached(run, actor, "@charge-card-2")
+    assert not _unreached(run, actor, "@charge-card:order-42/charge")
     run.close()

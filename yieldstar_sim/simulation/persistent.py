@@ -64,8 +64,10 @@ if TYPE_CHECKING:
 
 #: The calls that give up the lease: a vouch there is an ``ends`` one.
 _ENDS = frozenset({Op.ACKNOWLEDGE, Op.RELEASE})
+#: Marks a summary that took in a state whose runs this process did not search.
+_UNSEEN: Thing = ("unseen", "")
 #: What a run searched from a state may have touched, where it is not known.
-_UNKNOWN: frozenset[Thing] = frozenset({("lease", None), ("status", None)})
+_UNKNOWN: frozenset[Thing] = frozenset({("lease", None), ("status", None), _UNSEEN})
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +304,19 @@ class Reduction:
             instant, below = self.below.get(key, (held.instant, _UNKNOWN))
             if instant == parent.instant:
                 parent.below = parent.below | below
+
+    def unseen(self, key: str, held: Held) -> None:
+        """``key``'s state is cut because another process searched it: what was touched
+        below it is not known here."""
+        self.below.setdefault(key, (held.instant, _UNKNOWN))
+
+    def known(self, key: str) -> bool:
+        """Whether what was touched below ``key``'s state is known whole: a summary that took
+        in a state another process searched (or one cut while it was being searched) is not,
+        and a search that needs it searches the state again rather than trust it."""
+        found = self.below.get(key)
+        # None: reached, not yet searched to its end (on the path to here), cut as before.
+        return found is None or _UNSEEN not in found[1]
 
     def split(self, execution: Execution, held: Held, moves: list[Move]) -> list[Move]:
         """The moves to take now from a state with ``moves``: one actor's where its moves are

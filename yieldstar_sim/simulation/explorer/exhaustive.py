@@ -23,7 +23,7 @@ from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.simulation.explorer.paths import Paths
 from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
-from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario
+from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario, turned
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
 from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally, keep_shortest
 from yieldstar_sim.simulation.persistent import Held, Reduction
@@ -284,21 +284,15 @@ class ExhaustiveSearch:
             # searched to its end (then it is cut). Deferring reorders; it never cuts.
             parent.deferred.append(move)
             return None
-        if cache and (
-            self._seen.reached(key, left, depth_left)
-            or (shared is not None and shared.covers(key, left, depth_left))
-        ):
-            self.covered.pruned_by_cache += 1
-            if held is not None and self.reduction is not None:
-                # A move back to its own state (a fault that changed nothing but the budget)
-                # adds nothing below it that its state's other runs do not.
-                above = None if parent is None or parent.key == key else parent.held
-                self.reduction.cached(key, held, above)
-            if parent is not None:
-                parent.estimate += self._seen.estimate(key)
+        seen = cache and self._seen.reached(key, left, depth_left)
+        elsewhere = (
+            cache and not seen and shared is not None and shared.covers(key, left, depth_left)
+        )
+        if (seen and self._trusted(key, held, parent)) or elsewhere:
+            self._cached(key, held, parent, elsewhere=elsewhere)
             return None
         kinds = self.config.kinds if faults < self._limit else ()
-        moves = _turned(execution.moves(kinds, self._seconds), key, self.part)
+        moves = turned(execution.moves(kinds, self._seconds), key, self.part)
         options = len(moves)
         if depth_left is not None and depth_left <= 0 and len(moves) > 1:
             self._cut(StopReason.DEPTH)
@@ -311,6 +305,30 @@ class ExhaustiveSearch:
         if len(moves) > 1:
             node.saved = execution.save()  # a later move starts here
         return node
+
+    def _cached(
+        self, key: str, held: Held | None, parent: _Node | None, *, elsewhere: bool
+    ) -> None:
+        """A run reached a state searched before, here or in another process (``elsewhere``),
+        and is cut there."""
+        self.covered.pruned_by_cache += 1
+        if held is not None and self.reduction is not None:
+            if elsewhere:
+                self.reduction.unseen(key, held)
+            # A move back to its own state (a fault that changed nothing but the budget) adds
+            # nothing below it that its state's other runs do not.
+            above = None if parent is None or parent.key == key else parent.held
+            self.reduction.cached(key, held, above)
+        if parent is not None:
+            parent.estimate += self._seen.estimate(key)
+
+    def _trusted(self, key: str, held: Held | None, parent: _Node | None) -> bool:
+        """Whether a state searched before may be cut here: unless a vouch above waits on
+        what was touched below it and that is not known whole (it took in a state another
+        process searched); a move back to its own state is always cut."""
+        if held is None or not held.needs_below or self.reduction is None:
+            return True
+        return (parent is not None and parent.key == key) or self.reduction.known(key)
 
     def _ended(
         self, run: Any, key: str, parent: _Node | None, left: tuple[int, int], share: bool
@@ -576,14 +594,3 @@ class ParallelExhaustive:
 def _label(execution: Execution) -> str:
     """A state's label in the state graph: each ready actor's point, by name."""
     return " | ".join(execution.point(name).label for name in execution.ready()) or "(none)"
-
-
-def _turned(moves: list[Move], key: str, part: int) -> list[Move]:
-    """``moves`` in the order the process searching as ``part`` takes them: the first
-    process's own order, the others' turned by an amount each state and part give, so that
-    processes sharing their visited states spread over the tree instead of racing down one
-    path."""
-    if part == 0 or len(moves) < 2:
-        return moves
-    turn = (int(key[:8], 16) + part) % len(moves)
-    return moves[turn:] + moves[:turn]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.artifact import ReplayArtifact
     from yieldstar_sim.simulation.execution import SavedExecution
     from yieldstar_sim.simulation.explorer.runs import Outcome, Sweep
+    from yieldstar_sim.simulation.moves import Move
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
 
@@ -312,3 +313,14 @@ class Runner:
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
             self._own = self.executor = None
+
+
+def turned(moves: list[Move], key: str, part: int) -> list[Move]:
+    """``moves`` in the order the process searching as ``part`` takes them: the first
+    process's own order, the others' turned by an amount each state and part give, so that
+    processes sharing their visited states spread over the tree instead of racing down one
+    path."""
+    if part == 0 or len(moves) < 2:
+        return moves
+    turn = (int(key[:8], 16) + part) % len(moves)
+    return moves[turn:] + moves[:turn]
