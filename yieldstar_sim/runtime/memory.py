@@ -45,7 +45,7 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime.memory_attempts import MemoryAttempts
 from yieldstar_sim.runtime.memory_events import MemoryEvents
 from yieldstar_sim.runtime.memory_order import ClaimOrder
-from yieldstar_sim.runtime.memory_rows import Row, new_lease, new_step, read_step
+from yieldstar_sim.runtime.memory_rows import Row, new_lease, read_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -493,17 +493,7 @@ class MemoryRuntime(MemoryAttempts, MemoryEvents, common.AdapterOptions):
         with self._lock:
             row, now = self._fenced("put_step", lease)
             row = self._touch(row)
-            old = row.steps.get(write.step_key)
-            row.step_writes.append(write.step_key)
-            row.steps[write.step_key] = new_step(
-                row.execution_id,
-                write.step_key,
-                len(row.steps) if old is None else old.position,
-                write.status,
-                write.value,
-                write.attempt,
-                now,
-            )
+            row.write_step(write, now)
             if wake_at is not None:
                 row.due_at = wake_at if row.due_at is None else min(row.due_at, wake_at)
         self._failpoints.hit("put_step.after_commit")

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 import yieldstar_sim.runtime._common as common
 from yieldstar_sim.core.attempts import AttemptToken, StaleAttemptError, attempt_refusal
-from yieldstar_sim.runtime.memory_rows import Row, new_step
 
 if TYPE_CHECKING:
     import threading
 
     from yieldstar_sim.core.model import Lease, StepRecord
     from yieldstar_sim.runtime.failpoints import FailPoints
+    from yieldstar_sim.runtime.memory_rows import Row
 
 
 def _refused(token: AttemptToken, old: StepRecord | None) -> StaleAttemptError:
@@ -46,11 +46,5 @@ class MemoryAttempts:
                 # Made again where it is raised: a local naming the error would be held by its
                 # own traceback's frame, a cycle that keeps a finished run alive.
                 raise _refused(token, old)
-            row = self._touch(row)
-            row.step_writes.append(write.step_key)
-            row.steps[write.step_key] = new_step(
-                row.execution_id, write.step_key,
-                len(row.steps) if old is None else old.position,
-                write.status, write.value, write.attempt, now,
-            )  # fmt: skip
+            self._touch(row).write_step(write, now)
         self._failpoints.hit("complete_attempt.after_commit")

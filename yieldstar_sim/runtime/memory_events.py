@@ -29,7 +29,7 @@ from yieldstar_sim.runtime._events_common import (
     refused,
     settle,
 )
-from yieldstar_sim.runtime.memory_rows import Row, new_step
+from yieldstar_sim.runtime.memory_rows import Row
 
 if TYPE_CHECKING:
     import threading
@@ -126,13 +126,7 @@ class MemoryEvents:
                     step_key, "completed", received.to_value(), 1, None
                 )
                 row = self._touch(row)
-                old = row.steps.get(write.step_key)
-                row.step_writes.append(write.step_key)
-                row.steps[write.step_key] = new_step(
-                    row.execution_id, write.step_key,
-                    len(row.steps) if old is None else old.position,
-                    write.status, write.value, write.attempt, now,
-                )  # fmt: skip
+                row.write_step(write, now)
                 self._events[found.seq - 1] = replace(
                     found, status="consumed", consumed_by=row.execution_id, step_key=step_key
                 )

@@ -22,6 +22,7 @@ from yieldstar_sim.core.model import (
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.codec import DurableValue
+    from yieldstar_sim.runtime._common import StepWrite
 
 # The memory runtime builds a record, lease or step for most calls it answers (``core.frozen``).
 # Type checkers check the calls against the classes themselves.
@@ -119,6 +120,18 @@ class Row:
             self.parent = ParentLink(
                 self.parent_execution_id, str(self.parent_step_key), bool(self.parent_detached)
             )
+
+    def write_step(self, write: StepWrite, now: float) -> None:
+        """Record (or rewrite) one step of this row, in its place if it has one: the one step
+        write every call that records a step makes (``put_step``, an event taken, an attempt
+        completed by its token). The row must be this call's own (``MemoryRuntime._touch``)."""
+        old = self.steps.get(write.step_key)
+        self.step_writes.append(write.step_key)
+        self.steps[write.step_key] = new_step(
+            self.execution_id, write.step_key,
+            len(self.steps) if old is None else old.position,
+            write.status, write.value, write.attempt, now,
+        )  # fmt: skip
 
     def set_outcome(self, status: str, result: str | None, error: str | None) -> None:
         """Store an outcome's columns, decoded once."""
