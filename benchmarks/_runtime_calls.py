@@ -17,6 +17,7 @@ from _harness import per_call
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.core.codec import durable_value_codec
+from yieldstar_sim.core.ids import start_target_base, trigger_id_prefix
 from yieldstar_sim.core.model import (
     Completed,
     Delivery,
@@ -104,6 +105,9 @@ def start_params(request: StartRequest, now: float) -> tuple[dict[str, object], 
         "detached": request.detached,
         "now": now,
         "guard": True,  # DuckDBRuntime's orphan guard, on by default
+        "target_base": start_target_base(
+            request.workflow_id, request.request_id.execution_id, request.request_id.step_key
+        ),
     }
     find: dict[str, object] = {
         "caller": request.request_id.execution_id,
@@ -185,6 +189,7 @@ def prepare_trigger(runtime: Runtime, n: int) -> Batch:
                     "trigger",
                     {
                         "execution_id": e,
+                        "id_prefix": trigger_id_prefix("charge-order"),
                         "workflow_id": "charge-order",
                         "params": encode(p),
                         "now": now,
