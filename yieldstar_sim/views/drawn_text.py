@@ -111,6 +111,31 @@ def fitted(text: str, inches: float, points: float) -> str:
     )
 
 
+def wrapped(text: str, columns: int) -> str:
+    """``text`` with each line wrapped at ``columns`` characters, a word longer than a line (a
+    dotted name, ``yieldstar_sim.testing.attempts.check_attempt_adapter``) broken after one of
+    its dots rather than inside a name.
+
+    >>> print(wrapped("see yieldstar_sim.testing.attempts.check_attempt_adapter now", 30))
+    see yieldstar_sim.testing.
+    attempts.
+    check_attempt_adapter now
+    """
+    import textwrap
+
+    mark = "\x00"  # after a dot of a long word: a place to break it, gone if not broken
+
+    def soften(word: str) -> str:
+        return word.replace(".", f".{mark} ") if len(word) > columns else word
+
+    lines = []
+    for line in text.split("\n"):
+        softened = " ".join(soften(word) for word in line.split(" "))
+        pieces = textwrap.wrap(softened, columns, break_on_hyphens=False) or [""]
+        lines.extend(piece.replace(f"{mark} ", "").replace(mark, "") for piece in pieces)
+    return "\n".join(lines)
+
+
 def xml_legal(text: str) -> str:
     """``text`` with every character XML cannot hold (or a font cannot draw) as U+FFFD: the
     last pass over an SVG document, whatever put the character there."""

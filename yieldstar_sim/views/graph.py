@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import math
-import textwrap
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -27,7 +26,7 @@ from yieldstar_sim.simulation.trace_payloads import (
     TraceKind,
     TriggerData,
 )
-from yieldstar_sim.views.drawn_text import fitted
+from yieldstar_sim.views.drawn_text import fitted, wrapped
 from yieldstar_sim.views.evidence import (
     CONTINUED_AS,
     TIMES,
@@ -499,7 +498,7 @@ def draw_execution_graph(
         root = axes.get_figure(root=True)
         inches = axes.get_position().width * (root.get_figwidth() if root is not None else 10)
         columns = max(40, min(120, int(inches * 72 / (8.5 * 0.6))))
-        text = "\n".join(textwrap.fill(part, columns) for part in caption.split("\n"))
+        text = wrapped(caption, columns)
         axes.text(
             0.5, -0.01, text, transform=axes.transAxes, ha="center",
             va="top", fontsize=8.5, color=DUPLICATE_COLOUR, parse_math=False,
