@@ -128,7 +128,7 @@ def wrapped(text: str, columns: int) -> str:
     def soften(word: str) -> str:
         return word.replace(".", f".{mark} ") if len(word) > columns else word
 
-    lines = []
+    lines: list[str] = []
     for line in text.split("\n"):
         softened = " ".join(soften(word) for word in line.split(" "))
         pieces = textwrap.wrap(softened, columns, break_on_hyphens=False) or [""]
