@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.model import InfrastructureError
 from yieldstar_sim.simulation.faults import FaultKind
+from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.runtime_actions import trace_actions
 from yieldstar_sim.simulation.trace_payloads import ErrorData, TraceKind
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Generator
 
+    from yieldstar_sim.simulation.scenario_clients import ClientRetry
     from yieldstar_sim.simulation.state import RunState
 
 
@@ -59,3 +61,25 @@ def answered(kind: FaultKind | None, seen: bool, lost: bool) -> str:
     if kind == FaultKind.CRASH_AFTER:
         return "crashed"
     return "answered" if seen and not lost else "retry"
+
+
+def attempts(
+    sim: RunState,
+    retry: ClientRetry,
+    attempt: Callable[[int], Generator[Any, Any, str]],
+    give_up: Callable[[int, str], None],
+) -> Generator[Any, Any, bool]:
+    """Make ``attempt(n)`` until one is answered or ``retry``'s attempts are used up, its
+    backoff between two; ``give_up(n, why)`` where it ends otherwise. True when the caller
+    crashed."""
+    for number in range(1, retry.attempts + 1):
+        if number > 1:
+            yield Wait(sim.clock.now() + retry.backoff)
+        outcome = yield from attempt(number)
+        if outcome == "answered":
+            return False
+        if outcome == "crashed":
+            give_up(number, "crashed")
+            return True
+    give_up(retry.attempts, "attempts used up")
+    return False

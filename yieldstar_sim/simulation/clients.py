@@ -29,7 +29,7 @@ from yieldstar_sim.core.model import (
     ExecutionStateError,
 )
 from yieldstar_sim.core.ops import Op
-from yieldstar_sim.simulation.answers import answered, ask_runtime, trace_failure
+from yieldstar_sim.simulation.answers import answered, ask_runtime, attempts, trace_failure
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
@@ -98,18 +98,7 @@ class _Request:
 
     def run(self) -> Generator[Any, Any, bool]:
         """Attempt until answered or out of attempts; True when the client crashed."""
-        sim, attempts = self.sim, self.retry.attempts
-        for attempt in range(1, attempts + 1):
-            if attempt > 1:
-                yield Wait(sim.clock.now() + self.retry.backoff)
-            outcome = yield from self._attempt(attempt)
-            if outcome == "answered":
-                return False
-            if outcome == "crashed":
-                self._give_up(attempt, "crashed")
-                return True
-        self._give_up(attempts, "attempts used up")
-        return False
+        return (yield from attempts(self.sim, self.retry, self._attempt, self._give_up))
 
     def _request_id(self, attempt: int) -> tuple[str | None, bool]:
         """The ID attempt ``attempt`` carries, and whether it is a freshly minted one."""

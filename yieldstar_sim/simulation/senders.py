@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.core.events import EventAccepted
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.runtime.protocol import events_of
-from yieldstar_sim.simulation.answers import answered, ask_runtime, trace_failure
+from yieldstar_sim.simulation.answers import answered, ask_runtime, attempts, trace_failure
 from yieldstar_sim.simulation.faults import FaultKind, PointInfo
 from yieldstar_sim.simulation.kernel import Wait
 from yieldstar_sim.simulation.points import pass_point
@@ -69,18 +69,7 @@ class _Send:
 
     def run(self) -> Generator[Any, Any, bool]:
         """Attempt until answered or out of attempts; True when the sender crashed."""
-        retry = self.send.sender.retry
-        for attempt in range(1, retry.attempts + 1):
-            if attempt > 1:
-                yield Wait(self.sim.clock.now() + retry.backoff)
-            outcome = yield from self._attempt(attempt)
-            if outcome == "answered":
-                return False
-            if outcome == "crashed":
-                self._give_up(attempt, "crashed")
-                return True
-        self._give_up(retry.attempts, "attempts used up")
-        return False
+        return (yield from attempts(self.sim, self.send.sender.retry, self._attempt, self._give_up))
 
     def _event_id(self, attempt: int) -> str | None:
         """The event ID attempt ``attempt`` carries: the send's own, or a fresh one for a
