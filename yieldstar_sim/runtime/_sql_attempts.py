@@ -44,7 +44,7 @@ class SqlAttempts(SqlEvents):
                 # context's traceback, a cycle that keeps a finished run alive.
                 raise _Abort(attempt_refusal(token, recorded))
             entry = common.step_entry(write, now)
-            if not _wrote(self._execute("attempt_step", {**fence, "entry": entry})):
+            if not _wrote(self._execute("put_step", {**fence, "entry": entry, "wake_at": None})):
                 raise _Abort(common.lease_lost(lease, self.execution(lease.execution_id), now))
 
         self._transaction("complete_attempt", complete)

@@ -154,7 +154,9 @@ class SqlEvents(SqlRetries):
                                      str(event_id))  # fmt: skip
             write, _ = common.check_put_step(step_key, "completed", received.to_value(), 1, None)
             if not _wrote(
-                self._execute("event_step", {**fence, "entry": common.step_entry(write, now)})
+                self._execute(
+                    "put_step", {**fence, "entry": common.step_entry(write, now), "wake_at": None}
+                )
             ):
                 raise _Abort(common.lease_lost(lease, self.execution(lease.execution_id), now))
             taken = {"seq": seq, "execution_id": lease.execution_id, "step_key": write.step_key}

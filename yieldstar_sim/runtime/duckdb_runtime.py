@@ -91,11 +91,11 @@ _READS = frozenset(
 _FOLLOWED = frozenset(
     {
         "begin", "commit", "rollback", "start_find", "child_find",
-        "put_step", "record_wake", "attempt_step",
+        "put_step", "record_wake",
         "prune", "prune_to_tombstone_rows", "prune_to_tombstone", "prune_requests",
         "trigger", "start_insert", "child_insert", "claim_take", "renew", "release", "wait_for",
         "acknowledge", "acknowledge_terminal", "cancel_rows", "cancel",
-        "event_insert", "event_wake", "event_step", "event_take",
+        "event_insert", "event_wake", "event_take",
         "continue_end", "continue_insert", "waiters_wake",
     }
 )  # fmt: skip

@@ -305,13 +305,6 @@ UPDATE events SET status = 'consumed', consumed_by = %(execution_id)s::text, ste
 WHERE seq = %(seq)s::bigint AND status = 'pending'
 RETURNING seq;
 
--- name: event_step
-UPDATE executions
-SET step_log = step_log || %(entry)s::text
-WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
-  AND lease_token = %(token)s::bigint AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended')
-RETURNING execution_id;
-
 -- name: fence_holds
 SELECT count(*) FROM executions
 WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
@@ -346,14 +339,4 @@ RETURNING execution_id;
 UPDATE executions
 SET due_at = least(coalesce(due_at, %(now)s::float8), %(now)s::float8)
 WHERE waiting_on = %(execution_id)s::text AND status IN ('pending', 'suspended')
-RETURNING execution_id;
-
--- Attempt completion (runtime/_sql_attempts.py): one transaction checks the fence and the
--- step's current attempt, then records the step, fenced as put_step is.
-
--- name: attempt_step
-UPDATE executions
-SET step_log = step_log || %(entry)s::text
-WHERE execution_id = %(execution_id)s::text AND seq = %(incarnation)s::bigint AND lease_owner = %(owner)s::text
-  AND lease_token = %(token)s::bigint AND lease_expires_at > %(now)s::float8 AND status IN ('pending', 'suspended')
 RETURNING execution_id;

@@ -380,12 +380,6 @@ LIMIT 1;
 UPDATE events SET status = 'consumed', consumed_by = $execution_id, step_key = $step_key
 WHERE seq = $seq AND status = 'pending';
 
--- name: event_step
-UPDATE executions
-SET step_log = step_log || $entry, revision = revision + 1
-WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
-  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
-
 -- name: fence_holds
 SELECT count(*) FROM executions
 WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
@@ -418,12 +412,3 @@ VALUES ($new_id, $new_seq, $workflow_id, $params, 'continue', 'pending', $now, $
 UPDATE executions
 SET due_at = least(coalesce(due_at, $now), $now), revision = revision + 1
 WHERE waiting_on = $execution_id AND status IN ('pending', 'suspended');
-
--- Attempt completion (runtime/_sql_attempts.py): one transaction checks the fence and the
--- step's current attempt, then records the step, fenced as put_step is.
-
--- name: attempt_step
-UPDATE executions
-SET step_log = step_log || $entry, revision = revision + 1
-WHERE execution_id = $execution_id AND seq = $incarnation AND lease_owner = $owner
-  AND lease_token = $token AND lease_expires_at > $now AND status IN ('pending', 'suspended');
