@@ -84,9 +84,11 @@ class NothingRecoveredWithoutEnd:
 
     def check(self, run: RunView) -> list[Violation]:
         """Count each execution's recoveries in the trace, and judge them by the bound."""
-        seen, idle = self._recoveries(run)
         bound = self.max_recovery_attempts
         cut = getattr(run, "incomplete", None)
+        if bound is None and cut is None:
+            return []  # with no bound only a cut run can be recovering without end
+        seen, idle = self._recoveries(run)
         live = {record.execution_id for record in run.executions if not record.terminal}
         violations = []
         for execution_id, each in seen.items():
@@ -151,7 +153,7 @@ class NothingRecoveredWithoutEnd:
         seen: dict[str, _Recoveries] = {}
         idle: dict[float, set[str]] = {}
         faulted: set[tuple[str, int | None]] = set()
-        rivals = _Rivals(run)
+        rivals: _Rivals | None = None  # read from the whole run: only where one is recovered
         for event in run.trace:
             execution_id = event.execution_id
             kind, data = event.kind, event.data
@@ -169,6 +171,7 @@ class NothingRecoveredWithoutEnd:
                     each.count += 1
                     each.last = event.t
                     each.instants.add(event.t)
+                    rivals = rivals or _Rivals(run)
                     idle.setdefault(event.t, set()).update(rivals.at(event))
                     worker, token = each.holder
                     if worker is not None and (execution_id, token) not in faulted:
