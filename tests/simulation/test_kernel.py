@@ -3,7 +3,8 @@
 What is pinned here: virtual time only moves forward and jumps straight to the next sleeper;
 ``settle`` resumes whoever is due until an actor waits at a choice point; ``ready`` names the
 actors waiting at one, sorted, and ``take`` resumes the one its caller chose with what it was
-sent; parked actors wake on ``nudge()`` and when time reaches ``next_wake()``; ``settle(until=)``
+sent; an actor parked at a blocking point is offered it on ``nudge()`` once something is due,
+and when time reaches ``next_wake()``; ``settle(until=)``
 never passes ``until``; ``close()`` closes every live actor; a yielded non-request raises
 ``TypeError`` naming the actor. The kernel decides nothing: the tests' ``World.run`` chooses as
 a plain run does (the schedule, then a seeded ``random.Random``), as ``Execution`` does.
@@ -20,10 +21,10 @@ import pytest
 
 from yieldstar_sim.core.clock import ManualClock
 from yieldstar_sim.simulation.execution import ScheduleMismatch
-from yieldstar_sim.simulation.kernel import Kernel, Park, Point, Wait
+from yieldstar_sim.simulation.kernel import Kernel, Point, Wait
 from yieldstar_sim.simulation.moves import Choice
 
-Actor = Generator[Wait | Park | Point, Any, None]
+Actor = Generator[Wait | Point, Any, None]
 
 
 @dataclass
@@ -324,37 +325,59 @@ def test_a_schedule_naming_a_finished_actor_raises_schedule_mismatch() -> None:
         w.run()
 
 
-# --------------------------------------------------------------------------- park, nudge, next_wake
+# ------------------------------------------------------------------- parked, nudge, next_wake
+# A worker's claim is a blocking point: offered only while the next wake is due, parked
+# (its generator never resumed) until a nudge or the next wake comes.
 
 
-def test_a_parked_actor_wakes_on_nudge() -> None:
-    w = world()
+class Wakes:
+    """A runtime's next wake, as the tests set it: ``due`` makes it now, ``done`` none."""
 
-    def waiter() -> Actor:
-        yield Park()
-        w.note("waiter", "woke")
-        yield Point("waiter")
+    def __init__(self, w: World | None = None, at: float | None = None) -> None:
+        self.w, self.at, self.asked = w, at, 0
+
+    def __call__(self) -> float | None:
+        self.asked += 1
+        return self.at
+
+    def due(self) -> None:
+        assert self.w is not None
+        self.at = self.w.clock.now()
+
+
+def claimer(w: World, name: str, wakes: Wakes | None = None) -> Actor:
+    """Claim once at a blocking point, and note it (the claim takes what was due)."""
+    yield Point(f"{name} claim", blocking=True)
+    w.note(name, "claimed")
+    if wakes is not None:
+        wakes.at = None  # it took what was due
+
+
+def test_a_parked_claim_is_offered_on_a_nudge_once_something_is_due() -> None:
+    wakes = Wakes()
+    w = world(next_wake=wakes)
+    wakes.w = w
 
     def nudger() -> Actor:
         yield Wait(5.0)
         yield Point("nudger")
         w.note("nudger", "nudges")
+        wakes.due()
         w.kernel.nudge()
 
-    w.kernel.spawn("waiter", waiter())
+    w.kernel.spawn("waiter", claimer(w, "waiter", wakes))
     w.kernel.spawn("nudger", nudger())
     w.run()
-    assert w.log == [(5.0, "nudger", "nudges"), (5.0, "waiter", "woke")]
+    assert w.log == [(5.0, "nudger", "nudges"), (5.0, "waiter", "claimed")]
 
 
-def test_a_parked_actor_stays_parked_without_nudge_or_wake() -> None:
+def test_a_parked_claim_stays_parked_without_nudge_or_wake_and_is_never_resumed() -> None:
     w = world()
     closed: list[str] = []
 
     def waiter() -> Actor:
         try:
-            yield Park()
-            w.note("waiter", "woke")
+            yield from claimer(w, "waiter")
         finally:
             closed.append("waiter")
 
@@ -363,34 +386,39 @@ def test_a_parked_actor_stays_parked_without_nudge_or_wake() -> None:
     w.run()
     assert order_of(w) == ["other went #0", "other went #1"]
     assert not w.step()
+    assert ("waiter", "parked") in w.kernel.waiting()
     assert closed == []
     w.kernel.close()
     assert closed == ["waiter"]
 
 
-def test_a_parked_actor_wakes_when_time_reaches_next_wake() -> None:
-    asked: list[float] = []
-    wakes = [7.0]
+def test_a_nudge_with_nothing_due_parks_the_claim_again() -> None:
+    w = world()
 
-    def next_wake() -> float | None:
-        asked.append(w.clock.now())
-        return wakes[0] if wakes else None
+    def nudger() -> Actor:
+        yield Point("nudger")
+        w.kernel.nudge()  # nothing is due: the claim would find nothing
 
-    w = world(next_wake=next_wake)
+    w.kernel.spawn("waiter", claimer(w, "waiter"))
+    w.kernel.spawn("nudger", nudger())
+    w.run()
+    assert w.schedule == ["nudger"]
+    assert w.log == []
+
+
+def test_a_parked_claim_is_offered_when_time_reaches_the_next_wake() -> None:
+    wakes = Wakes(at=7.0)
+    w = world(next_wake=wakes)
 
     def waiter() -> Actor:
-        yield Park()
-        w.note("waiter", "woke")
-        wakes.clear()  # the thing it waited for is done
-        yield Point("waiter")
-        yield Park()
-        w.note("waiter", "woke again")  # never: nothing wakes it now
+        yield from claimer(w, "waiter", wakes)
+        yield from claimer(w, "waiter again")  # never: nothing is due now
 
     w.kernel.spawn("waiter", waiter())
     w.run()
-    assert w.log == [(7.0, "waiter", "woke")]
+    assert w.log == [(7.0, "waiter", "claimed")]
     assert w.clock.now() == 7.0
-    assert asked, "next_wake is consulted while an actor is parked"
+    assert wakes.asked, "next_wake is consulted while an actor is parked"
 
 
 def test_next_wake_is_not_consulted_while_nobody_is_parked() -> None:
@@ -404,58 +432,43 @@ def test_next_wake_is_not_consulted_while_nobody_is_parked() -> None:
 
 
 def test_a_sleeper_due_before_the_next_wake_goes_first() -> None:
-    w = world(next_wake=lambda: 10.0)
-
-    def waiter() -> Actor:
-        yield Park()
-        w.note("waiter", "woke")
-        yield Point("waiter")
-
-    w.kernel.spawn("waiter", waiter())
+    wakes = Wakes(at=10.0)
+    w = world(next_wake=wakes)
+    w.kernel.spawn("waiter", claimer(w, "waiter", wakes))
     w.kernel.spawn("sleeper", pointer(w, "sleeper", 2, every=4.0))
     w.run()
     assert w.log == [
         (0.0, "sleeper", "went #0"),
         (4.0, "sleeper", "went #1"),
-        (10.0, "waiter", "woke"),
+        (10.0, "waiter", "claimed"),
     ]
 
 
-def test_a_next_wake_in_the_past_wakes_parked_actors_now() -> None:
-    w = world(next_wake=lambda: 1.0)
+def test_a_next_wake_in_the_past_offers_the_claim_now() -> None:
+    wakes = Wakes(at=1.0)
+    w = world(next_wake=wakes)
     w.clock.set(5.0)
-
-    def waiter() -> Actor:
-        yield Park()
-        w.note("waiter", "woke")
-        yield Point("waiter")
-
-    w.kernel.spawn("waiter", waiter())
+    w.kernel.spawn("waiter", claimer(w, "waiter", wakes))
     w.run()
-    assert w.log == [(5.0, "waiter", "woke")]
+    assert w.log == [(5.0, "waiter", "claimed")]
 
 
-def test_nudge_wakes_every_parked_actor_and_ties_are_chosen() -> None:
-    w = world(seed=1)
-
-    def waiter(name: str) -> Actor:
-        yield Park()
-        yield Point(name)
-        w.note(name, "went")
+def test_a_nudge_offers_every_parked_claim_and_ties_are_chosen() -> None:
+    wakes = Wakes()
+    w = world(seed=1, next_wake=wakes)
+    wakes.w = w
 
     def nudger() -> Actor:
         yield Wait(3.0)
+        wakes.due()
         w.kernel.nudge()
-        return
-        yield  # a generator
 
     for name in ("x", "y", "z"):
-        w.kernel.spawn(name, waiter(name))
+        w.kernel.spawn(name, claimer(w, name))
     w.kernel.spawn("nudger", nudger())
-    w.run()
-    assert sorted(order_of(w)) == ["x went", "y went", "z went"]
+    w.run(max_points=1)
     assert w.choices[0].among == ("x", "y", "z")
-    assert {t for t, _, _ in w.log} == {3.0}
+    assert w.log[0][0] == 3.0
 
 
 # --------------------------------------------------------------------------- run limits, close
@@ -557,7 +570,7 @@ def test_a_yielded_non_request_raises_type_error_naming_the_actor() -> None:
         yield 42
 
     w.kernel.spawn("confused", confused())
-    with pytest.raises(TypeError, match=r"actor 'confused' yielded 42; actors yield Wait, Park"):
+    with pytest.raises(TypeError, match=r"actor 'confused' yielded 42; actors yield Wait or Point"):
         w.run()
 
 
@@ -578,21 +591,24 @@ def test_a_non_request_yielded_first_is_refused_too() -> None:
 def test_an_actor_nudged_at_an_instant_competes_at_that_instants_next_point() -> None:
     """An actor woken at the current instant competes at that instant's next choice point.
 
-    ``waker`` passes a point, nudges the parked ``sleeper`` and asks for more points at t=0;
+    ``waker`` passes a point, makes something due and nudges the parked ``sleeper``, and asks
+    for more points at t=0;
     the sleeper is among the candidates of the waker's next point. (It once was not: the other
     worker could never claim a new ship-order before the starting worker recorded its step.)
     """
-    w = world(seed=0)
+    wakes = Wakes()
+    w = world(seed=0, next_wake=wakes)
+    wakes.w = w
 
     def waker() -> Actor:
         yield Point("waker.0")
+        wakes.due()
         w.kernel.nudge()
         yield Point("waker.1")
         yield Point("waker.2")
 
     def sleeper() -> Actor:
-        yield Park()
-        yield Point("sleeper")
+        yield from claimer(w, "sleeper")
 
     w.kernel.spawn("sleeper", sleeper())
     w.kernel.spawn("waker", waker())

@@ -1,18 +1,18 @@
 """The simulation kernel: virtual time, actors, choice points. No dependencies.
 
-Actors are generators. An actor yields ``Wait(until)`` to sleep, ``Park()`` to wait until the
-kernel is nudged (or time moves to the next wake), and ``Point(label)`` to stop at a *choice
-point*. The kernel decides nothing: ``settle`` resumes whoever is due, moving time as needed,
-until some actor waits at a point; ``ready`` names the actors waiting at one, and ``take``
-resumes the one its caller chose, sending it what the caller decided there (the move: which
-fault strikes, which option of a draw is drawn). Who goes, and with what, is the caller's
-business (``execution.Execution``), as what a point means is the actor's.
+Actors are generators. An actor yields ``Wait(until)`` to sleep and ``Point(label)`` to stop
+at a *choice point*. The kernel decides nothing: ``settle`` resumes whoever is due, moving
+time as needed, until some actor waits at a point; ``ready`` names the actors waiting at one,
+and ``take`` resumes the one its caller chose, sending it what the caller decided there (the
+move: which fault strikes, which option of a draw is drawn). Who goes, and with what, is the
+caller's business (``execution.Execution``), as what a point means is the actor's.
 
 A *blocking* point (``Point(blocking=True)``: a worker's claim) is offered only while the next wake
 is due (``next_wake() <= now``: something can be claimed). Until then its actor is blocked at
-it, described as parked, and no move of it is offered: a claim that would find nothing is no
-choice point, and does not race with what the other actors do. When a nudge or the next wake
-comes, it is offered again, its generator never resumed meanwhile.
+it, described as parked (``PARKED``), and no move of it is offered: a claim that would find
+nothing is no choice point, and does not race with what the other actors do. When a nudge
+(``Kernel.nudge``: something it may wait for changed) or the next wake comes, it is offered
+again, its generator never resumed meanwhile.
 
 A *solo* point (``Point(solo=True)``) is one where only a fault is to be decided, not who goes:
 while an actor waits at one, it is the only actor ready. An actor that goes on from a solo point
@@ -55,7 +55,7 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Park:
-    """Sleep until ``Kernel.nudge`` or until time moves to the next wake."""
+    """What ``Kernel.waits`` holds for an actor parked at a blocking point (``PARKED``)."""
 
     def __reduce__(self) -> str:
         # Pickled as ``PARKED`` itself (a shipped state's ``waits``): readers compare by identity.
@@ -63,7 +63,7 @@ class Park:
 
 
 #: What a parked actor waits for in ``Kernel.waits``: one object, so that comparing two
-#: snapshots of it finds the same object (a new ``Park()`` would be compared field by field).
+#: snapshots of it finds the same object.
 PARKED = Park()
 
 
@@ -84,9 +84,9 @@ class Point:
     module's docstring)."""
 
 
-#: An actor: a generator that yields what it waits for (a time, a nudge, a choice point) and is
-#: sent back, at a choice point, what was decided there.
-Actor: TypeAlias = "Generator[Wait | Park | Point, Any, None]"
+#: An actor: a generator that yields what it waits for (a time, a choice point) and is sent
+#: back, at a choice point, what was decided there.
+Actor: TypeAlias = "Generator[Wait | Point, Any, None]"
 
 
 def describe(state: Point | float | Park) -> str:
@@ -112,7 +112,6 @@ class KernelState:
     sleeping: tuple[tuple[float, int, str], ...]
     ties: int
     at_point: tuple[tuple[str, Point], ...]
-    parked: frozenset[str]
     waits: tuple[tuple[str, Point | float | Park], ...]
     points: int
     idle_wake: tuple[float, int] | None
@@ -136,7 +135,6 @@ class Kernel:
         self._ties = 0  # the heap's tie-breaker: a number, so that a snapshot can hold it
         self._actors: dict[str, Any] = {}
         self._at_point: dict[str, Point] = {}
-        self._parked: set[str] = set()
         self.waits: dict[str, Point | float | Park] = {}
         """What each actor that is not running waits for: its point, the time it sleeps until,
         or ``PARKED``; what ``waiting`` describes, kept as the actors move (one dict write
@@ -173,20 +171,13 @@ class Kernel:
         self._sleep(self.clock.now() if at is None else at, name)
 
     def nudge(self) -> None:
-        """Wake every parked actor (something they may be waiting for has changed)."""
-        now = self.clock.now()
-        for name in sorted(self._parked):
-            self._sleep(now, name)
-        self._parked.clear()
+        """Offer every parked actor its point again (something it may wait for has changed)."""
         if self._blocked:
             self._unblock()
 
     def wake(self, name: str) -> None:
-        """Wake the parked actor ``name`` alone (``nudge`` wakes every parked actor)."""
-        if name in self._parked:
-            self._parked.discard(name)
-            self._sleep(self.clock.now(), name)
-        elif name in self._blocked:
+        """Offer the parked actor ``name`` alone its point again (``nudge`` offers every one)."""
+        if name in self._blocked:
             point = self._blocked.pop(name)
             self._at_point[name] = self.waits[name] = point
             self._blocking.add(name)
@@ -210,7 +201,7 @@ class Kernel:
         self._blocking.clear()
 
     def _advance(self, name: str, value: Any) -> None:
-        """Resume ``name`` with ``value`` until it asks for a point, sleeps, parks or ends."""
+        """Resume ``name`` with ``value`` until it asks for a point, sleeps or ends."""
         self.running = name
         try:
             request = self._actors[name].send(value)
@@ -236,11 +227,8 @@ class Kernel:
             return
         if isinstance(request, Wait):
             self._sleep(max(request.until, self.clock.now()), name)
-        elif isinstance(request, Park):
-            self._parked.add(name)
-            self.waits[name] = PARKED
         else:
-            raise TypeError(f"actor {name!r} yielded {request!r}; actors yield Wait, Park or Point")
+            raise TypeError(f"actor {name!r} yielded {request!r}; actors yield Wait or Point")
 
     def _resume_due(self) -> None:
         """Resume every sleeper whose time has come, without moving time: actors woken at this
@@ -254,7 +242,7 @@ class Kernel:
     def _wake_due(self, until: float | None) -> bool:
         """Move time to the next sleeper, or to the next wake if anyone is parked, and resume
         whoever is due then. False when nothing will ever happen again, or not by ``until``."""
-        wake = self.next_wake() if self._parked or self._blocked else None
+        wake = self.next_wake() if self._blocked else None
         times = [self._sleeping[0][0]] if self._sleeping else []
         if wake is not None:
             if wake <= self.clock.now() and self._idle_wake == (self.clock.now(), self.points):
@@ -334,8 +322,7 @@ class Kernel:
         for a parked actor."""
         if self._at_point or self._sleeping:
             return True
-        idle = self._parked or self._blocked
-        return bool(idle) and self.next_wake() is not None and not self._spun()
+        return bool(self._blocked) and self.next_wake() is not None and not self._spun()
 
     def _spun(self) -> bool:
         """Parked actors were woken for the due wake at this instant and parked again without
@@ -351,14 +338,14 @@ class Kernel:
         """What every other actor is doing now: at a point (its label), asleep or parked."""
         states = [(name, describe(point)) for name, point in self._at_point.items()]
         states += [(name, describe(t)) for t, _, name in self._sleeping]
-        states += [(name, describe(PARKED)) for name in (*self._parked, *self._blocked)]
+        states += [(name, describe(PARKED)) for name in self._blocked]
         return sorted(states)
 
     def snapshot(self) -> KernelState:
         """Everything but the actors' generators, as it is now (between two choice points)."""
         return KernelState(
             self.clock.now(), tuple(self._sleeping), self._ties, tuple(self._at_point.items()),
-            frozenset(self._parked), tuple(self.waits.items()), self.points, self._idle_wake,
+            tuple(self.waits.items()), self.points, self._idle_wake,
             self.running, frozenset(self._actors), tuple(self.turns), self._holder,
             tuple(self._blocked.items()),
         )  # fmt: skip
@@ -372,7 +359,6 @@ class Kernel:
         self._sleeping = list(state.sleeping)
         self._ties = state.ties
         self._at_point = dict(state.at_point)
-        self._parked = set(state.parked)
         self.waits = dict(state.waits)
         self.points = state.points
         self._idle_wake = state.idle_wake
@@ -393,7 +379,6 @@ class Kernel:
         self._actors.clear()
         self._at_point.clear()
         self._sleeping.clear()
-        self._parked.clear()
         self.waits.clear()
         self.turns.clear()
         self._holder = None
