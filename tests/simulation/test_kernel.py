@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from yieldstar_sim.core.clock import ManualClock
-from yieldstar_sim.simulation.execution import ScheduleMismatch
 from yieldstar_sim.simulation.kernel import Kernel, Point, Wait
-from yieldstar_sim.simulation.moves import Choice
+from yieldstar_sim.simulation.moves import Choice, ScheduleMismatch
 
 Actor = Generator[Wait | Point, Any, None]
 

@@ -97,8 +97,8 @@ def test_incremental_keys_equal_whole_reads_and_part_states_as_before(name: str)
 class _FullReads(StateKeys):
     """Keys read in full at every point (``_keys.state_key``), as a search could read them."""
 
-    def __init__(self) -> None:
-        super().__init__(lines=True)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(lines=True, **options)
 
     def key(self, state: Any, *, ended: bool = False) -> str:
         return state_key(state, self.histories, ended=ended)
@@ -258,8 +258,8 @@ def test_a_restored_run_goes_on_with_the_keys_its_state_kept(
     made: list[StateKeys] = []
 
     class Counted(StateKeys):
-        def __init__(self) -> None:
-            super().__init__()
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
             made.append(self)
 
     monkeypatch.setattr(Execution, "state_keys", Counted)

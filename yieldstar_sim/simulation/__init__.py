@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from yieldstar_sim.simulation.artifact import ArtifactError, ReplayArtifact
-from yieldstar_sim.simulation.execution import Execution, ScheduleMismatch
+from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.explorer import (
     Exhaustive,
     ExplorationReport,
@@ -24,7 +24,7 @@ from yieldstar_sim.simulation.faults import (
     PointInfo,
 )
 from yieldstar_sim.simulation.invariants import Invariant, Violation, at_most_once
-from yieldstar_sim.simulation.moves import Move
+from yieldstar_sim.simulation.moves import Move, ScheduleMismatch
 from yieldstar_sim.simulation.regression import replay
 from yieldstar_sim.simulation.restore_check import RestoreMismatch
 from yieldstar_sim.simulation.result import Regression, SimulationRun

@@ -51,7 +51,7 @@ def twice(run: Callable[[], SimulationRun]) -> str | None:
     waits at no point there) took another path than the run that made the schedule: that is
     the difference."""
     from yieldstar_sim.simulation.artifact import ArtifactError
-    from yieldstar_sim.simulation.execution import ScheduleMismatch
+    from yieldstar_sim.simulation.moves import ScheduleMismatch
 
     try:
         first = run()

@@ -42,7 +42,7 @@ from yieldstar_sim.simulation.faults import FaultKind, FaultPlan, applies_at, pl
 from yieldstar_sim.simulation.finish import finish
 from yieldstar_sim.simulation.footprints import Footprint, RecordedRuntime, Touches, trusted
 from yieldstar_sim.simulation.kernel import PARKED, Kernel, Point
-from yieldstar_sim.simulation.moves import BARE, Move, new_move, plain_move
+from yieldstar_sim.simulation.moves import BARE, Move, ScheduleMismatch, new_move, plain_move
 from yieldstar_sim.simulation.restore_check import check_restore, checked
 from yieldstar_sim.simulation.runtime_actions import reports
 from yieldstar_sim.simulation.saving import (
@@ -55,6 +55,7 @@ from yieldstar_sim.simulation.saving import (
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.statekeys import StateKeys
+from yieldstar_sim.simulation.terms import key_text
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.trail import Choices, Step, Trail, schedule_of, unwound
 from yieldstar_sim.simulation.workers import worker
@@ -68,11 +69,6 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.moves import Choice
     from yieldstar_sim.simulation.result import SimulationRun
     from yieldstar_sim.simulation.scenario import Scenario
-
-
-class ScheduleMismatch(Exception):
-    """A move does not fit the choice point it was taken at: its actor waits at none, its
-    option is not one of the point's, or its fault cannot strike there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +183,7 @@ class Execution:
         ``timeout`` (the wall-clock limit); None while it goes on."""
         self._keys: StateKeys | None = None
         self._fed = 0
+        self._restored: SavedExecution | None = None  # the last state put back
         self._armed = False
         self._ready_at, self._ready_list = -1, list[str]()
         self._point_limit, self._max_time = scenario.point_limit, scenario.max_time
@@ -371,6 +368,10 @@ class Execution:
         ):
             wrong = self._misfit(move)
             if wrong is not None:
+                saved, self._restored = self._restored, None
+                if saved is not None:  # the restore may be to blame: check it (again) now
+                    self._put_back(saved)
+                    check_restore(self, saved.path, partial(self._put_back, saved), self._fresh)
                 raise ScheduleMismatch(f"choice point {kernel.points}: {wrong}")
         index = kernel.points
         fault = None
@@ -458,12 +459,23 @@ class Execution:
         of them is, the workers' names blinded."""
         keys = self._keys
         if keys is None:
-            keys = self._keys = self.state_keys()
+            bound = self.scenario.max_recovery_attempts
+            keys = self._keys = self.state_keys(recovery_bound=bound)
         events = self.trace.events
         if self._fed < len(events):
+            keys.claim_rivals = self.state.claim_rivals
             keys.remember(events[self._fed :])
             self._fed = len(events)
         return keys.key(self.state, ended=self.stopped is not None)
+
+    def verdict_key(self) -> str:
+        """The key under which a search lets this state stand for another: its key, with
+        what an invariant reads of the run's past that the state does not hold
+        (``StateKeys.past``; none until an execution is recovered or its holder faulted)."""
+        key = self.key()
+        assert self._keys is not None
+        past = self._keys.past(self.state)
+        return key if past is None else key_text(int(key, 16) + past)
 
     def result(self) -> SimulationRun:
         """The run so far as data, checked by every invariant (``finish.finish``)."""
@@ -530,6 +542,7 @@ class Execution:
             self._replay_to(saved)
             return
         self._put_back(saved)
+        self._restored = saved
         if checked(self.restores):
             check_restore(self, saved.path, partial(self._put_back, saved), self._fresh)
 

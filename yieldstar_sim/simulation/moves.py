@@ -21,6 +21,11 @@ from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind, fault_action
 
 
+class ScheduleMismatch(Exception):
+    """A move does not fit the choice point it was taken at: its actor waits at none, its
+    option is not one of the point's, or its fault cannot strike there."""
+
+
 @dataclass(frozen=True, slots=True)
 class Move:
     """``actor`` goes at a choice point, struck by ``fault`` (a kind; ``seconds`` for a

@@ -251,6 +251,8 @@ def call(
     if info.op == Op.CLAIM and result is not None:
         where.update(execution_id=result.lease.execution_id, token=result.lease.token)
     if journal is None or journal.feeding is None:  # an actor made again tells nothing
+        if info.op == Op.CLAIM and result is not None:
+            state.claimed(info.worker, where["point"])
         state.trace.add(
             state.clock.now(), TraceKind.CALL, call_text(info, result, done),
             data=(data or result_data)(result), **where,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from yieldstar_sim.simulation.moves import ScheduleMismatch
 from yieldstar_sim.simulation.trail import unwound
 
 if TYPE_CHECKING:
@@ -84,7 +85,12 @@ def _replayed_out(fresh: Callable[[], Run], path: Trail) -> list[tuple[Any, ...]
     again = fresh()
     try:
         for step in unwound(path):
-            again.take(step[0])
+            try:
+                again.take(step[0])
+            except ScheduleMismatch as error:
+                # The path was taken on states put back: one that a replay cannot take says
+                # those states were not the ones the path reached.
+                return [("replay", str(error))]
         return _run_out(again)
     finally:
         again.close()
@@ -111,6 +117,8 @@ def _told(facts: list[tuple[Any, ...]], index: int) -> str:
     got = facts[index]
     if got[0] == "records":
         return "other records at the end"
+    if got[0] == "replay":
+        return f"a path it could not take again ({got[1]})"
     _, kind, worker, op, execution_id, step_key, *_ = got
     where = " ".join(str(part) for part in (worker, op, execution_id, step_key) if part)
     return f"a {kind} event ({where})"

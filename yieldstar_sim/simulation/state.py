@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from yieldstar_sim.simulation.footprints import RANDOM
+from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.trace import Admission
 
 if TYPE_CHECKING:
@@ -115,6 +116,10 @@ class RunState:
     reports: bool = False
     """Whether the runtime reports what it decides on its own (``runtime_actions.py``): asked
     after each runtime call, then."""
+    claim_rivals: dict[int | None, tuple[str, ...]] = field(default_factory=dict)
+    """By choice point, the other workers waiting at their claim where a claim of an
+    execution was taken (the state keys read it: ``StateKeys.past``). Never saved: a claim's
+    entry is written where the claim is taken, on the path the run is on."""
     _world_random: random.Random | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ the actors' two doors
@@ -153,6 +158,16 @@ class RunState:
         journal = self.journal
         if journal is None or journal.feeding is None:
             self.trace.add(t, kind, text, **fields)
+
+    def claimed(self, worker: str | None, point: int | None) -> None:
+        """Note the other workers waiting at their claim where ``worker``'s claim of an
+        execution was taken (``claim_rivals``): they have not moved since that point, so what
+        they wait for is what they waited for there."""
+        self.claim_rivals[point] = tuple(
+            name
+            for name, wait in self.kernel.waits.items()
+            if name != worker and isinstance(wait, Point) and wait.blocking
+        )
 
     def nudge(self) -> None:
         """Wake every parked actor, told."""

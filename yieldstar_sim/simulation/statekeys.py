@@ -36,10 +36,12 @@ whole (their reference) and compare at every point.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.invariants.recoveries import RECOVERED_WITHOUT_END, RecoveryLog
 from yieldstar_sim.simulation.kernel import Park, Point
 from yieldstar_sim.simulation.terms import (
     Executions,
@@ -72,6 +74,9 @@ _BELIEVED = kind("believed")
 _DRAWS = kind("draws")
 _TURNS = kind("turns")
 _EVENTS = kind("events")
+_PAST = kind("past")
+#: Numbers the pasts whose rivals are not known: each is equal to no other.
+_UNKNOWN = itertools.count()
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -129,7 +134,7 @@ class StateKeys:
     its history (the tests' check that this merges only states with the same future says
     no, to key them apart)."""
 
-    def __init__(self, *, lines: bool = False) -> None:
+    def __init__(self, *, lines: bool = False, recovery_bound: int | None = None) -> None:
         self.lines = lines
         self.histories: dict[str, list[str]] = {}
         """Each actor's delivery so far, a line per event (with ``lines``)."""
@@ -155,6 +160,15 @@ class StateKeys:
         self._events_term = 0
         self._workers: frozenset[str] = frozenset()
         self._names = re.compile(r"(?!)")  # matches nothing until a worker is seen
+        self._recoveries = RecoveryLog(recovery_bound)
+        """The run's recoveries so far, which "nothing is recovered without end" judges by
+        (``past``)."""
+        self.claim_rivals: dict[int | None, tuple[str, ...]] = {}
+        """The run's ``RunState.claim_rivals``: the rivals of a claim that recovers an
+        execution."""
+        self._rivals_unknown = False
+        """A recovering claim's rivals were not recorded (a state that came from another
+        process): its past is equal to no other."""
 
     # ------------------------------------------------------------------ histories
 
@@ -164,7 +178,10 @@ class StateKeys:
         worker's to go on with). A claim, a crash, an outcome or a rejection starts the
         history again."""
         histories, hashes, actors, lines = self.histories, self._hashes, self._actors, self.lines
+        recoveries, rivals = self._recoveries, self._rivals
         for event in events:
+            if event.execution_id is not None or event.op == Op.CLAIM:
+                recoveries.take(event, rivals)
             worker = event.worker
             if worker is None:
                 continue
@@ -214,6 +231,7 @@ class StateKeys:
         new._actors = dict(self._actors)
         new._executions = self._executions.copy()
         new._ledger = self._ledger.copy()
+        new._recoveries = self._recoveries.copy()
         return new
 
     def caught_up(self) -> StateKeys:
@@ -264,34 +282,8 @@ class StateKeys:
         if store != self._store:
             self._store, self._store_term = dict(store), term(_STORE, store_text(store))
         total += self._requests + self._now_term + self._ledger_term + self._store_term
-        behind = state.clocks.behind
         if not ended:
-            actors = self._actors
-            waits = state.kernel.waits
-            # The workers a stalled attempt of which is still alive: their history is that
-            # attempt's too, and stays in their term wherever they wait.
-            helped = {name.partition("~")[0] for name in waits if "~" in name}
-            for name, wait in waits.items():
-                # An actor's term is made again only when it waits on another object than at
-                # the last point, its clock was skewed, or its history grew (most often only
-                # the one that just went).
-                skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
-                fresh = self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
-                # A helper's term is made again at every point: its worker's history moves
-                # without it, and helpers are few and short-lived.
-                seen = actors.get(name) if self.follows_changes and "~" not in name else None
-                if seen is None or seen[0] is not wait or seen[1] != skew or seen[3] != fresh:
-                    term_ = self._actor(name, wait_facts(name, wait), skew, fresh=fresh)
-                    seen = actors[name] = (wait, skew, term_, fresh)
-                total += seen[2]
-            turns = state.kernel.turns
-            if len(turns) > 1:
-                # Among actors waiting at solo points, the one still on its move goes first
-                # (which no actor's own term holds); the others' order is a choice to come.
-                holder = state.kernel.holder
-                others = sorted(str(actors[name][2]) for name in turns if name != holder)
-                first = [] if holder is None else [str(actors[holder][2])]
-                total += term(_TURNS, ",".join(first + others))
+            total += self._waiting(state)
         ends = state.lease_ends
         if ends:
             total += self._beliefs(ends)
@@ -308,6 +300,96 @@ class StateKeys:
                 self._draws, self._draws_term = draws, term(_DRAWS, str(draws))
             total += self._draws_term
         return key_text(total)
+
+    def _waiting(self, state: RunState) -> int:
+        """The actors' terms, each with its history, its wait and its clock's skew (and, when
+        several wait at solo points, their turns)."""
+        total, actors, behind = 0, self._actors, state.clocks.behind
+        waits = state.kernel.waits
+        # The workers a stalled attempt of which is still alive: their history is that
+        # attempt's too, and stays in their term wherever they wait.
+        helped = {name.partition("~")[0] for name in waits if "~" in name}
+        for name, wait in waits.items():
+            # An actor's term is made again only when it waits on another object than at
+            # the last point, its clock was skewed, or its history grew (most often only
+            # the one that just went).
+            skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
+            fresh = self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
+            # A helper's term is made again at every point: its worker's history moves
+            # without it, and helpers are few and short-lived.
+            seen = actors.get(name) if self.follows_changes and "~" not in name else None
+            if seen is None or seen[0] is not wait or seen[1] != skew or seen[3] != fresh:
+                term_ = self._actor(name, wait_facts(name, wait), skew, fresh=fresh)
+                seen = actors[name] = (wait, skew, term_, fresh)
+            total += seen[2]
+        turns = state.kernel.turns
+        if len(turns) > 1:
+            # Among actors waiting at solo points, the one still on its move goes first
+            # (which no actor's own term holds); the others' order is a choice to come.
+            holder = state.kernel.holder
+            others = sorted(str(actors[name][2]) for name in turns if name != holder)
+            first = [] if holder is None else [str(actors[holder][2])]
+            total += term(_TURNS, ",".join(first + others))
+        return total
+
+    def _rivals(self, claim: TraceEvent) -> list[str]:
+        """The other workers waiting at their claim where ``claim`` was taken, as the run
+        recorded them (what the invariant reads from the run's choices: ``_Rivals``)."""
+        found = self.claim_rivals.get(claim.point)
+        if found is None:
+            self._rivals_unknown = True
+            return []
+        return list(found)
+
+    def past(self, state: RunState) -> int | None:
+        """What "nothing is recovered without end" reads of the run's past that its state does
+        not hold, as a number (None: nothing yet): each execution's recoveries (counted up to
+        what the verdict can tell apart), whether it is held and whether a fault struck its
+        holder, and for each worker, beside its term in the key, which executions it lost
+        without a fault, could have claimed at a recovery, or holds. Two states with one key
+        and one ``past`` go on to the same verdicts, the workers' names blinded as the key
+        blinds them."""
+        if self._rivals_unknown:
+            return term(_PAST, f"unknown {next(_UNKNOWN)}")  # equal to no other
+        log, now = self._recoveries, state.clock.now()
+        cap = RECOVERED_WITHOUT_END if log.bound is None else log.bound + 1
+        idle_now = log.idle.get(now, set())
+        executions: list[tuple[object, ...]] = []
+        workers: dict[str, list[tuple[object, ...]]] = {}
+        for execution_id, each in log.seen.items():
+            faulted = (execution_id, each.holder[1]) in log.faulted
+            if not each.count and not (each.held and faulted):
+                continue
+            executions.append((
+                execution_id, min(each.count, cap), each.held, each.holder[1], faulted,
+                now in each.instants, each.past, each.ran is not None,
+            ))  # fmt: skip
+            ready: set[str] = set().union(*(log.idle.get(t, ()) for t in each.instants))
+            holder = each.holder[0]
+            named = ready | each.failed | ({holder} if holder is not None else set())
+            for worker in named:
+                held = worker == holder
+                workers.setdefault(worker, []).append(
+                    (execution_id, worker in ready, worker in each.failed, held)
+                )
+        if not executions and not idle_now:
+            return None
+        for worker in idle_now:
+            workers.setdefault(worker, []).append(("idle now",))
+        total = term(_PAST, repr(sorted(executions)))
+        waits, behind = state.kernel.waits, state.clocks.behind
+        helped = {name.partition("~")[0] for name in waits if "~" in name}
+        for worker, facts in workers.items():
+            # The worker by its term in the key (its history, wait and clock), as the key
+            # knows it: two states that mirror each other by the workers' names get one past.
+            wait = waits.get(worker)
+            role: object = worker
+            if wait is not None:
+                fresh = self.forgets_idle_pasts and worker not in helped and holds_no_past(wait)
+                skew = behind.get(worker, 0.0) if behind else 0.0
+                role = self._actor(worker, wait_facts(worker, wait), skew, fresh=fresh)
+            total += term(_PAST, repr((role, sorted(facts, key=repr))))
+        return total
 
     def _beliefs(self, ends: dict[tuple[str, int], float]) -> int:
         """The term of where each lease ends after its heartbeats (by execution and token, not
@@ -339,8 +421,8 @@ class WholeReads(StateKeys):
 
     follows_changes = False
 
-    def __init__(self, *, lines: bool = True) -> None:
-        super().__init__(lines=lines)
+    def __init__(self, *, lines: bool = True, recovery_bound: int | None = None) -> None:
+        super().__init__(lines=lines, recovery_bound=recovery_bound)
 
 
 def actor_role(name: str) -> str:

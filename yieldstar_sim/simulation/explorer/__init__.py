@@ -14,7 +14,6 @@ from yieldstar_sim.simulation.artifact import violation_file
 from yieldstar_sim.simulation.cluster import DaskCluster, on_dask
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.determinism import CAUSE
-from yieldstar_sim.simulation.execution import ScheduleMismatch
 from yieldstar_sim.simulation.explorer.confirm import confirm_on
 from yieldstar_sim.simulation.explorer.exhaustive import ExhaustiveSearch, ParallelExhaustive
 from yieldstar_sim.simulation.explorer.randomized import RandomizedSearch
@@ -34,6 +33,7 @@ from yieldstar_sim.simulation.explorer.strategy import (
 )
 from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
+from yieldstar_sim.simulation.moves import ScheduleMismatch
 from yieldstar_sim.simulation.run import simulate
 from yieldstar_sim.simulation.scenario import ScenarioError
 from yieldstar_sim.simulation.scenario_runtime import (

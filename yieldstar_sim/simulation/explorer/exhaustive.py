@@ -59,6 +59,7 @@ class _Node:
     deferred: list[Move] = field(default_factory=list)
     """Moves to states another process is searching: taken last (``ExhaustiveSearch._arrive``)."""
     again: bool = False  # the deferred moves are being taken: none is deferred twice
+    cut: str = ""  # its verdict key (``Execution.verdict_key``): what the cache reads
 
 
 @dataclass
@@ -131,7 +132,7 @@ class ExhaustiveSearch:
         tally = self.tally
         for limit in levels:
             self._limit = limit
-            self._seen = self.states if len(levels) == 1 else SeenStates()
+            self._seen = SeenStates()  # by verdict key: the states count by their own key
             before = len(tally.failures)
             self._level(cache=self.options.cache)
             if shortest and len(tally.failures) > before:
@@ -212,9 +213,9 @@ class ExhaustiveSearch:
             self.reduction.searched(node.key, node.held, stack[-1].held if stack else None)
         depth_left = self._depth_left(len(stack))
         if self.shared is not None and cache:
-            self.shared.add(node.key, self._limit - node.faults_used, depth_left)
+            self.shared.add(node.cut, self._limit - node.faults_used, depth_left)
         estimate = max(node.estimate, 1.0)
-        self._seen.keep_estimate(node.key, estimate)
+        self._seen.keep_estimate(node.cut, estimate)
         if stack:
             stack[-1].estimate += estimate
         elif node.options:
@@ -265,6 +266,9 @@ class ExhaustiveSearch:
             self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
+        # A state stands for another only where the verdicts to come are the same: what the
+        # invariants read of the run's past that the state does not hold is in this key.
+        cut = execution.verdict_key() if cache else key
         # What a state another process searched touched below it is not shared: where the
         # reduction needs it (a vouch above waits on it), this process searches it too, so
         # that it vouches as one process would, and the processes reach the same states.
@@ -276,20 +280,20 @@ class ExhaustiveSearch:
             and move is not None
             and not parent.again
             and parent.saved is not None  # a state with one move is not saved to come back to
-            and shared.claimed(key)
-            and not shared.covers(key, left, depth_left)
+            and shared.claimed(cut)
+            and not shared.covers(cut, left, depth_left)
         ):
             # Another process is searching this state now: its other siblings first, so that
             # the processes spread out, and by the time this one comes back the state may be
             # searched to its end (then it is cut). Deferring reorders; it never cuts.
             parent.deferred.append(move)
             return None
-        seen = cache and self._seen.reached(key, left, depth_left)
+        seen = cache and self._seen.reached(cut, left, depth_left)
         elsewhere = (
-            cache and not seen and shared is not None and shared.covers(key, left, depth_left)
+            cache and not seen and shared is not None and shared.covers(cut, left, depth_left)
         )
         if (seen and self._trusted(key, held, parent)) or elsewhere:
-            self._cached(key, held, parent, elsewhere=elsewhere)
+            self._cached(key, held, parent, elsewhere=elsewhere, cut=cut)
             return None
         kinds = self.config.kinds if faults < self._limit else ()
         moves = turned(execution.moves(kinds, self._seconds), key, self.part)
@@ -298,8 +302,8 @@ class ExhaustiveSearch:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
         if self.shared is not None and cache:
-            self.shared.claim(key)
-        node = _Node(key, moves, faults, options, held=held)
+            self.shared.claim(cut)
+        node = _Node(key, moves, faults, options, held=held, cut=cut)
         if held is not None and self.reduction is not None:
             node.pending = self.reduction.split(execution, held, moves)
         if len(moves) > 1:
@@ -307,7 +311,7 @@ class ExhaustiveSearch:
         return node
 
     def _cached(
-        self, key: str, held: Held | None, parent: _Node | None, *, elsewhere: bool
+        self, key: str, held: Held | None, parent: _Node | None, *, elsewhere: bool, cut: str
     ) -> None:
         """A run reached a state searched before, here or in another process (``elsewhere``),
         and is cut there."""
@@ -320,7 +324,7 @@ class ExhaustiveSearch:
             above = None if parent is None or parent.key == key else parent.held
             self.reduction.cached(key, held, above)
         if parent is not None:
-            parent.estimate += self._seen.estimate(key)
+            parent.estimate += self._seen.estimate(cut)
 
     def _trusted(self, key: str, held: Held | None, parent: _Node | None) -> bool:
         """Whether a state searched before may be cut here: unless a vouch above waits on

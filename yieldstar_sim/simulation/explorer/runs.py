@@ -101,7 +101,7 @@ def subtree(
                 if expand_from is not None and execution.points >= expand_from:
                     point = execution.point(move.actor)
                     call = (str(point.info.op), point.info.execution_id, point.info.step_key)
-                    recorded.append((point.label, call, execution.key()))
+                    recorded.append((point.label, call, execution.verdict_key()))
             count = 0 if move.choice is None else len(execution.point(move.actor).options)
             if branch and count > 1:
                 if not execution.recording:

@@ -46,7 +46,7 @@ class Replay:
         when its schedule does not fit the run: another runtime may take another path, on which
         a move the first had never comes; that is what a confirmation reports, not an error."""
         from yieldstar_sim.simulation.artifact import ArtifactError
-        from yieldstar_sim.simulation.execution import ScheduleMismatch
+        from yieldstar_sim.simulation.moves import ScheduleMismatch
 
         try:
             again = self.run(scenario)

@@ -28,7 +28,7 @@ the ready worker wins the claim, does not count it.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -36,6 +36,8 @@ from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import ClaimData, OutcomeData, TraceKind
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
@@ -149,48 +151,95 @@ class NothingRecoveredWithoutEnd:
         """Each execution's recoveries, and by time the workers that could have claimed it
         then: whose claim found nothing, or that were offered a claim beside the recovering
         one (``_Rivals``)."""
-        bound = self.max_recovery_attempts
-        seen: dict[str, _Recoveries] = {}
-        idle: dict[float, set[str]] = {}
-        faulted: set[tuple[str, int | None]] = set()
+        log = RecoveryLog(self.max_recovery_attempts)
         rivals: _Rivals | None = None  # read from the whole run: only where one is recovered
+
+        def at(claim: TraceEvent) -> list[str]:
+            nonlocal rivals
+            rivals = rivals or _Rivals(run)
+            return rivals.at(claim)
+
         for event in run.trace:
-            execution_id = event.execution_id
-            kind, data = event.kind, event.data
-            if execution_id is None:
-                if kind == TraceKind.CALL and event.op == Op.CLAIM and event.worker is not None:
-                    idle.setdefault(event.t, set()).add(event.worker)  # claim: nothing due
-                continue
-            if kind == TraceKind.FAULT:
-                faulted.add((execution_id, event.token))
-            if kind == TraceKind.CALL and isinstance(data, ClaimData):
-                each = seen.get(execution_id)
-                if each is None:
-                    each = seen[execution_id] = _Recoveries(data.workflow_id)
-                if each.held:
-                    each.count += 1
-                    each.last = event.t
-                    each.instants.add(event.t)
-                    rivals = rivals or _Rivals(run)
-                    idle.setdefault(event.t, set()).update(rivals.at(event))
-                    worker, token = each.holder
-                    if worker is not None and (execution_id, token) not in faulted:
-                        each.failed.add(worker)
-                    if bound is not None and each.count > bound and each.past is None:
-                        each.past = event.token
-                each.held = True
-                each.holder = (event.worker, event.token)
-                continue
-            each = seen.get(execution_id)
-            if each is None:
-                continue
-            if kind == TraceKind.CALL and event.op in (Op.ACKNOWLEDGE, Op.RELEASE):
-                each.held = False
-            elif kind == TraceKind.CRASH and event.step_key is not None:
-                each.crashes[event.step_key] = each.crashes.get(event.step_key, 0) + 1
-            if each.past is not None and each.ran is None and _runs_code(event, each.past):
-                each.ran = event
-        return seen, idle
+            log.take(event, at)
+        return log.seen, log.idle
+
+
+class RecoveryLog:
+    """Each execution's recoveries so far, read from the trace an event at a time (``take``):
+    what "nothing is recovered without end" judges a run by, and what of a run's past its
+    judgement needs beside the run's state (``simulation.statekeys`` keeps one per run, so
+    that a search does not let a state reached with one past stand for the same state
+    reached with another). ``copy`` is cheap: the copies share each execution's record
+    until one of them changes it."""
+
+    def __init__(self, bound: int | None) -> None:
+        self.bound = bound
+        self.seen: dict[str, _Recoveries] = {}
+        self.idle: dict[float, set[str]] = {}
+        """By time, the workers that could have claimed an execution then."""
+        self.faulted: set[tuple[str, int | None]] = set()
+        """The deliveries (execution, token) a fault struck."""
+        self._own: set[int] = set()
+        """The records (by id) this log made itself, and may change in place."""
+
+    def copy(self) -> RecoveryLog:
+        """This log, kept apart: a saved state's."""
+        new = object.__new__(RecoveryLog)
+        new.bound, new.seen, new._own = self.bound, dict(self.seen), set()
+        new.idle = {t: set(workers) for t, workers in self.idle.items()}
+        new.faulted = set(self.faulted)
+        self._own = set()  # shared with the copy from now on
+        return new
+
+    def _mine(self, execution_id: str) -> _Recoveries:
+        each = self.seen[execution_id]
+        if id(each) not in self._own:
+            each = self.seen[execution_id] = replace(
+                each, crashes=dict(each.crashes), instants=set(each.instants),
+                failed=set(each.failed),
+            )  # fmt: skip
+            self._own.add(id(each))
+        return each
+
+    def take(self, event: TraceEvent, rivals: Callable[[TraceEvent], Iterable[str]]) -> None:
+        """Read ``event``; ``rivals`` names the other workers offered their claim at a claim
+        that recovers an execution."""
+        execution_id = event.execution_id
+        kind, data = event.kind, event.data
+        if execution_id is None:
+            if kind == TraceKind.CALL and event.op == Op.CLAIM and event.worker is not None:
+                self.idle.setdefault(event.t, set()).add(event.worker)  # claim: nothing due
+            return
+        if kind == TraceKind.FAULT:
+            self.faulted.add((execution_id, event.token))
+        if kind == TraceKind.CALL and isinstance(data, ClaimData):
+            if execution_id not in self.seen:
+                made = self.seen[execution_id] = _Recoveries(data.workflow_id)
+                self._own.add(id(made))
+            each = self._mine(execution_id)
+            if each.held:
+                each.count += 1
+                each.last = event.t
+                each.instants.add(event.t)
+                self.idle.setdefault(event.t, set()).update(rivals(event))
+                worker, token = each.holder
+                if worker is not None and (execution_id, token) not in self.faulted:
+                    each.failed.add(worker)
+                if self.bound is not None and each.count > self.bound and each.past is None:
+                    each.past = event.token
+            each.held = True
+            each.holder = (event.worker, event.token)
+            return
+        known = self.seen.get(execution_id)
+        if known is None:
+            return
+        if kind == TraceKind.CALL and event.op in (Op.ACKNOWLEDGE, Op.RELEASE):
+            self._mine(execution_id).held = False
+        elif kind == TraceKind.CRASH and event.step_key is not None:
+            crashes = self._mine(execution_id).crashes
+            crashes[event.step_key] = crashes.get(event.step_key, 0) + 1
+        if known.past is not None and known.ran is None and _runs_code(event, known.past):
+            self._mine(execution_id).ran = event
 
 
 class _Rivals:
