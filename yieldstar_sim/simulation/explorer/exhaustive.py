@@ -212,8 +212,8 @@ class ExhaustiveSearch:
         if node.held is not None and self.reduction is not None:
             self.reduction.searched(node.key, node.held, stack[-1].held if stack else None)
         depth_left = self._depth_left(len(stack))
-        if self.shared is not None and cache:
-            self.shared.add(node.cut, self._limit - node.faults_used, depth_left)
+        if self.shared is not None and cache and node.cut == node.key:
+            self.shared.add(node.key, self._limit - node.faults_used, depth_left)
         estimate = max(node.estimate, 1.0)
         self._seen.keep_estimate(node.cut, estimate)
         if stack:
@@ -266,13 +266,14 @@ class ExhaustiveSearch:
             self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
-        # A state stands for another only where the verdicts to come are the same: what the
-        # invariants read of the run's past that the state does not hold is in this key.
+        # A state stands for another only with the same past (``Execution.verdict_key``).
         cut = execution.verdict_key() if cache else key
         # What a state another process searched touched below it is not shared: where the
         # reduction needs it (a vouch above waits on it), this process searches it too, so
-        # that it vouches as one process would, and the processes reach the same states.
-        shared = None if held is not None and held.needs_below else self.shared
+        # that it vouches as one process would, and the processes reach the same states. So
+        # is a state with a past (only claimed, which counts it in the table).
+        needs = held is not None and held.needs_below
+        shared = None if needs or cut != key else self.shared
         if (
             cache
             and shared is not None
@@ -280,8 +281,8 @@ class ExhaustiveSearch:
             and move is not None
             and not parent.again
             and parent.saved is not None  # a state with one move is not saved to come back to
-            and shared.claimed(cut)
-            and not shared.covers(cut, left, depth_left)
+            and shared.claimed(key)
+            and not shared.covers(key, left, depth_left)
         ):
             # Another process is searching this state now: its other siblings first, so that
             # the processes spread out, and by the time this one comes back the state may be
@@ -290,7 +291,7 @@ class ExhaustiveSearch:
             return None
         seen = cache and self._seen.reached(cut, left, depth_left)
         elsewhere = (
-            cache and not seen and shared is not None and shared.covers(cut, left, depth_left)
+            cache and not seen and shared is not None and shared.covers(key, left, depth_left)
         )
         if (seen and self._trusted(key, held, parent)) or elsewhere:
             self._cached(key, held, parent, elsewhere=elsewhere, cut=cut)
@@ -302,7 +303,7 @@ class ExhaustiveSearch:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
         if self.shared is not None and cache:
-            self.shared.claim(cut)
+            self.shared.claim(key)
         node = _Node(key, moves, faults, options, held=held, cut=cut)
         if held is not None and self.reduction is not None:
             node.pending = self.reduction.split(execution, held, moves)
@@ -388,8 +389,7 @@ class ExhaustiveSearch:
 
 
 def _section(tally: Tally, covered: ExhaustiveCoverage) -> dict[str, Any]:
-    """The report's section: what the search covered, and why it stopped (the first bound
-    that cut it, when nothing else stopped it)."""
+    """The report's section: what was covered, and why it stopped (or the first bound)."""
     stopped = tally.stopped or (covered.cut_by[0] if covered.cut_by else StopReason.COVERED)
     return {"exhaustive": covered, "stopped": stopped}
 
