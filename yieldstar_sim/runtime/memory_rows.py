@@ -4,7 +4,10 @@ record changes nothing stored)."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import durable_value_codec
@@ -42,10 +45,18 @@ def fresh(value: DurableValue) -> DurableValue:
     changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
     immutable and shared."""
     kind = type(value)
+    # A scalar item is taken as it is without a call (spelled out: every record a read
+    # builds copies its params and result here, and most of their items are scalars).
     if kind is dict:
-        return {key: fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
+        return {
+            key: fresh(item) if type(item) is dict or type(item) is list else item
+            for key, item in value.items()  # type: ignore[union-attr]
+        }
     if kind is list:
-        return [fresh(item) for item in value]  # type: ignore[union-attr]
+        return [
+            fresh(item) if type(item) is dict or type(item) is list else item
+            for item in value  # type: ignore[union-attr]
+        ]
     return value
 
 
@@ -204,8 +215,9 @@ class Row:
         """A row of its own with the same columns: its steps and step writes copied, its
         values shared (they are never changed in place, only replaced)."""
         new = _blank_row()
-        for name in _ROW_SLOTS:
-            setattr(new, name, getattr(self, name))
+        # Every column set in one C loop (a Python loop over them was most of a copy, and the
+        # first write to a row after each saved state copies it).
+        deque(map(setattr, repeat(new), _ROW_SLOTS, _row_columns(self)), maxlen=0)
         new.steps = dict(self.steps)
         new.step_writes = list(self.step_writes)
         new.shared = False
@@ -249,6 +261,7 @@ class Row:
 
 
 _ROW_SLOTS = tuple(Row.__slots__)
+_row_columns = attrgetter(*_ROW_SLOTS)
 
 
 def _blank_row() -> Row:
