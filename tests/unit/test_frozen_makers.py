@@ -22,6 +22,7 @@ from yieldstar_sim.simulation.attempts import Played, new_played
 from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.port import Ran, new_ran
+from yieldstar_sim.simulation.saving import Resume, new_resume
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
 from yieldstar_sim.simulation.trace_payloads import BodyData, TraceKind
 
@@ -47,6 +48,7 @@ CASES = {
     "point info": (new_point_info, ("w1", "put_step", "order-42", "ship"), PointInfo),
     "played": (new_played, ("done", 0.0, 2.5), Played),
     "ran": (new_ran, (BodyResult(value=3), [1.0], 1.0, False, (1,), 0.5), Ran),
+    "resume": (new_resume, (2.5, 7, None), Resume),
 }
 
 
