@@ -109,6 +109,11 @@ class RunStep:
     error: StepDeclarationError | None = None
 
 
+#: The policy of a step run without one: shared, as frozen values can be (each ``step.run``
+#: of each delivery, replayed ones too, built its own).
+_DEFAULT_POLICY = RetryPolicy()
+
+
 @dataclass(frozen=True, slots=True)
 class DelayStep:
     """``step.delay``: suspend until ``seconds`` after the step was first reached."""
@@ -378,7 +383,7 @@ class StepRunner:
         if isinstance(body, StepDefinition):
             request = RunStep(key, body.body, args, kwargs, body.policy, body.error)
         else:
-            request = RunStep(key, body, args, kwargs)
+            request = RunStep(key, body, args, kwargs, _DEFAULT_POLICY)
         return self._track(key, request)
 
     def delay(self, key: str, seconds: float) -> Generator[StepRequest, Any, None]:
