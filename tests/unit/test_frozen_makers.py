@@ -15,7 +15,10 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.commands import BodyResult
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Lease, StepRecord
+from yieldstar_sim.engine import body_world
+from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime import memory_rows
+from yieldstar_sim.runtime._common import StepWrite
 from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
 from yieldstar_sim.simulation.attempts import Played, new_played
@@ -49,6 +52,8 @@ CASES = {
     "played": (new_played, ("done", 0.0, 2.5), Played),
     "ran": (new_ran, (BodyResult(value=3), [1.0], 1.0, False, (1,), 0.5), Ran),
     "resume": (new_resume, (2.5, 7, None), Resume),
+    "step write": (common._new_step_write, ("ship", "completed", 1, "[1]", [1]), StepWrite),
+    "body result": (body_world._new_result, (3,), BodyResult),
 }
 
 
