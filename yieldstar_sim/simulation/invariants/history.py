@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import EncodedValue, durable_value_codec
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import TERMINAL_STATUSES
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX, seen_at
@@ -66,6 +67,10 @@ class _First:
     def words(self) -> str:
         """The first value in words."""
         return self.said(self.value)
+
+
+#: A run's every outcome and start target is noted as one (``core.frozen``).
+_new_first = _First if TYPE_CHECKING else maker(_First)
 
 
 def _fingerprint(value: object, digest: str | None) -> object:
@@ -265,7 +270,7 @@ class _Reader:
             ):
                 key = (event.execution_id, event.step_key)
                 if key not in targets:
-                    targets[key] = _First((data.accepted,), _target_words, event)
+                    targets[key] = _new_first((data.accepted,), _target_words, event)
 
     def prune(self, pruned: str | None) -> None:
         """A pruned execution's records are gone, and its ID may be admitted anew."""
@@ -292,7 +297,7 @@ class _Reader:
         result = None if outcome is None else (outcome.result or outcome.error)
         held = self.outcomes.get(execution_id)
         if held is None:
-            self.outcomes[execution_id] = _First((data.status, result), _outcome_words, event)
+            self.outcomes[execution_id] = _new_first((data.status, result), _outcome_words, event)
         elif data.status != held.value[0] and ("outcome", execution_id) not in self.changed:
             self.changed.add(("outcome", execution_id))
             told = _outcome_words((data.status, result))
