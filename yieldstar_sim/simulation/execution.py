@@ -309,7 +309,7 @@ class Execution:
             if not self._armed:
                 self._arm()
             try:
-                kernel.take(name, move)
+                kernel.go(name, move)
                 if kernel.points >= points:
                     self.stopped = "max_points" if kernel.pending() else "quiescent"
                 elif self.deadline.expired:
