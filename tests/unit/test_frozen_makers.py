@@ -19,6 +19,7 @@ from yieldstar_sim.engine import body_world
 from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime import memory_rows
 from yieldstar_sim.runtime._common import StepWrite
+from yieldstar_sim.simulation import narration
 from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
 from yieldstar_sim.simulation.attempts import Played, new_played
@@ -27,7 +28,7 @@ from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.port import Ran, new_ran
 from yieldstar_sim.simulation.saving import Resume, new_resume
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
-from yieldstar_sim.simulation.trace_payloads import BodyData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import BodyData, OutcomeData, PutStepData, TraceKind
 
 LEASE = (("order-42", "w1", 3, 30.0, 1), Lease)
 STEP = (("order-42", "ship", 0, "completed", {"a": [1]}, 2, 5.0), StepRecord)
@@ -54,6 +55,13 @@ CASES = {
     "resume": (new_resume, (2.5, 7, None), Resume),
     "step write": (common._new_step_write, ("ship", "completed", 1, "[1]", [1]), StepWrite),
     "body result": (body_world._new_result, (3,), BodyResult),
+    "body data": (narration._new_body_data, (2, 1.5, "3"), BodyData),
+    "put step data": (
+        narration._new_put_step_data,
+        ("completed", 1, None, 3, None, None),
+        PutStepData,
+    ),
+    "outcome data": (narration._new_outcome_data, ("failed", None, "E: boom"), OutcomeData),
 }
 
 
