@@ -14,6 +14,7 @@ from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
+    Delivery,
     ErrorInfo,
     ExecutionOrigin,
     ExecutionRecord,
@@ -31,8 +32,11 @@ if TYPE_CHECKING:
 # Type checkers check the calls against the classes themselves.
 if TYPE_CHECKING:
     new_record, new_lease, new_step = ExecutionRecord, Lease, StepRecord
+    new_delivery = Delivery
 else:
-    new_record, new_lease, new_step = map(maker, (ExecutionRecord, Lease, StepRecord))
+    new_record, new_lease, new_step, new_delivery = map(
+        maker, (ExecutionRecord, Lease, StepRecord, Delivery)
+    )
 
 ORIGINS: dict[str, ExecutionOrigin] = {
     "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn",
