@@ -30,6 +30,7 @@ import contextlib
 import random
 from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.clock import ManualClock
@@ -93,6 +94,10 @@ class SavedExecution:
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken to reach this state."""
         return schedule_of(self.path)
+
+
+#: A step's move (``schedule`` reads every step of every finished run).
+_move_of = itemgetter(0)
 
 
 class Execution:
@@ -284,11 +289,12 @@ class Execution:
         a tenth of a short run in calls). With ``until_options``, stop at a point whose move
         chooses among several options, and return that move, not taken (None at the end)."""
         kernel, rng, plan, points = self.kernel, self.rng, self.plan, self._point_limit
+        deadline, max_time, at_point = self.deadline, self._max_time, kernel.point
         self._drawn = True
         while self.stopped is None:
             ready = kernel.ready()
             name = ready[0] if len(ready) == 1 else rng.choice(ready)
-            point = kernel.point(name)
+            point = at_point(name)
             options = point.options
             choice = None
             if options:
@@ -312,11 +318,11 @@ class Execution:
                 kernel.go(name, move)
                 if kernel.points >= points:
                     self.stopped = "max_points" if kernel.pending() else "quiescent"
-                elif self.deadline.expired:
+                elif deadline.expired:
                     self.stopped = "timeout"
-                elif not kernel.settle(until=self._max_time):
+                elif not kernel.settle(until=max_time):
                     self.stopped = "max_time" if kernel.pending() else "quiescent"
-                elif self.deadline.expired:
+                elif deadline.expired:
                     self.stopped = "timeout"
             except RunTimedOut:
                 self.stopped = "timeout"
@@ -436,7 +442,7 @@ class Execution:
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken so far: replaying them reproduces the run."""
-        return tuple(step[0] for step in self._steps())
+        return tuple(map(_move_of, self._steps()))
 
     def trail(self) -> Trail:
         """The moves taken so far, without copying them (``schedule_of`` reads them)."""
