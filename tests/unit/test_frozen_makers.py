@@ -14,16 +14,28 @@ import pytest
 import yieldstar_sim as ys
 from yieldstar_sim.core.commands import BodyResult
 from yieldstar_sim.core.frozen import maker
-from yieldstar_sim.core.model import ExecutionRecord, ExecutionStatus, Lease, StepRecord
+from yieldstar_sim.core.model import Delivery, ExecutionRecord, ExecutionStatus, Lease, StepRecord
+from yieldstar_sim.engine import body_world, world
+from yieldstar_sim.engine.world import Effect
+from yieldstar_sim.runtime import _common as common
 from yieldstar_sim.runtime import memory_rows
+from yieldstar_sim.runtime._common import StepWrite
+from yieldstar_sim.simulation import narration, port
 from yieldstar_sim.simulation import points as points_module
 from yieldstar_sim.simulation import trace as trace_module
 from yieldstar_sim.simulation.attempts import Played, new_played
 from yieldstar_sim.simulation.faults import PointInfo, new_point_info
 from yieldstar_sim.simulation.kernel import Point
 from yieldstar_sim.simulation.port import Ran, new_ran
+from yieldstar_sim.simulation.saving import Resume, new_resume
 from yieldstar_sim.simulation.trace import Trace, TraceEvent
-from yieldstar_sim.simulation.trace_payloads import BodyData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import (
+    BodyData,
+    EffectData,
+    OutcomeData,
+    PutStepData,
+    TraceKind,
+)
 
 LEASE = (("order-42", "w1", 3, 30.0, 1), Lease)
 STEP = (("order-42", "ship", 0, "completed", {"a": [1]}, 2, 5.0), StepRecord)
@@ -47,6 +59,27 @@ CASES = {
     "point info": (new_point_info, ("w1", "put_step", "order-42", "ship"), PointInfo),
     "played": (new_played, ("done", 0.0, 2.5), Played),
     "ran": (new_ran, (BodyResult(value=3), [1.0], 1.0, False, (1,), 0.5), Ran),
+    "resume": (new_resume, (2.5, 7, None), Resume),
+    "step write": (common._new_step_write, ("ship", "completed", 1, "[1]", [1]), StepWrite),
+    "body result": (body_world._new_result, (3,), BodyResult),
+    "body data": (narration._new_body_data, (2, 1.5, "3"), BodyData),
+    "put step data": (
+        narration._new_put_step_data,
+        ("completed", 1, None, 3, None, None),
+        PutStepData,
+    ),
+    "effect": (
+        world._new_effect,
+        ("card.charged", {"order": 1}, "o-1", "charge", 1, "w1", 2.0),
+        Effect,
+    ),
+    "effect data": (
+        port._new_effect_data,
+        ("card.charged", {"order": 1}, 1, None, False, None),
+        EffectData,
+    ),
+    "delivery": (memory_rows.new_delivery, (Lease(*LEASE[0]), None, ()), Delivery),
+    "outcome data": (narration._new_outcome_data, ("failed", None, "E: boom"), OutcomeData),
 }
 
 

@@ -29,6 +29,7 @@ from yieldstar_sim.core.steps import RetryPolicy, StepDefinition
 
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
+    from types import CodeType
 
     from yieldstar_sim.core.events import ReceivedEvent
 
@@ -106,6 +107,11 @@ class RunStep:
     kwargs: dict[str, Any] = field(default_factory=dict)
     policy: RetryPolicy = field(default_factory=RetryPolicy)  # frozen: one is as good as another
     error: StepDeclarationError | None = None
+
+
+#: The policy of a step run without one: shared, as frozen values can be (each ``step.run``
+#: of each delivery, replayed ones too, built its own).
+_DEFAULT_POLICY = RetryPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,9 +267,11 @@ class StepRunner:
         self._world = world
         self._created: list[tuple[str, Generator[Any, Any, Any]]] = []
         self._requests: dict[int, StepRequest] = {}
-        self._called_at: dict[int, tuple[str, int]] = {}
-        """Where workflow code called each verb (file name, line), by the generator's id:
-        the mistakes named later (a verb never run) say the line, not only the key."""
+        self._called_at: dict[int, tuple[CodeType, int]] = {}
+        """Where workflow code called each verb (its code and the offset of the call in it),
+        by the generator's id: the mistakes named later (a verb never run) say the line, not
+        only the key. The line is found only then: every verb of every delivery is noted here,
+        and finding its line cost a third of noting it."""
         self._groups: list[tuple[GroupStep, Generator[Any, Any, Any]]] = []
 
     @property
@@ -296,10 +304,10 @@ class StepRunner:
         generator = _perform(request)
         self._created.append((key, generator))
         self._requests[id(generator)] = request
-        # The code that called the verb (this frame, the verb's, then the caller's): its file
-        # and line only, never the frame, which would keep the workflow's locals alive.
+        # The code that called the verb (this frame, the verb's, then the caller's): its code
+        # and offset only, never the frame, which would keep the workflow's locals alive.
         caller = sys._getframe(2)
-        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
+        self._called_at[id(generator)] = (caller.f_code, caller.f_lasti)
         return generator
 
     def _release(self) -> None:
@@ -351,7 +359,9 @@ class StepRunner:
         where = self._called_at.get(id(generator))
         if where is None:
             return ""
-        return f" at line {where[1]} of {os.path.basename(where[0])}"
+        code, offset = where
+        line = next((n for start, end, n in code.co_lines() if start <= offset < end), None)
+        return f" at line {line} of {os.path.basename(code.co_filename)}"
 
     def never_run(self) -> list[Generator[Any, Any, Any]]:
         """The step verbs called without ``yield from`` (their generator never started), in
@@ -373,7 +383,7 @@ class StepRunner:
         if isinstance(body, StepDefinition):
             request = RunStep(key, body.body, args, kwargs, body.policy, body.error)
         else:
-            request = RunStep(key, body, args, kwargs)
+            request = RunStep(key, body, args, kwargs, _DEFAULT_POLICY)
         return self._track(key, request)
 
     def delay(self, key: str, seconds: float) -> Generator[StepRequest, Any, None]:
@@ -468,7 +478,7 @@ class StepRunner:
         generator = _perform(group)
         self._groups.append((group, generator))
         caller = sys._getframe(1)
-        self._called_at[id(generator)] = (caller.f_code.co_filename, caller.f_lineno)
+        self._called_at[id(generator)] = (caller.f_code, caller.f_lasti)
         return generator
 
     def _members(self, members: Iterable[Generator[Any, Any, Any]]) -> tuple[MemberRequest, ...]:

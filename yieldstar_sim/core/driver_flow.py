@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.core.ids import control_character
+from yieldstar_sim.core.ids import control_match
 from yieldstar_sim.core.model import NondeterminismError, StepKeyError
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def check_step_key(key: object, reached: Container[str], execution_id: str) -> s
     ``StepKeyError`` that says why, into the code that asked for it."""
     if not isinstance(key, str) or not key:
         raise Throw(StepKeyError(f"a step key must be a non-empty string, not {key!r}"))
-    if control_character(key) is not None:
+    if control_match(key) is not None:
         raise Throw(StepKeyError(f"step key {key!r} contains an ASCII control character"))
     if key in reached:
         raise Throw(

@@ -71,8 +71,10 @@ def maker(cls: type[T], *, checked: bool = False) -> Callable[..., T]:
             defaults.append(f.default)
         elif defaults:
             raise TypeError(f"{cls.__name__}.{f.name}: a field without a default follows one")
-    # A plain class of the same layout, filled by ordinary (fast) slot stores.
-    twin = type(f"_Mutable{cls.__name__}", (), {"__slots__": tuple(slots)})
+    # A plain class of the same layout, filled by ordinary (fast) slot stores. It has the
+    # class's bases (slotless, as checked above): ``__class__`` assignment wants the same
+    # bases, and a payload's are a Mapping's.
+    twin = type(f"_Mutable{cls.__name__}", cls.__bases__, {"__slots__": tuple(slots)})
     stores = "".join(f"    o.{name} = {name}\n" for name in names)
     source = (
         f"def make({', '.join(names)}):\n"

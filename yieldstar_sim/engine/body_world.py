@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from yieldstar_sim.core.codec import InvalidValue, durable_value_codec
 from yieldstar_sim.core.driver import BodyResult, RunBody
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.interrupts import raised_by_code
 from yieldstar_sim.core.model import (
     BaseExceptionRaised,
@@ -31,6 +32,9 @@ from yieldstar_sim.engine.world import (
 if TYPE_CHECKING:
     from yieldstar_sim.core.model import Lease
     from yieldstar_sim.engine.world import WorldPort
+
+#: Every run of every step body ends here (``core.frozen``).
+_new_result = BodyResult if TYPE_CHECKING else maker(BodyResult)
 
 T = TypeVar("T")
 
@@ -323,7 +327,7 @@ class BodyWorld:
         finally:
             self._context = None
             self._transaction = None
-        return BodyResult(value=value)
+        return _new_result(value)
 
 
 class Transaction:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from yieldstar_sim.core.codec import DurableObject, durable_value_codec
+from yieldstar_sim.core.frozen import maker
 
 if TYPE_CHECKING:
     from yieldstar_sim.core.clock import ManualClock
@@ -61,6 +62,10 @@ class Effect:
     different tokens come from different deliveries (a replay), under one token from retries."""
 
 
+#: Every effect of every run is noted with one (``core.frozen``).
+_new_effect = Effect if TYPE_CHECKING else maker(Effect)
+
+
 @dataclass
 class Ledger:
     """Every effect step bodies made, in order. Crashes and replays never remove one."""
@@ -90,7 +95,7 @@ class Ledger:
     ) -> Effect:
         """Append the effect a body made at ``at`` (where it came from is in ``context``)."""
         token = context.lease.token if context.lease is not None else None
-        effect = Effect(
+        effect = _new_effect(
             name, data, context.execution_id, context.step_key, context.attempt, context.worker,
             at, idempotency_key, token,
         )  # fmt: skip

@@ -17,6 +17,7 @@ from yieldstar_sim.core.codec import (
     InvalidValue,
     durable_value_codec,
 )
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.ids import check_execution_id, check_name, check_time
 from yieldstar_sim.core.model import (
     AdmissionErrorCode,
@@ -434,6 +435,10 @@ class StepWrite:
     decoded stores."""
 
 
+#: Every step write of every runtime is built here (``core.frozen``).
+_new_step_write = StepWrite if TYPE_CHECKING else maker(StepWrite)
+
+
 def check_put_step(
     step_key: object, status: object, value: object, attempt: object, wake_at: float | None
 ) -> tuple[StepWrite, float | None]:
@@ -457,7 +462,7 @@ def check_step(step_key: object, status: object, value: object, attempt: object)
     if isinstance(encoded, InvalidValue):
         raise DurableValueError(encoded.message)
     canonical, decoded = encoded
-    return StepWrite(
+    return _new_step_write(
         step_key, step_status(str(plain_status)), int.__int__(attempt), canonical, decoded
     )
 

@@ -45,7 +45,7 @@ from yieldstar_sim.core.model import (
 from yieldstar_sim.runtime.memory_attempts import MemoryAttempts
 from yieldstar_sim.runtime.memory_events import MemoryEvents
 from yieldstar_sim.runtime.memory_order import ClaimOrder
-from yieldstar_sim.runtime.memory_rows import Row, new_lease, read_step
+from yieldstar_sim.runtime.memory_rows import Row, new_delivery, new_lease, read_step
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -452,7 +452,7 @@ class MemoryRuntime(MemoryAttempts, MemoryEvents, common.AdapterOptions):
                     row.execution_id, owner, row.lease_token, row.lease_expires_at, row.seq
                 )
                 steps = tuple(map(read_step, row.steps.values()))
-                delivery = Delivery(lease, row.record(), steps)
+                delivery = new_delivery(lease, row.record(), steps)
         self._failpoints.hit("claim.after_commit")
         return delivery
 

@@ -137,7 +137,8 @@ class MemoryEvents:
         """Every accepted event, in the order accepted, with what became of it."""
         with self._lock:
             events = list(self._events)
-        return settle(events, self.executions())
+        # No event, nothing to settle: the records (every run's end reads them) go unbuilt.
+        return settle(events, self.executions()) if events else []
 
     def _continue_as_new(self, lease: Lease, outcome: ContinuedAsNew) -> ExecutionRecord:
         """End the leased run ``continued-as-new`` and admit its instance's next run, due now,

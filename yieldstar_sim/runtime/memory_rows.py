@@ -4,13 +4,17 @@ record changes nothing stored)."""
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import durable_value_codec
 from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import (
     TERMINAL_STATUSES,
+    Delivery,
     ErrorInfo,
     ExecutionOrigin,
     ExecutionRecord,
@@ -28,8 +32,11 @@ if TYPE_CHECKING:
 # Type checkers check the calls against the classes themselves.
 if TYPE_CHECKING:
     new_record, new_lease, new_step = ExecutionRecord, Lease, StepRecord
+    new_delivery = Delivery
 else:
-    new_record, new_lease, new_step = map(maker, (ExecutionRecord, Lease, StepRecord))
+    new_record, new_lease, new_step, new_delivery = map(
+        maker, (ExecutionRecord, Lease, StepRecord, Delivery)
+    )
 
 ORIGINS: dict[str, ExecutionOrigin] = {
     "trigger": "trigger", "start": "start", "child": "child", "spawn": "spawn",
@@ -42,10 +49,18 @@ def fresh(value: DurableValue) -> DurableValue:
     changing it changes nothing stored (as reading canonical JSON again gave). Scalars are
     immutable and shared."""
     kind = type(value)
+    # A scalar item is taken as it is without a call (spelled out: every record a read
+    # builds copies its params and result here, and most of their items are scalars).
     if kind is dict:
-        return {key: fresh(item) for key, item in value.items()}  # type: ignore[union-attr]
+        return {
+            key: fresh(item) if type(item) is dict or type(item) is list else item
+            for key, item in value.items()  # type: ignore[union-attr]
+        }
     if kind is list:
-        return [fresh(item) for item in value]  # type: ignore[union-attr]
+        return [
+            fresh(item) if type(item) is dict or type(item) is list else item
+            for item in value  # type: ignore[union-attr]
+        ]
     return value
 
 
@@ -204,8 +219,9 @@ class Row:
         """A row of its own with the same columns: its steps and step writes copied, its
         values shared (they are never changed in place, only replaced)."""
         new = _blank_row()
-        for name in _ROW_SLOTS:
-            setattr(new, name, getattr(self, name))
+        # Every column set in one C loop (a Python loop over them was most of a copy, and the
+        # first write to a row after each saved state copies it).
+        deque(map(setattr, repeat(new), _ROW_SLOTS, _row_columns(self)), maxlen=0)
         new.steps = dict(self.steps)
         new.step_writes = list(self.step_writes)
         new.shared = False
@@ -249,6 +265,7 @@ class Row:
 
 
 _ROW_SLOTS = tuple(Row.__slots__)
+_row_columns = attrgetter(*_ROW_SLOTS)
 
 
 def _blank_row() -> Row:

@@ -16,12 +16,9 @@ Whether a saved state is restored or replayed is decided here, and nowhere else:
 that snapshots itself (``saving.Snapshots``: the memory runtime) the state is put back
 (``saving.restore``), and the first restores of a run, then a sample, are checked against a
 replay of the same path (``RestoreMismatch``); on any other (DuckDB, PostgreSQL, an adapter of
-your own that does not say it can) the path is replayed from the start.
-
-A saved state travels to another process as ``shipping.ship`` makes it.
-
-(An ``Execution`` is one run of a scenario, in shuttle's sense; a workflow execution, in RFC
-003's, is something a run holds many of.)
+your own that does not say it can) the path is replayed from the start. A saved state travels
+to another process as ``shipping.ship`` makes it. (An ``Execution`` is one run of a scenario,
+in shuttle's sense; a workflow execution, in RFC 003's, is something a run holds many of.)
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ import contextlib
 import random
 from dataclasses import dataclass
 from functools import partial
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.clock import ManualClock
@@ -55,7 +53,6 @@ from yieldstar_sim.simulation.saving import (
 from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.statekeys import StateKeys
-from yieldstar_sim.simulation.terms import key_text
 from yieldstar_sim.simulation.trace import Trace
 from yieldstar_sim.simulation.trail import Choices, Step, Trail, schedule_of, unwound
 from yieldstar_sim.simulation.workers import worker
@@ -89,6 +86,10 @@ class SavedExecution:
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken to reach this state."""
         return schedule_of(self.path)
+
+
+#: A step's move (``schedule`` reads every step of every finished run).
+_move_of = itemgetter(0)
 
 
 class Execution:
@@ -281,11 +282,12 @@ class Execution:
         a tenth of a short run in calls). With ``until_options``, stop at a point whose move
         chooses among several options, and return that move, not taken (None at the end)."""
         kernel, rng, plan, points = self.kernel, self.rng, self.plan, self._point_limit
+        deadline, max_time, at_point = self.deadline, self._max_time, kernel.point
         self._drawn = True
         while self.stopped is None:
             ready = kernel.ready()
             name = ready[0] if len(ready) == 1 else rng.choice(ready)
-            point = kernel.point(name)
+            point = at_point(name)
             options = point.options
             choice = None
             if options:
@@ -306,14 +308,14 @@ class Execution:
             if not self._armed:
                 self._arm()
             try:
-                kernel.take(name, move)
+                kernel.go(name, move)
                 if kernel.points >= points:
                     self.stopped = "max_points" if kernel.pending() else "quiescent"
-                elif self.deadline.expired:
+                elif deadline.expired:
                     self.stopped = "timeout"
-                elif not kernel.settle(until=self._max_time):
+                elif not kernel.settle(until=max_time):
                     self.stopped = "max_time" if kernel.pending() else "quiescent"
-                elif self.deadline.expired:
+                elif deadline.expired:
                     self.stopped = "timeout"
             except RunTimedOut:
                 self.stopped = "timeout"
@@ -437,7 +439,7 @@ class Execution:
     @property
     def schedule(self) -> tuple[Move, ...]:
         """The moves taken so far: replaying them reproduces the run."""
-        return tuple(step[0] for step in self._steps())
+        return tuple(map(_move_of, self._steps()))
 
     def trail(self) -> Trail:
         """The moves taken so far, without copying them (``schedule_of`` reads them)."""
@@ -473,9 +475,7 @@ class Execution:
         what an invariant reads of the run's past that the state does not hold
         (``StateKeys.past``; none until an execution is recovered or its holder faulted)."""
         key = self.key()
-        assert self._keys is not None
-        past = self._keys.past(self.state)
-        return key if past is None else key_text(int(key, 16) + past)
+        return self._keys.with_past(key, self.state)  # type: ignore[union-attr]
 
     def result(self) -> SimulationRun:
         """The run so far as data, checked by every invariant (``finish.finish``)."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.interrupts import raised_by_code
-from yieldstar_sim.runtime.protocol import EventClient, events_of
+from yieldstar_sim.runtime.protocol import EventClient
 from yieldstar_sim.simulation.deadline import UNGUARDED, Deadline, RunTimedOut
 from yieldstar_sim.simulation.invariants import (
     BUILT_IN,
@@ -206,7 +206,8 @@ def finish(execution: Finished) -> SimulationRun:
 
 def _events(runtime: Runtime) -> list[EventRecord]:
     """The runtime's events, as it reports them now (none from a runtime without events)."""
-    return events_of(runtime).events() if isinstance(runtime, EventClient) else []
+    # One protocol check (about 13 us: every run's end passes here), not a second in events_of.
+    return runtime.events() if isinstance(runtime, EventClient) else []
 
 
 def _judge_fairness(run: SimulationRun) -> None:

@@ -308,6 +308,11 @@ class Kernel:
             )
         if self.turns and name not in self.ready():
             raise KeyError(f"{name!r} waits its turn: {self.turns[0]!r} goes first")
+        self.go(name, value)
+
+    def go(self, name: str, value: Any) -> None:
+        """``take`` without its checks, for a caller that had ``name`` from ``ready`` at this
+        very point (a plain run's loop: its every point passes here)."""
         point = self._at_point.pop(name)
         del self.waits[name]
         self._blocking.discard(name)

@@ -22,6 +22,7 @@ from yieldstar_sim.core.driver import (
 )
 from yieldstar_sim.core.error_words import error_words
 from yieldstar_sim.core.events import ReceivedEvent
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import (
     ChildAccepted,
     DeadLettered,
@@ -55,6 +56,16 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.faults import PointInfo
     from yieldstar_sim.simulation.trace import TraceEvent
 
+#: The payloads of a run's most frequent events: every claim, acknowledgement, body run, step
+#: written and outcome has one (``core.frozen``).
+if TYPE_CHECKING:
+    _new_claim_data, _new_status_data, _new_body_data = ClaimData, StatusData, BodyData
+    _new_put_step_data, _new_outcome_data = PutStepData, OutcomeData
+else:
+    _new_claim_data, _new_status_data, _new_body_data, _new_put_step_data, _new_outcome_data = map(
+        maker, (ClaimData, StatusData, BodyData, PutStepData, OutcomeData)
+    )
+
 
 def narration(command: Command) -> str | None:
     """What the trace says a runtime call did (None: the result says it)."""
@@ -77,14 +88,16 @@ def completion_data(attempt: int, value: object) -> PutStepData:
     """A ``complete_attempt`` call's payload: the step write it asks for, as ``put_step``'s
     (the invariant that recorded history never changes reads both alike)."""
     kept, digest, size = traced(value)
-    return PutStepData("completed", attempt, None, kept, digest, size)
+    return _new_put_step_data("completed", attempt, None, kept, digest, size)
 
 
 def command_data(command: Command, result: Any) -> Payload:
     """A driver command's call event payload: the command's part and the result's."""
     if isinstance(command, PutStep):
         value, digest, size = traced(command.value)
-        return PutStepData(command.status, command.attempt, command.wake_at, value, digest, size)
+        return _new_put_step_data(
+            command.status, command.attempt, command.wake_at, value, digest, size
+        )
     if isinstance(command, CompleteAttempt):
         return completion_data(command.attempt, command.value)
     if isinstance(command, RecordWake):
@@ -148,13 +161,13 @@ def call_text(info: PointInfo, result: Any, done: str | None) -> str:
 def result_data(result: Any) -> Payload:
     """The structured part of a call's result, for invariants and views."""
     if isinstance(result, Delivery):
-        return ClaimData(
+        return _new_claim_data(
             result.lease.execution_id, result.lease.expires_at, result.execution.workflow_id
         )
     if isinstance(result, ExecutionRecord):
         # A run that continued as new names the run that took over (its result says which).
         after = result.result if result.status == "continued-as-new" else None
-        return StatusData(
+        return _new_status_data(
             str(result.status), str(after["continuedAs"]) if isinstance(after, dict) else None
         )
     if isinstance(result, list):  # a cancellation: the executions it reached
@@ -175,7 +188,7 @@ def body_data(attempt: int, elapsed: float, result: BodyResult) -> BodyData:
     """A step body's event payload: its attempt, the seconds it worked, and what it returned
     (summarised) or raised."""
     if result.error is None:
-        return BodyData(attempt, elapsed, returned=summary(result.value))
+        return _new_body_data(attempt, elapsed, summary(result.value))
     # Not str(error) alone: an error's message is user code, and may be past printing.
     return BodyData(attempt, elapsed, raised=error_words(result.error))
 
@@ -196,10 +209,12 @@ def outcome_data(outcome: WorkflowRunOutcome) -> OutcomeData:
     """An outcome event's payload: the status, and a completed run's result (summarised) or a
     failed run's error."""
     if isinstance(outcome, Failed | DeadLettered):
-        return OutcomeData(outcome.status, error=f"{outcome.error.name}: {outcome.error.message}")
+        return _new_outcome_data(
+            outcome.status, error=f"{outcome.error.name}: {outcome.error.message}"
+        )
     if outcome.status == "completed":
-        return OutcomeData(outcome.status, result=summary(getattr(outcome, "result", None)))
-    return OutcomeData(outcome.status)
+        return _new_outcome_data(outcome.status, result=summary(getattr(outcome, "result", None)))
+    return _new_outcome_data(outcome.status)
 
 
 def outcome_words(data: OutcomeData) -> str:

@@ -82,6 +82,8 @@ class Ran:
 
 #: A Ran is made at every run of a step body (``core.frozen``).
 new_ran = Ran if TYPE_CHECKING else maker(Ran)  # calls type-checked as Ran(...)
+#: Each effect of each body is traced with one.
+_new_effect_data = EffectData if TYPE_CHECKING else maker(EffectData)
 
 
 class SimPort:
@@ -186,7 +188,7 @@ class SimPort:
             # Workflow code that let time pass runs atomically at ``now``; the trace stays in
             # time order, and the moment the effect happened is kept beside it.
             text += f" (at t={at:g}, {elapsed:g}s into the body)"
-        details = EffectData(
+        details = _new_effect_data(
             name, data, context.attempt, idempotency_key, in_workflow_code,
             at if elapsed > 0 else None,
         )  # fmt: skip

@@ -31,6 +31,8 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
+from yieldstar_sim.core.frozen import maker
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterator
 
@@ -83,6 +85,11 @@ class Raised:
     """What one ``ask`` raised."""
 
     error: BaseException
+
+
+#: Every resumption of every actor of a saved run is logged, and most asks are (``core.frozen``).
+new_resume = Resume if TYPE_CHECKING else maker(Resume)  # calls type-checked as Resume(...)
+_new_answer = Answer if TYPE_CHECKING else maker(Answer)
 
 
 class ActorLog:
@@ -176,7 +183,7 @@ class Journal:
             self._log(Raised(error))
             raise
         self._depth = 0
-        self._log(Answer(value))
+        self._log(_new_answer(value))
         return value
 
     def _log(self, entry: Answer | Raised) -> None:
@@ -233,7 +240,9 @@ class Journal:
                 if self.recording:
                     entries = self.logs.get(name)
                     if entries is not None:
-                        entries.entries.append(Resume(self.clock.now(), self.kernel.points, value))
+                        entries.entries.append(
+                            new_resume(self.clock.now(), self.kernel.points, value)
+                        )
                 else:
                     self.moved.add(name)
                 try:

@@ -341,6 +341,11 @@ class StateKeys:
             return []
         return list(found)
 
+    def with_past(self, key: str, state: RunState) -> str:
+        """``key``, this state's, with its ``past`` (the key itself while it has none)."""
+        past = self.past(state)
+        return key if past is None else key_text(int(key, 16) + past)
+
     def past(self, state: RunState) -> int | None:
         """What "nothing is recovered without end" reads of the run's past that its state does
         not hold, as a number (None: nothing yet): each execution's recoveries (counted up to

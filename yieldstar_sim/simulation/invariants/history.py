@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.codec import EncodedValue, durable_value_codec
+from yieldstar_sim.core.frozen import maker
 from yieldstar_sim.core.model import TERMINAL_STATUSES
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.invariants.evidence import RUNTIME_FIX, seen_at
@@ -68,6 +69,10 @@ class _First:
         return self.said(self.value)
 
 
+#: A run's every outcome and start target is noted as one (``core.frozen``).
+_new_first = _First if TYPE_CHECKING else maker(_First)
+
+
 def _fingerprint(value: object, digest: str | None) -> object:
     """A step value as it can be compared: its digest when the trace kept only that, else its
     canonical JSON."""
@@ -80,23 +85,32 @@ def _fingerprint(value: object, digest: str | None) -> object:
 def _plain_equal(a: object, b: object) -> bool:
     """Whether two plain values have the same canonical JSON, told without encoding them: the
     same types (a list and a tuple are both an array), keys and items; False also when either
-    is not plain data (then the fingerprints tell)."""
+    is not plain data (then the fingerprints tell).
+
+    A dict's scalar items are told in its own loop, spelled out: every step value of every run
+    is compared here, and a call per item was most of the comparison."""
     kind = type(a)
     if kind is str or kind is int or kind is bool or a is None:
         return type(b) is kind and a == b
     if kind is float:
         return type(b) is float and a == b and str(a) == str(b)  # -0.0 is not 0.0 in JSON
+    if kind is dict:
+        if type(b) is not dict or a.keys() != b.keys():  # type: ignore[attr-defined]
+            return False
+        for key, item in a.items():  # type: ignore[attr-defined]
+            other = b[key]
+            scalar = type(item)
+            if scalar is str or scalar is int or scalar is bool or item is None:
+                if type(other) is not scalar or item != other:
+                    return False
+            elif not _plain_equal(item, other):
+                return False
+        return True
     if kind is list or kind is tuple:
         return (
             (type(b) is list or type(b) is tuple)
             and len(a) == len(b)  # type: ignore[arg-type]
             and all(map(_plain_equal, a, b))  # type: ignore[call-overload]
-        )
-    if kind is dict:
-        return (
-            type(b) is dict
-            and a.keys() == b.keys()  # type: ignore[attr-defined]
-            and all(_plain_equal(item, b[key]) for key, item in a.items())  # type: ignore[attr-defined]
         )
     return False
 
@@ -256,7 +270,7 @@ class _Reader:
             ):
                 key = (event.execution_id, event.step_key)
                 if key not in targets:
-                    targets[key] = _First((data.accepted,), _target_words, event)
+                    targets[key] = _new_first((data.accepted,), _target_words, event)
 
     def prune(self, pruned: str | None) -> None:
         """A pruned execution's records are gone, and its ID may be admitted anew."""
@@ -283,7 +297,7 @@ class _Reader:
         result = None if outcome is None else (outcome.result or outcome.error)
         held = self.outcomes.get(execution_id)
         if held is None:
-            self.outcomes[execution_id] = _First((data.status, result), _outcome_words, event)
+            self.outcomes[execution_id] = _new_first((data.status, result), _outcome_words, event)
         elif data.status != held.value[0] and ("outcome", execution_id) not in self.changed:
             self.changed.add(("outcome", execution_id))
             told = _outcome_words((data.status, result))
