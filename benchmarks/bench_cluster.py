@@ -6,6 +6,8 @@ Run it from the repository root::
     .venv/bin/python benchmarks/bench_cluster.py                # 3 orders x 3 workers, 1 fault
     .venv/bin/python benchmarks/bench_cluster.py --quick        # 2 x 3, 1 fault
     .venv/bin/python benchmarks/bench_cluster.py --smoke        # 1 x 2, 1 fault (CI)
+    .venv/bin/python benchmarks/bench_cluster.py --case 5x3x1 --sides "one,jobs 2,local:2"
+                                                                # another case, some sides
     .venv/bin/python benchmarks/bench_cluster.py --agree        # every bundled scenario, and
                                                                 # orders 1-3 x workers 1-3 x
                                                                 # faults 0-1: the same verdict
@@ -27,6 +29,7 @@ one run mean anything on a shared machine; the medians of ``--reps`` runs are qu
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -160,23 +163,47 @@ def scenario_file(folder: Path, orders: int, workers: int) -> Path:
     return path
 
 
+def _case(args: argparse.Namespace) -> tuple[int, int, int]:
+    """The case: ``--case ORDERSxWORKERSxFAULTS``, else by the sizes asked for."""
+    if args.case:
+        try:
+            orders, workers, faults = (int(n) for n in args.case.split("x"))
+        except ValueError:
+            raise SystemExit(
+                f"--case takes ORDERSxWORKERSxFAULTS, like 5x3x1, not {args.case!r}"
+            ) from None
+        return orders, workers, faults
+    return (1, 2, 1) if args.smoke else (2, 3, 1) if args.quick else (3, 3, 1)
+
+
+def _sides(args: argparse.Namespace) -> tuple[str, ...]:
+    """The sides asked for (``--sides``), one process first: the others are compared to it."""
+    asked = tuple(side for side in SIDES if side in args.sides.split(","))
+    if "one" not in asked:
+        raise SystemExit(f"--sides must name one and some of {', '.join(SIDES)}: {args.sides!r}")
+    return asked
+
+
 def compare(args: argparse.Namespace) -> None:
-    """The four sides on one case, ``--reps`` times, taking turns."""
-    orders, workers, faults = (1, 2, 1) if args.smoke else (2, 3, 1) if args.quick else (3, 3, 1)
+    """The sides on one case, ``--reps`` times, taking turns."""
+    orders, workers, faults = _case(args)
+    sides = _sides(args)
     reps = 1 if args.smoke else args.reps or 3
     began = header("cluster", f"{orders} x {workers}, {faults} fault", details=f"reps {reps}")
-    found: dict[str, list[dict[str, Any]]] = {side: [] for side in SIDES}
-    with tempfile.TemporaryDirectory() as tmp, TcpCluster(Path(tmp)) as tcp:
-        path = scenario_file(Path(tmp), orders, workers)
+    found: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        tcp = stack.enter_context(TcpCluster(tmp)) if "tcp 2" in sides else None
+        path = scenario_file(tmp, orders, workers)
         for rep in range(reps):
-            for side in SIDES if rep % 2 == 0 else SIDES[::-1]:
+            for side in sides if rep % 2 == 0 else sides[::-1]:
                 progress(f"rep {rep + 1}: {side}")
-                address = {"local:2": "local:2", "tcp 2": tcp.address}.get(side, "")
+                address = "local:2" if side == "local:2" else tcp.address if tcp else ""
                 found[side].append(run_side(path, faults, side, address))
     one = statistics.median(r["seconds"] for r in found["one"])
     states = found["one"][0]["states"]
     rows = []
-    for side in SIDES:
+    for side in sides:
         results = found[side]
         seconds = statistics.median(r["seconds"] for r in results)
         searched = statistics.median(r["searched"] for r in results)
@@ -198,18 +225,19 @@ def compare(args: argparse.Namespace) -> None:
     same = all(r["states"] == states and r["verdict"] == found["one"][0]["verdict"]
                for results in found.values() for r in results)  # fmt: skip
     target(same, f"every side reached the {states:,} states and the verdict of one process")
-    local = statistics.median(r["seconds"] for r in found["local:2"])
-    if not args.smoke:
+    if "local:2" in sides and (orders, workers, faults) == (3, 3, 1):
+        local = statistics.median(r["seconds"] for r in found["local:2"])
         target(one / local >= MIN_SPEEDUP, f"--dask local:2 at least {MIN_SPEEDUP}x faster "
                f"than one process ({one / local:.2f}x, medians of {reps})")  # fmt: skip
-    model(found, one)
+    if "tcp 2" in sides or "local:2" in sides:
+        model(found, one)
     footer(began)
 
 
 def model(found: dict[str, list[dict[str, Any]]], one: float) -> None:
     """Where more workers would take this search, from the costs measured here."""
     single = found["one"][-1]
-    pair = found["tcp 2"][-1]
+    pair = found["tcp 2" if "tcp 2" in found else "local:2"][-1]
     total = sum(single["transitions"])
     per_move = one / total
     shared = sum(pair["transitions"])
@@ -267,22 +295,24 @@ def agree(args: argparse.Namespace) -> None:
             same = (alone.verdict, alone.distinct_states) == (
                 shared.verdict, shared.distinct_states
             )  # fmt: skip
-            said = "same"
+            said, twins = "same", ""
             # Twin states (a renaming of workers) go on a little differently, so one process's
             # count depends on its move order (decisions.md): the cluster's must be one
-            # process's in some order.
-            if (
-                not same
-                and alone.verdict == shared.verdict
-                and _in_order(reference, faults, part=1) == shared.distinct_states
-            ):
-                said, same = "same as one process in another move order", True
-                orders += 1
+            # process's in some order. Where it is not, the states of the two processes'
+            # orders together are shown: processes that reach different twins count both.
+            if not same and alone.verdict == shared.verdict:
+                second = _in_order(reference, faults, part=1)
+                if len(second) == shared.distinct_states:
+                    said, same = "same as one process in another move order", True
+                    orders += 1
+                else:
+                    both = len(second | _in_order(reference, faults, part=0))
+                    twins = f" (the two processes' orders alone reach {both:,} together)"
             differ += not same
             print(
                 f"  {said if same else 'DIFFERS'}: {scenario.name} at {faults} fault(s): "
                 f"{alone.verdict} {alone.distinct_states:,} / {shared.verdict} "
-                f"{shared.distinct_states:,}",
+                f"{shared.distinct_states:,}{twins}",
                 flush=True,
             )
     target(differ == 0, f"{len(cases) - cut} cases compared, {differ} differ, {cut} cut "
@@ -290,9 +320,9 @@ def agree(args: argparse.Namespace) -> None:
     footer(began)
 
 
-def _in_order(reference: str, faults: int, *, part: int) -> int:
+def _in_order(reference: str, faults: int, *, part: int) -> set[bytes]:
     """The distinct states one process reaches taking each state's moves in ``part``'s order
-    (as the processes of a search in several do)."""
+    (as the processes of a search in several do), by their keys' bytes."""
     import yieldstar_sim as ys
     from yieldstar_sim.simulation.explorer.exhaustive import search_part
     from yieldstar_sim.simulation.explorer.strategy import Exhaustive, SearchConfig
@@ -306,13 +336,18 @@ def _in_order(reference: str, faults: int, *, part: int) -> int:
         time_budget=None, stop_at_first=False,
     )  # fmt: skip
     found = search_part(reference, "memory", config, 60.0, part=part, table=None)
-    return len(found.fingerprints) // 16
+    prints = found.fingerprints
+    return {prints[at : at + 16] for at in range(0, len(prints), 16)}
 
 
 def main(argv: list[str] | None = None) -> None:
     """Compare the sides on one case, or check that the cluster agrees (``--agree``)."""
     made = parser(__doc__, reps="runs of each side (default 3)")
     made.add_argument("--agree", action="store_true", help="check agreement instead")
+    made.add_argument("--case", help="this case instead, ORDERSxWORKERSxFAULTS (5x3x1)")
+    made.add_argument(
+        "--sides", default=",".join(SIDES), help=f"the sides to run, of {', '.join(SIDES)}"
+    )
     made.add_argument("--budget", type=float, default=0.0, help="--agree: seconds a search")
     args = made.parse_args(argv)
     if args.agree:

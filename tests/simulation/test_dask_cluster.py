@@ -432,3 +432,28 @@ def test_any_other_refusal_of_a_function_on_the_scheduler_is_raised_as_it_is(
 
     with pytest.raises(ValueError, match=r"^something else$"):
         workers_of(_Refusing(client, ValueError("something else")))
+
+
+def test_a_local_cluster_forks_its_workers_only_from_a_process_with_no_other_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Forked, the workers start in a fraction of a second with the package imported; a
+    # thread of this process's own could hold a lock at the fork that a worker then waits on
+    # for good, so a process with one (a notebook, this suite) spawns them as Dask does.
+    import dask
+
+    from yieldstar_sim.simulation import cluster
+
+    main = threading.main_thread()
+    watchdog = threading.Thread(name="yieldstar-deadline")
+    other = threading.Thread(name="a notebook's")
+    monkeypatch.setattr(cluster.sys, "platform", "linux")
+    monkeypatch.setattr(cluster.threading, "enumerate", lambda: [main, watchdog])
+    assert cluster.start_method() == "fork"
+    with dask.config.set({cluster.START_METHOD: "forkserver"}):
+        assert cluster.start_method() == "forkserver"  # asked for: kept
+    monkeypatch.setattr(cluster.threading, "enumerate", lambda: [main, watchdog, other])
+    assert cluster.start_method() == "spawn"
+    monkeypatch.setattr(cluster.threading, "enumerate", lambda: [main])
+    monkeypatch.setattr(cluster.sys, "platform", "darwin")
+    assert cluster.start_method() == "spawn"

@@ -12,13 +12,18 @@ import contextlib
 import struct
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from yieldstar_sim.simulation.shared_states import key_bytes
+from yieldstar_sim.simulation.shared_states import NO_SUMMARY, SummaryBook, key_bytes
+
+if TYPE_CHECKING:
+    from yieldstar_sim.simulation.persistent import Summary
+    from yieldstar_sim.simulation.shared_states import Summaries
 
 #: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
-#: unbounded); a claim (a process is searching the state) has faults ``_CLAIM``.
-_ENTRY = struct.Struct("<16sBH")
+#: unbounded), the digest of the reduction's summary of the state (``SummaryBook``); a claim (a
+#: process is searching the state) has faults ``_CLAIM``.
+_ENTRY = struct.Struct("<16sBH8s")
 _SIZE = _ENTRY.size
 _UNBOUNDED = 0xFFFF
 _CLAIM = 0xFF
@@ -113,15 +118,25 @@ def _owner(raw: bytes, partitions: int) -> int:
     return int.from_bytes(raw[8:12], "little") % partitions
 
 
-def _dominates(new: tuple[int, int], held: tuple[int, int]) -> bool:
-    """Whether a visit with ``new`` left (faults, depth room) covers one with ``held``."""
-    return new[0] >= held[0] and new[1] >= held[1]
+#: A visit as a partition and a process keep it: the faults left, the depth room, the digest
+#: of its summary.
+Visit = tuple[int, int, bytes]
 
 
-def _says_more(new: tuple[int, int], held: tuple[int, int] | None) -> bool:
-    """Whether a visit with ``new`` left is worth keeping over ``held`` (none, or one it
-    covers and is not): the one rule a partition and a process merge entries by."""
-    return held is None or (new != held and _dominates(new, held))
+def _dominates(new: Visit, faults: int, depth: int) -> bool:
+    """Whether a visit with ``new`` left covers one with ``faults`` and ``depth`` left."""
+    return new[0] >= faults and new[1] >= depth
+
+
+def _says_more(new: Visit, held: Visit | None) -> bool:
+    """Whether a visit ``new`` is worth keeping over ``held`` (none, or one it covers with
+    more left, or with as much and a summary where it had none): the one rule a partition and
+    a process merge entries by."""
+    if held is None:
+        return True
+    if not _dominates(new, held[0], held[1]):
+        return False
+    return new[:2] != held[:2] or (new[2] != NO_SUMMARY and held[2] == NO_SUMMARY)
 
 
 class VisitedPartition:
@@ -131,9 +146,10 @@ class VisitedPartition:
     progress."""
 
     def __init__(self) -> None:
-        self._table: dict[bytes, tuple[int, int]] = {}
+        self._table: dict[bytes, Visit] = {}
         self._claims: set[bytes] = set()
-        self._batches: list[tuple[int, bytes]] = []  # (the part that sent it, entries kept)
+        # (the part that sent it, entries kept, summaries' texts by digest)
+        self._batches: list[tuple[int, bytes, dict[bytes, bytes]]] = []
         self.stopped = False
         self._starts: dict[int, int] = {}
         self._progress: dict[int, dict[str, Any]] = {}
@@ -146,14 +162,20 @@ class VisitedPartition:
         return self._starts[part]
 
     async def exchange(
-        self, part: int, entries: bytes, since: int, progress: dict[str, Any] | None
-    ) -> tuple[bytes, int, bool]:
-        """Keep what ``entries`` (from process ``part``) say more than the table holds, and
-        return the entries other processes sent since batch ``since``, the batch to ask from
-        next time, and whether the search was asked to stop."""
+        self,
+        part: int,
+        entries: bytes,
+        since: int,
+        progress: dict[str, Any] | None,
+        texts: dict[bytes, bytes] | None = None,
+    ) -> tuple[bytes, dict[bytes, bytes], int, bool]:
+        """Keep what ``entries`` (from process ``part``, with the texts of the summaries it
+        had not sent before) say more than the table holds, and return the entries and texts
+        other processes sent since batch ``since``, the batch to ask from next time, and
+        whether the search was asked to stop."""
         table, kept = self._table, bytearray()
         for offset in range(0, len(entries), _SIZE):
-            raw, faults, depth = _ENTRY.unpack_from(entries, offset)
+            raw, faults, depth, digest = _ENTRY.unpack_from(entries, offset)
             if faults == _CLAIM:
                 if raw in table or raw in self._claims:
                     continue
@@ -162,17 +184,19 @@ class VisitedPartition:
                 kept += entries[offset : offset + _SIZE]
                 continue
             held = table.get(raw)
-            if _says_more((faults, depth), held):
+            if _says_more((faults, depth, digest), held):
                 self._states += held is None and raw not in self._claims
-                table[raw] = (faults, depth)
+                table[raw] = (faults, depth, digest)
                 kept += entries[offset : offset + _SIZE]
-        if kept:
-            self._batches.append((part, bytes(kept)))
+        if kept or texts:
+            self._batches.append((part, bytes(kept), texts or {}))
         if progress is not None:
             self._progress[part] = progress
-        news = b"".join(batch for sender, batch in self._batches[since:] if sender != part)
-        self._bytes += len(entries) + len(news)
-        return news, len(self._batches), self.stopped
+        others = [(batch, said) for sender, batch, said in self._batches[since:] if sender != part]
+        news = b"".join(batch for batch, _ in others)
+        told = {digest: text for _, said in others for digest, text in said.items()}
+        self._bytes += len(entries) + len(news) + _weight(texts) + _weight(told)
+        return news, told, len(self._batches), self.stopped
 
     async def stop(self) -> None:
         """Ask every process to stop (at its next exchange)."""
@@ -190,9 +214,12 @@ class DaskVisited:
 
     def __init__(self, partitions: list[Any], part: int, workers: list[str]) -> None:
         self._partitions, self._part, self._workers = partitions, part, workers
-        self._heard: dict[bytes, tuple[int, int]] = {}
+        self._heard: dict[bytes, Visit] = {}
         self._claims: set[bytes] = set()
         self._out = [bytearray() for _ in partitions]
+        self._texts: list[dict[bytes, bytes]] = [{} for _ in partitions]
+        self._book = SummaryBook()
+        self._summaries: Summaries | None = None
         self._held = 0
         self._since = [0] * len(partitions)
         self._flight: list[Any] = []
@@ -217,23 +244,40 @@ class DaskVisited:
         depth left (as heard so far)."""
         self._tick()
         held = self._heard.get(key_bytes(key))
-        return held is not None and _dominates(held, (faults_left, _room(depth_left)))
+        return held is not None and _dominates(held, faults_left, _room(depth_left))
 
     def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
-        """Send, with the next batch, that state ``key`` was searched to its end."""
-        self._send(key_bytes(key), min(faults_left, _CLAIM - 1), _room(depth_left))
+        """Send, with the next batch, that state ``key`` was searched to its end, with what
+        this process knows whole of the runs below it."""
+        raw = key_bytes(key)
+        summary = None if self._summaries is None else self._summaries.summary(key)
+        digest = NO_SUMMARY
+        if summary is not None:
+            digest, text = self._book.digest(summary)
+            if text is not None:  # new: it travels once, with the first entry that has it
+                self._texts[_owner(raw, len(self._out))][digest] = text
+        self._send(raw, min(faults_left, _CLAIM - 1), _room(depth_left), digest)
 
     def claim(self, key: str) -> None:
         """Send, with the next batch, that this process is searching state ``key``."""
-        self._send(key_bytes(key), _CLAIM, 0)
+        self._send(key_bytes(key), _CLAIM, 0, NO_SUMMARY)
+
+    def summarised(self, summaries: Summaries | None) -> None:
+        """Share with each state added what ``summaries`` knows whole of it."""
+        self._summaries = summaries
+
+    def summary(self, key: str) -> Summary | None:
+        """What the process that searched state ``key`` to its end shared of it (as heard)."""
+        held = self._heard.get(key_bytes(key))
+        return None if held is None or held[2] == NO_SUMMARY else self._book.summary(held[2])
 
     def claimed(self, key: str) -> bool:
         """Whether another process is searching state ``key`` or searched it (as heard)."""
         raw = key_bytes(key)
         return raw in self._claims or raw in self._heard
 
-    def _send(self, raw: bytes, faults: int, depth: int) -> None:
-        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth)
+    def _send(self, raw: bytes, faults: int, depth: int, digest: bytes) -> None:
+        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth, digest)
         self._held += 1
         if self._held >= EXCHANGE_BATCH:
             self._exchange()
@@ -258,6 +302,12 @@ class DaskVisited:
     def _tick(self) -> None:
         if time.monotonic() >= self._due:
             self._exchange()
+        elif self._flight and all(future.done() for future in self._flight):
+            # Heard as soon as the answers are in, not at the next exchange: what the others
+            # searched reaches the search a round sooner.
+            began = time.perf_counter()
+            self._collect()
+            self._seconds += time.perf_counter() - began
 
     def _exchange(self) -> None:
         # The answers to the last batches have long arrived: collecting them does not wait,
@@ -267,13 +317,14 @@ class DaskVisited:
         self._collect()
         self._flight = [
             partition.exchange(
-                self._part, bytes(out), since, self._progress if index == 0 else None
+                self._part, bytes(out), since, self._progress if index == 0 else None, texts
             )
-            for index, (partition, out, since) in enumerate(
-                zip(self._partitions, self._out, self._since, strict=True)
+            for index, (partition, out, since, texts) in enumerate(
+                zip(self._partitions, self._out, self._since, self._texts, strict=True)
             )
         ]
         self._out = [bytearray() for _ in self._partitions]
+        self._texts = [{} for _ in self._partitions]
         self._held = 0
         self._due = time.monotonic() + EXCHANGE_SECONDS
         self._seconds += time.perf_counter() - began
@@ -281,16 +332,23 @@ class DaskVisited:
     def _collect(self) -> None:
         heard = self._heard
         for index, future in enumerate(self._flight):
-            news, self._since[index], stopped = answer(future, index, self._workers[index])
+            news, told, self._since[index], stopped = answer(future, index, self._workers[index])
             self._stopped = self._stopped or stopped
+            for digest, text in told.items():
+                self._book.learn(digest, text)
             for offset in range(0, len(news), _SIZE):
-                raw, faults, depth = _ENTRY.unpack_from(news, offset)
+                raw, faults, depth, digest = _ENTRY.unpack_from(news, offset)
                 if faults == _CLAIM:
                     self._claims.add(raw)
                     continue
-                if _says_more((faults, depth), heard.get(raw)):
-                    heard[raw] = (faults, depth)
+                if _says_more((faults, depth, digest), heard.get(raw)):
+                    heard[raw] = (faults, depth, digest)
         self._flight = []
+
+
+def _weight(texts: dict[bytes, bytes] | None) -> int:
+    """The bytes of summaries' texts with their digests."""
+    return 0 if not texts else sum(8 + len(text) for text in texts.values())
 
 
 def _room(depth_left: int | None) -> int:

@@ -39,7 +39,7 @@ move too when one touches more. The runtime must be one whose calls keep to what
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation.footprints import (
@@ -68,6 +68,22 @@ _ENDS = frozenset({Op.ACKNOWLEDGE, Op.RELEASE})
 _UNSEEN: Thing = ("unseen", "")
 #: What a run searched from a state may have touched, where it is not known.
 _UNKNOWN: frozenset[Thing] = frozenset({("lease", None), ("status", None), _UNSEEN})
+
+Summary = tuple[float, frozenset[Thing], Footprint | None]
+"""What a state searched to its end tells the reduction of the runs below it, known whole:
+its instant, what was touched of executions' rows below it then (``Reduction.below``), and for
+a state where an actor is alone at a solo point, what that actor went on to touch
+(``Reduction.alone``; None elsewhere). A function of the state, not of the order it was
+searched in, so one process can take another's as its own."""
+
+
+class Heard(Protocol):
+    """Where the summaries other processes shared are read (``SharedStates``)."""
+
+    def summary(self, key: str) -> Summary | None:
+        """What the process that searched ``key``'s state to its end shared of it (None:
+        nothing known whole, or not heard yet)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,13 +326,37 @@ class Reduction:
         below it is not known here."""
         self.below.setdefault(key, (held.instant, _UNKNOWN))
 
-    def known(self, key: str) -> bool:
+    def known(self, key: str, elsewhere: Heard | None = None) -> bool:
         """Whether what was touched below ``key``'s state is known whole: a summary that took
-        in a state another process searched (or one cut while it was being searched) is not,
-        and a search that needs it searches the state again rather than trust it."""
+        in a state another process searched and did not share whole (or one cut while it was
+        being searched) is not, and a search that needs it searches the state again rather
+        than trust it. Where another process searched the state, ``elsewhere`` (the table the
+        processes share) gives what it shared, which is taken (``heard``)."""
+        if elsewhere is not None:
+            return self.heard(key, elsewhere.summary(key))
         found = self.below.get(key)
         # None: reached, not yet searched to its end (on the path to here), cut as before.
         return found is None or _UNSEEN not in found[1]
+
+    def summary(self, key: str) -> Summary | None:
+        """What this process knows whole of the runs below ``key``'s state, searched to its
+        end here or heard from another process; None where it knows nothing whole."""
+        found = self.below.get(key)
+        if found is None or _UNSEEN in found[1]:
+            return None
+        return found[0], found[1], self.alone.get(key)
+
+    def heard(self, key: str, summary: Summary | None) -> bool:
+        """Another process searched ``key``'s state to its end and shared ``summary`` (None:
+        none known whole, or not heard yet): kept as though this process had searched the
+        state; whether what was touched below it is known whole now."""
+        if summary is None:
+            return False
+        instant, below, alone = summary
+        self.below[key] = (instant, self._interned.setdefault(below, below))
+        if alone is not None:
+            self.alone[key] = alone
+        return True
 
     def split(self, execution: Execution, held: Held, moves: list[Move]) -> list[Move]:
         """The moves to take now from a state with ``moves``: one actor's where its moves are

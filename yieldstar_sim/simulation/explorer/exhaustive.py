@@ -266,14 +266,11 @@ class ExhaustiveSearch:
             self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
-        # A state stands for another only with the same past (``Execution.verdict_key``).
+        # A state stands for another only with the same past (``Execution.verdict_key``); one
+        # with a past is searched by each process that reaches it (only claimed, which counts
+        # it in the table).
         cut = execution.verdict_key() if cache else key
-        # What a state another process searched touched below it is not shared: where the
-        # reduction needs it (a vouch above waits on it), this process searches it too, so
-        # that it vouches as one process would, and the processes reach the same states. So
-        # is a state with a past (only claimed, which counts it in the table).
-        needs = held is not None and held.needs_below
-        shared = None if needs or cut != key else self.shared
+        shared = self.shared if cut == key else None
         if (
             cache
             and shared is not None
@@ -293,7 +290,7 @@ class ExhaustiveSearch:
         elsewhere = (
             cache and not seen and shared is not None and shared.covers(key, left, depth_left)
         )
-        if (seen and self._trusted(key, held, parent)) or elsewhere:
+        if (seen or elsewhere) and self._trusted(key, held, parent, elsewhere):
             self._cached(key, held, parent, elsewhere=elsewhere, cut=cut)
             return None
         kinds = self.config.kinds if faults < self._limit else ()
@@ -327,13 +324,15 @@ class ExhaustiveSearch:
         if parent is not None:
             parent.estimate += self._seen.estimate(cut)
 
-    def _trusted(self, key: str, held: Held | None, parent: _Node | None) -> bool:
-        """Whether a state searched before may be cut here: unless a vouch above waits on
-        what was touched below it and that is not known whole (it took in a state another
-        process searched); a move back to its own state is always cut."""
-        if held is None or not held.needs_below or self.reduction is None:
+    def _trusted(self, key: str, held: Held | None, parent: _Node | None, elsewhere: bool) -> bool:
+        """Whether a state searched before, here or in another process (``elsewhere``: what it
+        shared of the runs below it is taken), may be cut here: unless a vouch above waits on
+        what was touched below it and that is not known whole; a move back to its own state
+        is always cut. So a process vouches as one process would."""
+        if held is None or self.reduction is None:
             return True
-        return (parent is not None and parent.key == key) or self.reduction.known(key)
+        known = self.reduction.known(key, self.shared if elsewhere else None)
+        return not held.needs_below or (parent is not None and parent.key == key) or known
 
     def _ended(
         self, run: Any, key: str, parent: _Node | None, left: tuple[int, int], share: bool
@@ -433,6 +432,7 @@ def search_part(
     search.shared = shared
     if shared is not None:
         search.watch = shared.heard
+        shared.summarised(search.reduction)
     try:
         search.search()
     finally:
