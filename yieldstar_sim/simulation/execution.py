@@ -461,20 +461,21 @@ class Execution:
         of them is, the workers' names blinded."""
         keys = self._keys
         if keys is None:
-            bound = self.scenario.max_recovery_attempts
-            keys = self._keys = self.state_keys(recovery_bound=bound)
+            keys = self._keys = self.state_keys(
+                recovery_bound=self.scenario.max_recovery_attempts,
+                claim_rivals=self.state.claim_rivals,
+            )
         events = self.trace.events
         if self._fed < len(events):
-            keys.claim_rivals = self.state.claim_rivals
             keys.remember(events[self._fed :])
             self._fed = len(events)
         return keys.key(self.state, ended=self.stopped is not None)
 
-    def verdict_key(self) -> str:
-        """The key under which a search lets this state stand for another: its key, with
-        what an invariant reads of the run's past that the state does not hold
-        (``StateKeys.past``; none until an execution is recovered or its holder faulted)."""
-        key = self.key()
+    def verdict_key(self, key: str | None = None) -> str:
+        """The key under which a search lets this state stand for another: its ``key`` (read
+        here unless given), with what an invariant reads of the run's past that the state
+        does not hold (``StateKeys.past``; none until an execution is recovered or faulted)."""
+        key = self.key() if key is None else key
         return self._keys.with_past(key, self.state)  # type: ignore[union-attr]
 
     def result(self) -> SimulationRun:

@@ -134,7 +134,13 @@ class StateKeys:
     its history (the tests' check that this merges only states with the same future says
     no, to key them apart)."""
 
-    def __init__(self, *, lines: bool = False, recovery_bound: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        lines: bool = False,
+        recovery_bound: int | None = None,
+        claim_rivals: dict[int | None, tuple[str, ...]] | None = None,
+    ) -> None:
         self.lines = lines
         self.histories: dict[str, list[str]] = {}
         """Each actor's delivery so far, a line per event (with ``lines``)."""
@@ -163,7 +169,7 @@ class StateKeys:
         self._recoveries = RecoveryLog(recovery_bound)
         """The run's recoveries so far, which "nothing is recovered without end" judges by
         (``past``)."""
-        self.claim_rivals: dict[int | None, tuple[str, ...]] = {}
+        self._claim_rivals = {} if claim_rivals is None else claim_rivals
         """The run's ``RunState.claim_rivals``: the rivals of a claim that recovers an
         execution."""
         self._rivals_unknown = False
@@ -306,15 +312,12 @@ class StateKeys:
         several wait at solo points, their turns)."""
         total, actors, behind = 0, self._actors, state.clocks.behind
         waits = state.kernel.waits
-        # The workers a stalled attempt of which is still alive: their history is that
-        # attempt's too, and stays in their term wherever they wait.
-        helped = {name.partition("~")[0] for name in waits if "~" in name}
+        helped = _helped(waits)
         for name, wait in waits.items():
             # An actor's term is made again only when it waits on another object than at
             # the last point, its clock was skewed, or its history grew (most often only
             # the one that just went).
-            skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
-            fresh = self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
+            skew, fresh = self._keyed_as(name, wait, behind, helped)
             # A helper's term is made again at every point: its worker's history moves
             # without it, and helpers are few and short-lived.
             seen = actors.get(name) if self.follows_changes and "~" not in name else None
@@ -332,10 +335,18 @@ class StateKeys:
             total += term(_TURNS, ",".join(first + others))
         return total
 
+    def _keyed_as(
+        self, name: str, wait: Any, behind: dict[str, float], helped: set[str]
+    ) -> tuple[float, bool]:
+        """How far ``name``'s clock runs behind, and whether it is keyed without its history
+        (``forgets_idle_pasts``): what its term takes beside its wait."""
+        skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
+        return skew, self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
+
     def _rivals(self, claim: TraceEvent) -> list[str]:
         """The other workers waiting at their claim where ``claim`` was taken, as the run
         recorded them (what the invariant reads from the run's choices: ``_Rivals``)."""
-        found = self.claim_rivals.get(claim.point)
+        found = self._claim_rivals.get(claim.point)
         if found is None:
             self._rivals_unknown = True
             return []
@@ -383,15 +394,14 @@ class StateKeys:
             workers.setdefault(worker, []).append(("idle now",))
         total = term(_PAST, repr(sorted(executions)))
         waits, behind = state.kernel.waits, state.clocks.behind
-        helped = {name.partition("~")[0] for name in waits if "~" in name}
+        helped = _helped(waits)
         for worker, facts in workers.items():
             # The worker by its term in the key (its history, wait and clock), as the key
             # knows it: two states that mirror each other by the workers' names get one past.
             wait = waits.get(worker)
             role: object = worker
             if wait is not None:
-                fresh = self.forgets_idle_pasts and worker not in helped and holds_no_past(wait)
-                skew = behind.get(worker, 0.0) if behind else 0.0
+                skew, fresh = self._keyed_as(worker, wait, behind, helped)
                 role = self._actor(worker, wait_facts(worker, wait), skew, fresh=fresh)
             total += term(_PAST, repr((role, sorted(facts, key=repr))))
         return total
@@ -426,8 +436,14 @@ class WholeReads(StateKeys):
 
     follows_changes = False
 
-    def __init__(self, *, lines: bool = True, recovery_bound: int | None = None) -> None:
-        super().__init__(lines=lines, recovery_bound=recovery_bound)
+    def __init__(self, *, lines: bool = True, **options: Any) -> None:
+        super().__init__(lines=lines, **options)
+
+
+def _helped(waits: dict[str, Any]) -> set[str]:
+    """The workers a stalled attempt of which is still alive: their history is that attempt's
+    too, and stays in their term wherever they wait."""
+    return {name.partition("~")[0] for name in waits if "~" in name}
 
 
 def actor_role(name: str) -> str:

@@ -269,7 +269,7 @@ class ExhaustiveSearch:
         # A state stands for another only with the same past (``Execution.verdict_key``); one
         # with a past is searched by each process that reaches it (only claimed, which counts
         # it in the table).
-        cut = execution.verdict_key() if cache else key
+        cut = execution.verdict_key(key) if cache else key
         shared = self.shared if cut == key else None
         if (
             cache
