@@ -336,7 +336,7 @@ def test_the_progress_counts_the_states_the_statement_counts(
     monkeypatch.setattr(DaskCluster, "search", watching)
     report = _explore("durable-start", 1, executor=client)
     assert watched
-    assert watched[-1]["states"] == report.distinct_states == 199
+    assert watched[-1]["states"] == report.distinct_states == 195
 
 
 def test_the_workers_are_read_from_the_scheduler_not_the_client_s_copy(client: Any) -> None:

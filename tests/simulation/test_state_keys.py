@@ -298,7 +298,14 @@ def _states_reached(name: str, part: int) -> bytes:
 
 
 @pytest.mark.parametrize(
-    "name", ["zombie-attempt", "heartbeat-zombie", "durable-start", "trigger-in-step"]
+    "name",
+    [
+        "zombie-attempt",
+        "heartbeat-zombie",
+        "durable-start",
+        "trigger-in-step",
+        "deploy-changes-params",
+    ],
 )
 def test_a_search_reaches_the_same_states_in_any_order(name: str) -> None:
     # A key that merged two states with different futures let the order decide which of them
@@ -307,9 +314,37 @@ def test_a_search_reaches_the_same_states_in_any_order(name: str) -> None:
     # stalled attempt with no worker: the now-idle one's, or the busy one's). The reduction
     # did too, where it vouched for the first worker by name in two states that mirror each
     # other, or took a failed claim back to its own state for a state whose runs were unknown
-    # (durable-start 204 or 199 states, trigger-in-step 210 or 191).
+    # (durable-start 204 or 199 states, trigger-in-step 210 or 191). And a worker frozen at
+    # its claim was keyed with the history of the delivery before it: deploy-changes-params
+    # reached 366 states in each of three orders, 373 in all.
     reached = _states_reached(name, 0)
     assert all(_states_reached(name, part) == reached for part in (1, 2, 3))
+
+
+def test_a_worker_frozen_at_its_claim_is_keyed_by_what_followed_its_claim() -> None:
+    # Two workers idle at their claims hold nothing of their past, and are keyed alike
+    # whichever delivered before: w1 delivering, or w1 crashing at once and w2 delivering. A
+    # freeze at the claim of the one that did not deliver must give one key too; when the
+    # freeze went on the crashed worker's old history, the two mirrored states went on to two
+    # keys, and the order of a search decided which it counted (deploy-changes-params reached
+    # 366 states in each of three orders, 373 in all).
+    scenario = ys.load_scenario("deploy-changes-params")
+
+    def frozen(path: list[Move], idle: str) -> tuple[str, str]:
+        execution = Execution(scenario, scenario_faults=False)
+        try:
+            for move in path:
+                execution.take(move)
+            idle_key = execution.key()
+            execution.take(Move(idle, FaultKind.FREEZE, 30.0))
+            return idle_key, execution.key()
+        finally:
+            execution.close()
+
+    delivered = frozen([Move("w1")] * 8, "w2")
+    crashed_first = frozen([Move("w1", FaultKind.CRASH)] + [Move("w2")] * 8, "w1")
+    assert delivered == crashed_first
+    assert delivered[0] != delivered[1]
 
 
 def test_which_worker_runs_behind_is_part_of_the_state() -> None:

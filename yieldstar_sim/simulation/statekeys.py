@@ -13,7 +13,7 @@ would merge two states and skip a schedule, and a violation there would come bac
 verdict).
 
 What a generator holds is a function of what it did since it last held nothing of its past (a
-claim, a crash, an outcome, a rejection): its *history*, the typed facts of the trace events it
+claim point, a crash, an outcome, a rejection): its *history*, the typed facts of the trace events it
 left since (their kind, call, execution, step, token and payload, never their words or times),
 a worker's or client's name inside a payload's text blinded, so that two states that mirror
 each other by the workers' names are one state (worker symmetry).
@@ -145,6 +145,8 @@ class StateKeys:
         self.histories: dict[str, list[str]] = {}
         """Each actor's delivery so far, a line per event (with ``lines``)."""
         self._hashes: dict[str, Any] = {}
+        self._claims: dict[str, int | None] = {}
+        """The claim point each worker's history started at (None: it started elsewhere)."""
         self._actors: dict[str, tuple[object, float, int, bool]] = {}
         """Each waiting actor's last wait (``Kernel.waits``), how far behind its clock ran, and
         its term (its wait, its clock and its history), dropped when its history grows."""
@@ -181,10 +183,10 @@ class StateKeys:
     def remember(self, events: Sequence[TraceEvent]) -> None:
         """Add each event to its actor's history (and its helpers': a stalled attempt, a body
         completing, a draw write in their worker's name, and what they decided is the
-        worker's to go on with). A claim, a crash, an outcome or a rejection starts the
-        history again."""
+        worker's to go on with). A claim, anything else at a claim point, a crash, an outcome
+        or a rejection starts the history again."""
         histories, hashes, actors, lines = self.histories, self._hashes, self._actors, self.lines
-        recoveries, rivals = self._recoveries, self._rivals
+        recoveries, rivals, claims = self._recoveries, self._rivals, self._claims
         for event in events:
             if event.execution_id is not None or event.op == Op.CLAIM:
                 recoveries.take(event, rivals)
@@ -205,14 +207,19 @@ class StateKeys:
             )  # fmt: skip
             running = hashes.get(worker)
             # Kinds compared by identity: an enum member's hash is a Python call.
+            at_claim = event.op == Op.CLAIM
             if (
                 running is None
                 or kind is _CRASH
                 or kind is _OUTCOME
                 or kind is _REJECT
-                or (kind is _CALL and event.op == Op.CLAIM)
+                or (at_claim and (kind is _CALL or claims.get(worker) != event.point))
             ):
+                # At its claim a worker holds nothing of its past (``holds_no_past``), so a
+                # fault struck there before the call (a freeze) starts its history too: two
+                # workers keyed alike while idle go on to one key whichever delivered before.
                 hashes[worker] = running = _HISTORY.copy()
+                claims[worker] = event.point if at_claim else None
                 if lines:
                     histories[worker] = [line]
             elif lines:
@@ -234,6 +241,7 @@ class StateKeys:
         new.__dict__.update(self.__dict__)
         new.histories = {w: list(h) for w, h in self.histories.items()} if self.lines else {}
         new._hashes = {w: h.copy() for w, h in self._hashes.items()}
+        new._claims = dict(self._claims)
         new._actors = dict(self._actors)
         new._executions = self._executions.copy()
         new._ledger = self._ledger.copy()
