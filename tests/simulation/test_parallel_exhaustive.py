@@ -44,19 +44,21 @@ def test_two_processes_reach_the_states_and_violations_one_process_reaches(
     assert two.exhaustive is not None
     progress = two.exhaustive.progress
     assert progress["processes"] == progress["sharing"] == 2
-    assert all(moves > 0 for moves in progress["transitions_per_process"])
+    # Not every process need take a move: one that starts after the other searched the whole
+    # tree finds its root searched (seen on a loaded machine).
+    assert sum(progress["transitions_per_process"]) > 0
 
 
-def test_processes_reach_at_least_the_states_of_one_where_a_stalled_attempt_runs() -> None:
+def test_processes_reach_the_states_of_one_where_a_stalled_attempt_runs() -> None:
     # The keys are blind to which worker is which, and a stalled attempt's actor is named
-    # after its worker: two states one process takes for the same (twins by a renaming of
-    # workers) go on a little differently, and processes that reach different twins count
-    # both (docs/decisions.md). The violations are the same.
+    # after its worker. Processes once counted a few states more here (3,250 against 3,247):
+    # twins, one state keyed two ways after a freeze at a claim (docs/decisions.md, "Twins
+    # that went on differently"); now each order reaches one count.
     alone = _explore("zombie-attempt", 1, stop_at_first=False)
     two = _explore("zombie-attempt", 1, stop_at_first=False, jobs=2)
     assert two.exhausted
     assert alone.exhausted
-    assert alone.distinct_states <= two.distinct_states <= alone.distinct_states * 1.01
+    assert two.distinct_states == alone.distinct_states
     assert {v.invariant for v in two.violations} == {v.invariant for v in alone.violations}
 
 
