@@ -103,10 +103,10 @@ class ExhaustiveSearch:
         assert isinstance(options, Exhaustive)
         self.runner, self.config, self.options = runner, config, options
         self.tally = Tally(config, every_violation=options.order == "shortest", tick=tick)
+        self.space = StateSpace(limit=self.graph_states)
         self.covered = ExhaustiveCoverage(
             order=options.order, max_depth=options.max_depth,
-            workers=len(runner.scenario.worker_names),
-            state_space=StateSpace(limit=self.graph_states),
+            workers=len(runner.scenario.worker_names), state_space=self.space,
         )  # fmt: skip
         self.states = SeenStates()
         """Every distinct state reached, over every fault level (the statement's count)."""
@@ -236,19 +236,15 @@ class ExhaustiveSearch:
     ) -> _Node | None:
         """A run reached a new choice point (or its end) after ``move``: its node, or None
         where the run ends or is cut."""
-        space = self.covered.state_space
-        assert space is not None
+        space = self.space
         self.max_depth_reached = max(self.max_depth_reached, depth)
         faults = 0 if parent is None else parent.faults_used + (move.fault is not None)  # type: ignore[union-attr]
         key = execution.key()
         ended = execution.done()
         held = None
         if self.reduction is not None and not ended:
-            above, actor = (
-                None if parent is None else parent.held,
-                None if move is None else move.actor,
-            )
-            held = self.reduction.arrive(execution, above, actor)
+            above = None if parent is None else parent.held
+            held = self.reduction.arrive(execution, above, None if move is None else move.actor)
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -339,10 +335,8 @@ class ExhaustiveSearch:
     ) -> None:
         """A run ended at ``key`` with ``left`` faults and depth: its outcome counted, its
         violations marked, and shared with ``share``."""
-        space = self.covered.state_space
-        assert space is not None
         for violation in run.violations:
-            space.mark_violation(key, violation.invariant)
+            self.space.mark_violation(key, violation.invariant)
         self.tally.take(outcome_of(run))
         if self.shared is not None and share:
             # Searched to its end, and shared as such, so that a table that counts the
@@ -425,8 +419,8 @@ def search_part(
     ``ExhaustiveSearch.graph_states``)."""
     runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
     search = ExhaustiveSearch(runner, config)
-    if graph_states is not None and search.covered.state_space is not None:
-        search.covered.state_space.limit = graph_states
+    if graph_states is not None:
+        search.space.limit = graph_states
     search.part = part
     shared = None if table is None else table.attach(part)
     search.shared = shared
