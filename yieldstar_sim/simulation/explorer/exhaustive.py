@@ -529,7 +529,6 @@ class ParallelExhaustive:
             tally.stopped, covered.lost = StopReason.LOST, list(lost)
         space = StateSpace(limit=ExhaustiveSearch.graph_states)
         reached = SeenStates()
-        progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
         for part in parts:
             shift = len(covered.state_paths)
             for outcome in part.outcomes:
@@ -545,8 +544,6 @@ class ParallelExhaustive:
                 space.merge(got.state_space, shift)
             covered.state_paths.extend(got.state_paths)
             reached.add_fingerprints(part.fingerprints)
-            for name in _SUMMED:
-                progress[name] += got.progress.get(name, 0)
             covered.pruned_by_cache += got.pruned_by_cache
             covered.spared_by_reduction += got.spared_by_reduction
             covered.reduced_states += got.reduced_states
@@ -556,16 +553,16 @@ class ParallelExhaustive:
         if tally.every_violation:
             keep_shortest(tally)  # shortest first: the shortest of every part's
         states = len(reached)
+        figures = [part.covered.progress for part in parts]
+        progress: dict[str, Any] = {name: sum(f.get(name, 0) for f in figures) for name in _SUMMED}
         progress.update(
             states=states, seconds=round(seconds, 3),
             states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
             frontier=0, depth=0, processes=self.processes,
             sharing=sum(part.shared for part in parts),
-            peak_rss_mb=max((p.covered.progress.get("peak_rss_mb", 0.0) for p in parts), default=0),
-            max_depth_reached=max(
-                (p.covered.progress.get("max_depth_reached", 0) for p in parts), default=0
-            ),
-            transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
+            peak_rss_mb=max((f.get("peak_rss_mb", 0.0) for f in figures), default=0),
+            max_depth_reached=max((f.get("max_depth_reached", 0) for f in figures), default=0),
+            transitions_per_process=[f.get("transitions", 0) for f in figures],
         )  # fmt: skip
         if self.cluster is not None:
             progress.update(self.cluster.figures, cluster=self.cluster.name)
@@ -573,12 +570,7 @@ class ParallelExhaustive:
         naive = [part.covered.naive_schedules for part in parts]
         covered.state_space, covered.distinct_states = space, states
         covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
-        if (
-            covered.searched_to_the_end
-            and not progress["sharing"]
-            and naive
-            and all(n is not None for n in naive)
-        ):
+        if covered.searched_to_the_end and not progress["sharing"] and None not in naive:
             # Each process that searched alone estimated the whole tree: the largest is the
             # report's. One that cut what another searched knows nothing of those subtrees,
             # and its estimate is low by what they held: none is given.
