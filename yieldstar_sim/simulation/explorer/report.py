@@ -211,22 +211,15 @@ class ExplorationReport:
             return (
                 f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them{cut}"
             )
-        skipped = (
-            f", {systematic.skipped_equivalent} skipped as equivalent to one run"
-            if systematic.skipped_equivalent
-            else ""
-        )
-        draws = (
-            f", every option of {systematic.branched} draw(s) and completion order(s)"
-            if systematic.branched
-            else ""
-        )
+        skipped = draws = ""
+        if systematic.skipped_equivalent:
+            skipped = f", {systematic.skipped_equivalent} skipped as equivalent to one run"
+        if systematic.branched:
+            draws = f", every option of {systematic.branched} draw(s) and completion order(s)"
         if self.exhausted:
-            where = (
-                f"every fault kind at every choice point of seed {self.seed}'s interleaving"
-                if self.max_faults
-                else f"seed {self.seed}'s interleaving"
-            )
+            where = f"seed {self.seed}'s interleaving"
+            if self.max_faults:
+                where = f"every fault kind at every choice point of {where}"
             return (
                 f"exhausted the bound: all {self.total_under_bound} schedules under {bound} "
                 f"covered: {run}{skipped} ({where}{draws}; other interleavings are sampled "
