@@ -149,10 +149,8 @@ class ExhaustiveSearch:
 
     def _level(self, *, cache: bool) -> None:
         execution = self._execution = self.runner.execution(footprints=bool(self.reduction))
-        stack: list[_Node] = []
         root = self._arrive(execution, None, None, cache=cache)
-        if root is not None:
-            stack.append(root)
+        stack = [] if root is None else [root]
         tally = self.tally
         while stack:
             if self._stop():
@@ -188,8 +186,13 @@ class ExhaustiveSearch:
             child = self._arrive(execution, node, move, cache=cache, depth=len(stack))
             if child is not None:
                 stack.append(child)
-            if self.watch is not None:
-                self._watch(stack)
+            if (
+                self.watch is not None
+                and (now := time.perf_counter()) - self._watched >= WATCH_SECONDS
+            ):
+                self._watched = now
+                self._depth, self._frontier = len(stack), sum(len(n.pending) for n in stack)
+                self.watch(self.progress())
         self._depth = self._frontier = 0
         self.covered.searched_to_the_end = not tally.done
 
@@ -360,14 +363,6 @@ class ExhaustiveSearch:
             "replayed_moves": 0 if execution is None else execution.replayed_steps,
             "peak_rss_mb": peak_rss_mb(), "processes": 1, "sharing": 1,
         }  # fmt: skip
-
-    def _watch(self, stack: list[_Node]) -> None:
-        now = time.perf_counter()
-        if now - self._watched >= WATCH_SECONDS:
-            self._watched = now
-            self._depth, self._frontier = len(stack), sum(len(n.pending) for n in stack)
-            assert self.watch is not None
-            self.watch(self.progress())
 
     def section(self) -> dict[str, Any]:
         """What the search covered (the report's section)."""
