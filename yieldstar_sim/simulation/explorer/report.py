@@ -253,11 +253,9 @@ class ExplorationReport:
             counts += f"; searched by {processes} {kind}, each on its own"
         elif "cluster" in covered.progress and processes == 1:
             counts += f"; searched by one {kind.removesuffix('s')}"  # a cluster of one
-        elif "cluster" in covered.progress:
-            counts += f"; searched by {processes} {kind} sharing their states"
-        elif processes > 1:
-            alone = processes - sharing
-            counts += f"; searched by {processes} processes sharing their states" + (
+        elif "cluster" in covered.progress or processes > 1:
+            alone = 0 if "cluster" in covered.progress else processes - sharing
+            counts += f"; searched by {processes} {kind} sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""
             )
         states = f"{covered.distinct_states:,} distinct states"
