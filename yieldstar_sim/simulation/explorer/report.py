@@ -98,9 +98,7 @@ class ExplorationReport:
     def cut_by(self) -> list[str]:
         """The bounds and budgets that cut the search, each in words (empty: none did)."""
         reasons = [] if self.exhaustive is None else list(self.exhaustive.cut_by)
-        if self.stopped in (StopReason.BUDGET, StopReason.TIME_BUDGET) and (
-            self.stopped not in reasons
-        ):
+        if self.stopped in {StopReason.BUDGET, StopReason.TIME_BUDGET} - set(reasons):
             reasons.append(self.stopped)
         return [self._bound(reason) for reason in reasons]
 
