@@ -298,10 +298,9 @@ def _strategy(
         if bar is not None:
             # Beside the bar's count of schedules, as a model checker shows its progress (the
             # processes of a cluster count schedules only as they end: it is shown at once).
-            refresh = cluster is not None
             search.watch = lambda got: bar.set_postfix(
                 states=got["states"], per_s=got["states_per_second"], frontier=got["frontier"],
-                depth=got["depth"], MB=got["peak_rss_mb"], refresh=refresh,
+                depth=got["depth"], MB=got["peak_rss_mb"], refresh=cluster is not None,
             )  # fmt: skip
         return search
     if isinstance(options, Systematic):

@@ -103,10 +103,10 @@ class ExhaustiveSearch:
         assert isinstance(options, Exhaustive)
         self.runner, self.config, self.options = runner, config, options
         self.tally = Tally(config, every_violation=options.order == "shortest", tick=tick)
+        self.space = StateSpace(limit=self.graph_states)
         self.covered = ExhaustiveCoverage(
             order=options.order, max_depth=options.max_depth,
-            workers=len(runner.scenario.worker_names),
-            state_space=StateSpace(limit=self.graph_states),
+            workers=len(runner.scenario.worker_names), state_space=self.space,
         )  # fmt: skip
         self.states = SeenStates()
         """Every distinct state reached, over every fault level (the statement's count)."""
@@ -149,10 +149,8 @@ class ExhaustiveSearch:
 
     def _level(self, *, cache: bool) -> None:
         execution = self._execution = self.runner.execution(footprints=bool(self.reduction))
-        stack: list[_Node] = []
         root = self._arrive(execution, None, None, cache=cache)
-        if root is not None:
-            stack.append(root)
+        stack = [] if root is None else [root]
         tally = self.tally
         while stack:
             if self._stop():
@@ -188,8 +186,13 @@ class ExhaustiveSearch:
             child = self._arrive(execution, node, move, cache=cache, depth=len(stack))
             if child is not None:
                 stack.append(child)
-            if self.watch is not None:
-                self._watch(stack)
+            if (
+                self.watch is not None
+                and (now := time.perf_counter()) - self._watched >= WATCH_SECONDS
+            ):
+                self._watched = now
+                self._depth, self._frontier = len(stack), sum(len(n.pending) for n in stack)
+                self.watch(self.progress())
         self._depth = self._frontier = 0
         self.covered.searched_to_the_end = not tally.done
 
@@ -236,19 +239,15 @@ class ExhaustiveSearch:
     ) -> _Node | None:
         """A run reached a new choice point (or its end) after ``move``: its node, or None
         where the run ends or is cut."""
-        space = self.covered.state_space
-        assert space is not None
+        space = self.space
         self.max_depth_reached = max(self.max_depth_reached, depth)
         faults = 0 if parent is None else parent.faults_used + (move.fault is not None)  # type: ignore[union-attr]
         key = execution.key()
         ended = execution.done()
         held = None
         if self.reduction is not None and not ended:
-            above, actor = (
-                None if parent is None else parent.held,
-                None if move is None else move.actor,
-            )
-            held = self.reduction.arrive(execution, above, actor)
+            above = None if parent is None else parent.held
+            held = self.reduction.arrive(execution, above, None if move is None else move.actor)
         new = self.states.add(key)
         plan = len(self.paths)
         if new and not space.full:
@@ -339,10 +338,8 @@ class ExhaustiveSearch:
     ) -> None:
         """A run ended at ``key`` with ``left`` faults and depth: its outcome counted, its
         violations marked, and shared with ``share``."""
-        space = self.covered.state_space
-        assert space is not None
         for violation in run.violations:
-            space.mark_violation(key, violation.invariant)
+            self.space.mark_violation(key, violation.invariant)
         self.tally.take(outcome_of(run))
         if self.shared is not None and share:
             # Searched to its end, and shared as such, so that a table that counts the
@@ -366,14 +363,6 @@ class ExhaustiveSearch:
             "replayed_moves": 0 if execution is None else execution.replayed_steps,
             "peak_rss_mb": peak_rss_mb(), "processes": 1, "sharing": 1,
         }  # fmt: skip
-
-    def _watch(self, stack: list[_Node]) -> None:
-        now = time.perf_counter()
-        if now - self._watched >= WATCH_SECONDS:
-            self._watched = now
-            self._depth, self._frontier = len(stack), sum(len(n.pending) for n in stack)
-            assert self.watch is not None
-            self.watch(self.progress())
 
     def section(self) -> dict[str, Any]:
         """What the search covered (the report's section)."""
@@ -425,8 +414,8 @@ def search_part(
     ``ExhaustiveSearch.graph_states``)."""
     runner = Runner(shard_scenario(reference), runtime, seed=config.seed, timeout=timeout)
     search = ExhaustiveSearch(runner, config)
-    if graph_states is not None and search.covered.state_space is not None:
-        search.covered.state_space.limit = graph_states
+    if graph_states is not None:
+        search.space.limit = graph_states
     search.part = part
     shared = None if table is None else table.attach(part)
     search.shared = shared
@@ -535,7 +524,6 @@ class ParallelExhaustive:
             tally.stopped, covered.lost = StopReason.LOST, list(lost)
         space = StateSpace(limit=ExhaustiveSearch.graph_states)
         reached = SeenStates()
-        progress: dict[str, Any] = dict.fromkeys(_SUMMED, 0)
         for part in parts:
             shift = len(covered.state_paths)
             for outcome in part.outcomes:
@@ -551,8 +539,6 @@ class ParallelExhaustive:
                 space.merge(got.state_space, shift)
             covered.state_paths.extend(got.state_paths)
             reached.add_fingerprints(part.fingerprints)
-            for name in _SUMMED:
-                progress[name] += got.progress.get(name, 0)
             covered.pruned_by_cache += got.pruned_by_cache
             covered.spared_by_reduction += got.spared_by_reduction
             covered.reduced_states += got.reduced_states
@@ -562,16 +548,16 @@ class ParallelExhaustive:
         if tally.every_violation:
             keep_shortest(tally)  # shortest first: the shortest of every part's
         states = len(reached)
+        figures = [part.covered.progress for part in parts]
+        progress: dict[str, Any] = {name: sum(f.get(name, 0) for f in figures) for name in _SUMMED}
         progress.update(
             states=states, seconds=round(seconds, 3),
             states_per_second=round(states / seconds, 1) if seconds > 0 else 0.0,
             frontier=0, depth=0, processes=self.processes,
             sharing=sum(part.shared for part in parts),
-            peak_rss_mb=max((p.covered.progress.get("peak_rss_mb", 0.0) for p in parts), default=0),
-            max_depth_reached=max(
-                (p.covered.progress.get("max_depth_reached", 0) for p in parts), default=0
-            ),
-            transitions_per_process=[p.covered.progress.get("transitions", 0) for p in parts],
+            peak_rss_mb=max((f.get("peak_rss_mb", 0.0) for f in figures), default=0),
+            max_depth_reached=max((f.get("max_depth_reached", 0) for f in figures), default=0),
+            transitions_per_process=[f.get("transitions", 0) for f in figures],
         )  # fmt: skip
         if self.cluster is not None:
             progress.update(self.cluster.figures, cluster=self.cluster.name)
@@ -579,12 +565,7 @@ class ParallelExhaustive:
         naive = [part.covered.naive_schedules for part in parts]
         covered.state_space, covered.distinct_states = space, states
         covered.progress, covered.searched_to_the_end = progress, searched and not tally.done
-        if (
-            covered.searched_to_the_end
-            and not progress["sharing"]
-            and naive
-            and all(n is not None for n in naive)
-        ):
+        if covered.searched_to_the_end and not progress["sharing"] and None not in naive:
             # Each process that searched alone estimated the whole tree: the largest is the
             # report's. One that cut what another searched knows nothing of those subtrees,
             # and its estimate is low by what they held: none is given.

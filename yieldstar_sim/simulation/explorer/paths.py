@@ -80,8 +80,7 @@ class Paths(Sequence["tuple[Move, ...]"]):
         while end >= 0:
             found.append(moves[end])
             end = parents[end]
-        found.reverse()
-        return tuple(found)
+        return tuple(reversed(found))
 
     @overload
     def __getitem__(self, index: int) -> tuple[Move, ...]: ...

@@ -98,9 +98,7 @@ class ExplorationReport:
     def cut_by(self) -> list[str]:
         """The bounds and budgets that cut the search, each in words (empty: none did)."""
         reasons = [] if self.exhaustive is None else list(self.exhaustive.cut_by)
-        if self.stopped in (StopReason.BUDGET, StopReason.TIME_BUDGET) and (
-            self.stopped not in reasons
-        ):
+        if self.stopped in {StopReason.BUDGET, StopReason.TIME_BUDGET} - set(reasons):
             reasons.append(self.stopped)
         return [self._bound(reason) for reason in reasons]
 
@@ -211,22 +209,15 @@ class ExplorationReport:
             return (
                 f"{run} ({self.strategy}, {bound}): a sample of the schedules, not all of them{cut}"
             )
-        skipped = (
-            f", {systematic.skipped_equivalent} skipped as equivalent to one run"
-            if systematic.skipped_equivalent
-            else ""
-        )
-        draws = (
-            f", every option of {systematic.branched} draw(s) and completion order(s)"
-            if systematic.branched
-            else ""
-        )
+        skipped = draws = ""
+        if systematic.skipped_equivalent:
+            skipped = f", {systematic.skipped_equivalent} skipped as equivalent to one run"
+        if systematic.branched:
+            draws = f", every option of {systematic.branched} draw(s) and completion order(s)"
         if self.exhausted:
-            where = (
-                f"every fault kind at every choice point of seed {self.seed}'s interleaving"
-                if self.max_faults
-                else f"seed {self.seed}'s interleaving"
-            )
+            where = f"seed {self.seed}'s interleaving"
+            if self.max_faults:
+                where = f"every fault kind at every choice point of {where}"
             return (
                 f"exhausted the bound: all {self.total_under_bound} schedules under {bound} "
                 f"covered: {run}{skipped} ({where}{draws}; other interleavings are sampled "
@@ -260,11 +251,9 @@ class ExplorationReport:
             counts += f"; searched by {processes} {kind}, each on its own"
         elif "cluster" in covered.progress and processes == 1:
             counts += f"; searched by one {kind.removesuffix('s')}"  # a cluster of one
-        elif "cluster" in covered.progress:
-            counts += f"; searched by {processes} {kind} sharing their states"
-        elif processes > 1:
-            alone = processes - sharing
-            counts += f"; searched by {processes} processes sharing their states" + (
+        elif "cluster" in covered.progress or processes > 1:
+            alone = 0 if "cluster" in covered.progress else processes - sharing
+            counts += f"; searched by {processes} {kind} sharing their states" + (
                 f" ({alone} of them, on another machine, on its own)" if alone else ""
             )
         states = f"{covered.distinct_states:,} distinct states"

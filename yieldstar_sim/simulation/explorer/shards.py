@@ -262,18 +262,14 @@ class Runner:
         if self.executor is not None and self._own is None:
             return self._reference()
         if self._own is None:
-            processes = max(1, min(self.jobs, tasks))
-            if "fork" in multiprocessing.get_all_start_methods():
-                # fork hands the scenario (lambdas and all) to the processes without pickling it
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    processes, mp_context=multiprocessing.get_context("fork"),
-                    initializer=_shard_init, initargs=(self.scenario, None),
-                )  # fmt: skip
-            else:
-                self._own = concurrent.futures.ProcessPoolExecutor(
-                    processes, initializer=_shard_init, initargs=(None, self._reference())
-                )
-            self.executor = self._own
+            # fork hands the scenario (lambdas and all) to the processes without pickling it
+            fork = "fork" in multiprocessing.get_all_start_methods()
+            self._own = self.executor = concurrent.futures.ProcessPoolExecutor(
+                max(1, min(self.jobs, tasks)),
+                mp_context=multiprocessing.get_context("fork") if fork else None,
+                initializer=_shard_init,
+                initargs=(self.scenario, None) if fork else (None, self._reference()),
+            )
         return None
 
     def _reference(self) -> str:

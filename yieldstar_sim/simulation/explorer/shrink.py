@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
 from yieldstar_sim.simulation.explorer.report import FoundViolation
 from yieldstar_sim.simulation.faults import by_description, trace_points
 from yieldstar_sim.simulation.moves import Move, plain_move
@@ -29,7 +28,7 @@ def shrink(
     runtime: RuntimeChoice,
     invariant: str,
     *,
-    timeout: float | None = DEFAULT_TIMEOUT,
+    timeout: float | None,
 ) -> FoundViolation:
     """Shrink ``outcome``'s violation of ``invariant`` to a 1-minimal set of described
     faults, and find its nearest passing schedule and the first event where the two part."""
@@ -52,17 +51,6 @@ def shrink(
     faults = ddmin(faults, lambda subset: violates(run(bare, subset)))
     shrunk = run(bare, faults)
     shrunk = shrunk if violates(shrunk) else found
-    nearest: list[str] | None = None
-    divergence: tuple[int, str] | tuple[None, None] = (None, None)
-    nearest_artifact = None
-    for drop in reversed(range(len(faults))):
-        others = faults[:drop] + faults[drop + 1 :]
-        passing = run(bare, others)
-        if not violates(passing):
-            nearest = [fault.describe() for fault in others]
-            divergence = first_divergence(shrunk, passing)
-            nearest_artifact = passing.artifact()
-            break
     # The search's own message when a run again no longer violates it (an invariant that
     # reads something other than the run: the confirmation says the scenario is not
     # deterministic).
@@ -70,17 +58,22 @@ def shrink(
         (v.message for v in shrunk.violations if v.invariant == invariant),
         next(message for name, message in outcome.violations if name == invariant),
     )
-    return FoundViolation(
+    violation = FoundViolation(
         invariant=invariant,
         message=message,
         artifact=shrunk.artifact(),
         faults=[fault.describe() for fault in faults],
         found_at=outcome.index,
-        nearest_passing=nearest,
-        divergence=divergence[1],
-        divergence_at=divergence[0],
-        nearest_artifact=nearest_artifact,
     )
+    for drop in reversed(range(len(faults))):
+        others = faults[:drop] + faults[drop + 1 :]
+        passing = run(bare, others)
+        if not violates(passing):
+            violation.nearest_passing = [fault.describe() for fault in others]
+            violation.divergence_at, violation.divergence = first_divergence(shrunk, passing)
+            violation.nearest_artifact = passing.artifact()
+            break
+    return violation
 
 
 def ddmin(items: list[Fault], fails: Callable[[list[Fault]], bool]) -> list[Fault]:

@@ -188,18 +188,15 @@ class Tally:
         self.outcomes.append(outcome)
         if outcome.incomplete is not None and not outcome.violations:
             faults = ", ".join(f.describe() for f in outcome.faults) or "no faults"
-            if outcome.unfair is not None and self._runs_every_fair_turn():
+            unfair = outcome.unfair is not None and self._runs_every_fair_turn()
+            if unfair:
                 self.unfair += 1
-                if len(self.unfair_reasons) < 3:
-                    self.unfair_reasons.append(
-                        f"schedule #{outcome.index} ({faults}): {outcome.unfair}"
-                    )
             else:
                 self.incomplete += 1
-                if len(self.incomplete_reasons) < 3:
-                    self.incomplete_reasons.append(
-                        f"schedule #{outcome.index} ({faults}): {outcome.incomplete}"
-                    )
+            reasons = self.unfair_reasons if unfair else self.incomplete_reasons
+            if len(reasons) < 3:
+                why = outcome.unfair if unfair else outcome.incomplete
+                reasons.append(f"schedule #{outcome.index} ({faults}): {why}")
         warnings = set(outcome.warnings)
         self.warnings = warnings if self.warnings is None else self.warnings & warnings
         if outcome.violations:
