@@ -12,11 +12,11 @@ when they agree on every part, but for a chance of 2**-128 (a cryptographic hash
 would merge two states and skip a schedule, and a violation there would come back as a green
 verdict).
 
-What a generator holds is a function of what it did since it last held nothing of its past (a
-claim point, a crash, an outcome, a rejection): its *history*, the typed facts of the trace events it
-left since (their kind, call, execution, step, token and payload, never their words or times),
-a worker's or client's name inside a payload's text blinded, so that two states that mirror
-each other by the workers' names are one state (worker symmetry).
+What a generator holds is a function of what it did since it last held nothing of its past
+(its claim point, a crash, an outcome, a rejection): its *history*, the typed facts of the
+trace events it left since (their kind, call, execution, step, token and payload, never their
+words or times), a worker's or client's name inside a payload's text blinded, so that two
+states that mirror each other by the workers' names are one state (worker symmetry).
 
 What makes it incremental:
 
