@@ -188,8 +188,8 @@ class RecordedHistoryNeverChanges:
 
     def check(self, run: RunView) -> list[Violation]:
         """Follow each record's writes through the trace, then compare the final records."""
-        reader = _Reader()
-        reader.read(run.trace)
+        # Read on from what the run's trace kept of its restore point (``Trace.fold``).
+        reader = run.trace.fold("recorded history", _Reader)
         found = reader.found
         for what, first, now in _final(
             run, reader.steps, reader.outcomes, reader.targets, reader.changed
@@ -229,6 +229,13 @@ class _Reader:
     said: dict[tuple[str | None, str | None, int | None], OutcomeData] = field(default_factory=dict)
     changed: set[tuple[str, ...]] = field(default_factory=set)
     found: list[tuple[str, _First, str, TraceEvent | None]] = field(default_factory=list)
+
+    def copy(self) -> _Reader:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
+        return _Reader(
+            dict(self.steps), dict(self.outcomes), dict(self.targets), dict(self.said),
+            set(self.changed), list(self.found),
+        )  # fmt: skip
 
     def read(self, events: Iterable[TraceEvent]) -> None:
         """Take ``events``, in order, passing over at a glance each whose payload is not
