@@ -5,8 +5,6 @@ docs/architecture.md ("The explorer's parts") says which module holds what.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +30,7 @@ from yieldstar_sim.simulation.explorer.strategy import (
     Strategy,
     StrategyOptions,
     Systematic,
+    paced_collector,
 )
 from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
@@ -48,7 +47,7 @@ from yieldstar_sim.testing import runtime_adapter_failures
 
 if TYPE_CHECKING:
     import concurrent.futures
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Sequence
 
     from yieldstar_sim.runtime.factory import RuntimeChoice
     from yieldstar_sim.simulation.cluster import DaskClient
@@ -198,7 +197,7 @@ def _search(search: Strategy, runner: Runner) -> None:
     """Run the search: a Ctrl-C ends it where it is (the report keeps what it found), and a run
     made again that does not fit its path ends it with a ``ScenarioError``."""
     try:
-        with _paced_collector():
+        with paced_collector():
             search.search()
     except KeyboardInterrupt:
         search.tally.stopped = StopReason.INTERRUPTED
@@ -211,31 +210,6 @@ def _search(search: Strategy, runner: Runner) -> None:
             f"before ({error}); the scenario is not deterministic, or its runtime adapter does "
             f"not save what it keeps; {CAUSE}"
         ) from error
-
-
-#: The cyclic collector's young-generation threshold while a search runs (CPython's default
-#: is 700).
-SEARCH_YOUNG_THRESHOLD = 50_000
-
-
-@contextlib.contextmanager
-def _paced_collector() -> Iterator[None]:
-    """The cyclic collector run less often while the search runs, as it was set after.
-
-    A search restores a state thousands of times, and what a run built since then is freed by
-    reference counting at each restore; but the collector counts objects made less objects
-    freed, and a run longer than 700 new containers (a trace event and its payload are
-    several) set off a young collection, which promoted what the run still held, whose growth
-    set off full collections of the whole heap: about a tenth of the CPU of a systematic
-    search of 100 orders (docs/decisions.md, issue 48). With the threshold raised, a run's
-    objects are mostly freed before any collection sees them; cycles are still collected,
-    after at most this many net new containers."""
-    young, *older = gc.get_threshold()
-    gc.set_threshold(max(young, SEARCH_YOUNG_THRESHOLD), *older)
-    try:
-        yield
-    finally:
-        gc.set_threshold(young, *older)
 
 
 def _fill(report: ExplorationReport, search: Strategy) -> None:

@@ -25,7 +25,13 @@ from yieldstar_sim.simulation.explorer.runs import outcome_of
 from yieldstar_sim.simulation.explorer.seen import SeenStates, peak_rss_mb
 from yieldstar_sim.simulation.explorer.shards import Runner, shard_scenario, turned
 from yieldstar_sim.simulation.explorer.statespace import StateSpace
-from yieldstar_sim.simulation.explorer.strategy import Exhaustive, StopReason, Tally, keep_shortest
+from yieldstar_sim.simulation.explorer.strategy import (
+    Exhaustive,
+    StopReason,
+    Tally,
+    keep_shortest,
+    paced_collector,
+)
 from yieldstar_sim.simulation.persistent import Held, Reduction
 from yieldstar_sim.simulation.shared_states import DEFAULT_SLOTS, SharedVisited
 
@@ -423,7 +429,8 @@ def search_part(
         search.watch = shared.heard
         shared.summarised(search.reduction)
     try:
-        search.search()
+        with paced_collector():  # as in one process (``explore``'s ``_search``)
+            search.search()
     finally:
         runner.close()
         if shared is not None:

@@ -1,11 +1,14 @@
 """What every strategy shares: its options (a small dataclass each), the one shape a strategy
 has (``Strategy``, as shuttle's ``Scheduler`` trait), why a search stopped (``StopReason``), and
-the tally of what it ran and found (``Tally``), which the report is built from.
+the tally of what it ran and found (``Tally``), which the report is built from, and the
+cyclic collector's pace while one runs (``paced_collector``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gc
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -13,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind, explored_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import TypeAlias
 
     from yieldstar_sim.simulation.explorer.runs import Outcome
@@ -264,3 +267,28 @@ def keep_shortest(tally: Tally, start: int = 0) -> None:
         if held is None or rank(failure) < rank(held):
             best[failure[1]] = failure
     tally.failures[start:] = sorted(best.values(), key=rank)
+
+
+#: The cyclic collector's young-generation threshold while a search runs (CPython's default
+#: is 700).
+SEARCH_YOUNG_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def paced_collector() -> Iterator[None]:
+    """The cyclic collector run less often while the search runs, as it was set after.
+
+    A search restores a state thousands of times, and what a run built since then is freed by
+    reference counting at each restore; but the collector counts objects made less objects
+    freed, and a run longer than 700 new containers (a trace event and its payload are
+    several) set off a young collection, which promoted what the run still held, whose growth
+    set off full collections of the whole heap: about a tenth of the CPU of a systematic
+    search of 100 orders (docs/decisions.md, issue 48). With the threshold raised, a run's
+    objects are mostly freed before any collection sees them; cycles are still collected,
+    after at most this many net new containers."""
+    young, *older = gc.get_threshold()
+    gc.set_threshold(max(young, SEARCH_YOUNG_THRESHOLD), *older)
+    try:
+        yield
+    finally:
+        gc.set_threshold(young, *older)
