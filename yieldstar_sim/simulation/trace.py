@@ -214,11 +214,9 @@ class Trace:
         caller's to read on or keep. What the events up to the last cut (``truncate``: a
         restore) made of a reader is kept under ``name`` and read on from, so that a search,
         whose runs go on from restored states, reads each run's events past its restore
-        point, not its whole trace (issue 48: reading every run's whole trace was about half
-        of the recorded-history invariant's time; the single-fault search of 10 orders
-        reads 53% of the events it did). The kept reader counts only while the event it
-        stopped after is still in its place: a trace cut before it and grown again has other
-        events there."""
+        point, not its whole trace (docs/decisions.md, "The search rebuilt around one
+        Execution"). The kept reader counts only while the event it stopped after is still
+        in its place: a trace cut before it and grown again has other events there."""
         events = self.events
         kept = self._folds.get(name)
         if (

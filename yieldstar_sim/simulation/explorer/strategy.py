@@ -282,8 +282,8 @@ def paced_collector() -> Iterator[None]:
     reference counting at each restore; but the collector counts objects made less objects
     freed, and a run longer than 700 new containers (a trace event and its payload are
     several) set off a young collection, which promoted what the run still held, whose growth
-    set off full collections of the whole heap: about a tenth of the CPU of a systematic
-    search of 100 orders (docs/decisions.md, issue 48). With the threshold raised, a run's
+    set off full collections of the whole heap (docs/decisions.md, "The search rebuilt
+    around one Execution"). With the threshold raised, a run's
     objects are mostly freed before any collection sees them; cycles are still collected,
     after at most this many net new containers."""
     young, *older = gc.get_threshold()
