@@ -322,17 +322,7 @@ class StateKeys:
         waits = state.kernel.waits
         helped = _helped(waits)
         for name, wait in waits.items():
-            # An actor's term is made again only when it waits on another object than at
-            # the last point, its clock was skewed, or its history grew (most often only
-            # the one that just went).
-            skew, fresh = self._keyed_as(name, wait, behind, helped)
-            # A helper's term is made again at every point: its worker's history moves
-            # without it, and helpers are few and short-lived.
-            seen = actors.get(name) if self.follows_changes and "~" not in name else None
-            if seen is None or seen[0] is not wait or seen[1] != skew or seen[3] != fresh:
-                term_ = self._actor(name, wait_facts(name, wait), skew, fresh=fresh)
-                seen = actors[name] = (wait, skew, term_, fresh)
-            total += seen[2]
+            total += self._term(name, wait, behind, helped)
         turns = state.kernel.turns
         if len(turns) > 1:
             # Among actors waiting at solo points, the one still on its move goes first
@@ -343,13 +333,20 @@ class StateKeys:
             total += term(_TURNS, ",".join(first + others))
         return total
 
-    def _keyed_as(
-        self, name: str, wait: Any, behind: dict[str, float], helped: set[str]
-    ) -> tuple[float, bool]:
-        """How far ``name``'s clock runs behind, and whether it is keyed without its history
-        (``forgets_idle_pasts``): what its term takes beside its wait."""
+    def _term(self, name: str, wait: Any, behind: dict[str, float], helped: set[str]) -> int:
+        """Actor ``name``'s term waiting at ``wait``: its history (none where it holds nothing
+        of its past and ``forgets_idle_pasts``), its wait, and how far its clock runs behind."""
         skew = behind.get(name.partition("~")[0], 0.0) if behind else 0.0
-        return skew, self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
+        fresh = self.forgets_idle_pasts and name not in helped and holds_no_past(wait)
+        # An actor's term is made again only when it waits on another object than at the
+        # last point, its clock was skewed, or its history grew (most often only the one that
+        # just went). A helper's term is made again at every point: its worker's history
+        # moves without it, and helpers are few and short-lived.
+        seen = self._actors.get(name) if self.follows_changes and "~" not in name else None
+        if seen is None or seen[0] is not wait or seen[1] != skew or seen[3] != fresh:
+            term_ = self._actor(name, wait_facts(name, wait), skew, fresh=fresh)
+            seen = self._actors[name] = (wait, skew, term_, fresh)
+        return seen[2]
 
     def _rivals(self, claim: TraceEvent) -> list[str]:
         """The other workers waiting at their claim where ``claim`` was taken, as the run
@@ -404,13 +401,11 @@ class StateKeys:
         waits, behind = state.kernel.waits, state.clocks.behind
         helped = _helped(waits)
         for worker, facts in workers.items():
-            # The worker by its term in the key (its history, wait and clock), as the key
-            # knows it: two states that mirror each other by the workers' names get one past.
+            # The worker by its term in the key (its history, wait and clock; the one the key
+            # just made, where it is kept): two states that mirror each other by the workers'
+            # names get one past.
             wait = waits.get(worker)
-            role: object = worker
-            if wait is not None:
-                skew, fresh = self._keyed_as(worker, wait, behind, helped)
-                role = self._actor(worker, wait_facts(worker, wait), skew, fresh=fresh)
+            role: object = worker if wait is None else self._term(worker, wait, behind, helped)
             total += term(_PAST, repr((role, sorted(facts, key=repr))))
         return total
 

@@ -283,9 +283,9 @@ def paced_collector() -> Iterator[None]:
     freed, and a run longer than 700 new containers (a trace event and its payload are
     several) set off a young collection, which promoted what the run still held, whose growth
     set off full collections of the whole heap (docs/decisions.md, "The search rebuilt
-    around one Execution"). With the threshold raised, a run's
-    objects are mostly freed before any collection sees them; cycles are still collected,
-    after at most this many net new containers."""
+    around one Execution"). With the threshold raised, a run's objects are mostly freed
+    before any collection sees them; cycles are still collected, after at most this many net
+    new containers."""
     young, *older = gc.get_threshold()
     gc.set_threshold(max(young, SEARCH_YOUNG_THRESHOLD), *older)
     try:
