@@ -108,9 +108,9 @@ def connect(address: str) -> Iterator[DaskClient]:
         import dask
 
         # Spawned, each worker started an interpreter, imported Dask, then imported this
-        # package at its first task: at 3 orders x 3 workers, 1.7 s and 1.5 s on this
-        # machine, more than the search. Forked from this process, which has imported both,
-        # they are ready in 0.3 s. The heap is frozen as for ``--jobs``'s forks.
+        # package at its first task, which took longer than a small search (docs/cluster.md).
+        # Forked from this process, which has imported both, they are ready at once. The
+        # heap is frozen as for ``--jobs``'s forks.
         with dask.config.set({START_METHOD: start_method()}), frozen_heap():
             cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=int(count), processes=True, threads_per_worker=1,
