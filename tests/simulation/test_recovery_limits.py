@@ -13,8 +13,10 @@ import yieldstar_sim as ys
 from yieldstar_sim.core.model import MAX_RECOVERY_ATTEMPTS_EXCEEDED, Delivery, ExecutionStatus
 from yieldstar_sim.examples.flawed_runtimes import _Wrapped
 from yieldstar_sim.simulation.execution import Execution
+from yieldstar_sim.simulation.faults import TIMED_KINDS, FaultKind
 from yieldstar_sim.simulation.invariants import NothingRecoveredWithoutEnd
-from yieldstar_sim.simulation.moves import plain_move
+from yieldstar_sim.simulation.invariants.recoveries import RecoveryLog
+from yieldstar_sim.simulation.moves import Move, plain_move
 from yieldstar_sim.simulation.result import SimulationRun
 from yieldstar_sim.simulation.trace_payloads import OutcomeData, TraceKind
 
@@ -148,15 +150,29 @@ def _skewed(workers: int) -> tuple[ys.Scenario, list[ys.Fault]]:
     return scenario, [skew]
 
 
-def _w1_first(scenario: ys.Scenario, faults: list[ys.Fault]) -> SimulationRun:
+def _w1_first(
+    scenario: ys.Scenario,
+    faults: list[ys.Fault],
+    struck: tuple[str, float, FaultKind] | None = None,
+) -> SimulationRun:
     """The run of ``scenario`` where w1 goes whenever it can (an unfair scheduler: w2, idle,
-    is offered its claim beside w1 at each recovery and never given it), with ``faults``."""
+    is offered its claim beside w1 at each recovery and never given it), with ``faults``; and
+    where ``struck`` (a worker, a time, a fault kind) says so, that worker goes first at its
+    claim at that time, struck by that fault."""
     execution = Execution(scenario, faults=faults)
     while not execution.done():
         ready = execution.ready()
         actor = "w1" if "w1" in ready else ready[0]
         choice = 0 if execution.point(actor).options else None
-        execution.take(execution.planned(plain_move(actor, choice)))
+        move = plain_move(actor, choice)
+        if struck is not None and struck[0] in ready and execution.clock.now() == struck[1]:
+            info = execution.point(struck[0]).info
+            if info is not None and info.op == "claim":
+                move, struck = (
+                    Move(struck[0], struck[2], 40.0 if struck[2] in TIMED_KINDS else None),
+                    None,
+                )
+        execution.take(execution.planned(move))
     return execution.result()
 
 
@@ -179,6 +195,36 @@ def test_a_loop_only_an_unfair_scheduler_keeps_up_is_not_called_without_end() ->
     assert run.unfair is not None
     assert "while w2 was ready to claim it at those instants and was not given it" in run.unfair
     assert run.incomplete.endswith("only an unfair scheduler keeps that up; a fair one ends it")
+
+
+def test_a_worker_that_lost_the_execution_to_a_fault_at_its_claim_is_still_starved() -> None:
+    """w2 wins one recovery's claim (t=70) and a fault takes the delivery from it after the
+    call commits (``crash_after``, ``lose_response``: the fault's event comes before the
+    claim's): the execution was lost to the fault, not to w2, so w2 is still a worker a fair
+    scheduler would give it to, and the loop is unfair, not endless."""
+    for kind in (FaultKind.CRASH_AFTER, FaultKind.LOSE_RESPONSE):
+        scenario, faults = _skewed(workers=2)
+        run = _w1_first(scenario, faults, struck=("w2", 70.0, kind))
+        claims = [
+            (e.t, e.worker)
+            for e in run.trace
+            if e.kind == TraceKind.CALL and e.op == "claim" and e.execution_id == "order-43"
+        ]
+        assert (70.0, "w2") in claims, claims
+        assert (100.0, "w1") in claims, claims
+        assert LIMIT not in [v.invariant for v in run.violations], run.explain()
+        assert NothingRecoveredWithoutEnd().starved(run) == {"order-43": ["w2"]}
+        assert run.verdict == "incomplete"
+
+
+def test_a_worker_frozen_before_its_claim_loses_the_delivery_on_its_own() -> None:
+    """A freeze strikes before the call: the claim after it makes a delivery like any other,
+    and a lease its worker then lets run out was lost by the worker, not by the fault."""
+    run = _w1_first(*_skewed(workers=2), struck=("w2", 70.0, FaultKind.FREEZE))
+    log = RecoveryLog(None)
+    for event in run.trace:
+        log.take(event, lambda claim: [])
+    assert not [key for key in log.faulted if key[0] == "order-43" and key[1] != 1]
 
 
 def test_a_skewed_worker_alone_recovers_its_execution_without_end() -> None:

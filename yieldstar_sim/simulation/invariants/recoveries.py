@@ -48,6 +48,10 @@ RECOVERED_WITHOUT_END = 3
 #: The calls that begin or end a delivery without running workflow code.
 _DELIVERY_EDGES = frozenset({Op.CLAIM, Op.ACKNOWLEDGE, Op.RELEASE})
 
+#: The fault kinds that let their call commit and take its answer from the worker: at a claim,
+#: the delivery it makes is lost to the fault, not to its worker.
+_AFTER_THE_CALL = frozenset({"crash_after", "lose_response"})
+
 
 @dataclass
 class _Recoveries:
@@ -179,6 +183,9 @@ class RecoveryLog:
         """By time, the workers that could have claimed an execution then."""
         self.faulted: set[tuple[str, int | None]] = set()
         """The deliveries (execution, token) a fault struck."""
+        self.struck: dict[str, int | None] = {}
+        """By worker, the choice point of a claim a fault struck after the call: the fault's
+        event comes before the claim's, which names the delivery it made."""
         self._own: set[int] = set()
         """The records (by id) this log made itself, and may change in place."""
 
@@ -187,7 +194,7 @@ class RecoveryLog:
         new = object.__new__(RecoveryLog)
         new.bound, new.seen, new._own = self.bound, dict(self.seen), set()
         new.idle = {t: set(workers) for t, workers in self.idle.items()}
-        new.faulted = set(self.faulted)
+        new.faulted, new.struck = set(self.faulted), dict(self.struck)
         self._own = set()  # shared with the copy from now on
         return new
 
@@ -207,12 +214,19 @@ class RecoveryLog:
         execution_id = event.execution_id
         kind, data = event.kind, event.data
         if execution_id is None:
-            if kind == TraceKind.CALL and event.op == Op.CLAIM and event.worker is not None:
+            if event.op != Op.CLAIM or event.worker is None:
+                return
+            if kind == TraceKind.CALL:
                 self.idle.setdefault(event.t, set()).add(event.worker)  # claim: nothing due
+                self.struck.pop(event.worker, None)
+            elif kind == TraceKind.FAULT and getattr(data, "kind", None) in _AFTER_THE_CALL:
+                self.struck[event.worker] = event.point
             return
         if kind == TraceKind.FAULT:
             self.faulted.add((execution_id, event.token))
         if kind == TraceKind.CALL and isinstance(data, ClaimData):
+            if self.struck and self.struck.pop(event.worker or "", -1) == event.point:
+                self.faulted.add((execution_id, event.token))
             if execution_id not in self.seen:
                 made = self.seen[execution_id] = _Recoveries(data.workflow_id)
                 self._own.add(id(made))
