@@ -69,15 +69,33 @@ def exploration_summary(report: ExplorationReport) -> str:
             lines.append(f"    first divergence: {found.divergence}")
         if found.artifact_path is not None:
             lines.append(f"    replay artifact: {found.artifact_path}")
-    broken = report.broken_by()
-    if broken and not report.stopped_at_first:
+    if report.broken_by() and not report.stopped_at_first:
         lines.append("  single faults that break it:")
-        lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
+        lines += [f"    {kind} at {points}" for kind, points in _broken_rows(report).items()]
     lines += [f"  runtime mismatch: {m}" for m in report.runtime_mismatches]
     lines += [f"  NOT DETERMINISTIC: {m}" for m in report.nondeterminism]
     lines += [f"  {c}" for c in report.confirmations]
     lines += [f"  warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _broken_rows(report: ExplorationReport) -> dict[str, str]:
+    """Per fault kind, the choice points where that single fault broke an invariant, in the
+    grid's rows: past ``GRID_ROWS`` points, alike points are one ("100 \u00d7 w# put_step
+    order-#/charge (100 of 100)"), since at 100 orders the points named one by one made a line
+    thousands of characters long (``report.broken_by()`` still names each)."""
+    rows = grid_rows(*by_point(report))
+    broken: dict[str, str] = {}
+    for kind in report.broken_by():
+        named = []
+        for row in rows:
+            if row.verdict(kind) == "violated":
+                worst, of = row.count(kind)
+                named.append(
+                    row.label if len(row.points) == 1 else f"{row.label} ({worst} of {of})"
+                )
+        broken[kind] = ", ".join(named)
+    return broken
 
 
 def draw_exploration(report: ExplorationReport) -> Figure:

@@ -1,0 +1,43 @@
+"""An exploration of a review-size run in words: the single faults that break it are named in
+the grid's folded rows, not one by one."""
+
+from __future__ import annotations
+
+from yieldstar_sim.simulation.explorer import ExplorationReport, StopReason
+from yieldstar_sim.simulation.explorer.systematic import SystematicCoverage
+from yieldstar_sim.views.exploration import exploration_summary
+
+
+def _orders(count: int, *, stopped: StopReason = StopReason.COVERED) -> ExplorationReport:
+    """A single-fault search of ``count`` orders: a crash before any order's charge is
+    recorded breaks it, a crash at a claim does not."""
+    verdicts = {(f"w{n % 3 + 1} claim", "crash"): "ok" for n in range(3)}
+    for n in range(1, count + 1):
+        verdicts[(f"w{n % 3 + 1} put_step order-{n}/charge", "crash")] = "violated"
+        verdicts[(f"w{n % 3 + 1} acknowledge order-{n}", "crash")] = "ok"
+    report = ExplorationReport(
+        f"orders-{count}", "systematic", 1, 0, "memory",
+        systematic=SystematicCoverage(verdicts=verdicts),
+    )  # fmt: skip
+    report.stopped = stopped
+    report.budget = 400
+    return report
+
+
+def _breaking(summary: str) -> list[str]:
+    lines = summary.splitlines()
+    return lines[lines.index("  single faults that break it:") + 1 :]
+
+
+def test_the_single_faults_that_break_a_review_size_run_are_named_by_the_grid_s_rows() -> None:
+    # 100 orders named each point: one line of 2,900 characters (29,000 at 1,000 orders).
+    (line,) = _breaking(exploration_summary(_orders(100)))
+    assert line == "    crash at 100 \u00d7 w# put_step order-#/charge (100 of 100)"
+
+
+def test_a_story_size_search_still_names_each_point() -> None:
+    (line,) = _breaking(exploration_summary(_orders(3)))
+    assert line == (
+        "    crash at w2 put_step order-1/charge, w3 put_step order-2/charge, "
+        "w1 put_step order-3/charge"
+    )
