@@ -126,10 +126,17 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     title = f"{shown(report.scenario)}: {report.schedules_run} schedules, {report.verdict}" + (
         f", {len(report.violations)} violation(s)" if report.violations else ""
     )
+    # A search cut short fills only the grid's first columns or rows: the empty rest reads as
+    # faults that were tried and broke nothing unless the title says why it stopped.
+    if report.why_stopped():
+        title += f"\n{report.why_stopped()}"
     # Wide enough for the title and tall enough for the axis label: a search that stopped at
     # its first violation has one column and few rows, and both were cut off.
     size = (
-        (max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * len(title)), max(1.6 + 0.28 * len(labels), 2.8))
+        (
+            max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * max(map(len, title.splitlines()))),
+            max(1.6 + 0.28 * len(labels), 2.8),
+        )
         if labels and kinds
         else (6.0, 1.8)
     )
@@ -171,9 +178,11 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                 transform=ax.transAxes, parse_math=False)  # fmt: skip
         return figure
     ax.set_xlabel("fault kind")
+    # The note wrapped no wider than the label's first line: a folded grid of one fault kind
+    # and a few rows is 2.8 inches high, and on one line it ran past the picture's edges.
     ax.set_ylabel(
         "choice point of the fault-free run"
-        + ("\n(# any number: alike points are one row)" if folded else "")
+        + ("\n(# any number:\nalike points are one row)" if folded else "")
     )
     ax.set_title(title, fontsize=10, parse_math=False)
     ax.legend(
