@@ -148,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     _runtime_options(run, default=None, words="the scenario's own runtime, else duckdb")
     _focus_option(run)
     _timeout_option(run, "the run (and of the scenario file's import)")
-    run.add_argument("--quiet", action="store_true", help="print the verdict only, not the trace")
+    _trace_options(run, "print the verdict only, not the trace")
 
     explore = commands.add_parser(
         "explore",
@@ -266,12 +266,25 @@ def _parser() -> argparse.ArgumentParser:
     _runtime_options(replay, default=None)
     _focus_option(replay)
     _timeout_option(replay, "the replay")
-    replay.add_argument("--quiet", action="store_true", help="print the verdict only")
+    _trace_options(replay, "print the verdict only")
     for command in (demo, listing, run, explore, replay):
         # A mistake found after parsing (flags that do not go together) is reported by the
         # subcommand's parser, with its usage, as argparse reports its own.
         command.set_defaults(command_parser=command)
     return parser
+
+
+def _trace_options(command: argparse.ArgumentParser, quiet: str) -> None:
+    """``--quiet`` and ``--full-trace``: how much of a run's trace ``run`` and ``replay`` print."""
+    from yieldstar_sim.views.trace_excerpt import TRACE_LINES
+
+    command.add_argument("--quiet", action="store_true", help=quiet)
+    command.add_argument(
+        "--full-trace", action="store_true",
+        help=f"print every event of the trace (past {TRACE_LINES} events the command prints "
+        "the stories of the executions the violations name, or a fault struck, and the trace "
+        "file holds every event)",
+    )  # fmt: skip
 
 
 def _runtime_options(

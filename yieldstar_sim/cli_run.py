@@ -183,7 +183,7 @@ def _print_run(
         print(for_terminal(f"runtime: {run.runtime_kind} ({why})"))
         story = run.scenario.story
         print(for_terminal(f"{name}: {story}" if story else name))  # no description: its name
-        print(for_terminal("\n".join(run.trace.lines())))
+        print(for_terminal("\n".join(_trace_lines(run, trace_file, whole=args.full_trace))))
         print()
     print(for_terminal(run.explain()))
     print("totals:")
@@ -193,6 +193,21 @@ def _print_run(
     for execution, paths in focused.items():
         print(for_terminal(f"{execution}'s timeline: " + ", ".join(map(str, paths.values()))))
     print(f"trace: {trace_file}\nreplay artifact: {artifact_file}")
+
+
+def _trace_lines(run: SimulationRun, trace_file: Path, *, whole: bool) -> list[str]:
+    """The trace as printed: every event of a story-size run (or with ``--full-trace``); at
+    review size, a heading and the stories of the executions a reader looks for, since
+    thousands of lines buried the verdict (``views.trace_excerpt``)."""
+    from yieldstar_sim.views.trace_excerpt import trace_excerpt
+
+    if whole:
+        return run.trace.lines()
+    excerpt = trace_excerpt(run)
+    if excerpt.whole:
+        return excerpt.lines
+    where = f"{trace_file} (--full-trace prints them all)"
+    return [excerpt.heading(where), *excerpt.lines]
 
 
 def _focus_figures(run: SimulationRun, args: argparse.Namespace) -> dict[str, Figure]:

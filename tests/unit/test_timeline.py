@@ -260,3 +260,15 @@ def test_a_sampled_exploration_says_why_it_has_no_grid_not_that_nothing_ran() ->
     assert "no single-fault schedules" not in words
     assert "no grid: pct samples schedules" in words
     assert "systematic strategy tries every fault kind at every choice point" in words
+
+
+def test_an_execution_s_own_timeline_draws_no_empty_worker_lane() -> None:
+    # zombie-attempt: w2's only part in order-42's story is the attempt that hung, drawn on
+    # that attempt's own lane; w2's own lane was drawn empty above it.
+    run = ys.simulate(ys.load_scenario("zombie-attempt"), seed=0, runtime="memory")
+    (axes,) = run.timeline("order-42").axes
+    lanes = [label.get_text() for label in axes.get_yticklabels()]
+    assert lanes == ["w1", "w2: stalled attempt (token 1)", "scenario"]
+    # The whole run's timeline keeps w2's lane: it runs order-43 there.
+    (whole,) = run.timeline().axes
+    assert "w2" in [label.get_text() for label in whole.get_yticklabels()]

@@ -69,15 +69,33 @@ def exploration_summary(report: ExplorationReport) -> str:
             lines.append(f"    first divergence: {found.divergence}")
         if found.artifact_path is not None:
             lines.append(f"    replay artifact: {found.artifact_path}")
-    broken = report.broken_by()
-    if broken and not report.stopped_at_first:
+    if report.broken_by() and not report.stopped_at_first:
         lines.append("  single faults that break it:")
-        lines += [f"    {kind} at {', '.join(labels)}" for kind, labels in broken.items()]
+        lines += [f"    {kind} at {points}" for kind, points in _broken_rows(report).items()]
     lines += [f"  runtime mismatch: {m}" for m in report.runtime_mismatches]
     lines += [f"  NOT DETERMINISTIC: {m}" for m in report.nondeterminism]
     lines += [f"  {c}" for c in report.confirmations]
     lines += [f"  warning: {w}" for w in report.warnings]
     return "\n".join(lines)
+
+
+def _broken_rows(report: ExplorationReport) -> dict[str, str]:
+    """Per fault kind, the choice points where that single fault broke an invariant, in the
+    grid's rows: past ``GRID_ROWS`` points, alike points are one ("100 \u00d7 w# put_step
+    order-#/charge (100 of 100)"), since at 100 orders the points named one by one made a line
+    thousands of characters long (``report.broken_by()`` still names each)."""
+    rows = grid_rows(*by_point(report))
+    broken: dict[str, str] = {}
+    for kind in report.broken_by():
+        named = []
+        for row in rows:
+            if row.verdict(kind) == "violated":
+                worst, of = row.count(kind)
+                named.append(
+                    row.label if len(row.points) == 1 else f"{row.label} ({worst} of {of})"
+                )
+        broken[kind] = ", ".join(named)
+    return broken
 
 
 def draw_exploration(report: ExplorationReport) -> Figure:
@@ -108,10 +126,17 @@ def draw_exploration(report: ExplorationReport) -> Figure:
     title = f"{shown(report.scenario)}: {report.schedules_run} schedules, {report.verdict}" + (
         f", {len(report.violations)} violation(s)" if report.violations else ""
     )
+    # A search cut short fills only the grid's first columns or rows: the empty rest reads as
+    # faults that were tried and broke nothing unless the title says why it stopped.
+    if report.why_stopped():
+        title += f"\n{report.why_stopped()}"
     # Wide enough for the title and tall enough for the axis label: a search that stopped at
     # its first violation has one column and few rows, and both were cut off.
     size = (
-        (max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * len(title)), max(1.6 + 0.28 * len(labels), 2.8))
+        (
+            max(2.5 + 1.1 * len(kinds), 2.0 + 0.075 * max(map(len, title.splitlines()))),
+            max(1.6 + 0.28 * len(labels), 2.8),
+        )
         if labels and kinds
         else (6.0, 1.8)
     )
@@ -153,9 +178,11 @@ def draw_exploration(report: ExplorationReport) -> Figure:
                 transform=ax.transAxes, parse_math=False)  # fmt: skip
         return figure
     ax.set_xlabel("fault kind")
+    # The note wrapped no wider than the label's first line: a folded grid of one fault kind
+    # and a few rows is 2.8 inches high, and on one line it ran past the picture's edges.
     ax.set_ylabel(
         "choice point of the fault-free run"
-        + ("\n(# any number: alike points are one row)" if folded else "")
+        + ("\n(# any number:\nalike points are one row)" if folded else "")
     )
     ax.set_title(title, fontsize=10, parse_math=False)
     ax.legend(

@@ -189,6 +189,11 @@ def draw_focus(run: SimulationRun, execution_id: str | None = None) -> Figure:
         chosen = focus_trace(events, execution_id)
         workers = [w for w in run.scenario.worker_names if any(e.worker == w for e in chosen)]
         timeline = build_timeline(chosen, workers)
+        # A worker whose every part in the story is an attempt that hung is drawn on that
+        # attempt's own lane: its own lane stayed empty, as if it had done nothing for it.
+        drawn = {span.worker for span in timeline.spans} | {mark.lane for mark in timeline.marks}
+        drawn |= {lane for lane, *_ in (*timeline.frozen, *timeline.stalled)}
+        timeline.lanes = [lane for lane in timeline.lanes if lane in drawn or lane not in workers]
         title = f"{execution_id}: its timeline"
         if started:
             named = ", ".join(started[:3])
