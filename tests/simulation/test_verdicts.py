@@ -804,3 +804,28 @@ def test_an_effect_every_order_repeats_is_one_sentence_that_counts_the_rest() ->
         violation.message
     )
     assert sorted(violation.data["executions"]) == sorted(f"order-{n}" for n in range(10))
+
+
+def test_a_run_of_many_executions_prints_in_one_line_and_shows_a_bounded_table() -> None:
+    """A REPL, a debugger and a notebook print a run: at review size the dataclass's repr and
+    a row per event were hundreds of kilobytes; the repr is one line, the table bounded."""
+    from yieldstar_sim.simulation.result import HTML_ROWS
+
+    triggers = [
+        ys.Trigger("charge-order", {"order": n}, execution_id=f"order-{n}") for n in range(100)
+    ]
+    scenario = dataclasses.replace(ys.load_scenario("durable-start"), triggers=triggers, faults=[])
+    run = ys.simulate(scenario, runtime="memory")
+    assert repr(run) == (
+        f"<SimulationRun 'durable-start' seed=0 memory: ok, 200 executions, "
+        f"{len(run.trace):,} events, {run.points:,} choice points, t=0>"
+    )
+    table = run._repr_html_()
+    assert table.count("<tr>") == HTML_ROWS + 2  # the heading and the line for the rest
+    assert f"{len(run.trace) - HTML_ROWS:,} events left out" in table
+    story = ys.simulate(ys.load_scenario("zombie-attempt"), runtime="memory")
+    assert repr(story).endswith(
+        f"violated, 2 violation(s), 2 executions, {len(story.trace)} "
+        f"events, {story.points} choice points, t={story.ended_at:g}>"
+    )
+    assert story._repr_html_().count("<tr>") == len(story.trace) + 1

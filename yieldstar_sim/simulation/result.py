@@ -97,7 +97,11 @@ class Regression:
         return lines
 
 
-@dataclass
+#: Trace events a notebook's table of a run shows, at most.
+HTML_ROWS = 400
+
+
+@dataclass(repr=False)
 class SimulationRun:
     """A finished run: its trace, ledger, records and verdict.
 
@@ -292,12 +296,32 @@ class SimulationRun:
         lines += [f"  warning: {warning}" for warning in self.warnings]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        """One line: the dataclass's own repr held every trigger and trace event, a megabyte
+        and more at a thousand orders, printed whole by a REPL or a debugger."""
+        found = len(self.violations)
+        return (
+            f"<SimulationRun {self.scenario.name!r} seed={self.seed} {self.runtime_kind}: "
+            f"{self.verdict}{f', {found} violation(s)' if found else ''}, "
+            f"{len(self.executions):,} executions, {len(self.trace):,} events, "
+            f"{self.points:,} choice points, t={self.ended_at:g}>"
+        )
+
     def _repr_html_(self) -> str:
-        """Jupyter: the verdict, the violations and the trace as a table."""
+        """Jupyter: the verdict, the violations and the trace as a table (its first and last
+        ``HTML_ROWS`` halves past that many events: every event went into the notebook's
+        file otherwise, most of a megabyte at a thousand orders; ``run.trace`` has them all)."""
+        events = list(self.trace)
+        half = HTML_ROWS // 2
+        kept = events if len(events) <= HTML_ROWS else [*events[:half], None, *events[-half:]]
+        left_out = len(events) - HTML_ROWS
         rows = "".join(
-            f"<tr><td>{e.t:g}</td><td>{html.escape(e.worker or '')}</td>"
+            f"<tr><td colspan='4'>\u2026 {left_out:,} events left out (run.trace has every "
+            "one)</td></tr>"
+            if e is None
+            else f"<tr><td>{e.t:g}</td><td>{html.escape(e.worker or '')}</td>"
             f"<td>{html.escape(e.kind)}</td><td>{html.escape(e.text)}</td></tr>"
-            for e in self.trace
+            for e in kept
         )
         return (
             f"<div><p style='font-family:monospace'>"
