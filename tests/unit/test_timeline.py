@@ -272,3 +272,52 @@ def test_an_execution_s_own_timeline_draws_no_empty_worker_lane() -> None:
     # The whole run's timeline keeps w2's lane: it runs order-43 there.
     (whole,) = run.timeline().axes
     assert "w2" in [label.get_text() for label in whole.get_yticklabels()]
+
+
+def _label_overlaps(figure: object) -> list[tuple[str, str]]:
+    """The pairs of a timeline's labels (its 7 pt texts) that print over each other."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
+
+    assert isinstance(figure, Figure)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    boxes = [
+        (text.get_text(), text.get_window_extent(renderer))
+        for ax in figure.axes
+        for text in ax.texts
+        if isinstance(text, Text) and text.get_fontsize() == 7 and text.get_text()
+    ]
+    return [
+        (a, b)
+        for i, (a, box) in enumerate(boxes)
+        for b, other in boxes[i + 1 :]
+        if box.overlaps(other) and box.intersection(box, other).width > 1.0  # type: ignore[union-attr]
+    ]
+
+
+def test_a_skewed_worker_s_clock_readings_are_labelled_without_printing_over_each_other() -> None:
+    """A worker whose clock runs behind gets a label per instant under its lane: they were
+    spaced for the axes' width before the layout took the lanes' names and the legend out of
+    it, and ran into each other. Alone and as one of the divergence figure's two panels."""
+    from yieldstar_sim.views.exploration import draw_divergence
+
+    scenario = dataclasses.replace(
+        ys.load_scenario("zombie-attempt-fixed"), max_time=900, workers=1
+    )
+    skew = ys.Fault("skew", worker="w1", op="elapse", execution_id="order-43", seconds=70)
+    run = ys.simulate(scenario, runtime="memory", faults=[skew])
+    figure = run.timeline()
+    assert sum("reads t=" in text.get_text() for text in figure.axes[0].texts) > 10
+    assert _label_overlaps(figure) == []
+    report = ys.explore(
+        dataclasses.replace(scenario, workers=2), strategy="exhaustive", max_faults=2,
+        kinds=["skew"], confirm=None,
+    )  # fmt: skip
+    (found,) = report.violations
+    divergence = draw_divergence(found)
+    titles = [ax.get_title().replace("\n", " ") for ax in divergence.axes[:2]]
+    assert titles[0] == "violation: " + "; ".join(found.faults)  # whole, wrapped to its panel
+    assert _label_overlaps(divergence) == []

@@ -215,20 +215,23 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
     from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
-    from yieldstar_sim.views.timeline import build_timeline, draw_timeline
+    from yieldstar_sim.views.timeline import build_timeline, draw_timeline, frame_timeline
 
     failing = replay(found.artifact, scenario=scenario, check_trace=False)
-    runs = [(shown("violation: " + "; ".join(found.faults)), failing)]
+    # Each title whole up to a line: the faults are what tells the two runs apart, and a
+    # name's length (``MAX_LABEL``) cut them in the middle; the graph wraps its title.
+    runs = [(shown("violation: " + "; ".join(found.faults), MAX_LINE), failing)]
     if found.nearest_artifact is not None:
         passing = replay(found.nearest_artifact, scenario=scenario, check_trace=False)
         faults = "; ".join(found.nearest_passing or []) or "no faults"
-        runs.append((shown("nearest passing: " + faults), passing))
+        runs.append((shown("nearest passing: " + faults, MAX_LINE), passing))
     figure = Figure(figsize=(9.0 * len(runs), 9.5), layout="constrained")
     axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=[1, 1])
-    for column, (title, run) in enumerate(runs):
-        graph = graph_from_trace(run.trace)
-        draw_execution_graph(graph, ax=axes[0][column], title=title)
-        timeline = build_timeline(run.trace, run.scenario.worker_names)
+    timelines = [build_timeline(run.trace, run.scenario.worker_names) for _, run in runs]
+    for column, timeline in enumerate(timelines):
+        frame_timeline(timeline, axes[1][column])  # each takes its room before any is drawn
+    for column, ((title, run), timeline) in enumerate(zip(runs, timelines, strict=True)):
+        draw_execution_graph(graph_from_trace(run.trace), ax=axes[0][column], title=title)
         cursor = None if found.divergence_at is None else timeline.x_of.get(found.divergence_at)
         draw_timeline(timeline, ax=axes[1][column], cursor=cursor)
     divergence = shown(found.divergence or "?", MAX_LINE)

@@ -490,8 +490,9 @@ def draw_execution_graph(
     handles = _legend(graph)
     axes.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncols=2)
     if title:
+        # As wide as the axes: one of two panels side by side ran its title into the other's.
         root = axes.get_figure(root=True)
-        width = root.get_figwidth() if root is not None else float("inf")
+        width = axes.get_position().width * root.get_figwidth() if root is not None else 1e9
         axes.set_title(fitted(title, width, 12), fontsize=12, parse_math=False)
     if caption:
         # As wide as the axes: a caption wrapped wider ran off a narrow panel's left edge.

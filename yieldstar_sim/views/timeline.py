@@ -39,7 +39,13 @@ from yieldstar_sim.simulation.trace_payloads import (
     TriggerData,
 )
 from yieldstar_sim.views.density import BUCKET_PIXELS, aggregate, aggregation, merge_bars
-from yieldstar_sim.views.drawn_text import MAX_TICK, drawable, shown
+from yieldstar_sim.views.drawn_text import (
+    MAX_TICK,
+    drawable,
+    drawable_figure,
+    glyphs_missing_quietly,
+    shown,
+)
 from yieldstar_sim.views.timeline_axis import MANY_INSTANTS, time_axis
 from yieldstar_sim.views.timeline_focus import BUSY_COLOUR, BUSY_LANE, draw_busy, review_size
 from yieldstar_sim.views.timeline_labels import (
@@ -341,39 +347,20 @@ def _legend(timeline: Timeline, seen: set[str]) -> list[Any]:
     from matplotlib.patches import Patch
 
     handles: list[Any] = []
-    if any(span.how not in ("crash", "refused") for span in timeline.spans):
-        handles.append(
-            Patch(
-                facecolor="#56B4E9", alpha=0.25, edgecolor="#56B4E9", label="lease held (delivery)"
-            )
-        )
-    if any(span.how in ("crash", "refused") for span in timeline.spans):
-        handles.append(
-            Patch(
-                facecolor="#D55E00", alpha=0.25, edgecolor="#D55E00", label="delivery ended badly"
-            )
-        )
-    if any(span.expires is not None for span in timeline.spans):
-        handles.append(
-            Patch(
-                facecolor="none",
-                edgecolor="#D55E00",
-                linestyle="--",
-                label="lease expired, worker unaware",
-            )
-        )
-    if timeline.frozen:
-        handles.append(
-            Patch(facecolor="none", edgecolor="#555555", hatch="///", label="worker frozen")
-        )
-    if timeline.stalled:
-        handles.append(
-            Patch(
-                facecolor="none", edgecolor="#7B3294", hatch="\\\\",
-                label="attempt stalled (its worker goes on)",
-            )
-        )  # fmt: skip
-
+    looks: list[tuple[bool, dict[str, Any], str]] = [
+        (any(span.how not in ("crash", "refused") for span in timeline.spans),
+         {"facecolor": "#56B4E9", "alpha": 0.25, "edgecolor": "#56B4E9"}, "lease held (delivery)"),
+        (any(span.how in ("crash", "refused") for span in timeline.spans),
+         {"facecolor": "#D55E00", "alpha": 0.25, "edgecolor": "#D55E00"}, "delivery ended badly"),
+        (any(span.expires is not None for span in timeline.spans),
+         {"facecolor": "none", "edgecolor": "#D55E00", "linestyle": "--"},
+         "lease expired, worker unaware"),
+        (bool(timeline.frozen), {"facecolor": "none", "edgecolor": "#555555", "hatch": "///"},
+         "worker frozen"),
+        (bool(timeline.stalled), {"facecolor": "none", "edgecolor": "#7B3294", "hatch": "\\\\"},
+         "attempt stalled (its worker goes on)"),
+    ]  # fmt: skip
+    handles += [Patch(**look, label=label) for drawn, look, label in looks if drawn]
     if any(instant.end - instant.start > 1.0 for instant in timeline.instants):
         handles.append(Patch(facecolor=INSTANT_SHADE, label="one instant, opened out"))
     if timeline.breaks:
@@ -412,15 +399,20 @@ def draw_timeline(
         ax = figure.add_subplot()
     else:
         figure = ax.figure  # type: ignore[assignment]
-    lane_y = {lane: -i for i, lane in enumerate(timeline.lanes)}
-    # A label takes about 0.055 in per character at 7 pt: in x units, on this axes' width.
+    lane_y = frame_timeline(timeline, ax, title)
+    # Labels spaced on the axes' width once the names and legend took theirs (measured before
+    # the layout they ran into each other), at about 0.06 in a character at 7 pt: in x units.
+    engine = figure.get_layout_engine()
+    if engine is not None:
+        drawable_figure(figure)  # the layout renders the texts: as a picture shows them
+        with glyphs_missing_quietly():
+            engine.execute(figure)
     axes_inches = max(ax.get_position().width * figure.get_figwidth(), 1.0)
-    char_units = 0.055 * (timeline.width + 2) / axes_inches
+    char_units = 0.06 * (timeline.width + 2) / axes_inches
     bucket = aggregation(timeline.width, axes_inches * figure.dpi)
     focus = set(timeline.focus_lanes)  # drawn out in full, never aggregated
     _draw_axis_marks(ax, timeline, lane_y, char_units)
-    # Bars are batched, one collection per lane and look: an artist per bar made a timeline
-    # of a hundred deliveries slow to build and to draw.
+    # One collection per lane and look: an artist per bar was slow at a hundred deliveries.
     held_bars: dict[tuple[str, str], list[tuple[float, float]]] = {}
     stale_bars: dict[str, list[tuple[float, float]]] = {}
     for span in timeline.spans:
@@ -452,6 +444,19 @@ def draw_timeline(
     label_marks(ax, timeline.marks, timeline.width, lane_y, char_units=char_units, colours=colours)
     if cursor is not None:
         ax.axvline(cursor, color="#CC0000", linewidth=1.5, zorder=4)
+    _draw_ticks(ax, timeline, char_units)
+    ax.set_xlabel(_x_label(timeline, bucket))
+    ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return figure
+
+
+def frame_timeline(timeline: Timeline, ax: Axes, title: str = "") -> dict[str, int]:
+    """The lanes' names, limits, legend and title of ``timeline`` on ``ax`` (each lane's y):
+    what takes room beside the axes. A figure of several timelines frames each before drawing
+    any (``draw_timeline`` lays the figure out to space its labels)."""
+    lane_y = {lane: -i for i, lane in enumerate(timeline.lanes)}
     # Tick labels take their text as the figure is drawn, after drawn_text's pass: here.
     names = [
         f"{lane}\n(none to all)" if lane == BUSY_LANE else drawable(shown(lane, MAX_TICK))
@@ -462,18 +467,13 @@ def draw_timeline(
     # A unit each side, or a few pixels on a long axis: the first trigger's diamond whole.
     pad = max(1.0, timeline.width / 250)
     ax.set_xlim(-pad, timeline.width + pad)
-    _draw_ticks(ax, timeline, char_units)
-    ax.set_xlabel(_x_label(timeline, bucket))
-    ax.grid(axis="x", color="#DDDDDD", linewidth=0.6)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
     handles = _legend(timeline, {mark.kind for mark in timeline.marks})
     ax.legend(
         handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=7, frameon=False
     )
     if title:
         ax.set_title(title, fontsize=11, parse_math=False)
-    return figure
+    return lane_y
 
 
 def _draw_ticks(ax: Axes, timeline: Timeline, char_units: float) -> None:
