@@ -214,7 +214,8 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
-    from yieldstar_sim.views.graph import draw_execution_graph, graph_from_trace
+    from yieldstar_sim.views.graph import INCHES_PER_LAYER, draw_execution_graph, graph_from_trace
+    from yieldstar_sim.views.layout import layered_layout
     from yieldstar_sim.views.timeline import build_timeline, draw_timeline, frame_timeline
 
     failing = replay(found.artifact, scenario=scenario, check_trace=False)
@@ -225,13 +226,21 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
         passing = replay(found.nearest_artifact, scenario=scenario, check_trace=False)
         faults = "; ".join(found.nearest_passing or []) or "no faults"
         runs.append((shown("nearest passing: " + faults, MAX_LINE), passing))
-    figure = Figure(figsize=(9.0 * len(runs), 9.5), layout="constrained")
-    axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=[1, 1])
+    graphs = [graph_from_trace(run.trace) for _, run in runs]
     timelines = [build_timeline(run.trace, run.scenario.worker_names) for _, run in runs]
+    # Each row as tall as its deeper panel needs (as draw_run sizes its parts): at half the
+    # figure each, two boxes of a graph sat in inches of white above a crowded timeline.
+    layers = max(layered_layout(graph).height for graph in graphs)
+    heights = [
+        INCHES_PER_LAYER * layers + 2.0,
+        max(4.0, 1.0 + 0.9 * max(len(t.lanes) for t in timelines)),
+    ]
+    figure = Figure(figsize=(9.0 * len(runs), sum(heights)), layout="constrained")
+    axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=heights)
     for column, timeline in enumerate(timelines):
         frame_timeline(timeline, axes[1][column])  # each takes its room before any is drawn
-    for column, ((title, run), timeline) in enumerate(zip(runs, timelines, strict=True)):
-        draw_execution_graph(graph_from_trace(run.trace), ax=axes[0][column], title=title)
+    for column, (graph, timeline) in enumerate(zip(graphs, timelines, strict=True)):
+        draw_execution_graph(graph, ax=axes[0][column], title=runs[column][0])
         cursor = None if found.divergence_at is None else timeline.x_of.get(found.divergence_at)
         draw_timeline(timeline, ax=axes[1][column], cursor=cursor)
     divergence = shown(found.divergence or "?", MAX_LINE)
