@@ -95,3 +95,17 @@ def test_a_name_the_font_cannot_draw_is_drawn_without_a_warning(tmp_path: Path) 
     run = _run("発送-😀", "注文")
     written = export(run, tmp_path, ["png", "svg"], stem="x")
     assert written["png"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_long_violation_sentence_in_a_caption_is_cut_after_a_whole_word() -> None:
+    """A caption shows a sentence's start, cut between words and said so: cut at both ends as
+    a name is, it broke in the middle of one ("triggered witho...=0")."""
+    from yieldstar_sim.views.drawn_text import MAX_SENTENCE, clipped
+
+    sentence = "order-42 was triggered without a request " * 40
+    shown = clipped(sentence)
+    assert len(shown) <= MAX_SENTENCE
+    assert shown.endswith(f"\u2026 ({len(sentence):,} characters)")
+    head = shown.split("\u2026")[0]
+    assert sentence.startswith(head)
+    assert sentence[len(head)] == " "  # the cut falls between two words

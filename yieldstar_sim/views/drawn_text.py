@@ -86,6 +86,24 @@ def shown(text: str, limit: int = MAX_LABEL) -> str:
     return f"{text[: kept - kept // 2]}\u2026{text[len(text) - kept // 2 :]}{said}"
 
 
+def clipped(text: str, limit: int = MAX_SENTENCE) -> str:
+    """A sentence whole up to ``limit`` characters; else its start, cut after a whole word,
+    and how long it was: a sentence says who and what first, and cut as a name is (both
+    ends, ``shown``) it broke in the middle of a word.
+
+    >>> clipped("order-1 was charged twice: at t=55 by w2 and at t=170 by w3", 40)
+    'order-1 was charged\u2026 (59 characters)'
+    """
+    if len(text) <= limit:
+        return text
+    said = f"\u2026 ({len(text):,} characters)"
+    head = text[: max(1, limit - len(said))]
+    space = head.rfind(" ")
+    if space > len(head) // 2 and not text[len(head)].isspace():
+        head = head[:space]
+    return head.rstrip(" ,;:") + said
+
+
 def drawable(text: str) -> str:
     """``text`` as a picture draws it: tabs as spaces, line breaks as newlines, characters no
     font draws (or XML holds) as U+FFFD, each line at most ``MAX_LINE`` characters and at most

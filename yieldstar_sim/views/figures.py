@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from yieldstar_sim.views.drawn_text import (
     MAX_SENTENCE,
+    clipped,
     drawable,
     drawable_figure,
     glyphs_missing_quietly,
@@ -109,7 +110,7 @@ def violations_caption(run: SimulationRun, at_most: int = CAPTIONED_VIOLATIONS) 
     """Every violation's sentence, one per line, numbered as the executions they name say
     ("named by violation 2"); past ``at_most``: "and N more"."""
     lines = [
-        f"{number}. {shown(str(violation), MAX_SENTENCE)}"
+        f"{number}. {clipped(str(violation), MAX_SENTENCE)}"
         for number, violation in enumerate(run.violations[:at_most], start=1)
     ]
     if len(run.violations) > at_most:
