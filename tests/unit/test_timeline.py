@@ -321,3 +321,18 @@ def test_a_skewed_worker_s_clock_readings_are_labelled_without_printing_over_eac
     titles = [ax.get_title().replace("\n", " ") for ax in divergence.axes[:2]]
     assert titles[0] == "violation: " + "; ".join(found.faults)  # whole, wrapped to its panel
     assert _label_overlaps(divergence) == []
+
+
+def test_the_divergence_figure_outlines_the_executions_its_violation_names() -> None:
+    from yieldstar_sim.views.exploration import draw_divergence
+
+    report = ys.explore(ys.load_scenario("trigger-in-step"), confirm=None)
+    found = report.violations[0]
+    figure = draw_divergence(found)
+    violation, passing = (
+        {text.get_text() for text in ax.texts if "named by violation" in text.get_text()}
+        for ax in figure.axes[:2]
+    )
+    assert len(violation) == 3  # the caller and both of the targets its one step admitted
+    assert all(text.endswith("named by violation 1") for text in violation)
+    assert passing == set()

@@ -215,6 +215,7 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
     from yieldstar_sim.views.graph import INCHES_PER_LAYER, draw_execution_graph, graph_from_trace
+    from yieldstar_sim.views.evidence import mark_violations
     from yieldstar_sim.views.layout import layered_layout
     from yieldstar_sim.views.timeline import build_timeline, draw_timeline, frame_timeline
 
@@ -227,6 +228,8 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
         faults = "; ".join(found.nearest_passing or []) or "no faults"
         runs.append((shown("nearest passing: " + faults, MAX_LINE), passing))
     graphs = [graph_from_trace(run.trace) for _, run in runs]
+    # Outlined as the run's own picture does, by the violation this figure is about.
+    mark_violations(graphs[0], [v for v in failing.violations if v.invariant == found.invariant])
     timelines = [build_timeline(run.trace, run.scenario.worker_names) for _, run in runs]
     # Each row as tall as its deeper panel needs (as draw_run sizes its parts): at half the
     # figure each, two boxes of a graph sat in inches of white above a crowded timeline.
