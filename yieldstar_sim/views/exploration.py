@@ -211,11 +211,11 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     from matplotlib.figure import Figure
 
     from yieldstar_sim.simulation.run import replay
+    from yieldstar_sim.views.evidence import mark_violations
 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
     from yieldstar_sim.views.graph import INCHES_PER_LAYER, draw_execution_graph, graph_from_trace
-    from yieldstar_sim.views.evidence import mark_violations
     from yieldstar_sim.views.layout import layered_layout
     from yieldstar_sim.views.timeline import build_timeline, draw_timeline, frame_timeline
 
