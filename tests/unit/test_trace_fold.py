@@ -74,3 +74,23 @@ def test_a_copy_is_the_callers() -> None:
     mine = trace.fold("texts", _Texts)
     mine.texts.append("mine")
     assert trace.fold("texts", _Texts).texts == ["a"]
+
+
+def test_two_readers_fold_one_trace_each_from_its_own_restore_point() -> None:
+    trace = Trace()
+    _add(trace, "a", "b", "c")
+    trace.fold("one", _Texts)
+    trace.fold("two", _Texts)
+    trace.truncate(2)  # a restore: "a", "b" stay
+    _add(trace, "d")
+    _Texts.read_count = 0
+    assert trace.fold("one", _Texts).texts == ["a", "b", "d"]
+    # The first fold since the restore does not move the second's point past it.
+    assert trace.fold("two", _Texts).texts == ["a", "b", "d"]
+    assert _Texts.read_count == 6  # each: "a" and "b" into its kept reader, then "d"
+    trace.truncate(2)
+    _add(trace, "e")
+    _Texts.read_count = 0
+    assert trace.fold("two", _Texts).texts == ["a", "b", "e"]
+    assert trace.fold("one", _Texts).texts == ["a", "b", "e"]
+    assert _Texts.read_count == 2  # each kept reader stood after "b"

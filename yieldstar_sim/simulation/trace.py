@@ -172,9 +172,12 @@ class Trace:
         self.events: list[TraceEvent] = list(events)
         self._derived: dict[str, tuple[int, object]] = {}
         self._folds: dict[str, tuple[int, TraceEvent | None, Fold]] = {}
-        self._kept = 0
-        """How many events stayed untouched since the last ``fold`` (the shortest the trace
-        was cut to since): where a search's run restored from, which its next run shares."""
+        self._kept: dict[str, int] = {}
+        """For each fold's name, how many events stayed untouched since its last ``fold``
+        (the shortest the trace was cut to since): where a search's run restored from, which
+        its next run shares. One count a name: several readers fold one trace, and a fold
+        that counted another's would read on past a restore point the next run does not
+        share, and start again from the first event."""
 
     def parts_from(self, other: Trace) -> int | None:
         """The number of the first event where this run did something other than ``other``
@@ -191,7 +194,10 @@ class Trace:
         """Forget every event from ``length`` on: a run restored to a state it saved then."""
         del self.events[length:]
         self._derived.clear()
-        self._kept = min(self._kept, length)
+        kept = self._kept
+        for name, untouched in kept.items():
+            if untouched > length:
+                kept[name] = length
 
     def derived(self, name: str, compute: Callable[[Trace], T]) -> T:
         """``compute(self)``, kept under ``name`` until an event is added: several invariants
@@ -226,12 +232,12 @@ class Trace:
         ):
             kept = (0, None, make())
         at, _, reader = kept
-        cut = max(min(self._kept, len(events)), at)
+        cut = max(min(self._kept.get(name, 0), len(events)), at)
         if cut > at:
             reader.read(events[at:cut])
             kept = (cut, events[cut - 1], reader)
         self._folds[name] = kept
-        self._kept = len(events)
+        self._kept[name] = len(events)
         mine = cast("F", reader.copy())  # kept under ``name``: made by the same ``make``
         mine.read(events[cut:])
         return mine
