@@ -65,6 +65,36 @@ def attempt_spans(events: Sequence[TraceEvent]) -> list[AttemptSpan]:
     return spans
 
 
+class _Bodies:
+    """The ``body`` events of each step (by execution and step key), in order, as the events
+    read so far show."""
+
+    __slots__ = ("by_step",)
+
+    def __init__(self, by_step: dict[tuple[str, str], tuple[TraceEvent, ...]] | None = None):
+        self.by_step: dict[tuple[str, str], tuple[TraceEvent, ...]] = (
+            {} if by_step is None else by_step
+        )
+
+    def copy(self) -> _Bodies:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one): its steps'
+        events are tuples, so that the two share them."""
+        return _Bodies(dict(self.by_step))
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        by_step = self.by_step
+        for event in events:
+            if type(event.data) is not BodyData:
+                continue
+            execution_id, step_key = event.execution_id, event.step_key
+            if execution_id is None or step_key is None:
+                continue
+            key = (execution_id, step_key)
+            held = by_step.get(key)
+            by_step[key] = (event,) if held is None else (*held, event)
+
+
 class AttemptsNeverOverlap:
     """Two attempts of one step (one execution's step key) never run at the same time: one
     starts only after the other's last work ended. A step whose attempts may overlap (what it
@@ -82,18 +112,13 @@ class AttemptsNeverOverlap:
         # Most steps ran one attempt, which overlaps nothing: the body events are grouped by
         # step first, and spans made only of the steps that ran more than one (a long run's
         # spans were half of checking its invariants, made twice: here and in ``unwatched``).
-        by_step: dict[tuple[str, str], list[TraceEvent]] = {}
+        # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+        # events before it with the run before.
+        by_step = run.trace.fold("attempt bodies", _Bodies).by_step
         safe = self.overlap_safe
-        for event in run.trace.events:
-            if type(event.data) is not BodyData:
-                continue
-            execution_id, step_key = event.execution_id, event.step_key
-            if execution_id is None or step_key is None or step_key in safe:
-                continue
-            by_step.setdefault((execution_id, step_key), []).append(event)
         violations = []
         for (execution_id, step_key), events in by_step.items():
-            if len(events) < 2:
+            if len(events) < 2 or step_key in safe:
                 continue
             spans = attempt_spans(events)
             pair = _first_overlap(sorted(spans, key=lambda span: (span.start, span.event.seq)))

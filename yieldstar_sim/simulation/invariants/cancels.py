@@ -41,35 +41,62 @@ def _requests(run: RunView) -> dict[str, _Request]:
     """For each execution, the first request to cancel it made while it was not terminal (a
     scenario's ``ys.Cancel``, a client's, a worker's for a max duration), with the first claim
     of it after the request and the step the cancellation was thrown at."""
-    ended: set[str] = set()
-    found: dict[str, _Request] = {}
-    for event in run.trace.events:
-        data, target = event.data, event.execution_id
-        kind = type(data)  # exact types: this runs over every event
-        if target is None:
-            continue
-        if kind is StatusData:
-            if event.op == Op.ACKNOWLEDGE and data.status in _TERMINAL:  # type: ignore[attr-defined]
-                ended.add(target)
-        elif kind is CancelData or (
-            kind is ClientAnswerData
-            and data.action == Op.CANCEL  # type: ignore[attr-defined]
-            and data.answer == "cancel requested"  # type: ignore[attr-defined]
-        ):
-            if target not in ended and target not in found:
-                found[target] = _Request(event, data.cancelled)  # type: ignore[attr-defined]
-        elif target in found:
-            request = found[target]
-            if kind is ClaimData and request.claimed_again is None:
-                request.claimed_again = event
-            elif (
-                kind is PutStepData
-                and isinstance(data.value, dict)  # type: ignore[attr-defined]
-                and data.value.get("cancelled")  # type: ignore[attr-defined]
-                and request.thrown_at is None
+    # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+    # events before it with the run before.
+    return run.trace.fold("cancel requests", _Requests).found
+
+
+class _Requests:
+    """``_requests`` of the events read so far, and the executions seen ended."""
+
+    __slots__ = ("ended", "found")
+
+    def __init__(
+        self, ended: set[str] | None = None, found: dict[str, _Request] | None = None
+    ) -> None:
+        self.ended: set[str] = set() if ended is None else ended
+        self.found: dict[str, _Request] = {} if found is None else found
+
+    def copy(self) -> _Requests:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one): its
+        requests are its own, since reading on fills them in."""
+        return _Requests(
+            set(self.ended),
+            {
+                target: _Request(r.event, r.reached, r.claimed_again, r.thrown_at)
+                for target, r in self.found.items()
+            },
+        )
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        ended, found = self.ended, self.found
+        for event in events:
+            data, target = event.data, event.execution_id
+            kind = type(data)  # exact types: this runs over every event
+            if target is None:
+                continue
+            if kind is StatusData:
+                if event.op == Op.ACKNOWLEDGE and data.status in _TERMINAL:  # type: ignore[attr-defined]
+                    ended.add(target)
+            elif kind is CancelData or (
+                kind is ClientAnswerData
+                and data.action == Op.CANCEL  # type: ignore[attr-defined]
+                and data.answer == "cancel requested"  # type: ignore[attr-defined]
             ):
-                request.thrown_at = event.step_key
-    return found
+                if target not in ended and target not in found:
+                    found[target] = _Request(event, data.cancelled)  # type: ignore[attr-defined]
+            elif target in found:
+                request = found[target]
+                if kind is ClaimData and request.claimed_again is None:
+                    request.claimed_again = event
+                elif (
+                    kind is PutStepData
+                    and isinstance(data.value, dict)  # type: ignore[attr-defined]
+                    and data.value.get("cancelled")  # type: ignore[attr-defined]
+                    and request.thrown_at is None
+                ):
+                    request.thrown_at = event.step_key
 
 
 class CancelledLiveExecutionsEndCancelled:

@@ -37,6 +37,37 @@ EVENT_FIX = (
 )
 
 
+class _Accepted:
+    """Each event the runtime accepted (by instance and event ID), with the send that first
+    said so, as the events read so far show."""
+
+    __slots__ = ("accepted",)
+
+    def __init__(
+        self, accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] | None = None
+    ) -> None:
+        self.accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] = (
+            {} if accepted is None else accepted
+        )
+
+    def copy(self) -> _Accepted:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
+        return _Accepted(dict(self.accepted))
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        accepted, send = self.accepted, TraceKind.SEND
+        for event in events:
+            if event.kind != send:
+                continue
+            data = event.data
+            if not isinstance(data, SendData) or data.answer not in ("accepted", "duplicate"):
+                continue
+            assert data.instance_id is not None
+            assert data.event_id is not None
+            accepted.setdefault((data.instance_id, data.event_id), (event, data))
+
+
 class AcceptedEventsConsumedOrReported:
     """Every external event the runtime accepted is consumed by a run, or reported
     undelivered with its reason: one the runtime no longer lists, or lists pending for a run
@@ -49,14 +80,9 @@ class AcceptedEventsConsumedOrReported:
 
     def check(self, run: RunView) -> list[Violation]:
         """The accepted events lost, or left pending where nothing will take them."""
-        accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] = {}
-        for event in run.trace.of_kind(TraceKind.SEND):
-            data = event.data
-            if not isinstance(data, SendData) or data.answer not in ("accepted", "duplicate"):
-                continue
-            assert data.instance_id is not None
-            assert data.event_id is not None
-            accepted.setdefault((data.instance_id, data.event_id), (event, data))
+        # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+        # events before it with the run before.
+        accepted = run.trace.fold("accepted events", _Accepted).accepted
         if not accepted:
             return []
         kept = {(e.instance_id, e.event_id): e for e in run.events}

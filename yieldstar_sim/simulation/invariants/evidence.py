@@ -63,16 +63,34 @@ def admission_events(run: RunView) -> dict[str, TraceEvent]:
 
 
 def _admission_events(trace: Trace) -> dict[str, TraceEvent]:
-    admitted: dict[str, TraceEvent] = {}
-    for event in trace.events:
-        data = event.data
-        # Exact types, not isinstance: this runs over every event of every run.
-        if type(data) is StartData or type(data) is StartChildData:
-            if data.accepted is not None:
-                admitted.setdefault(data.accepted, event)
-        elif type(data) is EffectData and data.name == TRIGGERED:
-            admitted.setdefault(str(data.data["execution_id"]), event)
-    return admitted
+    # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+    # events before it with the run before.
+    return trace.fold("admission events", _Admissions).admitted
+
+
+class _Admissions:
+    """The event that admitted each execution, as the events read so far show."""
+
+    __slots__ = ("admitted",)
+
+    def __init__(self, admitted: dict[str, TraceEvent] | None = None) -> None:
+        self.admitted: dict[str, TraceEvent] = {} if admitted is None else admitted
+
+    def copy(self) -> _Admissions:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
+        return _Admissions(dict(self.admitted))
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        admitted = self.admitted
+        for event in events:
+            data = event.data
+            # Exact types, not isinstance: this runs over every event of every run.
+            if type(data) is StartData or type(data) is StartChildData:
+                if data.accepted is not None:
+                    admitted.setdefault(data.accepted, event)
+            elif type(data) is EffectData and data.name == TRIGGERED:
+                admitted.setdefault(str(data.data["execution_id"]), event)
 
 
 #: What a fault of each kind did to the worker's call, as ``why_again`` says it.

@@ -12,6 +12,8 @@ from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import CancelData, FaultData, StatusData, TraceKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from yieldstar_sim.core.model import ExecutionRecord
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
@@ -41,22 +43,45 @@ def _ended_and_cancel_events(
     """For each execution that reached a terminal outcome, the acknowledgement that recorded
     it; for each whose cancellation was requested, the event that first reached it (the
     scenario's cancel, or a worker's for a max duration), however far down it was owned."""
-    ended: dict[str, TraceEvent] = {}
-    requested: dict[str, TraceEvent] = {}
-    for event in run.trace.events:
-        data = event.data
-        kind = type(data)  # exact types: this runs over every event
-        if kind is StatusData:
-            if (
-                event.op == Op.ACKNOWLEDGE
-                and event.execution_id is not None
-                and data.status in _ENDED  # type: ignore[attr-defined]
-            ):
-                ended.setdefault(event.execution_id, event)
-        elif kind is CancelData:
-            for execution_id in data.cancelled:  # type: ignore[attr-defined]
-                requested.setdefault(execution_id, event)
-    return ended, requested
+    # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+    # events before it with the run before.
+    reader = run.trace.fold("ends and cancels", _EndsAndCancels)
+    return reader.ended, reader.requested
+
+
+class _EndsAndCancels:
+    """``_ended_and_cancel_events`` of the events read so far."""
+
+    __slots__ = ("ended", "requested")
+
+    def __init__(
+        self,
+        ended: dict[str, TraceEvent] | None = None,
+        requested: dict[str, TraceEvent] | None = None,
+    ) -> None:
+        self.ended: dict[str, TraceEvent] = {} if ended is None else ended
+        self.requested: dict[str, TraceEvent] = {} if requested is None else requested
+
+    def copy(self) -> _EndsAndCancels:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
+        return _EndsAndCancels(dict(self.ended), dict(self.requested))
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        ended, requested = self.ended, self.requested
+        for event in events:
+            data = event.data
+            kind = type(data)  # exact types: this runs over every event
+            if kind is StatusData:
+                if (
+                    event.op == Op.ACKNOWLEDGE
+                    and event.execution_id is not None
+                    and data.status in _ENDED  # type: ignore[attr-defined]
+                ):
+                    ended.setdefault(event.execution_id, event)
+            elif kind is CancelData:
+                for execution_id in data.cancelled:  # type: ignore[attr-defined]
+                    requested.setdefault(execution_id, event)
 
 
 def _ended_words(ended: TraceEvent) -> str:

@@ -18,6 +18,8 @@ from yieldstar_sim.simulation.invariants.protocol import Violation
 from yieldstar_sim.simulation.trace_payloads import EffectData, TraceKind
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from yieldstar_sim.simulation.invariants.protocol import RunView
     from yieldstar_sim.simulation.trace import TraceEvent
 
@@ -196,10 +198,42 @@ class AcknowledgedUnderCurrentLease:
 
     def check(self, run: RunView) -> list[Violation]:
         """Follow claims and acknowledgements through the trace."""
-        latest: dict[str, int] = {}
-        violations = []
+        # Read on from the run's restore point (``Trace.fold``): a search's run shares the
+        # events before it with the run before.
+        return [
+            Violation(
+                self.name,
+                f"{event.worker} acknowledged {event.execution_id} at t={event.t:g} with "
+                f"token {event.token}, but the current lease has token {current}: "
+                f"a fenced write checks the token (RFC 002); {RUNTIME_FIX}",
+            )
+            for event, current in run.trace.fold("leases", _Leases).stale
+        ]
+
+
+class _Leases:
+    """Each execution's latest lease token, and each acknowledgement made under another
+    (with the token current then), as the events read so far show."""
+
+    __slots__ = ("latest", "stale")
+
+    def __init__(
+        self,
+        latest: dict[str, int] | None = None,
+        stale: list[tuple[TraceEvent, int | None]] | None = None,
+    ) -> None:
+        self.latest: dict[str, int] = {} if latest is None else latest
+        self.stale: list[tuple[TraceEvent, int | None]] = [] if stale is None else stale
+
+    def copy(self) -> _Leases:
+        """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
+        return _Leases(dict(self.latest), list(self.stale))
+
+    def read(self, events: Sequence[TraceEvent]) -> None:
+        """Take ``events``, the next ones in order."""
+        latest, stale = self.latest, self.stale
         call = TraceKind.CALL  # once: an enum member's lookup costs more than the comparison
-        for event in run.trace.events:
+        for event in events:
             if event.kind is not call or event.execution_id is None or event.token is None:
                 continue
             if event.op == Op.CLAIM:
@@ -207,16 +241,7 @@ class AcknowledgedUnderCurrentLease:
             elif event.op == Op.ACKNOWLEDGE:
                 current = latest.get(event.execution_id)
                 if current != event.token:
-                    violations.append(
-                        Violation(
-                            self.name,
-                            f"{event.worker} acknowledged {event.execution_id} "
-                            f"at t={event.t:g} with "
-                            f"token {event.token}, but the current lease has token {current}: "
-                            f"a fenced write checks the token (RFC 002); {RUNTIME_FIX}",
-                        )
-                    )
-        return violations
+                    stale.append((event, current))
 
 
 class NothingLost:
