@@ -54,7 +54,7 @@ from yieldstar_sim.simulation.scheduled import SCHEDULED, scheduled_actor
 from yieldstar_sim.simulation.state import RunState, WorkerClocks
 from yieldstar_sim.simulation.statekeys import StateKeys
 from yieldstar_sim.simulation.trace import Trace
-from yieldstar_sim.simulation.trail import Choices, Step, Trail, schedule_of, unwound
+from yieldstar_sim.simulation.trail import Choices, Step, Trail, faults_of, schedule_of, unwound
 from yieldstar_sim.simulation.workers import worker
 
 if TYPE_CHECKING:
@@ -454,7 +454,7 @@ class Execution:
     @property
     def applied(self) -> list[Fault]:
         """Every fault that struck, placed by choice-point index and labelled."""
-        return [step[3] for step in self._steps() if step[3] is not None]
+        return faults_of(self._steps())
 
     def key(self) -> str:
         """The state's one key (``statekeys``): equal for two states exactly when every part

@@ -14,6 +14,7 @@ trail and the run itself share one path and a save costs nothing to take (``Exec
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, TypeAlias, cast, overload
 
 from yieldstar_sim.simulation.moves import new_choice
@@ -45,6 +46,16 @@ def unwound(last: Trail) -> list[Step]:
         last = last[4]
     steps.reverse()
     return steps
+
+
+def faults_of(steps: Sequence[Step]) -> list[Fault]:
+    """The faults the steps placed, in order."""
+    # In one loop of C (a fault is never false): every finished run's are read.
+    return list(filter(None, map(_fault_of, steps)))
+
+
+#: A step's fault (None where it placed none).
+_fault_of = itemgetter(3)
 
 
 class Choices(Sequence["Choice"]):
