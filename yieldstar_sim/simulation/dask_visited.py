@@ -20,13 +20,15 @@ if TYPE_CHECKING:
     from yieldstar_sim.simulation.persistent import Summary
     from yieldstar_sim.simulation.shared_states import Summaries
 
-#: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
-#: unbounded), the digest of the reduction's summary of the state (``SummaryBook``); a claim (a
-#: process is searching the state) has faults ``_CLAIM``.
-_ENTRY = struct.Struct("<16sBH8s")
+#: An entry sent to a partition: the key's 16 bytes, its kind, the faults left, the depth room
+#: (0xFFFF: unbounded), the digest of the reduction's summary of the state (``SummaryBook``).
+_ENTRY = struct.Struct("<16sBBH8s")
 _SIZE = _ENTRY.size
 _UNBOUNDED = 0xFFFF
-_CLAIM = 0xFF
+#: An entry's kind: searched to its end (0), or a claim (a process is searching it), of a state
+#: by its key, or ``_FILED``, of a state with a past by its verdict key, which is no state of
+#: its own: a partition counts the states by their keys, as the statement does.
+_CLAIM, _FILED = 1, 2
 #: How often a process sends the states it searched and hears the others' (seconds), and how
 #: many it holds back at most before it sends them anyway.
 EXCHANGE_SECONDS = 0.1
@@ -175,17 +177,18 @@ class VisitedPartition:
         whether the search was asked to stop."""
         table, kept = self._table, bytearray()
         for offset in range(0, len(entries), _SIZE):
-            raw, faults, depth, digest = _ENTRY.unpack_from(entries, offset)
-            if faults == _CLAIM:
+            raw, kind, faults, depth, digest = _ENTRY.unpack_from(entries, offset)
+            state = not kind & _FILED
+            if kind & _CLAIM:
                 if raw in table or raw in self._claims:
                     continue
                 self._claims.add(raw)
-                self._states += 1
+                self._states += state
                 kept += entries[offset : offset + _SIZE]
                 continue
             held = table.get(raw)
             if _says_more((faults, depth, digest), held):
-                self._states += held is None and raw not in self._claims
+                self._states += state and held is None and raw not in self._claims
                 table[raw] = (faults, depth, digest)
                 kept += entries[offset : offset + _SIZE]
         if kept or texts:
@@ -240,27 +243,34 @@ class DaskVisited:
         answer(self._partitions[0].stop(), 0, self._workers[0])
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
-        """Whether another process searched state ``key`` with no fewer faults and no less
-        depth left (as heard so far)."""
+        """Whether another process searched state ``key`` (or a state with a past by its
+        verdict key) with no fewer faults and no less depth left (as heard so far)."""
         self._tick()
         held = self._heard.get(key_bytes(key))
         return held is not None and _dominates(held, faults_left, _room(depth_left))
 
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+    def add(
+        self, key: str, faults_left: int, depth_left: int | None, filed: str | None = None
+    ) -> None:
         """Send, with the next batch, that state ``key`` was searched to its end, with what
-        this process knows whole of the runs below it."""
-        raw = key_bytes(key)
+        this process knows whole of the runs below it, under ``filed`` where it is not its
+        key (its verdict key: the state has a past)."""
+        kind = 0 if filed is None or filed == key else _FILED
+        raw = key_bytes(key if kind == 0 else str(filed))
         summary = None if self._summaries is None else self._summaries.summary(key)
         digest = NO_SUMMARY
         if summary is not None:
             digest, text = self._book.digest(summary)
             if text is not None:  # new: it travels once, with the first entry that has it
                 self._texts[_owner(raw, len(self._out))][digest] = text
-        self._send(raw, min(faults_left, _CLAIM - 1), _room(depth_left), digest)
+        self._send(raw, kind, min(faults_left, 0xFF), _room(depth_left), digest)
 
-    def claim(self, key: str) -> None:
-        """Send, with the next batch, that this process is searching state ``key``."""
-        self._send(key_bytes(key), _CLAIM, 0, NO_SUMMARY)
+    def claim(self, key: str, filed: str | None = None) -> None:
+        """Send, with the next batch, that this process is searching state ``key``, and under
+        ``filed`` too where it is not its key (its verdict key)."""
+        self._send(key_bytes(key), _CLAIM, 0, 0, NO_SUMMARY)
+        if filed is not None and filed != key:
+            self._send(key_bytes(filed), _CLAIM | _FILED, 0, 0, NO_SUMMARY)
 
     def summarised(self, summaries: Summaries | None) -> None:
         """Share with each state added what ``summaries`` knows whole of it."""
@@ -276,8 +286,8 @@ class DaskVisited:
         raw = key_bytes(key)
         return raw in self._claims or raw in self._heard
 
-    def _send(self, raw: bytes, faults: int, depth: int, digest: bytes) -> None:
-        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth, digest)
+    def _send(self, raw: bytes, kind: int, faults: int, depth: int, digest: bytes) -> None:
+        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, kind, faults, depth, digest)
         self._held += 1
         if self._held >= EXCHANGE_BATCH:
             self._exchange()
@@ -337,8 +347,8 @@ class DaskVisited:
             for digest, text in told.items():
                 self._book.learn(digest, text)
             for offset in range(0, len(news), _SIZE):
-                raw, faults, depth, digest = _ENTRY.unpack_from(news, offset)
-                if faults == _CLAIM:
+                raw, kind, faults, depth, digest = _ENTRY.unpack_from(news, offset)
+                if kind & _CLAIM:
                     self._claims.add(raw)
                     continue
                 if _says_more((faults, depth, digest), heard.get(raw)):
