@@ -8,6 +8,7 @@ Dask cluster").
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import struct
 import time
@@ -17,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.simulation.shared_states import NO_SUMMARY, SummaryBook, key_bytes
 
 if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Callable
+
     from yieldstar_sim.simulation.persistent import Summary
     from yieldstar_sim.simulation.shared_states import Summaries
 
@@ -385,4 +389,39 @@ class DaskTable:
             raise PartRunAgain(
                 f"part {part} was started {starts} times: its first worker died mid-search"
             )
-        return DaskVisited(list(self.partitions), part, list(self.workers))
+        partitions = [
+            _here(partition, worker) or partition
+            for partition, worker in zip(self.partitions, self.workers, strict=True)
+        ]
+        return DaskVisited(partitions, part, list(self.workers))
+
+
+class _Here:
+    """A partition on the worker this process runs on, its exchanges run on the worker's
+    event loop as the actor's calls are, without the actor's round trip: the worker's client
+    pickled the call, sent it to the worker's own server over TCP and read it back there,
+    work on the one loop that also serves the other processes' calls."""
+
+    def __init__(self, partition: VisitedPartition, loop: asyncio.AbstractEventLoop) -> None:
+        self._partition, self._loop = partition, loop
+
+    def __getattr__(self, name: str) -> Callable[..., concurrent.futures.Future[Any]]:
+        """The partition's method ``name``, run on the worker's loop: its answer's future."""
+        method = getattr(self._partition, name)
+        return lambda *args: asyncio.run_coroutine_threadsafe(method(*args), self._loop)
+
+
+def _here(partition: Any, worker: str) -> _Here | None:
+    """``partition`` (an actor) as a ``_Here`` where it lives on the worker running this
+    task (Dask keeps a worker's actors by key, as its own calls between actors of one worker
+    find them), else None."""
+    try:
+        from distributed import get_worker
+
+        here = get_worker()
+        found = here.state.actors.get(partition.key) if here.address == worker else None
+    except (ImportError, ValueError, AttributeError):  # not on a worker, or another Dask
+        return None
+    if not isinstance(found, VisitedPartition):
+        return None
+    return _Here(found, here.loop.asyncio_loop)  # type: ignore[attr-defined]
