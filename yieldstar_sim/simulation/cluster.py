@@ -296,6 +296,7 @@ class DaskCluster:
         started, pending = time.perf_counter(), set(futures)
         gone: list[str] = []
         got: dict[str, Any] | None = None
+        came: dict[Any, Part] = {}
         while pending:
             with contextlib.suppress(TimeoutError):  # nothing ended: read the progress
                 wait(pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
@@ -317,6 +318,15 @@ class DaskCluster:
                     if not future.done():
                         future.cancel()
                 break
+            if pending:
+                # A part that ended is fetched while the others search on, not after them:
+                # its worker and this process are idle, and the last part's fetch is all
+                # that is left to wait for at the end.
+                ended = [f for f in futures if f.status == "finished" and f not in came]
+                try:
+                    came.update(zip(ended, self.client.gather(ended), strict=True) if ended else ())
+                except Exception:  # its worker left as it was fetched: the next round says so
+                    logging.getLogger(__name__).debug("a part that ended could not be fetched")
             if partitions:
                 got = _progress(partitions, time.perf_counter() - started) or got
                 if watch is not None and got is not None:
@@ -334,8 +344,8 @@ class DaskCluster:
         lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
         # Asked for together: a worker pickles its part when the client asks for it, and the
         # parts asked for one by one were pickled one after another.
-        finished = [future for future in futures if future.status == "finished"]
-        came = dict(zip(finished, self.client.gather(finished), strict=True))
+        finished = [f for f in futures if f.status == "finished" and f not in came]
+        came.update(zip(finished, self.client.gather(finished), strict=True))
         for index, (future, worker) in enumerate(zip(futures, workers, strict=True)):
             if future in came:
                 parts.append(came[future])
