@@ -255,6 +255,18 @@ def test_a_process_reaches_the_partition_on_its_own_worker_on_that_worker_s_loop
     assert all(exchanges >= 2 for _, exchanges in parts)
 
 
+def test_a_local_cluster_s_workers_run_no_profiler(client: Any) -> None:
+    # Dask's profiler walks each thread's stack every 10 ms from the worker's loop, taking the
+    # interpreter lock from the search, for a dashboard page no one opens on local:N.
+    import dask
+
+    def profiler() -> bool:
+        return bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    assert set(client.run(profiler).values()) == {False}
+    assert dask.config.get("distributed.worker.profile.enabled")  # here, as it was
+
+
 #: A search long enough to be killed in (4 orders: some 50,000 states, tens of seconds on
 #: one process; it is cut a second or two in).
 _ORDERS = """

@@ -42,6 +42,8 @@ WATCH_SECONDS = 0.5
 CONNECT_SECONDS = 10.0
 #: Dask's setting of how a nanny starts its worker's process.
 START_METHOD = "distributed.worker.multiprocessing-method"
+#: Dask's setting of whether a worker samples its threads' stacks for its dashboard.
+PROFILER = "distributed.worker.profile.enabled"
 #: The deadline watchdog's thread (``simulation.deadline``).
 _WATCHDOG = "yieldstar-deadline"
 
@@ -110,8 +112,12 @@ def connect(address: str) -> Iterator[DaskClient]:
         # Spawned, each worker started an interpreter, imported Dask, then imported this
         # package at its first task, which took longer than a small search (docs/cluster.md).
         # Forked from this process, which has imported both, they are ready at once. The
-        # heap is frozen as for ``--jobs``'s forks.
-        with dask.config.set({START_METHOD: start_method()}), frozen_heap():
+        # heap is frozen as for ``--jobs``'s forks. Dask's profiler is off on these workers:
+        # it walks every thread's stack from the worker's loop every 10 ms, taking the
+        # interpreter lock from the search, for a dashboard page of a cluster that lives for
+        # one command (decisions.md); a cluster of your own keeps its settings.
+        settings = {START_METHOD: start_method(), PROFILER: False}
+        with dask.config.set(settings), frozen_heap():
             cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=int(count), processes=True, threads_per_worker=1,
                 dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
