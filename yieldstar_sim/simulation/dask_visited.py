@@ -35,7 +35,7 @@ _UNBOUNDED = 0xFFFF
 _CLAIM, _FILED = 1, 2
 #: How often a process sends the states it searched and hears the others' (seconds), and how
 #: many it holds back at most before it sends them anyway.
-EXCHANGE_SECONDS = 0.05
+EXCHANGE_SECONDS = 0.1
 EXCHANGE_BATCH = 8192
 #: How long a process waits for a partition's answer before it takes the partition for lost,
 #: its worker still in the cluster (a worker that left is known lost at once: ``answer``).
