@@ -397,10 +397,10 @@ class DaskTable:
 
 
 class _Here:
-    """A partition on the worker this process runs on, its exchanges run on the worker's
-    event loop as the actor's calls are, without the actor's round trip: the worker's client
-    pickled the call, sent it to the worker's own server over TCP and read it back there,
-    work on the one loop that also serves the other processes' calls."""
+    """A partition on the worker this process runs on, called on the worker's event loop as
+    its actor's calls run there, without the actor's round trip (through the actor, the
+    worker's client pickled each call and sent it over TCP to the worker's own server, which
+    read it back: twice the work, on the one loop that also serves the other processes')."""
 
     def __init__(self, partition: VisitedPartition, loop: asyncio.AbstractEventLoop) -> None:
         self._partition, self._loop = partition, loop
