@@ -234,6 +234,39 @@ def test_a_part_that_fails_leaves_no_other_part_running_on_its_worker(client: An
     assert client.submit(sum, [1, 2], workers=[workers[1]], pure=False).result(timeout=5) == 3
 
 
+def test_a_process_reaches_the_partition_on_its_own_worker_on_that_worker_s_loop(
+    client: Any,
+) -> None:
+    # Through its actor, a call from a process to the partition on its own worker was
+    # pickled, sent to the worker's own server and read back there: it runs on the worker's
+    # loop directly now. The other partition is called through its actor, as before.
+    from yieldstar_sim.simulation.cluster import DaskCluster
+
+    def task(*, part: int, table: Any) -> tuple[list[str], int]:
+        visited = table.attach(part)
+        visited.claim(f"{part + 1:032x}")
+        visited.close()  # both exchanges answered, each its own way
+        kinds = [type(partition).__name__ for partition in visited._partitions]
+        return kinds, visited._exchanges
+
+    parts, lost = DaskCluster(client).search(task, None, share=True)
+    assert not lost
+    assert [kinds for kinds, _ in parts] == [["_Here", "Actor"], ["Actor", "_Here"]]
+    assert all(exchanges >= 2 for _, exchanges in parts)
+
+
+def test_a_local_cluster_s_workers_run_no_profiler(client: Any) -> None:
+    # Dask's profiler walks each thread's stack every 10 ms from the worker's loop, taking the
+    # interpreter lock from the search, for a dashboard page no one opens on local:N.
+    import dask
+
+    def profiler() -> bool:
+        return bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    assert set(client.run(profiler).values()) == {False}
+    assert dask.config.get("distributed.worker.profile.enabled")  # here, as it was
+
+
 #: A search long enough to be killed in (4 orders: some 50,000 states, tens of seconds on
 #: one process; it is cut a second or two in).
 _ORDERS = """

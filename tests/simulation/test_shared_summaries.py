@@ -159,10 +159,13 @@ class _Table:
         found = self.entries.get(key)
         return found is not None and found[0] >= faults_left
 
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
-        self.entries[key] = (faults_left, None if self.source is None else self.source.summary(key))
+    def add(
+        self, key: str, faults_left: int, depth_left: int | None, filed: str | None = None
+    ) -> None:
+        summary = None if self.source is None else self.source.summary(key)
+        self.entries[filed or key] = (faults_left, summary)
 
-    def claim(self, key: str) -> None:
+    def claim(self, key: str, filed: str | None = None) -> None:
         """Claims are not shared here."""
 
     def claimed(self, key: str) -> bool:
@@ -209,3 +212,43 @@ def test_a_process_that_hears_the_summaries_searches_no_state_again(name: str) -
 
 def _keys(fingerprints: bytes) -> list[bytes]:
     return [fingerprints[at : at + 16] for at in range(0, len(fingerprints), 16)]
+
+
+def test_a_state_with_a_past_is_shared_under_its_verdict_key_and_not_counted_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dask_visited, "in_cluster", lambda worker: True)
+    actors = [_Actor(), _Actor()]
+    workers = ["tcp://a:1", "tcp://b:1"]
+    state, past = f"{1:032x}", f"{2:032x}"
+    sender, hearing = (DaskVisited(list(actors), part, workers) for part in range(2))
+    sender.claim(state, past)
+    sender.add(state, 1, None, past)
+    sender.close()
+    hearing.close()
+    # Cut only with the same past: the state by its own key was not searched to its end.
+    assert hearing.covers(past, 1, None)
+    assert not hearing.covers(state, 0, None)
+    assert hearing.claimed(state)
+    # The partitions count the state once, as the statement does: its verdict key is none.
+    assert sum(asyncio.run(actor.partition.summary())[0] for actor in actors) == 1
+
+
+@pytest.mark.parametrize("name", ["durable-start", "poison-workflow"])
+def test_a_process_cuts_the_states_with_a_past_another_searched(name: str) -> None:
+    # A second process handed only the states the first searched with a past (filed under
+    # their verdict keys, which are no state's key) cuts them where it reaches them with the
+    # same past: it reaches only the first's states, in fewer moves than alone.
+    config = SearchConfig(
+        strategy=ys.Exhaustive(), seed=0, max_faults=1, kinds=tuple(FaultKind), freeze=40.0,
+        stop_at_first=False,
+    )  # fmt: skip
+    first = _Table()
+    alone = search_part(name, "memory", config, 60.0, part=0, table=first)
+    states = set(_keys(alone.fingerprints))
+    pasts = {key: entry for key, entry in first.entries.items() if bytes.fromhex(key) not in states}
+    assert pasts, "a fault's recovery gives states a past"
+    heard = search_part(name, "memory", config, 60.0, part=1, table=_Table(pasts))
+    again = search_part(name, "memory", config, 60.0, part=1, table=_Table())
+    assert set(_keys(heard.fingerprints)) <= states
+    assert heard.covered.progress["transitions"] < again.covered.progress["transitions"]

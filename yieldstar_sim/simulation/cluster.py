@@ -42,6 +42,8 @@ WATCH_SECONDS = 0.5
 CONNECT_SECONDS = 10.0
 #: Dask's setting of how a nanny starts its worker's process.
 START_METHOD = "distributed.worker.multiprocessing-method"
+#: Dask's setting of whether a worker samples its threads' stacks for its dashboard.
+PROFILER = "distributed.worker.profile.enabled"
 #: The deadline watchdog's thread (``simulation.deadline``).
 _WATCHDOG = "yieldstar-deadline"
 
@@ -110,8 +112,12 @@ def connect(address: str) -> Iterator[DaskClient]:
         # Spawned, each worker started an interpreter, imported Dask, then imported this
         # package at its first task, which took longer than a small search (docs/cluster.md).
         # Forked from this process, which has imported both, they are ready at once. The
-        # heap is frozen as for ``--jobs``'s forks.
-        with dask.config.set({START_METHOD: start_method()}), frozen_heap():
+        # heap is frozen as for ``--jobs``'s forks. Dask's profiler is off on these workers:
+        # it walks every thread's stack from the worker's loop every 10 ms, taking the
+        # interpreter lock from the search, for a dashboard page of a cluster that lives for
+        # one command (decisions.md); a cluster of your own keeps its settings.
+        settings = {START_METHOD: start_method(), PROFILER: False}
+        with dask.config.set(settings), frozen_heap():
             cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=int(count), processes=True, threads_per_worker=1,
                 dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR,
@@ -296,6 +302,7 @@ class DaskCluster:
         started, pending = time.perf_counter(), set(futures)
         gone: list[str] = []
         got: dict[str, Any] | None = None
+        came: dict[Any, Part] = {}
         while pending:
             with contextlib.suppress(TimeoutError):  # nothing ended: read the progress
                 wait(pending, timeout=WATCH_SECONDS, return_when="FIRST_COMPLETED")  # type: ignore[no-untyped-call]
@@ -317,6 +324,15 @@ class DaskCluster:
                     if not future.done():
                         future.cancel()
                 break
+            if pending:
+                # A part that ended is fetched while the others search on, not after them:
+                # its worker and this process are idle, and the last part's fetch is all
+                # that is left to wait for at the end.
+                ended = [f for f in futures if f.status == "finished" and f not in came]
+                try:
+                    came.update(zip(ended, self.client.gather(ended), strict=True) if ended else ())
+                except Exception:  # its worker left as it was fetched: the next round says so
+                    logging.getLogger(__name__).debug("a part that ended could not be fetched")
             if partitions:
                 got = _progress(partitions, time.perf_counter() - started) or got
                 if watch is not None and got is not None:
@@ -334,8 +350,8 @@ class DaskCluster:
         lost = [f"worker {worker} left the cluster mid-search{after}" for worker in gone]
         # Asked for together: a worker pickles its part when the client asks for it, and the
         # parts asked for one by one were pickled one after another.
-        finished = [future for future in futures if future.status == "finished"]
-        came = dict(zip(finished, self.client.gather(finished), strict=True))
+        finished = [f for f in futures if f.status == "finished" and f not in came]
+        came.update(zip(finished, self.client.gather(finished), strict=True))
         for index, (future, worker) in enumerate(zip(futures, workers, strict=True)):
             if future in came:
                 parts.append(came[future])

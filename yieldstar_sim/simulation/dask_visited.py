@@ -8,6 +8,7 @@ Dask cluster").
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import struct
 import time
@@ -17,16 +18,21 @@ from typing import TYPE_CHECKING, Any
 from yieldstar_sim.simulation.shared_states import NO_SUMMARY, SummaryBook, key_bytes
 
 if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Callable
+
     from yieldstar_sim.simulation.persistent import Summary
     from yieldstar_sim.simulation.shared_states import Summaries
 
-#: An entry sent to a partition: the key's 16 bytes, the faults left, the depth room (0xFFFF:
-#: unbounded), the digest of the reduction's summary of the state (``SummaryBook``); a claim (a
-#: process is searching the state) has faults ``_CLAIM``.
-_ENTRY = struct.Struct("<16sBH8s")
+#: An entry sent to a partition: the key's 16 bytes, its kind, the faults left, the depth room
+#: (0xFFFF: unbounded), the digest of the reduction's summary of the state (``SummaryBook``).
+_ENTRY = struct.Struct("<16sBBH8s")
 _SIZE = _ENTRY.size
 _UNBOUNDED = 0xFFFF
-_CLAIM = 0xFF
+#: An entry's kind: searched to its end (0), or a claim (a process is searching it), of a state
+#: by its key, or ``_FILED``, of a state with a past by its verdict key, which is no state of
+#: its own: a partition counts the states by their keys, as the statement does.
+_CLAIM, _FILED = 1, 2
 #: How often a process sends the states it searched and hears the others' (seconds), and how
 #: many it holds back at most before it sends them anyway.
 EXCHANGE_SECONDS = 0.1
@@ -175,17 +181,18 @@ class VisitedPartition:
         whether the search was asked to stop."""
         table, kept = self._table, bytearray()
         for offset in range(0, len(entries), _SIZE):
-            raw, faults, depth, digest = _ENTRY.unpack_from(entries, offset)
-            if faults == _CLAIM:
+            raw, kind, faults, depth, digest = _ENTRY.unpack_from(entries, offset)
+            state = not kind & _FILED
+            if kind & _CLAIM:
                 if raw in table or raw in self._claims:
                     continue
                 self._claims.add(raw)
-                self._states += 1
+                self._states += state
                 kept += entries[offset : offset + _SIZE]
                 continue
             held = table.get(raw)
             if _says_more((faults, depth, digest), held):
-                self._states += held is None and raw not in self._claims
+                self._states += state and held is None and raw not in self._claims
                 table[raw] = (faults, depth, digest)
                 kept += entries[offset : offset + _SIZE]
         if kept or texts:
@@ -240,27 +247,34 @@ class DaskVisited:
         answer(self._partitions[0].stop(), 0, self._workers[0])
 
     def covers(self, key: str, faults_left: int, depth_left: int | None) -> bool:
-        """Whether another process searched state ``key`` with no fewer faults and no less
-        depth left (as heard so far)."""
+        """Whether another process searched state ``key`` (or a state with a past by its
+        verdict key) with no fewer faults and no less depth left (as heard so far)."""
         self._tick()
         held = self._heard.get(key_bytes(key))
         return held is not None and _dominates(held, faults_left, _room(depth_left))
 
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+    def add(
+        self, key: str, faults_left: int, depth_left: int | None, filed: str | None = None
+    ) -> None:
         """Send, with the next batch, that state ``key`` was searched to its end, with what
-        this process knows whole of the runs below it."""
-        raw = key_bytes(key)
+        this process knows whole of the runs below it, under ``filed`` where it is not its
+        key (its verdict key: the state has a past)."""
+        kind = 0 if filed is None or filed == key else _FILED
+        raw = key_bytes(key if kind == 0 else str(filed))
         summary = None if self._summaries is None else self._summaries.summary(key)
         digest = NO_SUMMARY
         if summary is not None:
             digest, text = self._book.digest(summary)
             if text is not None:  # new: it travels once, with the first entry that has it
                 self._texts[_owner(raw, len(self._out))][digest] = text
-        self._send(raw, min(faults_left, _CLAIM - 1), _room(depth_left), digest)
+        self._send(raw, kind, min(faults_left, 0xFF), _room(depth_left), digest)
 
-    def claim(self, key: str) -> None:
-        """Send, with the next batch, that this process is searching state ``key``."""
-        self._send(key_bytes(key), _CLAIM, 0, NO_SUMMARY)
+    def claim(self, key: str, filed: str | None = None) -> None:
+        """Send, with the next batch, that this process is searching state ``key``, and under
+        ``filed`` too where it is not its key (its verdict key)."""
+        self._send(key_bytes(key), _CLAIM, 0, 0, NO_SUMMARY)
+        if filed is not None and filed != key:
+            self._send(key_bytes(filed), _CLAIM | _FILED, 0, 0, NO_SUMMARY)
 
     def summarised(self, summaries: Summaries | None) -> None:
         """Share with each state added what ``summaries`` knows whole of it."""
@@ -276,8 +290,8 @@ class DaskVisited:
         raw = key_bytes(key)
         return raw in self._claims or raw in self._heard
 
-    def _send(self, raw: bytes, faults: int, depth: int, digest: bytes) -> None:
-        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, faults, depth, digest)
+    def _send(self, raw: bytes, kind: int, faults: int, depth: int, digest: bytes) -> None:
+        self._out[_owner(raw, len(self._out))] += _ENTRY.pack(raw, kind, faults, depth, digest)
         self._held += 1
         if self._held >= EXCHANGE_BATCH:
             self._exchange()
@@ -337,8 +351,8 @@ class DaskVisited:
             for digest, text in told.items():
                 self._book.learn(digest, text)
             for offset in range(0, len(news), _SIZE):
-                raw, faults, depth, digest = _ENTRY.unpack_from(news, offset)
-                if faults == _CLAIM:
+                raw, kind, faults, depth, digest = _ENTRY.unpack_from(news, offset)
+                if kind & _CLAIM:
                     self._claims.add(raw)
                     continue
                 if _says_more((faults, depth, digest), heard.get(raw)):
@@ -375,4 +389,39 @@ class DaskTable:
             raise PartRunAgain(
                 f"part {part} was started {starts} times: its first worker died mid-search"
             )
-        return DaskVisited(list(self.partitions), part, list(self.workers))
+        partitions = [
+            _here(partition, worker) or partition
+            for partition, worker in zip(self.partitions, self.workers, strict=True)
+        ]
+        return DaskVisited(partitions, part, list(self.workers))
+
+
+class _Here:
+    """A partition on the worker this process runs on, called on the worker's event loop as
+    its actor's calls run there, without the actor's round trip (through the actor, the
+    worker's client pickled each call and sent it over TCP to the worker's own server, which
+    read it back: twice the work, on the one loop that also serves the other processes')."""
+
+    def __init__(self, partition: VisitedPartition, loop: asyncio.AbstractEventLoop) -> None:
+        self._partition, self._loop = partition, loop
+
+    def __getattr__(self, name: str) -> Callable[..., concurrent.futures.Future[Any]]:
+        """The partition's method ``name``, run on the worker's loop: its answer's future."""
+        method = getattr(self._partition, name)
+        return lambda *args: asyncio.run_coroutine_threadsafe(method(*args), self._loop)
+
+
+def _here(partition: Any, worker: str) -> _Here | None:
+    """``partition`` (an actor) as a ``_Here`` where it lives on the worker running this
+    task (Dask keeps a worker's actors by key, as its own calls between actors of one worker
+    find them), else None."""
+    try:
+        from distributed import get_worker
+
+        here = get_worker()
+        found = here.state.actors.get(partition.key) if here.address == worker else None
+    except (ImportError, ValueError, AttributeError):  # not on a worker, or another Dask
+        return None
+    if not isinstance(found, VisitedPartition):
+        return None
+    return _Here(found, here.loop.asyncio_loop)  # type: ignore[attr-defined]

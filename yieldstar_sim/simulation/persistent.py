@@ -326,14 +326,15 @@ class Reduction:
         below it is not known here."""
         self.below.setdefault(key, (held.instant, _UNKNOWN))
 
-    def known(self, key: str, elsewhere: Heard | None = None) -> bool:
+    def known(self, key: str, shared: Heard | None = None, filed: str | None = None) -> bool:
         """Whether what was touched below ``key``'s state is known whole: a summary that took
         in a state another process searched and did not share whole (or one cut while it was
         being searched) is not, and a search that needs it searches the state again rather
-        than trust it. Where another process searched the state, ``elsewhere`` (the table the
-        processes share) gives what it shared, which is taken (``heard``)."""
-        if elsewhere is not None:
-            return self.heard(key, elsewhere.summary(key))
+        than trust it. Where another process searched the state (``filed``: the key it is
+        filed under in ``shared``, the table the processes share), what it shared is taken
+        (``heard``)."""
+        if shared is not None and filed is not None:
+            return self.heard(key, shared.summary(filed))
         found = self.below.get(key)
         # None: reached, not yet searched to its end (on the path to here), cut as before.
         return found is None or _UNSEEN not in found[1]

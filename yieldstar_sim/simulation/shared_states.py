@@ -49,12 +49,17 @@ class SharedStates(Protocol):
         """Whether state ``key`` was searched with no fewer faults and no less depth left."""
         ...
 
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
-        """Record that state ``key`` was searched to its end with what was left."""
+    def add(
+        self, key: str, faults_left: int, depth_left: int | None, filed: str | None = None
+    ) -> None:
+        """Record that state ``key`` was searched to its end with what was left, under
+        ``filed`` where that is not its key: a state with a past is filed under its verdict
+        key (``Execution.verdict_key``), and stands for another only with the same past."""
         ...
 
-    def claim(self, key: str) -> None:
-        """Record that this process is searching state ``key`` now."""
+    def claim(self, key: str, filed: str | None = None) -> None:
+        """Record that this process is searching state ``key`` now (and under ``filed``, its
+        verdict key, where that is not its key)."""
         ...
 
     def summarised(self, summaries: Summaries | None) -> None:
@@ -292,10 +297,13 @@ class SharedVisited:
             depth_left is None or (depth != _NO_DEPTH and depth >= depth_left)
         )
 
-    def add(self, key: str, faults_left: int, depth_left: int | None) -> None:
+    def add(
+        self, key: str, faults_left: int, depth_left: int | None, filed: str | None = None
+    ) -> None:
         """Record that state ``key`` was searched to its end with ``faults_left`` and
-        ``depth_left``, with what this process knows whole of the runs below it."""
-        raw = key_bytes(key)
+        ``depth_left``, with what this process knows whole of the runs below it, under
+        ``filed`` where that is not its key (its verdict key)."""
+        raw = key_bytes(key if filed is None else filed)
         offset, found = self._find(raw)
         if offset < 0:
             return  # a full neighbourhood: the state stays this process's own
@@ -328,13 +336,14 @@ class SharedVisited:
         buffer[offset + 2 : offset + 4] = depth.to_bytes(2, "little")
         buffer[offset] = _DONE
 
-    def claim(self, key: str) -> None:
-        """Record that this process is searching state ``key`` now."""
-        raw = key_bytes(key)
-        offset, found = self._find(raw)
-        if offset >= 0 and not found:
-            self._buffer[offset + 4 : offset + 20] = raw
-            self._buffer[offset] = _CLAIMED
+    def claim(self, key: str, filed: str | None = None) -> None:
+        """Record that this process is searching state ``key`` now (and under ``filed``, its
+        verdict key, where that is not its key)."""
+        for raw in {key_bytes(key), key_bytes(key if filed is None else filed)}:
+            offset, found = self._find(raw)
+            if offset >= 0 and not found:
+                self._buffer[offset + 4 : offset + 20] = raw
+                self._buffer[offset] = _CLAIMED
 
     def claimed(self, key: str) -> bool:
         """Whether a process is searching state ``key`` (or searched it)."""

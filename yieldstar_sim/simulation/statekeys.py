@@ -36,8 +36,8 @@ whole (their reference) and compare at every point.
 
 from __future__ import annotations
 
-import itertools
 import re
+import secrets
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.ops import Op
@@ -75,8 +75,6 @@ _DRAWS = kind("draws")
 _TURNS = kind("turns")
 _EVENTS = kind("events")
 _PAST = kind("past")
-#: Numbers the pasts whose rivals are not known: each is equal to no other.
-_UNKNOWN = itertools.count()
 
 Histories = tuple[dict[str, Any], dict[str, list[str]] | None]
 """Each actor's history at a point (``StateKeys.snapshot``): its running hash, and its lines
@@ -371,7 +369,9 @@ class StateKeys:
         and one ``past`` go on to the same verdicts, the workers' names blinded as the key
         blinds them."""
         if self._rivals_unknown:
-            return term(_PAST, f"unknown {next(_UNKNOWN)}")  # equal to no other
+            # Equal to no other, in any process: the processes of a search share states by
+            # their verdict keys, and a count would give the same pasts in each.
+            return term(_PAST, f"unknown {secrets.token_hex(16)}")
         log, now = self._recoveries, state.clock.now()
         cap = RECOVERED_WITHOUT_END if log.bound is None else log.bound + 1
         idle_now = log.idle.get(now, set())

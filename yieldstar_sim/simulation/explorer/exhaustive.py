@@ -221,8 +221,8 @@ class ExhaustiveSearch:
         if node.held is not None and self.reduction is not None:
             self.reduction.searched(node.key, node.held, stack[-1].held if stack else None)
         depth_left = self._depth_left(len(stack))
-        if self.shared is not None and cache and node.cut == node.key:
-            self.shared.add(node.key, self._limit - node.faults_used, depth_left)
+        if self.shared is not None and cache:
+            self.shared.add(node.key, self._limit - node.faults_used, depth_left, node.cut)
         estimate = max(node.estimate, 1.0)
         self._seen.keep_estimate(node.cut, estimate)
         if stack:
@@ -271,20 +271,18 @@ class ExhaustiveSearch:
             self._ended(execution.result(), key, parent, (self._limit - faults, depth), cache)
             return None
         left, depth_left = self._limit - faults, self._depth_left(depth)
-        # A state stands for another only with the same past (``Execution.verdict_key``); one
-        # with a past is searched by each process that reaches it (only claimed, which counts
-        # it in the table).
+        # A state stands for another only with the same past (``Execution.verdict_key``): the
+        # processes share one with a past under that key, as one process caches it.
         cut = execution.verdict_key(key) if cache else key
-        shared = self.shared if cut == key else None
+        shared = self.shared if cache else None
         if (
-            cache
-            and shared is not None
+            shared is not None
             and parent is not None
             and move is not None
             and not parent.again
             and parent.saved is not None  # a state with one move is not saved to come back to
-            and shared.claimed(key)
-            and not shared.covers(key, left, depth_left)
+            and shared.claimed(cut)
+            and not shared.covers(cut, left, depth_left)
         ):
             # Another process is searching this state now: its other siblings first, so that
             # the processes spread out, and by the time this one comes back the state may be
@@ -292,10 +290,8 @@ class ExhaustiveSearch:
             parent.deferred.append(move)
             return None
         seen = cache and self._seen.reached(cut, left, depth_left)
-        elsewhere = (
-            cache and not seen and shared is not None and shared.covers(key, left, depth_left)
-        )
-        if (seen or elsewhere) and self._trusted(key, held, parent, elsewhere):
+        elsewhere = not seen and shared is not None and shared.covers(cut, left, depth_left)
+        if (seen or elsewhere) and self._trusted(key, held, parent, cut if elsewhere else None):
             self._cached(key, held, parent, elsewhere=elsewhere, cut=cut)
             return None
         kinds = self.config.kinds if faults < self._limit else ()
@@ -304,8 +300,8 @@ class ExhaustiveSearch:
         if depth_left is not None and depth_left <= 0 and len(moves) > 1:
             self._cut(StopReason.DEPTH)
             moves = moves[:1]
-        if self.shared is not None and cache:
-            self.shared.claim(key)
+        if shared is not None:
+            shared.claim(key, cut)
         node = _Node(key, moves, faults, options, held=held, cut=cut)
         if held is not None and self.reduction is not None:
             node.pending = self.reduction.split(execution, held, moves)
@@ -329,14 +325,17 @@ class ExhaustiveSearch:
         if parent is not None:
             parent.estimate += self._seen.estimate(cut)
 
-    def _trusted(self, key: str, held: Held | None, parent: _Node | None, elsewhere: bool) -> bool:
-        """Whether a state searched before, here or in another process (``elsewhere``: what it
-        shared of the runs below it is taken), may be cut here: unless a vouch above waits on
-        what was touched below it and that is not known whole; a move back to its own state
-        is always cut. So a process vouches as one process would."""
+    def _trusted(
+        self, key: str, held: Held | None, parent: _Node | None, elsewhere: str | None
+    ) -> bool:
+        """Whether a state searched before, here or in another process (``elsewhere``: the key
+        it is filed under there, and what it shared of the runs below it is taken), may be cut
+        here: unless a vouch above waits on what was touched below it and that is not known
+        whole; a move back to its own state is always cut. So a process vouches as one
+        process would."""
         if held is None or self.reduction is None:
             return True
-        known = self.reduction.known(key, self.shared if elsewhere else None)
+        known = self.reduction.known(key, self.shared, elsewhere)
         return not held.needs_below or (parent is not None and parent.key == key) or known
 
     def _ended(
