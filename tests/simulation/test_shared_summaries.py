@@ -185,25 +185,28 @@ class _Table:
         """Nothing held back."""
 
 
+#: One process's exhaustive search of a bundled scenario under one fault of every kind.
+_ONE_FAULT = SearchConfig(
+    strategy=ys.Exhaustive(), seed=0, max_faults=1, kinds=tuple(FaultKind), freeze=40.0,
+    stop_at_first=False,
+)  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["booking-race-fixed", "durable-start"])
 def test_a_process_that_hears_the_summaries_searches_no_state_again(name: str) -> None:
     # A second process finds half the states the first searched, the first state left out
     # (taken at random, the same half each run): with their summaries it cuts each where the
     # first process would, and reaches the states the first reached; without them it searches
     # again every one a vouch above waits on, and takes more moves for the same states.
-    config = SearchConfig(
-        strategy=ys.Exhaustive(), seed=0, max_faults=1, kinds=tuple(FaultKind), freeze=40.0,
-        stop_at_first=False,
-    )  # fmt: skip
     first = _Table()
-    alone = search_part(name, "memory", config, 60.0, part=0, table=first)
+    alone = search_part(name, "memory", _ONE_FAULT, 60.0, part=0, table=first)
     states = set(_keys(alone.fingerprints))
     searched = sorted(list(first.entries)[:-1])  # the root, searched to its end last, left out
     chosen = random.Random(7).sample(searched, len(searched) // 2)
     half = {key: first.entries[key] for key in chosen}
-    heard = search_part(name, "memory", config, 60.0, part=1, table=_Table(half))
+    heard = search_part(name, "memory", _ONE_FAULT, 60.0, part=1, table=_Table(half))
     bare = {key: (left, None) for key, (left, _) in half.items()}
-    unheard = search_part(name, "memory", config, 60.0, part=1, table=_Table(bare))
+    unheard = search_part(name, "memory", _ONE_FAULT, 60.0, part=1, table=_Table(bare))
     assert set(_keys(heard.fingerprints)) <= states
     assert set(_keys(unheard.fingerprints)) <= states
     moves = [part.covered.progress["transitions"] for part in (heard, unheard)]
@@ -239,16 +242,12 @@ def test_a_process_cuts_the_states_with_a_past_another_searched(name: str) -> No
     # A second process handed only the states the first searched with a past (filed under
     # their verdict keys, which are no state's key) cuts them where it reaches them with the
     # same past: it reaches only the first's states, in fewer moves than alone.
-    config = SearchConfig(
-        strategy=ys.Exhaustive(), seed=0, max_faults=1, kinds=tuple(FaultKind), freeze=40.0,
-        stop_at_first=False,
-    )  # fmt: skip
     first = _Table()
-    alone = search_part(name, "memory", config, 60.0, part=0, table=first)
+    alone = search_part(name, "memory", _ONE_FAULT, 60.0, part=0, table=first)
     states = set(_keys(alone.fingerprints))
     pasts = {key: entry for key, entry in first.entries.items() if bytes.fromhex(key) not in states}
     assert pasts, "a fault's recovery gives states a past"
-    heard = search_part(name, "memory", config, 60.0, part=1, table=_Table(pasts))
-    again = search_part(name, "memory", config, 60.0, part=1, table=_Table())
+    heard = search_part(name, "memory", _ONE_FAULT, 60.0, part=1, table=_Table(pasts))
+    again = search_part(name, "memory", _ONE_FAULT, 60.0, part=1, table=_Table())
     assert set(_keys(heard.fingerprints)) <= states
     assert heard.covered.progress["transitions"] < again.covered.progress["transitions"]

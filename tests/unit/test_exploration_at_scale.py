@@ -4,6 +4,7 @@ stay inside the picture and say why a search that stopped short stopped."""
 
 from __future__ import annotations
 
+from _pictures import assert_inside
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from yieldstar_sim.simulation.explorer import ExplorationReport, StopReason
@@ -58,13 +59,7 @@ def test_a_folded_grid_of_one_fault_kind_keeps_its_axis_label_and_says_why_it_st
     (axes,) = [a for a in figure.axes if a.get_title()]
     assert [label.get_text() for label in axes.get_xticklabels()] == ["crash"]
     assert axes.get_title().splitlines()[-1] == "the budget of 400 schedules cut the search"
-    page = figure.bbox
-    for text in (axes.title, axes.yaxis.label):
-        box = text.get_window_extent(renderer)
-        assert page.x0 <= box.x0, text.get_text()
-        assert box.x1 <= page.x1, text.get_text()
-        assert page.y0 <= box.y0, text.get_text()
-        assert box.y1 <= page.y1, text.get_text()
+    assert_inside(figure, renderer, axes.title, axes.yaxis.label)
 
 
 def test_a_search_that_covered_its_bound_has_a_one_line_title() -> None:

@@ -6,6 +6,7 @@ import dataclasses
 import io
 
 import pytest
+from _pictures import assert_inside
 
 import yieldstar_sim as ys
 from yieldstar_sim.simulation import SimulationRun
@@ -180,13 +181,7 @@ def test_a_grid_of_one_fault_kind_keeps_its_title_and_axis_label_inside_the_pict
     renderer = FigureCanvasAgg(figure).get_renderer()
     figure.draw(renderer)
     (axes,) = [a for a in figure.axes if a.get_title()]
-    page = figure.bbox
-    for text in (axes.title, axes.yaxis.label):
-        box = text.get_window_extent(renderer)
-        assert page.x0 <= box.x0, text.get_text()
-        assert box.x1 <= page.x1, text.get_text()
-        assert page.y0 <= box.y0, text.get_text()
-        assert box.y1 <= page.y1, text.get_text()
+    assert_inside(figure, renderer, axes.title, axes.yaxis.label)
 
 
 def test_a_label_at_the_right_edge_ends_at_its_mark_instead_of_being_left_out() -> None:
