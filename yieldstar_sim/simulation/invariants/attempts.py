@@ -12,7 +12,7 @@ it, and that one overlaps the retry too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -65,16 +65,12 @@ def attempt_spans(events: Sequence[TraceEvent]) -> list[AttemptSpan]:
     return spans
 
 
+@dataclass(slots=True)
 class _Bodies:
     """The ``body`` events of each step (by execution and step key), in order, as the events
     read so far show."""
 
-    __slots__ = ("by_step",)
-
-    def __init__(self, by_step: dict[tuple[str, str], tuple[TraceEvent, ...]] | None = None):
-        self.by_step: dict[tuple[str, str], tuple[TraceEvent, ...]] = (
-            {} if by_step is None else by_step
-        )
+    by_step: dict[tuple[str, str], tuple[TraceEvent, ...]] = field(default_factory=dict)
 
     def copy(self) -> _Bodies:
         """A reader that stands where this one stands (``Trace.fold`` keeps one): its steps'

@@ -3,7 +3,7 @@ cancelled (RFC 009), unless the scenario expects that execution to end otherwise
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -46,26 +46,19 @@ def _requests(run: RunView) -> dict[str, _Request]:
     return run.trace.fold("cancel requests", _Requests).found
 
 
+@dataclass(slots=True)
 class _Requests:
     """``_requests`` of the events read so far, and the executions seen ended."""
 
-    __slots__ = ("ended", "found")
-
-    def __init__(
-        self, ended: set[str] | None = None, found: dict[str, _Request] | None = None
-    ) -> None:
-        self.ended: set[str] = set() if ended is None else ended
-        self.found: dict[str, _Request] = {} if found is None else found
+    ended: set[str] = field(default_factory=set)
+    found: dict[str, _Request] = field(default_factory=dict)
 
     def copy(self) -> _Requests:
         """A reader that stands where this one stands (``Trace.fold`` keeps one): its
         requests are its own, since reading on fills them in."""
         return _Requests(
             set(self.ended),
-            {
-                target: _Request(r.event, r.reached, r.claimed_again, r.thrown_at)
-                for target, r in self.found.items()
-            },
+            {target: replace(request) for target, request in self.found.items()},
         )
 
     def read(self, events: Sequence[TraceEvent]) -> None:

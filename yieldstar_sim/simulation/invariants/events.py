@@ -12,6 +12,7 @@ run ended) and the runtime's events as the run left them (``SimulationRun.events
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -37,18 +38,12 @@ EVENT_FIX = (
 )
 
 
+@dataclass(slots=True)
 class _Accepted:
     """Each event the runtime accepted (by instance and event ID), with the send that first
     said so, as the events read so far show."""
 
-    __slots__ = ("accepted",)
-
-    def __init__(
-        self, accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] | None = None
-    ) -> None:
-        self.accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] = (
-            {} if accepted is None else accepted
-        )
+    accepted: dict[tuple[str, str], tuple[TraceEvent, SendData]] = field(default_factory=dict)
 
     def copy(self) -> _Accepted:
         """A reader that stands where this one stands (``Trace.fold`` keeps one)."""

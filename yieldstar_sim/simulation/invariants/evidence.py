@@ -4,6 +4,7 @@ step ran again, where and by whom; and how many of a long list a sentence names.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from yieldstar_sim.core.ops import Op
@@ -68,13 +69,11 @@ def _admission_events(trace: Trace) -> dict[str, TraceEvent]:
     return trace.fold("admission events", _Admissions).admitted
 
 
+@dataclass(slots=True)
 class _Admissions:
     """The event that admitted each execution, as the events read so far show."""
 
-    __slots__ = ("admitted",)
-
-    def __init__(self, admitted: dict[str, TraceEvent] | None = None) -> None:
-        self.admitted: dict[str, TraceEvent] = {} if admitted is None else admitted
+    admitted: dict[str, TraceEvent] = field(default_factory=dict)
 
     def copy(self) -> _Admissions:
         """A reader that stands where this one stands (``Trace.fold`` keeps one)."""

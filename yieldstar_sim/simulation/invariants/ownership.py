@@ -4,6 +4,7 @@ cancel or an end), owned children end with their owner, joined runs keep theirs.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -49,18 +50,12 @@ def _ended_and_cancel_events(
     return reader.ended, reader.requested
 
 
+@dataclass(slots=True)
 class _EndsAndCancels:
     """``_ended_and_cancel_events`` of the events read so far."""
 
-    __slots__ = ("ended", "requested")
-
-    def __init__(
-        self,
-        ended: dict[str, TraceEvent] | None = None,
-        requested: dict[str, TraceEvent] | None = None,
-    ) -> None:
-        self.ended: dict[str, TraceEvent] = {} if ended is None else ended
-        self.requested: dict[str, TraceEvent] = {} if requested is None else requested
+    ended: dict[str, TraceEvent] = field(default_factory=dict)
+    requested: dict[str, TraceEvent] = field(default_factory=dict)
 
     def copy(self) -> _EndsAndCancels:
         """A reader that stands where this one stands (``Trace.fold`` keeps one)."""

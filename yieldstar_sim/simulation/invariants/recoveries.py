@@ -32,8 +32,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
+from yieldstar_sim.simulation.faults import FaultKind
 from yieldstar_sim.simulation.invariants.protocol import Violation
-from yieldstar_sim.simulation.trace_payloads import ClaimData, OutcomeData, TraceKind
+from yieldstar_sim.simulation.trace_payloads import ClaimData, FaultData, OutcomeData, TraceKind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -50,7 +51,7 @@ _DELIVERY_EDGES = frozenset({Op.CLAIM, Op.ACKNOWLEDGE, Op.RELEASE})
 
 #: The fault kinds that let their call commit and take its answer from the worker: at a claim,
 #: the delivery it makes is lost to the fault, not to its worker.
-_AFTER_THE_CALL = frozenset({"crash_after", "lose_response"})
+_AFTER_THE_CALL = frozenset({FaultKind.CRASH_AFTER, FaultKind.LOSE_RESPONSE})
 
 
 @dataclass
@@ -219,7 +220,7 @@ class RecoveryLog:
             if kind == TraceKind.CALL:
                 self.idle.setdefault(event.t, set()).add(event.worker)  # claim: nothing due
                 self.struck.pop(event.worker, None)
-            elif kind == TraceKind.FAULT and getattr(data, "kind", None) in _AFTER_THE_CALL:
+            elif isinstance(data, FaultData) and data.kind in _AFTER_THE_CALL:
                 self.struck[event.worker] = event.point
             return
         if kind == TraceKind.FAULT:

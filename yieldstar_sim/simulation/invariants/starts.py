@@ -4,6 +4,7 @@ outcomes acknowledged under the current lease, no execution lost."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from yieldstar_sim.core.ops import Op
@@ -211,19 +212,13 @@ class AcknowledgedUnderCurrentLease:
         ]
 
 
+@dataclass(slots=True)
 class _Leases:
     """Each execution's latest lease token, and each acknowledgement made under another
     (with the token current then), as the events read so far show."""
 
-    __slots__ = ("latest", "stale")
-
-    def __init__(
-        self,
-        latest: dict[str, int] | None = None,
-        stale: list[tuple[TraceEvent, int | None]] | None = None,
-    ) -> None:
-        self.latest: dict[str, int] = {} if latest is None else latest
-        self.stale: list[tuple[TraceEvent, int | None]] = [] if stale is None else stale
+    latest: dict[str, int] = field(default_factory=dict)
+    stale: list[tuple[TraceEvent, int | None]] = field(default_factory=list)
 
     def copy(self) -> _Leases:
         """A reader that stands where this one stands (``Trace.fold`` keeps one)."""
