@@ -65,3 +65,32 @@ def test_a_folded_grid_of_one_fault_kind_keeps_its_axis_label_and_says_why_it_st
 def test_a_search_that_covered_its_bound_has_a_one_line_title() -> None:
     (axes,) = [a for a in draw_exploration(_orders(100)).axes if a.get_title()]
     assert "\n" not in axes.get_title()
+
+
+def test_the_divergence_figure_of_a_review_size_run_folds_its_families() -> None:
+    # Its graphs were sized by their executions laid out one a box: at 1,000 orders the
+    # figure was 1,800 x 24,685 pixels with two small boxes in the middle.
+    import dataclasses
+
+    from _review_size import trigger_in_step
+
+    import yieldstar_sim as ys
+    from yieldstar_sim.simulation.explorer import FoundViolation
+    from yieldstar_sim.views.exploration import draw_divergence
+
+    scenario = trigger_in_step(120, crashed=1)
+    failing = ys.simulate(scenario, runtime="memory")
+    passing = ys.simulate(dataclasses.replace(scenario, faults=[]), runtime="memory")
+    assert (failing.verdict, passing.verdict) == ("violated", "ok")
+    found = FoundViolation(
+        "at_most_once", "", failing.artifact(), [scenario.faults[0].describe()], 0,
+        nearest_passing=[], nearest_artifact=passing.artifact(),
+    )  # fmt: skip
+    figure = draw_divergence(found, scenario)
+    width, height = figure.get_size_inches() * figure.dpi
+    assert height < width <= 4_000  # families and order-1, not 360 boxes
+    boxes = [text.get_text() for text in figure.axes[0].texts]
+    assert any(text.startswith("119 \u00d7 charge-order") for text in boxes), boxes
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    figure.draw(renderer)
+    assert_inside(figure, renderer, figure.axes[0].title, figure.axes[1].title)

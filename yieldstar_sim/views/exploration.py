@@ -212,6 +212,8 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
 
     from yieldstar_sim.simulation.run import replay
     from yieldstar_sim.views.evidence import mark_violations
+    from yieldstar_sim.views.families import collapse_families
+    from yieldstar_sim.views.figures import FIGURE_DPI, MAX_PIXELS
 
     # Here, not at the top: a process that only reads ExplorationPictures (the command line's,
     # whose pictures are drawn in another process) need not load networkx.
@@ -231,6 +233,9 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
     # Outlined as the run's own picture does, by the violation this figure is about.
     mark_violations(graphs[0], [v for v in failing.violations if v.invariant == found.invariant])
     timelines = [build_timeline(run.trace, run.scenario.worker_names) for _, run in runs]
+    # Families folded as the run's own picture folds them: a thousand orders laid out one a
+    # box made a panel 240 inches tall.
+    graphs = [collapse_families(graph) for graph in graphs]
     # Each row as tall as its deeper panel needs (as draw_run sizes its parts): at half the
     # figure each, two boxes of a graph sat in inches of white above a crowded timeline.
     layers = max(layered_layout(graph).height for graph in graphs)
@@ -238,12 +243,14 @@ def draw_divergence(found: FoundViolation, scenario: Scenario | None = None) -> 
         INCHES_PER_LAYER * layers + 2.0,
         max(4.0, 1.0 + 0.9 * max(len(t.lanes) for t in timelines)),
     ]
-    figure = Figure(figsize=(9.0 * len(runs), sum(heights)), layout="constrained")
+    width, height = 9.0 * len(runs), sum(heights)
+    dpi = min(FIGURE_DPI, MAX_PIXELS / max(width, height))  # as draw_run: never past a side
+    figure = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
     axes = figure.subplots(2, len(runs), squeeze=False, height_ratios=heights)
     for column, timeline in enumerate(timelines):
         frame_timeline(timeline, axes[1][column])  # each takes its room before any is drawn
     for column, (graph, timeline) in enumerate(zip(graphs, timelines, strict=True)):
-        draw_execution_graph(graph, ax=axes[0][column], title=runs[column][0])
+        draw_execution_graph(graph, ax=axes[0][column], title=runs[column][0], group=False)
         cursor = None if found.divergence_at is None else timeline.x_of.get(found.divergence_at)
         draw_timeline(timeline, ax=axes[1][column], cursor=cursor)
     divergence = shown(found.divergence or "?", MAX_LINE)
