@@ -377,6 +377,11 @@ class Kernel:
         """Each actor's generator, by name: the actors that have not ended."""
         return dict(self._actors)
 
+    def replace(self, name: str, actor: Generator[Any, Any, None]) -> None:
+        """Resume ``actor`` as ``name`` from now on, in place of the generator that was
+        ``name``: one standing where it stands (that one, unwrapped)."""
+        self._actors[name] = actor
+
     def close(self) -> None:
         """Close every actor that has not ended."""
         for actor in self._actors.values():
