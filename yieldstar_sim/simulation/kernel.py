@@ -267,7 +267,9 @@ class Kernel:
         """Resume whoever is due, moving time as needed (not past ``until``), until an actor
         waits at a choice point: True then, False when nothing is left to do (or nothing
         before ``until``)."""
-        self._resume_due()
+        sleeping = self._sleeping
+        if sleeping and sleeping[0][0] <= self.clock.now():  # most points wake no sleeper
+            self._resume_due()
         while True:
             if self._blocking:
                 self._block()

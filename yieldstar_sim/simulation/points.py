@@ -219,8 +219,10 @@ def call(
     """Pass a choice point, apply its fault, and make the runtime call; ``data`` makes the
     call event's payload from the result (by default, from the result alone)."""
     # A claim waits until something can be claimed: one that would find nothing is no choice
-    # point (docs/decisions.md, "Idle workers block").
-    move, where = yield from pass_point(state, info, token=token, blocking=info.op == Op.CLAIM)
+    # point (docs/decisions.md, "Idle workers block"). The point passed as ``pass_point``
+    # passes it, spelled out: a generator of its own for every runtime call cost a search.
+    move: Move = yield _new_point(info.label, info, (), False, info.op == Op.CLAIM)
+    where = struck(state, info, move, token)
     kind = move.fault
     if kind is not None:  # most points have no fault: nothing to look up
         before = BEFORE.get(kind)
