@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 import yieldstar_sim as ys
+from yieldstar_sim.core.ops import Op
 from yieldstar_sim.simulation import FaultKind, SimulationRun
 from yieldstar_sim.simulation.faults import (
     CHOICE_POINT_OPS,
@@ -793,3 +794,20 @@ def test_a_fault_by_index_and_by_its_description_strike_the_same_call() -> None:
         other = ys.simulate(story, runtime="memory", faults=[described], scenario_faults=False)
         assert other.trace_digest() == one.trace_digest()
     assert by_description(ys.Fault("crash", at=max(points) + 1), points) is None
+
+
+@pytest.mark.parametrize(
+    ("info", "label"),
+    [
+        (PointInfo("w1", Op.PUT_STEP, "order-42", "ship"), "w1 put_step order-42/ship"),
+        (PointInfo("w1", Op.CLAIM), "w1 claim"),
+        (PointInfo("w2", Op.ACKNOWLEDGE, "order-1"), "w2 acknowledge order-1"),
+        (PointInfo("w1", "custom", None, "s"), "w1 custom /s"),
+        (PointInfo("", Op.CLAIM, "", ""), "claim"),
+    ],
+)
+def test_a_choice_point_is_labelled_by_its_worker_op_execution_and_step(
+    info: PointInfo, label: str
+) -> None:
+    assert info.label == label
+    assert type(info.label) is str  # an op's text, not the enum's

@@ -352,3 +352,36 @@ def test_a_long_delivery_faulted_anywhere_and_restored_goes_on_as_it_went() -> N
     base = _long_delivery(4)
     for fault in _faults_along(base):
         _check_every_point(base, (fault,))
+
+
+@pytest.mark.parametrize("name", ["durable-start", "zombie-attempt", "fan-out-order"])
+def test_a_run_gone_on_unrecorded_is_restored_as_it_went(name: str) -> None:
+    # Unrecorded, an actor that moves is driven by the kernel without the journal's frame
+    # (its log no longer says where it stands): the restore that ends the run makes it again.
+    execution = Execution(ys.load_scenario(name), runtime="memory", saving=True)
+    saved: dict[int, SavedExecution] = {}
+    schedule: list[Move] = []
+    while not execution.done():
+        saved[execution.points] = execution.save()
+        schedule.append(execution.default_move())
+        execution.take(schedule[-1])
+    expected = _outcome(execution)
+    journal = execution.state.journal
+    assert journal is not None
+    for index in sorted(saved)[:: max(1, len(saved) // 6)]:
+        execution.restore(saved[index])
+        with execution.unrecorded():
+            for move in schedule[index:]:
+                execution.take(move)
+            driven = execution.kernel.generators()
+            assert journal.moved, f"{name}: nothing moved past point {index}"
+            assert not [
+                actor for actor in journal.moved
+                if getattr(driven.get(actor), "__name__", None) == "_recorded"
+            ]  # fmt: skip
+        assert _outcome(execution) == expected, f"{name}: unrecorded from point {index}"
+        execution.restore(saved[index])
+        for move in schedule[index:]:
+            execution.take(move)
+        assert _outcome(execution) == expected, f"{name}: restored after point {index}"
+    execution.close()

@@ -282,12 +282,12 @@ class Execution:
         a tenth of a short run in calls). With ``until_options``, stop at a point whose move
         chooses among several options, and return that move, not taken (None at the end)."""
         kernel, rng, plan, points = self.kernel, self.rng, self.plan, self._point_limit
-        deadline, max_time, at_point = self.deadline, self._max_time, kernel.point
+        deadline, max_time, waits = self.deadline, self._max_time, kernel.waits
         self._drawn = True
         while self.stopped is None:
             ready = kernel.ready()
             name = ready[0] if len(ready) == 1 else rng.choice(ready)
-            point = at_point(name)
+            point: Point = waits[name]  # type: ignore[assignment]  # a ready actor's point
             options = point.options
             choice = None
             if options:

@@ -236,10 +236,17 @@ class PointInfo:
     @property
     def label(self) -> str:
         """A readable label: ``w1 put_step order-42/ship``."""
-        target = self.execution_id or ""
-        if self.step_key:
-            target += f"/{self.step_key}"
-        return f"{self.worker} {self.op} {target}".strip()
+        # The op's text looked up, not formatted: an ``Op`` formats as a copy of its text,
+        # and every choice point of every run is labelled.
+        op = _OP_TEXT.get(self.op, self.op)
+        execution_id, step_key = self.execution_id, self.step_key
+        if step_key:
+            return f"{self.worker} {op} {execution_id or ''}/{step_key}".strip()
+        return f"{self.worker} {op} {execution_id or ''}".strip()
+
+
+#: Each op's text, a plain string (``PointInfo.label``).
+_OP_TEXT: dict[str, str] = {op: op.value for op in Op}
 
 
 #: A PointInfo is built at every choice point (``core.frozen``); type checkers check the calls

@@ -267,7 +267,9 @@ class Kernel:
         """Resume whoever is due, moving time as needed (not past ``until``), until an actor
         waits at a choice point: True then, False when nothing is left to do (or nothing
         before ``until``)."""
-        self._resume_due()
+        sleeping = self._sleeping
+        if sleeping and sleeping[0][0] <= self.clock.now():  # most points wake no sleeper
+            self._resume_due()
         while True:
             if self._blocking:
                 self._block()
@@ -376,6 +378,11 @@ class Kernel:
     def generators(self) -> dict[str, Any]:
         """Each actor's generator, by name: the actors that have not ended."""
         return dict(self._actors)
+
+    def replace(self, name: str, actor: Generator[Any, Any, None]) -> None:
+        """Resume ``actor`` as ``name`` from now on, in place of the generator that was
+        ``name``: one standing where it stands (that one, unwrapped)."""
+        self._actors[name] = actor
 
     def close(self) -> None:
         """Close every actor that has not ended."""

@@ -222,11 +222,16 @@ class Journal:
     def _recorded(
         self, name: str, actor: Generator[Any, Any, None] | None, log: ActorLog | None = None
     ) -> Generator[Any, Any, None]:
-        """``actor`` as the kernel drives it, each resumption logged (or, unrecorded, the
-        actor noted as moved). With no ``actor``, one restored to ``log``: made again from it
-        when the kernel first resumes it (most restored runs are cut before any actor but the
-        one that moves has moved); such a generator is primed (``next``) before it is handed
-        to the kernel. One frame either way: every resumption of every actor passes here."""
+        """``actor`` as the kernel drives it, each resumption logged. With no ``actor``, one
+        restored to ``log``: made again from it when the kernel first resumes it (most
+        restored runs are cut before any actor but the one that moves has moved); such a
+        generator is primed (``next``) before it is handed to the kernel. One frame either
+        way: every resumption of every actor passes here.
+
+        Unrecorded, an actor that moves is noted as moved and handed to the kernel to drive
+        itself from then on: its log no longer says where it stands, so the restore that
+        ends an unrecorded run makes it again whatever it logs, and the frame would only
+        cost (most resumptions of a search are of runs it never saves)."""
         value: Any = None
         if actor is None:
             assert log is not None
@@ -235,6 +240,7 @@ class Journal:
             self.feed(name, actor, log.entries)
             self.rebuilt += 1
         send = actor.send
+        handed = False
         try:
             while True:
                 if self.recording:
@@ -245,13 +251,19 @@ class Journal:
                         )
                 else:
                     self.moved.add(name)
+                    self.kernel.replace(name, actor)
+                    handed = True
                 try:
                     request = send(value)
                 except StopIteration:
                     return
+                if handed:
+                    yield request
+                    return  # never resumed: the kernel drives ``actor`` itself now
                 value = yield request
         finally:
-            actor.close()
+            if not handed:
+                actor.close()
 
     def feed(self, name: str, actor: Generator[Any, Any, Any], entries: list[Any]) -> None:
         """Feed ``entries`` to ``actor`` (new, not started) as actor ``name``: it ends at the

@@ -198,8 +198,9 @@ class RunState:
     def reset(self, name: str, factory: Callable[[], Actor]) -> None:
         """Actor ``name`` stands where a new ``factory()`` would: what it was told before is
         no longer needed to make it again."""
-        if self.journal is not None:
-            self.journal.reset(name, factory)
+        journal = self.journal
+        if journal is not None and journal.recording:  # unrecorded, no log is kept
+            journal.reset(name, factory)
 
     def told_so_far(self) -> list[Any]:
         """A copy of what the running actor was told since its last ``reset``: an actor that

@@ -147,7 +147,10 @@ def _deliver(
     step_ended = None
     if (
         restart is not None
-        and state.journal is not None  # an actor made again too: it goes on recorded
+        and state.journal is not None
+        # Recording (an actor made again too: it goes on recorded): a delivery begun in a run
+        # that is never saved is made again from its claim by the restore that ends it.
+        and state.journal.recording
         and workflow is not None
         and workflow.max_duration is None  # its first clock read would be made again later
         and not record.cancel_requested
