@@ -340,7 +340,7 @@ class DaskCluster:
                     came.update(zip(ended, self.client.gather(ended), strict=True) if ended else ())
                 except Exception:  # its worker left as it was fetched: the next round says so
                     logging.getLogger(__name__).debug("a part that ended could not be fetched")
-            if partitions:
+            if partitions and pending:  # once none is, the last word below is read
                 got = _progress(partitions, time.perf_counter() - started) or got
                 if watch is not None and got is not None:
                     watch(got)
