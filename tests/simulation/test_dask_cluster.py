@@ -267,6 +267,20 @@ def test_a_local_cluster_s_workers_run_no_profiler(client: Any) -> None:
     assert dask.config.get("distributed.worker.profile.enabled")  # here, as it was
 
 
+def test_a_local_cluster_s_servers_measure_their_loops_once_a_second(client: Any) -> None:
+    # Each Dask server measures how late its loop runs, 50 times a second by default, for a
+    # warning past 3 s: on local:N the scheduler and nannies do it in the command's process
+    # and each worker beside its search.
+    def tick(dask_worker: Any) -> int:
+        return int(dask_worker.periodic_callbacks["tick"].callback_time)
+
+    def scheduler_tick(dask_scheduler: Any) -> int:
+        return int(dask_scheduler.periodic_callbacks["tick"].callback_time)
+
+    assert set(client.run(tick).values()) == {1000}
+    assert client.run_on_scheduler(scheduler_tick) == 1000
+
+
 #: A search long enough to be killed in (4 orders: some 50,000 states, tens of seconds on
 #: one process; it is cut a second or two in).
 _ORDERS = """

@@ -44,6 +44,10 @@ CONNECT_SECONDS = 10.0
 START_METHOD = "distributed.worker.multiprocessing-method"
 #: Dask's setting of whether a worker samples its threads' stacks for its dashboard.
 PROFILER = "distributed.worker.profile.enabled"
+#: Dask's setting of how often each server (the scheduler, a nanny, a worker) measures how
+#: late its event loop runs, and how often ``local:N``'s servers do.
+TICK = "distributed.admin.tick.interval"
+LOCAL_TICK = "1s"
 #: The deadline watchdog's thread (``simulation.deadline``).
 _WATCHDOG = "yieldstar-deadline"
 
@@ -115,8 +119,11 @@ def connect(address: str) -> Iterator[DaskClient]:
         # heap is frozen as for ``--jobs``'s forks. Dask's profiler is off on these workers:
         # it walks every thread's stack from the worker's loop every 10 ms, taking the
         # interpreter lock from the search, for a dashboard page of a cluster that lives for
-        # one command (decisions.md); a cluster of your own keeps its settings.
-        settings = {START_METHOD: start_method(), PROFILER: False}
+        # one command (decisions.md); a cluster of your own keeps its settings. Each server
+        # also measures its loop's lateness 50 times a second, for a warning past 3 s: the
+        # scheduler and the nannies in this process, and each worker beside its search. Once
+        # a second still warns of a loop held up for seconds.
+        settings = {START_METHOD: start_method(), PROFILER: False, TICK: LOCAL_TICK}
         with dask.config.set(settings), frozen_heap():
             cluster = distributed.LocalCluster(  # type: ignore[no-untyped-call]
                 n_workers=int(count), processes=True, threads_per_worker=1,
@@ -333,7 +340,7 @@ class DaskCluster:
                     came.update(zip(ended, self.client.gather(ended), strict=True) if ended else ())
                 except Exception:  # its worker left as it was fetched: the next round says so
                     logging.getLogger(__name__).debug("a part that ended could not be fetched")
-            if partitions:
+            if partitions and pending:  # once none is, the last word below is read
                 got = _progress(partitions, time.perf_counter() - started) or got
                 if watch is not None and got is not None:
                     watch(got)
