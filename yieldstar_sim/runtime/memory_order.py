@@ -49,12 +49,7 @@ class ClaimOrder:
         while ready:
             at, (_, execution_id), seq = ready[0]
             row = live.get(execution_id)
-            # ``Row.ready_at`` spelled out: a run asks here at each point a claim is offered.
-            if (
-                row is not None
-                and row.seq == seq
-                and (row.due_at if row.lease_owner is None else row.lease_expires_at) == at
-            ):
+            if row is not None and row.seq == seq and row.ready_at() == at:
                 return row
             heapq.heappop(ready)  # its row moved on, ended or was pruned since
         return None

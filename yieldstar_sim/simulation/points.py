@@ -99,19 +99,13 @@ def struck(state: RunState, info: PointInfo, move: Move, token: int | None) -> W
         "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
         "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
     }  # fmt: skip
-    if move.fault is not None:
-        _trace_fault(state, info, move, where)
-    return where
-
-
-def _trace_fault(state: RunState, info: PointInfo, move: Move, where: Where) -> None:
-    """Say in the trace that ``move``'s fault struck at the choice point ``info``."""
     kind = move.fault
-    assert kind is not None
-    state.event(
-        state.clock.now(), TraceKind.FAULT, f"{fault_action(kind, move.seconds)} {info.label}",
-        data=FaultData(str(kind), move.seconds), **where,
-    )  # fmt: skip
+    if kind is not None:
+        state.event(
+            state.clock.now(), TraceKind.FAULT, f"{fault_action(kind, move.seconds)} {info.label}",
+            data=FaultData(str(kind), move.seconds), **where,
+        )  # fmt: skip
+    return where
 
 
 def skew(state: RunState, name: str, seconds: float, where: Where) -> None:
@@ -226,15 +220,11 @@ def call(
     call event's payload from the result (by default, from the result alone)."""
     # A claim waits until something can be claimed: one that would find nothing is no choice
     # point (docs/decisions.md, "Idle workers block"). The point passed as ``pass_point``
-    # passes it, spelled out: a generator of its own for every runtime call cost a search.
+    # passes it, without its generator: one of its own for every runtime call cost a search.
     move: Move = yield _new_point(info.label, info, (), False, info.op == Op.CLAIM)
-    where: Where = {
-        "worker": info.worker, "op": info.op, "execution_id": info.execution_id,
-        "step_key": info.step_key, "token": token, "point": state.kernel.points - 1,
-    }  # fmt: skip
+    where = struck(state, info, move, token)
     kind = move.fault
     if kind is not None:  # most points have no fault: nothing to look up
-        _trace_fault(state, info, move, where)
         before = BEFORE.get(kind)
         if before is not None:
             yield from before(state, info, move, where)

@@ -339,7 +339,10 @@ class SharedVisited:
     def claim(self, key: str, filed: str | None = None) -> None:
         """Record that this process is searching state ``key`` now (and under ``filed``, its
         verdict key, where that is not its key)."""
-        for raw in {key_bytes(key), key_bytes(key if filed is None else filed)}:
+        raws = [key_bytes(key)]
+        if filed is not None and filed != key:  # as DaskVisited.claim: each key once
+            raws.append(key_bytes(filed))
+        for raw in raws:
             offset, found = self._find(raw)
             if offset >= 0 and not found:
                 self._buffer[offset + 4 : offset + 20] = raw
