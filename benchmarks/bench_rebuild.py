@@ -4,6 +4,7 @@ Run it from the repository root::
 
     .venv/bin/python benchmarks/bench_rebuild.py                 # the issue's figures, ~1 hour
     .venv/bin/python benchmarks/bench_rebuild.py --only chain-300 --reps 5
+    .venv/bin/python benchmarks/bench_rebuild.py --only 'systematic 100 x 3' --paired --reps 5
     .venv/bin/python benchmarks/bench_rebuild.py --profile 'systematic 100 x 3'
     .venv/bin/python benchmarks/bench_rebuild.py --smoke         # against HEAD, tiny (CI)
 
@@ -28,7 +29,11 @@ call), the count on each side, and now / then; the target: no search slower than
 baseline, a ratio up to 1.05 counting as equal (PASS/MISS, never asserted), judged on the CPU
 seconds. A search is one single-threaded process: its CPU seconds are what it takes on a core
 of its own, where on a shared 2-core machine its wall clock also counts how long it waited for
-one, which other sessions' load decides; both ratios are printed.
+one, which other sessions' load decides; both ratios are printed. With ``--paired``, the two
+sides of each repetition run at once, each pinned to a CPU of its own (swapped from one
+repetition to the next), and the target is judged on the median of the repetitions' ratios:
+what slows a shared machine down while a pair runs (other sessions, the host) slows both
+sides of it, where alternating runs minutes apart meet different loads.
 Then the lines of the explorer (``simulation/explorer/*.py``) and of the kernel
 (``simulation/kernel.py``) at both revisions, and of the files the search moved out of the
 explorer or added beside it, so that the explorer's lines are not read as the whole story.
@@ -120,19 +125,35 @@ print(json.dumps({
 """
 
 
+def start_side(
+    path: Path, case: Case, profile: Path | None = None, cpu: int | None = None
+) -> subprocess.Popen[str]:
+    """A child searching ``case`` with the package imported from ``path`` (with ``profile``,
+    under cProfile, its stats written there; with ``cpu``, on that CPU alone)."""
+    more = [] if profile is None else [str(profile)]
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, json.dumps(case), str(ROOT / "benchmarks"), *more],
+        cwd=path, env=dict(os.environ, PYTHONPATH=str(path)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    if cpu is not None:
+        os.sched_setaffinity(child.pid, {cpu})  # long before its search starts: it imports first
+    return child
+
+
+def side_result(child: subprocess.Popen[str], case: Case, path: Path) -> dict[str, Any]:
+    """What a child of ``start_side`` printed, once it ended."""
+    stdout, stderr = child.communicate()
+    if child.returncode != 0:
+        raise SystemExit(f"the search of {case} at {path} failed:\n{stderr}")
+    result: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
+    return result
+
+
 def run_side(path: Path, case: Case, profile: Path | None = None) -> dict[str, Any]:
     """One search of ``case`` in a child importing the package from ``path`` (with
     ``profile``, under cProfile, its stats written there)."""
-    more = [] if profile is None else [str(profile)]
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(case), str(ROOT / "benchmarks"), *more],
-        cwd=path, env=dict(os.environ, PYTHONPATH=str(path)), capture_output=True, text=True,
-        check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"the search of {case} at {path} failed:\n{done.stderr}")
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return side_result(start_side(path, case, profile), case, path)
 
 
 def count(result: dict[str, Any]) -> str:
@@ -146,9 +167,10 @@ def count(result: dict[str, Any]) -> str:
 
 
 def measure(
-    cases: dict[str, Case], then: Path, reps: int
+    cases: dict[str, Case], then: Path, reps: int, *, paired: bool = False
 ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Every case ``reps`` times a side, the sides alternating within each repetition."""
+    """Every case ``reps`` times a side, the sides alternating within each repetition (with
+    ``paired``, running at once, each on a CPU of its own)."""
     found: dict[str, dict[str, list[dict[str, Any]]]] = {
         name: {"then": [], "now": []} for name in cases
     }
@@ -156,8 +178,19 @@ def measure(
     for rep in range(reps):
         order = ("then", "now") if rep % 2 == 0 else ("now", "then")
         for name, case in cases.items():
+            if paired:
+                # Both sides at once, each on a CPU of its own, the CPUs swapped each time:
+                # what slows the machine down while they run slows both.
+                cpus = sorted(os.sched_getaffinity(0))[:2]
+                children = {
+                    side: start_side(paths[side], case, cpu=cpu)
+                    for side, cpu in zip(order, cpus, strict=True)
+                }
+                got_now = {side: side_result(c, case, paths[side]) for side, c in children.items()}
+            else:
+                got_now = {side: run_side(paths[side], case) for side in order}
             for side in order:
-                got = run_side(paths[side], case)
+                got = got_now[side]
                 found[name][side].append(got)
                 progress(
                     f"{name}: {side} ({rep + 1}/{reps}): {got['seconds']:.1f} s, CPU "
@@ -166,11 +199,14 @@ def measure(
     return found
 
 
-def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> None:
-    """The table, and the target per case."""
+def report(
+    found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str, *, paired: bool = False
+) -> None:
+    """The table, and the target per case: on the ratio of the sides' median CPU seconds, or
+    with ``paired`` (the sides run at once) on the median of each pair's ratio."""
     rows = [["case", f"{baseline} s", "now s", "now / then", f"{baseline} CPU s", "CPU now s",
-             "CPU now / then", f"at {baseline}", "now", "same", "each then (wall/CPU)",
-             "each now (wall/CPU)", "RSS MB then / now"]]  # fmt: skip
+             "CPU now / then", "each pair's", f"at {baseline}", "now", "same",
+             "each then (wall/CPU)", "each now (wall/CPU)", "RSS MB then / now"]]  # fmt: skip
     lines = []
     for name, sides in found.items():
         then_s = statistics.median(r["seconds"] for r in sides["then"])
@@ -178,7 +214,10 @@ def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> 
         ratio = now_s / then_s
         then_cpu = statistics.median(r["cpu"] for r in sides["then"])
         now_cpu = statistics.median(r["cpu"] for r in sides["now"])
-        cpu = now_cpu / then_cpu
+        pairs = [
+            now["cpu"] / then["cpu"] for then, now in zip(sides["then"], sides["now"], strict=True)
+        ]
+        cpu = statistics.median(pairs) if paired else now_cpu / then_cpu
         last_then, last_now = sides["then"][-1], sides["now"][-1]
         same = count(last_then) == count(last_now) and last_then["verdict"] == last_now["verdict"]
         rss = "{:.0f} / {:.0f}".format(
@@ -186,24 +225,28 @@ def report(found: dict[str, dict[str, list[dict[str, Any]]]], baseline: str) -> 
         )
         rows.append([
             name, f"{then_s:.2f}", f"{now_s:.2f}", f"{ratio:.3f}x", f"{then_cpu:.2f}",
-            f"{now_cpu:.2f}", f"{cpu:.3f}x", count(last_then), count(last_now),
+            f"{now_cpu:.2f}", f"{now_cpu / then_cpu:.3f}x",
+            " ".join(f"{pair:.3f}" for pair in pairs), count(last_then), count(last_now),
             "yes" if same else "NO",
             " ".join(f"{r['seconds']:.1f}/{r['cpu']:.1f}" for r in sides["then"]),
             " ".join(f"{r['seconds']:.1f}/{r['cpu']:.1f}" for r in sides["now"]), rss,
         ])  # fmt: skip
         lines.append((
             cpu <= MAX_RATIO,
-            f"{name}: {cpu:.3f}x of {baseline}'s CPU seconds (target <= {MAX_RATIO}; wall "
+            f"{name}: {cpu:.3f}x of {baseline}'s CPU seconds"
+            f"{' (the median pair)' if paired else ''} (target <= {MAX_RATIO}; wall "
             f"clock {ratio:.3f}x, {now_s:.2f} s against {then_s:.2f} s)",
         ))  # fmt: skip
+    how = "pairs run at once, a CPU each" if paired else "alternating repetitions"
     print(f"\nThe searches now against {baseline} (memory, confirm=None, stop_at_first=False; "
-          "medians of alternating repetitions)\n")  # fmt: skip
-    show(rows, [False, *[True] * 8, False, False, False, True], "  ")
+          f"medians of {how})\n")  # fmt: skip
+    show(rows, [False, *[True] * 6, False, True, True, False, False, False, True], "  ")
     print(
         "  s: wall-clock seconds of the explore call; CPU: its process's CPU seconds (what other "
-        "sessions' load moves least);\n  same: the same count and verdict on both sides; each: "
-        "every repetition's seconds, in order; RSS: the\n  child's peak, the interpreter and "
-        "the package included"
+        "sessions' load moves least);\n  each pair's: now / then in CPU, repetition by "
+        "repetition; same: the same count and verdict on both\n  sides; each: every "
+        "repetition's seconds, in order; RSS: the child's peak, the interpreter and the "
+        "package included"
     )
     targets(lines)
 
@@ -367,7 +410,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--instructions", action="store_true",
         help="instead: smaller searches in machine instructions (valgrind), now against then",
     )  # fmt: skip
+    made.add_argument(
+        "--paired", action="store_true",
+        help="both sides at once, each on a CPU of its own (two CPUs at least), judged on the "
+        "median of the pairs' ratios",
+    )  # fmt: skip
     args = made.parse_args(argv)
+    if args.paired and len(os.sched_getaffinity(0)) < 2:
+        made.error("--paired runs the two sides at once: it needs two CPUs")
     baseline = args.baseline or ("HEAD" if args.smoke else BASELINE)
     cases = dict(SMOKE_CASES if args.smoke else CASES)
     if args.only:
@@ -392,7 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             counted = {"exhaustive 1 x 1": ("exhaustive", 1, 1, 0)} if args.smoke else COUNTED_CASES
             instructions(counted, then, baseline)
         else:
-            report(measure(cases, then, reps), baseline)
+            report(measure(cases, then, reps, paired=args.paired), baseline, paired=args.paired)
         print_lines(then, baseline)
     footer(began)
     return 0
