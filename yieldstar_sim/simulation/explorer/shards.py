@@ -13,6 +13,7 @@ from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core import interrupts
 from yieldstar_sim.engine.worker import frozen_heap
 from yieldstar_sim.runtime.factory import BUNDLED, resolve_runtime
 from yieldstar_sim.simulation.deadline import DEFAULT_TIMEOUT
@@ -252,9 +253,29 @@ class Runner:
                             f"name, not {self.shipped!r} ({error})"
                         ) from None
                     raise
-        finally:
-            for future in pending:
-                future.cancel()
+        except GeneratorExit:
+            # The caller stopped asking (or let go on its way out of a stop signal's
+            # ``KeyboardInterrupt``).
+            self._drop(pending, ended=interrupts.stop_requested() is not None)
+            raise
+        except BaseException:  # a stop signal, a worker that ended, a task's error
+            self._drop(pending, ended=True)
+            raise
+
+    def _drop(self, pending: list[concurrent.futures.Future[Any]], *, ended: bool) -> None:
+        """Drop the tasks ``pending`` that no one asked for yet: cancelled one by one, or, when
+        the wait ``ended`` on a stop or an error and the pool is our own, by shutting the pool
+        down."""
+        if ended and self._own is not None:
+            # Our pool's processes may be gone (the command ends them on SIGTERM, the system
+            # may kill one): the pool's own thread then fails every task it still holds, and
+            # before Python 3.12 it dies with a traceback on a task cancelled from here
+            # meanwhile (InvalidStateError, printed as "Exception in thread"). Shut down with
+            # ``cancel_futures``, the pool drops them from that thread instead.
+            self._shut_down(cancel=True)
+            return
+        for future in pending:
+            future.cancel()
 
     def _pool(self, tasks: int) -> str | None:
         """Our own pool of ``jobs`` processes (never more than ``tasks``), unless an executor
@@ -306,6 +327,10 @@ class Runner:
         """Close this process's run, and shut down our own pool (``cancel`` drops what is
         queued)."""
         self.release()
+        self._shut_down(cancel=cancel)
+
+    def _shut_down(self, *, cancel: bool) -> None:
+        """Shut down our own pool, if we started one, once its thread has ended."""
         if self._own is not None:
             self._own.shutdown(cancel_futures=cancel)
             self._own = self.executor = None
