@@ -16,6 +16,8 @@ import pickle
 import signal
 from typing import TYPE_CHECKING
 
+from yieldstar_sim.core import interrupts
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
@@ -88,7 +90,7 @@ class PictureProcess:
         """Start drawing ``report`` as it is now (the search over, before its confirmation on
         another runtime, which runs meanwhile): the pictures depend on the confirmation only
         through the verdict, so ``write`` keeps them when the verdict has not changed."""
-        if self._pool is None:
+        if self._pool is None or self._ended():
             return
         # Pickled now, not when the pool's feeder thread gets to it: the confirmation goes on
         # writing into the report.
@@ -108,6 +110,8 @@ class PictureProcess:
         writes them (those ``start`` drew, when nothing they show has changed since); here when
         the picture process is gone (it was never started, or died)."""
         early, self._early = self._early, None
+        if self._ended():
+            self.close()
         try:
             if early is not None:
                 verdict, where, chosen, drawing = early
@@ -122,6 +126,12 @@ class PictureProcess:
         from yieldstar_sim.views.export import write_exploration_pictures
 
         return write_exploration_pictures(report, out, formats, scenario=self.scenario)
+
+    def _ended(self) -> bool:
+        """Whether SIGTERM ended the picture process with the command's other children. Its
+        pool's thread may be failing it at this very moment, and a task handed to the pool then
+        can break that thread (a traceback of Python's, or a hang): draw here instead."""
+        return self._pool is not None and interrupts.stop_requested() == signal.SIGTERM
 
     def close(self) -> None:
         """End the picture process, if any."""

@@ -5,12 +5,14 @@ report, and a confirmation that changes the verdict has them drawn again."""
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from typing import TYPE_CHECKING
 
 import pytest
 
 import yieldstar_sim as ys
 from yieldstar_sim.cli_pictures import PictureProcess
+from yieldstar_sim.core import interrupts
 from yieldstar_sim.views.export import write_exploration_pictures
 
 if TYPE_CHECKING:
@@ -57,3 +59,26 @@ def test_without_fork_the_pictures_are_drawn_here(tmp_path: Path) -> None:
         "png": tmp_path / "durable-start-explore.png"
     }
     drawer.close()
+
+
+def test_after_sigterm_the_pictures_are_drawn_here_and_nothing_is_handed_to_the_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM ends the picture process with the command's other children: a task handed to
+    its pool as the pool's thread finds it dead could break that thread, so none is."""
+    scenario = ys.load_scenario("durable-start")
+    report = ys.explore(scenario, max_faults=1, confirm=None)
+    drawer = PictureProcess(scenario, fork=True)
+    pool = drawer._pool
+    assert pool is not None
+    handed: list[object] = []
+    monkeypatch.setattr(pool, "submit", lambda *args, **kwargs: handed.append(args))
+    monkeypatch.setattr(interrupts, "_requested", signal.SIGTERM)
+    try:
+        drawer.start(report, tmp_path, ["png"])
+        pictures = drawer.write(report, tmp_path, ["png"])
+    finally:
+        drawer.close()
+    assert handed == []
+    assert pictures.grid == {"png": tmp_path / "durable-start-explore.png"}
+    assert (tmp_path / "durable-start-explore.png").stat().st_size > 0
