@@ -33,7 +33,10 @@ one, which other sessions' load decides; both ratios are printed. With ``--paire
 sides of each repetition run at once, each pinned to a CPU of its own (swapped from one
 repetition to the next), and the target is judged on the median of the repetitions' ratios:
 what slows a shared machine down while a pair runs (other sessions, the host) slows both
-sides of it, where alternating runs minutes apart meet different loads.
+sides of it, where alternating runs minutes apart meet different loads. But the two sides share
+the machine's caches while they run, which a search alone does not: a revision that walks more
+memory loses more to the sharing (docs/performance.md). Pairs compare revisions whose memory use
+is alike; the target is judged on alternating runs.
 Then the lines of the explorer (``simulation/explorer/*.py``) and of the kernel
 (``simulation/kernel.py``) at both revisions, and of the files the search moved out of the
 explorer or added beside it, so that the explorer's lines are not read as the whole story.
@@ -413,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     made.add_argument(
         "--paired", action="store_true",
         help="both sides at once, each on a CPU of its own (two CPUs at least), judged on the "
-        "median of the pairs' ratios",
+        "median of the pairs' ratios (the sides share the caches: see the docstring)",
     )  # fmt: skip
     args = made.parse_args(argv)
     if args.paired and len(os.sched_getaffinity(0)) < 2:
