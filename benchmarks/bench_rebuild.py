@@ -31,12 +31,12 @@ seconds. A search is one single-threaded process: its CPU seconds are what it ta
 of its own, where on a shared 2-core machine its wall clock also counts how long it waited for
 one, which other sessions' load decides; both ratios are printed. With ``--paired``, the two
 sides of each repetition run at once, each pinned to a CPU of its own (swapped from one
-repetition to the next), and the target is judged on the median of the repetitions' ratios:
-what slows a shared machine down while a pair runs (other sessions, the host) slows both
-sides of it, where alternating runs minutes apart meet different loads. But the two sides share
-the machine's caches while they run, which a search alone does not: a revision that walks more
+repetition to the next), and PASS/MISS reads the median of the repetitions' ratios: what slows
+a shared machine down while a pair runs (other sessions, the host) slows both sides of it,
+where alternating runs minutes apart meet different loads. But the two sides share the
+machine's caches while they run, which a search alone does not: a revision that walks more
 memory loses more to the sharing (docs/performance.md). Pairs compare revisions whose memory use
-is alike; the target is judged on alternating runs.
+is alike; the issue's figures are taken from alternating runs.
 Then the lines of the explorer (``simulation/explorer/*.py``) and of the kernel
 (``simulation/kernel.py``) at both revisions, and of the files the search moved out of the
 explorer or added beside it, so that the explorer's lines are not read as the whole story.

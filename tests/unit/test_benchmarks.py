@@ -116,3 +116,24 @@ def test_the_key_instruction_children_run_every_mode(
     row = next(line for line in out.splitlines() if line.strip().startswith("10 steps"))
     assert row.split()[2:] == ["1", "0.00M", "1.100x", "1.100x", "1.100x"]
     assert out.count("[PASS]") == 2
+
+
+def _side(cpu: float) -> dict[str, object]:
+    return {"seconds": cpu, "cpu": cpu, "schedules": 10, "states": None, "skipped": 0,
+            "verdict": "ok", "rss_mb": 80.0}  # fmt: skip
+
+
+@pytest.mark.usefixtures("benchmarks_path")
+@pytest.mark.parametrize(("paired", "judged"), [(True, "1.050x"), (False, "1.091x")])
+def test_the_rebuild_benchmark_judges_pairs_by_their_median_ratio(
+    paired: bool, judged: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In pairs, the sides' seconds drift together and each pair's ratio is what is judged; the
+    ratio of the sides' medians would mix repetitions that met different loads."""
+    rebuild = importlib.import_module("bench_rebuild")
+    then, now = [100.0, 110.0, 130.0], [105.0, 120.0, 136.5]  # pairs 1.050, 1.091, 1.050
+    found = {"case": {"then": [_side(s) for s in then], "now": [_side(s) for s in now]}}
+    rebuild.report(found, "base", paired=paired)
+    out = capsys.readouterr().out
+    assert "1.050 1.091 1.050" in out  # each pair's ratio, in the table
+    assert f"case: {judged} of base's CPU seconds" in out
