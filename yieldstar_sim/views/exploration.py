@@ -123,7 +123,9 @@ def draw_exploration(report: ExplorationReport) -> Figure:
         [order.index(verdict) if (verdict := row.verdict(kind)) else -1 for kind in kinds]
         for row in rows
     ]
-    title = f"{shown(report.scenario)}: {report.schedules_run} schedules, {report.verdict}" + (
+    runs = report.schedules_run
+    title = f"{shown(report.scenario)}: {runs} schedule{'s' if runs != 1 else ''}, "
+    title += report.verdict + (
         f", {len(report.violations)} violation(s)" if report.violations else ""
     )
     # A search cut short fills only the grid's first columns or rows: the empty rest reads as
