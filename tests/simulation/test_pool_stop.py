@@ -103,3 +103,15 @@ def test_a_pool_not_ours_is_left_open_its_tasks_cancelled() -> None:
     assert all(future.cancelled() for future in pool.queued())
     assert pool.shutdowns == []
     assert runner.executor is pool
+
+
+def test_a_tasks_own_error_cancels_the_rest_and_leaves_the_pool_to_close() -> None:
+    """Shutting the pool down from the wait, after a task that would not pickle, could wait on
+    the pool's thread for ever: only a stop or a broken pool shuts it down there."""
+    runner, pool = _runner(TypeError("cannot pickle 'function' object"), own=True)
+    with pytest.raises(TypeError):
+        next(runner._ordered(_task, range(20)))
+    assert all(future.cancelled() for future in pool.queued())
+    assert pool.shutdowns == []
+    runner.close()
+    assert pool.shutdowns == [False]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import pickle
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
@@ -258,8 +259,14 @@ class Runner:
             # ``KeyboardInterrupt``).
             self._drop(pending, ended=interrupts.stop_requested() is not None)
             raise
-        except BaseException:  # a stop signal, a worker that ended, a task's error
+        except (KeyboardInterrupt, BrokenProcessPool):  # a stop signal, a worker that ended
             self._drop(pending, ended=True)
+            raise
+        except BaseException:
+            # A task's own error (one that would not pickle...): the pool is sound, and shutting
+            # it down from here, after a task failed to pickle, can wait on its thread for ever
+            # (Python 3.11): its tasks are cancelled, and ``close`` ends it.
+            self._drop(pending, ended=False)
             raise
 
     def _drop(self, pending: list[concurrent.futures.Future[Any]], *, ended: bool) -> None:
