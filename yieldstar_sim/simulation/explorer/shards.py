@@ -149,6 +149,44 @@ def _shard_digest(reference: str | None, replay: Replay) -> str | None:
     return replay.digest(shard_scenario(reference))
 
 
+#: About the most moves a task of a sweep takes (a second's work or less): a task's answer comes
+#: back whole, so a violation, a budget or a stop is heeded only as the tasks in flight end,
+#: and a sweep at 1,000 orders has thousands of branches of thousands of moves each.
+MOST_MOVES = 8_000
+
+
+def pieces(sweeps: Sequence[Sweep], jobs: int) -> list[list[tuple[Sweep, int, Sweep]]]:
+    """``sweeps`` cut into tasks for ``jobs`` processes: four tasks each or more when there
+    is work enough, and about ``MOST_MOVES`` moves a task at most. A branch costs the parent's
+    moves after its point, and the walk along the parent from the piece's last branch (from
+    the start, for a piece's first). A task is a list of (the sweep, the number of its piece's
+    first branch, the piece: the same sweep with some of its branches, in order)."""
+    steps = [
+        [len(one.parent) - (one.branches[b - 1][0] if b else 0) for b in range(len(one.branches))]
+        for one in sweeps
+    ]
+    most = max(1, min(MOST_MOVES, sum(map(sum, steps)) // (jobs * 4)))
+    tasks: list[list[tuple[Sweep, int, Sweep]]] = []
+    task: list[tuple[Sweep, int, Sweep]] = []
+    spent = 0
+    for one, costs in zip(sweeps, steps, strict=True):
+        start = 0
+        for end, step in enumerate(costs):
+            if spent and spent + step > most:
+                if start < end:
+                    task.append((one, start, _piece(one, start, end)))
+                tasks.append(task)
+                task, spent, start = [], len(one.parent) - step, end  # walked from the start
+            spent += step
+        if start < len(costs):
+            task.append((one, start, _piece(one, start, len(costs))))
+    return [*tasks, task] if task else tasks
+
+
+def _piece(one: Sweep, start: int, end: int) -> Sweep:
+    return replace(one, branches=one.branches[start:end], labels=one.labels[start:end])
+
+
 class Runner:
     """Runs a plan strategy's sweeps and runs, here or in other processes; results come back
     in the order asked."""
@@ -197,22 +235,22 @@ class Runner:
 
     def sweeps(self, sweeps: Sequence[Sweep]) -> Iterator[tuple[Sweep, int, list[Outcome]]]:
         """Each branch of each sweep with its outcomes, in order (the sweep, the branch's
-        number in it, its outcomes): here, as each ends, or a batch of sweeps at a time from
-        the pool (those not yet asked for are dropped when the caller stops asking)."""
+        number in it, its outcomes): here, as each ends, or from the pool a few dozen branches
+        at a time (those not yet asked for are dropped when the caller stops asking)."""
         if self.jobs == 1 and self.executor is None:
             for one in sweeps:
                 for number, outcomes in enumerate(self.sweep(one)):
                     yield one, number, outcomes
             return
-        reference = self._pool(len(sweeps))
-        size = max(1, len(sweeps) // (self.jobs * 4))
-        batches = [list(sweeps[i : i + size]) for i in range(0, len(sweeps), size)]
+        tasks = pieces(sweeps, self.jobs)
+        reference = self._pool(len(tasks))
         done = self._ordered(
-            _shard_sweeps, reference, self.shipped, self.seed, self.timeout, batches
-        )
-        for batch, results in zip(batches, done, strict=False):
-            for one, branches in zip(batch, results, strict=True):
-                for number, outcomes in enumerate(branches):
+            _shard_sweeps, reference, self.shipped, self.seed, self.timeout,
+            [[piece for _, _, piece in task] for task in tasks],
+        )  # fmt: skip
+        for task, results in zip(tasks, done, strict=False):
+            for (one, first, _), branches in zip(task, results, strict=True):
+                for number, outcomes in enumerate(branches, start=first):
                     yield one, number, outcomes
 
     def runs(
