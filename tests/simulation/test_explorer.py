@@ -176,6 +176,15 @@ def test_bad_arguments_are_refused() -> None:
         ys.explore(scenario, on_searched="draw")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("call", [ys.simulate, ys.explore])
+def test_a_scenarios_name_given_for_the_scenario_says_how_to_load_it(call: Any) -> None:
+    hint = r"takes a ys.Scenario, not 'durable-start' \(str\); load one by name or path with "
+    with pytest.raises(TypeError, match=hint + r"ys.load_scenario\('durable-start'\)"):
+        call("durable-start")
+    with pytest.raises(TypeError, match=r"takes a ys.Scenario, not None \(NoneType\)$"):
+        call(None)
+
+
 def test_ddmin_finds_a_one_minimal_subset() -> None:
     faults = [ys.Fault("crash", at=i) for i in range(8)]
 

@@ -20,7 +20,7 @@ from yieldstar_sim.simulation.determinism import first_difference, not_determini
 from yieldstar_sim.simulation.execution import Execution
 from yieldstar_sim.simulation.faults import trace_points
 from yieldstar_sim.simulation.finish import finish, invariants_of
-from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError
+from yieldstar_sim.simulation.scenario import FaultPlanError, ScenarioError, given_scenario
 from yieldstar_sim.simulation.scenario_runtime import runtime_for
 from yieldstar_sim.simulation.trace_payloads import ClientAnswerData, TraceKind
 
@@ -72,6 +72,7 @@ def simulate(
     is a warning (``run.warnings``). ``timeout`` bounds the run's wall-clock seconds (None: no
     bound); a run it cuts is ``incomplete``.
     """
+    scenario = given_scenario(scenario, "simulate")
     execution = Execution(
         scenario,
         seed=seed,

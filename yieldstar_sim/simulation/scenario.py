@@ -11,6 +11,7 @@ import inspect
 import linecache
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yieldstar_sim.core.authoring import Workflow
@@ -533,3 +534,16 @@ class ScenarioDefinitionError(ScenarioError, ValueError):
 class FaultPlanError(ScenarioError, ValueError):
     """A fault of the plan that no choice point of the run matched: it never fired, so the run
     did not test what the scenario says it tests."""
+
+
+def given_scenario(value: object, call: str) -> Scenario:
+    """``value``, the scenario a public ``call`` was given, or a ``TypeError`` that says what a
+    scenario is and, for a name or a path, how to load it."""
+    if isinstance(value, Scenario):
+        return value
+    hint = (
+        f"; load one by name or path with ys.load_scenario({str(value)!r})"
+        if isinstance(value, str | Path)
+        else ""
+    )
+    raise TypeError(f"{call} takes a ys.Scenario, not {value!r} ({type(value).__name__}){hint}")

@@ -36,7 +36,7 @@ from yieldstar_sim.simulation.explorer.systematic import SystematicSearch
 from yieldstar_sim.simulation.faults import FAULT_KINDS, FaultKind
 from yieldstar_sim.simulation.moves import ScheduleMismatch
 from yieldstar_sim.simulation.run import simulate
-from yieldstar_sim.simulation.scenario import ScenarioError
+from yieldstar_sim.simulation.scenario import ScenarioError, given_scenario
 from yieldstar_sim.simulation.scenario_runtime import (
     BY_SCENARIO,
     ByScenario,
@@ -119,6 +119,7 @@ def explore(
     >>> report.ok, report.schedules_run > 0
     (True, True)
     """
+    scenario = given_scenario(scenario, "explore")
     options = _options(strategy, max_faults, budget, kinds)
     runtime, confirm = runtime_for(scenario, runtime, "memory"), confirm_for(scenario, confirm)
     if on_searched is not None and not callable(on_searched):
