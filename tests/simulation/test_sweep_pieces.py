@@ -10,7 +10,9 @@ sweep's branches.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +135,45 @@ def test_each_answer_is_numbered_as_its_branch_in_the_whole_sweep() -> None:
     assert got == [
         (id(one), number, [label]) for one in sweeps for number, label in enumerate(one.labels)
     ]
+
+
+class ClosingRuntime(ys.MemoryRuntime):
+    """A memory runtime that notes, in the folder ``$CLOSING_RUNTIME``, each process's runtimes
+    opened and closed."""
+
+    def __init__(self, *, clock: Any) -> None:
+        super().__init__(clock=clock)
+        self._note("opened")
+
+    def close(self) -> None:
+        self._note("closed")
+        super().close()
+
+    @staticmethod
+    def _note(what: str) -> None:
+        folder = Path(os.environ["CLOSING_RUNTIME"])
+        with (folder / f"{os.getpid()}.txt").open("a") as notes:
+            notes.write(f"{what}\n")
+
+
+def closing_runtime(*, clock: Any) -> ClosingRuntime:
+    """``ClosingRuntime``'s factory, by a name other processes import."""
+    return ClosingRuntime(clock=clock)
+
+
+def test_every_runtime_a_pool_process_opened_is_closed_when_the_pool_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pool's process keeps its run of the scenario for every task it is handed, and ends
+    # without running ``atexit``: what it opened is closed as the pool ends it.
+    monkeypatch.setenv("CLOSING_RUNTIME", str(tmp_path))
+    report = ys.explore(
+        ys.load_scenario("durable-start"), max_faults=1, jobs=2, confirm=None, stop_at_first=False,
+        runtime=f"{__name__}:closing_runtime",
+    )  # fmt: skip
+    assert report.schedules_run > 1
+    notes = {path.stem: path.read_text().split() for path in tmp_path.glob("*.txt")}
+    workers = set(notes) - {str(os.getpid())}
+    assert workers, "the sweeps ran in other processes"
+    for pid, lines in notes.items():
+        assert lines.count("opened") == lines.count("closed") >= 1, (pid, lines)

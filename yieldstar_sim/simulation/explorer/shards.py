@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import multiprocessing.util
 import pickle
+import sys
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from itertools import islice
@@ -105,8 +107,24 @@ def shipped(choice: RuntimeChoice) -> RuntimeChoice | None:
 _SHARD_SCENARIOS: dict[str | None, Scenario] = {}
 
 
+#: Our own pool's process's runs of its scenario, by runtime, seed and timeout: kept until the
+#: process ends with the pool.
+_SHARD_RUNNERS: dict[tuple[RuntimeChoice, int, float | None], Runner] = {}
+
+
 def _shard_init(scenario: Scenario | None, reference: str | None) -> None:
     _SHARD_SCENARIOS[None] = scenario if scenario is not None else load_scenario(str(reference))
+    # A pool's process ends without running ``atexit``: as the pool ends it, its runs'
+    # runtimes are closed here, and the PostgreSQL schemas they gave back dropped.
+    multiprocessing.util.Finalize(None, _close_runners, exitpriority=0)
+
+
+def _close_runners() -> None:
+    while _SHARD_RUNNERS:
+        _SHARD_RUNNERS.popitem()[1].close()
+    schemas = sys.modules.get("yieldstar_sim.runtime.postgres_connections")
+    if schemas is not None:  # only a process that opened a PostgreSQL runtime has a pool
+        schemas.SCHEMAS.clear()
 
 
 #: Between a scenario file's path and the hash of its bytes in a reference (``_reference``).
@@ -131,6 +149,14 @@ def _shard_sweeps(
     reference: str | None, runtime: RuntimeChoice, seed: int, timeout: float | None,
     sweeps: list[Sweep],
 ) -> list[list[list[Outcome]]]:  # fmt: skip
+    if reference is None:
+        # Our own pool's process: its run of the scenario serves every task of the search
+        # (making one is a few runs' work, and a search hands out hundreds of pieces).
+        local = _SHARD_RUNNERS.get((runtime, seed, timeout))
+        if local is None:
+            local = Runner(shard_scenario(None), runtime, seed=seed, timeout=timeout)
+            _SHARD_RUNNERS[runtime, seed, timeout] = local
+        return [list(local.sweep(one)) for one in sweeps]
     local = Runner(shard_scenario(reference), runtime, seed=seed, timeout=timeout)
     try:
         return [list(local.sweep(one)) for one in sweeps]
