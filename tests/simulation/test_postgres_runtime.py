@@ -178,6 +178,34 @@ def test_a_search_on_postgres_uses_one_schema_per_process(monkeypatch: pytest.Mo
     assert not pooled & schemas(dsn)
 
 
+def noted_postgres(*, clock: object) -> PostgresRuntime:
+    """A PostgreSQL runtime whose schema is noted in the file ``$NOTED_SCHEMAS``, by a name
+    other processes import."""
+    runtime = PostgresRuntime(os.environ["YIELDSTAR_PG_DSN"], clock=clock)  # type: ignore[arg-type]
+    with Path(os.environ["NOTED_SCHEMAS"]).open("a") as noted:
+        noted.write(f"{runtime.schema}\n")
+    return runtime
+
+
+@pytest.mark.postgres
+def test_a_search_in_processes_leaves_no_schema_when_its_pool_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pool's process ends without running ``atexit``: the schemas its runs opened are
+    # dropped as the pool ends it, not left on the server.
+    noted = tmp_path / "schemas.txt"
+    monkeypatch.setenv("NOTED_SCHEMAS", str(noted))
+    report = ys.explore(
+        FIX, runtime=f"{__name__}:noted_postgres", confirm=None, jobs=2, max_faults=1,
+        stop_at_first=False,
+    )  # fmt: skip
+    assert report.schedules_run > 2
+    SCHEMAS.clear()  # this process's own, as its exit does
+    opened = set(noted.read_text().split())
+    assert len(opened) >= 2  # this process's and a worker's at least
+    assert not opened & schemas(os.environ["YIELDSTAR_PG_DSN"])
+
+
 @pytest.mark.postgres
 def test_the_records_are_queryable_with_sql_through_the_views() -> None:
     runtime = PostgresRuntime(os.environ["YIELDSTAR_PG_DSN"])
