@@ -93,7 +93,7 @@ def test_sigterm_mid_search_ends_every_process_and_keeps_what_was_found(tmp_path
     assert result.returncode == 128 + signal.SIGTERM, result.stdout + result.stderr
     assert result.stderr.splitlines()[-1].startswith("yieldstar-sim: interrupted"), result.stderr
     assert "Traceback" not in result.stderr, result.stderr
-    assert "interrupted" in result.stdout  # the report, of what the search had run
+    assert "interrupted (SIGTERM)" in result.stdout  # the report, of what the search had run
     assert left == []
 
 

@@ -20,6 +20,8 @@ False
 
 from __future__ import annotations
 
+import signal
+
 _watched = False
 _requested: int | None = None
 
@@ -69,3 +71,14 @@ def _ours(kind: type) -> bool:
     except Exception:
         return False
     return isinstance(module, str) and module.startswith("yieldstar_sim.")
+
+
+def stop_words() -> str:
+    """What stopped this process, in words, for a report it writes: the signal noted (SIGTERM),
+    else Ctrl-C (a ``KeyboardInterrupt``, in a notebook or a program of your own)."""
+    if _requested is None or _requested == signal.SIGINT:
+        return "Ctrl-C"
+    try:
+        return signal.Signals(_requested).name
+    except ValueError:
+        return f"signal {_requested}"

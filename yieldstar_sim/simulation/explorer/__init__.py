@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core import interrupts
 from yieldstar_sim.runtime.factory import open_runtime, resolve_runtime
 from yieldstar_sim.simulation.artifact import violation_file
 from yieldstar_sim.simulation.cluster import DaskCluster, on_dask
@@ -236,7 +237,7 @@ def _cut_by(report: ExplorationReport) -> list[str]:
     are."""
     cut_by = [f"{bound} cut the search" for bound in report.cut_by]
     if report.interrupted:
-        cut_by.append("Ctrl-C stopped it")
+        cut_by.append(f"{interrupts.stop_words()} stopped it")
     elif report.stopped is StopReason.VIOLATION:
         cut_by.append("it stopped at its first violation")
     if report.incomplete_schedules:

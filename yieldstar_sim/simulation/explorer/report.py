@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from yieldstar_sim.core import interrupts
 from yieldstar_sim.simulation.explorer.strategy import StopReason
 from yieldstar_sim.simulation.exporters import drawer
 
@@ -86,7 +87,8 @@ class ExplorationReport:
 
     @property
     def interrupted(self) -> bool:
-        """Whether Ctrl-C stopped the search (what it had found is kept)."""
+        """Whether Ctrl-C (or, for the command, SIGTERM) stopped the search (what it had found
+        is kept)."""
         return self.stopped is StopReason.INTERRUPTED
 
     @property
@@ -114,7 +116,7 @@ class ExplorationReport:
     def why_stopped(self) -> str:
         """Why the search stopped short, in words ("" when it covered its bound)."""
         if self.interrupted:
-            return "interrupted (Ctrl-C)"
+            return f"interrupted ({interrupts.stop_words()})"
         if self.stopped is StopReason.LOST and self.exhaustive is not None:
             return "; ".join(self.exhaustive.lost) + ": what it had searched is lost"
         if self.cut_by:

@@ -41,7 +41,7 @@ class StopReason(enum.StrEnum):
     DEPTH = "depth"
     """The depth bound cut some path (the exhaustive search's ``max_depth``)."""
     INTERRUPTED = "interrupted"
-    """Ctrl-C stopped it."""
+    """Ctrl-C (or, for the command, SIGTERM) stopped it."""
     LOST = "lost"
     """A process of a search on a cluster was lost (its worker died): what it searched is
     gone."""
