@@ -397,10 +397,7 @@ class MemoryRuntime(MemoryAttempts, MemoryEvents, common.AdapterOptions):
                 self._rows.get(target_id) or self._tombstones[target_id]
                 for target_id in self._requests.values()
             ]
-            return [
-                common.start_request_record(row.record())
-                for row in sorted(targets, key=lambda row: row.seq)
-            ]
+            return [row.start_request() for row in sorted(targets, key=lambda row: row.seq)]
 
     def due(self) -> list[str]:
         """The executions a claim could take now, in claim order."""

@@ -21,6 +21,8 @@ from yieldstar_sim.core.model import (
     ExecutionStatus,
     Lease,
     ParentLink,
+    RequestId,
+    StartRequestRecord,
     StepRecord,
 )
 
@@ -32,10 +34,10 @@ if TYPE_CHECKING:
 # Type checkers check the calls against the classes themselves.
 if TYPE_CHECKING:
     new_record, new_lease, new_step = ExecutionRecord, Lease, StepRecord
-    new_delivery = Delivery
+    new_delivery, new_start_request = Delivery, StartRequestRecord
 else:
-    new_record, new_lease, new_step, new_delivery = map(
-        maker, (ExecutionRecord, Lease, StepRecord, Delivery)
+    new_record, new_lease, new_step, new_delivery, new_start_request = map(
+        maker, (ExecutionRecord, Lease, StepRecord, Delivery, StartRequestRecord)
     )
 
 ORIGINS: dict[str, ExecutionOrigin] = {
@@ -213,6 +215,20 @@ class Row:
             self.waiting_on,
             self.recoveries,
             self.instance_id,
+        )
+
+    def start_request(self) -> StartRequestRecord:
+        """The start request this started target stands for: what
+        ``common.start_request_record(self.record())`` gives, without the rest of the record."""
+        parent = self.parent
+        assert parent is not None
+        return new_start_request(
+            RequestId(parent.execution_id, parent.step_key),
+            self.workflow_id,
+            fresh(self.params_value),  # type: ignore[arg-type]
+            parent.detached,
+            self.execution_id,
+            float(self.created_at),
         )
 
     def copy(self) -> Row:
