@@ -7,6 +7,7 @@ keeps is caught (``RestoreMismatch``), never counted."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Any
 
@@ -19,7 +20,7 @@ from yieldstar_sim.simulation import workers
 from yieldstar_sim.simulation.execution import Execution, SavedExecution
 from yieldstar_sim.simulation.faults import FAULT_KINDS, Fault, applies_at, explored_seconds
 from yieldstar_sim.simulation.moves import Move
-from yieldstar_sim.simulation.restore_check import RestoreMismatch
+from yieldstar_sim.simulation.restore_check import RestoreMismatch, check_restore
 from yieldstar_sim.simulation.saving import RestoreDiverged, can_snapshot
 from yieldstar_sim.simulation.scenario_files import bundled_scenarios
 
@@ -385,3 +386,75 @@ def test_a_run_gone_on_unrecorded_is_restored_as_it_went(name: str) -> None:
             execution.take(move)
         assert _outcome(execution) == expected, f"{name}: restored after point {index}"
     execution.close()
+
+
+class _Event:
+    def __init__(self, facts: tuple[Any, ...]) -> None:
+        self._facts = facts
+
+    def facts(self) -> tuple[Any, ...]:
+        return self._facts
+
+
+class _Trace:
+    def __init__(self) -> None:
+        self.events: list[_Event] = []
+
+
+class StandInRun:
+    """A run of three moves whose body events say which way ``coin`` fell, on ``runtime``
+    (what ``check_restore`` reads of a run)."""
+
+    trace: Any
+    runtime: Any
+
+    def __init__(self, runtime: Any, coin: Any) -> None:
+        self.trace, self.runtime, self.coin = _Trace(), runtime, coin
+
+    def take(self, move: Move) -> None:
+        self.trace.events.append(_Event((0.0, "body", "w1", "run", "f-0", self.coin())))
+
+    def moves(self) -> list[Move]:
+        return [Move("w1")]
+
+    def done(self) -> bool:
+        return len(self.trace.events) >= 3
+
+    def unrecorded(self) -> Any:
+        return contextlib.nullcontext()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_restore_that_differs_from_replays_that_differ_blames_no_one() -> None:
+    # The scenario is not deterministic: the search goes on, and its confirmation says so.
+    coins = iter(["b", "c"] * 20)
+    check_restore(
+        StandInRun(MemoryRuntime(), lambda: "b"), None, lambda: None,
+        lambda: StandInRun(MemoryRuntime(), lambda: next(coins)),
+    )  # fmt: skip
+
+
+def test_a_memory_runtime_restore_that_differs_from_agreeing_replays_is_the_scenarios_doing() -> (
+    None
+):
+    # The memory runtime puts back all it keeps: replays that agreed by chance do not make it
+    # the one to blame.
+    with pytest.raises(ys.ScenarioError, match=r"the scenario is not deterministic: a state put"):
+        check_restore(
+            StandInRun(MemoryRuntime(), lambda: "b"), None, lambda: None,
+            lambda: StandInRun(MemoryRuntime(), lambda: "c"),
+        )  # fmt: skip
+
+
+def test_an_adapters_restore_that_differs_from_agreeing_replays_names_the_adapter() -> None:
+    class OwnRuntime(MemoryRuntime):
+        pass
+
+    wrong = r"the runtime adapter OwnRuntime put back a state that went on differently from 4 "
+    with pytest.raises(RestoreMismatch, match=wrong):
+        check_restore(
+            StandInRun(OwnRuntime(), lambda: "b"), None, lambda: None,
+            lambda: StandInRun(OwnRuntime(), lambda: "c"),
+        )  # fmt: skip
