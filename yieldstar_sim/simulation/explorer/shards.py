@@ -261,8 +261,9 @@ class Runner:
 
     def sweeps(self, sweeps: Sequence[Sweep]) -> Iterator[tuple[Sweep, int, list[Outcome]]]:
         """Each branch of each sweep with its outcomes, in order (the sweep, the branch's
-        number in it, its outcomes): here, as each ends, or from the pool a few dozen branches
-        at a time (those not yet asked for are dropped when the caller stops asking)."""
+        number in it, its outcomes): here, as each ends, or from the pool in pieces of about
+        ``MOST_MOVES`` moves (those not yet asked for are dropped when the caller stops
+        asking)."""
         if self.jobs == 1 and self.executor is None:
             for one in sweeps:
                 for number, outcomes in enumerate(self.sweep(one)):
